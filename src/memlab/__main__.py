@@ -1,0 +1,5 @@
+import sys
+
+from memlab.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,3 @@
+"""memlab.backends."""
+
+__all__: list[str] = []

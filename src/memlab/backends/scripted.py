@@ -1,0 +1,106 @@
+"""A backend that returns scripted replies: the test double for the whole pipeline.
+
+It ships inside the package (like pydantic-ai's ``TestModel``) so users can unit-test their own
+prompts and merge strategies without a model, and so the workbench can replay hand-crafted
+replies to measure failure handling exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from memlab.backends.base import BackendError, Completion, CompletionRequest
+
+__all__ = ["ScriptedBackend", "ScriptExhaustedError"]
+
+ReplyFunction = Callable[[CompletionRequest], "str | Completion"]
+
+
+class ScriptExhaustedError(BackendError):
+    """The scripted backend was called more times than it has replies."""
+
+
+@dataclass
+class _Call:
+    request: CompletionRequest
+
+
+class ScriptedBackend:
+    """Return given replies in order, or compute them with a function; record every request.
+
+    Args:
+        replies: Replies returned in order (a ``str`` or a full :class:`Completion`).
+        function: Alternative to ``replies``: called with each request, returns the reply.
+        model: Model id reported in completions.
+        repeat_last: When the replies run out, keep returning the last one instead of raising.
+
+    Example:
+        >>> backend = ScriptedBackend(['{"user": {}}'])
+        >>> backend.complete(CompletionRequest(messages=[{"role": "user", "content": "hi"}])).text
+        '{"user": {}}'
+    """
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        replies: Iterable[str | Completion] | None = None,
+        *,
+        function: ReplyFunction | None = None,
+        model: str = "scripted",
+        repeat_last: bool = False,
+    ) -> None:
+        if (replies is None) == (function is None):
+            raise ValueError("ScriptedBackend needs exactly one of 'replies' or 'function'.")
+        self._replies = list(replies) if replies is not None else []
+        self._function = function
+        self._model = model
+        self._repeat_last = repeat_last
+        self._index = 0
+        self._lock = threading.Lock()
+        self.requests: list[CompletionRequest] = []
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def call_count(self) -> int:
+        """Number of completed calls so far."""
+        return len(self.requests)
+
+    @property
+    def prompts(self) -> list[str]:
+        """The text of the last message of every request, in call order."""
+        return [str(r.messages[-1]["content"]) if r.messages else "" for r in self.requests]
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        with self._lock:
+            self.requests.append(copy.deepcopy(request))
+            if self._function is not None:
+                reply: str | Completion = self._function(request)
+            elif self._index < len(self._replies):
+                reply = self._replies[self._index]
+                self._index += 1
+            elif self._repeat_last and self._replies:
+                reply = self._replies[-1]
+            else:
+                raise ScriptExhaustedError(
+                    f"ScriptedBackend has {len(self._replies)} replies but was called "
+                    f"{len(self.requests)} times; add replies or pass repeat_last=True."
+                )
+        if isinstance(reply, Completion):
+            return copy.copy(reply)
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+        return Completion(
+            text=reply,
+            prompt_tokens=max(1, prompt_chars // 4),
+            completion_tokens=max(0, len(reply) // 4),
+            latency_s=0.0,
+            finish_reason="stop",
+            model=request.model or self._model,
+            backend=self.name,
+        )

@@ -1,0 +1,3 @@
+"""memlab.core."""
+
+__all__: list[str] = []

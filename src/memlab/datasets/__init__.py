@@ -1,0 +1,3 @@
+"""memlab.datasets."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""memlab.eval."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""memlab.reporting."""
+
+__all__: list[str] = []
