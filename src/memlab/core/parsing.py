@@ -1,0 +1,633 @@
+"""Turn a model reply into a validated memory update: the parse ladder.
+
+Rungs, tried in order; the one that produced the decoded object is recorded:
+
+1. **strict**: the whole reply (whitespace-trimmed) is one JSON value.
+2. **lenient**: remove ``<think>…</think>`` blocks (also a dangling ``</think>`` whose opening
+   tag was in the prompt, and an unclosed ``<think>`` whose tag is dropped so the reasoning
+   counts as prose), look inside markdown fences first, then take the first JSON object,
+   decoded with `json.JSONDecoder.raw_decode` from each ``{``, that has the four top-level
+   keys. What had to be removed is recorded in `ParseResult.wrappers` ("think", "fence",
+   "prose").
+3. **repair** (optional): fix common breakage and decode again: trailing commas, single-quoted
+   strings, Python ``True``/``False``/``None``, raw control characters inside strings, ``//``
+   comments, and truncation. A truncated reply is repaired by dropping the incomplete trailing
+   element (an unterminated string is never completed, since half a fact is a wrong fact) and
+   closing the open arrays and objects; if that does not validate, the incomplete element of
+   each enclosing level is dropped in turn. Repair never invents keys.
+
+Then the object is validated against the contract (`validate_update`). Every failure has a
+`FailureCategory`; when a reply needs a rung that is disabled the category says why (fenced,
+prose_wrapped, think_block). A failure never yields data: callers must not treat it as "no
+changes".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from memlab.core.contract import TOP_LEVEL_KEYS, Violation, validate_update
+
+__all__ = [
+    "WRAPPERS",
+    "FailureCategory",
+    "ParseOptions",
+    "ParseResult",
+    "Rung",
+    "parse_reply",
+]
+
+FENCE, THINK, PROSE = "fence", "think", "prose"
+#: Everything the lenient rung can strip, in the order it is applied.
+WRAPPERS: tuple[str, ...] = (THINK, FENCE, PROSE)
+_MAX_STARTS = 64  # '{' positions tried per region; replies are a few KB
+_MAX_REPAIR_DEPTH = 6
+
+_THINK_BLOCK_RE = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_THINK_CLOSE_RE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
+_THINK_OPEN_RE = re.compile(r"<(?:think|thinking)>", re.IGNORECASE)
+_FENCE_RE = re.compile(r"```[ \t]*(?:[A-Za-z][\w+.-]*)?(.*?)```", re.DOTALL)
+_FENCE_OPEN_RE = re.compile(r"```[ \t]*(?:[A-Za-z][\w+.-]*)?")
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-.")
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_DECODER = json.JSONDecoder()
+
+
+class Rung(StrEnum):
+    """Rung of the parse ladder that produced the decoded object."""
+
+    STRICT = "strict"
+    LENIENT = "lenient"
+    REPAIR = "repair"
+
+
+class FailureCategory(StrEnum):
+    """Why a reply could not be turned into a valid update."""
+
+    EMPTY = "empty"
+    NO_JSON = "no_json"
+    FENCED = "fenced"
+    PROSE_WRAPPED = "prose_wrapped"
+    THINK_BLOCK = "think_block"
+    TRUNCATED = "truncated"
+    INVALID_JSON = "invalid_json"
+    WRONG_SHAPE = "wrong_shape"
+    SCHEMA_VIOLATION = "schema_violation"
+
+
+_WRAPPER_FAILURE = {
+    THINK: (FailureCategory.THINK_BLOCK, "a <think> block"),
+    FENCE: (FailureCategory.FENCED, "a markdown code fence"),
+    PROSE: (FailureCategory.PROSE_WRAPPED, "surrounding prose"),
+}
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """Which rungs of the ladder may be used.
+
+    Attributes:
+        lenient: Allow the lenient rung.
+        repair: Allow the repair rung.
+        validate: Validate against the contract (when false, only the four keys are checked).
+        strip: Wrappers the lenient and repair rungs may remove (subset of `WRAPPERS`).
+    """
+
+    lenient: bool = True
+    repair: bool = False
+    validate: bool = True
+    strip: frozenset[str] = frozenset(WRAPPERS)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.strip) - set(WRAPPERS)
+        if unknown:
+            raise ValueError(
+                f"ParseOptions.strip: unknown wrappers {sorted(unknown)}; use {list(WRAPPERS)}"
+            )
+
+    @classmethod
+    def deerflow(cls) -> ParseOptions:
+        """What the reference updater accepts: strict JSON, or a reply that is one fenced
+        block (it drops the first line when the reply starts with a fence, and the last
+        line when that is the closing fence). No think or prose stripping, no repair.
+        Validation stays on: an invalid reply is a failure here, never an empty update."""
+        return cls(lenient=True, repair=False, validate=True, strip=frozenset({FENCE}))
+
+    @classmethod
+    def strict_only(cls) -> ParseOptions:
+        """Only the strict rung."""
+        return cls(lenient=False, repair=False, validate=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for result records."""
+        return {
+            "lenient": self.lenient,
+            "repair": self.repair,
+            "validate": self.validate,
+            "strip": [w for w in WRAPPERS if w in self.strip],
+        }
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Outcome of `parse_reply`.
+
+    Attributes:
+        ok: True when `data` is a valid update.
+        data: The decoded update when ok, else None.
+        rung: Rung that decoded the object (also set for schema violations), else None.
+        category: Why it failed; None when ok.
+        violations: Contract violations (for schema_violation; for a truncated reply whose
+            repair did not validate, those of the first repaired candidate).
+        wrappers: What was stripped to reach the object ("think", "fence", "prose").
+        error: Human-readable explanation ("" when ok).
+        repairs: What the repair rung changed ("trailing_comma", "single_quotes",
+            "python_literals", "control_chars", "comments", "truncation").
+    """
+
+    ok: bool
+    data: dict[str, Any] | None = None
+    rung: Rung | None = None
+    category: FailureCategory | None = None
+    violations: tuple[Violation, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    error: str = ""
+    repairs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for result records."""
+        return {
+            "ok": self.ok,
+            "data": self.data,
+            "rung": self.rung.value if self.rung is not None else None,
+            "category": self.category.value if self.category is not None else None,
+            "violations": [v.to_dict() for v in self.violations],
+            "wrappers": list(self.wrappers),
+            "error": self.error,
+            "repairs": list(self.repairs),
+        }
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+@dataclass(frozen=True)
+class _Region:
+    """A stretch of the reply that may hold the object."""
+
+    text: str
+    fenced: bool
+    outside: bool  # non-whitespace text in the body outside this region
+
+
+@dataclass(frozen=True)
+class _Body:
+    text: str
+    think: bool  # a think block (or its remains) was removed
+    unclosed_think: bool
+    regions: tuple[_Region, ...]
+
+
+def _has_shape(value: Any) -> bool:
+    return isinstance(value, dict) and all(key in value for key in TOP_LEVEL_KEYS)
+
+
+def _split_body(reply: str) -> _Body:
+    body, count = _THINK_BLOCK_RE.subn("", reply)
+    think = count > 0
+    closes = list(_THINK_CLOSE_RE.finditer(body))
+    if closes:  # the opening tag was part of the prompt: drop everything up to the last close
+        body = body[closes[-1].end() :]
+        think = True
+    unclosed = False
+    opening = _THINK_OPEN_RE.search(body)
+    if opening:  # never closed: drop the tag, the reasoning after it counts as prose
+        body = body[: opening.start()] + body[opening.end() :]
+        think = unclosed = True
+    return _Body(body, think, unclosed, _regions(body))
+
+
+def _regions(body: str) -> tuple[_Region, ...]:
+    fences = list(_FENCE_RE.finditer(body))
+    regions: list[_Region] = []
+    for match in fences:
+        outside = (body[: match.start()] + body[match.end() :]).strip() != ""
+        regions.append(_Region(match.group(1), fenced=True, outside=outside))
+    remainder = _FENCE_RE.sub("\n", body)
+    dangling = _FENCE_OPEN_RE.search(remainder)
+    if dangling:  # an opening fence that never closes (usually a cut-off reply)
+        before = remainder[: dangling.start()]
+        outside = before.strip() != "" or any(m.group(1).strip() for m in fences)
+        regions.append(_Region(remainder[dangling.end() :], fenced=True, outside=outside))
+        remainder = before
+    has_fenced_text = any(r.text.strip() for r in regions)
+    regions.append(_Region(remainder, fenced=False, outside=has_fenced_text))
+    return tuple(regions)
+
+
+def _wrappers(body: _Body, region: _Region, start: int, end: int) -> tuple[str, ...]:
+    found = {THINK} if body.think else set()
+    if region.fenced:
+        found.add(FENCE)
+    if region.outside or region.text[:start].strip() or region.text[end:].strip():
+        found.add(PROSE)
+    return tuple(w for w in WRAPPERS if w in found)
+
+
+def _starts(text: str) -> list[int]:
+    starts: list[int] = []
+    index = text.find("{")
+    while index != -1 and len(starts) < _MAX_STARTS:
+        starts.append(index)
+        index = text.find("{", index + 1)
+    return starts
+
+
+def _decode_region(region: _Region) -> tuple[Any, bool]:
+    """Decode the whole region if it is one JSON value: (value, True), else (None, False)."""
+    stripped = region.text.strip()
+    if not stripped:
+        return None, False
+    try:
+        return json.loads(stripped), True
+    except (ValueError, RecursionError):
+        return None, False
+
+
+def _find_object(body: _Body) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """First object with the four top-level keys, with the wrappers around it."""
+    for region in body.regions:
+        value, whole = _decode_region(region)
+        if whole:
+            # A region that is one JSON value is taken as a whole, not searched inside.
+            if _has_shape(value):
+                start = region.text.find(region.text.strip())
+                return value, _wrappers(body, region, start, start + len(region.text.strip()))
+            continue
+        for start in _starts(region.text):
+            try:
+                value, end = _DECODER.raw_decode(region.text, start)
+            except (ValueError, RecursionError):
+                continue
+            if _has_shape(value):
+                return value, _wrappers(body, region, start, end)
+    return None
+
+
+# --------------------------------------------------------------------------- repair
+
+
+@dataclass
+class _Level:
+    closer: str
+    open_pos: int
+    last_complete: int | None = None
+    after_colon: bool = False
+
+
+@dataclass
+class _Scan:
+    written: str = ""  # the rewritten JSON (complete, or up to the cut-off)
+    truncated: bool = False
+    end: int = 0  # index in the region just after the object (len(text) when truncated)
+    changes: set[str] = field(default_factory=set)
+    stack: list[_Level] = field(default_factory=list)  # levels left open at the cut-off
+
+    def candidates(self) -> Iterator[str]:
+        """JSON texts to try: the rewrite itself, or for a cut-off one per open level,
+        innermost first, each dropping the incomplete element of that level."""
+        if not self.truncated:
+            yield self.written
+            return
+        # The contract nests three levels deep; deeper cuts cannot produce a valid update.
+        for depth in range(min(len(self.stack), _MAX_REPAIR_DEPTH), 0, -1):
+            level = self.stack[depth - 1]
+            cut = level.last_complete if level.last_complete is not None else level.open_pos
+            closers = "".join(lv.closer for lv in reversed(self.stack[:depth]))
+            yield self.written[:cut].rstrip().rstrip(",") + closers
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.comma: int | None = None  # index in parts of a comma not yet followed by a value
+
+    def emit(self, text: str) -> None:
+        if text.strip():
+            self.comma = len(self.parts) if text == "," else None
+        self.parts.append(text)
+        self.size += len(text)
+
+    def drop_comma(self) -> bool:
+        if self.comma is None:
+            return False
+        self.parts[self.comma] = ""
+        self.size -= 1
+        self.comma = None
+        return True
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _read_string(text: str, i: int, changes: set[str]) -> tuple[str | None, int]:
+    """Read the string starting at `text[i]`; return (JSON string literal, next index) or
+    (None, len(text)) when it is unterminated."""
+    quote = text[i]
+    if quote == "'":
+        changes.add("single_quotes")
+    chars: list[str] = ['"']
+    j = i + 1
+    while j < len(text):
+        ch = text[j]
+        if ch == "\\":
+            if j + 1 >= len(text):
+                break
+            nxt = text[j + 1]
+            chars.append("'" if quote == "'" and nxt == "'" else "\\" + nxt)
+            j += 2
+            continue
+        if ch == quote:
+            chars.append('"')
+            return "".join(chars), j + 1
+        if ch == '"':  # only reachable inside a single-quoted string
+            chars.append('\\"')
+        elif ch < " ":
+            changes.add("control_chars")
+            chars.append(json.dumps(ch)[1:-1])
+        else:
+            chars.append(ch)
+        j += 1
+    return None, len(text)
+
+
+def _repair_scan(text: str, start: int) -> _Scan | None:
+    """Rewrite the JSON-ish value starting at `text[start]` ('{') into JSON candidates.
+
+    Returns None when brackets are mismatched (nothing sensible to repair).
+    """
+    scan = _Scan()
+    out = _Writer()
+    stack: list[_Level] = []
+    i, n = start, len(text)
+
+    def complete() -> None:
+        if stack:
+            stack[-1].last_complete = out.size
+            stack[-1].after_colon = False
+
+    while i < n:
+        ch = text[i]
+        if ch in "{[":
+            out.emit(ch)
+            stack.append(_Level("}" if ch == "{" else "]", out.size))
+        elif ch in "}]":
+            if not stack or stack[-1].closer != ch:
+                return None
+            if out.drop_comma():
+                scan.changes.add("trailing_comma")
+            stack.pop()
+            out.emit(ch)
+            complete()
+            if not stack:
+                scan.end = i + 1
+                scan.written = out.text()
+                return scan
+        elif ch in "\"'":
+            literal, i = _read_string(text, i, scan.changes)
+            if literal is None:
+                break
+            out.emit(literal)
+            if not (stack and stack[-1].closer == "}" and not stack[-1].after_colon):
+                complete()  # a value, not a key
+            continue
+        elif ch == ":":
+            out.emit(ch)
+            if stack and stack[-1].closer == "}":
+                stack[-1].after_colon = True
+        elif ch == "/" and text.startswith("//", i):
+            scan.changes.add("comments")
+            newline = text.find("\n", i)
+            i = n if newline == -1 else newline
+            continue
+        elif ch in _TOKEN_CHARS:
+            j = i
+            while j < n and text[j] in _TOKEN_CHARS:
+                j += 1
+            if j >= n:
+                break  # a number or literal cut off by the end of the reply
+            token = text[i:j]
+            if token in _PY_LITERALS:
+                scan.changes.add("python_literals")
+                token = _PY_LITERALS[token]
+            out.emit(token)
+            complete()
+            i = j
+            continue
+        else:
+            out.emit(ch)
+        i += 1
+
+    # Reached the end with open containers: the reply was cut off.
+    scan.truncated = True
+    scan.end = n
+    scan.changes.add("truncation")
+    scan.written = out.text()
+    scan.stack = stack
+    return scan
+
+
+@dataclass
+class _RepairOutcome:
+    result: ParseResult | None = None
+    truncated_violations: tuple[Violation, ...] = ()
+
+
+def _try_repair(body: _Body, reply: str, options: ParseOptions) -> _RepairOutcome:
+    outcome = _RepairOutcome()
+    if not options.lenient:
+        # Without the lenient rung the reply itself must be the (broken) object.
+        body = _Body(reply, False, False, (_Region(reply, fenced=False, outside=False),))
+    allowed = options.strip if options.lenient else frozenset()
+    for region in body.regions:
+        starts = _starts(region.text)
+        if not options.lenient:
+            starts = starts[:1] if starts and starts[0] == 0 else []
+        for start in starts:
+            scan = _repair_scan(region.text, start)
+            if scan is None or not scan.changes:
+                continue
+            wrappers = _wrappers(body, region, start, scan.end)
+            if not set(wrappers) <= allowed:
+                continue
+            repairs = tuple(sorted(scan.changes))
+            for candidate in scan.candidates():
+                try:
+                    value = json.loads(candidate)
+                except (ValueError, RecursionError):
+                    continue
+                if not _has_shape(value):
+                    continue
+                result = _finish(value, Rung.REPAIR, wrappers, options, repairs)
+                if result.ok or not scan.truncated:
+                    outcome.result = result
+                    return outcome
+                if not outcome.truncated_violations:
+                    outcome.truncated_violations = result.violations
+            if scan.truncated:
+                break  # later starts are nested in this cut-off value
+    return outcome
+
+
+# --------------------------------------------------------------------------- ladder
+
+
+def _finish(
+    value: dict[str, Any],
+    rung: Rung,
+    wrappers: tuple[str, ...],
+    options: ParseOptions,
+    repairs: tuple[str, ...] = (),
+) -> ParseResult:
+    if options.validate:
+        violations = tuple(validate_update(value))
+        if violations:
+            shown = "; ".join(str(v) for v in violations[:5])
+            more = f" (+{len(violations) - 5} more)" if len(violations) > 5 else ""
+            return ParseResult(
+                ok=False,
+                rung=rung,
+                category=FailureCategory.SCHEMA_VIOLATION,
+                violations=violations,
+                wrappers=wrappers,
+                error=f"reply breaks the contract: {shown}{more}",
+                repairs=repairs,
+            )
+    return ParseResult(ok=True, data=value, rung=rung, wrappers=wrappers, repairs=repairs)
+
+
+def _fail(category: FailureCategory, error: str, **extra: Any) -> ParseResult:
+    return ParseResult(ok=False, category=category, error=error, **extra)
+
+
+def _shape_error(value: Any) -> str:
+    if isinstance(value, dict):
+        missing = [key for key in TOP_LEVEL_KEYS if key not in value]
+        return f"JSON object lacks the top-level keys {missing}"
+    kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return f"reply is {kind.get(type(value), 'a number')}, not a JSON object"
+
+
+def _top_level_spans(text: str) -> tuple[bool, str]:
+    """Walk the top-level '{' spans of `text` (nested braces are skipped).
+
+    Returns (whether a span runs off the end, shape error of the first decodable object).
+    """
+    shape_error = ""
+    pos = text.find("{")
+    for _ in range(_MAX_STARTS):
+        if pos == -1:
+            break
+        scan = _repair_scan(text, pos)
+        if scan is None:
+            pos = text.find("{", pos + 1)
+            continue
+        if scan.truncated:
+            return True, shape_error
+        try:
+            value, _end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            shape_error = shape_error or _shape_error(value)
+        pos = text.find("{", scan.end)
+    return False, shape_error
+
+
+def _diagnose(body: _Body, reply: str, truncated_violations: tuple[Violation, ...]) -> ParseResult:
+    """Categorise a reply from which no rung got an update object."""
+    truncated = False
+    shape_error = ""
+    for region in body.regions:
+        value, whole = _decode_region(region)
+        if whole:
+            shape_error = shape_error or _shape_error(value)
+            continue
+        region_truncated, region_shape = _top_level_spans(region.text)
+        truncated = truncated or region_truncated
+        shape_error = shape_error or region_shape
+    if truncated:
+        return _fail(
+            FailureCategory.TRUNCATED,
+            "reply ends inside an unterminated JSON value (the model may have hit its token limit)",
+            violations=truncated_violations,
+        )
+    if shape_error:
+        return _fail(FailureCategory.WRONG_SHAPE, shape_error)
+    if "{" not in body.text:
+        if body.unclosed_think:
+            return _fail(
+                FailureCategory.TRUNCATED,
+                "reply is an unclosed <think> block without JSON (the model may have run out "
+                "of tokens while reasoning)",
+            )
+        where = " outside the <think> block" if "{" in reply else ""
+        return _fail(FailureCategory.NO_JSON, f"reply contains no JSON object{where}")
+    return _fail(FailureCategory.INVALID_JSON, "reply contains malformed JSON")
+
+
+def parse_reply(text: str, options: ParseOptions | None = None) -> ParseResult:
+    """Parse a model reply into a validated memory update.
+
+    Args:
+        text: The raw reply.
+        options: Rungs allowed; defaults to `ParseOptions()` (strict + lenient, no repair).
+
+    Returns:
+        A `ParseResult`; `data` is set only when `ok` is true.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_reply expects the reply text (str), got {type(text).__name__}")
+    opts = options if options is not None else ParseOptions()
+    stripped = text.strip()
+    if not stripped:
+        return _fail(FailureCategory.EMPTY, "reply is empty")
+
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        if _has_shape(value):
+            return _finish(value, Rung.STRICT, (), opts)
+        return _fail(FailureCategory.WRONG_SHAPE, _shape_error(value))
+
+    body = _split_body(stripped)
+    found = _find_object(body)
+    if found is not None:
+        value, wrappers = found
+        allowed = opts.strip if opts.lenient else frozenset()
+        blocked = [w for w in wrappers if w not in allowed]
+        if not blocked:
+            return _finish(value, Rung.LENIENT, wrappers, opts)
+        category, what = _WRAPPER_FAILURE[blocked[0]]
+        reason = "is disabled" if not opts.lenient else f"may not strip {blocked[0]}"
+        return _fail(
+            category,
+            f"the JSON object is wrapped in {what}; the lenient rung {reason} in these options",
+            wrappers=wrappers,
+        )
+
+    truncated_violations: tuple[Violation, ...] = ()
+    if opts.repair:
+        outcome = _try_repair(body, stripped, opts)
+        if outcome.result is not None:
+            return outcome.result
+        truncated_violations = outcome.truncated_violations
+    return _diagnose(body, stripped, truncated_violations)

@@ -1,0 +1,361 @@
+"""Prompt variants for the memory update: named templates stored as data files.
+
+A template is plain text with exactly one ``{current_memory}`` and one ``{conversation}``
+placeholder. Rendering substitutes only those two (in a single pass), so any other braces in
+the template, such as a JSON example of the expected reply, are kept literally; there is no
+``str.format`` escaping to think about.
+
+Built-in variants live in ``memlab/core/prompts/*.txt`` (``default`` and ``concise``). Users
+add variants without touching code::
+
+    registry = default_registry()
+    registry.load_file("my_prompts/terse.txt")        # variant "terse"
+    registry.load_file("my_prompts/variants.yaml")    # {name: {template, description}} or a list
+    prompt = get_prompt("terse").render(memory, conversation)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "BUILTIN_PROMPTS",
+    "PLACEHOLDERS",
+    "PromptError",
+    "PromptRegistry",
+    "PromptVariant",
+    "UnknownPromptError",
+    "default_registry",
+    "get_prompt",
+    "render_prompt",
+    "validate_template",
+]
+
+PLACEHOLDERS: tuple[str, ...] = ("current_memory", "conversation")
+#: Built-in variants: name -> (package file, description).
+BUILTIN_PROMPTS: dict[str, tuple[str, str]] = {
+    "default": (
+        "prompts/default.txt",
+        "Full instructions: section lengths, categories, confidence scale, skeleton.",
+    ),
+    "concise": (
+        "prompts/concise.txt",
+        "Shorter variant with the same rules, for small context windows.",
+    ),
+}
+
+_PLACEHOLDER_RE = re.compile(r"\{(current_memory|conversation)\}")
+_IDENTIFIER_RE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
+_DOUBLED_RE = re.compile(r"\{\{\s*(current_memory|conversation)\s*\}\}")
+_SUFFIXES_TEXT = (".txt",)
+_SUFFIXES_DATA = (".yaml", ".yml", ".json")
+
+
+class PromptError(ValueError):
+    """A prompt template or prompt file is invalid."""
+
+
+class UnknownPromptError(PromptError, LookupError):
+    """No prompt variant is registered under the requested name."""
+
+
+def validate_template(template: str, source: str) -> None:
+    """Check that `template` has each placeholder exactly once and no look-alikes.
+
+    Args:
+        template: The template text.
+        source: Where it came from (file path or variant name), used in the error message.
+
+    Raises:
+        PromptError: Listing every problem found.
+    """
+    problems: list[str] = []
+    for match in _DOUBLED_RE.finditer(template):
+        problems.append(
+            f"{match.group(0)!r} uses doubled braces; write {{{match.group(1)}}} "
+            "(templates are not str.format strings)"
+        )
+    for name in PLACEHOLDERS:
+        count = template.count("{" + name + "}")
+        if count == 0:
+            problems.append(f"missing the placeholder {{{name}}}; add it exactly once")
+        elif count > 1:
+            problems.append(f"has the placeholder {{{name}}} {count} times; use it exactly once")
+    for match in _IDENTIFIER_RE.finditer(template):
+        text, name = match.group(0), match.group(1)
+        if name in PLACEHOLDERS and text == "{" + name + "}":
+            continue
+        if name in PLACEHOLDERS:
+            problems.append(f"{text!r} has spaces inside the braces; write {{{name}}}")
+        elif not _inside_doubled(template, match.start()):
+            known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+            problems.append(
+                f"unknown placeholder {text!r} at line {_line_of(template, match.start())}; "
+                f"only {known} are substituted"
+            )
+    if problems:
+        raise PromptError(f"{source}: invalid prompt template: " + "; ".join(problems))
+
+
+def _inside_doubled(template: str, start: int) -> bool:
+    # "{{current_memory}}" is already reported as doubled braces.
+    return template.startswith("{{", start) or (start > 0 and template[start - 1] == "{")
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+@dataclass(frozen=True)
+class PromptVariant:
+    """A named prompt template.
+
+    Attributes:
+        name: Registry key (e.g. ``"default"``).
+        template: Text with exactly one ``{current_memory}`` and one ``{conversation}``.
+        description: One line for listings and reports.
+        source: Where the template was loaded from (for error messages; not compared).
+    """
+
+    name: str
+    template: str
+    description: str = ""
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            where = self.source or "<prompt>"
+            raise PromptError(f"{where}: prompt name must be a non-empty string")
+        if not isinstance(self.template, str):
+            raise PromptError(f"{self.where}: template must be a string")
+        validate_template(self.template, self.where)
+
+    @property
+    def where(self) -> str:
+        """The source file, or ``prompt '<name>'`` for variants built in code."""
+        return self.source or f"prompt {self.name!r}"
+
+    def render(self, current_memory: Mapping[str, Any], conversation: str) -> str:
+        """Return the prompt with the memory document (as indented JSON) and conversation."""
+        values = {
+            "current_memory": json.dumps(
+                current_memory, indent=2, ensure_ascii=False, sort_keys=False
+            ),
+            "conversation": conversation,
+        }
+        # One pass: text inside the substituted values is never substituted again.
+        return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], self.template)
+
+
+def _load_builtin(name: str) -> PromptVariant:
+    resource, description = BUILTIN_PROMPTS[name]
+    text = resources.files("memlab.core").joinpath(resource).read_text(encoding="utf-8")
+    return PromptVariant(name, text, description, source=f"memlab/core/{resource}")
+
+
+class PromptRegistry:
+    """A set of prompt variants by name; starts with the built-in variants."""
+
+    def __init__(self, *, builtins: bool = True) -> None:
+        self._variants: dict[str, PromptVariant] = {}
+        self._lock = threading.Lock()
+        if builtins:
+            self.register(_load_builtin("default"))
+            self.register(_load_builtin("concise"))
+
+    def register(self, variant: PromptVariant, replace: bool = False) -> PromptVariant:
+        """Add `variant`; an existing name is an error unless `replace` is true."""
+        if not isinstance(variant, PromptVariant):
+            raise TypeError(f"register expects a PromptVariant, got {type(variant).__name__}")
+        with self._lock:
+            existing = self._variants.get(variant.name)
+            if existing is not None and not replace:
+                raise PromptError(
+                    f"{variant.where}: a prompt named {variant.name!r} is already registered "
+                    f"(from {existing.where}); pick another name or pass replace=True"
+                )
+            self._variants[variant.name] = variant
+        return variant
+
+    def get(self, name: str) -> PromptVariant:
+        """Return the variant called `name`.
+
+        Raises:
+            UnknownPromptError: Naming the known variants.
+        """
+        with self._lock:
+            variant = self._variants.get(name)
+            known = sorted(self._variants)
+        if variant is None:
+            raise UnknownPromptError(
+                f"unknown prompt variant {name!r}; known variants: {', '.join(known) or '(none)'}"
+            )
+        return variant
+
+    def names(self) -> list[str]:
+        """Registered names in registration order."""
+        with self._lock:
+            return list(self._variants)
+
+    def __contains__(self, name: object) -> bool:
+        with self._lock:
+            return name in self._variants
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._variants)
+
+    def load_file(self, path: str | os.PathLike[str], replace: bool = False) -> list[PromptVariant]:
+        """Load and register the variants in one file.
+
+        A ``.txt`` file is one template named after the file stem. A ``.yaml``/``.yml``/
+        ``.json`` file holds either a mapping ``{name: {template: ..., description: ...}}``
+        (a bare string value is the template) or a list of
+        ``{name: ..., template: ..., description: ...}`` entries.
+
+        Returns:
+            The registered variants, in file order.
+
+        Raises:
+            PromptError: If the file cannot be read or parsed, or an entry is invalid; the
+                message names the file (and the entry).
+        """
+        source = os.fspath(path)
+        file_path = Path(source)
+        suffix = file_path.suffix.lower()
+        if suffix not in _SUFFIXES_TEXT + _SUFFIXES_DATA:
+            raise PromptError(
+                f"{source}: unsupported prompt file type {suffix or '(none)'}; "
+                "use .txt, .yaml, .yml or .json"
+            )
+        try:
+            text = file_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PromptError(f"{source}: cannot read prompt file: {exc.strerror}") from exc
+        if suffix in _SUFFIXES_TEXT:
+            variants = [PromptVariant(file_path.stem, text, source=source)]
+        else:
+            variants = list(_variants_from_data(_parse_data(text, source, suffix), source))
+        # Validate every entry before registering any, so a bad file changes nothing.
+        with self._lock:
+            clashes = [v.name for v in variants if v.name in self._variants]
+        names = [v.name for v in variants]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise PromptError(f"{source}: prompt names defined twice: {', '.join(duplicates)}")
+        if clashes and not replace:
+            raise PromptError(
+                f"{source}: prompt names already registered: {', '.join(clashes)}; "
+                "rename them or pass replace=True"
+            )
+        for variant in variants:
+            self.register(variant, replace=replace)
+        return variants
+
+    def load_directory(
+        self, path: str | os.PathLike[str], replace: bool = False
+    ) -> list[PromptVariant]:
+        """Load every ``.txt``/``.yaml``/``.yml``/``.json`` file of a directory (sorted)."""
+        directory = Path(path)
+        if not directory.is_dir():
+            raise PromptError(f"{os.fspath(path)}: not a directory")
+        loaded: list[PromptVariant] = []
+        for file_path in sorted(directory.iterdir()):
+            if file_path.is_file() and file_path.suffix.lower() in _SUFFIXES_TEXT + _SUFFIXES_DATA:
+                loaded.extend(self.load_file(file_path, replace=replace))
+        return loaded
+
+
+def _parse_data(text: str, source: str, suffix: str) -> Any:
+    try:
+        if suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise PromptError(f"{source}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
+    except yaml.YAMLError as exc:
+        raise PromptError(f"{source}: not valid YAML: {exc}") from exc
+
+
+def _variants_from_data(data: Any, source: str) -> Iterable[PromptVariant]:
+    if isinstance(data, Mapping):
+        for name, entry in data.items():
+            if isinstance(entry, str):
+                yield PromptVariant(str(name), entry, source=source)
+            elif isinstance(entry, Mapping):
+                yield _variant_from_entry({"name": str(name), **entry}, source)
+            else:
+                raise PromptError(
+                    f"{source}: prompt {name!r}: expected a template string or a mapping "
+                    f"with 'template', got {type(entry).__name__}"
+                )
+    elif isinstance(data, list):
+        for index, entry in enumerate(data):
+            if not isinstance(entry, Mapping):
+                raise PromptError(
+                    f"{source}: entry {index}: expected a mapping with 'name' and 'template', "
+                    f"got {type(entry).__name__}"
+                )
+            yield _variant_from_entry(entry, source, index)
+    else:
+        raise PromptError(
+            f"{source}: expected a mapping of prompt names or a list of prompts, "
+            f"got {type(data).__name__}"
+        )
+
+
+def _variant_from_entry(
+    entry: Mapping[str, Any], source: str, index: int | None = None
+) -> PromptVariant:
+    label = f"entry {index}" if index is not None else f"prompt {entry.get('name')!r}"
+    unknown = sorted(set(entry) - {"name", "template", "description"})
+    if unknown:
+        raise PromptError(
+            f"{source}: {label}: unknown keys {', '.join(map(str, unknown))}; "
+            "allowed: name, template, description"
+        )
+    for key in ("name", "template"):
+        if not isinstance(entry.get(key), str):
+            raise PromptError(f"{source}: {label}: '{key}' must be a string")
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        raise PromptError(f"{source}: {label}: 'description' must be a string")
+    return PromptVariant(entry["name"], entry["template"], description, source=source)
+
+
+_default_registry: PromptRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> PromptRegistry:
+    """The process-wide registry (created on first use with the built-in variants)."""
+    global _default_registry
+    with _default_lock:
+        if _default_registry is None:
+            _default_registry = PromptRegistry()
+        return _default_registry
+
+
+def get_prompt(name: str = "default") -> PromptVariant:
+    """Return a variant from the process-wide registry."""
+    return default_registry().get(name)
+
+
+def render_prompt(
+    current_memory: Mapping[str, Any],
+    conversation: str,
+    variant: str | PromptVariant = "default",
+) -> str:
+    """Render `variant` (a name in the default registry or a `PromptVariant`)."""
+    chosen = variant if isinstance(variant, PromptVariant) else get_prompt(variant)
+    return chosen.render(current_memory, conversation)

@@ -1,0 +1,401 @@
+"""Memory stores: a crash-safe, multi-process JSON file store and an in-memory store.
+
+:class:`JsonFileStorage` guarantees:
+
+* **atomic saves** - the document is written to a unique temporary file in the same directory,
+  flushed and fsynced, ``os.replace``-d over the target, and the directory is fsynced. A reader
+  (or a crash) sees the old document or the new one, never a mix. A failed save removes its
+  temporary file and leaves the file and the cache unchanged.
+* **no lost updates** - :meth:`JsonFileStorage.modify` holds an inter-process file lock
+  (``<path>.lock``) around reload -> change -> save.
+* **no silent data loss** - a corrupt file (invalid JSON, not an object, missing required keys)
+  is renamed to ``<name>.corrupt-<UTC timestamp>`` and :class:`CorruptMemoryError` is raised;
+  later loads start from an empty document while the preserved copy stays.
+* **cheap loads** - documents are cached per path and re-read only when the file's
+  modification time, size or inode changes. Callers always get deep copies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import stat
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import filelock
+
+from memlab.core.document import create_empty_memory, document_problems, utc_iso, utc_now
+
+__all__ = [
+    "CorruptMemoryError",
+    "InMemoryStorage",
+    "JsonFileStorage",
+    "MemoryStorage",
+    "StorageError",
+    "clear_storage_cache",
+]
+
+logger = logging.getLogger(__name__)
+
+Document = dict[str, Any]
+
+
+class StorageError(Exception):
+    """A memory document could not be read or written."""
+
+
+class CorruptMemoryError(StorageError):
+    """The memory file was unreadable; it has been preserved under another name.
+
+    Attributes:
+        path: The memory file.
+        preserved_path: Where the corrupt content now lives.
+        detail: What is wrong (with the JSON error position when it is a syntax error).
+    """
+
+    def __init__(self, path: Path, preserved_path: Path, detail: str) -> None:
+        self.path = path
+        self.preserved_path = preserved_path
+        self.detail = detail
+        super().__init__(
+            f"memory file {path} is corrupt ({detail}); it was preserved as {preserved_path} and "
+            "the next load starts from an empty memory. Inspect or repair the preserved copy and "
+            f"move it back to {path} to restore it."
+        )
+
+
+class MemoryStorage(Protocol):
+    """Where a memory document lives."""
+
+    def load(self) -> Document:
+        """Return the document (possibly from a cache); a deep copy the caller may change."""
+        ...
+
+    def reload(self) -> Document:
+        """Return the document read afresh, bypassing any cache."""
+        ...
+
+    def save(self, memory: Document, now: datetime | None = None) -> None:
+        """Store a copy of ``memory`` with ``lastUpdated`` set to ``now``; never mutates it."""
+        ...
+
+    def modify(self, fn: Callable[[Document], Document]) -> Document:
+        """Atomically load the fresh document, apply ``fn`` and save; return the saved copy."""
+        ...
+
+
+def _stamped(memory: Document, now: datetime | None, clock: Callable[[], datetime]) -> Document:
+    if not isinstance(memory, dict):
+        raise StorageError(f"a memory document must be a dict, got {type(memory).__name__}")
+    try:
+        document = copy.deepcopy(memory)
+    except Exception as exc:
+        raise StorageError(f"memory document cannot be copied: {exc}") from exc
+    document["lastUpdated"] = utc_iso(now if now is not None else clock())
+    return document
+
+
+def _checked_result(value: object) -> Document:
+    if not isinstance(value, dict):
+        raise TypeError(f"modify() callback must return the new document dict, got {value!r}")
+    return value
+
+
+# (st_mtime_ns, st_size, st_ino) of the file a cached document was read from or written to.
+_Signature = tuple[int, int, int]
+
+
+@dataclass
+class _CacheEntry:
+    signature: _Signature
+    document: Document
+
+
+_cache: dict[Path, _CacheEntry] = {}
+_cache_lock = threading.Lock()
+
+
+def clear_storage_cache() -> None:
+    """Forget every cached document (the next loads re-read their files)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _signature(st: os.stat_result) -> _Signature:
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        logger.warning("could not fsync directory %s: %s", directory, exc)
+    finally:
+        os.close(fd)
+
+
+class JsonFileStorage:
+    """A memory document in a JSON file (see the module docstring for the guarantees).
+
+    Args:
+        path: The memory file; its directory is created on the first save.
+        lock_timeout: Seconds to wait for the inter-process lock before raising
+            :class:`StorageError`.
+        clock: Source of ``lastUpdated`` and of the corrupt-copy timestamp.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        lock_timeout: float = 30.0,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.path = Path(path).absolute()
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.lock_timeout = lock_timeout
+        self._clock = clock
+        self._lock = filelock.FileLock(self.lock_path, timeout=lock_timeout)
+
+    def __repr__(self) -> str:
+        return f"JsonFileStorage({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the inter-process lock (reentrant within a thread)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire()
+        except filelock.Timeout as exc:
+            raise StorageError(
+                f"could not lock {self.lock_path} within {self.lock_timeout} s; another process "
+                "is holding it. Retry, or raise lock_timeout."
+            ) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot lock {self.lock_path}: {exc}") from exc
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    # -- reading -------------------------------------------------------------------------------
+    def load(self) -> Document:
+        """Return the document, from the cache when the file has not changed.
+
+        Raises:
+            CorruptMemoryError: The file was corrupt (it has been preserved).
+            StorageError: The file could not be read.
+        """
+        return self._read(use_cache=True)
+
+    def reload(self) -> Document:
+        """Return the document read from the file, refreshing the cache."""
+        return self._read(use_cache=False)
+
+    def _read(self, *, use_cache: bool) -> Document:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._forget()
+            return create_empty_memory(self._clock())
+        except OSError as exc:
+            raise StorageError(f"cannot read memory file {self.path}: {exc}") from exc
+        if use_cache:
+            with _cache_lock:
+                entry = _cache.get(self.path)
+                if entry is not None and entry.signature == _signature(st):
+                    return copy.deepcopy(entry.document)
+        try:
+            with open(self.path, "rb") as handle:
+                # The signature of the inode actually read; a concurrent os.replace cannot
+                # change it.
+                signature = _signature(os.fstat(handle.fileno()))
+                raw = handle.read()
+        except FileNotFoundError:
+            self._forget()
+            return create_empty_memory(self._clock())
+        except OSError as exc:
+            raise StorageError(f"cannot read memory file {self.path}: {exc}") from exc
+        document, problem = self._decode(raw)
+        if problem is not None:
+            self._quarantine(signature, problem)
+            # The file changed under us instead of being corrupt: read it again.
+            return self._read(use_cache=False)
+        assert document is not None
+        with _cache_lock:
+            _cache[self.path] = _CacheEntry(signature, document)
+        return copy.deepcopy(document)
+
+    @staticmethod
+    def _decode(raw: bytes) -> tuple[Document | None, str | None]:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, f"not UTF-8 text: invalid byte at offset {exc.start}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        problems = document_problems(value)
+        if problems:
+            return None, "; ".join(problems)
+        return value, None
+
+    def _quarantine(self, signature: _Signature, detail: str) -> None:
+        """Rename the corrupt file aside and raise, unless it was replaced meanwhile."""
+        with self.locked():
+            try:
+                current = _signature(os.stat(self.path))
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                raise StorageError(f"cannot inspect memory file {self.path}: {exc}") from exc
+            if current != signature:
+                return
+            stamp = self._clock().strftime("%Y%m%dT%H%M%SZ")
+            preserved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+            counter = 0
+            while preserved.exists():
+                counter += 1
+                preserved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{counter}")
+            try:
+                os.rename(self.path, preserved)
+            except OSError as exc:
+                raise StorageError(
+                    f"memory file {self.path} is corrupt ({detail}) and could not be moved "
+                    f"aside to {preserved}: {exc}. Move or repair it by hand."
+                ) from exc
+            _fsync_directory(self.path.parent)
+            self._forget()
+        error = CorruptMemoryError(self.path, preserved, detail)
+        logger.error("%s", error)
+        raise error
+
+    def _forget(self) -> None:
+        with _cache_lock:
+            _cache.pop(self.path, None)
+
+    # -- writing -------------------------------------------------------------------------------
+    def save(self, memory: Document, now: datetime | None = None) -> None:
+        """Atomically write a copy of ``memory`` with ``lastUpdated`` set to ``now``.
+
+        Raises:
+            StorageError: The document could not be serialised or written; the file and the
+                cache are unchanged.
+        """
+        with self.locked():
+            self._write(_stamped(memory, now, self._clock))
+
+    def modify(self, fn: Callable[[Document], Document], now: datetime | None = None) -> Document:
+        """Under the file lock: reload, ``fn(document)``, save; return the saved document.
+
+        ``fn`` receives a private copy and returns the new document (it may be the same
+        object, changed). Exceptions from ``fn`` propagate and nothing is written.
+        """
+        with self.locked():
+            current = self.reload()
+            document = _stamped(_checked_result(fn(current)), now, self._clock)
+            self._write(document)
+            return copy.deepcopy(document)
+
+    def _write(self, document: Document) -> None:
+        """Write ``document`` (owned by the store from now on) atomically and cache it."""
+        try:
+            data = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise StorageError(
+                f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})"
+            ) from exc
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(
+                prefix=f".{self.path.name}.", suffix=".tmp", dir=directory
+            )
+        except OSError as exc:
+            raise StorageError(f"cannot create a temporary file in {directory}: {exc}") from exc
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), self._file_mode())
+                # rename keeps inode and mtime, so this is the signature of the new file.
+                signature = _signature(os.fstat(handle.fileno()))
+            os.replace(tmp_name, self.path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+            if isinstance(exc, Exception):
+                raise StorageError(f"cannot save memory file {self.path}: {exc}") from exc
+            raise
+        _fsync_directory(directory)
+        with _cache_lock:
+            _cache[self.path] = _CacheEntry(signature, document)
+
+    def _file_mode(self) -> int:
+        try:
+            return stat.S_IMODE(os.stat(self.path).st_mode)
+        except OSError:
+            return 0o644
+
+
+class InMemoryStorage:
+    """A store that keeps the document in memory (for tests and the workbench).
+
+    Args:
+        initial: The starting document (copied); ``None`` starts empty.
+        clock: Source of ``lastUpdated``.
+
+    Attributes:
+        save_count: How many saves succeeded.
+    """
+
+    def __init__(
+        self, initial: Document | None = None, *, clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._document = (
+            copy.deepcopy(initial) if initial is not None else create_empty_memory(clock())
+        )
+        self.save_count = 0
+
+    def load(self) -> Document:
+        """Return a copy of the stored document."""
+        with self._lock:
+            return copy.deepcopy(self._document)
+
+    def reload(self) -> Document:
+        """Same as :meth:`load` (nothing is cached)."""
+        return self.load()
+
+    def save(self, memory: Document, now: datetime | None = None) -> None:
+        """Store a copy of ``memory`` with ``lastUpdated`` set; ``memory`` is not changed."""
+        document = _stamped(memory, now, self._clock)
+        try:
+            json.dumps(document, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
+        with self._lock:
+            self._document = document
+            self.save_count += 1
+
+    def modify(self, fn: Callable[[Document], Document], now: datetime | None = None) -> Document:
+        """Apply ``fn`` to a copy of the document and save the result; return a copy."""
+        with self._lock:
+            self.save(_checked_result(fn(self.load())), now)
+            return self.load()

@@ -1,0 +1,289 @@
+"""`MemoryUpdater`: one conversation in, one validated memory update saved (or a reason why not).
+
+The steps follow the pipeline of the spec: format the conversation, load the current memory,
+render the prompt, call the backend, run the parse ladder, apply the updates with the merge
+strategy under the store's inter-process lock, save atomically. Every step's outcome is kept in
+an :class:`UpdateResult` so the workbench can turn each call into numbers; `update_memory`
+reduces it to the seed's boolean.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.backends.base import (
+    Backend,
+    BackendError,
+    Completion,
+    CompletionRequest,
+    GenerationParams,
+    OutputMode,
+)
+from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
+from memlab.core.contract import contract_schema
+from memlab.core.document import random_fact_ids, utc_iso, utc_now
+from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
+from memlab.core.messages import format_conversation_for_update
+from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
+from memlab.core.prompts import PromptVariant, get_prompt
+from memlab.core.storage import JsonFileStorage, MemoryStorage, StorageError
+
+__all__ = ["MemoryUpdater", "UpdateResult", "update_memory_from_conversation"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class UpdateResult:
+    """Everything one update attempt did, step by step.
+
+    Attributes:
+        thread_id: The conversation's thread id (``None`` when unknown).
+        started_at: When the update started (the updater's clock).
+        skipped: Why no LLM call was made (``"disabled"``, ``"no_messages"``,
+            ``"empty_conversation"``), else ``None``.
+        prompt: The rendered prompt sent to the model ("" when skipped).
+        completion: The backend's reply, or ``None`` if no call was made or it failed.
+        parse: The parse ladder's result, or ``None`` if there was no reply.
+        applied: The merge strategy's bookkeeping, or ``None`` if nothing was applied.
+        saved: True when the new memory document was written.
+        error: A human-readable error for backend, storage or parse failures.
+        error_stage: ``"load"``, ``"backend"``, ``"parse"`` or ``"save"`` when ``error`` is set.
+        facts_before: Number of stored facts before the update.
+        facts_after: Number of stored facts after it (equal to before unless saved).
+        duration_s: Wall-clock seconds the whole update took.
+    """
+
+    thread_id: str | None
+    started_at: datetime
+    skipped: str | None = None
+    prompt: str = ""
+    completion: Completion | None = None
+    parse: ParseResult | None = None
+    applied: ApplyResult | None = None
+    saved: bool = False
+    error: str | None = None
+    error_stage: str | None = None
+    facts_before: int = 0
+    facts_after: int = 0
+    duration_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the update was saved."""
+        return self.saved
+
+    def to_record(self) -> dict[str, Any]:
+        """Return a flat JSON-serialisable record (one row of the workbench's call table)."""
+        counts = self.applied.counts() if self.applied is not None else {}
+        completion = self.completion
+        return {
+            "thread_id": self.thread_id,
+            "started_at": utc_iso(self.started_at),
+            "skipped": self.skipped,
+            "saved": self.saved,
+            "error": self.error,
+            "error_stage": self.error_stage,
+            "prompt_chars": len(self.prompt),
+            "reply": completion.text if completion is not None else None,
+            "prompt_tokens": completion.prompt_tokens if completion is not None else 0,
+            "completion_tokens": completion.completion_tokens if completion is not None else 0,
+            "latency_s": completion.latency_s if completion is not None else 0.0,
+            "finish_reason": completion.finish_reason if completion is not None else None,
+            "model": completion.model if completion is not None else None,
+            "backend": completion.backend if completion is not None else None,
+            "cached": completion.cached if completion is not None else False,
+            "parse": self.parse.to_dict() if self.parse is not None else None,
+            "facts_before": self.facts_before,
+            "facts_after": self.facts_after,
+            "duration_s": self.duration_s,
+            **{f"n_{name}": value for name, value in counts.items()},
+            **self.extra,
+        }
+
+
+class MemoryUpdater:
+    """Turn a conversation into a memory update with one LLM call.
+
+    Every collaborator is injectable; the defaults reproduce the seed's behaviour (global
+    config, default backend, JSON file store at the configured path, default prompt, baseline
+    merge, wall clock, random fact ids).
+
+    Args:
+        backend: The LLM backend. ``None`` resolves the default backend on first use
+            (OpenAI-compatible when ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is set, else the
+            bundled local model).
+        storage: The memory store. ``None`` uses a JSON file at the configured storage path,
+            re-resolved at each call because the config may change at run time.
+        prompt: The prompt variant; ``None`` uses the built-in ``"default"``.
+        output_mode: Free text, JSON mode, or schema-constrained output.
+        params: Sampling parameters (deterministic defaults).
+        parse_options: Which rungs of the parse ladder are enabled.
+        merge: The merge strategy; ``None`` is the DeerFlow-compatible baseline.
+        config_provider: Called at each update for the current config.
+        clock: Returns the current tz-aware time (virtual in replays).
+        fact_ids: Returns a new fact id per call (seeded in replays).
+        model_name: Model override; the config's ``model_name`` wins when set.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: Backend | None = None,
+        storage: MemoryStorage | None = None,
+        prompt: PromptVariant | None = None,
+        output_mode: OutputMode = OutputMode.FREE,
+        params: GenerationParams | None = None,
+        parse_options: ParseOptions | None = None,
+        merge: MergeStrategy | None = None,
+        config_provider: ConfigProvider | None = None,
+        clock: Callable[[], datetime] | None = None,
+        fact_ids: Callable[[], str] | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        self._backend = backend
+        self._storage = storage
+        self._file_stores: dict[Path, JsonFileStorage] = {}
+        self.prompt = prompt if prompt is not None else get_prompt("default")
+        self.output_mode = output_mode
+        self.params = params if params is not None else GenerationParams()
+        self.parse_options = parse_options if parse_options is not None else ParseOptions()
+        self.merge = merge if merge is not None else BaselineMerge()
+        self._config_provider = config_provider or get_memory_config
+        self._clock = clock or utc_now
+        self._fact_ids = fact_ids or random_fact_ids()
+        self.model_name = model_name
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> Backend:
+        """The backend, resolved on first use when none was given."""
+        with self._lock:
+            if self._backend is None:
+                from memlab.backends.registry import default_backend_spec, resolve_backend
+
+                self._backend = resolve_backend(default_backend_spec())
+            return self._backend
+
+    def storage_for(self, config: MemoryConfig) -> MemoryStorage:
+        """Return the store to use under ``config``."""
+        if self._storage is not None:
+            return self._storage
+        path = resolve_storage_path(config)
+        with self._lock:
+            store = self._file_stores.get(path)
+            if store is None:
+                store = self._file_stores[path] = JsonFileStorage(path)
+            return store
+
+    def update_memory(self, messages: Sequence[Any], thread_id: str | None = None) -> bool:
+        """Update the memory from ``messages``; True when a new memory was saved."""
+        return self.run_update(messages, thread_id).saved
+
+    def build_request(self, prompt: str, config: MemoryConfig) -> CompletionRequest:
+        """Return the completion request the updater sends for ``prompt``."""
+        schema = contract_schema() if self.output_mode is OutputMode.JSON_SCHEMA else None
+        return CompletionRequest(
+            messages=[{"role": "user", "content": prompt}],
+            mode=self.output_mode,
+            schema=schema,
+            params=self.params,
+            model=config.model_name or self.model_name,
+        )
+
+    def run_update(self, messages: Sequence[Any], thread_id: str | None = None) -> UpdateResult:
+        """Run one update and return what every step did. Never raises for LLM failures."""
+        started = time.perf_counter()
+        result = UpdateResult(thread_id=thread_id, started_at=self._clock())
+        try:
+            self._run(result, messages, thread_id)
+        finally:
+            result.duration_s = time.perf_counter() - started
+        return result
+
+    def _run(self, result: UpdateResult, messages: Sequence[Any], thread_id: str | None) -> None:
+        config = self._config_provider()
+        if not config.enabled:
+            result.skipped = "disabled"
+            return
+        if not messages:
+            result.skipped = "no_messages"
+            return
+        conversation = format_conversation_for_update(list(messages))
+        if not conversation.strip():
+            result.skipped = "empty_conversation"
+            return
+
+        storage = self.storage_for(config)
+        try:
+            current = storage.load()
+        except StorageError as exc:
+            self._fail(result, "load", str(exc))
+            return
+        result.facts_before = result.facts_after = len(current.get("facts", []))
+
+        result.prompt = self.prompt.render(current, conversation)
+        request = self.build_request(result.prompt, config)
+        try:
+            result.completion = self.backend.complete(request)
+        except BackendError as exc:
+            self._fail(result, "backend", str(exc))
+            return
+
+        result.parse = parse_reply(result.completion.text, self.parse_options)
+        if not result.parse.ok or result.parse.data is None:
+            category = result.parse.category.value if result.parse.category else "unknown"
+            self._fail(result, "parse", f"{category}: {result.parse.error}")
+            return
+        update = result.parse.data
+
+        def apply(fresh: dict[str, Any]) -> dict[str, Any]:
+            # Applied to the freshly reloaded document under the store's lock, so a concurrent
+            # writer's facts are kept.
+            applied = self.merge.apply(
+                fresh,
+                update,
+                thread_id=thread_id,
+                threshold=config.fact_confidence_threshold,
+                max_facts=config.max_facts,
+                now=self._clock(),
+                new_id=self._fact_ids,
+            )
+            result.applied = applied
+            return applied.memory
+
+        try:
+            saved = storage.modify(apply)
+        except StorageError as exc:
+            result.applied = None
+            self._fail(result, "save", str(exc))
+            return
+        result.saved = True
+        result.facts_after = len(saved.get("facts", []))
+        logger.info(
+            "memory updated for thread %s: %d facts (%s)",
+            thread_id,
+            result.facts_after,
+            result.applied.counts() if result.applied else {},
+        )
+
+    @staticmethod
+    def _fail(result: UpdateResult, stage: str, message: str) -> None:
+        result.error = message
+        result.error_stage = stage
+        logger.warning(
+            "memory update for thread %s failed at %s: %s", result.thread_id, stage, message
+        )
+
+
+def update_memory_from_conversation(messages: Sequence[Any], thread_id: str | None = None) -> bool:
+    """Update the global memory from a conversation with the default updater (seed API)."""
+    return MemoryUpdater().update_memory(messages, thread_id)
