@@ -1,3 +1,127 @@
-"""memlab.backends."""
+"""LLM backends: one small interface, OpenAI-compatible and local llama.cpp implementations,
+a scripted test double, a response cache and a registry resolving names like ``local:smollm2``.
 
-__all__: list[str] = []
+The heavy optional modules (``openai_compat``, ``llama_local``) import their SDKs lazily.
+"""
+
+from memlab.backends.base import (
+    Backend,
+    BackendError,
+    Completion,
+    CompletionRequest,
+    GenerationParams,
+    ModelRequestsBlockedError,
+    OutputMode,
+    allow_model_requests,
+    block_model_requests,
+    check_model_requests_allowed,
+)
+from memlab.backends.cache import (
+    CACHE_FORMAT,
+    CacheCorruptError,
+    CacheCounters,
+    CachedBackend,
+    CacheMissError,
+    CacheMode,
+    CacheStats,
+    PruneResult,
+    cache_stats,
+    entry_path,
+    prune_cache,
+    request_key,
+)
+from memlab.backends.llama_local import (
+    BUNDLED_MODEL_FILE,
+    BUNDLED_MODEL_ID,
+    DEFAULT_N_CTX,
+    LocalLlamaBackend,
+    bundled_model_path,
+    clear_model_cache,
+    compile_grammar,
+    default_threads,
+    load_model,
+    to_grammar_schema,
+)
+from memlab.backends.llama_server import (
+    LlamaServer,
+    free_port,
+)
+from memlab.backends.openai_compat import (
+    DEFAULT_OPENAI_MODEL,
+    OpenAICompatibleBackend,
+    SchemaTransport,
+    to_strict_schema,
+)
+from memlab.backends.registry import (
+    MINIMAL_CONTRACT_REPLY,
+    BackendFactory,
+    UnknownBackendError,
+    available_backends,
+    default_backend_spec,
+    register_backend,
+    resolve_backend,
+)
+from memlab.backends.retry import (
+    RetryableError,
+    RetryExhaustedError,
+    RetryPolicy,
+    parse_retry_after,
+)
+from memlab.backends.scripted import (
+    ScriptedBackend,
+    ScriptExhaustedError,
+)
+
+__all__ = [
+    "BUNDLED_MODEL_FILE",
+    "BUNDLED_MODEL_ID",
+    "CACHE_FORMAT",
+    "DEFAULT_N_CTX",
+    "DEFAULT_OPENAI_MODEL",
+    "MINIMAL_CONTRACT_REPLY",
+    "Backend",
+    "BackendError",
+    "BackendFactory",
+    "CacheCorruptError",
+    "CacheCounters",
+    "CacheMissError",
+    "CacheMode",
+    "CacheStats",
+    "CachedBackend",
+    "Completion",
+    "CompletionRequest",
+    "GenerationParams",
+    "LlamaServer",
+    "LocalLlamaBackend",
+    "ModelRequestsBlockedError",
+    "OpenAICompatibleBackend",
+    "OutputMode",
+    "PruneResult",
+    "RetryExhaustedError",
+    "RetryPolicy",
+    "RetryableError",
+    "SchemaTransport",
+    "ScriptExhaustedError",
+    "ScriptedBackend",
+    "UnknownBackendError",
+    "allow_model_requests",
+    "available_backends",
+    "block_model_requests",
+    "bundled_model_path",
+    "cache_stats",
+    "check_model_requests_allowed",
+    "clear_model_cache",
+    "compile_grammar",
+    "default_backend_spec",
+    "default_threads",
+    "entry_path",
+    "free_port",
+    "load_model",
+    "parse_retry_after",
+    "prune_cache",
+    "register_backend",
+    "request_key",
+    "resolve_backend",
+    "to_grammar_schema",
+    "to_strict_schema",
+]

@@ -15,7 +15,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-class OutputMode(str, Enum):
+class OutputMode(StrEnum):
     """How the backend is asked to shape its reply."""
 
     FREE = "free"

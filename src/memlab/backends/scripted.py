@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from memlab.backends.base import BackendError, Completion, CompletionRequest
 
-__all__ = ["ScriptedBackend", "ScriptExhaustedError"]
+__all__ = ["ScriptExhaustedError", "ScriptedBackend"]
 
 ReplyFunction = Callable[[CompletionRequest], "str | Completion"]
 

@@ -1,0 +1,153 @@
+"""Local backend throughput through memlab vs raw ``llama_cpp.Llama``, and cache-hit overhead.
+
+Runs the bundled SmolLM2-135M-Instruct (or ``--model PATH``) on the memory-update prompt, both
+through :class:`memlab.backends.llama_local.LocalLlamaBackend` and through a separate raw
+``llama_cpp.Llama`` with the same settings, alternating the two, and reads llama.cpp's own
+performance counters (prompt evaluation and generation) after every call. Each round uses a
+distinct prompt prefix so no call reuses the previous call's KV cache.
+
+Usage::
+
+    python benchmarks/backend_bench.py --rounds 3 --max-tokens 64 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
+from memlab.backends.cache import CachedBackend
+from memlab.backends.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
+
+CONVERSATION = (
+    "User: I'm a data engineer at Acme and I prefer Python over Java.\n\n"
+    "Assistant: Noted. What are you working on this quarter?\n\n"
+    "User: Migrating our nightly batch jobs to Airflow before the June audit."
+)
+
+
+def update_prompt() -> str:
+    """The default memory-update prompt over an empty memory (a plain fallback otherwise)."""
+    try:
+        from memlab.core.document import create_empty_memory
+        from memlab.core.prompts import get_prompt
+    except ImportError:
+        return f"Extract memorable facts as JSON from this conversation:\n\n{CONVERSATION}"
+    memory = create_empty_memory(datetime(2024, 1, 1, tzinfo=UTC))
+    return get_prompt("default").render(memory, CONVERSATION)
+
+
+def perf_call(llm: Any, call: Callable[[], object]) -> tuple[int, float, int, float]:
+    """Run ``call`` and return (prompt tokens, prompt ms, generated tokens, generation ms)."""
+    import llama_cpp
+
+    llama_cpp.llama_perf_context_reset(llm.ctx)
+    call()
+    data = llama_cpp.llama_perf_context(llm.ctx)
+    return data.n_p_eval, data.t_p_eval_ms, data.n_eval, data.t_eval_ms
+
+
+def rate(tokens: int, ms: float) -> float:
+    return tokens / (ms / 1000.0) if ms > 0 else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="GGUF path (default: bundled SmolLM2)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX)
+    parser.add_argument("--hits", type=int, default=200, help="cache hits to time")
+    args = parser.parse_args(argv)
+
+    import llama_cpp
+
+    backend = LocalLlamaBackend(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+    memlab_llm = backend.llama()
+    raw = llama_cpp.Llama(
+        model_path=str(backend.model_path),
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        n_threads_batch=args.threads,
+        verbose=False,
+    )
+    base_prompt = update_prompt()
+    params = GenerationParams(max_tokens=args.max_tokens)
+    totals = {"memlab": [0, 0.0, 0, 0.0], "raw": [0, 0.0, 0, 0.0]}
+
+    def run_memlab(prompt: str) -> None:
+        messages = [{"role": "user", "content": prompt}]
+        backend.complete(CompletionRequest(messages=messages, params=params))
+
+    def run_raw(prompt: str) -> None:
+        raw.create_chat_completion(
+            messages=[{"role": "user", "content": prompt}],
+            temperature=params.temperature,
+            max_tokens=params.max_tokens,
+            seed=params.seed,
+        )
+
+    # Warm-up (page in the weights) for both paths.
+    run_memlab("warm-up")
+    run_raw("warm-up")
+    for round_no in range(args.rounds):
+        prompt = f"[round {round_no}] {base_prompt}"
+        order = [("memlab", memlab_llm, run_memlab), ("raw", raw, run_raw)]
+        if round_no % 2:
+            order.reverse()  # alternate so neither path always runs on a warmer CPU
+        for label, llm, run in order:
+            result = perf_call(llm, functools.partial(run, prompt))
+            for i, value in enumerate(result):
+                totals[label][i] += value
+
+    print(f"model: {backend.model_path.name}  threads={args.threads}  n_ctx={args.n_ctx}")
+    print(f"rounds={args.rounds}  max_tokens={args.max_tokens}")
+    print(f"{'path':<8} {'prompt tok/s':>13} {'gen tok/s':>10} {'prompt tok':>11} {'gen tok':>8}")
+    rates = {}
+    for label, (n_p, t_p, n_g, t_g) in totals.items():
+        rates[label] = (rate(int(n_p), t_p), rate(int(n_g), t_g))
+        print(
+            f"{label:<8} {rates[label][0]:>13.1f} {rates[label][1]:>10.1f} "
+            f"{int(n_p):>11d} {int(n_g):>8d}"
+        )
+    prompt_ratio = rates["memlab"][0] / rates["raw"][0]
+    gen_ratio = rates["memlab"][1] / rates["raw"][1]
+    verdict = "OK" if min(prompt_ratio, gen_ratio) >= 0.9 else "BELOW GOAL"
+    print(
+        f"ratio memlab/raw: prompt {prompt_ratio:.3f}  generation {gen_ratio:.3f}  "
+        f"(goal >= 0.9: {verdict})"
+    )
+
+    with tempfile.TemporaryDirectory() as cache_dir:
+        cached = CachedBackend(backend, cache_dir)
+        request = CompletionRequest(
+            messages=[{"role": "user", "content": base_prompt}],
+            mode=OutputMode.FREE,
+            params=GenerationParams(max_tokens=8),
+        )
+        cached.complete(request)  # record
+        timings = []
+        for _ in range(args.hits):
+            started = time.perf_counter()
+            cached.complete(request)
+            timings.append(time.perf_counter() - started)
+        assert cached.counters.hits == args.hits
+        print(
+            f"cache hit overhead: median {statistics.median(timings) * 1e6:.0f} us, "
+            f"p95 {sorted(timings)[int(0.95 * len(timings)) - 1] * 1e6:.0f} us "
+            f"over {args.hits} hits (prompt {len(base_prompt)} chars)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

