@@ -15,7 +15,7 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 # Modules of memlab.cli that define command groups, in --help order.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("demo", "run_commands", "datasets", "report", "cache")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,3 +1,49 @@
-"""memlab.reporting."""
+"""Charts, comparison reports and the CI gate."""
 
-__all__: list[str] = []
+from memlab.reporting.charts import (
+    duplication_chart,
+    fact_growth_chart,
+    operating_curve_chart,
+    parse_failure_chart,
+    tokens_chart,
+    violation_heatmap,
+)
+from memlab.reporting.gate import (
+    GateFailure,
+    Thresholds,
+    check_gate,
+)
+from memlab.reporting.report import (
+    ReportPaths,
+    build_report,
+    figure_to_data_uri,
+)
+from memlab.reporting.tables import (
+    METRICS,
+    Metric,
+    compare_table,
+    config_table,
+    fact_diff,
+    worst_failures,
+)
+
+__all__ = [
+    "METRICS",
+    "GateFailure",
+    "Metric",
+    "ReportPaths",
+    "Thresholds",
+    "build_report",
+    "check_gate",
+    "compare_table",
+    "config_table",
+    "duplication_chart",
+    "fact_diff",
+    "fact_growth_chart",
+    "figure_to_data_uri",
+    "operating_curve_chart",
+    "parse_failure_chart",
+    "tokens_chart",
+    "violation_heatmap",
+    "worst_failures",
+]

@@ -1,0 +1,157 @@
+"""``memlab sweep`` and ``memlab run``: replay a dataset under one or many configurations."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from memlab.backends.cache import CacheMode
+from memlab.eval.grid import Grid, load_grid
+from memlab.eval.sweep import sweep
+
+__all__ = ["register"]
+
+logger = logging.getLogger(__name__)
+
+_SWEEP_EXAMPLE = """example:
+  memlab sweep grids/prompt_vs_mode.yaml --cache-dir cache --workers 4
+
+A grid file names the dataset, shared settings and the axes to vary:
+  name: prompt-vs-mode
+  dataset: smoke            # bundled name or path to a .jsonl file
+  base: {backend: "local:smollm2", max_tokens: 512}
+  axes:
+    prompt: [default, concise]
+    output_mode: [free, json_schema]
+"""
+
+_RUN_EXAMPLE = """example:
+  memlab run smoke --backend local:smollm2 --prompt default --mode json_schema \\
+      --threshold 0.7 --max-facts 100 --cache-dir cache
+"""
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs-dir", default="runs", help="parent directory of run directories (default: runs)"
+    )
+    parser.add_argument(
+        "--name", help="run directory name (default: the grid's name); an existing run is resumed"
+    )
+    parser.add_argument("--cache-dir", help="response cache directory (default: no cache)")
+    parser.add_argument(
+        "--cache-mode",
+        choices=[m.value for m in CacheMode],
+        default=CacheMode.READ_WRITE.value,
+        help="read_write (default), read_only (a cache miss is an error) or off",
+    )
+    parser.add_argument("--workers", type=int, default=4, help="concurrent replays (default: 4)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sweep`` and ``run`` commands."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="replay a dataset under every configuration of a grid file",
+        description="Replay a dataset under every configuration of a grid (YAML) "
+        "and write a run directory.",
+        epilog=_SWEEP_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("grid", help="grid YAML file")
+    p.add_argument("--backend", help="override every lane's backend spec, e.g. openai:gpt-4o-mini")
+    _add_common(p)
+    p.set_defaults(func=_sweep)
+
+    r = subparsers.add_parser(
+        "run",
+        help="replay a dataset under one configuration",
+        description="Replay a dataset under a single configuration (a one-lane sweep).",
+        epilog=_RUN_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("dataset", help="bundled dataset name (smoke, personas) or a .jsonl path")
+    r.add_argument(
+        "--backend",
+        default="scripted",
+        help="backend spec: local:smollm2, openai:MODEL, local:/path.gguf, auto (OpenAI when "
+        "OPENAI_API_KEY/OPENAI_BASE_URL is set, else local:smollm2) or scripted (default: "
+        "canned minimal replies, no model; for trying the pipeline and CI plumbing)",
+    )
+    r.add_argument("--prompt", default="default", help="prompt variant name (default: default)")
+    r.add_argument(
+        "--mode", default="free", choices=["free", "json_object", "json_schema"], help="output mode"
+    )
+    r.add_argument(
+        "--threshold", type=float, default=0.7, help="fact_confidence_threshold (default 0.7)"
+    )
+    r.add_argument("--max-facts", type=int, default=100, help="max_facts (default 100)")
+    r.add_argument("--merge", default="baseline", help="merge strategy (default: baseline)")
+    r.add_argument("--debounce", type=int, default=30, help="debounce seconds (default 30)")
+    r.add_argument(
+        "--max-tokens", type=int, default=1024, help="completion token limit (default 1024)"
+    )
+    r.add_argument(
+        "--replay-mode",
+        choices=["debounce", "per_session"],
+        default="debounce",
+        help="debounce (virtual-clock queue, default) or per_session (flush after each session)",
+    )
+    r.add_argument("--max-owners", type=int, help="replay only the first N owners")
+    r.add_argument("--max-sessions", type=int, help="replay only the first N sessions per owner")
+    _add_common(r)
+    r.set_defaults(func=_run)
+
+
+def _execute(grid: Grid, args: argparse.Namespace) -> int:
+    run = sweep(
+        grid.dataset,
+        grid,
+        runs_dir=args.runs_dir,
+        run_name=args.name,
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+        max_workers=args.workers,
+        progress=not args.no_progress,
+    )
+    columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
+    print(run.summary[columns].to_string())
+    print(f"\nrun written to {run.path}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    grid = load_grid(args.grid)
+    if args.backend:
+        grid = grid.model_copy(update={"base": {**grid.base, "backend": args.backend}})
+        if "backend" in grid.axes:
+            grid = grid.model_copy(
+                update={"axes": {k: v for k, v in grid.axes.items() if k != "backend"}}
+            )
+    return _execute(grid, args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    grid = Grid.from_mapping(
+        {
+            "name": args.name or "run",
+            "dataset": args.dataset,
+            "replay_mode": args.replay_mode,
+            "max_owners": args.max_owners,
+            "max_sessions": args.max_sessions,
+            "base": {
+                "backend": args.backend,
+                "prompt": args.prompt,
+                "output_mode": args.mode,
+                "fact_confidence_threshold": args.threshold,
+                "max_facts": args.max_facts,
+                "merge": args.merge,
+                "debounce_seconds": args.debounce,
+                "max_tokens": args.max_tokens,
+            },
+        },
+        source="command line",
+    )
+    return _execute(grid, args)

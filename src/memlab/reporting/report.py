@@ -1,0 +1,299 @@
+"""Comparison reports: a self-contained ``index.html`` and a ``summary.md``.
+
+The HTML has no external assets: charts are embedded PNG data URIs and the style sheet is
+inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from memlab.core.atomic import atomic_write_text
+from memlab.core.document import utc_iso
+from memlab.eval.run import Run
+from memlab.reporting import charts
+from memlab.reporting.tables import METRICS, compare_table, config_table, fact_diff, worst_failures
+
+__all__ = ["ReportPaths", "build_report", "figure_to_data_uri"]
+
+logger = logging.getLogger(__name__)
+
+CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
+    ("Parse outcome", charts.parse_failure_chart),
+    ("Schema violations", charts.violation_heatmap),
+    ("Fact growth", charts.fact_growth_chart),
+    ("Duplication", charts.duplication_chart),
+    ("Operating curve", charts.operating_curve_chart),
+    ("Tokens per update", charts.tokens_chart),
+)
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;padding:0 1rem}
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
+td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.best{font-weight:700;background:#e8f5e9} .delta{color:#666;font-size:.75rem}
+.changed{background:#fff8e1} pre{white-space:pre-wrap;max-height:14rem;overflow:auto;
+background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
+img{max-width:100%;border:1px solid #eee} .muted{color:#777}
+"""
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Files written by :func:`build_report`."""
+
+    html: Path
+    markdown: Path
+
+
+def figure_to_data_uri(fig: Figure) -> str:
+    """Render a Figure as a ``data:image/png;base64,...`` URI."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _html_table(frame: pd.DataFrame, classes: Callable[[int, str], str] | None = None) -> str:
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
+    body = []
+    for i, (_, row) in enumerate(frame.iterrows()):
+        cells = []
+        for column in frame.columns:
+            css = classes(i, str(column)) if classes else ""
+            cells.append(f'<td class="{css}">{escape(str(row[column]))}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
+    rows = []
+    for i in range(len(table)):
+        cells = []
+        for metric in METRICS:
+            value = table[metric.column].iloc[i]
+            text = metric.fmt(value)
+            delta = table[f"{metric.column}_delta"].iloc[i]
+            if i > 0 and pd.notna(delta) and delta != 0:
+                sign = "+" if delta > 0 else "-"
+                shown = metric.fmt(abs(delta))
+                text += (
+                    f" ({sign}{shown})"
+                    if markdown
+                    else f' <span class="delta">{sign}{shown}</span>'
+                )
+            if bool(table[f"{metric.column}_best"].iloc[i]) and len(table) > 1:
+                text = f"**{text}** ★" if markdown else f"{text} ★"
+            cells.append(text)
+        rows.append(cells)
+    return rows
+
+
+def build_report(
+    runs: Sequence[Run], out_dir: str | Path, *, title: str = "memlab comparison report"
+) -> ReportPaths:
+    """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline)."""
+    if not runs:
+        raise ValueError("build_report needs at least one run")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    configs, changed = config_table(runs)
+    metrics = compare_table(runs)
+    failures = worst_failures(runs)
+    diff, diff_title = _diff(runs)
+    generated = utc_iso(datetime.now(UTC))
+
+    html = _html(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
+    md = _markdown(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
+    paths = ReportPaths(html=out / "index.html", markdown=out / "summary.md")
+    atomic_write_text(paths.html, html)
+    atomic_write_text(paths.markdown, md)
+    logger.info("report written to %s", out)
+    return paths
+
+
+def _diff(runs: Sequence[Run]) -> tuple[pd.DataFrame, str]:
+    lanes = [(run, lane_id) for run in runs for lane_id in run.lanes]
+    if len(lanes) < 2:
+        return pd.DataFrame(columns=["user_id", "side", "fact_a", "fact_b"]), ""
+    (run_a, lane_a), (run_b, lane_b) = lanes[0], lanes[1]
+    title = f"A = {run_a.name}: {run_a.label(lane_a)}; B = {run_b.name}: {run_b.label(lane_b)}"
+    return fact_diff(run_a, lane_a, run_b, lane_b), title
+
+
+def _html(
+    title: str,
+    generated: str,
+    runs: Sequence[Run],
+    configs: pd.DataFrame,
+    changed: list[str],
+    metrics: pd.DataFrame,
+    failures: pd.DataFrame,
+    diff: pd.DataFrame,
+    diff_title: str,
+) -> str:
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f"<p class='muted'>Generated {escape(generated)} from runs: "
+        f"{escape(', '.join(r.name for r in runs))}. The first row is the baseline.</p>",
+        "<h2>Configurations</h2>",
+        f"<p>Changed between configurations: <b>{escape(', '.join(changed) or 'nothing')}</b></p>",
+        _html_table(configs, lambda _i, col: "changed" if col in changed else ""),
+        "<h2>Metrics</h2>",
+    ]
+    cells = _metric_cells(metrics, markdown=False)
+    head = "<th>run</th><th>configuration</th>" + "".join(
+        f"<th>{escape(m.title)}</th>" for m in METRICS
+    )
+    body = []
+    for i, row_cells in enumerate(cells):
+        tds = [
+            f"<td>{escape(str(metrics['run'].iloc[i]))}</td>",
+            f"<td>{escape(str(metrics['lane'].iloc[i]))}</td>",
+        ]
+        for metric, text in zip(METRICS, row_cells, strict=True):
+            best = bool(metrics[f"{metric.column}_best"].iloc[i]) and len(metrics) > 1
+            # text holds only formatted numbers and our own span markup.
+            tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
+    for run in runs:
+        parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
+        for chart_title, chart in CHARTS:
+            uri = figure_to_data_uri(chart(run))
+            parts.append(
+                f"<h3>{escape(chart_title)}</h3><img alt='{escape(chart_title)}' src='{uri}'>"
+            )
+    parts.append("<h2>Worst failures</h2>")
+    if failures.empty:
+        parts.append("<p>No parse failures.</p>")
+    else:
+        rows = []
+        for _, f in failures.iterrows():
+            reply = str(f["reply"])[:3000]
+            rows.append(
+                f"<tr><td>{escape(str(f['lane']))}</td><td>{escape(str(f['user_id']))}</td>"
+                f"<td>{escape(str(f['parse_category']))}</td><td>{escape(str(f['error']))}</td>"
+                f"<td><pre>{escape(str(f['conversation']))}</pre></td>"
+                f"<td><pre>{escape(reply)}</pre></td></tr>"
+            )
+        parts.append(
+            "<table><thead><tr><th>configuration</th><th>owner</th><th>category</th>"
+            "<th>error</th><th>conversation (dataset)</th><th>raw reply</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table>"
+        )
+    parts.append("<h2>Fact-level diff</h2>")
+    if diff_title:
+        parts.append(f"<p>{escape(diff_title)}</p>")
+        counts = diff["side"].value_counts().to_dict() if not diff.empty else {}
+        parts.append(
+            f"<p>only in A: {counts.get('only_a', 0)}, only in B: "
+            f"{counts.get('only_b', 0)}, near-duplicates: {counts.get('near', 0)}</p>"
+        )
+        parts.append(_html_table(diff.head(200)))
+    else:
+        parts.append("<p>Only one configuration: nothing to diff.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+_MD_DIFF_ROWS = 50
+
+
+def _md_escape(text: str) -> str:
+    # Table cells: no pipes or newlines; angle brackets as entities so that renderers that
+    # allow inline HTML show dataset and model text instead of interpreting it.
+    return escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(
+    title: str,
+    generated: str,
+    runs: Sequence[Run],
+    configs: pd.DataFrame,
+    changed: list[str],
+    metrics: pd.DataFrame,
+    failures: pd.DataFrame,
+    diff: pd.DataFrame,
+    diff_title: str,
+) -> str:
+    lines = [f"# {title}", "", f"Generated {generated}; the first row is the baseline.", ""]
+    lines += ["## Configurations", "", f"Changed: {', '.join(changed) or 'nothing'}", ""]
+    shown = ["run", "lane", *changed] if changed else ["run", "lane"]
+    lines.append("| " + " | ".join(shown) + " |")
+    lines.append("|" + "---|" * len(shown))
+    for _, row in configs.iterrows():
+        lines.append("| " + " | ".join(_md_escape(str(row[c])) for c in shown) + " |")
+    lines += ["", "## Metrics", ""]
+    header = ["run", "configuration", *(m.title for m in METRICS)]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for i, cells in enumerate(_metric_cells(metrics, markdown=True)):
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _md_escape(str(metrics["run"].iloc[i])),
+                    _md_escape(str(metrics["lane"].iloc[i])),
+                    *cells,
+                ]
+            )
+            + " |"
+        )
+    lines += ["", "★ marks the best value; deltas are against the first row.", ""]
+    lines += ["## Worst failures", ""]
+    if failures.empty:
+        lines.append("No parse failures.")
+    for _, f in failures.iterrows():
+        reply = str(f["reply"])[:600].replace("```", "'''")
+        conversation = str(f["conversation"])[-400:].replace("```", "'''")
+        lines += [
+            f"- **{_md_escape(str(f['lane']))}** / {_md_escape(str(f['user_id']))}: "
+            f"`{f['parse_category']}`: {_md_escape(str(f['error']))[:200]}",
+            "",
+        ]
+        if conversation:
+            lines += [
+                "  conversation:",
+                "",
+                "  ```",
+                *("  " + line for line in conversation.splitlines()),
+                "  ```",
+                "",
+                "  reply:",
+                "",
+            ]
+        lines += ["  ```", *("  " + line for line in reply.splitlines()), "  ```", ""]
+    lines += ["", "## Fact-level diff", ""]
+    if diff_title:
+        lines.append(diff_title)
+        counts = diff["side"].value_counts().to_dict() if not diff.empty else {}
+        lines.append(
+            f"\nonly in A: {counts.get('only_a', 0)}, only in B: {counts.get('only_b', 0)}, "
+            f"near-duplicates: {counts.get('near', 0)}"
+        )
+        if not diff.empty:
+            lines += ["", "| owner | side | fact in A | fact in B |", "|---|---|---|---|"]
+            for _, row in diff.head(_MD_DIFF_ROWS).iterrows():
+                cells = [row["user_id"], row["side"], row["fact_a"], row["fact_b"]]
+                lines.append("| " + " | ".join(_md_escape(str(c)) for c in cells) + " |")
+            if len(diff) > _MD_DIFF_ROWS:
+                lines.append(f"\n({len(diff) - _MD_DIFF_ROWS} more rows not shown)")
+    else:
+        lines.append("Only one configuration: nothing to diff.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,222 @@
+"""Comparison tables shared by the HTML and Markdown reports and the gate."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from memlab.datasets.loader import load_dataset
+from memlab.eval.matching import dice, normalize_text
+from memlab.eval.run import Run
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "compare_table",
+    "config_table",
+    "fact_diff",
+    "worst_failures",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric: its summary column, display name and which direction is better."""
+
+    column: str
+    title: str
+    higher_is_better: bool
+    percent: bool = False
+
+    def fmt(self, value: Any) -> str:
+        """Format a value for display ("-" for missing)."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        if self.percent:
+            return f"{value:.1%}"
+        if isinstance(value, float) and not float(value).is_integer():
+            return f"{value:.4g}"
+        return f"{int(value)}"
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("parse_failure_rate", "parse failure rate", False, percent=True),
+    Metric("recall", "recall", True, percent=True),
+    Metric("precision", "precision", True, percent=True),
+    Metric("duplicate_rate", "duplicate rate", False, percent=True),
+    Metric("final_facts", "final facts", True),
+    Metric("retracted_held", "retracted facts held", False),
+    Metric("forbidden_stored", "forbidden content stored", False),
+    Metric("llm_calls", "LLM calls", False),
+    Metric("calls_saved_by_debounce", "calls saved by debounce", True),
+    Metric("tokens_per_update", "tokens / update", False),
+    Metric("cost_usd", "cost (USD)", False),
+)
+
+
+def _rows(runs: Sequence[Run]) -> pd.DataFrame:
+    frames = []
+    for run in runs:
+        summary = run.summary.reset_index()
+        summary.insert(0, "run", run.name)
+        frames.append(summary)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
+    """Every lane's config side by side, and the config fields that differ between lanes."""
+    rows = []
+    for run in runs:
+        for lane_id, lane in run.lanes.items():
+            rows.append(
+                {"run": run.name, "lane": run.label(lane_id), **lane.model_dump(mode="json")}
+            )
+    table = pd.DataFrame(rows)
+    fields = [c for c in table.columns if c not in {"run", "lane"}]
+    changed = [c for c in fields if table[c].astype(str).nunique() > 1]
+    return table, changed
+
+
+def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
+    """Headline metrics per (run, lane) with deltas against the first row (the baseline).
+
+    Columns: ``run``, ``lane``, then for each metric its value, ``<col>_delta`` and
+    ``<col>_best`` (True where the value is the best of the table).
+    """
+    rows = _rows(runs)
+    if rows.empty:
+        return rows
+    out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
+    for metric in METRICS:
+        values = pd.to_numeric(rows[metric.column], errors="coerce")
+        out[metric.column] = values
+        out[f"{metric.column}_delta"] = values - values.iloc[0]
+        valid = values.dropna()
+        best = (valid.max() if metric.higher_is_better else valid.min()) if len(valid) else None
+        out[f"{metric.column}_best"] = (values == best) if best is not None else False
+    return out
+
+
+_FAILURE_COLUMNS = [
+    "run",
+    "lane",
+    "user_id",
+    "session_index",
+    "parse_category",
+    "error",
+    "reply",
+    "conversation",
+]
+
+
+def worst_failures(
+    runs: Sequence[Run], per_lane: int = 3, conversation_chars: int = 1500
+) -> pd.DataFrame:
+    """Failed parses with their raw replies, most violations first, ``per_lane`` per lane.
+
+    The ``conversation`` column holds the end of the session's dataset messages (at most
+    ``conversation_chars`` characters) when the run's dataset file is still readable, else "".
+    """
+    frames = []
+    for run in runs:
+        calls = run.calls
+        if calls.empty or "parse_ok" not in calls:
+            continue
+        failed = calls[calls["reply"].notna() & ~calls["parse_ok"].astype(bool)].copy()
+        if failed.empty:
+            continue
+        failed["run"] = run.name
+        failed["lane"] = [run.label(x) for x in failed["lane_id"]]
+        failed = failed.sort_values(["lane_id", "n_violations"], ascending=[True, False])
+        failed = failed.groupby("lane_id").head(per_lane)
+        texts = _conversations(run, conversation_chars)
+        failed["conversation"] = [
+            texts.get((str(user), str(thread)), "")
+            for user, thread in zip(failed["user_id"], failed["thread_id"], strict=True)
+        ]
+        frames.append(failed)
+    if not frames:
+        return pd.DataFrame(columns=_FAILURE_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[_FAILURE_COLUMNS]
+
+
+_SPEAKER = {"human": "User", "ai": "Assistant"}
+
+
+def _conversations(run: Run, limit: int) -> dict[tuple[str, str], str]:
+    """``(user_id, thread_id)`` -> the session's human and AI text, cut to its last ``limit``."""
+    path = run.dataset_path
+    if path is None:
+        return {}
+    try:
+        owners = load_dataset(path)
+    except (OSError, ValueError) as exc:
+        logger.warning("%s: cannot read the run's dataset %s: %s", run.path, path, exc)
+        return {}
+    out: dict[tuple[str, str], str] = {}
+    for owner in owners:
+        for session in owner.sessions:
+            lines = [
+                f"{_SPEAKER[m.role]}: {m.text}"
+                for m in session.messages
+                if m.role in _SPEAKER and not m.tool_calls
+            ]
+            text = "\n".join(lines)
+            if len(text) > limit:
+                text = "..." + text[-limit:]
+            out[(owner.user_id, session.thread_id)] = text
+    return out
+
+
+def fact_diff(
+    a: Run, lane_a: str, b: Run, lane_b: str, near_threshold: float = 0.8
+) -> pd.DataFrame:
+    """Fact-level diff of two lanes' final memories, per owner.
+
+    Each row is a fact with ``side`` = ``only_a``, ``only_b`` or ``near`` (a pair of facts,
+    one on each side, whose texts differ but are near-duplicates).
+    """
+    facts_a, facts_b = a.final_facts(lane_a), b.final_facts(lane_b)
+    owners = sorted(set(facts_a.get("user_id", [])) | set(facts_b.get("user_id", [])))
+    rows: list[dict[str, Any]] = []
+    for owner in owners:
+        texts_a = _contents(facts_a, owner)
+        texts_b = _contents(facts_b, owner)
+        norm_b = {normalize_text(t) for t in texts_b}
+        norm_a = {normalize_text(t) for t in texts_a}
+        rest_a = [t for t in texts_a if normalize_text(t) not in norm_b]
+        rest_b = [t for t in texts_b if normalize_text(t) not in norm_a]
+        paired_b: set[int] = set()
+        for text in rest_a:
+            match = next(
+                (
+                    j
+                    for j, other in enumerate(rest_b)
+                    if j not in paired_b and dice(text, other) >= near_threshold
+                ),
+                None,
+            )
+            if match is None:
+                rows.append({"user_id": owner, "side": "only_a", "fact_a": text, "fact_b": ""})
+            else:
+                paired_b.add(match)
+                rows.append(
+                    {"user_id": owner, "side": "near", "fact_a": text, "fact_b": rest_b[match]}
+                )
+        for j, text in enumerate(rest_b):
+            if j not in paired_b:
+                rows.append({"user_id": owner, "side": "only_b", "fact_a": "", "fact_b": text})
+    return pd.DataFrame(rows, columns=["user_id", "side", "fact_a", "fact_b"])
+
+
+def _contents(facts: pd.DataFrame, owner: str) -> list[str]:
+    if facts.empty:
+        return []
+    return [str(c) for c in facts[facts["user_id"] == owner]["content"]]

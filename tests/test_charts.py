@@ -1,0 +1,260 @@
+"""Every chart returns a populated matplotlib Figure and never touches pyplot's global state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+from memlab.reporting import charts
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+CHARTS: list[Callable[[Run], Figure]] = [
+    charts.parse_failure_chart,
+    charts.violation_heatmap,
+    charts.fact_growth_chart,
+    charts.duplication_chart,
+    charts.operating_curve_chart,
+    charts.tokens_chart,
+]
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def update(facts: list[tuple[str, float]]) -> str:
+    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
+    data["newFacts"] = [{"content": c, "category": "context", "confidence": p} for c, p in facts]
+    return json.dumps(data)
+
+
+def bad_confidence() -> str:
+    data = json.loads(update([("Plays chess", 0.9)]))
+    data["newFacts"][0]["confidence"] = "high"
+    return json.dumps(data)
+
+
+# Markers are conversation phrases that never appear in the stored memory JSON.
+REPLIES = {
+    "[s:nurse]": update([("Works as a nurse in Leeds", 0.95), ("Has a cat", 0.75)]),
+    "[s:hike]": update([("Loves hiking", 0.9), ("Loves hiking!", 0.9)]),
+    "[case:prose]": "Sure, noted.",
+    "[case:schema]": bad_confidence(),
+}
+
+
+def one_turn(thread: str, start: datetime, human: str, **labels: Any) -> dict[str, Any]:
+    return {
+        "thread_id": thread,
+        "started_at": iso(start),
+        "messages": [
+            {"role": "human", "content": human, "timestamp": iso(start)},
+            {"role": "ai", "content": "OK.", "timestamp": iso(start + timedelta(seconds=2))},
+        ],
+        "labels": labels,
+    }
+
+
+def write_dataset(path: Path) -> Path:
+    day = timedelta(days=1)
+    ann = {
+        "user_id": "ann",
+        "sessions": [
+            one_turn(
+                "ann-1",
+                T0,
+                "I work as a nurse in Leeds. [s:nurse]",
+                facts=[{"id": "g1", "content": "Works as a nurse in Leeds", "category": "context"}],
+            ),
+            one_turn(
+                "ann-2",
+                T0 + day,
+                "I love hiking. [s:hike]",
+                facts=[{"id": "g2", "content": "Loves hiking", "category": "preference"}],
+            ),
+            one_turn("ann-3", T0 + 2 * day, "Hello [case:prose]", noise=True),
+            one_turn("ann-4", T0 + 3 * day, "Hello [case:schema]", noise=True),
+        ],
+    }
+    path.write_text(json.dumps(ann) + "\n", encoding="utf-8")
+    return path
+
+
+def scripted() -> ScriptedBackend:
+    def reply(request: CompletionRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        for marker, text in REPLIES.items():
+            if marker in prompt:
+                return text
+        return update([])
+
+    return ScriptedBackend(function=reply)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    tmp = tmp_path_factory.mktemp("charts")
+    backend = scripted()
+    grid = Grid.from_mapping(
+        {
+            "name": "charts",
+            "replay_mode": "per_session",
+            "axes": {"fact_confidence_threshold": [0.7, 0.8], "max_facts": [10, 20]},
+        }
+    )
+    return sweep(
+        write_dataset(tmp / "d.jsonl"),
+        grid,
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def empty_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """A run whose sessions never end an agent run: no LLM calls, no facts."""
+    tmp = tmp_path_factory.mktemp("empty")
+    owner = {
+        "user_id": "quiet",
+        "sessions": [
+            {
+                "thread_id": "q-1",
+                "started_at": iso(T0),
+                "messages": [{"role": "human", "content": "hi", "timestamp": iso(T0)}],
+                "labels": {"noise": True},
+            }
+        ],
+    }
+    path = tmp / "empty.jsonl"
+    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    backend = ScriptedBackend(["unused"])
+    result = sweep(
+        path,
+        Grid.from_mapping({"name": "empty"}),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+    assert backend.call_count == 0
+    return result
+
+
+@pytest.fixture(autouse=True)
+def _no_pyplot(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    plt.close("all")
+
+    def forbidden(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a chart function called plt.show()")
+
+    monkeypatch.setattr(plt, "show", forbidden)
+    yield
+    assert plt.get_fignums() == [], "a chart function created a pyplot-managed figure"
+
+
+def texts_of(fig: Figure) -> str:
+    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+@pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.__name__)
+def test_chart_returns_populated_figure(chart: Callable[[Run], Figure], run: Run) -> None:
+    fig = chart(run)
+    assert isinstance(fig, Figure)
+    assert fig.axes, "no axes"
+    ax = fig.axes[0]
+    artists = ax.lines + ax.patches + ax.images + ax.collections
+    assert artists, f"{chart.__name__} drew nothing"
+    assert ax.get_title()
+    fig.savefig(Path("/dev/null"), format="png")  # renders without pyplot
+
+
+@pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.__name__)
+def test_chart_on_empty_run_says_so(chart: Callable[[Run], Figure], empty_run: Run) -> None:
+    fig = chart(empty_run)
+    assert isinstance(fig, Figure)
+    assert fig.axes
+    if chart is not charts.fact_growth_chart:  # growth still plots the zero line
+        assert "no " in texts_of(fig)
+
+
+def test_parse_failure_chart_stacks_categories(run: Run) -> None:
+    fig = charts.parse_failure_chart(run)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"no_json", "schema_violation", "parsed ok"} <= set(legend)
+    # 4 lanes, 4 calls each: 2 failures -> 50 % failed per lane.
+    assert texts_of(fig).count("50% failed") == 4
+    widths = [p.get_width() for p in ax.patches if isinstance(p, Rectangle)]
+    assert sum(widths) == pytest.approx(4.0)
+
+
+def test_violation_heatmap_rows_are_pointer_and_keyword(run: Run) -> None:
+    fig = charts.violation_heatmap(run)
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == ["/newFacts/*/confidence  [type]"]
+    image = next(a for a in ax.get_children() if isinstance(a, AxesImage))
+    assert image.get_array().shape == (1, 4)
+    assert image.get_array().sum() == 4
+
+
+def test_fact_growth_has_one_curve_per_lane_and_cap_lines(run: Run) -> None:
+    fig = charts.fact_growth_chart(run)
+    ax = fig.axes[0]
+    curves = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(curves) == 4
+    caps = {
+        line.get_ydata()[0]
+        for line in ax.lines
+        if isinstance(line, Line2D) and line.get_linestyle() == "--"
+    }
+    assert caps == {10, 20}
+    assert "max_facts=10" in texts_of(fig)
+    # thr=0.7 lanes: nurse + cat after session 1; both hiking facts after session 2 (the
+    # baseline merge only skips exact casefolded repeats, so "Loves hiking!" is kept).
+    low = [c for c in curves if "thr=0.7" in str(c.get_label())]
+    assert [list(c.get_ydata()) for c in low] == [[2, 4, 4, 4]] * 2
+    high = [c for c in curves if "thr=0.8" in str(c.get_label())]
+    assert [list(c.get_ydata()) for c in high] == [[1, 3, 3, 3]] * 2
+
+
+def test_duplication_and_tokens_have_one_group_per_lane(run: Run) -> None:
+    dup = charts.duplication_chart(run).axes[0]
+    assert len(dup.get_xticklabels()) == 4
+    assert len([p for p in dup.patches if isinstance(p, Rectangle)]) == 12  # 3 kinds x 4 lanes
+    tokens = charts.tokens_chart(run).axes[0]
+    bars = [p for p in tokens.patches if isinstance(p, Rectangle)]
+    assert len(bars) == 8  # prompt + completion per lane
+    assert all(b.get_height() > 0 for b in bars)
+
+
+def test_operating_curve_joins_thresholds_per_max_facts(run: Run) -> None:
+    fig = charts.operating_curve_chart(run)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2  # one per max_facts value
+    labels = sorted(str(line.get_label()) for line in ax.lines)
+    assert labels == ["default, max_facts=10", "default, max_facts=20"]
+    for line in ax.lines:
+        assert len(line.get_xdata()) == 2  # thresholds 0.7 and 0.8
+        assert all(0 <= v <= 1 for v in line.get_ydata())
+    annotations = texts_of(fig)
+    assert "t=0.7" in annotations and "t=0.8" in annotations
+    assert not any(isinstance(c, PatchCollection) for c in ax.collections)

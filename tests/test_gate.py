@@ -1,0 +1,213 @@
+"""``memlab gate``: exit 0 when every threshold holds, 1 naming each miss, 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
+from memlab.cli.main import main
+from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+from memlab.reporting.gate import GateFailure, Thresholds, check_gate
+
+T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def update(*facts: str) -> str:
+    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
+    data["newFacts"] = [{"content": c, "category": "context", "confidence": 0.9} for c in facts]
+    return json.dumps(data)
+
+
+def one_turn(thread: str, start: datetime, human: str, **labels: Any) -> dict[str, Any]:
+    return {
+        "thread_id": thread,
+        "started_at": iso(start),
+        "messages": [
+            {"role": "human", "content": human, "timestamp": iso(start)},
+            {"role": "ai", "content": "OK.", "timestamp": iso(start + timedelta(seconds=2))},
+        ],
+        "labels": labels,
+    }
+
+
+REPLIES = {
+    "[s:1]": update("Works as a nurse in Leeds", "Passport number X-1234"),
+    "[s:2]": "Happy to help!",  # no JSON: a parse failure
+}
+
+
+def run_sweep(tmp: Path, owners: list[dict[str, Any]], grid: dict[str, Any]) -> Run:
+    path = tmp / "data.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+
+    def reply(request: CompletionRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        return next((text for marker, text in REPLIES.items() if marker in prompt), update())
+
+    backend = ScriptedBackend(function=reply)
+    return sweep(
+        path,
+        Grid.from_mapping(grid),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Two lanes. thr=0.7: both facts stored; thr=0.95: nothing stored.
+
+    Per lane: parse-failure rate 0.5; recall 0.5 (thr=0.7) and 0.0 (thr=0.95); precision
+    0.5 (thr=0.7, NaN at thr=0.95); forbidden content stored 1 (thr=0.7) and 0.
+    """
+    owner = {
+        "user_id": "ann",
+        "sessions": [
+            one_turn(
+                "ann-1",
+                T0,
+                "I work as a nurse in Leeds, passport X-1234. [s:1]",
+                facts=[{"id": "g1", "content": "Works as a nurse in Leeds", "category": "context"}],
+                must_not_store=["X-1234"],
+            ),
+            one_turn(
+                "ann-2",
+                T0 + timedelta(days=1),
+                "I love hiking. [s:2]",
+                facts=[{"id": "g2", "content": "Loves hiking", "category": "preference"}],
+            ),
+        ],
+    }
+    grid = {
+        "name": "gated",
+        "replay_mode": "per_session",
+        "axes": {"fact_confidence_threshold": [0.7, 0.95]},
+    }
+    return run_sweep(tmp_path_factory.mktemp("gate"), [owner], grid)
+
+
+@pytest.fixture(scope="module")
+def empty_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """No agent run ever ends: no LLM replies, no labeled facts (every rate is NaN)."""
+    owner = {
+        "user_id": "quiet",
+        "sessions": [
+            {
+                "thread_id": "q-1",
+                "started_at": iso(T0),
+                "messages": [{"role": "human", "content": "hi", "timestamp": iso(T0)}],
+                "labels": {"noise": True},
+            }
+        ],
+    }
+    return run_sweep(tmp_path_factory.mktemp("empty"), [owner], {"name": "empty"})
+
+
+def gate(run: Run, *flags: str) -> list[str]:
+    return ["gate", str(run.path), *flags]
+
+
+def test_metrics_are_what_the_thresholds_are_checked_against(run: Run) -> None:
+    summary = run.summary.set_index("label")
+    assert summary.loc["thr=0.7", "parse_failure_rate"] == 0.5
+    assert summary.loc["thr=0.7", "recall"] == 0.5
+    assert summary.loc["thr=0.95", "recall"] == 0.0
+    assert summary.loc["thr=0.7", "precision"] == 0.5
+    assert math.isnan(summary.loc["thr=0.95", "precision"])
+    assert summary.loc["thr=0.7", "forbidden_stored"] == 1
+    assert summary.loc["thr=0.95", "forbidden_stored"] == 0
+
+
+def test_exit_0_when_every_threshold_holds(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        gate(run, "--max-parse-failure", "0.5", "--max-duplicate-rate", "0", "--min-recall", "0")
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "gate passed" in out
+    assert "FAILED" not in out
+
+
+def test_exit_1_names_each_missed_threshold(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        gate(
+            run,
+            "--max-parse-failure",
+            "0.05",
+            "--min-recall",
+            "0.4",
+            "--max-duplicate-rate",
+            "0.1",
+            "--max-forbidden-stored",
+            "0",
+        )
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    failed = sorted(line for line in out.splitlines() if line.startswith("FAILED"))
+    assert failed == [
+        "FAILED thr=0.7: forbidden_stored = 1, required <= 0 [--max-forbidden-stored]",
+        "FAILED thr=0.7: parse_failure_rate = 0.5, required <= 0.05 [--max-parse-failure]",
+        "FAILED thr=0.95: parse_failure_rate = 0.5, required <= 0.05 [--max-parse-failure]",
+        "FAILED thr=0.95: recall = 0, required >= 0.4 [--min-recall]",
+    ]
+    assert "gate failed: 4 threshold(s) missed" in out
+    assert "duplicate" not in out  # the duplicate-rate threshold held
+
+
+def test_nan_metric_misses_its_threshold(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+    # thr=0.95 stores no facts: precision is NaN and must not pass by accident.
+    code = main(gate(run, "--min-precision", "0"))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAILED thr=0.95: precision = NaN (not computable), required >= 0 [--min-precision]" in (
+        out
+    )
+    assert "thr=0.7: precision" not in out
+
+
+def test_empty_run_never_passes(empty_run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(gate(empty_run, "--max-parse-failure", "1", "--min-recall", "0"))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "parse_failure_rate = NaN" in out and "recall = NaN" in out
+
+
+def test_empty_run_passes_thresholds_on_counts(
+    empty_run: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # counts are zero, not NaN, so count thresholds can hold
+    assert main(gate(empty_run, "--max-retracted-held", "0", "--max-forbidden-stored", "0")) == 0
+    assert "gate passed" in capsys.readouterr().out
+
+
+def test_no_threshold_is_a_usage_error(run: Run, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(gate(run)) == 2
+    assert "no threshold given" in capsys.readouterr().err
+
+
+def test_missing_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gate", str(tmp_path / "nope"), "--min-recall", "0.5"]) == 2
+    assert "not a memlab run directory" in capsys.readouterr().err
+
+
+def test_check_gate_api(run: Run) -> None:
+    assert check_gate(run, Thresholds()) == []
+    failures = check_gate(run, Thresholds(min_recall=0.5, max_retracted_held=0))
+    assert failures == [GateFailure("thr=0.95", "recall", 0.0, 0.5, "min", "min_recall")]
+    assert str(failures[0]) == "thr=0.95: recall = 0, required >= 0.5 [--min-recall]"

@@ -1,0 +1,212 @@
+"""End-to-end sweeps with crafted scripted replies: exact failure, recall and debounce numbers."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.run import load_run
+from memlab.eval.sweep import sweep
+
+T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+
+
+def iso(dt: datetime) -> str:
+    return dt.isoformat().replace("+00:00", "Z")
+
+
+def session(
+    thread: str, start: datetime, turns: list[tuple[float, str, str]], **labels: Any
+) -> dict[str, Any]:
+    """turns: (seconds after start, human text, ai text); each turn is one agent run."""
+    messages = []
+    for offset, human, ai in turns:
+        at = start + timedelta(seconds=offset)
+        messages.append({"role": "human", "content": human, "timestamp": iso(at)})
+        messages.append({"role": "ai", "content": ai, "timestamp": iso(at + timedelta(seconds=2))})
+    return {"thread_id": thread, "started_at": iso(start), "messages": messages, "labels": labels}
+
+
+def write_dataset(path: Path, owners: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    return path
+
+
+def update(facts: list[tuple[str, float]]) -> str:
+    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
+    data["newFacts"] = [{"content": c, "category": "context", "confidence": p} for c, p in facts]
+    return json.dumps(data)
+
+
+BAD_CONFIDENCE = json.loads(update([("Plays chess", 0.9)]))
+BAD_CONFIDENCE["newFacts"][0]["confidence"] = "high"
+
+REPLIES = {
+    # ann: facts, an in-batch duplicate, one below threshold; a retraction not acted on;
+    # a punctuation-only duplicate across sessions; a noise session answered with prose.
+    "love hiking": update(
+        [
+            ("Works as a nurse in Leeds", 0.95),
+            ("Loves hiking", 0.9),
+            ("loves hiking ", 0.9),
+            ("Maybe likes cats", 0.5),
+        ]
+    ),
+    "became a teacher": update([("Works as a teacher", 0.9), ("Loves hiking!", 0.8)]),
+    "2 + 2": "Sure! The answer is 4.",
+    # bob: one reply per failure category
+    "[case:empty]": "",
+    "[case:truncated]": '{"user": {"workContext": {"summary": "Eng',
+    "[case:shape]": "[1, 2, 3]",
+    "[case:schema]": json.dumps(BAD_CONFIDENCE),
+}
+
+
+def scripted() -> ScriptedBackend:
+    def reply(request: CompletionRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        # Markers are conversation phrases that never appear in the stored memory JSON.
+        for marker, text in REPLIES.items():
+            if marker in prompt:
+                return text
+        return update([])
+
+    return ScriptedBackend(function=reply)
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    day = timedelta(days=1)
+    ann = {
+        "user_id": "ann",
+        "sessions": [
+            session(
+                "ann-1",
+                T0,
+                [
+                    (0, "I work as a nurse in Leeds.", "Nice!"),
+                    (20, "I also love hiking.", "Great hobby."),
+                ],
+                facts=[
+                    {"id": "g1", "content": "Works as a nurse in Leeds", "category": "context"},
+                    {"id": "g2", "content": "Loves hiking", "category": "preference"},
+                ],
+            ),
+            session(
+                "ann-2",
+                T0 + day,
+                [(0, "I quit nursing and became a teacher.", "Big change!")],
+                facts=[{"id": "g3", "content": "Works as a teacher", "category": "correction"}],
+                retracts=["g1"],
+                tags=["retraction"],
+            ),
+            session(
+                "ann-3", T0 + 2 * day, [(0, "What is 2 + 2?", "4.")], noise=True, tags=["noise"]
+            ),
+        ],
+    }
+    bob = {
+        "user_id": "bob",
+        "sessions": [
+            session(
+                f"bob-{i}", T0 + i * day, [(0, f"Hello {case}", "Hi.")], noise=True, tags=["noise"]
+            )
+            for i, case in enumerate(
+                ["[case:empty]", "[case:truncated]", "[case:shape]", "[case:schema]"]
+            )
+        ],
+    }
+    return write_dataset(tmp_path / "tiny.jsonl", [ann, bob])
+
+
+def run_grid(dataset: Path, tmp_path: Path, **grid: Any) -> Any:
+    backend = scripted()
+    result = sweep(
+        dataset,
+        Grid.from_mapping({"name": "t", **grid}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+    return result, backend
+
+
+def test_failure_counts_per_category(dataset: Path, tmp_path: Path) -> None:
+    run, _ = run_grid(dataset, tmp_path)
+    calls = run.calls
+    failures = calls[~calls["parse_ok"]]["parse_category"].value_counts().to_dict()
+    assert failures == {
+        "no_json": 1,
+        "empty": 1,
+        "truncated": 1,
+        "wrong_shape": 1,
+        "schema_violation": 1,
+    }
+    summary = run.summary.iloc[0]
+    assert summary["llm_calls"] == 7
+    assert summary["parse_failures"] == 5
+    assert summary["parse_failure_rate"] == pytest.approx(5 / 7)
+    violations = run.violations
+    assert violations[["pointer", "keyword"]].values.tolist() == [
+        ["/newFacts/*/confidence", "type"]
+    ]
+
+
+def test_recall_precision_and_duplicates(dataset: Path, tmp_path: Path) -> None:
+    run, _ = run_grid(dataset, tmp_path)
+    sessions = run.sessions
+    ann = sessions[sessions["user_id"] == "ann"].set_index("session_index")
+    # after session 1: both gold facts stored; the in-batch duplicate and the 0.5 fact skipped
+    assert ann.loc[0, "facts"] == 2 and ann.loc[0, "recall"] == 1.0
+    assert ann.loc[0, "skipped_duplicate"] == 1 and ann.loc[0, "skipped_below_threshold"] == 1
+    # after session 2: the retracted nurse fact is still held; "Loves hiking!" duplicates
+    final = ann.loc[2]
+    assert final["facts"] == 4
+    assert final["gold_active"] == 2 and final["recall"] == 1.0
+    assert final["precision"] == pytest.approx(3 / 4)
+    assert final["retracted_held"] == 1
+    assert (final["dup_exact"], final["dup_normalized"], final["dup_near"]) == (0, 1, 1)
+    summary = run.summary.iloc[0]
+    assert summary["retracted_held"] == 1
+    assert summary["duplicate_rate"] == pytest.approx(1 / 4)  # bob stores nothing
+
+
+def test_debounce_coalesces_on_virtual_clock(tmp_path: Path) -> None:
+    turns = [(0, "a", "b"), (20, "c", "d"), (45, "e", "f"), (100, "g", "h")]
+    path = write_dataset(
+        tmp_path / "d.jsonl", [{"user_id": "cat", "sessions": [session("c-1", T0, turns)]}]
+    )
+    started = time.perf_counter()
+    run, backend = run_grid(path, tmp_path, base={"debounce_seconds": 30})
+    elapsed = time.perf_counter() - started
+    # runs end at 2, 22, 47, 102 s: the timer (30 s) fires at 77 s and at 132 s
+    assert backend.call_count == 2
+    summary = run.summary.iloc[0]
+    assert summary["agent_runs"] == 4 and summary["calls_saved_by_debounce"] == 2
+    assert elapsed < 5  # 132 virtual seconds replayed without sleeping
+
+    _run2, backend2 = run_grid(path, tmp_path, name="t2", replay_mode="per_session")
+    assert backend2.call_count == 1
+
+
+def test_run_directory_round_trip_and_resume(dataset: Path, tmp_path: Path) -> None:
+    grid = {"axes": {"fact_confidence_threshold": [0.7, 0.9]}}
+    run, backend = run_grid(dataset, tmp_path, **grid)
+    assert backend.call_count == 14
+    loaded = load_run(run.path)
+    assert list(loaded.lanes) == list(run.lanes)
+    assert loaded.summary["recall"].tolist() == pytest.approx(
+        run.summary["recall"].tolist(), nan_ok=True
+    )
+    # Rerunning into the same directory reuses finished (lane, owner) replays.
+    _, backend_again = run_grid(dataset, tmp_path, **grid)
+    assert backend_again.call_count == 0
