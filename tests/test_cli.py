@@ -104,7 +104,9 @@ def test_validate_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert violation_lines(out) == EXPECTED_VIOLATIONS
 
 
-def test_validate_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(INVALID_TEXT))
     assert main(["validate"]) == 1
     assert violation_lines(capsys.readouterr().out) == EXPECTED_VIOLATIONS
@@ -206,7 +208,7 @@ def test_run_limits_and_cache_replay(
     args = run_args(dataset, tmp_path, "b", *limits, "--cache-dir", str(cache))
     assert main([*args, "--cache-mode", "read_only"]) == 0
     second = load_run(tmp_path / "runs" / "b").summary.iloc[0]
-    assert (second["llm_calls"], second["cache_hits"]) == (2, 2)
+    assert (second["llm_calls"], second["cache_hits"]) == (2, 2), "replay is not deterministic"
     capsys.readouterr()
 
 
@@ -236,8 +238,35 @@ def test_sweep_grid_file(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
 
 
-def test_sweep_rejects_a_bad_grid(tmp_path: Path) -> None:
+def test_sweep_rejects_a_bad_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "grid.yaml"
     path.write_text("name: g\naxes:\n  colour: [red]\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"grid\.yaml.*unknown axis 'colour'"):
-        main(["sweep", str(path), "--runs-dir", str(tmp_path / "runs")])
+    assert main(["sweep", str(path), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "unknown axis 'colour'" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--threshold", "1.5"], "fact_confidence_threshold"),
+        (["--max-facts", "5"], "max_facts"),
+        (["--backend", "nosuch:model"], "Unknown backend 'nosuch:model'"),
+    ],
+)
+def test_run_reports_bad_arguments(
+    extra: list[str],
+    message: str,
+    dataset: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*run_args(dataset, tmp_path, "bad"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_run_reports_unknown_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "absent.jsonl"
+    assert main(run_args(missing, tmp_path, "bad")) == 2
+    assert "absent.jsonl" in capsys.readouterr().err

@@ -18,6 +18,7 @@ import copy
 import importlib.util
 import json
 import logging
+import atexit
 import os
 import threading
 import time
@@ -154,7 +155,10 @@ def _import_llama_cpp() -> Any:
 
 
 def default_threads() -> int:
-    """Thread count used when none is given: ``MEMLAB_LLAMA_THREADS`` or half the CPUs."""
+    """Thread count used when none is given: ``MEMLAB_LLAMA_THREADS`` or the CPU count (max 8).
+
+    Calls to one model are serialised, so the model may use every core.
+    """
     env = os.environ.get("MEMLAB_LLAMA_THREADS")
     if env:
         try:
@@ -165,7 +169,7 @@ def default_threads() -> int:
             ) from exc
         if value > 0:
             return value
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, min(8, os.cpu_count() or 2))
 
 
 @dataclass
@@ -218,6 +222,9 @@ def load_model(
                 time.perf_counter() - started,
             )
             loaded = _LoadedModel(llm=llm, lock=threading.Lock())
+            if not _models:
+                # Free models before interpreter teardown; llama.cpp's own finaliser fails then.
+                atexit.register(clear_model_cache)
             _models[key] = loaded
     return loaded.llm, loaded.lock
 
@@ -239,7 +246,7 @@ class LocalLlamaBackend:
     Args:
         model_path: GGUF file; ``None`` or ``"smollm2"`` use the bundled SmolLM2-135M-Instruct.
         n_ctx: Context window in tokens (prompt plus reply).
-        n_threads: CPU threads; defaults to ``MEMLAB_LLAMA_THREADS`` or half the CPUs.
+        n_threads: CPU threads; defaults to ``MEMLAB_LLAMA_THREADS`` or the CPU count.
         model_id: Model id reported in completions and cache keys (defaults to
             ``smollm2-135m-instruct-q4_1`` for the bundled model, else the file name stem).
 

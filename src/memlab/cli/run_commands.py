@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
+from memlab.backends.base import BackendError
 from memlab.backends.cache import CacheMode
-from memlab.eval.grid import Grid, load_grid
+from memlab.backends.registry import UnknownBackendError
+from memlab.datasets.loader import DatasetError
+from memlab.datasets.registry import DatasetNotFoundError
+from memlab.eval.grid import Grid, GridError, load_grid
 from memlab.eval.sweep import sweep
 
 __all__ = ["register"]
@@ -105,17 +110,25 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=_run)
 
 
+# Bad input named on the command line: report it in one line instead of a traceback.
+_USER_ERRORS = (GridError, DatasetError, DatasetNotFoundError, UnknownBackendError, BackendError)
+
+
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
-    run = sweep(
-        grid.dataset,
-        grid,
-        runs_dir=args.runs_dir,
-        run_name=args.name,
-        cache_dir=args.cache_dir,
-        cache_mode=CacheMode(args.cache_mode),
-        max_workers=args.workers,
-        progress=not args.no_progress,
-    )
+    try:
+        run = sweep(
+            grid.dataset,
+            grid,
+            runs_dir=args.runs_dir,
+            run_name=args.name,
+            cache_dir=args.cache_dir,
+            cache_mode=CacheMode(args.cache_mode),
+            max_workers=args.workers,
+            progress=not args.no_progress,
+        )
+    except _USER_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
     print(run.summary[columns].to_string())
     print(f"\nrun written to {run.path}")
@@ -123,7 +136,11 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    grid = load_grid(args.grid)
+    try:
+        grid = load_grid(args.grid)
+    except GridError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.backend:
         grid = grid.model_copy(update={"base": {**grid.base, "backend": args.backend}})
         if "backend" in grid.axes:
@@ -134,7 +151,16 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    grid = Grid.from_mapping(
+    try:
+        grid = _run_grid(args)
+    except GridError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _execute(grid, args)
+
+
+def _run_grid(args: argparse.Namespace) -> Grid:
+    return Grid.from_mapping(
         {
             "name": args.name or "run",
             "dataset": args.dataset,
@@ -154,4 +180,3 @@ def _run(args: argparse.Namespace) -> int:
         },
         source="command line",
     )
-    return _execute(grid, args)

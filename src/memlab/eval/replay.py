@@ -106,7 +106,7 @@ def replay_owner(
     def provider() -> MemoryConfig:
         return config
 
-    storage = JsonFileStorage(store_path)
+    storage = JsonFileStorage(store_path, clock=scheduler.now)
     registry = prompts or default_registry()
     updater = MemoryUpdater(
         backend=backend,

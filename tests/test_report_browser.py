@@ -1,0 +1,307 @@
+"""Open a generated report in headless Chromium: charts load, no errors, hostile text stays text.
+
+Chromium is driven through the DevTools protocol over a websocket (``websocket-client``), with
+background networking, sync, component updates and QUIC off, so the test makes no network
+requests. ``scripts/install_chromium.sh`` installs the browser (Debian package ``chromium``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import websocket  # websocket-client (dev extra)
+
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.sweep import sweep
+from memlab.reporting.report import build_report
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not on PATH; install it with scripts/install_chromium.sh",
+)
+
+SCRIPT = "<script>window.__pwned=1</script>"
+IMG = '<img src=x onerror="window.__pwned=2">'
+T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+]
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def update(*facts: tuple[str, float]) -> str:
+    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
+    data["newFacts"] = [{"content": c, "category": "context", "confidence": p} for c, p in facts]
+    return json.dumps(data)
+
+
+def turn(thread: str, start: datetime, human: str) -> dict[str, Any]:
+    return {
+        "thread_id": thread,
+        "started_at": iso(start),
+        "messages": [
+            {"role": "human", "content": human, "timestamp": iso(start)},
+            {"role": "ai", "content": "Sure.", "timestamp": iso(start + timedelta(seconds=2))},
+        ],
+        "labels": {},
+    }
+
+
+@pytest.fixture(scope="module")
+def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A two-lane report whose dataset message, model reply and stored facts are hostile."""
+    tmp = tmp_path_factory.mktemp("browser")
+    owner = {
+        "user_id": "mallory",
+        "sessions": [
+            turn("m-1", T0, f"My name is {SCRIPT} and I like {IMG} [s:1]"),
+            turn("m-2", T0 + timedelta(days=1), f"Again {SCRIPT} {IMG} [s:2]"),
+        ],
+    }
+    dataset = tmp / "hostile.jsonl"
+    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    replies = {
+        "[s:1]": update((f"Name is {SCRIPT}", 0.9), (f"Likes {IMG}", 0.8)),
+        "[s:2]": f"Sorry! {SCRIPT} {IMG}",  # a failed parse: shown raw in "Worst failures"
+    }
+
+    def reply(request: CompletionRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        return next((text for marker, text in replies.items() if marker in prompt), update())
+
+    backend = ScriptedBackend(function=reply)
+    run = sweep(
+        dataset,
+        Grid.from_mapping(
+            {
+                "name": "hostile",
+                "replay_mode": "per_session",
+                "axes": {"fact_confidence_threshold": [0.7, 0.85]},
+            }
+        ),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+    html = build_report([run], tmp / "report").html
+    source = html.read_text(encoding="utf-8")
+    assert SCRIPT not in source and IMG not in source  # the static check, before any browser
+    return html
+
+
+# --- a minimal DevTools-protocol client ---------------------------------------------------------
+
+
+class Browser:
+    """Headless Chromium with one page, driven over the DevTools protocol."""
+
+    def __init__(self, profile: Path) -> None:
+        assert CHROMIUM is not None
+        self.profile = profile
+        self.proc = subprocess.Popen(
+            [
+                CHROMIUM,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, so cleanup reaches the renderers
+        )
+        self.ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+        port = self._wait_for_port(timeout=15)
+        targets = json.loads(
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5).read()
+        )
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws = websocket.create_connection(
+            page["webSocketDebuggerUrl"], timeout=10, suppress_origin=True
+        )
+        for method in ("Runtime.enable", "Log.enable", "Page.enable"):
+            self.call(method)
+
+    def _wait_for_port(self, timeout: float) -> int:
+        port_file = self.profile / "DevToolsActivePort"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"chromium exited early with code {self.proc.returncode}")
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                return int(port_file.read_text().splitlines()[0])
+            time.sleep(0.05)
+        raise TimeoutError("chromium did not open its DevTools port")
+
+    def _receive(self) -> dict[str, Any]:
+        message: dict[str, Any] = json.loads(self.ws.recv())
+        if "method" in message:
+            self.events.append(message)
+        return message
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        ident = next(self.ids)
+        self.ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = self._receive()
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result: dict[str, Any] = message.get("result", {})
+                return result
+
+    def open(self, url: str, timeout: float = 10) -> None:
+        """Navigate and wait for the load event (all images loaded or failed by then)."""
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + timeout
+        while not any(e["method"] == "Page.loadEventFired" for e in self.events):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not finish loading")
+            self._receive()
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def errors(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries since the last open()."""
+        found = []
+        for event in self.events:
+            params = event.get("params", {})
+            if event["method"] == "Runtime.consoleAPICalled" and params.get("type") == "error":
+                found.append(" ".join(str(a.get("value")) for a in params.get("args", [])))
+            elif event["method"] == "Runtime.exceptionThrown":
+                found.append(str(params["exceptionDetails"].get("text")))
+            elif event["method"] == "Log.entryAdded" and params["entry"]["level"] == "error":
+                found.append(str(params["entry"].get("text")))
+        return found
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    instance = Browser(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield instance
+    finally:
+        instance.close()
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+
+def test_harness_detects_executed_markup(browser: Browser, tmp_path: Path) -> None:
+    """The checks below can fail: an unescaped page runs the payload and logs the broken image."""
+    control = tmp_path / "control.html"
+    control.write_text(f"<!DOCTYPE html><html><body>{IMG}</body></html>", encoding="utf-8")
+    browser.open(control.as_uri())
+    assert browser.evaluate("window.__pwned") == 2
+    assert browser.evaluate("Array.from(document.images).every(i => i.naturalWidth > 0)") is False
+    assert browser.errors(), "a missing image should be logged as an error"
+
+
+def test_report_loads_cleanly_and_shows_hostile_text_as_text(
+    browser: Browser, report_html: Path
+) -> None:
+    started = time.monotonic()
+    browser.open(report_html.as_uri())
+    assert browser.errors() == []
+    assert browser.evaluate("document.images.length") == 6  # six charts for one run
+    assert browser.evaluate(
+        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+    )
+    assert browser.evaluate("Array.from(document.images).every(i => i.src.startsWith('data:'))")
+    assert browser.evaluate("window.__pwned === undefined")
+    assert browser.evaluate("document.scripts.length") == 0
+    text = browser.evaluate("document.body.innerText")
+    # dataset message (conversation), model reply (raw reply) and stored facts (fact diff)
+    assert f"Again {SCRIPT} {IMG} [s:2]" in text
+    assert f"Sorry! {SCRIPT} {IMG}" in text
+    assert f"Likes {IMG}" in text
+    assert time.monotonic() - started < 10
+
+
+def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            report_html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    dom = done.stdout
+
+    class Elements(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.tags.append((tag, dict(attrs)))
+
+    parser = Elements()
+    parser.feed(dom)
+    tags = [tag for tag, _ in parser.tags]
+    assert "script" not in tags
+    images = [attrs for tag, attrs in parser.tags if tag == "img"]
+    assert len(images) == 6
+    assert all(str(a.get("src", "")).startswith("data:image/png;base64,") for a in images)
+    assert not any("onerror" in attrs for _, attrs in parser.tags)
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
+    assert '&lt;img src=x onerror="window.__pwned=2"&gt;' in dom
