@@ -6,7 +6,9 @@ bash scripts/setup.sh
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/mypy
 set +e
-.venv/bin/python -m pytest "$@"
+# Notebooks replay from the committed cache only: a cache miss fails instead of calling the model.
+MEMLAB_CACHE_MODE=read_only .venv/bin/python -m pytest tests notebooks \
+    --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

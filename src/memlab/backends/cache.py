@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest, OutputMode
+from memlab.core.atomic import atomic_write_text
 
 __all__ = [
     "CACHE_FORMAT",
@@ -284,23 +284,7 @@ class CachedBackend:
         secrets = [*self._secret_values, os.environ.get("OPENAI_API_KEY", "")]
         entry = _redact(entry, [s for s in secrets if len(s) >= 8])
         text = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        _atomic_write(path, text)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file and ``os.replace`` (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+        atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
 
 
 # --- maintenance -------------------------------------------------------------------------

@@ -14,11 +14,11 @@ Defaults are deterministic (temperature 0 and a fixed seed from :class:`Generati
 
 from __future__ import annotations
 
+import atexit
 import copy
 import importlib.util
 import json
 import logging
-import atexit
 import os
 import threading
 import time

@@ -29,11 +29,18 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data`` (creating parent directories)."""
+def atomic_write_bytes(
+    path: str | Path, data: bytes, *, temp_prefix: str | None = None, temp_suffix: str = ".tmp"
+) -> None:
+    """Atomically replace ``path`` with ``data`` (creating parent directories).
+
+    ``temp_prefix``/``temp_suffix`` name the temporary file, so directory scanners can skip
+    files of an interrupted write (default prefix: ``.<name>.``).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=temp_suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -47,6 +54,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     fsync_directory(path.parent)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Atomically replace ``path`` with UTF-8 ``text``."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(
+    path: str | Path, text: str, *, temp_prefix: str | None = None, temp_suffix: str = ".tmp"
+) -> None:
+    """Atomically replace ``path`` with UTF-8 ``text`` (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"), temp_prefix=temp_prefix, temp_suffix=temp_suffix)

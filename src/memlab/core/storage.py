@@ -155,6 +155,9 @@ class JsonFileStorage:
         lock_timeout: Seconds to wait for the inter-process lock before raising
             :class:`StorageError`.
         clock: Source of ``lastUpdated`` and of the corrupt-copy timestamp.
+        durable: fsync the file and its directory on each save (the default). ``False`` keeps
+            the atomic temp-file + ``os.replace`` (readers never see a torn file) but skips the
+            fsyncs, for scratch stores such as a replay lane's that are rebuilt on every run.
     """
 
     def __init__(
@@ -163,11 +166,13 @@ class JsonFileStorage:
         *,
         lock_timeout: float = 30.0,
         clock: Callable[[], datetime] = utc_now,
+        durable: bool = True,
     ) -> None:
         self.path = Path(path).absolute()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
         self._clock = clock
+        self.durable = durable
         self._lock = filelock.FileLock(self.lock_path, timeout=lock_timeout)
 
     def __repr__(self) -> str:
@@ -331,7 +336,8 @@ class JsonFileStorage:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data.encode("utf-8"))
                 handle.flush()
-                os.fsync(handle.fileno())
+                if self.durable:
+                    os.fsync(handle.fileno())
                 os.fchmod(handle.fileno(), self._file_mode())
                 # rename keeps inode and mtime, so this is the signature of the new file.
                 signature = _signature(os.fstat(handle.fileno()))
@@ -342,7 +348,8 @@ class JsonFileStorage:
             if isinstance(exc, Exception):
                 raise StorageError(f"cannot save memory file {self.path}: {exc}") from exc
             raise
-        _fsync_directory(directory)
+        if self.durable:
+            _fsync_directory(directory)
         with _cache_lock:
             _cache[self.path] = _CacheEntry(signature, document)
 

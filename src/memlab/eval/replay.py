@@ -16,7 +16,6 @@ in ``per_session`` mode right after the flush.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,7 +105,8 @@ def replay_owner(
     def provider() -> MemoryConfig:
         return config
 
-    storage = JsonFileStorage(store_path, clock=scheduler.now)
+    # A scratch store rebuilt on every replay: atomic writes, but no fsync per update.
+    storage = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
     registry = prompts or default_registry()
     updater = MemoryUpdater(
         backend=backend,
@@ -137,7 +137,7 @@ def replay_owner(
     middleware = MemoryMiddleware(queue_provider=lambda: queue, config_provider=provider)
 
     def snapshot() -> None:
-        out.snapshots.append(copy.deepcopy(storage.reload()))
+        out.snapshots.append(storage.reload())  # reload returns a private copy
 
     def move_to(moment: datetime) -> None:
         if replay_mode == "debounce":
@@ -171,7 +171,7 @@ def replay_owner(
         snapshot()
     queue.close()
     out.coalesced = queue.stats.coalesced
-    out.final_memory = copy.deepcopy(storage.reload())
+    out.final_memory = storage.reload()
     logger.debug(
         "replayed %s under %s: %d calls, %d facts",
         owner.user_id,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -24,7 +24,6 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from tqdm.auto import tqdm
 
 from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
@@ -113,6 +112,7 @@ def sweep(
     max_workers: int = 4,
     progress: bool = True,
     matcher: FactMatcher | None = None,
+    resume: bool = True,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -131,11 +131,15 @@ def sweep(
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
         matcher: Gold-fact matcher for recall/precision (default lexical).
+        resume: Keep finished (lane, owner) replays of an existing run directory. ``False``
+            deletes the run directory first (a notebook re-executed top to bottom starts clean).
     """
     path = resolve_dataset(dataset)
     owners = _select_owners(load_dataset(path), grid)
     lanes = grid.lanes()
     run_path = Path(runs_dir) / (run_name or grid.name)
+    if not resume and run_path.exists():
+        shutil.rmtree(run_path)
     run_path.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
     grid_doc = {
@@ -162,7 +166,7 @@ def sweep(
             store_path=lane_dir / "stores" / f"{owner.user_id}.json",
             replay_mode=grid.replay_mode,
         )
-        atomic_write_text(done, json.dumps(asdict(replay), ensure_ascii=False, indent=1))
+        atomic_write_text(done, json.dumps(vars(replay), ensure_ascii=False))
 
     for lane in lanes:
         atomic_write_text(
@@ -174,6 +178,9 @@ def sweep(
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     try:
         futures: list[Future[None]] = [pool.submit(task, lane, owner) for lane, owner in jobs]
+        # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
+        from tqdm.auto import tqdm
+
         bar = tqdm(
             total=len(futures), desc=f"sweep {grid.name}", unit="replay", disable=not progress
         )
