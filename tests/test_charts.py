@@ -251,7 +251,7 @@ def test_operating_curve_joins_thresholds_per_max_facts(run: Run) -> None:
     ax = fig.axes[0]
     assert len(ax.lines) == 2  # one per max_facts value
     labels = sorted(str(line.get_label()) for line in ax.lines)
-    assert labels == ["default, max_facts=10", "default, max_facts=20"]
+    assert labels == ["max_facts=10", "max_facts=20"]  # named by the varying axes
     for line in ax.lines:
         assert len(line.get_xdata()) == 2  # thresholds 0.7 and 0.8
         assert all(0 <= v <= 1 for v in line.get_ydata())

@@ -187,7 +187,7 @@ def test_metrics_deltas_and_best_values(runs: tuple[Run, Run]) -> None:
         "recall": (False, True),
         "precision": (False, True),
         "duplicate_rate": (True, False),  # lower is better
-        "final_facts": (False, True),
+        "final_facts": (False, False),  # a count, not ranked
         "llm_calls": (True, True),  # a tie marks both
     }
 
@@ -209,7 +209,7 @@ def test_markdown_metric_row_shows_deltas_and_marks(report: ReportPaths) -> None
     assert rows["base"]["duplicate rate"] == "**0.0%** ★"
     assert rows["new"]["duplicate rate"] == "25.0% (+25.0%)"
     assert rows["base"]["final facts"] == "3"
-    assert rows["new"]["final facts"] == "**4 (+1)** ★"
+    assert rows["new"]["final facts"] == "4 (+1)"  # counts get deltas but no best marker
 
 
 def test_html_metric_cells_mark_best(report: ReportPaths) -> None:

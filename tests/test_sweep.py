@@ -210,3 +210,13 @@ def test_run_directory_round_trip_and_resume(dataset: Path, tmp_path: Path) -> N
     # Rerunning into the same directory reuses finished (lane, owner) replays.
     _, backend_again = run_grid(dataset, tmp_path, **grid)
     assert backend_again.call_count == 0
+
+
+def test_resume_replays_again_when_data_or_replay_mode_changed(
+    dataset: Path, tmp_path: Path
+) -> None:
+    run_grid(dataset, tmp_path)  # debounce mode: ann has 3 sessions, bob 4
+    changed, backend = run_grid(dataset, tmp_path, replay_mode="per_session", max_sessions=1)
+    assert backend.call_count == 2  # both owners replayed again, one session each
+    assert changed.calls["session_index"].max() == 0
+    assert len(changed.sessions) == 2

@@ -4,7 +4,7 @@
 memory, in this order:
 
 1. each of the six summary sections is replaced with ``{summary, updatedAt: now}`` only when
-   ``shouldUpdate`` is truthy and ``summary`` is a non-empty string (whitespace-only summaries
+   ``shouldUpdate`` is ``true`` and ``summary`` is a non-empty string (whitespace-only summaries
    count as non-empty, as in DeerFlow);
 2. facts whose id is listed in ``factsToRemove`` are removed (exact match; unknown ids are
    ignored and reported);
@@ -204,7 +204,7 @@ class BaselineMerge:
                 if not isinstance(section, Mapping):
                     continue
                 summary = section.get("summary")
-                if section.get("shouldUpdate") and isinstance(summary, str) and summary:
+                if section.get("shouldUpdate") is True and isinstance(summary, str) and summary:
                     target = memory.get(group)
                     if not isinstance(target, dict):
                         target = memory[group] = {}

@@ -89,7 +89,12 @@ def session_rows(
     retracted: set[str] = set()
     forbidden: list[str] = []
     rows: list[dict[str, Any]] = []
-    for index, (session, snapshot) in enumerate(zip(owner.sessions, snapshots, strict=False)):
+    if len(snapshots) != len(owner.sessions):
+        raise ValueError(
+            f"owner {owner.user_id!r}: {len(snapshots)} memory snapshots for "
+            f"{len(owner.sessions)} sessions; the replay does not belong to this dataset"
+        )
+    for index, (session, snapshot) in enumerate(zip(owner.sessions, snapshots, strict=True)):
         labels = session.labels
         for fact in labels.facts:
             gold[fact.id] = fact.content

@@ -9,6 +9,7 @@ the response cache.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import platform
@@ -57,6 +58,25 @@ def _environment() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": versions}
+
+
+def _fingerprint(owner: Owner, grid: Grid) -> str:
+    """What a finished replay depends on besides the lane config: the owner's data as selected
+    and the replay mode. A resumed sweep reuses a replay only when this is unchanged."""
+    payload = json.dumps(
+        {"owner": owner.model_dump(mode="json"), "replay_mode": grid.replay_mode},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _stored_fingerprint(path: Path) -> str | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
@@ -157,8 +177,9 @@ def sweep(
     def task(lane: LaneConfig, owner: Owner) -> None:
         lane_dir = run_path / "lanes" / lane.lane_id
         done = lane_dir / "owners" / f"{owner.user_id}.json"
-        if done.exists():
-            return
+        fingerprint = _fingerprint(owner, grid)
+        if done.exists() and _stored_fingerprint(done) == fingerprint:
+            return  # finished earlier with the same data and replay settings
         replay = replay_owner(
             owner,
             lane,
@@ -166,7 +187,8 @@ def sweep(
             store_path=lane_dir / "stores" / f"{owner.user_id}.json",
             replay_mode=grid.replay_mode,
         )
-        atomic_write_text(done, json.dumps(vars(replay), ensure_ascii=False))
+        record = {"fingerprint": fingerprint, **vars(replay)}
+        atomic_write_text(done, json.dumps(record, ensure_ascii=False))
 
     for lane in lanes:
         atomic_write_text(
@@ -228,7 +250,9 @@ def _collect(
     for lane in lanes:
         for owner in owners:
             path = run_path / "lanes" / lane.lane_id / "owners" / f"{owner.user_id}.json"
-            replay = OwnerReplay(**json.loads(path.read_text(encoding="utf-8")))
+            record = json.loads(path.read_text(encoding="utf-8"))
+            record.pop("fingerprint", None)
+            replay = OwnerReplay(**record)
             calls.extend(flatten_call(c, lane.lane_id, owner.user_id) for c in replay.calls)
             for row in session_rows(
                 owner, replay.snapshots, replay.calls, replay.agent_runs, matcher=matcher

@@ -148,15 +148,23 @@ def duplication_chart(run: Run) -> Figure:
 
 
 def operating_curve_chart(run: Run) -> Figure:
-    """Recall against precision per configuration; lines join thresholds at equal max_facts."""
+    """Recall against precision per configuration.
+
+    One line per combination of the run's varying axes other than the threshold (for example
+    ``max_facts``), joining its thresholds in increasing order.
+    """
     fig = Figure(figsize=(6.5, 5), layout="constrained")
     summary = run.summary.dropna(subset=["recall", "precision"])
     if summary.empty:
         return _empty(fig, "no labeled facts to score")
     ax = fig.subplots()
-    for (cap, prompt), group in summary.groupby(["max_facts", "prompt"]):
+    keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
+    groups = summary.groupby(keys) if keys else [((), summary)]
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
         group = group.sort_values("fact_confidence_threshold")
-        ax.plot(group["precision"], group["recall"], marker="o", label=f"{prompt}, max_facts={cap}")
+        ax.plot(group["precision"], group["recall"], marker="o", label=label)
         for _, row in group.iterrows():
             ax.annotate(
                 f"t={row['fact_confidence_threshold']:g}",

@@ -34,6 +34,8 @@ class Metric:
     title: str
     higher_is_better: bool
     percent: bool = False
+    ranked: bool = True
+    """False for counts that are not better or worse in themselves (no best-value marker)."""
 
     def fmt(self, value: Any) -> str:
         """Format a value for display ("-" for missing)."""
@@ -51,7 +53,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("recall", "recall", True, percent=True),
     Metric("precision", "precision", True, percent=True),
     Metric("duplicate_rate", "duplicate rate", False, percent=True),
-    Metric("final_facts", "final facts", True),
+    Metric("final_facts", "final facts", True, ranked=False),
     Metric("retracted_held", "retracted facts held", False),
     Metric("forbidden_stored", "forbidden content stored", False),
     Metric("llm_calls", "LLM calls", False),
@@ -99,7 +101,9 @@ def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
         out[metric.column] = values
         out[f"{metric.column}_delta"] = values - values.iloc[0]
         valid = values.dropna()
-        best = (valid.max() if metric.higher_is_better else valid.min()) if len(valid) else None
+        best = None
+        if metric.ranked and len(valid):
+            best = valid.max() if metric.higher_is_better else valid.min()
         out[f"{metric.column}_best"] = (values == best) if best is not None else False
     return out
 
