@@ -22,12 +22,13 @@ DEMO_GRID: dict[str, Any] = {
     "dataset": "personas",
     # A subset keeps the first run within minutes on two CPU cores.
     "max_owners": 3,
-    "max_sessions": 4,
+    "max_sessions": 3,
     "replay_mode": "debounce",
-    "base": {"backend": "local:smollm2", "max_tokens": 320},
+    # A 5-minute debounce coalesces a session's agent runs into one update, as in production.
+    "base": {"backend": "local:smollm2", "max_tokens": 256, "debounce_seconds": 300},
     "axes": {"prompt": ["default", "concise"], "output_mode": ["free", "json_schema"]},
 }
-"""Two prompt variants x free vs schema-constrained output, 3 owners x 4 sessions each."""
+"""Two prompt variants x free vs schema-constrained output, 3 owners x 3 sessions each."""
 
 
 def register(subparsers: Any) -> None:
@@ -56,7 +57,7 @@ def register(subparsers: Any) -> None:
         "--max-sessions",
         type=int,
         default=DEMO_GRID["max_sessions"],
-        help="sessions per owner (default 4)",
+        help="sessions per owner (default 3)",
     )
     p.add_argument("--workers", type=int, default=2, help="concurrent replays (default 2)")
     p.set_defaults(func=_demo)

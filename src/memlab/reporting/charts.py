@@ -57,12 +57,12 @@ def parse_failure_chart(run: Run) -> Figure:
     ok = shares[ok_cols].sum(axis=1).to_numpy() if ok_cols else np.zeros(len(lanes))
     ax.barh(y, ok, left=left, label="parsed ok", color=_OK_COLOR, alpha=0.35)
     for i, rate in enumerate(1 - ok):
-        ax.text(min(rate, 0.97) + 0.01, i, f"{rate:.0%} failed", va="center", fontsize=8)
+        ax.text(min(rate, 0.82) + 0.01, i, f"{rate:.0%} failed", va="center", fontsize=8)
     ax.set_yticks(y, _labels(run, lanes))
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of LLM replies")
     ax.set_title("Parse outcome per configuration")
-    ax.legend(loc="lower right", fontsize=7, ncols=2)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
 
 
