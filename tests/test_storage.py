@@ -349,3 +349,17 @@ def test_two_processes_modifying_lose_no_update(tmp_path: Path) -> None:
     assert {f["content"] for f in facts} == expected
     assert len(facts) == 100
     assert {f["source"] for f in facts} == {"a", "b"}
+
+
+def test_atomic_write_gives_normal_permissions(tmp_path: Path) -> None:
+    from memlab.core.atomic import atomic_write_text
+
+    target = tmp_path / "report.html"
+    atomic_write_text(target, "<p>hi</p>")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    target.chmod(0o640)
+    atomic_write_text(target, "<p>again</p>")
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert target.read_text() == "<p>again</p>"

@@ -21,14 +21,14 @@ DEMO_GRID: dict[str, Any] = {
     "name": "demo",
     "dataset": "personas",
     # A subset keeps the first run within minutes on two CPU cores.
-    "max_owners": 3,
+    "max_owners": 2,
     "max_sessions": 3,
     "replay_mode": "debounce",
     # A 5-minute debounce coalesces a session's agent runs into one update, as in production.
-    "base": {"backend": "local:smollm2", "max_tokens": 256, "debounce_seconds": 300},
+    "base": {"backend": "local:smollm2", "max_tokens": 192, "debounce_seconds": 300},
     "axes": {"prompt": ["default", "concise"], "output_mode": ["free", "json_schema"]},
 }
-"""Two prompt variants x free vs schema-constrained output, 3 owners x 3 sessions each."""
+"""Two prompt variants x free vs schema-constrained output, 2 owners x 3 sessions each."""
 
 
 def register(subparsers: Any) -> None:
@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
         "--max-owners",
         type=int,
         default=DEMO_GRID["max_owners"],
-        help="owners to replay (default 3)",
+        help="owners to replay (default 2)",
     )
     p.add_argument(
         "--max-sessions",
@@ -59,7 +59,9 @@ def register(subparsers: Any) -> None:
         default=DEMO_GRID["max_sessions"],
         help="sessions per owner (default 3)",
     )
-    p.add_argument("--workers", type=int, default=2, help="concurrent replays (default 2)")
+    # One worker: calls to the in-process model are serialised anyway, and consecutive calls of
+    # one lane share the prompt prefix, which llama.cpp then does not evaluate again.
+    p.add_argument("--workers", type=int, default=1, help="concurrent replays (default 1)")
     p.set_defaults(func=_demo)
 
 

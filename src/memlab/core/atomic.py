@@ -15,6 +15,17 @@ from pathlib import Path
 __all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_directory"]
 
 
+def _default_mode() -> int:
+    # mkstemp creates 0600 files; a written report or run file should get the usual
+    # permissions (0666 minus the umask), like a file opened with open(..., "w").
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_DEFAULT_MODE = _default_mode()
+
+
 def fsync_directory(directory: Path) -> None:
     """fsync a directory so a rename inside it survives a crash (no-op where unsupported)."""
     try:
@@ -42,6 +53,11 @@ def atomic_write_bytes(
     prefix = temp_prefix if temp_prefix is not None else f".{path.name}."
     fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=temp_suffix, dir=path.parent)
     try:
+        try:
+            mode = os.stat(path).st_mode & 0o7777  # keep an existing file's permissions
+        except FileNotFoundError:
+            mode = _DEFAULT_MODE
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -22,6 +22,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+# The document's sections are the contract's: one definition for both.
+from memlab.core.contract import HISTORY_SECTIONS, USER_SECTIONS
+
 __all__ = [
     "DOCUMENT_VERSION",
     "HISTORY_SECTIONS",
@@ -41,8 +44,6 @@ __all__ = [
 ]
 
 DOCUMENT_VERSION = "1.0"
-USER_SECTIONS: tuple[str, ...] = ("workContext", "personalContext", "topOfMind")
-HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTermBackground")
 # Keys a stored document must have (with these JSON types) to be accepted by a store.
 REQUIRED_DOCUMENT_KEYS: dict[str, type] = {"user": dict, "history": dict, "facts": list}
 

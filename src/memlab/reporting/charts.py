@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from memlab.eval.run import Run
 
@@ -115,6 +116,11 @@ def fact_growth_chart(run: Run) -> Figure:
         ax.axhline(cap, linestyle="--", color="grey", linewidth=1)
         ax.text(1, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
     ax.set_ylim(bottom=0)
+    top = float(sessions["facts"].max() or 0)
+    if caps and top * 5 < min(caps):
+        # Far below the cap: a symlog axis keeps both the curves and the cap line readable.
+        ax.set_yscale("symlog", linthresh=10)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("session")
     ax.set_ylabel("stored facts (mean per owner)")
     ax.set_title("Fact growth")

@@ -102,7 +102,8 @@ def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
         out[f"{metric.column}_delta"] = values - values.iloc[0]
         valid = values.dropna()
         best = None
-        if metric.ranked and len(valid):
+        # No marker when every row ties: nothing is best.
+        if metric.ranked and valid.nunique() > 1:
             best = valid.max() if metric.higher_is_better else valid.min()
         out[f"{metric.column}_best"] = (values == best) if best is not None else False
     return out
