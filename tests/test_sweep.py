@@ -220,3 +220,12 @@ def test_resume_replays_again_when_data_or_replay_mode_changed(
     assert backend.call_count == 2  # both owners replayed again, one session each
     assert changed.calls["session_index"].max() == 0
     assert len(changed.sessions) == 2
+
+
+def test_cost_uses_the_run_price_table(dataset: Path, tmp_path: Path) -> None:
+    run, _ = run_grid(dataset, tmp_path)
+    assert run.summary.iloc[0]["cost_usd"] == 0.0  # "scripted" is not in the default table
+    priced = load_run(run.path)
+    priced.prices = {"scripted": (1_000_000.0, 0.0)}  # 1 USD per prompt token
+    summary = priced.summary.iloc[0]
+    assert summary["cost_usd"] == pytest.approx(float(run.calls["prompt_tokens"].sum()))

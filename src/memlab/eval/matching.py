@@ -9,7 +9,7 @@ asymmetric on purpose: models often write longer facts ("The user works as ...")
 
 Near-duplicates among stored facts use the symmetric Dice coefficient of the same token sets
 (default ``near_duplicate`` 0.8). Any object with a ``covers(stored, gold) -> bool`` method may
-replace the matcher (an LLM judge, embeddings).
+replace the matcher; :class:`LLMJudgeMatcher` asks a model instead.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from memlab.backends.base import Backend, CompletionRequest, GenerationParams
+
 __all__ = [
     "FactMatcher",
+    "LLMJudgeMatcher",
     "LexicalMatcher",
     "content_tokens",
     "count_duplicates",
@@ -123,3 +126,50 @@ def count_duplicates(contents: Sequence[str], near_threshold: float = 0.8) -> Du
         seen_norm.add(norm)
         earlier.append(content)
     return DuplicateCounts(exact=exact, normalized=normalized, near=near)
+
+
+_JUDGE_PROMPT = """Does the STORED memory fact state the GOLD fact about the user (same meaning,
+possibly in other words or with more detail)? Answer with one word: yes or no.
+
+GOLD: {gold}
+STORED: {stored}
+Answer:"""
+
+
+class LLMJudgeMatcher:
+    """Ask an LLM whether a stored fact states a gold fact (yes/no), with a lexical pre-filter.
+
+    Pairs that share no content token are rejected without a call, and every verdict is
+    memoised, so scoring a run costs one call per plausible (stored, gold) pair. Wrap the
+    backend in a :class:`memlab.backends.CachedBackend` to make judged metrics reproducible.
+
+    Args:
+        backend: Any :class:`memlab.backends.Backend`.
+        max_tokens: Completion budget for the one-word answer.
+    """
+
+    def __init__(self, backend: Backend, *, max_tokens: int = 4) -> None:
+        self.backend = backend
+        self.max_tokens = max_tokens
+        self._verdicts: dict[tuple[str, str], bool] = {}
+        self.calls = 0
+
+    def covers(self, stored: str, gold: str) -> bool:
+        key = (stored, gold)
+        if key in self._verdicts:
+            return self._verdicts[key]
+        verdict = False
+        if content_tokens(stored) & content_tokens(gold) or normalize_text(gold) in normalize_text(
+            stored
+        ):
+            request = CompletionRequest(
+                messages=[
+                    {"role": "user", "content": _JUDGE_PROMPT.format(gold=gold, stored=stored)}
+                ],
+                params=GenerationParams(max_tokens=self.max_tokens),
+            )
+            self.calls += 1
+            answer = self.backend.complete(request).text.strip().casefold()
+            verdict = answer.startswith("yes")
+        self._verdicts[key] = verdict
+        return verdict

@@ -70,6 +70,7 @@ class Run:
         path: The run directory.
         grid: The sweep definition.
         lanes: Lane configs by lane id, in grid order.
+        prices: Optional price table for the cost columns.
     """
 
     path: Path
@@ -77,6 +78,9 @@ class Run:
     lanes: dict[str, LaneConfig]
     _calls: pd.DataFrame | None = field(default=None, repr=False)
     _sessions: pd.DataFrame | None = field(default=None, repr=False)
+    prices: dict[str, tuple[float, float]] | None = None
+    """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
+    ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
 
     @property
     def name(self) -> str:
@@ -100,7 +104,7 @@ class Run:
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per lane with the headline metrics and the lane's config columns."""
-        summary = summarize(self.calls, self.sessions)
+        summary = summarize(self.calls, self.sessions, prices=self.prices)
         configs = pd.DataFrame(
             [
                 {"lane_id": lid, "label": self.label(lid), **c.model_dump(mode="json")}
