@@ -194,10 +194,15 @@ def _rolling_reply(first_new: int) -> Callable[[CompletionRequest], str]:
 
 
 def bench_overhead(
-    workdir: Path, updates: int, facts: int = 100, label: str = "disk"
+    workdir: Path, updates: int, facts: int = 100, label: str = "disk", lane_store: bool = False
 ) -> Measurement:
-    """Time ``MemoryUpdater.run_update`` with a scripted backend over a ``facts``-fact store."""
-    store = JsonFileStorage(workdir / "overhead" / "memory.json")
+    """Time ``MemoryUpdater.run_update`` with a scripted backend over a ``facts``-fact store.
+
+    ``lane_store`` uses the store a sweep's replay lane uses (no fsync, compact JSON);
+    otherwise the default durable, indented store.
+    """
+    options: dict[str, Any] = {"durable": False, "indent": None} if lane_store else {}
+    store = JsonFileStorage(workdir / "overhead" / "memory.json", **options)
     store.save(memory_with_facts(facts), now=T0)
     config = MemoryConfig(max_facts=max(facts, 10))
     backend = ScriptedBackend(function=_rolling_reply(facts))
@@ -227,7 +232,7 @@ def bench_overhead(
         f" store in {store.path.parent}",
         f"median {median:.2f} ms, p95 {_ms(_p95(durations)):.2f} ms, "
         f"max {_ms(max(durations)):.2f} ms; CPU time median {_ms(statistics.median(cpu)):.2f} ms",
-        "stage medians (same inputs, timed alone): " + _stage_breakdown(workdir, facts),
+        "stage medians (same inputs, timed alone): " + _stage_breakdown(workdir, facts, options),
         _fsync_cost(workdir, json.dumps(final, indent=2).encode()),
     ]
     name = f"pipeline overhead / update ({label})"
@@ -266,10 +271,10 @@ def _fsync_cost(workdir: Path, data: bytes, rounds: int = 50) -> str:
     )
 
 
-def _stage_breakdown(workdir: Path, facts: int, rounds: int = 200) -> str:
+def _stage_breakdown(workdir: Path, facts: int, options: dict[str, Any], rounds: int = 200) -> str:
     """Median time of each pipeline stage run on its own (a rough split of the total)."""
     memory = memory_with_facts(facts)
-    store = JsonFileStorage(workdir / "overhead" / "stages.json")
+    store = JsonFileStorage(workdir / "overhead" / "stages.json", **options)
     store.save(memory, now=T0)
     prompt = get_prompt("default")
     reply = _rolling_reply(facts)(CompletionRequest(messages=[]))
@@ -672,12 +677,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
         logger.info("1/3 pipeline overhead (%d updates)", updates)
-        measurements.append(bench_overhead(workdir, updates, label=_filesystem(workdir)))
+        fs = _filesystem(workdir)
+        measurements.append(bench_overhead(workdir, updates, label=f"durable store, {fs}"))
+        measurements.append(
+            bench_overhead(workdir, updates, label=f"replay-lane store, {fs}", lane_store=True)
+        )
         shm = Path("/dev/shm")
         if not args.no_tmpfs and _filesystem(workdir) != "tmpfs" and _filesystem(shm) == "tmpfs":
             # The same pipeline with fsync made free: what the CPU work alone costs.
             with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=shm) as shm_tmp:
-                measurements.append(bench_overhead(Path(shm_tmp), updates, label="tmpfs"))
+                measurements.append(
+                    bench_overhead(
+                        Path(shm_tmp), updates, label="replay-lane store, tmpfs", lane_store=True
+                    )
+                )
         logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
         measurements.append(bench_concurrency(workdir, calls, args.workers, args.delay)[0])
         logger.info("3/3 cache replay (%d updates)", owners * sessions)

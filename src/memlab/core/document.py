@@ -16,11 +16,12 @@ Timestamps are UTC ISO-8601 strings with a trailing ``Z``.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 # The document's sections are the contract's: one definition for both.
 from memlab.core.contract import HISTORY_SECTIONS, USER_SECTIONS
@@ -32,6 +33,7 @@ __all__ = [
     "USER_SECTIONS",
     "FactIdGenerator",
     "SeededFactIds",
+    "copy_document",
     "create_empty_memory",
     "document_problems",
     "is_fact_id",
@@ -42,6 +44,8 @@ __all__ = [
     "utc_iso",
     "utc_now",
 ]
+
+_T = TypeVar("_T")
 
 DOCUMENT_VERSION = "1.0"
 # Keys a stored document must have (with these JSON types) to be accepted by a store.
@@ -90,6 +94,16 @@ def parse_utc(value: object) -> datetime | None:
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def copy_document(document: _T) -> _T:
+    """Deep-copy a JSON document (dicts, lists, str, numbers, bool, None).
+
+    A JSON round trip through the C encoder is several times faster than ``copy.deepcopy``
+    for memory documents and copies exactly what can be stored. Raises ``TypeError`` or
+    ``ValueError`` for values that are not JSON.
+    """
+    return cast(_T, json.loads(json.dumps(document)))
 
 
 def create_empty_memory(now: datetime | None = None) -> dict[str, Any]:

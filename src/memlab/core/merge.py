@@ -22,7 +22,6 @@ contract validation; a structurally invalid fact raises :class:`ValueError` nami
 
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 import re
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 from memlab.core.document import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
+    copy_document,
     normalize_fact_text,
     parse_utc,
     random_fact_ids,
@@ -178,8 +178,8 @@ class BaselineMerge:
         if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
             raise ValueError(f"max_facts must be an integer >= 1, got {max_facts!r}")
         now_iso = utc_iso(now)
-        memory = copy.deepcopy(current_memory)
-        update = copy.deepcopy(dict(update))
+        memory = copy_document(current_memory)
+        update = copy_document(dict(update))
         result = ApplyResult(memory=memory)
         self._apply_sections(memory, update, now_iso, result)
         facts = memory.setdefault("facts", [])

@@ -33,7 +33,13 @@ from typing import Any, Protocol
 
 import filelock
 
-from memlab.core.document import create_empty_memory, document_problems, utc_iso, utc_now
+from memlab.core.document import (
+    copy_document,
+    create_empty_memory,
+    document_problems,
+    utc_iso,
+    utc_now,
+)
 
 __all__ = [
     "CorruptMemoryError",
@@ -97,9 +103,9 @@ def _stamped(memory: Document, now: datetime | None, clock: Callable[[], datetim
     if not isinstance(memory, dict):
         raise StorageError(f"a memory document must be a dict, got {type(memory).__name__}")
     try:
-        document = copy.deepcopy(memory)
-    except Exception as exc:
-        raise StorageError(f"memory document cannot be copied: {exc}") from exc
+        document = copy_document(memory)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
     document["lastUpdated"] = utc_iso(now if now is not None else clock())
     return document
 
@@ -158,6 +164,8 @@ class JsonFileStorage:
         durable: fsync the file and its directory on each save (the default). ``False`` keeps
             the atomic temp-file + ``os.replace`` (readers never see a torn file) but skips the
             fsyncs, for scratch stores such as a replay lane's that are rebuilt on every run.
+        indent: JSON indentation of the file (2, readable); ``None`` writes compact JSON,
+            about three times faster to serialise.
     """
 
     def __init__(
@@ -167,12 +175,14 @@ class JsonFileStorage:
         lock_timeout: float = 30.0,
         clock: Callable[[], datetime] = utc_now,
         durable: bool = True,
+        indent: int | None = 2,
     ) -> None:
         self.path = Path(path).absolute()
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.lock_timeout = lock_timeout
         self._clock = clock
         self.durable = durable
+        self.indent = indent
         self._lock = filelock.FileLock(self.lock_path, timeout=lock_timeout)
 
     def __repr__(self) -> str:
@@ -222,7 +232,7 @@ class JsonFileStorage:
             with _cache_lock:
                 entry = _cache.get(self.path)
                 if entry is not None and entry.signature == _signature(st):
-                    return copy.deepcopy(entry.document)
+                    return copy_document(entry.document)
         try:
             with open(self.path, "rb") as handle:
                 # The signature of the inode actually read; a concurrent os.replace cannot
@@ -242,7 +252,7 @@ class JsonFileStorage:
         assert document is not None
         with _cache_lock:
             _cache[self.path] = _CacheEntry(signature, document)
-        return copy.deepcopy(document)
+        return copy_document(document)
 
     @staticmethod
     def _decode(raw: bytes) -> tuple[Document | None, str | None]:
@@ -314,12 +324,12 @@ class JsonFileStorage:
             current = self.reload()
             document = _stamped(_checked_result(fn(current)), now, self._clock)
             self._write(document)
-            return copy.deepcopy(document)
+            return copy_document(document)
 
     def _write(self, document: Document) -> None:
         """Write ``document`` (owned by the store from now on) atomically and cache it."""
         try:
-            data = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
+            data = json.dumps(document, ensure_ascii=False, indent=self.indent, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise StorageError(
                 f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})"
@@ -384,7 +394,7 @@ class InMemoryStorage:
     def load(self) -> Document:
         """Return a copy of the stored document."""
         with self._lock:
-            return copy.deepcopy(self._document)
+            return copy_document(self._document)
 
     def reload(self) -> Document:
         """Same as :meth:`load` (nothing is cached)."""

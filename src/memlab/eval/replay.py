@@ -105,8 +105,8 @@ def replay_owner(
     def provider() -> MemoryConfig:
         return config
 
-    # A scratch store rebuilt on every replay: atomic writes, but no fsync per update.
-    storage = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
+    # A scratch store rebuilt on every replay: atomic writes, but no fsync and compact JSON.
+    storage = JsonFileStorage(store_path, clock=scheduler.now, durable=False, indent=None)
     registry = prompts or default_registry()
     updater = MemoryUpdater(
         backend=backend,
