@@ -8,11 +8,14 @@ temporary file is removed and the target is untouched.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_directory"]
+
+logger = logging.getLogger(__name__)
 
 
 def _default_mode() -> int:
@@ -34,8 +37,8 @@ def fsync_directory(directory: Path) -> None:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as exc:
+        logger.warning("could not fsync directory %s: %s", directory, exc)
     finally:
         os.close(fd)
 

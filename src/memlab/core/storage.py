@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import filelock
 
+from memlab.core.atomic import fsync_directory
 from memlab.core.document import (
     copy_document,
     create_empty_memory,
@@ -138,19 +139,6 @@ def clear_storage_cache() -> None:
 
 def _signature(st: os.stat_result) -> _Signature:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        logger.warning("could not fsync directory %s: %s", directory, exc)
-    finally:
-        os.close(fd)
 
 
 class JsonFileStorage:
@@ -293,7 +281,7 @@ class JsonFileStorage:
                     f"memory file {self.path} is corrupt ({detail}) and could not be moved "
                     f"aside to {preserved}: {exc}. Move or repair it by hand."
                 ) from exc
-            _fsync_directory(self.path.parent)
+            fsync_directory(self.path.parent)
             self._forget()
         error = CorruptMemoryError(self.path, preserved, detail)
         logger.error("%s", error)
@@ -359,7 +347,7 @@ class JsonFileStorage:
                 raise StorageError(f"cannot save memory file {self.path}: {exc}") from exc
             raise
         if self.durable:
-            _fsync_directory(directory)
+            fsync_directory(directory)
         with _cache_lock:
             _cache[self.path] = _CacheEntry(signature, document)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,10 +142,6 @@ class Grid(BaseModel):
     def varying(self) -> list[str]:
         """Axes with more than one value (what distinguishes the lanes)."""
         return [name for name, values in self.axes.items() if len(values) > 1]
-
-    def iter_axes(self) -> Iterator[tuple[str, list[Any]]]:
-        """Yield each axis and its values."""
-        yield from self.axes.items()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str = "<grid>") -> Grid:
