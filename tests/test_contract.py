@@ -7,9 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
+from memlab.core import contract as contract_module
 from memlab.core.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
@@ -235,3 +238,70 @@ def test_new_fact_model_rejects_blank_content_with_unicode_whitespace() -> None:
     with pytest.raises(ValidationError):
         NewFact.model_validate({"content": "\u3000", "category": "goal", "confidence": 0.5})
     assert [v.keyword for v in validate_update(_with_fact(content="\u3000"))] == ["pattern"]
+
+
+# --- the fast validity check must agree with the full validation ----------------------------
+
+_ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-3, max_value=3)
+    | st.floats(min_value=-2, max_value=2)
+    | st.sampled_from([float("nan"), float("inf"), 0.5, 1.0, 1.5, -0.1])
+    | st.sampled_from(["", " ", "\n", "x", "preference", "knowledge", "fact_1", "Prefers tea"]),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["summary", "shouldUpdate", "content", "x"]), children)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(_paths(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_paths(item, (*path, index)))
+    return found
+
+
+@st.composite
+def _mutated_updates(draw: st.DrawFn) -> Any:
+    doc: Any = minimal_update()
+    doc["newFacts"] = [
+        {"content": "Prefers tea", "category": "preference", "confidence": 0.9},
+        {"content": "Works in Lisbon", "category": "context", "confidence": 0.7},
+    ]
+    doc["factsToRemove"] = ["fact_1"]
+    for _ in range(draw(st.integers(min_value=0, max_value=3))):
+        path = draw(st.sampled_from(_paths(doc)))
+        if not path:
+            if draw(st.booleans()):
+                doc = draw(_ANY_JSON)
+            continue
+        *parent_path, last = path
+        parent = doc
+        for step in parent_path:
+            parent = parent[step]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "replace":
+            parent[last] = draw(_ANY_JSON)
+        elif action == "delete":
+            del parent[last]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(["extra", "summary", "content", "category"]))] = draw(
+                _ANY_JSON
+            )
+        else:
+            parent.append(draw(_ANY_JSON))
+    return doc
+
+
+@settings(max_examples=600, deadline=None)
+@given(_mutated_updates())
+def test_fast_check_agrees_with_full_validation(doc: Any) -> None:
+    """validate_update answers "valid" from a fast check; jsonschema must say the same."""
+    assert (validate_update(doc) == []) == (contract_module._collect_violations(doc) == [])

@@ -23,10 +23,12 @@ import copy
 import functools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Annotated, Any, Literal
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -167,6 +169,23 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(_loaded_schema())
 
 
+@functools.cache
+def _fast_validator() -> Callable[[Any], Any]:
+    # fastjsonschema compiles the schema to Python code: about 30 times faster than jsonschema,
+    # but it stops at the first error. It only answers "valid?"; jsonschema lists violations.
+    # The contract uses keywords whose meaning is the same in drafts 7 and 2020-12.
+    validate: Callable[[Any], Any] = fastjsonschema.compile(_loaded_schema(), use_default=False)
+    return validate
+
+
+def _passes_fast_check(obj: Any) -> bool:
+    try:
+        _fast_validator()(obj)
+    except Exception:  # any doubt (an error or a surprise) goes to the full validation
+        return False
+    return True
+
+
 def contract_schema() -> dict[str, Any]:
     """Return a deep copy of the contract's JSON Schema (read from the package once)."""
     return copy.deepcopy(_loaded_schema())
@@ -227,6 +246,12 @@ def validate_update(obj: Any) -> list[Violation]:
 
     Violations are sorted by pointer (array indices numerically), then keyword.
     """
+    if _passes_fast_check(obj) and not _non_finite(obj, ()):
+        return []  # the common case, about 30 times faster than collecting violations
+    return _collect_violations(obj)
+
+
+def _collect_violations(obj: Any) -> list[Violation]:
     found: list[tuple[tuple[str | int, ...], Violation]] = []
     for error in _validator().iter_errors(obj):
         path = tuple(error.absolute_path)

@@ -1,0 +1,198 @@
+"""Fast copies and indented text of JSON values, identical to what the ``json`` module gives.
+
+Every update copies the memory document several times and renders it into the prompt as
+indented JSON. The standard library does both slowly for this shape of data: a deep copy
+through ``copy.deepcopy`` or a JSON round trip, and ``json.dumps(indent=2)``, which falls back
+to the pure-Python encoder whenever ``indent`` is set. The two functions here do the same work
+in a fraction of the time and give exactly the same result:
+
+- :func:`copy_json` equals ``json.loads(json.dumps(value))`` for every value that the JSON
+  module accepts (tuples become lists, keys become strings), and raises ``TypeError`` for the
+  values it rejects.
+- :func:`dumps_indented` returns the same string as ``json.dumps(value, indent=indent,
+  ensure_ascii=False)``. Containers holding only plain scalars (a fact, a section) go through
+  the C encoder with the line break and indentation folded into the item separator; the
+  rest is walked in Python. Anything unusual (subclasses of the JSON types, non-string keys)
+  falls back to ``json.dumps`` for the whole value, so the output never differs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeVar
+
+__all__ = ["copy_json", "dumps_indented"]
+
+_T = TypeVar("_T")
+
+# Exact types only: subclasses (IntEnum, str enums, OrderedDict, ...) take the slow, exact path.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+
+
+class _Unusual(Exception):
+    """Raised inside the fast paths for a value that only the ``json`` module formats right."""
+
+
+def copy_json(value: _T) -> _T:
+    """Return a deep copy of a JSON value, equal to ``json.loads(json.dumps(value))``.
+
+    Raises:
+        TypeError: Some value is not JSON-serialisable.
+        RecursionError: The value contains itself.
+    """
+    try:
+        return _copy(value)  # type: ignore[no-any-return]
+    except _Unusual:
+        copied: _T = json.loads(json.dumps(value))
+        return copied
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        if not _STR.issuperset(map(type, value)):
+            raise _Unusual  # non-string keys: JSON turns them into strings
+        copied = dict(value)  # a C-level copy; only nested containers need more work
+        for key, item in copied.items():
+            if type(item) not in _SCALARS:
+                copied[key] = _copy(item)
+        return copied
+    if kind is list or kind is tuple:
+        return [item if type(item) in _SCALARS else _copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    raise _Unusual
+
+
+def dumps_indented(value: Any, indent: int = 2) -> str:
+    """Return ``json.dumps(value, indent=indent, ensure_ascii=False)``, computed faster.
+
+    Raises:
+        TypeError: Some value is not JSON-serialisable.
+        ValueError: The value contains itself.
+    """
+    try:
+        parts: list[str] = []
+        _Writer(indent).write(value, 0, parts)
+        return "".join(parts)
+    except (_Unusual, RecursionError):
+        return json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def _is_flat(items: Any) -> bool:
+    return _SCALARS.issuperset(map(type, items))
+
+
+# Text of flat containers already written, by (indent, level, items, item types). Memory facts
+# rarely change once stored, so most of a prompt's facts are found here. -0.0 == 0.0 (with
+# different text), so containers holding a zero float are not remembered.
+_flat_texts: dict[tuple[Any, ...], str] = {}
+_FLAT_TEXTS_MAX = 20_000
+
+
+class _Writer:
+    """Writes one value as indented JSON; holds a C-backed encoder per nesting level."""
+
+    def __init__(self, indent: int) -> None:
+        self.indent = indent
+        self._encoders: dict[int, json.JSONEncoder] = {}
+
+    def _pad(self, level: int) -> str:
+        return "\n" + " " * (self.indent * level)
+
+    def _flat_encoder(self, level: int) -> json.JSONEncoder:
+        # Without ``indent`` the C encoder is used; putting the newline and the indentation
+        # into the item separator makes it write the indented layout of a flat container.
+        encoder = self._encoders.get(level)
+        if encoder is None:
+            encoder = json.JSONEncoder(
+                ensure_ascii=False, separators=("," + self._pad(level + 1), ": ")
+            )
+            self._encoders[level] = encoder
+        return encoder
+
+    def write(self, value: Any, level: int, out: list[str]) -> None:
+        kind = type(value)
+        if kind is dict:
+            if not value:
+                out.append("{}")
+            elif _is_flat(value.values()) and _STR.issuperset(map(type, value)):
+                self._write_flat(value, level, out, tuple(value.items()), value.values())
+            else:
+                self._write_dict(value, level, out)
+        elif kind is list:
+            if not value:
+                out.append("[]")
+            elif _is_flat(value):
+                self._write_flat(value, level, out, tuple(value), value)
+            else:
+                self._write_list(value, level, out)
+        elif kind is str:
+            out.append(json.encoder.encode_basestring(value))
+        elif kind is float:
+            out.append(_float_text(value))
+        elif kind is int:
+            out.append(int.__repr__(value))
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif value is None:
+            out.append("null")
+        else:
+            raise _Unusual  # tuples, subclasses, unknown types: let ``json`` decide
+
+    def _write_flat(
+        self,
+        value: dict[str, Any] | list[Any],
+        level: int,
+        out: list[str],
+        items: tuple[Any, ...],
+        values: Any,
+    ) -> None:
+        types = tuple(map(type, values))
+        key = (self.indent, level, items, types)
+        text = _flat_texts.get(key)
+        if text is None:
+            encoded = self._flat_encoder(level).encode(value)
+            # "{a,<pad>b}" -> "{<pad>a,<pad>b<pad-1>}"
+            text = encoded[0] + self._pad(level + 1) + encoded[1:-1] + self._pad(level)
+            text += encoded[-1]
+            if not (float in types and 0.0 in values):
+                if len(_flat_texts) >= _FLAT_TEXTS_MAX:
+                    _flat_texts.clear()
+                _flat_texts[key] = text
+        out.append(text)
+
+    def _write_dict(self, value: dict[Any, Any], level: int, out: list[str]) -> None:
+        inner = self._pad(level + 1)
+        out.append("{")
+        first = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unusual
+            out.append(inner if first else "," + inner)
+            first = False
+            out.append(json.encoder.encode_basestring(key))
+            out.append(": ")
+            self.write(item, level + 1, out)
+        out.append(self._pad(level) + "}")
+
+    def _write_list(self, value: list[Any], level: int, out: list[str]) -> None:
+        inner = self._pad(level + 1)
+        out.append("[")
+        for index, item in enumerate(value):
+            out.append(inner if index == 0 else "," + inner)
+            self.write(item, level + 1, out)
+        out.append(self._pad(level) + "]")
+
+
+def _float_text(value: float) -> str:
+    # The json module's spelling: repr for finite values, JavaScript names otherwise.
+    if math.isfinite(value):
+        return float.__repr__(value)
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
