@@ -21,6 +21,7 @@ import contextlib
 import copy
 import json
 import logging
+import math
 import os
 import stat
 import tempfile
@@ -41,6 +42,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
+from memlab.core.jsontext import dumps_indented
 
 __all__ = [
     "CorruptMemoryError",
@@ -107,8 +109,26 @@ def _stamped(memory: Document, now: datetime | None, clock: Callable[[], datetim
         document = copy_document(memory)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
+    bad = _non_finite_number(document)
+    if bad is not None:
+        raise StorageError(f"memory document holds {bad}, which JSON cannot represent")
     document["lastUpdated"] = utc_iso(now if now is not None else clock())
     return document
+
+
+def _non_finite_number(document: Document) -> float | None:
+    """Return a NaN or infinite number in ``document`` (plain JSON types only), if any."""
+    stack: list[Any] = [document]
+    while stack:
+        container = stack.pop()
+        for value in container.values() if type(container) is dict else container:
+            kind = type(value)
+            if kind is float:
+                if not math.isfinite(value):
+                    return float(value)
+            elif kind is dict or kind is list:
+                stack.append(value)
+    return None
 
 
 def _checked_result(value: object) -> Document:
@@ -317,7 +337,12 @@ class JsonFileStorage:
     def _write(self, document: Document) -> None:
         """Write ``document`` (owned by the store from now on) atomically and cache it."""
         try:
-            data = json.dumps(document, ensure_ascii=False, indent=self.indent, allow_nan=False)
+            # NaN and Infinity were refused by _stamped; dumps_indented is json.dumps(indent=...)
+            # made faster.
+            if self.indent is None:
+                data = json.dumps(document, ensure_ascii=False, allow_nan=False)
+            else:
+                data = dumps_indented(document, self.indent)
         except (TypeError, ValueError) as exc:
             raise StorageError(
                 f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})"
@@ -391,10 +416,6 @@ class InMemoryStorage:
     def save(self, memory: Document, now: datetime | None = None) -> None:
         """Store a copy of ``memory`` with ``lastUpdated`` set; ``memory`` is not changed."""
         document = _stamped(memory, now, self._clock)
-        try:
-            json.dumps(document, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
         with self._lock:
             self._document = document
             self.save_count += 1

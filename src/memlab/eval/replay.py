@@ -26,13 +26,13 @@ from typing import Any
 from memlab.backends.base import Backend, GenerationParams
 from memlab.core.clock import VirtualScheduler
 from memlab.core.config import MemoryConfig
-from memlab.core.document import SeededFactIds, utc_iso
+from memlab.core.document import SeededFactIds, parse_utc, utc_iso
 from memlab.core.merge import get_merge_strategy
 from memlab.core.middleware import MemoryMiddleware
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptRegistry, default_registry
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
-from memlab.core.storage import JsonFileStorage
+from memlab.core.storage import InMemoryStorage, JsonFileStorage
 from memlab.core.updater import MemoryUpdater
 from memlab.datasets.models import Owner
 from memlab.eval.grid import LaneConfig, ReplayMode
@@ -85,11 +85,14 @@ def replay_owner(
     max_sessions: int | None = None,
     prompts: PromptRegistry | None = None,
 ) -> OwnerReplay:
-    """Replay ``owner``'s sessions under ``lane`` into a fresh store at ``store_path``.
+    """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
 
-    The store file is removed first so a replay always starts from an empty memory; ids and
-    timestamps come from the lane-seeded id generator and the virtual clock, so the same
-    dataset and lane build byte-identical prompts (and hit the response cache).
+    A replay always starts from an empty memory; ids and timestamps come from the lane-seeded
+    id generator and the virtual clock, so the same dataset and lane build byte-identical
+    prompts (and hit the response cache). The lane's memory lives in memory while the replay
+    runs (no other process shares it, and every update would otherwise serialise and rename a
+    file); ``store_path`` is rewritten at each snapshot, so it shows the latest session's
+    memory while the replay runs.
     """
     sessions = owner.sessions[:max_sessions] if max_sessions else owner.sessions
     store_path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,8 +108,9 @@ def replay_owner(
     def provider() -> MemoryConfig:
         return config
 
-    # A scratch store rebuilt on every replay: atomic writes, but no fsync and compact JSON.
-    storage = JsonFileStorage(store_path, clock=scheduler.now, durable=False, indent=None)
+    storage = InMemoryStorage(clock=scheduler.now)
+    # A scratch file rebuilt on every replay: atomic writes, but no fsync.
+    store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
     registry = prompts or default_registry()
     updater = MemoryUpdater(
         backend=backend,
@@ -137,7 +141,9 @@ def replay_owner(
     middleware = MemoryMiddleware(queue_provider=lambda: queue, config_provider=provider)
 
     def snapshot() -> None:
-        out.snapshots.append(storage.reload())  # reload returns a private copy
+        memory = storage.load()  # a private copy
+        out.snapshots.append(memory)
+        store_file.save(memory, now=parse_utc(memory.get("lastUpdated")) or scheduler.now())
 
     def move_to(moment: datetime) -> None:
         if replay_mode == "debounce":
@@ -171,7 +177,7 @@ def replay_owner(
         snapshot()
     queue.close()
     out.coalesced = queue.stats.coalesced
-    out.final_memory = storage.reload()
+    out.final_memory = storage.load()
     logger.debug(
         "replayed %s under %s: %d calls, %d facts",
         owner.user_id,

@@ -7,7 +7,7 @@ Layout of ``runs/<name>/``::
     lanes/<lane_id>/config.json
     lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
                                             written when that owner's replay finished)
-    lanes/<lane_id>/stores/<user_id>.json   the live memory store used during the replay
+    lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
     calls.jsonl          one row per LLM call
     sessions.jsonl       one row per (lane, owner, session)
     summary.csv          one row per lane
