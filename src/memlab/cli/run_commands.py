@@ -12,6 +12,11 @@ from memlab.backends.cache import CacheMode
 from memlab.backends.registry import UnknownBackendError
 from memlab.datasets.loader import DatasetError
 from memlab.datasets.registry import DatasetNotFoundError
+from memlab.eval.embeddings import (
+    EmbeddingDuplicates,
+    EmbeddingsUnavailableError,
+    WordLlamaEmbedder,
+)
 from memlab.eval.grid import Grid, GridError, load_grid
 from memlab.eval.sweep import sweep
 
@@ -31,9 +36,10 @@ A grid file names the dataset, shared settings and the axes to vary:
     output_mode: [free, json_schema]
 """
 
-_RUN_EXAMPLE = """example:
+_RUN_EXAMPLE = """examples:
   memlab run smoke --backend local:smollm2 --prompt default --mode json_schema \\
       --threshold 0.7 --max-facts 100 --cache-dir cache
+  memlab run personas --embedding-duplicates --embedding-threshold 0.85
 """
 
 
@@ -53,6 +59,17 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--workers", type=int, default=4, help="concurrent replays (default: 4)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--embedding-duplicates",
+        action="store_true",
+        help="also count near-duplicate facts by embeddings (needs memlab[embeddings])",
+    )
+    parser.add_argument(
+        "--embedding-threshold",
+        type=float,
+        default=0.8,
+        help="cosine similarity from which facts count as duplicates (default 0.8)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -115,6 +132,15 @@ _USER_ERRORS = (GridError, DatasetError, DatasetNotFoundError, UnknownBackendErr
 
 
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
+    embedding_duplicates = None
+    if args.embedding_duplicates:
+        try:
+            embedding_duplicates = EmbeddingDuplicates(
+                WordLlamaEmbedder(), threshold=args.embedding_threshold
+            )
+        except (EmbeddingsUnavailableError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         run = sweep(
             grid.dataset,
@@ -125,6 +151,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             cache_mode=CacheMode(args.cache_mode),
             max_workers=args.workers,
             progress=not args.no_progress,
+            embedding_duplicates=embedding_duplicates,
         )
     except _USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,5 +1,11 @@
 """Replay datasets through the pipeline, sweep configurations, and measure the results."""
 
+from memlab.eval.embeddings import (
+    Embedder,
+    EmbeddingDuplicates,
+    EmbeddingsUnavailableError,
+    WordLlamaEmbedder,
+)
 from memlab.eval.grid import (
     AXES,
     Grid,
@@ -43,6 +49,9 @@ __all__ = [
     "AXES",
     "DEFAULT_PRICES",
     "BackendFactory",
+    "Embedder",
+    "EmbeddingDuplicates",
+    "EmbeddingsUnavailableError",
     "FactMatcher",
     "Grid",
     "GridError",
@@ -51,6 +60,7 @@ __all__ = [
     "OwnerReplay",
     "Run",
     "RunError",
+    "WordLlamaEmbedder",
     "content_tokens",
     "count_duplicates",
     "dice",

@@ -9,7 +9,9 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
 - *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
   of any session so far.
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
-  :mod:`memlab.eval.matching`); *duplicate rate* = near duplicates / stored facts.
+  :mod:`memlab.eval.matching`); *duplicate rate* = near duplicates / stored facts. When an
+  :class:`~memlab.eval.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
+  *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
 - *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
 Summary recall and precision are micro-averaged over owners (sums of counts, then the ratio).
@@ -24,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.datasets.models import Owner
+from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.matching import FactMatcher, LexicalMatcher, count_duplicates
 
 __all__ = [
@@ -82,8 +85,13 @@ def session_rows(
     agent_runs: Sequence[int],
     *,
     matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per session: memory state after it, scored against the labels so far."""
+    """One row per session: memory state after it, scored against the labels so far.
+
+    With ``embedding_duplicates``, rows also get ``dup_embedding``: facts whose embedding is
+    close to an earlier fact's (see :mod:`memlab.eval.embeddings`).
+    """
     matcher = matcher or LexicalMatcher()
     gold: dict[str, str] = {}
     retracted: set[str] = set()
@@ -131,6 +139,11 @@ def session_rows(
             "dup_exact": dups.exact,
             "dup_normalized": dups.normalized,
             "dup_near": dups.near,
+            **(
+                {"dup_embedding": embedding_duplicates.count(stored)}
+                if embedding_duplicates is not None
+                else {}
+            ),
             "agent_runs": agent_runs[index] if index < len(agent_runs) else 0,
             "llm_calls": len(session_calls),
         }
@@ -200,6 +213,7 @@ def summarize(
             "dup_normalized": int(final["dup_normalized"].sum()),
             "dup_near": int(final["dup_near"].sum()),
             "duplicate_rate": int(final["dup_near"].sum()) / facts if facts else 0.0,
+            **_embedding_columns(final, facts),
             "added": int(lane_sessions["added"].sum()),
             "removed": int(lane_sessions["removed"].sum()),
             "evicted": int(lane_sessions["evicted"].sum()),
@@ -219,6 +233,21 @@ def summarize(
         # Keep the columns so callers can merge and select on an empty run.
         return pd.DataFrame(columns=["lane_id", *_SUMMARY_COLUMNS])
     return pd.DataFrame(rows)
+
+
+def _embedding_columns(final: pd.DataFrame, facts: int) -> dict[str, Any]:
+    """Summary columns of the embedding duplicate measure, when the sessions have it."""
+    if "dup_embedding" not in final.columns:
+        return {}
+    # Resumed or merged runs may lack it for some rows: NaN there, and no rate.
+    counts = pd.to_numeric(final["dup_embedding"], errors="coerce")
+    if counts.isna().any():
+        return {"dup_embedding": float("nan"), "duplicate_rate_embedding": float("nan")}
+    total = int(counts.sum())
+    return {
+        "dup_embedding": total,
+        "duplicate_rate_embedding": total / facts if facts else 0.0,
+    }
 
 
 def failure_table(calls: pd.DataFrame) -> pd.DataFrame:

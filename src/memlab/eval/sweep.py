@@ -34,6 +34,7 @@ from memlab.core.document import utc_iso
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
+from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.matching import FactMatcher
 from memlab.eval.metrics import session_rows
@@ -132,6 +133,7 @@ def sweep(
     max_workers: int = 4,
     progress: bool = True,
     matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
     resume: bool = True,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
@@ -151,6 +153,8 @@ def sweep(
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
         matcher: Gold-fact matcher for recall/precision (default lexical).
+        embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
+            ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
         resume: Keep finished (lane, owner) replays of an existing run directory. ``False``
             deletes the run directory first (a notebook re-executed top to bottom starts clean).
     """
@@ -216,7 +220,7 @@ def sweep(
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    calls, sessions = _collect(run_path, lanes, owners, matcher)
+    calls, sessions = _collect(run_path, lanes, owners, matcher, embedding_duplicates)
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)
     env = {
@@ -244,6 +248,7 @@ def _collect(
     lanes: Sequence[LaneConfig],
     owners: Sequence[Owner],
     matcher: FactMatcher | None,
+    embedding_duplicates: EmbeddingDuplicates | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     calls: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
@@ -255,7 +260,12 @@ def _collect(
             replay = OwnerReplay(**record)
             calls.extend(flatten_call(c, lane.lane_id, owner.user_id) for c in replay.calls)
             for row in session_rows(
-                owner, replay.snapshots, replay.calls, replay.agent_runs, matcher=matcher
+                owner,
+                replay.snapshots,
+                replay.calls,
+                replay.agent_runs,
+                matcher=matcher,
+                embedding_duplicates=embedding_duplicates,
             ):
                 sessions.append({"lane_id": lane.lane_id, **row})
     return calls, sessions

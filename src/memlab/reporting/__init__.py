@@ -24,6 +24,7 @@ from memlab.reporting.tables import (
     compare_table,
     config_table,
     fact_diff,
+    metrics_in,
     worst_failures,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "fact_diff",
     "fact_growth_chart",
     "figure_to_data_uri",
+    "metrics_in",
     "operating_curve_chart",
     "parse_failure_chart",
     "tokens_chart",

@@ -129,19 +129,21 @@ def fact_growth_chart(run: Run) -> Figure:
 
 
 def duplication_chart(run: Run) -> Figure:
-    """Duplicate stored facts per configuration: exact, normalized and near duplicates."""
+    """Duplicate stored facts per configuration: exact, normalized, near (and embedding)."""
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     summary = run.summary
     if summary.empty or summary["final_facts"].fillna(0).sum() == 0:
         return _empty(fig, "no stored facts in this run")
     ax = fig.subplots()
     kinds = ["dup_exact", "dup_normalized", "dup_near"]
+    if "dup_embedding" in summary.columns and summary["dup_embedding"].notna().any():
+        kinds.append("dup_embedding")
     x = np.arange(len(summary))
-    width = 0.27
+    width = 0.8 / len(kinds)
     facts = summary["final_facts"].replace(0, np.nan)
     for k, kind in enumerate(kinds):
         ax.bar(
-            x + (k - 1) * width,
+            x + (k - (len(kinds) - 1) / 2) * width,
             (summary[kind] / facts).fillna(0),
             width,
             label=kind.removeprefix("dup_"),

@@ -22,7 +22,13 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.eval.run import Run
 from memlab.reporting import charts
-from memlab.reporting.tables import METRICS, compare_table, config_table, fact_diff, worst_failures
+from memlab.reporting.tables import (
+    compare_table,
+    config_table,
+    fact_diff,
+    metrics_in,
+    worst_failures,
+)
 
 __all__ = ["ReportPaths", "build_report", "figure_to_data_uri"]
 
@@ -81,7 +87,7 @@ def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
     rows = []
     for i in range(len(table)):
         cells = []
-        for metric in METRICS:
+        for metric in metrics_in(table):
             value = table[metric.column].iloc[i]
             text = metric.fmt(value)
             delta = table[f"{metric.column}_delta"].iloc[i]
@@ -156,7 +162,7 @@ def _html(
     ]
     cells = _metric_cells(metrics, markdown=False)
     head = "<th>run</th><th>configuration</th>" + "".join(
-        f"<th>{escape(m.title)}</th>" for m in METRICS
+        f"<th>{escape(m.title)}</th>" for m in metrics_in(metrics)
     )
     body = []
     for i, row_cells in enumerate(cells):
@@ -164,7 +170,7 @@ def _html(
             f"<td>{escape(str(metrics['run'].iloc[i]))}</td>",
             f"<td>{escape(str(metrics['lane'].iloc[i]))}</td>",
         ]
-        for metric, text in zip(METRICS, row_cells, strict=True):
+        for metric, text in zip(metrics_in(metrics), row_cells, strict=True):
             best = bool(metrics[f"{metric.column}_best"].iloc[i]) and len(metrics) > 1
             # text holds only formatted numbers and our own span markup.
             tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
@@ -240,7 +246,7 @@ def _markdown(
     for _, row in configs.iterrows():
         lines.append("| " + " | ".join(_md_escape(str(row[c])) for c in shown) + " |")
     lines += ["", "## Metrics", ""]
-    header = ["run", "configuration", *(m.title for m in METRICS)]
+    header = ["run", "configuration", *(m.title for m in metrics_in(metrics))]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for i, cells in enumerate(_metric_cells(metrics, markdown=True)):

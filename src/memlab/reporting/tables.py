@@ -20,6 +20,7 @@ __all__ = [
     "compare_table",
     "config_table",
     "fact_diff",
+    "metrics_in",
     "worst_failures",
 ]
 
@@ -53,6 +54,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("recall", "recall", True, percent=True),
     Metric("precision", "precision", True, percent=True),
     Metric("duplicate_rate", "duplicate rate", False, percent=True),
+    # Only in runs swept with embedding_duplicates; tables leave absent metrics out.
+    Metric("duplicate_rate_embedding", "duplicate rate (embeddings)", False, percent=True),
     Metric("final_facts", "final facts", True, ranked=False),
     Metric("retracted_held", "retracted facts held", False),
     Metric("forbidden_stored", "forbidden content stored", False),
@@ -61,6 +64,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("tokens_per_update", "tokens / update", False),
     Metric("cost_usd", "cost (USD)", False),
 )
+
+
+def metrics_in(table: pd.DataFrame) -> list[Metric]:
+    """The headline metrics that ``table`` (a summary or :func:`compare_table`) has."""
+    return [metric for metric in METRICS if metric.column in table.columns]
 
 
 def _rows(runs: Sequence[Run]) -> pd.DataFrame:
@@ -97,6 +105,8 @@ def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
         return rows
     out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
     for metric in METRICS:
+        if metric.column not in rows.columns:
+            continue
         values = pd.to_numeric(rows[metric.column], errors="coerce")
         out[metric.column] = values
         out[f"{metric.column}_delta"] = values - values.iloc[0]
