@@ -305,3 +305,15 @@ def _mutated_updates(draw: st.DrawFn) -> Any:
 def test_fast_check_agrees_with_full_validation(doc: Any) -> None:
     """validate_update answers "valid" from a fast check; jsonschema must say the same."""
     assert (validate_update(doc) == []) == (contract_module._collect_violations(doc) == [])
+
+
+def test_validation_leaves_the_schema_untouched() -> None:
+    """Requests carry the schema and cache keys hash it: validating must not change it."""
+    contract_module._loaded_schema.cache_clear()
+    contract_module._fast_validator.cache_clear()
+    contract_module._validator.cache_clear()
+    before = contract_schema()
+    validate_update(minimal_update())
+    validate_update({"user": 1})
+    assert contract_schema() == before
+    assert contract_module._loaded_schema() == before

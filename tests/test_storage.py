@@ -363,3 +363,11 @@ def test_atomic_write_gives_normal_permissions(tmp_path: Path) -> None:
     atomic_write_text(target, "<p>again</p>")
     assert target.stat().st_mode & 0o777 == 0o640
     assert target.read_text() == "<p>again</p>"
+
+
+def test_in_memory_store_is_stamped_at_load_until_first_save() -> None:
+    """Like a file store before its file exists: the empty memory carries the current time."""
+    times = iter([datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 1, 2, tzinfo=UTC)])
+    store = InMemoryStorage(clock=lambda: next(times))
+    assert store.load()["lastUpdated"] == "2025-01-01T00:00:00Z"
+    assert store.load()["lastUpdated"] == "2025-01-02T00:00:00Z"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.base import CompletionRequest
+from memlab.backends.base import BackendError, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval.grid import Grid
@@ -229,3 +229,25 @@ def test_cost_uses_the_run_price_table(dataset: Path, tmp_path: Path) -> None:
     priced.prices = {"scripted": (1_000_000.0, 0.0)}  # 1 USD per prompt token
     summary = priced.summary.iloc[0]
     assert summary["cost_usd"] == pytest.approx(float(run.calls["prompt_tokens"].sum()))
+
+
+def test_lane_with_some_backend_failures_still_summarizes(dataset: Path, tmp_path: Path) -> None:
+    """Failed calls have no model name (NaN in the calls table); costs and counts still add up."""
+    good = scripted()
+
+    def flaky(request: CompletionRequest) -> str:
+        if "[case:" in str(request.messages[-1]["content"]):
+            raise BackendError("server went away")
+        return good.complete(request).text
+
+    run = sweep(
+        dataset,
+        Grid.from_mapping({"name": "flaky", "replay_mode": "per_session"}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda spec: ScriptedBackend(function=flaky),
+        progress=False,
+    )
+    summary = run.summary.iloc[0]
+    assert summary["backend_errors"] == 4  # bob's four sessions
+    assert summary["cost_usd"] == 0.0
+    assert run.calls["model"].isna().sum() == 4

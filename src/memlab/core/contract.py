@@ -174,7 +174,10 @@ def _fast_validator() -> Callable[[Any], Any]:
     # fastjsonschema compiles the schema to Python code: about 30 times faster than jsonschema,
     # but it stops at the first error. It only answers "valid?"; jsonschema lists violations.
     # The contract uses keywords whose meaning is the same in drafts 7 and 2020-12.
-    validate: Callable[[Any], Any] = fastjsonschema.compile(_loaded_schema(), use_default=False)
+    # It writes into the schema it is given (resolved references), so it gets a copy: the
+    # shared schema is sent with requests and is part of their cache keys.
+    schema = copy.deepcopy(_loaded_schema())
+    validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
     return validate
 
 

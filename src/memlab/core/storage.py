@@ -390,6 +390,10 @@ class InMemoryStorage:
         initial: The starting document (copied); ``None`` starts empty.
         clock: Source of ``lastUpdated``.
 
+    Until the first save, an empty store loads as a new empty memory stamped with the clock's
+    current time, as :class:`JsonFileStorage` does before its file exists. (Replays rely on
+    this: their prompts, and so their cache keys, are the same with either store.)
+
     Attributes:
         save_count: How many saves succeeded.
     """
@@ -399,14 +403,14 @@ class InMemoryStorage:
     ) -> None:
         self._clock = clock
         self._lock = threading.RLock()
-        self._document = (
-            copy.deepcopy(initial) if initial is not None else create_empty_memory(clock())
-        )
+        self._document = copy.deepcopy(initial) if initial is not None else None
         self.save_count = 0
 
     def load(self) -> Document:
         """Return a copy of the stored document."""
         with self._lock:
+            if self._document is None:
+                return create_empty_memory(self._clock())
             return copy_document(self._document)
 
     def reload(self) -> Document:

@@ -153,8 +153,8 @@ def session_rows(
     return rows
 
 
-def _price(model: str | None, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
-    if not model:
+def _price(model: object, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
+    if not isinstance(model, str) or not model:  # None, or NaN from a call that failed early
         return (0.0, 0.0)
     for prefix in sorted(prices, key=len, reverse=True):
         if model.startswith(prefix):
