@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from memlab.core.contract import TOP_LEVEL_KEYS, Violation, validate_update
+from memlab.core.json_repair import repair_scan
 
 __all__ = [
     "WRAPPERS",
@@ -46,15 +46,12 @@ FENCE, THINK, PROSE = "fence", "think", "prose"
 #: Everything the lenient rung can strip, in the order it is applied.
 WRAPPERS: tuple[str, ...] = (THINK, FENCE, PROSE)
 _MAX_STARTS = 64  # '{' positions tried per region; replies are a few KB
-_MAX_REPAIR_DEPTH = 6
 
 _THINK_BLOCK_RE = re.compile(r"<(think|thinking)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE_RE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 _THINK_OPEN_RE = re.compile(r"<(?:think|thinking)>", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[ \t]*(?:[A-Za-z][\w+.-]*)?(.*?)```", re.DOTALL)
 _FENCE_OPEN_RE = re.compile(r"```[ \t]*(?:[A-Za-z][\w+.-]*)?")
-_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-.")
-_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 _DECODER = json.JSONDecoder()
 
 
@@ -279,170 +276,6 @@ def _find_object(body: _Body) -> tuple[dict[str, Any], tuple[str, ...]] | None:
     return None
 
 
-# --------------------------------------------------------------------------- repair
-
-
-@dataclass
-class _Level:
-    closer: str
-    open_pos: int
-    last_complete: int | None = None
-    after_colon: bool = False
-
-
-@dataclass
-class _Scan:
-    written: str = ""  # the rewritten JSON (complete, or up to the cut-off)
-    truncated: bool = False
-    end: int = 0  # index in the region just after the object (len(text) when truncated)
-    changes: set[str] = field(default_factory=set)
-    stack: list[_Level] = field(default_factory=list)  # levels left open at the cut-off
-
-    def candidates(self) -> Iterator[str]:
-        """JSON texts to try: the rewrite itself, or for a cut-off one per open level,
-        innermost first, each dropping the incomplete element of that level."""
-        if not self.truncated:
-            yield self.written
-            return
-        # The contract nests three levels deep; deeper cuts cannot produce a valid update.
-        for depth in range(min(len(self.stack), _MAX_REPAIR_DEPTH), 0, -1):
-            level = self.stack[depth - 1]
-            cut = level.last_complete if level.last_complete is not None else level.open_pos
-            closers = "".join(lv.closer for lv in reversed(self.stack[:depth]))
-            yield self.written[:cut].rstrip().rstrip(",") + closers
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.size = 0
-        self.comma: int | None = None  # index in parts of a comma not yet followed by a value
-
-    def emit(self, text: str) -> None:
-        if text.strip():
-            self.comma = len(self.parts) if text == "," else None
-        self.parts.append(text)
-        self.size += len(text)
-
-    def drop_comma(self) -> bool:
-        if self.comma is None:
-            return False
-        self.parts[self.comma] = ""
-        self.size -= 1
-        self.comma = None
-        return True
-
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
-def _read_string(text: str, i: int, changes: set[str]) -> tuple[str | None, int]:
-    """Read the string starting at `text[i]`; return (JSON string literal, next index) or
-    (None, len(text)) when it is unterminated."""
-    quote = text[i]
-    if quote == "'":
-        changes.add("single_quotes")
-    chars: list[str] = ['"']
-    j = i + 1
-    while j < len(text):
-        ch = text[j]
-        if ch == "\\":
-            if j + 1 >= len(text):
-                break
-            nxt = text[j + 1]
-            chars.append("'" if quote == "'" and nxt == "'" else "\\" + nxt)
-            j += 2
-            continue
-        if ch == quote:
-            chars.append('"')
-            return "".join(chars), j + 1
-        if ch == '"':  # only reachable inside a single-quoted string
-            chars.append('\\"')
-        elif ch < " ":
-            changes.add("control_chars")
-            chars.append(json.dumps(ch)[1:-1])
-        else:
-            chars.append(ch)
-        j += 1
-    return None, len(text)
-
-
-def _repair_scan(text: str, start: int) -> _Scan | None:
-    """Rewrite the JSON-ish value starting at `text[start]` ('{') into JSON candidates.
-
-    Returns None when brackets are mismatched (nothing sensible to repair).
-    """
-    scan = _Scan()
-    out = _Writer()
-    stack: list[_Level] = []
-    i, n = start, len(text)
-
-    def complete() -> None:
-        if stack:
-            stack[-1].last_complete = out.size
-            stack[-1].after_colon = False
-
-    while i < n:
-        ch = text[i]
-        if ch in "{[":
-            out.emit(ch)
-            stack.append(_Level("}" if ch == "{" else "]", out.size))
-        elif ch in "}]":
-            if not stack or stack[-1].closer != ch:
-                return None
-            if out.drop_comma():
-                scan.changes.add("trailing_comma")
-            stack.pop()
-            out.emit(ch)
-            complete()
-            if not stack:
-                scan.end = i + 1
-                scan.written = out.text()
-                return scan
-        elif ch in "\"'":
-            literal, i = _read_string(text, i, scan.changes)
-            if literal is None:
-                break
-            out.emit(literal)
-            if not (stack and stack[-1].closer == "}" and not stack[-1].after_colon):
-                complete()  # a value, not a key
-            continue
-        elif ch == ":":
-            out.emit(ch)
-            if stack and stack[-1].closer == "}":
-                stack[-1].after_colon = True
-        elif ch == "/" and text.startswith("//", i):
-            scan.changes.add("comments")
-            newline = text.find("\n", i)
-            i = n if newline == -1 else newline
-            continue
-        elif ch in _TOKEN_CHARS:
-            j = i
-            while j < n and text[j] in _TOKEN_CHARS:
-                j += 1
-            if j >= n:
-                break  # a number or literal cut off by the end of the reply
-            token = text[i:j]
-            if token in _PY_LITERALS:
-                scan.changes.add("python_literals")
-                token = _PY_LITERALS[token]
-            out.emit(token)
-            complete()
-            i = j
-            continue
-        else:
-            out.emit(ch)
-        i += 1
-
-    # Reached the end with open containers: the reply was cut off.
-    scan.truncated = True
-    scan.end = n
-    scan.changes.add("truncation")
-    scan.written = out.text()
-    scan.stack = stack
-    return scan
-
-
 @dataclass
 class _RepairOutcome:
     result: ParseResult | None = None
@@ -460,7 +293,7 @@ def _try_repair(body: _Body, reply: str, options: ParseOptions) -> _RepairOutcom
         if not options.lenient:
             starts = starts[:1] if starts and starts[0] == 0 else []
         for start in starts:
-            scan = _repair_scan(region.text, start)
+            scan = repair_scan(region.text, start)
             if scan is None or not scan.changes:
                 continue
             wrappers = _wrappers(body, region, start, scan.end)
@@ -534,7 +367,7 @@ def _top_level_spans(text: str) -> tuple[bool, str]:
     for _ in range(_MAX_STARTS):
         if pos == -1:
             break
-        scan = _repair_scan(text, pos)
+        scan = repair_scan(text, pos)
         if scan is None:
             pos = text.find("{", pos + 1)
             continue
