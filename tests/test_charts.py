@@ -10,6 +10,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pytest
+from builders import iso, one_turn, update
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
@@ -18,7 +19,6 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
@@ -36,41 +36,19 @@ CHARTS: list[Callable[[Run], Figure]] = [
 ]
 
 
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def update(facts: list[tuple[str, float]]) -> str:
-    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
-    data["newFacts"] = [{"content": c, "category": "context", "confidence": p} for c, p in facts]
-    return json.dumps(data)
-
-
 def bad_confidence() -> str:
-    data = json.loads(update([("Plays chess", 0.9)]))
+    data = json.loads(update(("Plays chess", 0.9)))
     data["newFacts"][0]["confidence"] = "high"
     return json.dumps(data)
 
 
 # Markers are conversation phrases that never appear in the stored memory JSON.
 REPLIES = {
-    "[s:nurse]": update([("Works as a nurse in Leeds", 0.95), ("Has a cat", 0.75)]),
-    "[s:hike]": update([("Loves hiking", 0.9), ("Loves hiking!", 0.9)]),
+    "[s:nurse]": update(("Works as a nurse in Leeds", 0.95), ("Has a cat", 0.75)),
+    "[s:hike]": update(("Loves hiking", 0.9), ("Loves hiking!", 0.9)),
     "[case:prose]": "Sure, noted.",
     "[case:schema]": bad_confidence(),
 }
-
-
-def one_turn(thread: str, start: datetime, human: str, **labels: Any) -> dict[str, Any]:
-    return {
-        "thread_id": thread,
-        "started_at": iso(start),
-        "messages": [
-            {"role": "human", "content": human, "timestamp": iso(start)},
-            {"role": "ai", "content": "OK.", "timestamp": iso(start + timedelta(seconds=2))},
-        ],
-        "labels": labels,
-    }
 
 
 def write_dataset(path: Path) -> Path:
@@ -104,7 +82,7 @@ def scripted() -> ScriptedBackend:
         for marker, text in REPLIES.items():
             if marker in prompt:
                 return text
-        return update([])
+        return update()
 
     return ScriptedBackend(function=reply)
 

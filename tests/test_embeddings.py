@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from builders import one_turn, update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval import embeddings as embeddings_module
 from memlab.eval.embeddings import (
     EmbeddingDuplicates,
@@ -168,39 +168,17 @@ def test_loading_the_model_leaves_logging_alone(wordllama_embedder: WordLlamaEmb
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 
 
-def _update(*facts: str) -> str:
-    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
-    data["newFacts"] = [{"content": c, "category": "context", "confidence": 0.9} for c in facts]
-    return json.dumps(data)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def _session(thread: str, start: datetime, human: str) -> dict[str, Any]:
-    return {
-        "thread_id": thread,
-        "started_at": _iso(start),
-        "messages": [
-            {"role": "human", "content": human, "timestamp": _iso(start)},
-            {"role": "ai", "content": "Noted.", "timestamp": _iso(start + timedelta(seconds=2))},
-        ],
-        "labels": {},
-    }
-
-
 def test_sweep_and_report_show_embedding_duplicates(tmp_path: Path) -> None:
     dataset = tmp_path / "owners.jsonl"
     owner = {
         "user_id": "ann",
         "sessions": [
-            _session("t1", T0, "[s:1] hello"),
-            _session("t2", T0 + timedelta(days=1), "[s:2] hello again"),
+            one_turn("t1", T0, "[s:1] hello"),
+            one_turn("t2", T0 + timedelta(days=1), "[s:2] hello again"),
         ],
     }
     dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
-    replies = {"[s:1]": _update("a", "b"), "[s:2]": _update("a2", "c")}
+    replies = {"[s:1]": update("a", "b"), "[s:2]": update("a2", "c")}
 
     def reply(request: CompletionRequest) -> str:
         prompt = str(request.messages[-1]["content"])

@@ -9,39 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import iso, one_turn, update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
 from memlab.reporting.gate import GateFailure, Thresholds, check_gate
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def update(*facts: str) -> str:
-    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
-    data["newFacts"] = [{"content": c, "category": "context", "confidence": 0.9} for c in facts]
-    return json.dumps(data)
-
-
-def one_turn(thread: str, start: datetime, human: str, **labels: Any) -> dict[str, Any]:
-    return {
-        "thread_id": thread,
-        "started_at": iso(start),
-        "messages": [
-            {"role": "human", "content": human, "timestamp": iso(start)},
-            {"role": "ai", "content": "OK.", "timestamp": iso(start + timedelta(seconds=2))},
-        ],
-        "labels": labels,
-    }
 
 
 REPLIES = {

@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from builders import one_turn, update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
@@ -25,28 +25,6 @@ from memlab.reporting.tables import compare_table, config_table, fact_diff, wors
 T0 = datetime(2025, 2, 3, 9, 0, tzinfo=UTC)
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(2)>"
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def update(*facts: str) -> str:
-    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
-    data["newFacts"] = [{"content": c, "category": "context", "confidence": 0.9} for c in facts]
-    return json.dumps(data)
-
-
-def one_turn(thread: str, start: datetime, human: str, **labels: Any) -> dict[str, Any]:
-    return {
-        "thread_id": thread,
-        "started_at": iso(start),
-        "messages": [
-            {"role": "human", "content": human, "timestamp": iso(start)},
-            {"role": "ai", "content": "Noted.", "timestamp": iso(start + timedelta(seconds=2))},
-        ],
-        "labels": labels,
-    }
 
 
 # Markers [s:1] / [s:2] appear only in the conversation, never in stored memory.
@@ -256,7 +234,7 @@ def test_worst_failures_carry_raw_reply_and_conversation(runs: tuple[Run, Run]) 
     assert row["parse_category"] == "no_json"
     assert row["reply"] == BASE_REPLIES["[s:2]"]
     assert row["conversation"].startswith("User: I love hiking. [s:2]")
-    assert row["conversation"].endswith("Assistant: Noted.")
+    assert row["conversation"].endswith("Assistant: OK.")
 
 
 def test_markdown_keeps_raw_text_out_of_tables(report: ReportPaths) -> None:

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 import websocket  # websocket-client (dev extra)
+from builders import one_turn, update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
 from memlab.reporting.report import build_report
@@ -57,28 +57,6 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def update(*facts: tuple[str, float]) -> str:
-    data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
-    data["newFacts"] = [{"content": c, "category": "context", "confidence": p} for c, p in facts]
-    return json.dumps(data)
-
-
-def turn(thread: str, start: datetime, human: str) -> dict[str, Any]:
-    return {
-        "thread_id": thread,
-        "started_at": iso(start),
-        "messages": [
-            {"role": "human", "content": human, "timestamp": iso(start)},
-            {"role": "ai", "content": "Sure.", "timestamp": iso(start + timedelta(seconds=2))},
-        ],
-        "labels": {},
-    }
-
-
 @pytest.fixture(scope="module")
 def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A two-lane report whose dataset message, model reply and stored facts are hostile."""
@@ -86,8 +64,8 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     owner = {
         "user_id": "mallory",
         "sessions": [
-            turn("m-1", T0, f"My name is {SCRIPT} and I like {IMG} [s:1]"),
-            turn("m-2", T0 + timedelta(days=1), f"Again {SCRIPT} {IMG} [s:2]"),
+            one_turn("m-1", T0, f"My name is {SCRIPT} and I like {IMG} [s:1]", "Sure."),
+            one_turn("m-2", T0 + timedelta(days=1), f"Again {SCRIPT} {IMG} [s:2]", "Sure."),
         ],
     }
     dataset = tmp / "hostile.jsonl"
