@@ -24,6 +24,7 @@ from memlab.eval.embeddings import (
 )
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
+from memlab.reporting.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
 
@@ -231,3 +232,21 @@ def test_cli_reports_a_missing_extra(
     assert code == 2
     assert "install memlab[embeddings]" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()  # nothing ran
+
+
+def test_gate_checks_the_embedding_duplicate_rate(tmp_path: Path) -> None:
+    dataset = tmp_path / "owners.jsonl"
+    owner = {"user_id": "ann", "sessions": [one_turn("t1", T0, "[s:1] hello")]}
+    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    run = sweep(
+        str(dataset),
+        Grid.from_mapping({"name": "gated", "dataset": str(dataset), "base": {}}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda _spec: ScriptedBackend(replies=[update("a", "b", "a2", "c")]),
+        progress=False,
+        embedding_duplicates=EmbeddingDuplicates(TableEmbedder(VECTORS), threshold=0.9),
+    )
+    assert run.summary.iloc[0]["duplicate_rate_embedding"] == pytest.approx(0.25)
+    assert check_gate(run, Thresholds(max_duplicate_rate_embedding=0.25)) == []
+    (failure,) = check_gate(run, Thresholds(max_duplicate_rate_embedding=0.2))
+    assert failure.metric == "duplicate_rate_embedding" and failure.value == pytest.approx(0.25)

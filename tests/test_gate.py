@@ -189,3 +189,15 @@ def test_check_gate_api(run: Run) -> None:
     failures = check_gate(run, Thresholds(min_recall=0.5, max_retracted_held=0))
     assert failures == [GateFailure("thr=0.95", "recall", 0.0, 0.5, "min", "min_recall")]
     assert str(failures[0]) == "thr=0.95: recall = 0, required >= 0.5 [--min-recall]"
+
+
+def test_unmeasured_embedding_duplicates_miss_with_a_hint(
+    run: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(gate(run, "--max-duplicate-rate-embedding", "0.2"))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert (
+        "FAILED thr=0.7: duplicate_rate_embedding = not measured (sweep with "
+        "--embedding-duplicates), required <= 0.2 [--max-duplicate-rate-embedding]"
+    ) in out

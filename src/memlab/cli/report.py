@@ -52,6 +52,12 @@ def register(subparsers: Any) -> None:
     g.add_argument(
         "--max-duplicate-rate", type=float, help="highest allowed near-duplicate rate (0-1)"
     )
+    g.add_argument(
+        "--max-duplicate-rate-embedding",
+        type=float,
+        help="highest allowed duplicate rate by embeddings (0-1); the run must have been swept "
+        "with --embedding-duplicates",
+    )
     g.add_argument("--max-retracted-held", type=int, help="most retracted facts still stored")
     g.add_argument(
         "--max-forbidden-stored", type=int, help="most stored facts with must_not_store text"
@@ -92,6 +98,7 @@ def _gate(args: argparse.Namespace) -> int:
         min_recall=args.min_recall,
         min_precision=args.min_precision,
         max_duplicate_rate=args.max_duplicate_rate,
+        max_duplicate_rate_embedding=args.max_duplicate_rate_embedding,
         max_retracted_held=args.max_retracted_held,
         max_forbidden_stored=args.max_forbidden_stored,
     )
