@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.document import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
@@ -476,3 +477,21 @@ def test_property_cap_and_no_duplicates(
         assert len({f["id"] for f in facts}) == len(facts)
         assert all(f["confidence"] >= threshold for f in result.added)
         memory = result.memory
+
+
+def test_apply_in_place_changes_the_given_document_only() -> None:
+    memory = memory_with(fact("fact_00000001", "Likes tea"))
+    update = {**MINIMAL_VALID_UPDATE, "newFacts": [new("Plays chess")]}
+    update_before = copy.deepcopy(update)
+    result = BaselineMerge().apply_in_place(
+        memory,
+        update,
+        thread_id="t",
+        threshold=0.7,
+        max_facts=10,
+        now=NOW,
+        new_id=SeededFactIds(1),
+    )
+    assert result.memory is memory
+    assert [f["content"] for f in memory["facts"]] == ["Likes tea", "Plays chess"]
+    assert update == update_before

@@ -371,3 +371,58 @@ def test_in_memory_store_is_stamped_at_load_until_first_save() -> None:
     store = InMemoryStorage(clock=lambda: next(times))
     assert store.load()["lastUpdated"] == "2025-01-01T00:00:00Z"
     assert store.load()["lastUpdated"] == "2025-01-02T00:00:00Z"
+
+
+# --- modify keeps the document its function returns ------------------------------------------
+
+
+def _both_stores(tmp_path: Path) -> list[Any]:
+    return [
+        InMemoryStorage(clock=lambda: NOW),
+        JsonFileStorage(tmp_path / "m.json", clock=lambda: NOW),
+    ]
+
+
+def test_modify_returns_a_copy_the_caller_may_change(tmp_path: Path) -> None:
+    for store in _both_stores(tmp_path):
+
+        def add(document: dict[str, Any]) -> dict[str, Any]:
+            document["facts"].append({"id": "fact_00000001", "content": "Likes tea"})
+            return document
+
+        saved = store.modify(add)
+        saved["facts"].clear()
+        assert [f["content"] for f in store.load()["facts"]] == ["Likes tea"], store
+        assert store.load()["lastUpdated"] == "2025-01-06T09:12:00Z"
+
+
+def test_modify_turns_tuples_and_subclasses_into_json(tmp_path: Path) -> None:
+    class Text(str):
+        pass
+
+    for store in _both_stores(tmp_path):
+
+        def with_tuple(document: dict[str, Any]) -> dict[str, Any]:
+            document["facts"] = ({"id": "fact_00000001", "content": Text("Likes tea")},)
+            return document
+
+        store.modify(with_tuple)
+        loaded = store.reload()
+        assert loaded["facts"] == [{"id": "fact_00000001", "content": "Likes tea"}], store
+        assert type(loaded["facts"][0]["content"]) is str
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), object()])
+def test_modify_refuses_what_json_cannot_hold_and_keeps_the_old_document(
+    tmp_path: Path, bad: object
+) -> None:
+    for store in _both_stores(tmp_path):
+        store.save({**create_empty_memory(NOW), "facts": [{"id": "a", "content": "kept"}]})
+
+        def spoil(document: dict[str, Any]) -> dict[str, Any]:
+            document["facts"].append({"id": "b", "content": "x", "confidence": bad})
+            return document
+
+        with pytest.raises(StorageError):
+            store.modify(spoil)
+        assert [f["content"] for f in store.reload()["facts"]] == ["kept"], store

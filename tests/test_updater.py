@@ -166,3 +166,16 @@ def test_removal_and_prompt_carries_current_memory(tmp_path: Path) -> None:
     assert result.saved
     assert fact_id in result.prompt  # current memory is injected into the prompt
     assert [f["content"] for f in storage.load()["facts"]] == ["Lives in Lyon"]
+
+
+def test_result_holds_copies_not_the_stored_document(tmp_path: Path) -> None:
+    data = json.loads(reply())
+    data["newFacts"] = [{"content": "Likes tea", "category": "preference", "confidence": 0.9}]
+    updater, _backend, storage = make_updater(tmp_path, [json.dumps(data)])
+    result = updater.run_update(MESSAGES, "thread-1")
+    assert result.saved and result.applied is not None
+    assert result.applied.memory == storage.load()  # the saved document, stamped
+    # Changing what the result reports must not reach the store or its cache.
+    result.applied.memory["facts"][0]["content"] = "changed"
+    result.applied.added[0]["content"] = "changed too"
+    assert [f["content"] for f in storage.load()["facts"]] == ["Likes tea"]

@@ -8,6 +8,7 @@ replies to measure failure handling exactly.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ class ScriptedBackend:
 
     def complete(self, request: CompletionRequest) -> Completion:
         with self._lock:
-            self.requests.append(copy.deepcopy(request))
+            self.requests.append(_recorded(request))
             if self._function is not None:
                 reply: str | Completion = self._function(request)
             elif self._index < len(self._replies):
@@ -104,3 +105,18 @@ class ScriptedBackend:
             model=request.model or self._model,
             backend=self.name,
         )
+
+
+def _recorded(request: CompletionRequest) -> CompletionRequest:
+    """A copy of ``request`` for :attr:`ScriptedBackend.requests` (JSON parts copied)."""
+    return dataclasses.replace(
+        request,
+        # Text messages need a shallow copy only; anything nested is copied deeply.
+        messages=[
+            dict(message)
+            if all(type(value) is str for value in message.values())
+            else copy.deepcopy(dict(message))
+            for message in request.messages
+        ],
+        schema=copy.deepcopy(request.schema) if request.schema is not None else None,
+    )

@@ -55,9 +55,10 @@ def _copy(value: Any) -> Any:
         if not _STR.issuperset(map(type, value)):
             raise _Unusual  # non-string keys: JSON turns them into strings
         copied = dict(value)  # a C-level copy; only nested containers need more work
-        for key, item in copied.items():
-            if type(item) not in _SCALARS:
-                copied[key] = _copy(item)
+        if not _SCALARS.issuperset(map(type, copied.values())):
+            for key, item in copied.items():
+                if type(item) not in _SCALARS:
+                    copied[key] = _copy(item)
         return copied
     if kind is list or kind is tuple:
         return [item if type(item) in _SCALARS else _copy(item) for item in value]

@@ -173,12 +173,37 @@ class BaselineMerge:
             ValueError: Bad ``threshold``/``max_facts``, naive ``now``, an invalid proposed fact
                 or removal id, or an id generator that keeps returning taken ids.
         """
+        return self.apply_in_place(
+            copy_document(current_memory),
+            update,
+            thread_id=thread_id,
+            threshold=threshold,
+            max_facts=max_facts,
+            now=now,
+            new_id=new_id,
+        )
+
+    def apply_in_place(
+        self,
+        memory: dict[str, Any],
+        update: Mapping[str, Any],
+        *,
+        thread_id: str | None,
+        threshold: float,
+        max_facts: int,
+        now: datetime,
+        new_id: Callable[[], str],
+    ) -> ApplyResult:
+        """Like :meth:`apply`, but changes ``memory`` itself (``result.memory is memory``).
+
+        For a caller that owns a private copy already, such as the function a store's
+        ``modify`` runs; after a ``ValueError`` the document may be half changed.
+        """
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be within 0.0-1.0, got {threshold!r}")
         if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
             raise ValueError(f"max_facts must be an integer >= 1, got {max_facts!r}")
         now_iso = utc_iso(now)
-        memory = copy_document(current_memory)
         update = copy_document(dict(update))
         result = ApplyResult(memory=memory)
         self._apply_sections(memory, update, now_iso, result)

@@ -98,7 +98,11 @@ class MemoryStorage(Protocol):
         ...
 
     def modify(self, fn: Callable[[Document], Document]) -> Document:
-        """Atomically load the fresh document, apply ``fn`` and save; return the saved copy."""
+        """Atomically load the fresh document, apply ``fn`` and save; return the saved copy.
+
+        ``fn`` gets a private copy and returns the new document, which the store then keeps
+        as it is (stamped, not copied): ``fn`` must not hand out references into it.
+        """
         ...
 
 
@@ -109,26 +113,59 @@ def _stamped(memory: Document, now: datetime | None, clock: Callable[[], datetim
         document = copy_document(memory)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
-    bad = _non_finite_number(document)
+    _plain, bad = _scan(document)  # a copy holds plain JSON types only
     if bad is not None:
         raise StorageError(f"memory document holds {bad}, which JSON cannot represent")
     document["lastUpdated"] = utc_iso(now if now is not None else clock())
     return document
 
 
-def _non_finite_number(document: Document) -> float | None:
-    """Return a NaN or infinite number in ``document`` (plain JSON types only), if any."""
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_STR_KEYS = frozenset({str})
+
+
+def _scan(document: Document) -> tuple[bool, float | None]:
+    """Walk ``document``: (only exact JSON types with string keys?, a NaN or infinity found)."""
     stack: list[Any] = [document]
     while stack:
         container = stack.pop()
-        for value in container.values() if type(container) is dict else container:
+        if type(container) is dict:
+            if not _STR_KEYS.issuperset(map(type, container)):
+                return False, None
+            values = container.values()
+        else:
+            values = container
+        kinds = set(map(type, values))
+        if float in kinds:
+            for value in values:
+                if type(value) is float and not math.isfinite(value):
+                    return True, float(value)
+        if kinds <= _PLAIN:
+            continue  # a flat container: the common case, checked without a Python loop
+        for value in values:
             kind = type(value)
-            if kind is float:
-                if not math.isfinite(value):
-                    return float(value)
-            elif kind is dict or kind is list:
+            if kind is dict or kind is list:
                 stack.append(value)
-    return None
+            elif kind not in _PLAIN:
+                return False, None
+    return True, None
+
+
+def _adopted(memory: Document, now: datetime | None, clock: Callable[[], datetime]) -> Document:
+    """``memory`` itself, checked and stamped in place: for documents the store now owns.
+
+    Anything but plain JSON types (tuples, subclasses, other objects) takes the copying path
+    of :func:`_stamped`, which turns them into JSON or refuses them.
+    """
+    if not isinstance(memory, dict):
+        raise StorageError(f"a memory document must be a dict, got {type(memory).__name__}")
+    plain, bad = _scan(memory)
+    if not plain:
+        return _stamped(memory, now, clock)
+    if bad is not None:
+        raise StorageError(f"memory document holds {bad}, which JSON cannot represent")
+    memory["lastUpdated"] = utc_iso(now if now is not None else clock())
+    return memory
 
 
 def _checked_result(value: object) -> Document:
@@ -326,11 +363,13 @@ class JsonFileStorage:
         """Under the file lock: reload, ``fn(document)``, save; return the saved document.
 
         ``fn`` receives a private copy and returns the new document (it may be the same
-        object, changed). Exceptions from ``fn`` propagate and nothing is written.
+        object, changed). The store keeps that object as it is (stamped, not copied), so
+        ``fn`` must not hand out references into it. Exceptions from ``fn`` propagate and
+        nothing is written.
         """
         with self.locked():
             current = self.reload()
-            document = _stamped(_checked_result(fn(current)), now, self._clock)
+            document = _adopted(_checked_result(fn(current)), now, self._clock)
             self._write(document)
             return copy_document(document)
 
@@ -425,7 +464,12 @@ class InMemoryStorage:
             self.save_count += 1
 
     def modify(self, fn: Callable[[Document], Document], now: datetime | None = None) -> Document:
-        """Apply ``fn`` to a copy of the document and save the result; return a copy."""
+        """Apply ``fn`` to a copy of the document and keep its result; return a copy.
+
+        As with :meth:`JsonFileStorage.modify`, the store keeps the object ``fn`` returns.
+        """
         with self._lock:
-            self.save(_checked_result(fn(self.load())), now)
-            return self.load()
+            document = _adopted(_checked_result(fn(self.load())), now, self._clock)
+            self._document = document
+            self.save_count += 1
+            return copy_document(document)

@@ -9,6 +9,7 @@ reduces it to the seed's boolean.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -28,7 +29,7 @@ from memlab.backends.base import (
 )
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
 from memlab.core.contract import contract_schema
-from memlab.core.document import random_fact_ids, utc_iso, utc_now
+from memlab.core.document import copy_document, random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
@@ -245,10 +246,13 @@ class MemoryUpdater:
             return
         update = result.parse.data
 
+        # Strategies built on BaselineMerge can change the store's private copy directly.
+        merge = getattr(self.merge, "apply_in_place", None) or self.merge.apply
+
         def apply(fresh: dict[str, Any]) -> dict[str, Any]:
             # Applied to the freshly reloaded document under the store's lock, so a concurrent
             # writer's facts are kept.
-            applied = self.merge.apply(
+            applied: ApplyResult = merge(
                 fresh,
                 update,
                 thread_id=thread_id,
@@ -267,6 +271,9 @@ class MemoryUpdater:
             self._fail(result, "save", str(exc))
             return
         result.saved = True
+        if result.applied is not None:
+            # The store kept applied.memory; the result gets copies, never references into it.
+            result.applied = _detached(result.applied, saved)
         result.facts_after = len(saved.get("facts", []))
         logger.info(
             "memory updated for thread %s: %d facts (%s)",
@@ -282,6 +289,16 @@ class MemoryUpdater:
         logger.warning(
             "memory update for thread %s failed at %s: %s", result.thread_id, stage, message
         )
+
+
+def _detached(applied: ApplyResult, saved: dict[str, Any]) -> ApplyResult:
+    """``applied`` with the saved copy as its memory and its own copies of the fact lists."""
+    changes: dict[str, Any] = {
+        f.name: copy_document(getattr(applied, f.name))
+        for f in dataclasses.fields(applied)
+        if f.name != "memory"
+    }
+    return dataclasses.replace(applied, memory=saved, **changes)
 
 
 def update_memory_from_conversation(messages: Sequence[Any], thread_id: str | None = None) -> bool:
