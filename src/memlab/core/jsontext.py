@@ -186,7 +186,16 @@ class _Writer:
         out.append("[")
         for index, item in enumerate(value):
             out.append(inner if index == 0 else "," + inner)
-            self.write(item, level + 1, out)
+            if (
+                type(item) is dict
+                and item
+                and _is_flat(item.values())
+                and _STR.issuperset(map(type, item))
+            ):
+                # A list of flat objects (the facts): skip the general dispatch.
+                self._write_flat(item, level + 1, out, tuple(item.items()), item.values())
+            else:
+                self.write(item, level + 1, out)
         out.append(self._pad(level) + "]")
 
 

@@ -134,13 +134,18 @@ def _confidence(fact: Mapping[str, Any]) -> float:
     return float(value)
 
 
+def _is_mapping(value: object) -> bool:
+    # Stored facts are dicts; the ABC check for other mappings is slow in these loops.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _content_key(fact: Mapping[str, Any]) -> str | None:
     content = fact.get("content")
     return normalize_fact_text(content) if isinstance(content, str) else None
 
 
 def _content_keys(facts: list[dict[str, Any]]) -> set[str]:
-    return {k for f in facts if isinstance(f, Mapping) and (k := _content_key(f)) is not None}
+    return {k for f in facts if _is_mapping(f) and (k := _content_key(f)) is not None}
 
 
 class BaselineMerge:
@@ -253,7 +258,7 @@ class BaselineMerge:
         kept = []
         found: set[str] = set()
         for fact in memory["facts"]:
-            fact_id = fact.get("id") if isinstance(fact, Mapping) else None
+            fact_id = fact.get("id") if _is_mapping(fact) else None
             if isinstance(fact_id, str) and fact_id in wanted:
                 result.removed.append(fact)
                 found.add(fact_id)
@@ -280,7 +285,7 @@ class BaselineMerge:
             raise ValueError(f"newFacts must be a list, got {type(proposals).__name__}")
         facts: list[dict[str, Any]] = memory["facts"]
         keys = _content_keys(facts)
-        taken_ids = {f.get("id") for f in facts if isinstance(f, Mapping)}
+        taken_ids = {f.get("id") for f in facts if _is_mapping(f)}
         for index, proposal in enumerate(proposals):
             content, confidence = _check_proposal(index, proposal)
             if confidence < threshold:
@@ -398,7 +403,7 @@ class NearDuplicateMerge(BaselineMerge):
         best: dict[str, Any] | None = None
         best_score = -1.0
         for fact in facts:
-            content = fact.get("content") if isinstance(fact, Mapping) else None
+            content = fact.get("content") if _is_mapping(fact) else None
             if not isinstance(content, str):
                 continue
             score = lexical_similarity(new_content, content)
@@ -451,7 +456,7 @@ class CategoryCapMerge(BaselineMerge):
     ) -> None:
         by_category: dict[str, list[int]] = {}
         for position, fact in enumerate(memory["facts"]):
-            category = fact.get("category") if isinstance(fact, Mapping) else None
+            category = fact.get("category") if _is_mapping(fact) else None
             by_category.setdefault(str(category), []).append(position)
         dropped: set[int] = set()
         for positions in by_category.values():
