@@ -245,7 +245,7 @@ def test_in_memory_storage_copies_in_and_out() -> None:
 
 # -- crash safety ------------------------------------------------------------------------------
 # One interpreter start-up for all kills: this "zygote" forks a fresh writer process per
-# round; the writer announces its pid, saves in a tight loop and prints each counter after
+# round; the writer announces its pid, saves in a tight loop and writes each counter after
 # save() returned (acknowledged). The zygote reaps it and prints "dead".
 CRASH_ZYGOTE = (
     CHILD_PRELUDE
@@ -265,7 +265,8 @@ for command in sys.stdin:
             memory["counter"] = counter
             memory["facts"][counter % 400]["content"] = "%d %s" % (counter, filler)
             store.save(memory)
-            print(counter, flush=True)
+            # One write() call: a kill cannot split the line from its newline.
+            os.write(1, b"%d\\n" % counter)
             counter += 1
     os.waitpid(pid, 0)
     print("dead", flush=True)
