@@ -317,3 +317,10 @@ def test_validation_leaves_the_schema_untouched() -> None:
     validate_update({"user": 1})
     assert contract_schema() == before
     assert contract_module._loaded_schema() == before
+
+
+@pytest.mark.parametrize("field", ["newFacts", "factsToRemove"])
+def test_tuples_are_not_arrays(field: str) -> None:
+    doc: dict[str, Any] = minimal_update()
+    doc[field] = ()
+    assert [(v.pointer, v.keyword) for v in validate_update(doc)] == [(f"/{field}", "type")]

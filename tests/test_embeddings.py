@@ -67,6 +67,14 @@ def test_threshold_is_inclusive_and_checked() -> None:
         EmbeddingDuplicates(TableEmbedder(VECTORS), threshold=1.5)
 
 
+def test_a_repeated_text_counts_even_with_a_zero_or_nan_vector() -> None:
+    vectors = {**VECTORS, "": [float("nan")] * 3}
+    dups = EmbeddingDuplicates(TableEmbedder(vectors), threshold=0.9)
+    assert dups.duplicate_flags(["", "a", ""]) == [False, False, True]
+    assert dups.duplicate_flags(["zero", "zero", "a"]) == [False, True, False]
+    assert np.isfinite(dups.vectors([""])).all()
+
+
 def test_a_fact_is_never_its_own_duplicate() -> None:
     # Even at the lowest threshold only facts with an earlier neighbour count.
     dups = EmbeddingDuplicates(TableEmbedder(VECTORS), threshold=-1.0)
@@ -143,6 +151,15 @@ def test_bundled_model_separates_paraphrases_from_other_facts(
         assert dups.count([first, second]) == 0, (first, second)
 
 
+def test_bundled_model_handles_empty_text(wordllama_embedder: WordLlamaEmbedder) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from 0/0
+        dups = EmbeddingDuplicates(wordllama_embedder)
+        assert dups.count(["", "User plays chess", ""]) == 1
+
+
 def test_bundled_model_vectors_are_unit_length(wordllama_embedder: WordLlamaEmbedder) -> None:
     vectors = np.asarray(wordllama_embedder.embed(["User plays chess", "User is vegetarian"]))
     assert vectors.shape == (2, 256)
@@ -206,6 +223,11 @@ def test_sweep_and_report_show_embedding_duplicates(tmp_path: Path) -> None:
     paths = build_report([run], tmp_path / "report")
     assert "duplicate rate (embeddings)" in paths.markdown.read_text(encoding="utf-8")
     assert "duplicate rate (embeddings)" in paths.html.read_text(encoding="utf-8")
+    # The measure and its threshold are recorded with the run and named in the report.
+    assert run.environment["embedding_duplicates"] == "table >= 0.9"
+    assert "duplicate rate (embeddings) in emb: table >= 0.9" in paths.markdown.read_text(
+        encoding="utf-8"
+    )
 
     plain = sweep(
         str(dataset),

@@ -146,3 +146,9 @@ def test_dumps_indented_matches_json_for_any_value(value: Any) -> None:
 @given(JSON_VALUES)
 def test_copy_json_matches_round_trip_for_any_value(value: Any) -> None:
     assert json.dumps(copy_json(value)) == json.dumps(json.loads(json.dumps(value)))
+
+
+@pytest.mark.parametrize("indent", ["\t", "", None, 0, -1])
+def test_other_indent_forms_match_json(indent: Any) -> None:
+    value = {"facts": [{"a": 1}, []], "s": "x"}
+    assert dumps_indented(value, indent) == json.dumps(value, indent=indent, ensure_ascii=False)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import memlab
-from memlab.core.document import create_empty_memory
+from memlab.core.document import create_empty_memory, utc_iso
 from memlab.core.storage import (
     CorruptMemoryError,
     InMemoryStorage,
@@ -427,3 +427,37 @@ def test_modify_refuses_what_json_cannot_hold_and_keeps_the_old_document(
         with pytest.raises(StorageError):
             store.modify(spoil)
         assert [f["content"] for f in store.reload()["facts"]] == ["kept"], store
+
+
+def test_modify_refuses_a_self_containing_document_without_hanging(tmp_path: Path) -> None:
+    import threading
+
+    for store in _both_stores(tmp_path):
+        outcome: list[BaseException | None] = []
+
+        def loop(document: dict[str, Any]) -> dict[str, Any]:
+            document["facts"].append(document)
+            return document
+
+        def attempt(store: Any = store, outcome: list[BaseException | None] = outcome) -> None:
+            try:
+                store.modify(loop)
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive(), f"{store}: modify hung on a self-containing document"
+        assert isinstance(outcome[0], StorageError), outcome
+
+
+def test_modify_copies_a_new_object_the_caller_still_holds(tmp_path: Path) -> None:
+    for store in _both_stores(tmp_path):
+        mine = create_empty_memory(NOW)
+        mine["facts"] = [{"id": "fact_00000001", "content": "Likes tea"}]
+        store.modify(lambda _current, mine=mine: mine)
+        assert mine["lastUpdated"] == utc_iso(NOW)  # not restamped: the store took a copy
+        mine["facts"][0]["content"] = "changed later"
+        assert store.load()["facts"][0]["content"] == "Likes tea", store

@@ -251,3 +251,17 @@ def test_lane_with_some_backend_failures_still_summarizes(dataset: Path, tmp_pat
     assert summary["backend_errors"] == 4  # bob's four sessions
     assert summary["cost_usd"] == 0.0
     assert run.calls["model"].isna().sum() == 4
+
+
+def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memlab.core.storage import JsonFileStorage, StorageError
+
+    def disk_full(self: JsonFileStorage, memory: Any, now: Any = None) -> None:
+        raise StorageError("No space left on device")
+
+    monkeypatch.setattr(JsonFileStorage, "save", disk_full)
+    run, _ = run_grid(dataset, tmp_path, replay_mode="per_session")
+    assert run.summary.iloc[0]["final_facts"] > 0  # the in-memory snapshots still count
+    assert "could not write the lane's store file" in caplog.text

@@ -179,3 +179,22 @@ def test_result_holds_copies_not_the_stored_document(tmp_path: Path) -> None:
     result.applied.memory["facts"][0]["content"] = "changed"
     result.applied.added[0]["content"] = "changed too"
     assert [f["content"] for f in storage.load()["facts"]] == ["Likes tea"]
+
+
+def test_a_strategy_that_overrides_apply_is_used(tmp_path: Path) -> None:
+    from memlab.core.merge import ApplyResult, BaselineMerge
+
+    class Tagging(BaselineMerge):
+        name = "tagging"
+
+        def apply(self, current_memory: dict[str, Any], update: Any, **kwargs: Any) -> ApplyResult:
+            result = super().apply(current_memory, update, **kwargs)
+            for fact in result.added:
+                fact["content"] += " [tagged]"
+            return result
+
+    data = json.loads(reply())
+    data["newFacts"] = [{"content": "Likes tea", "category": "preference", "confidence": 0.9}]
+    updater, _backend, storage = make_updater(tmp_path, [json.dumps(data)], merge=Tagging())
+    assert updater.run_update(MESSAGES, "thread-1").saved
+    assert [f["content"] for f in storage.load()["facts"]] == ["Likes tea [tagged]"]

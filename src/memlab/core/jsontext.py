@@ -38,6 +38,9 @@ class _Unusual(Exception):
 def copy_json(value: _T) -> _T:
     """Return a deep copy of a JSON value, equal to ``json.loads(json.dumps(value))``.
 
+    One difference: integers longer than Python's int-to-text limit (4,300 digits by default)
+    are copied, where ``json.dumps`` refuses them.
+
     Raises:
         TypeError: Some value is not JSON-serialisable.
         RecursionError: The value contains itself.
@@ -67,13 +70,16 @@ def _copy(value: Any) -> Any:
     raise _Unusual
 
 
-def dumps_indented(value: Any, indent: int = 2) -> str:
+def dumps_indented(value: Any, indent: int | str | None = 2) -> str:
     """Return ``json.dumps(value, indent=indent, ensure_ascii=False)``, computed faster.
 
     Raises:
         TypeError: Some value is not JSON-serialisable.
         ValueError: The value contains itself.
     """
+    if type(indent) is not int or indent < 0:
+        # A string indent ("\t") or None: the json module handles every form it accepts.
+        return json.dumps(value, indent=indent, ensure_ascii=False)
     try:
         parts: list[str] = []
         _Writer(indent).write(value, 0, parts)

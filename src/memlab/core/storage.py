@@ -100,8 +100,9 @@ class MemoryStorage(Protocol):
     def modify(self, fn: Callable[[Document], Document]) -> Document:
         """Atomically load the fresh document, apply ``fn`` and save; return the saved copy.
 
-        ``fn`` gets a private copy and returns the new document, which the store then keeps
-        as it is (stamped, not copied): ``fn`` must not hand out references into it.
+        ``fn`` gets a private copy and returns the new document. When it returns that same
+        copy, the store keeps it as it is (stamped, not copied), so ``fn`` must not keep
+        references into it; any other object is copied.
         """
         ...
 
@@ -124,11 +125,22 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 _STR_KEYS = frozenset({str})
 
 
+_MAX_DEPTH = 100  # deeper documents take the copying path, which bounds recursion itself
+
+
 def _scan(document: Document) -> tuple[bool, float | None]:
-    """Walk ``document``: (only exact JSON types with string keys?, a NaN or infinity found)."""
-    stack: list[Any] = [document]
+    """Walk ``document``: (only exact JSON types with string keys, as a tree?, a NaN found).
+
+    "Not plain" also covers a container reached twice (shared or self-containing) and very
+    deep nesting: the copying path turns those into JSON or refuses them.
+    """
+    stack: list[tuple[Any, int]] = [(document, 0)]
+    seen: set[int] = set()
     while stack:
-        container = stack.pop()
+        container, depth = stack.pop()
+        if id(container) in seen or depth > _MAX_DEPTH:
+            return False, None
+        seen.add(id(container))
         if type(container) is dict:
             if not _STR_KEYS.issuperset(map(type, container)):
                 return False, None
@@ -145,17 +157,27 @@ def _scan(document: Document) -> tuple[bool, float | None]:
         for value in values:
             kind = type(value)
             if kind is dict or kind is list:
-                stack.append(value)
+                stack.append((value, depth + 1))
             elif kind not in _PLAIN:
                 return False, None
     return True, None
 
 
-def _adopted(memory: Document, now: datetime | None, clock: Callable[[], datetime]) -> Document:
-    """``memory`` itself, checked and stamped in place: for documents the store now owns.
+def _kept(
+    result: Document, given: Document, now: datetime | None, clock: Callable[[], datetime]
+) -> Document:
+    """What ``modify`` stores: the private copy ``fn`` was given and returned, or a copy."""
+    if result is given:
+        return _adopted(result, now, clock)
+    return _stamped(result, now, clock)  # fn built a new object that others may still hold
 
-    Anything but plain JSON types (tuples, subclasses, other objects) takes the copying path
-    of :func:`_stamped`, which turns them into JSON or refuses them.
+
+def _adopted(memory: Document, now: datetime | None, clock: Callable[[], datetime]) -> Document:
+    """``memory`` itself, checked and stamped in place: for the store's own private copy.
+
+    Anything but a plain JSON tree (tuples, subclasses, other objects, shared or
+    self-containing containers) takes the copying path of :func:`_stamped`, which turns it
+    into JSON or refuses it.
     """
     if not isinstance(memory, dict):
         raise StorageError(f"a memory document must be a dict, got {type(memory).__name__}")
@@ -362,14 +384,14 @@ class JsonFileStorage:
     def modify(self, fn: Callable[[Document], Document], now: datetime | None = None) -> Document:
         """Under the file lock: reload, ``fn(document)``, save; return the saved document.
 
-        ``fn`` receives a private copy and returns the new document (it may be the same
-        object, changed). The store keeps that object as it is (stamped, not copied), so
-        ``fn`` must not hand out references into it. Exceptions from ``fn`` propagate and
-        nothing is written.
+        ``fn`` receives a private copy and returns the new document: that same object,
+        changed, is kept as it is (stamped, not copied), so ``fn`` must not keep references
+        into it; any other object is copied. Exceptions from ``fn`` propagate and nothing is
+        written.
         """
         with self.locked():
             current = self.reload()
-            document = _adopted(_checked_result(fn(current)), now, self._clock)
+            document = _kept(_checked_result(fn(current)), current, now, self._clock)
             self._write(document)
             return copy_document(document)
 
@@ -382,7 +404,7 @@ class JsonFileStorage:
                 data = json.dumps(document, ensure_ascii=False, allow_nan=False)
             else:
                 data = dumps_indented(document, self.indent)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise StorageError(
                 f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})"
             ) from exc
@@ -466,10 +488,12 @@ class InMemoryStorage:
     def modify(self, fn: Callable[[Document], Document], now: datetime | None = None) -> Document:
         """Apply ``fn`` to a copy of the document and keep its result; return a copy.
 
-        As with :meth:`JsonFileStorage.modify`, the store keeps the object ``fn`` returns.
+        As with :meth:`JsonFileStorage.modify`, the copy ``fn`` was given is kept as it is
+        when ``fn`` returns it.
         """
         with self._lock:
-            document = _adopted(_checked_result(fn(self.load())), now, self._clock)
+            current = self.load()
+            document = _kept(_checked_result(fn(current)), current, now, self._clock)
             self._document = document
             self.save_count += 1
             return copy_document(document)

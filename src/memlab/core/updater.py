@@ -9,6 +9,7 @@ reduces it to the seed's boolean.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import threading
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memlab.backends.base import (
     Backend,
@@ -29,7 +30,7 @@ from memlab.backends.base import (
 )
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
 from memlab.core.contract import contract_schema
-from memlab.core.document import copy_document, random_fact_ids, utc_iso, utc_now
+from memlab.core.document import random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
@@ -246,8 +247,7 @@ class MemoryUpdater:
             return
         update = result.parse.data
 
-        # Strategies built on BaselineMerge can change the store's private copy directly.
-        merge = getattr(self.merge, "apply_in_place", None) or self.merge.apply
+        merge = _merge_function(self.merge)
 
         def apply(fresh: dict[str, Any]) -> dict[str, Any]:
             # Applied to the freshly reloaded document under the store's lock, so a concurrent
@@ -291,14 +291,34 @@ class MemoryUpdater:
         )
 
 
+def _merge_function(strategy: MergeStrategy) -> Callable[..., ApplyResult]:
+    """``apply_in_place`` for strategies that inherit BaselineMerge's ``apply``, else ``apply``.
+
+    The in-place form changes the store's private copy directly (one copy less per update);
+    a strategy that overrides ``apply`` gets its own method.
+    """
+    in_place = getattr(strategy, "apply_in_place", None)
+    if in_place is not None and getattr(type(strategy), "apply", None) is BaselineMerge.apply:
+        return cast(Callable[..., ApplyResult], in_place)
+    return strategy.apply
+
+
 def _detached(applied: ApplyResult, saved: dict[str, Any]) -> ApplyResult:
-    """``applied`` with the saved copy as its memory and its own copies of the fact lists."""
-    changes: dict[str, Any] = {
-        f.name: copy_document(getattr(applied, f.name))
-        for f in dataclasses.fields(applied)
-        if f.name != "memory"
-    }
-    return dataclasses.replace(applied, memory=saved, **changes)
+    """``applied`` with the saved copy as its memory and its own copies of the fact lists.
+
+    Falls back to ``applied`` itself (memory replaced) for a custom result that cannot be
+    copied, since the update is saved by then and must not fail.
+    """
+    try:
+        detached = copy.copy(applied)
+        for f in dataclasses.fields(applied):
+            if f.name != "memory":
+                setattr(detached, f.name, copy.deepcopy(getattr(applied, f.name)))
+        detached.memory = saved
+    except Exception:  # a custom ApplyResult subclass (frozen, uncopyable values)
+        logger.debug("could not copy the merge result; keeping it as it is", exc_info=True)
+        return applied
+    return detached
 
 
 def update_memory_from_conversation(messages: Sequence[Any], thread_id: str | None = None) -> bool:

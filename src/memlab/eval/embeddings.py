@@ -104,7 +104,8 @@ class WordLlamaEmbedder:
         """Return unit-length vectors, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._model.embed(list(texts), norm=True)
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty texts: 0/0 when normed
+            return self._model.embed(list(texts), norm=True)
 
 
 def _import_wordllama() -> Any:
@@ -160,6 +161,8 @@ class EmbeddingDuplicates:
                         f"embedder {self.embedder.name!r} returned shape {embedded.shape} "
                         f"for {len(missing)} texts; expected ({len(missing)}, dim)"
                     )
+                # An empty text can come back as NaN; a zero vector matches nothing instead.
+                embedded = np.nan_to_num(embedded, nan=0.0, posinf=0.0, neginf=0.0)
                 norms = np.linalg.norm(embedded, axis=1, keepdims=True)
                 embedded = embedded / np.where(norms == 0, 1.0, norms)
                 self._vectors.update(zip(missing, embedded, strict=True))
@@ -175,7 +178,13 @@ class EmbeddingDuplicates:
         similarity = vectors @ vectors.T
         # Row i looks at facts 0..i-1 only: the first of a pair is kept, later ones count.
         earlier = (similarity >= self.threshold) & np.tri(len(contents), k=-1, dtype=bool)
-        return [bool(row.any()) for row in earlier]
+        # A repeated text is a duplicate whatever its vector (as in the lexical levels).
+        seen: set[str] = set()
+        flags = []
+        for text, row in zip(contents, earlier, strict=True):
+            flags.append(text in seen or bool(row.any()))
+            seen.add(text)
+        return flags
 
     def count(self, contents: Sequence[str]) -> int:
         """How many facts nearly repeat an earlier one."""

@@ -32,7 +32,7 @@ from memlab.core.middleware import MemoryMiddleware
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptRegistry, default_registry
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
-from memlab.core.storage import InMemoryStorage, JsonFileStorage
+from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.core.updater import MemoryUpdater
 from memlab.datasets.models import Owner
 from memlab.eval.grid import LaneConfig, ReplayMode
@@ -143,7 +143,10 @@ def replay_owner(
     def snapshot() -> None:
         memory = storage.load()  # a private copy
         out.snapshots.append(memory)
-        store_file.save(memory, now=parse_utc(memory.get("lastUpdated")) or scheduler.now())
+        try:
+            store_file.save(memory, now=parse_utc(memory.get("lastUpdated")) or scheduler.now())
+        except StorageError as exc:  # the snapshot in memory is what the metrics use
+            logger.warning("could not write the lane's store file %s: %s", store_path, exc)
 
     def move_to(moment: datetime) -> None:
         if replay_mode == "debounce":

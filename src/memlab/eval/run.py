@@ -115,6 +115,15 @@ class Run:
         return merged.set_index("lane_id")
 
     @cached_property
+    def environment(self) -> dict[str, Any]:
+        """``environment.json``: versions, times and optional measures ({} when absent)."""
+        try:
+            data = json.loads((self.path / "environment.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @cached_property
     def failures(self) -> pd.DataFrame:
         """Parse outcomes (failure category or ``ok:<rung>``) per lane."""
         return failure_table(self.calls)

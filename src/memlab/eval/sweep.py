@@ -227,6 +227,8 @@ def sweep(
         **_environment(),
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
+        # Which measure produced dup_embedding: the model and the threshold.
+        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
     }
     atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
     run = Run(

@@ -83,6 +83,16 @@ def _html_table(frame: pd.DataFrame, classes: Callable[[int, str], str] | None =
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _measure_notes(runs: Sequence[Run]) -> list[str]:
+    """How each run measured its optional metrics (so differing settings are visible)."""
+    notes = []
+    for run in runs:
+        measure = run.environment.get("embedding_duplicates")
+        if measure:
+            notes.append(f"duplicate rate (embeddings) in {run.name}: {measure}")
+    return notes
+
+
 def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
     rows = []
     for i in range(len(table)):
@@ -177,6 +187,8 @@ def _html(
         body.append("<tr>" + "".join(tds) + "</tr>")
     parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
+    for note in _measure_notes(runs):
+        parts.append(f"<p class='muted'>{escape(note)}</p>")
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
         for chart_title, chart in CHARTS:
@@ -262,6 +274,9 @@ def _markdown(
             + " |"
         )
     lines += ["", "★ marks the best value; deltas are against the first row.", ""]
+    notes = _measure_notes(runs)
+    if notes:
+        lines += [*(f"{note}  " for note in notes), ""]
     lines += ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")
