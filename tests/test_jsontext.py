@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlab.core import jsontext
-from memlab.core.jsontext import copy_json, dumps_indented
+from memlab.core.jsontext import copy_json, dumps_indented, scan_json
 
 
 class Level(enum.IntEnum):
@@ -152,3 +152,17 @@ def test_copy_json_matches_round_trip_for_any_value(value: Any) -> None:
 def test_other_indent_forms_match_json(indent: Any) -> None:
     value = {"facts": [{"a": 1}, []], "s": "x"}
     assert dumps_indented(value, indent) == json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def test_scan_json_tells_plain_trees_and_non_finite_numbers() -> None:
+    shared: dict[str, Any] = {"a": 1}
+    loop: list[Any] = []
+    loop.append(loop)
+    assert scan_json({"facts": [{"c": 0.5}], "s": None}) == (True, None)
+    assert scan_json(7) == (True, None)
+    assert scan_json({"x": [1.0, float("inf")]}) == (True, float("inf"))
+    assert scan_json({"t": (1, 2)})[0] is False
+    assert scan_json({"a": shared, "b": shared})[0] is False
+    assert scan_json(loop)[0] is False
+    assert scan_json({1: "non-string key"})[0] is False
+    assert scan_json(Level.HIGH)[0] is False

@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any, TypeVar
 
-__all__ = ["copy_json", "dumps_indented"]
+__all__ = ["copy_json", "dumps_indented", "scan_json"]
 
 _T = TypeVar("_T")
 
@@ -68,6 +68,50 @@ def _copy(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     raise _Unusual
+
+
+_MAX_DEPTH = 100  # deeper values count as not plain: copying them bounds recursion itself
+
+
+def scan_json(value: Any) -> tuple[bool, float | None]:
+    """Walk ``value`` once: (is it a plain JSON tree?, a NaN or infinity found in it).
+
+    Plain means exact JSON types with string keys, each container reached once and nested at
+    most 100 deep; shared or self-containing containers, tuples and subclasses are not plain.
+    The walk stops at the first NaN or infinity, or at the first thing that is not plain.
+    """
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        if kind not in _SCALARS:
+            return False, None
+        return True, (value if kind is float and not math.isfinite(value) else None)
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        container, depth = stack.pop()
+        if id(container) in seen or depth > _MAX_DEPTH:
+            return False, None
+        seen.add(id(container))
+        if type(container) is dict:
+            if not _STR.issuperset(map(type, container)):
+                return False, None
+            values = container.values()
+        else:
+            values = container
+        kinds = set(map(type, values))
+        if float in kinds:
+            for item in values:
+                if type(item) is float and not math.isfinite(item):
+                    return True, float(item)
+        if kinds <= _SCALARS:
+            continue  # a flat container: the common case, checked without a Python loop
+        for item in values:
+            item_kind = type(item)
+            if item_kind is dict or item_kind is list:
+                stack.append((item, depth + 1))
+            elif item_kind not in _SCALARS:
+                return False, None
+    return True, None
 
 
 def dumps_indented(value: Any, indent: int | str | None = 2) -> str:

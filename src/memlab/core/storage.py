@@ -21,7 +21,6 @@ import contextlib
 import copy
 import json
 import logging
-import math
 import os
 import stat
 import tempfile
@@ -42,7 +41,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
-from memlab.core.jsontext import dumps_indented
+from memlab.core.jsontext import dumps_indented, scan_json
 
 __all__ = [
     "CorruptMemoryError",
@@ -114,53 +113,11 @@ def _stamped(memory: Document, now: datetime | None, clock: Callable[[], datetim
         document = copy_document(memory)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StorageError(f"memory document is not JSON-serialisable: {exc}") from exc
-    _plain, bad = _scan(document)  # a copy holds plain JSON types only
+    _plain, bad = scan_json(document)  # a copy holds plain JSON types only
     if bad is not None:
         raise StorageError(f"memory document holds {bad}, which JSON cannot represent")
     document["lastUpdated"] = utc_iso(now if now is not None else clock())
     return document
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-_STR_KEYS = frozenset({str})
-
-
-_MAX_DEPTH = 100  # deeper documents take the copying path, which bounds recursion itself
-
-
-def _scan(document: Document) -> tuple[bool, float | None]:
-    """Walk ``document``: (only exact JSON types with string keys, as a tree?, a NaN found).
-
-    "Not plain" also covers a container reached twice (shared or self-containing) and very
-    deep nesting: the copying path turns those into JSON or refuses them.
-    """
-    stack: list[tuple[Any, int]] = [(document, 0)]
-    seen: set[int] = set()
-    while stack:
-        container, depth = stack.pop()
-        if id(container) in seen or depth > _MAX_DEPTH:
-            return False, None
-        seen.add(id(container))
-        if type(container) is dict:
-            if not _STR_KEYS.issuperset(map(type, container)):
-                return False, None
-            values = container.values()
-        else:
-            values = container
-        kinds = set(map(type, values))
-        if float in kinds:
-            for value in values:
-                if type(value) is float and not math.isfinite(value):
-                    return True, float(value)
-        if kinds <= _PLAIN:
-            continue  # a flat container: the common case, checked without a Python loop
-        for value in values:
-            kind = type(value)
-            if kind is dict or kind is list:
-                stack.append((value, depth + 1))
-            elif kind not in _PLAIN:
-                return False, None
-    return True, None
 
 
 def _kept(
@@ -181,7 +138,7 @@ def _adopted(memory: Document, now: datetime | None, clock: Callable[[], datetim
     """
     if not isinstance(memory, dict):
         raise StorageError(f"a memory document must be a dict, got {type(memory).__name__}")
-    plain, bad = _scan(memory)
+    plain, bad = scan_json(memory)
     if not plain:
         return _stamped(memory, now, clock)
     if bad is not None:
