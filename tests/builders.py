@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 
-__all__ = ["iso", "one_turn", "update"]
+__all__ = ["iso", "marker_backend", "one_turn", "update"]
 
 
 def iso(moment: datetime) -> str:
@@ -41,3 +44,17 @@ def one_turn(
         ],
         "labels": labels,
     }
+
+
+def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
+    """A scripted model answering with the reply of the first marker found in the prompt.
+
+    Markers are conversation phrases that never appear in the stored memory JSON. A prompt
+    without a marker gets a valid update that changes nothing.
+    """
+
+    def reply(request: CompletionRequest) -> str:
+        prompt = str(request.messages[-1]["content"])
+        return next((text for marker, text in replies.items() if marker in prompt), update())
+
+    return ScriptedBackend(function=reply)

@@ -10,14 +10,13 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pytest
-from builders import iso, one_turn, update
+from builders import iso, marker_backend, one_turn, update
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
@@ -76,21 +75,10 @@ def write_dataset(path: Path) -> Path:
     return path
 
 
-def scripted() -> ScriptedBackend:
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        for marker, text in REPLIES.items():
-            if marker in prompt:
-                return text
-        return update()
-
-    return ScriptedBackend(function=reply)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     tmp = tmp_path_factory.mktemp("charts")
-    backend = scripted()
+    backend = marker_backend(REPLIES)
     grid = Grid.from_mapping(
         {
             "name": "charts",

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import one_turn, update
+from builders import marker_backend, one_turn, update
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.eval import embeddings as embeddings_module
@@ -198,17 +197,13 @@ def test_sweep_and_report_show_embedding_duplicates(tmp_path: Path) -> None:
     dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
     replies = {"[s:1]": update("a", "b"), "[s:2]": update("a2", "c")}
 
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        return next(text for marker, text in replies.items() if marker in prompt)
-
     grid = Grid.from_mapping({"name": "emb", "dataset": str(dataset), "base": {}})
     dups = EmbeddingDuplicates(TableEmbedder(VECTORS), threshold=0.9)
     run = sweep(
         str(dataset),
         grid,
         runs_dir=tmp_path / "runs",
-        backend_factory=lambda _spec: ScriptedBackend(function=reply),
+        backend_factory=lambda _spec: marker_backend(replies),
         progress=False,
         embedding_duplicates=dups,
     )
@@ -234,7 +229,7 @@ def test_sweep_and_report_show_embedding_duplicates(tmp_path: Path) -> None:
         grid,
         runs_dir=tmp_path / "runs",
         run_name="plain",
-        backend_factory=lambda _spec: ScriptedBackend(function=reply),
+        backend_factory=lambda _spec: marker_backend(replies),
         progress=False,
     )
     assert "dup_embedding" not in plain.sessions.columns

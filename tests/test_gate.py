@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import iso, one_turn, update
+from builders import iso, marker_backend, one_turn, update
 
-from memlab.backends.base import CompletionRequest
-from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
@@ -32,11 +30,7 @@ def run_sweep(tmp: Path, owners: list[dict[str, Any]], grid: dict[str, Any]) -> 
     path = tmp / "data.jsonl"
     path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
 
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        return next((text for marker, text in REPLIES.items() if marker in prompt), update())
-
-    backend = ScriptedBackend(function=reply)
+    backend = marker_backend(REPLIES)
     return sweep(
         path,
         Grid.from_mapping(grid),

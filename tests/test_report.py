@@ -11,10 +11,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from builders import one_turn, update
+from builders import marker_backend, one_turn, update
 
-from memlab.backends.base import CompletionRequest
-from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.eval.grid import Grid
 from memlab.eval.run import Run
@@ -36,14 +34,6 @@ NEW_REPLIES = {
     "[s:1]": update("works as a nurse in leeds!", "Owns a red racing bicycle"),
     "[s:2]": update("Loves hiking", "Loves hiking a lot"),
 }
-
-
-def scripted(replies: dict[str, str]) -> ScriptedBackend:
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        return next((text for marker, text in replies.items() if marker in prompt), update())
-
-    return ScriptedBackend(function=reply)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +61,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def make_run(dataset: Path, runs_dir: Path, name: str, replies: dict[str, str], **base: Any) -> Run:
-    backend = scripted(replies)
+    backend = marker_backend(replies)
     return sweep(
         dataset,
         Grid.from_mapping({"name": name, "replay_mode": "per_session", "base": base}),

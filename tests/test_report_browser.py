@@ -24,10 +24,8 @@ from typing import Any
 
 import pytest
 import websocket  # websocket-client (dev extra)
-from builders import one_turn, update
+from builders import marker_backend, one_turn, update
 
-from memlab.backends.base import CompletionRequest
-from memlab.backends.scripted import ScriptedBackend
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
 from memlab.reporting.report import build_report
@@ -75,11 +73,7 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "[s:2]": f"Sorry! {SCRIPT} {IMG}",  # a failed parse: shown raw in "Worst failures"
     }
 
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        return next((text for marker, text in replies.items() if marker in prompt), update())
-
-    backend = ScriptedBackend(function=reply)
+    backend = marker_backend(replies)
     run = sweep(
         dataset,
         Grid.from_mapping(

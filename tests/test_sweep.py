@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import marker_backend
 
 from memlab.backends.base import BackendError, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
@@ -71,18 +72,6 @@ REPLIES = {
 }
 
 
-def scripted() -> ScriptedBackend:
-    def reply(request: CompletionRequest) -> str:
-        prompt = str(request.messages[-1]["content"])
-        # Markers are conversation phrases that never appear in the stored memory JSON.
-        for marker, text in REPLIES.items():
-            if marker in prompt:
-                return text
-        return update([])
-
-    return ScriptedBackend(function=reply)
-
-
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     day = timedelta(days=1)
@@ -129,7 +118,7 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def run_grid(dataset: Path, tmp_path: Path, **grid: Any) -> Any:
-    backend = scripted()
+    backend = marker_backend(REPLIES)
     result = sweep(
         dataset,
         Grid.from_mapping({"name": "t", **grid}),
@@ -233,7 +222,7 @@ def test_cost_uses_the_run_price_table(dataset: Path, tmp_path: Path) -> None:
 
 def test_lane_with_some_backend_failures_still_summarizes(dataset: Path, tmp_path: Path) -> None:
     """Failed calls have no model name (NaN in the calls table); costs and counts still add up."""
-    good = scripted()
+    good = marker_backend(REPLIES)
 
     def flaky(request: CompletionRequest) -> str:
         if "[case:" in str(request.messages[-1]["content"]):
