@@ -39,6 +39,7 @@ from memlab.core import (
     validate_update,
 )
 from memlab.datasets import dataset_stats, load_dataset
+from memlab.errors import MemlabError
 from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run, sweep
 from memlab.reporting import build_report, check_gate
 
@@ -52,6 +53,7 @@ __all__ = [
     "Grid",
     "JsonFileStorage",
     "LaneConfig",
+    "MemlabError",
     "MemoryConfig",
     "MemoryMiddleware",
     "MemoryUpdateQueue",

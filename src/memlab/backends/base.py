@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from memlab.errors import MemlabError
+
 __all__ = [
     "Backend",
     "BackendError",
@@ -136,7 +138,7 @@ class Backend(Protocol):
         ...
 
 
-class BackendError(RuntimeError):
+class BackendError(MemlabError, RuntimeError):
     """A backend call failed (after any retries the backend performs)."""
 
 

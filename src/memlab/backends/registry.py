@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memlab.backends.base import Backend
+from memlab.errors import MemlabError
 
 __all__ = [
     "MINIMAL_CONTRACT_REPLY",
@@ -64,7 +65,7 @@ MINIMAL_CONTRACT_REPLY = json.dumps(
 """The smallest reply that satisfies the memory-update contract (the ``scripted`` default)."""
 
 
-class UnknownBackendError(ValueError):
+class UnknownBackendError(MemlabError, ValueError):
     """A backend spec names a prefix nobody registered."""
 
 

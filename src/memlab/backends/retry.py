@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from memlab.backends.base import BackendError
+from memlab.errors import MemlabError
 
 __all__ = [
     "RetryExhaustedError",
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class RetryableError(Exception):
+class RetryableError(MemlabError):
     """A transient failure worth retrying.
 
     Attributes:

@@ -12,6 +12,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from memlab.errors import MemlabError
+
 __all__ = ["build_parser", "main"]
 
 # Modules of memlab.cli that define command groups, in --help order.
@@ -46,7 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    result = func(args)
+    try:
+        result = func(args)
+    except MemlabError as exc:
+        # Bad input or a failed backend: one line naming the problem, no traceback.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

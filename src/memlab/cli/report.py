@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.parsing import ParseOptions, parse_reply
-from memlab.eval.grid import GridError
-from memlab.eval.run import RunError, load_run
+from memlab.eval.run import load_run
 from memlab.reporting.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 
@@ -82,11 +81,7 @@ def register(subparsers: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    try:
-        runs = [load_run(path) for path in args.runs]
-    except (RunError, GridError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    runs = [load_run(path) for path in args.runs]
     paths = build_report(runs, args.out, title=args.title)
     print(f"wrote {paths.html}\nwrote {paths.markdown}")
     return 0
@@ -105,11 +100,7 @@ def _gate(args: argparse.Namespace) -> int:
     if all(getattr(thresholds, f.name) is None for f in fields(thresholds)):
         print("error: no threshold given; pass at least one --max-*/--min-* flag", file=sys.stderr)
         return 2
-    try:
-        run = load_run(args.run)
-    except (RunError, GridError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    run = load_run(args.run)
     failures = check_gate(run, thresholds)
     for failure in failures:
         print(f"FAILED {failure}")

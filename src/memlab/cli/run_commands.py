@@ -7,17 +7,12 @@ import logging
 import sys
 from typing import Any
 
-from memlab.backends.base import BackendError
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import UnknownBackendError
-from memlab.datasets.loader import DatasetError
-from memlab.datasets.registry import DatasetNotFoundError
 from memlab.eval.embeddings import (
     EmbeddingDuplicates,
-    EmbeddingsUnavailableError,
     WordLlamaEmbedder,
 )
-from memlab.eval.grid import Grid, GridError, load_grid
+from memlab.eval.grid import Grid, load_grid
 from memlab.eval.sweep import sweep
 
 __all__ = ["register"]
@@ -127,10 +122,6 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=_run)
 
 
-# Bad input named on the command line: report it in one line instead of a traceback.
-_USER_ERRORS = (GridError, DatasetError, DatasetNotFoundError, UnknownBackendError, BackendError)
-
-
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
     embedding_duplicates = None
     if args.embedding_duplicates:
@@ -138,24 +129,20 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             embedding_duplicates = EmbeddingDuplicates(
                 WordLlamaEmbedder(), threshold=args.embedding_threshold
             )
-        except (EmbeddingsUnavailableError, ValueError) as exc:
+        except ValueError as exc:  # a threshold out of range
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    try:
-        run = sweep(
-            grid.dataset,
-            grid,
-            runs_dir=args.runs_dir,
-            run_name=args.name,
-            cache_dir=args.cache_dir,
-            cache_mode=CacheMode(args.cache_mode),
-            max_workers=args.workers,
-            progress=not args.no_progress,
-            embedding_duplicates=embedding_duplicates,
-        )
-    except _USER_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    run = sweep(
+        grid.dataset,
+        grid,
+        runs_dir=args.runs_dir,
+        run_name=args.name,
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+        max_workers=args.workers,
+        progress=not args.no_progress,
+        embedding_duplicates=embedding_duplicates,
+    )
     columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
     print(run.summary[columns].to_string())
     print(f"\nrun written to {run.path}")
@@ -163,11 +150,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    try:
-        grid = load_grid(args.grid)
-    except GridError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    grid = load_grid(args.grid)
     if args.backend:
         grid = grid.model_copy(update={"base": {**grid.base, "backend": args.backend}})
         if "backend" in grid.axes:
@@ -178,12 +161,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        grid = _run_grid(args)
-    except GridError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return _execute(grid, args)
+    return _execute(_run_grid(args), args)
 
 
 def _run_grid(args: argparse.Namespace) -> Grid:

@@ -26,6 +26,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from memlab.errors import MemlabError
+
 __all__ = [
     "ConfigError",
     "ConfigProvider",
@@ -43,7 +45,7 @@ MEMLAB_HOME_ENV = "MEMLAB_HOME"
 DEFAULT_MEMORY_FILENAME = "memory.json"
 
 
-class ConfigError(ValueError):
+class ConfigError(MemlabError, ValueError):
     """A configuration source holds invalid values.
 
     Attributes:

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from memlab.core.jsontext import dumps_indented
+from memlab.errors import MemlabError
 
 __all__ = [
     "BUILTIN_PROMPTS",
@@ -63,7 +64,7 @@ _SUFFIXES_TEXT = (".txt",)
 _SUFFIXES_DATA = (".yaml", ".yml", ".json")
 
 
-class PromptError(ValueError):
+class PromptError(MemlabError, ValueError):
     """A prompt template or prompt file is invalid."""
 
 

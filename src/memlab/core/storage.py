@@ -42,6 +42,7 @@ from memlab.core.document import (
     utc_now,
 )
 from memlab.core.jsontext import dumps_indented, scan_json
+from memlab.errors import MemlabError
 
 __all__ = [
     "CorruptMemoryError",
@@ -57,7 +58,7 @@ logger = logging.getLogger(__name__)
 Document = dict[str, Any]
 
 
-class StorageError(Exception):
+class StorageError(MemlabError):
     """A memory document could not be read or written."""
 
 

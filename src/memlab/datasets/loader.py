@@ -32,6 +32,7 @@ from memlab.datasets.models import (
     Owner,
     Session,
 )
+from memlab.errors import MemlabError
 
 __all__ = [
     "DatasetError",
@@ -70,7 +71,7 @@ _JSON_TYPES: dict[type, str] = {
 }
 
 
-class DatasetError(ValueError):
+class DatasetError(MemlabError, ValueError):
     """A problem in a dataset file, located by file, line and field path.
 
     Attributes:

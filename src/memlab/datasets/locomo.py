@@ -43,6 +43,7 @@ from memlab.datasets.models import (
     TagName,
     TextPart,
 )
+from memlab.errors import MemlabError
 
 __all__ = [
     "TURN_SPACING",
@@ -63,7 +64,7 @@ _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
 
 
-class LocomoFormatError(ValueError):
+class LocomoFormatError(MemlabError, ValueError):
     """The source file does not have the LoCoMo structure expected here."""
 
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import memlab
+from memlab.errors import MemlabError
 
 __all__ = [
     "DATASETS_ENV",
@@ -24,7 +25,7 @@ DATASETS_ENV = "MEMLAB_DATASETS"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class DatasetNotFoundError(FileNotFoundError):
+class DatasetNotFoundError(MemlabError, FileNotFoundError):
     """A dataset name or path that does not resolve to a file."""
 
 

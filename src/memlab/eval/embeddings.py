@@ -25,6 +25,8 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from memlab.errors import MemlabError
+
 __all__ = [
     "Embedder",
     "EmbeddingDuplicates",
@@ -37,7 +39,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
 
 
-class EmbeddingsUnavailableError(RuntimeError):
+class EmbeddingsUnavailableError(MemlabError, RuntimeError):
     """The optional embedding model is not installed."""
 
 

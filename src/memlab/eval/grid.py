@@ -31,13 +31,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.backends.base import OutputMode
+from memlab.errors import MemlabError
 
 __all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
 
 ReplayMode = Literal["debounce", "per_session"]
 
 
-class GridError(ValueError):
+class GridError(MemlabError, ValueError):
     """A grid file or mapping is invalid; the message names the file and field."""
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 
 from memlab.core.atomic import atomic_write_text
+from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
 
@@ -34,7 +35,7 @@ __all__ = ["Run", "RunError", "flatten_call", "load_run", "write_jsonl"]
 logger = logging.getLogger(__name__)
 
 
-class RunError(ValueError):
+class RunError(MemlabError, ValueError):
     """A run directory is missing or incomplete."""
 
 
