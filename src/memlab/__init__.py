@@ -9,6 +9,7 @@ The most used names are exported here; subpackages hold the rest:
 ``memlab.reporting`` (charts, reports, the CI gate).
 """
 
+from memlab._version import __version__ as __version__
 from memlab.backends import (
     Backend,
     CachedBackend,
@@ -81,4 +82,3 @@ __all__ = [
     "update_memory_from_conversation",
     "validate_update",
 ]
-__version__ = "0.1.0"

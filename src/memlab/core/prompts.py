@@ -16,6 +16,7 @@ add variants without touching code::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -144,6 +145,11 @@ class PromptVariant:
         validate_template(self.template, self.where)
 
     @property
+    def sha256(self) -> str:
+        """Content hash of the template: what lanes, resumes and reports identify it by."""
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
+
+    @property
     def where(self) -> str:
         """The source file, or ``prompt '<name>'`` for variants built in code."""
         return self.source or f"prompt {self.name!r}"
@@ -203,6 +209,19 @@ class PromptRegistry:
                 f"unknown prompt variant {name!r}; known variants: {', '.join(known) or '(none)'}"
             )
         return variant
+
+    def copy(self) -> PromptRegistry:
+        """A new registry holding the same variants (adding to it leaves this one unchanged)."""
+        clone = PromptRegistry(builtins=False)
+        with self._lock:
+            clone._variants = dict(self._variants)
+        return clone
+
+    def load_path(self, path: str | os.PathLike[str], replace: bool = False) -> list[PromptVariant]:
+        """Load a prompt file or every prompt file of a directory (see :meth:`load_file`)."""
+        if Path(path).is_dir():
+            return self.load_directory(path, replace=replace)
+        return self.load_file(path, replace=replace)
 
     def names(self) -> list[str]:
         """Registered names in registration order."""

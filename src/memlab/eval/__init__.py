@@ -28,9 +28,14 @@ from memlab.eval.metrics import (
     summarize,
     violation_table,
 )
+from memlab.eval.plan import (
+    BackendFactory,
+    PromptSource,
+    ResolvedLane,
+    parse_options_for,
+)
 from memlab.eval.replay import (
     OwnerReplay,
-    parse_options_for,
     replay_owner,
 )
 from memlab.eval.run import (
@@ -41,7 +46,9 @@ from memlab.eval.run import (
     write_jsonl,
 )
 from memlab.eval.sweep import (
-    BackendFactory,
+    IncompleteSweepError,
+    SweepPlan,
+    plan_sweep,
     sweep,
 )
 
@@ -55,11 +62,15 @@ __all__ = [
     "FactMatcher",
     "Grid",
     "GridError",
+    "IncompleteSweepError",
     "LaneConfig",
     "LexicalMatcher",
     "OwnerReplay",
+    "PromptSource",
+    "ResolvedLane",
     "Run",
     "RunError",
+    "SweepPlan",
     "WordLlamaEmbedder",
     "content_tokens",
     "count_duplicates",
@@ -70,6 +81,7 @@ __all__ = [
     "load_run",
     "normalize_text",
     "parse_options_for",
+    "plan_sweep",
     "replay_owner",
     "session_rows",
     "summarize",
