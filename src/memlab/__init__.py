@@ -42,7 +42,7 @@ from memlab.core import (
 from memlab.datasets import dataset_stats, load_dataset
 from memlab.errors import MemlabError
 from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run, sweep
-from memlab.reporting import build_report, check_gate
+from memlab.reporting import build_report, check_gate, try_prompt
 
 __all__ = [
     "Backend",
@@ -79,6 +79,7 @@ __all__ = [
     "reset_memory_queue",
     "resolve_backend",
     "sweep",
+    "try_prompt",
     "update_memory_from_conversation",
     "validate_update",
 ]

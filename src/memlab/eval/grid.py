@@ -220,6 +220,13 @@ class Grid(BaseModel):
             for index, value in enumerate(values):
                 _validate_field(self, f"axes.{axis}[{index}]", axis, value)
 
+    def with_settings(self, **settings: Any) -> Grid:
+        """A copy with ``settings`` fixed for every lane (replacing axes of the same names)."""
+        data = self.model_dump()
+        data["base"] = {**self.base, **settings}
+        data["axes"] = {k: v for k, v in self.axes.items() if k not in settings}
+        return Grid.from_mapping(data, self._source, base_dir=self._base_dir, lines=self._lines)
+
     def varying(self) -> list[str]:
         """Axes with more than one value (what distinguishes the lanes)."""
         return [name for name, values in self.axes.items() if len(values) > 1]
@@ -258,8 +265,16 @@ class Grid(BaseModel):
         return grid
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Load a grid from a YAML (or JSON) file; relative prompt paths are read from its folder."""
+def load_grid(path: str | Path, prompts: Any = None) -> Grid:
+    """Load a grid from a YAML (or JSON) file and resolve every name in it.
+
+    Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
+    refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
+    :data:`memlab.eval.plan.PromptSource`).
+
+    Raises:
+        GridError: Naming the file, the line, the key path and the known choices.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -274,7 +289,12 @@ def load_grid(path: str | Path) -> Grid:
         raise GridError(str(path), "", f"not valid YAML: {problem}", line) from exc
     if not isinstance(data, Mapping):
         raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
-    return Grid.from_mapping(data, str(path), base_dir=path.parent, lines=_key_lines(node))
+    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=_key_lines(node))
+    # Imported here: the resolver builds on this module's Grid.
+    from memlab.eval.plan import check_grid
+
+    check_grid(grid, prompts)
+    return grid
 
 
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:

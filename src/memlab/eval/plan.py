@@ -28,12 +28,14 @@ from memlab._version import __version__
 from memlab.backends.base import Backend, GenerationParams
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
+from memlab.backends.registry import available_backends
 from memlab.core.config import MemoryConfig
 from memlab.core.merge import MergeStrategy, get_merge_strategy
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 
@@ -44,6 +46,8 @@ __all__ = [
     "ResolvedLane",
     "build_updater",
     "canonical_hash",
+    "check_grid",
+    "dataset_path",
     "identity_changes",
     "parse_options_for",
     "prompt_registry",
@@ -244,6 +248,47 @@ def resolve_lanes(
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
         lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id))
     return lanes
+
+
+def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
+    """Resolve every name in ``grid`` that needs no model: prompts (files and names), merge
+    strategies with their parameters, backend prefixes and the dataset.
+
+    Returns:
+        The prompt registry the grid's lanes draw from.
+
+    Raises:
+        GridError: At the first problem, located by key path and line.
+    """
+    registry = prompt_registry(grid, prompts)
+    _check_names(grid, registry)
+    known = available_backends()
+    for key, spec in grid.values("backend"):
+        prefix = str(spec).strip().partition(":")[0]
+        if str(spec).strip() != "auto" and prefix not in known:
+            raise grid.error(
+                key,
+                f"unknown backend {spec!r}; known prefixes: {', '.join(known)} (e.g. "
+                "'local:smollm2', 'openai:gpt-4o-mini', 'scripted')",
+            )
+    dataset_path(grid)
+    return registry
+
+
+def dataset_path(grid: Grid, dataset: str | Path | None = None) -> Path:
+    """The dataset file: ``dataset`` (default the grid's), next to the grid file or as given.
+
+    Raises:
+        GridError: At ``dataset`` when no file or bundled dataset has that name.
+    """
+    name = grid.dataset if dataset is None else dataset
+    beside_grid = grid.base_dir / name
+    if not Path(name).is_absolute() and beside_grid.is_file():
+        return beside_grid
+    try:
+        return resolve_dataset(name)
+    except MemlabError as exc:
+        raise grid.error("dataset", str(exc)) from None
 
 
 def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:

@@ -41,7 +41,6 @@ from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
-from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.grid import Grid, LaneConfig
@@ -53,6 +52,7 @@ from memlab.eval.plan import (
     PromptSource,
     ResolvedLane,
     canonical_hash,
+    dataset_path,
     identity_changes,
     prompt_registry,
     resolve_lanes,
@@ -151,8 +151,8 @@ def plan_sweep(
         UnsafeNameError: A run name or user id that cannot be a file name.
         DatasetError: The dataset is invalid.
     """
-    dataset_path = _dataset_path(dataset, grid)
-    owners = _select_owners(load_dataset(dataset_path), grid)
+    data_file = dataset_path(grid, dataset)
+    owners = _select_owners(load_dataset(data_file), grid)
     name = safe_component(run_name or grid.name, "run name")
     runs_root = Path(runs_dir)
     run_path = ensure_inside(runs_root / name, runs_root, "run directory")
@@ -162,7 +162,7 @@ def plan_sweep(
         cache_mode,
     )
     lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends)
-    plan = SweepPlan(grid, dataset_path, owners, lanes, run_path, backends)
+    plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
     plan.predecessors = _predecessors(run_path, lanes)
     return plan
 
@@ -240,16 +240,6 @@ def sweep(
     return run
 
 
-def _dataset_path(dataset: str | Path, grid: Grid) -> Path:
-    beside_grid = grid.base_dir / dataset
-    if not Path(dataset).is_absolute() and beside_grid.is_file():
-        return beside_grid
-    try:
-        return resolve_dataset(dataset)
-    except MemlabError as exc:
-        raise grid.error("dataset", str(exc)) from None
-
-
 def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
     for owner in owners:
         safe_component(owner.user_id, "user_id")  # it names the owner's record file
@@ -268,26 +258,37 @@ def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
 
 
 def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
-    """Earlier lanes of the run directory at the same grid points as ``lanes``, by new lane id."""
+    """For each new lane, the closest earlier lane of the run directory, by lane id.
+
+    Candidates are the lanes of the previous sweep's manifest (all described lanes when it
+    stopped early) that this sweep does not keep; the closest differs from the new lane's grid
+    point in the fewest settings. Its identity says why the new lane's replays were redone.
+    """
     current = {lane.lane_id for lane in lanes}
-    by_point: dict[str, tuple[float, dict[str, Any]]] = {}
-    for config_file in sorted(run_path.glob("lanes/*/config.json")):
-        try:
-            described = json.loads(config_file.read_text(encoding="utf-8"))
-            point = described["config"]
-            point_id = LaneConfig.model_validate(point).point_id
-            mtime = config_file.stat().st_mtime
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # another format: nothing to explain with
-        if described.get("lane_id") in current:
+    previous = _read_record(run_path / "manifest.json") or {}
+    listed = set(previous.get("lanes", [])) if previous else None
+    candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
+    for config_file in run_path.glob("lanes/*/config.json"):
+        described = _read_record(config_file)
+        lane_id = (described or {}).get("lane_id")
+        if not described or lane_id in current or (listed is not None and lane_id not in listed):
             continue
-        if point_id not in by_point or by_point[point_id][0] < mtime:
-            by_point[point_id] = (mtime, described)
-    return {
-        lane.lane_id: by_point[lane.config.point_id][1]
-        for lane in lanes
-        if lane.config.point_id in by_point
-    }
+        try:
+            config = LaneConfig.model_validate(described["config"])
+            mtime = config_file.stat().st_mtime
+        except (OSError, ValueError, KeyError):
+            continue  # another format: nothing to explain with
+        candidates.append((mtime, described, config))
+    found: dict[str, dict[str, Any]] = {}
+    for lane in lanes:
+        new = lane.config.model_dump(mode="json")
+        scored = [
+            (sum(new[k] != old.model_dump(mode="json")[k] for k in new), -mtime, i)
+            for i, (mtime, _, old) in enumerate(candidates)
+        ]
+        if scored:
+            found[lane.lane_id] = candidates[min(scored)[2]][1]
+    return found
 
 
 def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:

@@ -27,13 +27,16 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
+from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
 
 __all__ = [
     "METRICS",
     "GateFailure",
     "Metric",
+    "PromptTrial",
     "ReportPaths",
     "Thresholds",
+    "TrialError",
     "build_report",
     "check_gate",
     "compare_table",
@@ -46,6 +49,7 @@ __all__ = [
     "operating_curve_chart",
     "parse_failure_chart",
     "tokens_chart",
+    "try_prompt",
     "violation_heatmap",
     "worst_failures",
 ]
