@@ -178,3 +178,30 @@ def test_a_local_model_is_identified_by_its_file_content(tmp_path: Path) -> None
     assert first["model_bytes"] == second["model_bytes"] == 64
     assert first["model_sha256"] != second["model_sha256"]
     assert identity_changes({"backend": first}, {"backend": second}) == ["backend model changed"]
+
+
+def test_report_shows_the_prompt_diff_beside_the_lanes_deltas(workspace: Path) -> None:
+    from memlab.reporting.report import build_report
+
+    first, _ = run_sweep(workspace)
+    set_version(workspace, "<b>B</b>")
+    # Replies differ by prompt text: the edited prompt stores nothing for Leeds.
+    replies = {"Version <b>B</b>": update(), **REPLIES}
+    second, _ = run_sweep(workspace, marker_backend(replies))
+    paths = build_report([first, second], workspace / "report")
+    html = paths.html.read_text(encoding="utf-8")
+    md = paths.markdown.read_text(encoding="utf-8")
+    sha_a = first.prompt_sha(next(i for i in first.lanes if i.startswith("mine-")))
+    sha_b = second.prompt_sha(next(i for i in second.lanes if i.startswith("mine-")))
+    assert sha_a != sha_b
+    # Configuration table: each prompt's short hash; same-name prompts get it in the label.
+    assert f"prompt=mine [mine {sha_a}]" in html and f"prompt=mine [mine {sha_b}]" in html
+    assert "<h2>Prompt changes</h2>" in html
+    # Lanes differ from the baseline (default, first run) in prompt; the diff is escaped.
+    assert "+You manage the memory of one user. Version &lt;b&gt;B&lt;/b&gt;." in html
+    assert "<b>B</b>" not in html
+    assert "## Prompt changes" in md and "```diff" in md
+    assert f"### loop: prompt=mine [mine {sha_b}]" in md
+    section = md.split("## Prompt changes")[1]
+    block = section.split(f"### loop: prompt=mine [mine {sha_b}]")[1]
+    assert "Against the baseline: final facts -2, tokens / update -" in block

@@ -164,7 +164,12 @@ class Run:
         summary = summarize(self.calls, self.sessions, prices=self.prices)
         configs = pd.DataFrame(
             [
-                {"lane_id": lid, "label": self.label(lid), **c.model_dump(mode="json")}
+                {
+                    "lane_id": lid,
+                    "label": self.label(lid),
+                    **c.model_dump(mode="json"),
+                    "prompt_sha256": self.prompt_sha(lid),
+                }
                 for lid, c in self.lanes.items()
             ]
         )
@@ -194,6 +199,13 @@ class Run:
                 }
             )
         return pd.DataFrame(rows).set_index("lane_id") if rows else pd.DataFrame()
+
+    def prompt_sha(self, lane_id: str) -> str:
+        """Short content hash of the lane's prompt template ("" when not recorded)."""
+        try:
+            return str(self.lane_info(lane_id).get("prompt", {}).get("sha256", ""))[:8]
+        except RunError:
+            return ""
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""

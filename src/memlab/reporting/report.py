@@ -22,6 +22,11 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.eval.run import Run
 from memlab.reporting import charts
+from memlab.reporting.prompt_changes import (
+    prompt_changes,
+    prompt_changes_html,
+    prompt_changes_markdown,
+)
 from memlab.reporting.tables import (
     compare_table,
     config_table,
@@ -189,6 +194,7 @@ def _html(
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
     for note in _measure_notes(runs):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
+    parts.append(prompt_changes_html(prompt_changes(runs, metrics)))
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
         for chart_title, chart in CHARTS:
@@ -277,6 +283,7 @@ def _markdown(
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{note}  " for note in notes), ""]
+    lines += prompt_changes_markdown(prompt_changes(runs, metrics))
     lines += ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")
