@@ -139,6 +139,9 @@ class Run:
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
     ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
 
+    def __repr__(self) -> str:  # the tables and the manifest are too large for a repr
+        return f"Run({self.name!r}, lanes={len(self.lanes)}, path={str(self.path)!r})"
+
     @property
     def name(self) -> str:
         """The run's name (its directory name)."""

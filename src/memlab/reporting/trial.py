@@ -56,6 +56,12 @@ class PromptTrial:
     before: PromptVariant
     after: PromptVariant
 
+    def __repr__(self) -> str:
+        return (
+            f"PromptTrial({self.before.name!r} -> {self.after.name!r} on {len(self.owners)} "
+            f"owner(s) of {self.baseline.name!r})"
+        )
+
     @property
     def diff(self) -> str:
         """Unified diff of the baseline template and the tried one."""
