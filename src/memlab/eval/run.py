@@ -29,6 +29,7 @@ from memlab.core.atomic import atomic_write_text
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
+from memlab.eval.stats import StatOptions
 
 __all__ = ["Run", "RunError", "flatten_call", "load_run", "write_jsonl"]
 
@@ -82,6 +83,8 @@ class Run:
     prices: dict[str, tuple[float, float]] | None = None
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
     ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
+    stats: StatOptions = field(default_factory=StatOptions)
+    """Resamples, seed and levels of the summary's intervals and of comparisons."""
 
     @property
     def name(self) -> str:
@@ -105,7 +108,12 @@ class Run:
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per lane with the headline metrics and the lane's config columns."""
-        summary = summarize(self.calls, self.sessions, prices=self.prices)
+        sessions = self.sessions
+        # Repeated samples of a lane (a "sample" column) are averaged within each owner.
+        nested = "sample" if "sample" in sessions.columns else None
+        summary = summarize(
+            self.calls, sessions, prices=self.prices, options=self.stats, nested=nested
+        )
         configs = pd.DataFrame(
             [
                 {"lane_id": lid, "label": self.label(lid), **c.model_dump(mode="json")}
