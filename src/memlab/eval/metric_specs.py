@@ -145,12 +145,12 @@ class MetricSpec:
         return f"{delta:+.4g}"
 
     def fmt_bounds(self, lo: float, hi: float, *, points: bool = False) -> str:
-        """``[lo, hi]``: in percentage points for a delta of a rate (``points``)."""
+        """``[lo, hi]``; with ``points``, a delta of a rate in percentage points."""
         if math.isnan(lo) or math.isnan(hi):
             return "[-]"
         if self.unit == "percent":
             if points:
-                return f"[{lo * 100:+.1f}, {hi * 100:+.1f}]"
+                return f"[{lo * 100:.1f}, {hi * 100:.1f}]"
             return f"[{lo:.1%}, {hi:.1%}]"
         return f"[{lo:.4g}, {hi:.4g}]"
 

@@ -10,8 +10,11 @@ from memlab.reporting.charts import (
 )
 from memlab.reporting.gate import (
     GateFailure,
+    Regression,
+    ThresholdError,
     Thresholds,
     check_gate,
+    check_regressions,
 )
 from memlab.reporting.report import (
     ReportPaths,
@@ -32,10 +35,13 @@ __all__ = [
     "METRICS",
     "GateFailure",
     "Metric",
+    "Regression",
     "ReportPaths",
+    "ThresholdError",
     "Thresholds",
     "build_report",
     "check_gate",
+    "check_regressions",
     "compare_table",
     "config_table",
     "duplication_chart",

@@ -22,6 +22,12 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.eval.run import Run
 from memlab.reporting import charts
+from memlab.reporting.statistics import (
+    StatisticsSection,
+    section_html,
+    section_markdown,
+    statistics_section,
+)
 from memlab.reporting.tables import (
     compare_table,
     config_table,
@@ -128,10 +134,15 @@ def build_report(
     metrics = compare_table(runs)
     failures = worst_failures(runs)
     diff, diff_title = _diff(runs)
+    stats = statistics_section(runs)
     generated = utc_iso(datetime.now(UTC))
 
-    html = _html(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
-    md = _markdown(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
+    html = _html(
+        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
+    )
+    md = _markdown(
+        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
+    )
     paths = ReportPaths(html=out / "index.html", markdown=out / "summary.md")
     atomic_write_text(paths.html, html)
     atomic_write_text(paths.markdown, md)
@@ -155,6 +166,7 @@ def _html(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
+    stats: StatisticsSection,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -189,6 +201,7 @@ def _html(
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
     for note in _measure_notes(runs):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
+    parts += section_html(stats)
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
         for chart_title, chart in CHARTS:
@@ -246,6 +259,7 @@ def _markdown(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
+    stats: StatisticsSection,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -277,6 +291,7 @@ def _markdown(
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{note}  " for note in notes), ""]
+    lines += section_markdown(stats)
     lines += ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")
