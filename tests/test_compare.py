@@ -166,7 +166,7 @@ def test_same_model_up_to_noise_is_not_significant(noisy: tuple[Run, Run]) -> No
     a, b = noisy
     by = rows(compare(a, b))
     recall = by["recall"]
-    assert 0 < recall["owners_better"] and 0 < recall["owners_worse"]
+    assert recall["owners_better"] > 0 and recall["owners_worse"] > 0
     assert recall["delta_lo"] < 0 < recall["delta_hi"]
     assert recall["p_value"] > 0.05
     assert not table_significant(by)

@@ -169,6 +169,9 @@ def _tail(level: float, owners: int) -> float:
 def _percentiles(draws: FloatArray, level: float, owners: int) -> tuple[FloatArray, FloatArray]:
     """Expanded percentile interval of each column, ignoring NaN draws."""
     tail = _tail(level, owners)
+    if not np.isnan(draws).any():  # the common case, and much faster than nanquantile
+        lo, hi = np.quantile(draws, [tail, 1 - tail], axis=0)
+        return lo, hi
     with warnings.catch_warnings():
         # A metric undefined in every resample (e.g. no labeled facts) gives NaN: expected.
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -186,8 +189,11 @@ def _spread(draws: FloatArray) -> FloatArray:
 def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
     """How often each owner is drawn in each resample: shape ``(resamples, owners)``."""
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(owners, np.full(owners, 1 / owners), size=resamples)
-    return draws.astype(float)
+    picks = rng.integers(0, owners, size=(resamples, owners))
+    # Count the picks per (resample, owner) in one bincount (rng.multinomial is 20x slower).
+    flat = (picks + owners * np.arange(resamples)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=resamples * owners)
+    return counts.reshape(resamples, owners).astype(float)
 
 
 def bootstrap_ratios(
