@@ -87,7 +87,7 @@ def _register_gate(subparsers: Any) -> None:
         "--no-significant-regression",
         metavar="METRICS",
         help="comma-separated rates that must not be significantly worse than the baseline's "
-        f"(Holm-corrected paired test), or 'all'; rates: {', '.join(_RATES)}",
+        f"(Holm-corrected paired test), or 'all'; rates: {', '.join(_rates())}",
     )
     g.add_argument(
         "--baseline-lane",
@@ -112,18 +112,20 @@ def _register_gate(subparsers: Any) -> None:
     g.set_defaults(func=_gate)
 
 
-_RATES = tuple(spec.column for spec in interval_specs())
+def _rates() -> list[str]:
+    return [spec.column for spec in interval_specs()]
 
 
 def _regression_metrics(text: str) -> list[str]:
+    rates = _rates()
     if text.strip() == "all":
-        return list(_RATES)
+        return rates
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in _RATES]
+    unknown = [name for name in names if name not in rates]
     if unknown or not names:
         raise ThresholdError(
             f"--no-significant-regression: unknown rate {(unknown or [text])[0]!r}; "
-            f"rates: {', '.join(_RATES)}, or 'all'"
+            f"rates: {', '.join(rates)}, or 'all'"
         )
     return names
 

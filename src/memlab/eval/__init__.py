@@ -1,14 +1,10 @@
 """Replay datasets through the pipeline, sweep configurations, and measure the results."""
 
 from memlab.eval.compare import (
-    COMPARE_COLUMNS,
     CompareError,
     Lane,
     compare,
     compare_lanes,
-    comparison_text,
-    describe,
-    describe_mde,
     owner_deltas,
 )
 from memlab.eval.embeddings import (
@@ -35,10 +31,7 @@ from memlab.eval.matching import (
 from memlab.eval.metric_specs import (
     METRIC_SPECS,
     MetricSpec,
-    gate_specs,
-    interval_specs,
     metric_spec,
-    summary_columns,
 )
 from memlab.eval.metrics import (
     DEFAULT_PRICES,
@@ -61,13 +54,8 @@ from memlab.eval.run import (
     write_jsonl,
 )
 from memlab.eval.stats import (
-    DEFAULT_RESAMPLES,
     StatOptions,
     StatsError,
-    bootstrap_ratios,
-    holm,
-    min_detectable_effect,
-    paired_ratio_test,
 )
 from memlab.eval.sweep import (
     BackendFactory,
@@ -76,9 +64,7 @@ from memlab.eval.sweep import (
 
 __all__ = [
     "AXES",
-    "COMPARE_COLUMNS",
     "DEFAULT_PRICES",
-    "DEFAULT_RESAMPLES",
     "METRIC_SPECS",
     "BackendFactory",
     "CompareError",
@@ -98,33 +84,23 @@ __all__ = [
     "StatOptions",
     "StatsError",
     "WordLlamaEmbedder",
-    "bootstrap_ratios",
     "compare",
     "compare_lanes",
-    "comparison_text",
     "content_tokens",
     "count_duplicates",
-    "describe",
-    "describe_mde",
     "dice",
     "failure_table",
     "flatten_call",
-    "gate_specs",
-    "holm",
-    "interval_specs",
     "load_grid",
     "load_run",
     "metric_spec",
-    "min_detectable_effect",
     "normalize_text",
     "owner_counts",
     "owner_deltas",
-    "paired_ratio_test",
     "parse_options_for",
     "replay_owner",
     "session_rows",
     "summarize",
-    "summary_columns",
     "sweep",
     "violation_table",
     "write_jsonl",

@@ -26,7 +26,9 @@ __all__ = [
     "gate_specs",
     "interval_specs",
     "metric_spec",
+    "report_specs",
     "summary_columns",
+    "summary_specs",
 ]
 
 Direction = Literal["higher", "lower"]
@@ -288,21 +290,32 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
 )
 """Summary metrics in column order; the report's metric table keeps this order too."""
 
-_BY_COLUMN = {spec.column: spec for spec in METRIC_SPECS}
+# The functions below read METRIC_SPECS when called (no copies made at import), so every
+# consumer sees the same list.
+
+
+def summary_specs() -> tuple[MetricSpec, ...]:
+    """Every summary metric, in column order."""
+    return METRIC_SPECS
 
 
 def metric_spec(column: str) -> MetricSpec:
     """The spec of a summary column; a clear error listing the known ones otherwise."""
-    try:
-        return _BY_COLUMN[column]
-    except KeyError:
-        known = ", ".join(spec.column for spec in METRIC_SPECS)
-        raise KeyError(f"unknown metric {column!r}; known metrics: {known}") from None
+    for spec in METRIC_SPECS:
+        if spec.column == column:
+            return spec
+    known = ", ".join(spec.column for spec in METRIC_SPECS)
+    raise KeyError(f"unknown metric {column!r}; known metrics: {known}")
 
 
 def interval_specs() -> tuple[MetricSpec, ...]:
     """The rates that get intervals and paired tests, in column order."""
     return tuple(spec for spec in METRIC_SPECS if spec.interval)
+
+
+def report_specs() -> tuple[MetricSpec, ...]:
+    """The metrics of the report's metric table, in order."""
+    return tuple(spec for spec in METRIC_SPECS if spec.report)
 
 
 def gate_specs() -> dict[str, MetricSpec]:

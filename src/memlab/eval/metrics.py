@@ -32,7 +32,7 @@ import pandas as pd
 from memlab.datasets.models import Owner
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.matching import FactMatcher, LexicalMatcher, count_duplicates
-from memlab.eval.metric_specs import METRIC_SPECS, MetricSpec, summary_columns
+from memlab.eval.metric_specs import MetricSpec, summary_columns, summary_specs
 from memlab.eval.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
@@ -261,7 +261,7 @@ def summarize(
     """One row per lane with the headline metrics (see the module docstring).
 
     The columns are :func:`memlab.eval.metric_specs.summary_columns`: each metric of
-    :data:`~memlab.eval.metric_specs.METRIC_SPECS` is a sum over owners of a count from
+    :func:`~memlab.eval.metric_specs.summary_specs` is a sum over owners of a count from
     :func:`owner_counts`, or a ratio of two such sums; each rate with an interval is followed
     by ``<metric>_lo`` and ``<metric>_hi``, a bootstrap interval over owners (``options``:
     resamples, seed, level; ``cluster`` and ``nested`` as in :func:`owner_counts`).
@@ -271,7 +271,7 @@ def summarize(
     if counts.empty:
         # Keep the columns so callers can merge and select on an empty run.
         return pd.DataFrame(columns=["lane_id", *summary_columns()])
-    specs = [s for s in METRIC_SPECS if all(c in counts.columns for c in s.sources)]
+    specs = [s for s in summary_specs() if all(c in counts.columns for c in s.sources)]
     rows = []
     for lane, lane_counts in counts.groupby(level="lane_id", sort=True):
         rows.append({"lane_id": lane, **_lane_metrics(lane_counts, specs, options)})

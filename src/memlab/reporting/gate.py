@@ -44,10 +44,11 @@ def _checked(name: str, spec: MetricSpec, value: Any) -> float:
         number = float(value)
     except (TypeError, ValueError):
         number = math.nan
+    shown = f"{value:g}" if isinstance(value, float) else repr(value)
     if isinstance(value, bool) or not math.isfinite(number):
-        raise ThresholdError(f"{flag} {value}: not a finite number; give a number {span}")
+        raise ThresholdError(f"{flag} {shown}: not a finite number; give a number {span}")
     if not low <= number <= high:
-        raise ThresholdError(f"{flag} {value}: out of range; give a number {span}")
+        raise ThresholdError(f"{flag} {shown}: out of range; give a number {span}")
     return number
 
 
