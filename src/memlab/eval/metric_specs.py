@@ -177,6 +177,16 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("backend_errors", "backend errors", "lower"),
     MetricSpec(
+        "backend_error_rate",
+        "backend error rate",
+        "lower",
+        "percent",
+        ratio=("backend_errors", "llm_calls"),
+        interval=True,
+        valid=_RATE,
+        gate="backend_error_rate",
+    ),
+    MetricSpec(
         "recall",
         "recall",
         "higher",
