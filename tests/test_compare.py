@@ -32,6 +32,7 @@ from memlab.cli.main import main
 from memlab.eval.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.eval.grid import Grid
 from memlab.eval.metric_specs import interval_specs
+from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
 from memlab.reporting.report import build_report
@@ -245,7 +246,7 @@ def test_compare_command_prints_the_table(
     assert out.startswith("baseline: good: default;")
     assert "Holm-corrected at alpha 0.05; 500 resamples" in out
     recall = next(line for line in out.splitlines() if " recall " in f" {line} ")
-    assert "worse" in recall and "16 of 16" in recall
+    assert "worse" in recall and "0 / 16" in recall
     saved = pd.read_csv(out_csv)
     assert set(saved["metric"]) >= {"recall", "parse_failure_rate"}
 
@@ -369,9 +370,10 @@ def test_report_states_intervals_deltas_p_values_and_mde(
     ) in interval_row
     delta_row = next(line for line in lines if line.startswith("| bad: default | recall |"))
     cells = [c.strip() for c in delta_row.strip("|").split("|")]
-    assert cells[2:5] == ["100.0%", f"{recall['value']:.1%}", describe(recall)]
+    assert cells[2:6] == ["100.0%", f"{recall['value']:.1%}", describe(recall), "worse"]
     mde = float(recall["mde"]) * 100
-    assert cells[5] == f"{mde:.1f} pts"
+    assert cells[6] == f"{mde:.1f} pts"
+    assert cells[7] == "0 / 16"  # owners better / worse
     assert "minimum detectable effect" in section.lower()
     html = paths.html.read_text(encoding="utf-8")
     assert "<h2>Statistics</h2>" in html and escape(describe(recall)) in html
@@ -391,3 +393,19 @@ def test_single_owner_report_says_intervals_need_owners(tmp_path: Path) -> None:
     assert math.isnan(run.summary.iloc[0]["recall_lo"])
     md = build_report([run], tmp_path / "r").markdown.read_text(encoding="utf-8")
     assert "at least 2 owners" in md
+
+
+def test_results_do_not_depend_on_the_order_of_rows(good: Run, bad: Run) -> None:
+    shuffled = Run(
+        path=bad.path,
+        grid=bad.grid,
+        lanes=bad.lanes,
+        _calls=bad.calls.sample(frac=1.0, random_state=1),
+        _sessions=bad.sessions.sample(frac=1.0, random_state=2),
+    )
+    # Owners are resampled by position: their order must not follow the rows' order.
+    pd.testing.assert_frame_equal(
+        owner_counts(shuffled.calls, shuffled.sessions), owner_counts(bad.calls, bad.sessions)
+    )
+    pd.testing.assert_frame_equal(compare(good, shuffled), compare(good, bad))
+    pd.testing.assert_frame_equal(shuffled.summary, bad.summary)

@@ -320,26 +320,23 @@ def describe_mde(row: pd.Series | dict[str, Any]) -> str:
 def comparison_text(table: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compare` table as display strings, one row per (lane, metric).
 
-    Columns: ``configuration``, ``metric``, ``baseline``, ``value``, ``delta [95% CI]``, ``p``,
-    ``Holm p``, ``verdict``, ``MDE (80% power)``, ``owners +/-`` (owners better / worse).
+    Columns: ``configuration``, ``metric`` (its title), ``baseline``, ``value``,
+    ``delta [95% CI], p`` (:func:`describe`), ``verdict``, ``MDE (80% power)`` and
+    ``owners better / worse``. The CLI prints it; the reports show it.
     """
     rows = []
     for _, row in table.iterrows():
         spec = metric_spec(str(row["metric"]))
-        bounds = spec.fmt_bounds(float(row["delta_lo"]), float(row["delta_hi"]), points=True)
         rows.append(
             {
                 "configuration": f"{row['run']}: {row['lane']}",
                 "metric": spec.title,
                 "baseline": spec.fmt(row["baseline"]),
                 "value": spec.fmt(row["value"]),
-                "delta [95% CI]": f"{spec.fmt_delta(float(row['delta']))} {bounds}",
-                "p": _fmt_p(float(row["p_value"])).removeprefix("p = ").removeprefix("p "),
-                "Holm p": _fmt_p(float(row["p_holm"])).removeprefix("p = ").removeprefix("p "),
+                "delta [95% CI], p": describe(row),
                 "verdict": str(row["verdict"]),
                 "MDE (80% power)": describe_mde(row),
-                "owners +/-": f"{int(row['owners_better'])}/{int(row['owners_worse'])}"
-                f" of {int(row['owners'])}",
+                "owners better / worse": f"{row['owners_better']} / {row['owners_worse']}",
             }
         )
     return pd.DataFrame(rows)

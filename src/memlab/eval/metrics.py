@@ -220,7 +220,8 @@ def owner_counts(
     counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
     if nested:
         counts = counts.groupby(["lane_id", cluster], sort=False).mean()
-    return counts
+    # Sorted, so that resampling draws the same owners whatever the order of the rows.
+    return counts.sort_index()
 
 
 def _call_counts(

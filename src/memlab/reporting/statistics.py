@@ -16,8 +16,8 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from memlab.eval.compare import Lane, compare_lanes, describe, describe_mde
-from memlab.eval.metric_specs import MetricSpec, interval_specs, metric_spec
+from memlab.eval.compare import Lane, compare_lanes, comparison_text
+from memlab.eval.metric_specs import MetricSpec, interval_specs
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
 from memlab.eval.stats import StatOptions, bootstrap_ratios, min_detectable_effect
@@ -35,7 +35,7 @@ class StatisticsSection:
     """run, configuration, owners, then one ``value [lo, hi]`` column per rate title."""
     baseline: str
     comparisons: pd.DataFrame
-    """configuration, metric, baseline, value, comparison, MDE, owners better/worse."""
+    """:func:`memlab.eval.compare.comparison_text` of the comparisons with the baseline."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -78,24 +78,6 @@ def _shares_owners(base: Lane, cand: Lane) -> bool:
         return set(sessions.loc[sessions["lane_id"] == lane.lane_id, "user_id"])
 
     return bool(owners(base) & owners(cand))
-
-
-def _comparison_rows(table: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for _, row in table.iterrows():
-        spec = metric_spec(str(row["metric"]))
-        rows.append(
-            {
-                "configuration": f"{row['run']}: {row['lane']}",
-                "metric": spec.title,
-                "baseline": spec.fmt(row["baseline"]),
-                "value": spec.fmt(row["value"]),
-                "delta [95% CI], p": describe(row),
-                "MDE (80% power)": describe_mde(row),
-                "owners better / worse": f"{row['owners_better']} / {row['owners_worse']}",
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def _single_lane_mde(lane: Lane, rates: Sequence[MetricSpec], options: StatOptions) -> str:
@@ -157,7 +139,7 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
             for title in dict.fromkeys(table.loc[unused, "title"])
             if (table.loc[table["title"] == title, "verdict"] == "not applicable").all()
         ]
-        comparisons = _comparison_rows(table[~unused])
+        comparisons = comparison_text(table[~unused])
     if not others:
         notes.append(_single_lane_mde(base, rates, options))
     owners = [run.summary["owners"].min() for run in runs if not run.summary.empty]
