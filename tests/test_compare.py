@@ -409,3 +409,16 @@ def test_results_do_not_depend_on_the_order_of_rows(good: Run, bad: Run) -> None
     )
     pd.testing.assert_frame_equal(compare(good, shuffled), compare(good, bad))
     pd.testing.assert_frame_equal(shuffled.summary, bad.summary)
+
+
+def test_single_configuration_report_states_the_detectable_effect(
+    bad: Run, tmp_path: Path
+) -> None:
+    md = build_report([bad], tmp_path / "r").markdown.read_text(encoding="utf-8")
+    line = next(line for line in md.splitlines() if line.startswith("Minimum detectable"))
+    found = re.search(r"recall (\d+\.\d) pts", line)
+    assert found is not None, line
+    # A second configuration with the same spread, unpaired: about 2.8 * sqrt(2) * SE.
+    se = float((bad.summary["recall_hi"] - bad.summary["recall_lo"]).iloc[0]) / (2 * 2.1)
+    assert 0.5 * 2.8 * math.sqrt(2) * se < float(found.group(1)) / 100 < 2 * 2.8 * 1.5 * se
+    assert "these 16 owners" in line
