@@ -235,7 +235,10 @@ def test_lane_with_some_backend_failures_still_summarizes(dataset: Path, tmp_pat
         runs_dir=tmp_path / "runs",
         backend_factory=lambda spec: ScriptedBackend(function=flaky),
         progress=False,
+        allow_incomplete=True,
     )
+    assert not run.complete
+    assert run.lane_status.iloc[0]["incomplete"] == 1  # bob
     summary = run.summary.iloc[0]
     assert summary["backend_errors"] == 4  # bob's four sessions
     assert summary["cost_usd"] == 0.0

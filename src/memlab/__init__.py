@@ -9,6 +9,7 @@ The most used names are exported here; subpackages hold the rest:
 ``memlab.reporting`` (charts, reports, the CI gate).
 """
 
+from memlab._version import __version__ as __version__
 from memlab.backends import (
     Backend,
     CachedBackend,
@@ -41,7 +42,7 @@ from memlab.core import (
 from memlab.datasets import dataset_stats, load_dataset
 from memlab.errors import MemlabError
 from memlab.eval import Grid, LaneConfig, Run, compare, load_grid, load_run, sweep
-from memlab.reporting import build_report, check_gate
+from memlab.reporting import build_report, check_gate, try_prompt
 
 __all__ = [
     "Backend",
@@ -79,7 +80,7 @@ __all__ = [
     "reset_memory_queue",
     "resolve_backend",
     "sweep",
+    "try_prompt",
     "update_memory_from_conversation",
     "validate_update",
 ]
-__version__ = "0.1.0"

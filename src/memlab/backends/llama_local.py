@@ -294,6 +294,16 @@ class LocalLlamaBackend:
             f"n_threads={self.n_threads})"
         )
 
+    def identity(self) -> dict[str, Any]:
+        """The model file by content (a re-quantised file under the same name is another model)."""
+        from memlab.backends.identity import file_digest
+
+        return {
+            "model_file": self.model_path.name,
+            "model_bytes": self.model_path.stat().st_size,
+            "model_sha256": file_digest(self.model_path),
+        }
+
     def llama(self) -> Any:
         """Return the shared ``llama_cpp.Llama`` (loading it if needed)."""
         llm, _ = load_model(self.model_path, self.n_ctx, self.n_threads)

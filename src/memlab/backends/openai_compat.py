@@ -32,6 +32,7 @@ import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from memlab.backends.base import (
     BackendError,
@@ -232,6 +233,14 @@ class OpenAICompatibleBackend:
     def model(self) -> str:
         """The default model id."""
         return self._model
+
+    def identity(self) -> dict[str, Any]:
+        """The server the model name refers to (the same name on two servers is two models)."""
+        if not self.base_url:
+            return {"host": "api.openai.com"}
+        parts = urlsplit(self.base_url)  # never the user:password part of a URL
+        host = parts.hostname or ""
+        return {"host": f"{host}:{parts.port}" if parts.port else host}
 
     def __repr__(self) -> str:  # no key in the repr
         return (

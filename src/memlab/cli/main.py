@@ -20,6 +20,7 @@ __all__ = ["build_parser", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
+    "prompts",
     "datasets",
     "report",
     "compare",

@@ -8,12 +8,14 @@ import sys
 from typing import Any
 
 from memlab.backends.cache import CacheMode
+from memlab.core.prompts import looks_like_path as _looks_like_path
+from memlab.core.prompts import resolve_prompt
 from memlab.eval.embeddings import (
     EmbeddingDuplicates,
     WordLlamaEmbedder,
 )
 from memlab.eval.grid import Grid, load_grid
-from memlab.eval.sweep import sweep
+from memlab.eval.sweep import IncompleteSweepError, sweep
 
 __all__ = ["register"]
 
@@ -25,15 +27,17 @@ _SWEEP_EXAMPLE = """example:
 A grid file names the dataset, shared settings and the axes to vary:
   name: prompt-vs-mode
   dataset: smoke            # bundled name or path to a .jsonl file
+  prompts: [prompts/mine.txt]   # your prompt files, relative to the grid file
   base: {backend: "local:smollm2", max_tokens: 512}
   axes:
-    prompt: [default, concise]
+    prompt: [default, mine]
     output_mode: [free, json_schema]
 """
 
 _RUN_EXAMPLE = """examples:
   memlab run smoke --backend local:smollm2 --prompt default --mode json_schema \\
       --threshold 0.7 --max-facts 100 --cache-dir cache
+  memlab run smoke --prompt ./my_prompt.txt --backend scripted
   memlab run personas --embedding-duplicates --embedding-threshold 0.85
 """
 
@@ -53,6 +57,19 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="read_write (default), read_only (a cache miss is an error) or off",
     )
     parser.add_argument("--workers", type=int, default=4, help="concurrent replays (default: 4)")
+    parser.add_argument(
+        "--prompts",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="prompt files or directories whose variants the lanes may name",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 even when some replays had backend errors (read-only cache misses, "
+        "refused connections); by default they fail the command and a rerun retries them",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--embedding-duplicates",
@@ -97,7 +114,11 @@ def register(subparsers: Any) -> None:
         "OPENAI_API_KEY/OPENAI_BASE_URL is set, else local:smollm2) or scripted (default: "
         "canned minimal replies, no model; for trying the pipeline and CI plumbing)",
     )
-    r.add_argument("--prompt", default="default", help="prompt variant name (default: default)")
+    r.add_argument(
+        "--prompt",
+        default="default",
+        help="prompt variant name, or a prompt file to load (default: default)",
+    )
     r.add_argument(
         "--mode", default="free", choices=["free", "json_object", "json_schema"], help="output mode"
     )
@@ -132,40 +153,45 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
         except ValueError as exc:  # a threshold out of range
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    run = sweep(
-        grid.dataset,
-        grid,
-        runs_dir=args.runs_dir,
-        run_name=args.name,
-        cache_dir=args.cache_dir,
-        cache_mode=CacheMode(args.cache_mode),
-        max_workers=args.workers,
-        progress=not args.no_progress,
-        embedding_duplicates=embedding_duplicates,
-    )
+    try:
+        run = sweep(
+            grid.dataset,
+            grid,
+            runs_dir=args.runs_dir,
+            run_name=args.name,
+            prompts=args.prompts,
+            cache_dir=args.cache_dir,
+            cache_mode=CacheMode(args.cache_mode),
+            max_workers=args.workers,
+            progress=not args.no_progress,
+            embedding_duplicates=embedding_duplicates,
+            allow_incomplete=args.allow_incomplete,
+        )
+        status = 0
+    except IncompleteSweepError as exc:
+        run, status = exc.run, 1
+        print(f"error: {exc}", file=sys.stderr)
     columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
     print(run.summary[columns].to_string())
+    print()
+    print(run.lane_status[["label", "reused", "replayed", "why"]].to_string())
     print(f"\nrun written to {run.path}")
-    return 0
+    return status
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    grid = load_grid(args.grid)
+    grid = load_grid(args.grid, prompts=args.prompts)
     if args.backend:
-        grid = grid.model_copy(update={"base": {**grid.base, "backend": args.backend}})
-        if "backend" in grid.axes:
-            grid = grid.model_copy(
-                update={"axes": {k: v for k, v in grid.axes.items() if k != "backend"}}
-            )
+        grid = grid.with_settings(backend=args.backend)
     return _execute(grid, args)
 
 
 def _run(args: argparse.Namespace) -> int:
-    return _execute(_run_grid(args), args)
-
-
-def _run_grid(args: argparse.Namespace) -> Grid:
-    return Grid.from_mapping(
+    prompt = args.prompt
+    if _looks_like_path(prompt):  # a prompt file: its variant becomes the lane's prompt
+        args.prompts = [*args.prompts, prompt]
+        prompt = resolve_prompt(prompt).name
+    grid = Grid.from_mapping(
         {
             "name": args.name or "run",
             "dataset": args.dataset,
@@ -174,7 +200,7 @@ def _run_grid(args: argparse.Namespace) -> Grid:
             "max_sessions": args.max_sessions,
             "base": {
                 "backend": args.backend,
-                "prompt": args.prompt,
+                "prompt": prompt,
                 "output_mode": args.mode,
                 "fact_confidence_threshold": args.threshold,
                 "max_facts": args.max_facts,
@@ -185,3 +211,4 @@ def _run_grid(args: argparse.Namespace) -> Grid:
         },
         source="command line",
     )
+    return _execute(grid, args)

@@ -16,6 +16,8 @@ add variants without touching code::
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
 import os
 import re
@@ -40,7 +42,10 @@ __all__ = [
     "UnknownPromptError",
     "default_registry",
     "get_prompt",
+    "looks_like_path",
     "render_prompt",
+    "resolve_prompt",
+    "template_diff",
     "validate_template",
 ]
 
@@ -144,6 +149,11 @@ class PromptVariant:
         validate_template(self.template, self.where)
 
     @property
+    def sha256(self) -> str:
+        """Content hash of the template: what lanes, resumes and reports identify it by."""
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
+
+    @property
     def where(self) -> str:
         """The source file, or ``prompt '<name>'`` for variants built in code."""
         return self.source or f"prompt {self.name!r}"
@@ -203,6 +213,19 @@ class PromptRegistry:
                 f"unknown prompt variant {name!r}; known variants: {', '.join(known) or '(none)'}"
             )
         return variant
+
+    def copy(self) -> PromptRegistry:
+        """A new registry holding the same variants (adding to it leaves this one unchanged)."""
+        clone = PromptRegistry(builtins=False)
+        with self._lock:
+            clone._variants = dict(self._variants)
+        return clone
+
+    def load_path(self, path: str | os.PathLike[str], replace: bool = False) -> list[PromptVariant]:
+        """Load a prompt file or every prompt file of a directory (see :meth:`load_file`)."""
+        if Path(path).is_dir():
+            return self.load_directory(path, replace=replace)
+        return self.load_file(path, replace=replace)
 
     def names(self) -> list[str]:
         """Registered names in registration order."""
@@ -351,6 +374,60 @@ def default_registry() -> PromptRegistry:
 def get_prompt(name: str = "default") -> PromptVariant:
     """Return a variant from the process-wide registry."""
     return default_registry().get(name)
+
+
+def looks_like_path(text: str) -> bool:
+    """True when ``text`` names a prompt file rather than a variant (a separator or suffix)."""
+    return (
+        "/" in text
+        or os.sep in text
+        or Path(text).suffix.lower() in _SUFFIXES_TEXT + _SUFFIXES_DATA
+        or Path(text).is_file()
+    )
+
+
+def resolve_prompt(
+    spec: str | os.PathLike[str] | PromptVariant,
+    registry: PromptRegistry | None = None,
+    *,
+    name: str = "inline",
+) -> PromptVariant:
+    """Turn what a user typed into a variant: a variant, a template, a file path or a name.
+
+    A string holding a placeholder is a template (called ``name``); a path (a separator or a
+    prompt file suffix) is loaded and must define exactly one variant; anything else is looked
+    up in ``registry`` (default: the built-ins).
+
+    Raises:
+        PromptError: An invalid template or file, or a file with several variants.
+        UnknownPromptError: A name nobody registered.
+    """
+    if isinstance(spec, PromptVariant):
+        return spec
+    text = os.fspath(spec)
+    if any("{" + p + "}" in text for p in PLACEHOLDERS):
+        return PromptVariant(name, text, source="<inline template>")
+    if looks_like_path(text):
+        variants = PromptRegistry(builtins=False).load_file(text)
+        if len(variants) != 1:
+            names = ", ".join(v.name for v in variants)
+            raise PromptError(
+                f"{text}: defines {len(variants)} prompts ({names}); name one of them and add "
+                "the file as a prompt source (--prompts FILE)"
+            )
+        return variants[0]
+    return (registry or PromptRegistry()).get(text)
+
+
+def template_diff(a: PromptVariant, b: PromptVariant) -> str:
+    """Unified diff of two templates, each side labelled with its name and short hash."""
+    lines = difflib.unified_diff(
+        a.template.splitlines(keepends=True),
+        b.template.splitlines(keepends=True),
+        fromfile=f"{a.name} ({a.sha256[:8]})",
+        tofile=f"{b.name} ({b.sha256[:8]})",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def render_prompt(

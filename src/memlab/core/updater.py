@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import logging
 import threading
 import time
@@ -95,6 +96,8 @@ class UpdateResult:
             "error": self.error,
             "error_stage": self.error_stage,
             "prompt_chars": len(self.prompt),
+            # Which prompt was sent: equal lengths do not mean equal prompts.
+            "prompt_sha256": hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:16],
             "reply": completion.text if completion is not None else None,
             "prompt_tokens": completion.prompt_tokens if completion is not None else 0,
             "completion_tokens": completion.completion_tokens if completion is not None else 0,

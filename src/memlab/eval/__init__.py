@@ -41,9 +41,14 @@ from memlab.eval.metrics import (
     summarize,
     violation_table,
 )
+from memlab.eval.plan import (
+    BackendFactory,
+    PromptSource,
+    ResolvedLane,
+    parse_options_for,
+)
 from memlab.eval.replay import (
     OwnerReplay,
-    parse_options_for,
     replay_owner,
 )
 from memlab.eval.run import (
@@ -58,7 +63,9 @@ from memlab.eval.stats import (
     StatsError,
 )
 from memlab.eval.sweep import (
-    BackendFactory,
+    IncompleteSweepError,
+    SweepPlan,
+    plan_sweep,
     sweep,
 )
 
@@ -74,15 +81,19 @@ __all__ = [
     "FactMatcher",
     "Grid",
     "GridError",
+    "IncompleteSweepError",
     "Lane",
     "LaneConfig",
     "LexicalMatcher",
     "MetricSpec",
     "OwnerReplay",
+    "PromptSource",
+    "ResolvedLane",
     "Run",
     "RunError",
     "StatOptions",
     "StatsError",
+    "SweepPlan",
     "WordLlamaEmbedder",
     "compare",
     "compare_lanes",
@@ -98,6 +109,7 @@ __all__ = [
     "owner_counts",
     "owner_deltas",
     "parse_options_for",
+    "plan_sweep",
     "replay_owner",
     "session_rows",
     "summarize",

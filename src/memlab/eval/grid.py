@@ -1,21 +1,23 @@
 """Sweep grids: the configurations a sweep compares, from YAML or Python.
 
 A grid names a list of values per axis; its lanes are the cartesian product. Each
-:class:`LaneConfig` is one fully resolved pipeline configuration with a stable, readable id
-(used for directory names and chart labels).
+:class:`LaneConfig` is one grid point: a pipeline configuration by *names* (prompt variant,
+merge strategy, backend spec). :mod:`memlab.eval.plan` resolves those names into what a replay
+actually depends on (template text, schema, model file) and gives each lane its
+content-addressed id.
 
 Example ``grid.yaml``::
 
     name: prompt-vs-mode
     dataset: smoke
-    backend: local:smollm2
+    prompts: [prompts/mine.txt]       # prompt files or directories, relative to this file
+    base: {backend: scripted, max_tokens: 512}
     axes:
-      prompt: [default, concise]
+      prompt: [default, mine]
       output_mode: [free, json_schema]
       fact_confidence_threshold: [0.7]
       max_facts: [100]
     replay_mode: debounce
-    max_tokens: 512
 """
 
 from __future__ import annotations
@@ -23,27 +25,52 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from memlab.backends.base import OutputMode
+from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError
 
 __all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
 
 ReplayMode = Literal["debounce", "per_session"]
+ParsePreset = Literal["default", "deerflow", "strict_only", "repair"]
 
 
 class GridError(MemlabError, ValueError):
-    """A grid file or mapping is invalid; the message names the file and field."""
+    """A grid file or mapping is invalid.
+
+    Attributes:
+        source: The grid file (or ``<grid>`` for a mapping built in code).
+        key: The key path of the offending value, e.g. ``axes.prompt[1]`` (``""`` when the
+            whole grid is at fault).
+        line: The value's 1-based line in the grid file, when known.
+        problem: What is wrong and how to fix it.
+    """
+
+    def __init__(self, source: str, key: str, problem: str, line: int | None = None) -> None:
+        self.source = source
+        self.key = key
+        self.line = line
+        self.problem = problem
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
 
 
 class LaneConfig(BaseModel):
-    """One pipeline configuration replayed over every memory owner of a dataset."""
+    """One pipeline configuration (by names) replayed over every memory owner of a dataset."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -55,14 +82,14 @@ class LaneConfig(BaseModel):
     merge: str = "baseline"
     merge_params: dict[str, Any] = Field(default_factory=dict)
     debounce_seconds: int = Field(30, ge=1, le=300)
-    parse: Literal["default", "deerflow", "strict_only", "repair"] = "default"
+    parse: ParsePreset = "default"
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
 
     @property
-    def lane_id(self) -> str:
-        """A short readable id, unique for distinct configs (a hash suffix disambiguates)."""
+    def readable(self) -> str:
+        """The configuration in a few words, safe as part of a file name."""
         mode = {"free": "free", "json_object": "json", "json_schema": "schema"}[
             self.output_mode.value
         ]
@@ -71,11 +98,19 @@ class LaneConfig(BaseModel):
             f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
             f"-{self.merge}-d{self.debounce_seconds}-{backend}"
         )
+        return "".join(c if c.isalnum() or c in "-._" else "_" for c in readable)
+
+    @property
+    def point_id(self) -> str:
+        """A stable id of this grid point (its names and values, not what they resolve to).
+
+        It seeds the replay's fact ids, so the memory JSON inside prompts (and with it the
+        response cache) stays the same when only, say, a prompt's text changes.
+        """
         digest = hashlib.sha256(
             json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
         ).hexdigest()[:6]
-        safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in readable)
-        return f"{safe}-{digest}"
+        return f"{self.readable}-{digest}"
 
     def label(self, varying: Sequence[str]) -> str:
         """A short label naming only the given (varying) fields, for charts and tables."""
@@ -92,14 +127,12 @@ _SHORT = {
     "debounce_seconds": "debounce",
 }
 
-AXES: tuple[str, ...] = tuple(
-    name for name in LaneConfig.model_fields if name not in {"merge_params"}
-)
-"""Fields of :class:`LaneConfig` that a grid may vary."""
+AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
+"""Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too)."""
 
 
 class Grid(BaseModel):
-    """A sweep definition: dataset, fixed settings and the axes to vary."""
+    """A sweep definition: dataset, fixed settings, the axes to vary and extra prompt files."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -110,66 +143,212 @@ class Grid(BaseModel):
     max_owners: int | None = Field(None, ge=1)
     max_sessions: int | None = Field(None, ge=1)
     replay_mode: ReplayMode = "debounce"
+    prompts: list[str] = Field(default_factory=list)
+    """Prompt files or directories (``.txt``/``.yaml``/``.json``), relative to the grid file;
+    their variants can be named in ``base.prompt`` and ``axes.prompt``."""
     base: dict[str, Any] = Field(default_factory=dict)
     """Settings shared by every lane (any :class:`LaneConfig` field)."""
     axes: dict[str, list[Any]] = Field(default_factory=dict)
 
-    @field_validator("axes")
+    _source: str = PrivateAttr(default="<grid>")
+    _base_dir: Path = PrivateAttr(default_factory=Path)
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
     @classmethod
-    def _known_axes(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        for name, values in axes.items():
-            if name not in AXES and name != "merge_params":
-                raise ValueError(f"unknown axis {name!r}; known axes: {', '.join(AXES)}")
-            if not values:
-                raise ValueError(f"axis {name!r} has no values")
-        return axes
+    def _safe_name(cls, name: str) -> str:
+        reason = unsafe_reason(name)
+        if reason is not None:  # the name becomes the run directory's name
+            raise ValueError(f"the run name {name!r} cannot be a directory name: {reason}")
+        return name
+
+    @property
+    def source(self) -> str:
+        """The grid file (``<grid>`` for a grid built in code), for messages."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        """Directory that relative prompt paths are resolved against (the grid file's)."""
+        return self._base_dir
+
+    def error(self, key: str, problem: str) -> GridError:
+        """A :class:`GridError` for the value at ``key``, located in the grid file."""
+        return GridError(self._source, key, problem, self._lines.get(key))
 
     def lanes(self) -> list[LaneConfig]:
-        """Expand the grid into lane configs (cartesian product, in axis order)."""
+        """Expand the grid into lane configs (cartesian product, in axis order).
+
+        Raises:
+            GridError: Naming the base key or axis value that is invalid.
+        """
+        self._check_values()
         names = list(self.axes)
         configs: list[LaneConfig] = []
         seen: set[str] = set()
         for values in itertools.product(*(self.axes[n] for n in names)):
-            data = {**self.base, **dict(zip(names, values, strict=True))}
-            try:
-                config = LaneConfig.model_validate(data)
-            except ValidationError as exc:
-                raise GridError(_format_error(f"grid {self.name!r} lane {data}", exc)) from exc
-            if config.lane_id not in seen:
-                seen.add(config.lane_id)
+            config = LaneConfig.model_validate(
+                {**self.base, **dict(zip(names, values, strict=True))}
+            )
+            if config.point_id not in seen:
+                seen.add(config.point_id)
                 configs.append(config)
         return configs
+
+    def values(self, field: str) -> Iterator[tuple[str, Any]]:
+        """Every ``(key path, value)`` the grid gives ``field``: its axis values, else base."""
+        if field in self.axes:
+            for index, value in enumerate(self.axes[field]):
+                yield f"axes.{field}[{index}]", value
+        elif field in self.base:
+            yield f"base.{field}", self.base[field]
+        else:
+            yield (
+                f"base.{field}",
+                LaneConfig.model_fields[field].get_default(call_default_factory=True),
+            )
+
+    def _check_values(self) -> None:
+        """Validate base and each axis value alone, so an error names exactly one key."""
+        for key, value in self.base.items():
+            _validate_field(self, f"base.{key}", key, value)
+        for axis, values in self.axes.items():
+            if axis not in AXES:
+                raise self.error(f"axes.{axis}", f"unknown axis; known axes: {', '.join(AXES)}")
+            if not isinstance(values, list) or not values:
+                raise self.error(f"axes.{axis}", "an axis needs a non-empty list of values")
+            for index, value in enumerate(values):
+                _validate_field(self, f"axes.{axis}[{index}]", axis, value)
+
+    def with_settings(self, **settings: Any) -> Grid:
+        """A copy with ``settings`` fixed for every lane (replacing axes of the same names)."""
+        data = self.model_dump()
+        data["base"] = {**self.base, **settings}
+        data["axes"] = {k: v for k, v in self.axes.items() if k not in settings}
+        return Grid.from_mapping(data, self._source, base_dir=self._base_dir, lines=self._lines)
 
     def varying(self) -> list[str]:
         """Axes with more than one value (what distinguishes the lanes)."""
         return [name for name, values in self.axes.items() if len(values) > 1]
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], source: str = "<grid>") -> Grid:
-        """Validate a mapping, raising :class:`GridError` naming ``source`` and the field."""
+    def from_mapping(
+        cls,
+        data: Mapping[str, Any],
+        source: str = "<grid>",
+        *,
+        base_dir: str | Path | None = None,
+        lines: Mapping[str, int] | None = None,
+    ) -> Grid:
+        """Validate a mapping, raising :class:`GridError` naming ``source`` and the key.
+
+        Args:
+            data: The grid's keys.
+            source: Where it came from, for messages.
+            base_dir: Directory for relative prompt paths (default: the working directory).
+            lines: Key path -> line number in ``source`` (filled by :func:`load_grid`).
+        """
+        if not isinstance(data, Mapping):
+            raise GridError(source, "", "a grid must be a mapping of keys (name, dataset, axes...)")
+        line_map = dict(lines or {})
         try:
             grid = cls.model_validate(dict(data))
-            grid.lanes()
         except ValidationError as exc:
-            raise GridError(_format_error(source, exc)) from exc
+            err = exc.errors()[0]
+            key = _key_path(err["loc"])
+            more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+            raise GridError(source, key, _describe(err) + more, line_map.get(key)) from None
+        grid._source = source
+        grid._base_dir = Path(base_dir) if base_dir is not None else Path()
+        grid._lines = line_map
+        grid.lanes()
         return grid
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Load a grid from a YAML (or JSON) file."""
+def load_grid(path: str | Path, prompts: Any = None) -> Grid:
+    """Load a grid from a YAML (or JSON) file and resolve every name in it.
+
+    Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
+    refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
+    :data:`memlab.eval.plan.PromptSource`).
+
+    Raises:
+        GridError: Naming the file, the line, the key path and the known choices.
+    """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise GridError(f"{path}: cannot read grid: {exc}") from exc
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GridError(str(path), "", f"cannot read the grid file: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise GridError(str(path), "", f"not valid YAML: {problem}", line) from exc
     if not isinstance(data, Mapping):
-        raise GridError(f"{path}: a grid file must hold a mapping at the top level")
-    return Grid.from_mapping(data, source=str(path))
+        raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
+    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=_key_lines(node))
+    # Imported here: the resolver builds on this module's Grid.
+    from memlab.eval.plan import check_grid
+
+    check_grid(grid, prompts)
+    return grid
 
 
-def _format_error(source: str, exc: ValidationError) -> str:
-    lines = [f"{source}: invalid grid"]
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        lines.append(f"  field '{where}': {err['msg']} (got {err.get('input')!r})")
-    return "\n".join(lines)
+def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
+    if field not in LaneConfig.model_fields:
+        raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
+    try:
+        LaneConfig.model_validate({field: value})
+    except ValidationError as exc:
+        raise grid.error(key, _describe(exc.errors()[0])) from None
+
+
+def _key_path(loc: Sequence[int | str]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+_EXCERPT = 60
+
+
+def _describe(err: Mapping[str, Any]) -> str:
+    """One pydantic error as a short sentence, quoting at most a short excerpt of the input."""
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(Grid.model_fields)
+        return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"
+    shown = repr(err.get("input"))
+    if len(shown) > _EXCERPT:
+        shown = shown[: _EXCERPT - 3] + "..."
+    message = str(err["msg"]).replace("Value error, ", "")
+    return f"{message} (got {shown})"
+
+
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """Key path (``axes.prompt[1]``) -> 1-based line of its value, for every nested value.
+
+    Aliases are walked once (a shared node keeps its first path), so a file of nested aliases
+    cannot make this expand.
+    """
+    lines: dict[str, int] = {}
+    seen: set[int] = set()
+    stack: list[tuple[str, yaml.Node]] = [("", node)] if node is not None else []
+    while stack:
+        path, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if path:
+            lines[path] = current.start_mark.line + 1
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    key = str(key_node.value)
+                    stack.append((f"{path}.{key}" if path else key, value_node))
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(current.value))
+    return lines

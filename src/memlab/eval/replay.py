@@ -17,41 +17,26 @@ in ``per_session`` mode right after the flush.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend, GenerationParams
+from memlab.backends.base import Backend
 from memlab.core.clock import VirtualScheduler
 from memlab.core.config import MemoryConfig
 from memlab.core.document import SeededFactIds, parse_utc, utc_iso
-from memlab.core.merge import get_merge_strategy
 from memlab.core.middleware import MemoryMiddleware
-from memlab.core.parsing import ParseOptions
-from memlab.core.prompts import PromptRegistry, default_registry
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
-from memlab.core.updater import MemoryUpdater
-from memlab.datasets.models import Owner
-from memlab.eval.grid import LaneConfig, ReplayMode
+from memlab.datasets.models import Owner, Session
+from memlab.eval.grid import ReplayMode
+from memlab.eval.plan import ResolvedLane, build_updater
 
-__all__ = ["OwnerReplay", "parse_options_for", "replay_owner"]
+__all__ = ["OwnerReplay", "replay_owner"]
 
 logger = logging.getLogger(__name__)
-
-_PARSE_PRESETS: dict[str, Callable[[], ParseOptions]] = {
-    "default": ParseOptions,
-    "deerflow": ParseOptions.deerflow,
-    "strict_only": ParseOptions.strict_only,
-    "repair": lambda: ParseOptions(lenient=True, repair=True),
-}
-
-
-def parse_options_for(name: str) -> ParseOptions:
-    """Return the parse-ladder options of a lane's ``parse`` preset."""
-    return _PARSE_PRESETS[name]()
 
 
 @dataclass
@@ -77,110 +62,24 @@ class OwnerReplay:
 
 def replay_owner(
     owner: Owner,
-    lane: LaneConfig,
+    lane: ResolvedLane,
     *,
     backend: Backend,
     store_path: Path,
     replay_mode: ReplayMode = "debounce",
-    max_sessions: int | None = None,
-    prompts: PromptRegistry | None = None,
 ) -> OwnerReplay:
     """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
 
-    A replay always starts from an empty memory; ids and timestamps come from the lane-seeded
-    id generator and the virtual clock, so the same dataset and lane build byte-identical
-    prompts (and hit the response cache). The lane's memory lives in memory while the replay
-    runs (no other process shares it, and every update would otherwise serialise and rename a
-    file); ``store_path`` is rewritten at each snapshot, so it shows the latest session's
-    memory while the replay runs.
+    A replay always starts from an empty memory; ids and timestamps come from the id generator
+    seeded by the lane's grid point and the virtual clock, so the same dataset and lane build
+    byte-identical prompts (and hit the response cache). The lane's memory lives in memory
+    while the replay runs (no other process shares it, and every update would otherwise
+    serialise and rename a file); ``store_path`` is rewritten at each snapshot, so it shows the
+    latest session's memory while the replay runs.
     """
-    sessions = owner.sessions[:max_sessions] if max_sessions else owner.sessions
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    store_path.unlink(missing_ok=True)
-    scheduler = VirtualScheduler(sessions[0].started_at)
-    config = MemoryConfig(
-        debounce_seconds=lane.debounce_seconds,
-        max_facts=lane.max_facts,
-        fact_confidence_threshold=lane.fact_confidence_threshold,
-        storage_path=str(store_path),
-    )
-
-    def provider() -> MemoryConfig:
-        return config
-
-    storage = InMemoryStorage(clock=scheduler.now)
-    # A scratch file rebuilt on every replay: atomic writes, but no fsync.
-    store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
-    registry = prompts or default_registry()
-    updater = MemoryUpdater(
-        backend=backend,
-        storage=storage,
-        prompt=registry.get(lane.prompt),
-        output_mode=lane.output_mode,
-        params=GenerationParams(
-            temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed
-        ),
-        parse_options=parse_options_for(lane.parse),
-        merge=get_merge_strategy(lane.merge, **lane.merge_params),
-        config_provider=provider,
-        clock=scheduler.now,
-        fact_ids=SeededFactIds(f"{lane.lane_id}/{owner.user_id}"),
-    )
-    session_of = {s.thread_id: i for i, s in enumerate(sessions)}
-    out = OwnerReplay(user_id=owner.user_id)
-
-    def process(context: ConversationContext) -> bool:
-        result = updater.run_update(context.messages, context.thread_id)
-        record = result.to_record()
-        record["session_index"] = session_of.get(context.thread_id, -1)
-        record["virtual_time"] = utc_iso(scheduler.now())
-        out.calls.append(record)
-        return result.saved
-
-    queue = MemoryUpdateQueue(process, scheduler=scheduler, config_provider=provider)
-    middleware = MemoryMiddleware(queue_provider=lambda: queue, config_provider=provider)
-
-    def snapshot() -> None:
-        memory = storage.load()  # a private copy
-        out.snapshots.append(memory)
-        try:
-            store_file.save(memory, now=parse_utc(memory.get("lastUpdated")) or scheduler.now())
-        except StorageError as exc:  # the snapshot in memory is what the metrics use
-            logger.warning("could not write the lane's store file %s: %s", store_path, exc)
-
-    def move_to(moment: datetime) -> None:
-        if replay_mode == "debounce":
-            scheduler.advance_to(moment)  # due debounce timers fire on the way
-        else:
-            # Only the flush after each session processes: move time without firing timers.
-            scheduler.sleep(max(0.0, (moment - scheduler.now()).total_seconds()))
-
-    for index, session in enumerate(sessions):
-        move_to(session.started_at)
-        if index > 0 and replay_mode == "debounce":
-            snapshot()
-        history: list[dict[str, Any]] = []
-        runs = 0
-        for message in session.messages:
-            move_to(message.timestamp)
-            history.append(message.to_pipeline_message())
-            if message.role == "ai" and not message.tool_calls:
-                runs += 1
-                middleware.after_agent(
-                    {"messages": list(history)}, {"context": {"thread_id": session.thread_id}}
-                )
-        out.agent_runs.append(runs)
-        if replay_mode == "per_session":
-            queue.flush()
-            snapshot()
-    if replay_mode == "debounce":
-        scheduler.advance(timedelta(seconds=lane.debounce_seconds + 1).total_seconds())
-        scheduler.run_until_idle()
-        queue.flush()
-        snapshot()
-    queue.close()
-    out.coalesced = queue.stats.coalesced
-    out.final_memory = storage.load()
+    replayer = _Replayer(owner, lane, backend, store_path, replay_mode)
+    replayer.run(owner.sessions)
+    out = replayer.out
     logger.debug(
         "replayed %s under %s: %d calls, %d facts",
         owner.user_id,
@@ -189,3 +88,109 @@ def replay_owner(
         len(out.final_memory.get("facts", [])),
     )
     return out
+
+
+class _Replayer:
+    """The pipeline of one (lane, owner) replay: middleware, queue, updater, virtual clock."""
+
+    def __init__(
+        self,
+        owner: Owner,
+        lane: ResolvedLane,
+        backend: Backend,
+        store_path: Path,
+        replay_mode: ReplayMode,
+    ) -> None:
+        config = lane.config
+        self.scheduler = scheduler = VirtualScheduler(owner.sessions[0].started_at)
+        self.memory_config = MemoryConfig(
+            debounce_seconds=config.debounce_seconds,
+            max_facts=config.max_facts,
+            fact_confidence_threshold=config.fact_confidence_threshold,
+            storage_path=str(store_path),
+        )
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+        store_path.unlink(missing_ok=True)
+        self.store_path = store_path
+        self.storage = InMemoryStorage(clock=scheduler.now)
+        # A scratch file rebuilt on every replay: atomic writes, but no fsync.
+        self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
+        self.updater = build_updater(
+            config,
+            lane.prompt,
+            backend,
+            storage=self.storage,
+            config_provider=self.config,
+            clock=scheduler.now,
+            fact_ids=SeededFactIds(f"{config.point_id}/{owner.user_id}"),
+        )
+        self.replay_mode = replay_mode
+        self.debounce_seconds = config.debounce_seconds
+        self.session_of = {s.thread_id: i for i, s in enumerate(owner.sessions)}
+        self.out = OwnerReplay(user_id=owner.user_id)
+        self.queue = MemoryUpdateQueue(
+            self.process, scheduler=scheduler, config_provider=self.config
+        )
+        self.middleware = MemoryMiddleware(
+            queue_provider=lambda: self.queue, config_provider=self.config
+        )
+
+    def config(self) -> MemoryConfig:
+        return self.memory_config
+
+    def process(self, context: ConversationContext) -> bool:
+        result = self.updater.run_update(context.messages, context.thread_id)
+        record = result.to_record()
+        record["session_index"] = self.session_of.get(context.thread_id, -1)
+        record["virtual_time"] = utc_iso(self.scheduler.now())
+        self.out.calls.append(record)
+        return result.saved
+
+    def snapshot(self) -> None:
+        memory = self.storage.load()  # a private copy
+        self.out.snapshots.append(memory)
+        now = parse_utc(memory.get("lastUpdated")) or self.scheduler.now()
+        try:
+            self.store_file.save(memory, now=now)
+        except StorageError as exc:  # the snapshot in memory is what the metrics use
+            logger.warning("could not write the lane's store file %s: %s", self.store_path, exc)
+
+    def move_to(self, moment: datetime) -> None:
+        if self.replay_mode == "debounce":
+            self.scheduler.advance_to(moment)  # due debounce timers fire on the way
+        else:
+            # Only the flush after each session processes: move time without firing timers.
+            self.scheduler.sleep(max(0.0, (moment - self.scheduler.now()).total_seconds()))
+
+    def run(self, sessions: Sequence[Session]) -> None:
+        debounce = self.replay_mode == "debounce"
+        for index, session in enumerate(sessions):
+            self.move_to(session.started_at)
+            if index > 0 and debounce:
+                self.snapshot()  # the memory the user returns to
+            self.out.agent_runs.append(self.play(session))
+            if not debounce:
+                self.queue.flush()
+                self.snapshot()
+        if debounce:
+            self.scheduler.advance(timedelta(seconds=self.debounce_seconds + 1).total_seconds())
+            self.scheduler.run_until_idle()
+            self.queue.flush()
+            self.snapshot()
+        self.queue.close()
+        self.out.coalesced = self.queue.stats.coalesced
+        self.out.final_memory = self.storage.load()
+
+    def play(self, session: Session) -> int:
+        """Feed one session's messages; return the agent runs that requested an update."""
+        history: list[dict[str, Any]] = []
+        runs = 0
+        for message in session.messages:
+            self.move_to(message.timestamp)
+            history.append(message.to_pipeline_message())
+            if message.role == "ai" and not message.tool_calls:
+                runs += 1
+                self.middleware.after_agent(
+                    {"messages": list(history)}, {"context": {"thread_id": session.thread_id}}
+                )
+        return runs

@@ -4,17 +4,23 @@ Layout of ``runs/<name>/``::
 
     grid.yaml            the sweep definition as resolved (lanes listed)
     environment.json     python, platform, package versions, start and end times
-    lanes/<lane_id>/config.json
+    manifest.json        written last: run format, this sweep's lanes and owners, what was
+                         reused or replayed and why, row counts and hashes of the tables
+    lanes/<lane_id>/config.json             grid point, identity, prompt template
     lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
                                             written when that owner's replay finished)
     lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
     calls.jsonl          one row per LLM call
     sessions.jsonl       one row per (lane, owner, session)
     summary.csv          one row per lane
+
+``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
+lane id); ``manifest.json`` names the lanes that belong to the run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -31,7 +37,30 @@ from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
 from memlab.eval.stats import StatOptions
 
-__all__ = ["Run", "RunError", "flatten_call", "load_run", "write_jsonl"]
+__all__ = [
+    "RUN_FORMAT",
+    "Run",
+    "RunError",
+    "flatten_call",
+    "load_run",
+    "write_jsonl",
+    "write_manifest",
+]
+
+RUN_FORMAT = 2
+"""Version of the run directory layout; :func:`load_run` reads this version only."""
+
+_TABLES = ("calls.jsonl", "sessions.jsonl")
+_DISPLAY_COLUMNS = (
+    "label",
+    "llm_calls",
+    "parse_failure_rate",
+    "final_facts",
+    "recall",
+    "precision",
+    "duplicate_rate",
+    "backend_errors",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +88,31 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
+def _file_facts(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    return {"rows": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write_manifest(
+    run_path: Path,
+    *,
+    lanes: list[str],
+    owners: list[str],
+    status: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """Write ``manifest.json`` (the last file of a sweep) and return it."""
+    manifest = {
+        "run_format": RUN_FORMAT,
+        "complete": not any(s.get("incomplete") for s in status.values()),
+        "lanes": lanes,
+        "owners": owners,
+        "status": status,
+        "files": {name: _file_facts(run_path / name) for name in _TABLES},
+    }
+    atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
+    return manifest
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -80,6 +134,8 @@ class Run:
     lanes: dict[str, LaneConfig]
     _calls: pd.DataFrame | None = field(default=None, repr=False)
     _sessions: pd.DataFrame | None = field(default=None, repr=False)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """``manifest.json``: lanes, owners, per-lane reuse status, table checksums."""
     prices: dict[str, tuple[float, float]] | None = None
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
     ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
@@ -116,12 +172,57 @@ class Run:
         )
         configs = pd.DataFrame(
             [
-                {"lane_id": lid, "label": self.label(lid), **c.model_dump(mode="json")}
+                {
+                    "lane_id": lid,
+                    "label": self.label(lid),
+                    **c.model_dump(mode="json"),
+                    "prompt_sha256": self.prompt_sha(lid),
+                }
                 for lid, c in self.lanes.items()
             ]
         )
         merged = configs.merge(summary, on="lane_id", how="left")
         return merged.set_index("lane_id")
+
+    @property
+    def complete(self) -> bool:
+        """False when some replays had backend errors (see :attr:`lane_status`)."""
+        return bool(self.manifest.get("complete", True))
+
+    @cached_property
+    def lane_status(self) -> pd.DataFrame:
+        """Per lane: replays reused and replayed by the sweep that wrote the run, and why."""
+        rows = []
+        for lane_id in self.lanes:
+            status = self.manifest.get("status", {}).get(lane_id, {})
+            reasons = status.get("reasons", {})
+            rows.append(
+                {
+                    "lane_id": lane_id,
+                    "label": self.label(lane_id),
+                    "reused": status.get("reused", 0),
+                    "replayed": status.get("replayed", 0),
+                    "why": "; ".join(f"{reason} ({n})" for reason, n in reasons.items()),
+                    "incomplete": len(status.get("incomplete", [])),
+                }
+            )
+        return pd.DataFrame(rows).set_index("lane_id") if rows else pd.DataFrame()
+
+    def prompt_sha(self, lane_id: str) -> str:
+        """Short content hash of the lane's prompt template ("" when not recorded)."""
+        try:
+            return str(self.lane_info(lane_id).get("prompt", {}).get("sha256", ""))[:8]
+        except RunError:
+            return ""
+
+    def lane_info(self, lane_id: str) -> dict[str, Any]:
+        """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
+        path = self.path / "lanes" / lane_id / "config.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunError(f"{path}: cannot read the lane description: {exc}") from exc
+        return data if isinstance(data, dict) else {}
 
     @cached_property
     def environment(self) -> dict[str, Any]:
@@ -155,6 +256,27 @@ class Run:
             return None
         return Path(dataset)
 
+    def _repr_html_(self) -> str:
+        """In Jupyter: the headline metrics, what the sweep reused, and the key charts."""
+        # Imported here: charts need matplotlib, which a run does not need otherwise.
+        from html import escape
+
+        from memlab.reporting.charts import fact_growth_chart, parse_failure_chart
+        from memlab.reporting.report import figure_to_data_uri
+
+        columns = [c for c in _DISPLAY_COLUMNS if c in self.summary.columns]
+        parts = [
+            f"<h4>Run {escape(self.name)}: {len(self.lanes)} lane(s)"
+            f"{'' if self.complete else ' (incomplete: some replays had backend errors)'}</h4>",
+            self.summary[columns].to_html(float_format=lambda v: f"{v:.3g}"),
+        ]
+        if not self.lane_status.empty:
+            parts.append(self.lane_status[["label", "reused", "replayed", "why"]].to_html())
+        for chart in (parse_failure_chart, fact_growth_chart):
+            figure = chart(self)
+            parts.append(f'<img src="{figure_to_data_uri(figure)}" style="max-width:48%">')
+        return "".join(parts)
+
     def label(self, lane_id: str) -> str:
         """A short label for a lane naming only the axes that vary in this run."""
         return self.lanes[lane_id].label(self.grid.varying())
@@ -177,18 +299,54 @@ class Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Load a run directory written by :func:`memlab.sweep`."""
+    """Load a run directory written by :func:`memlab.sweep`.
+
+    Raises:
+        RunError: The directory is not a finished run of this format, or its tables differ
+            from what the manifest recorded (a truncated or edited file, a sweep that stopped).
+    """
     path = Path(path)
     grid_file = path / "grid.yaml"
-    if not grid_file.exists():
+    if not grid_file.is_file():
         raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
-    if not (path / "calls.jsonl").exists():
+    manifest = _read_manifest(path)
+    try:
+        data = yaml.safe_load(grid_file.read_text(encoding="utf-8"))
+        grid = Grid.from_mapping(data["grid"], source=str(grid_file))
+        configs = data["lanes"]
+        lanes = {
+            lane_id: LaneConfig.model_validate(configs[lane_id]) for lane_id in manifest["lanes"]
+        }
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise RunError(f"{grid_file}: unreadable or does not match manifest.json: {exc}") from exc
+    return Run(path=path, grid=grid, lanes=lanes, manifest=manifest)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    manifest_file = path / "manifest.json"
+    if not manifest_file.is_file():
         raise RunError(
-            f"{path}: the run did not finish (no calls.jsonl); rerun the sweep to resume"
+            f"{path}: the run did not finish (no manifest.json; a sweep stopped, or an older "
+            "memlab wrote it); rerun the sweep to resume it"
         )
-    data = yaml.safe_load(grid_file.read_text(encoding="utf-8"))
-    grid = Grid.from_mapping(data["grid"], source=str(grid_file))
-    lanes = {
-        lane_id: LaneConfig.model_validate(config) for lane_id, config in data["lanes"].items()
-    }
-    return Run(path=path, grid=grid, lanes=lanes)
+    try:
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        run_format = manifest.get("run_format")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RunError(f"{manifest_file}: unreadable: {exc}") from exc
+    if run_format != RUN_FORMAT:
+        raise RunError(
+            f"{manifest_file}: run format {run_format!r}, this memlab reads format "
+            f"{RUN_FORMAT}; rerun the sweep with this memlab"
+        )
+    for name, expected in manifest.get("files", {}).items():
+        try:
+            actual = _file_facts(path / name)
+        except OSError:
+            raise RunError(f"{path / name}: missing; rerun the sweep") from None
+        if actual != expected:
+            raise RunError(
+                f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
+                "and another checksum: the file changed after the sweep; rerun the sweep"
+            )
+    return dict(manifest)

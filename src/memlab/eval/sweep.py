@@ -1,23 +1,31 @@
-"""Run a grid of lane configs over a dataset: concurrent, cached, resumable.
+"""Run a grid of lanes over a dataset: planned up front, concurrent, cached, honestly resumed.
 
-Each (lane, owner) pair is one task. Tasks run on a bounded pool (4 threads by default, or any
-``concurrent.futures.Executor`` you pass). A finished task writes
-``lanes/<lane>/owners/<user>.json`` atomically; rerunning the same sweep into the same run
-directory skips finished tasks and replays the others, whose finished LLM calls then come from
-the response cache.
+A sweep has three steps:
+
+1. **plan** (:func:`plan_sweep`): load the dataset, select owners, resolve every name in the
+   grid (prompts, merge strategies, backends) into :class:`~memlab.eval.plan.ResolvedLane`\\ s.
+   Bad input fails here, before anything is written.
+2. **execute**: each (lane, owner) pair is one task on a bounded pool (4 threads by default,
+   or any ``concurrent.futures.Executor``). A finished task writes
+   ``lanes/<lane>/owners/<user>.json`` atomically with a fingerprint of everything the replay
+   depended on. A resumed sweep reuses a record only when its fingerprint is unchanged and the
+   replay had no backend errors; otherwise it replays and says why ("prompt text changed").
+3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
+   of this sweep and the row counts and hashes of the tables; :func:`memlab.eval.run.load_run`
+   refuses a run whose files disagree with it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import platform
 import shutil
 import sys
-import threading
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -26,29 +34,456 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memlab.backends.base import Backend
-from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.cache import CacheMode
 from memlab.backends.registry import resolve_backend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
-from memlab.datasets.registry import resolve_dataset
+from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.matching import FactMatcher
 from memlab.eval.metrics import session_rows
+from memlab.eval.plan import (
+    BackendFactory,
+    LaneBackends,
+    PromptSource,
+    ResolvedLane,
+    canonical_hash,
+    dataset_path,
+    identity_changes,
+    prompt_registry,
+    resolve_lanes,
+)
 from memlab.eval.replay import OwnerReplay, replay_owner
-from memlab.eval.run import Run, flatten_call, write_jsonl
+from memlab.eval.run import (
+    RUN_FORMAT,
+    Run,
+    RunError,
+    flatten_call,
+    write_jsonl,
+    write_manifest,
+)
 
-__all__ = ["BackendFactory", "sweep"]
+__all__ = ["IncompleteSweepError", "SweepPlan", "plan_sweep", "sweep"]
 
 logger = logging.getLogger(__name__)
 
-BackendFactory = Callable[[str], Backend]
-"""Builds the backend for a lane's backend spec (e.g. ``"local:smollm2"``)."""
-
 _PACKAGES = ("memlab", "openai", "llama-cpp-python", "pydantic", "jsonschema", "pandas")
+
+
+class IncompleteSweepError(MemlabError, RuntimeError):
+    """Some replays had backend errors (a read-only cache miss, a refused connection).
+
+    The run directory is written and marked incomplete; rerunning the sweep retries exactly
+    those replays.
+
+    Attributes:
+        run: The run, with the failed calls in its tables.
+        failed: ``(lane_id, user_id)`` of every incomplete replay.
+    """
+
+    def __init__(self, run: Run, failed: Sequence[tuple[str, str]], first_error: str) -> None:
+        self.run = run
+        self.failed = list(failed)
+        super().__init__(
+            f"{len(self.failed)} replay(s) in {run.path} had backend errors (first: "
+            f"{first_error}); fix the backend or record the responses, then rerun the sweep to "
+            "retry them (or allow an incomplete run: --allow-incomplete, allow_incomplete=True)"
+        )
+
+
+@dataclass
+class SweepPlan:
+    """Everything a sweep will do, resolved before it starts.
+
+    Attributes:
+        grid: The sweep definition.
+        dataset_path: The dataset file.
+        owners: The selected owners (sessions cut to ``max_sessions``).
+        lanes: The resolved lanes, in grid order.
+        run_path: The run directory.
+        backends: The backends by spec (shared by the lanes).
+        predecessors: For a lane of this sweep, the description of an earlier lane in the run
+            directory with the same grid point (to say why a replay was redone).
+    """
+
+    grid: Grid
+    dataset_path: Path
+    owners: list[Owner]
+    lanes: list[ResolvedLane]
+    run_path: Path
+    backends: LaneBackends
+    predecessors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def record_path(self, lane: ResolvedLane, owner: Owner) -> Path:
+        """Where the replay of ``owner`` under ``lane`` is stored."""
+        return self.run_path / "lanes" / lane.lane_id / "owners" / f"{owner.user_id}.json"
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    lane_id: str
+    user_id: str
+    replayed: bool
+    reason: str
+    complete: bool
+    error: str = ""
+
+
+def plan_sweep(
+    dataset: str | Path,
+    grid: Grid,
+    *,
+    runs_dir: str | Path = "runs",
+    run_name: str | None = None,
+    prompts: PromptSource | None = None,
+    backend_factory: BackendFactory | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+) -> SweepPlan:
+    """Resolve a sweep without running it (see :func:`sweep` for the arguments).
+
+    Raises:
+        GridError: An unknown or invalid name in the grid, located by key and line.
+        UnsafeNameError: A run name or user id that cannot be a file name.
+        DatasetError: The dataset is invalid.
+    """
+    data_file = dataset_path(grid, dataset)
+    owners = _select_owners(load_dataset(data_file), grid)
+    name = safe_component(run_name or grid.name, "run name")
+    runs_root = Path(runs_dir)
+    run_path = ensure_inside(runs_root / name, runs_root, "run directory")
+    backends = LaneBackends(
+        backend_factory or resolve_backend,
+        Path(cache_dir) if cache_dir is not None else None,
+        cache_mode,
+    )
+    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends)
+    plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
+    plan.predecessors = _predecessors(run_path, lanes)
+    return plan
+
+
+def sweep(
+    dataset: str | Path,
+    grid: Grid,
+    *,
+    runs_dir: str | Path = "runs",
+    run_name: str | None = None,
+    prompts: PromptSource | None = None,
+    backend_factory: BackendFactory | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    executor: Executor | None = None,
+    max_workers: int = 4,
+    progress: bool = True,
+    matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
+    resume: bool = True,
+    allow_incomplete: bool = False,
+) -> Run:
+    """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
+
+    Args:
+        dataset: A bundled dataset name or a JSONL path (relative paths are looked up next to
+            the grid file first).
+        grid: The lanes to compare.
+        runs_dir: Parent directory of run directories.
+        run_name: Run directory name (default: the grid's name). An existing run directory
+            is resumed: replays whose inputs are unchanged are kept (see the module docstring).
+        prompts: Prompt variants the grid may name besides the built-ins and its ``prompts:``
+            files: a :class:`~memlab.core.prompts.PromptRegistry`, ``{name: template}``, or
+            prompt file/directory paths.
+        backend_factory: Builds a backend from a lane's backend spec (default: the registry,
+            :func:`memlab.backends.registry.resolve_backend`). Pass ``lambda spec: my_backend``
+            to use one backend object for every lane.
+        cache_dir: Response cache directory; ``None`` disables caching.
+        cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a backend error) or ``OFF``.
+        executor: Any executor; default a thread pool of ``max_workers``.
+        max_workers: Pool size when no executor is given.
+        progress: Show a tqdm progress bar (terminal or notebook).
+        matcher: Gold-fact matcher for recall/precision (default lexical).
+        embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
+            ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
+        resume: Keep unchanged replays of an existing run directory. ``False`` deletes the run
+            directory first (a notebook re-executed top to bottom starts clean).
+        allow_incomplete: Return a run some of whose replays had backend errors instead of
+            raising :class:`IncompleteSweepError`.
+    """
+    if max_workers < 1:
+        raise RunError(f"max_workers must be at least 1, got {max_workers}")
+    started = datetime.now(UTC)
+    plan = plan_sweep(
+        dataset,
+        grid,
+        runs_dir=runs_dir,
+        run_name=run_name,
+        prompts=prompts,
+        backend_factory=backend_factory,
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+    )
+    _prepare_run_dir(plan, Path(runs_dir), resume)
+    outcomes = _execute(plan, executor, max_workers, progress)
+    run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
+    failed = [o for o in outcomes if not o.complete]
+    if failed and not allow_incomplete:
+        first = failed[0]
+        raise IncompleteSweepError(
+            run,
+            [(o.lane_id, o.user_id) for o in failed],
+            f"{first.lane_id} / {first.user_id}: {first.error}",
+        )
+    return run
+
+
+def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
+    for owner in owners:
+        safe_component(owner.user_id, "user_id")  # it names the owner's record file
+    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
+    if grid.owners is not None:
+        missing = set(grid.owners) - {o.user_id for o in selected}
+        if missing:
+            raise grid.error("owners", f"unknown owners: {sorted(missing)}")
+    if grid.max_owners:
+        selected = selected[: grid.max_owners]
+    if grid.max_sessions:
+        selected = [
+            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
+        ]
+    return selected
+
+
+def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
+    """For each new lane, the closest earlier lane of the run directory, by lane id.
+
+    Candidates are the lanes of the previous sweep's manifest (all described lanes when it
+    stopped early) that this sweep does not keep; the closest differs from the new lane's grid
+    point in the fewest settings. Its identity says why the new lane's replays were redone.
+    """
+    current = {lane.lane_id for lane in lanes}
+    previous = _read_record(run_path / "manifest.json") or {}
+    listed = set(previous.get("lanes", [])) if previous else None
+    candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
+    for config_file in run_path.glob("lanes/*/config.json"):
+        described = _read_record(config_file)
+        lane_id = (described or {}).get("lane_id")
+        if not described or lane_id in current or (listed is not None and lane_id not in listed):
+            continue
+        try:
+            config = LaneConfig.model_validate(described["config"])
+            mtime = config_file.stat().st_mtime
+        except (OSError, ValueError, KeyError):
+            continue  # another format: nothing to explain with
+        candidates.append((mtime, described, config))
+    found: dict[str, dict[str, Any]] = {}
+    for lane in lanes:
+        new = lane.config.model_dump(mode="json")
+        scored = [
+            (sum(new[k] != old.model_dump(mode="json")[k] for k in new), -mtime, i)
+            for i, (mtime, _, old) in enumerate(candidates)
+        ]
+        if scored:
+            found[lane.lane_id] = candidates[min(scored)[2]][1]
+    return found
+
+
+def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
+    run_path = plan.run_path
+    if not resume and run_path.exists():
+        if not (run_path / "grid.yaml").is_file() and any(run_path.iterdir()):
+            raise RunError(
+                f"{run_path}: refusing to delete a directory that is not a memlab run "
+                "(no grid.yaml); choose another run name"
+            )
+        shutil.rmtree(ensure_inside(run_path, runs_dir, "run directory"))
+    try:
+        run_path.mkdir(parents=True, exist_ok=True)
+        # Until this sweep finishes, the directory is not a finished run.
+        (run_path / "manifest.json").unlink(missing_ok=True)
+    except OSError as exc:
+        raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
+    grid_doc = {
+        "dataset": str(plan.dataset_path),
+        "grid": plan.grid.model_dump(mode="json"),
+        "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
+    }
+    atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
+    for lane in plan.lanes:
+        atomic_write_text(
+            run_path / "lanes" / lane.lane_id / "config.json",
+            json.dumps(lane.describe(), indent=2, ensure_ascii=False),
+        )
+
+
+def _owner_sha(owner: Owner) -> str:
+    return canonical_hash(owner.model_dump(mode="json"))
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner) -> _Outcome:
+    path = plan.record_path(lane, owner)
+    owner_sha = _owner_sha(owner)
+    fingerprint = canonical_hash({"lane": lane.identity_hash, "owner": owner_sha})
+    old = _read_record(path)
+    if old is not None and old.get("fingerprint") == fingerprint and old.get("complete"):
+        return _Outcome(lane.lane_id, owner.user_id, False, "unchanged", True)
+    reason = _why_replay(plan, lane, owner, old, owner_sha)
+    replay = replay_owner(
+        owner,
+        lane,
+        backend=plan.backends.get(lane.config.backend),
+        store_path=path.parent.parent / "stores" / f"{owner.user_id}.json",
+        replay_mode=plan.grid.replay_mode,
+    )
+    errors = [c for c in replay.calls if c.get("error_stage") == "backend"]
+    record = {
+        "fingerprint": fingerprint,
+        "owner_sha256": owner_sha,
+        "complete": not errors,
+        **vars(replay),
+    }
+    atomic_write_text(path, json.dumps(record, ensure_ascii=False))
+    error = str(errors[0].get("error") or "backend error") if errors else ""
+    return _Outcome(lane.lane_id, owner.user_id, True, reason, not errors, error[:300])
+
+
+def _why_replay(
+    plan: SweepPlan,
+    lane: ResolvedLane,
+    owner: Owner,
+    old: dict[str, Any] | None,
+    owner_sha: str,
+) -> str:
+    """Why the replay of ``owner`` under ``lane`` cannot be reused, in words."""
+    if old is not None:
+        if not old.get("complete", True):
+            return "earlier replay had backend errors"
+        return "owner data changed" if old.get("owner_sha256") != owner_sha else "record changed"
+    before = plan.predecessors.get(lane.lane_id)
+    if before is None:
+        return "new"
+    reasons = identity_changes(before.get("identity", {}), lane.identity)
+    old_record = _read_record(
+        plan.run_path / "lanes" / str(before.get("lane_id")) / "owners" / f"{owner.user_id}.json"
+    )
+    if old_record is not None and old_record.get("owner_sha256") != owner_sha:
+        reasons.append("owner data changed")
+    return ", ".join(reasons) or "new"
+
+
+def _execute(
+    plan: SweepPlan, executor: Executor | None, max_workers: int, progress: bool
+) -> list[_Outcome]:
+    jobs = [(lane, owner) for lane in plan.lanes for owner in plan.owners]
+    own_pool = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
+    try:
+        futures: list[Future[_Outcome]] = [
+            pool.submit(_replay_task, plan, lane, owner) for lane, owner in jobs
+        ]
+        # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=len(futures), desc=f"sweep {plan.grid.name}", unit="replay", disable=not progress
+        )
+        outcomes = []
+        try:
+            for future in futures:
+                outcomes.append(future.result())
+                bar.update(1)
+        finally:
+            bar.close()
+    finally:
+        if own_pool:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return outcomes
+
+
+def _lane_status(plan: SweepPlan, outcomes: Sequence[_Outcome]) -> dict[str, dict[str, Any]]:
+    status: dict[str, dict[str, Any]] = {}
+    for lane in plan.lanes:
+        mine = [o for o in outcomes if o.lane_id == lane.lane_id]
+        reasons = Counter(o.reason for o in mine if o.replayed)
+        status[lane.lane_id] = {
+            "reused": sum(1 for o in mine if not o.replayed),
+            "replayed": sum(1 for o in mine if o.replayed),
+            "reasons": dict(reasons.most_common()),
+            "incomplete": [o.user_id for o in mine if not o.complete],
+        }
+    return status
+
+
+def _collect(
+    plan: SweepPlan,
+    outcomes: Sequence[_Outcome],
+    matcher: FactMatcher | None,
+    embedding_duplicates: EmbeddingDuplicates | None,
+    started: datetime,
+) -> Run:
+    calls: list[dict[str, Any]] = []
+    sessions: list[dict[str, Any]] = []
+    for lane in plan.lanes:
+        for owner in plan.owners:
+            record = _read_record(plan.record_path(lane, owner)) or {}
+            fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
+            replay = OwnerReplay(**fields)
+            calls.extend(flatten_call(c, lane.lane_id, owner.user_id) for c in replay.calls)
+            rows = session_rows(
+                owner,
+                replay.snapshots,
+                replay.calls,
+                replay.agent_runs,
+                matcher=matcher,
+                embedding_duplicates=embedding_duplicates,
+            )
+            sessions.extend({"lane_id": lane.lane_id, **row} for row in rows)
+    run_path = plan.run_path
+    write_jsonl(run_path / "calls.jsonl", calls)
+    write_jsonl(run_path / "sessions.jsonl", sessions)
+    env = {
+        **_environment(),
+        "run_format": RUN_FORMAT,
+        "started_at": utc_iso(started),
+        "finished_at": utc_iso(datetime.now(UTC)),
+        # Which measure produced dup_embedding: the model and the threshold.
+        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
+    }
+    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
+    status = _lane_status(plan, outcomes)
+    run = Run(
+        path=run_path,
+        grid=plan.grid,
+        lanes={lane.lane_id: lane.config for lane in plan.lanes},
+        _calls=pd.DataFrame(calls),
+        _sessions=pd.DataFrame(sessions),
+    )
+    atomic_write_text(run_path / "summary.csv", run.summary.to_csv())
+    run.manifest = write_manifest(
+        run_path,
+        lanes=[lane.lane_id for lane in plan.lanes],
+        owners=[owner.user_id for owner in plan.owners],
+        status=status,
+    )
+    logger.info(
+        "sweep %s: %d lanes x %d owners -> %s",
+        plan.grid.name,
+        len(plan.lanes),
+        len(plan.owners),
+        run_path,
+    )
+    return run
 
 
 def _environment() -> dict[str, Any]:
@@ -59,215 +494,3 @@ def _environment() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": versions}
-
-
-def _fingerprint(owner: Owner, grid: Grid) -> str:
-    """What a finished replay depends on besides the lane config: the owner's data as selected
-    and the replay mode. A resumed sweep reuses a replay only when this is unchanged."""
-    payload = json.dumps(
-        {"owner": owner.model_dump(mode="json"), "replay_mode": grid.replay_mode},
-        sort_keys=True,
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _stored_fingerprint(path: Path) -> str | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
-    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
-    if grid.owners is not None:
-        missing = set(grid.owners) - {o.user_id for o in selected}
-        if missing:
-            raise ValueError(f"grid {grid.name!r} names unknown owners: {sorted(missing)}")
-    if grid.max_owners:
-        selected = selected[: grid.max_owners]
-    if grid.max_sessions:
-        selected = [
-            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
-        ]
-    return selected
-
-
-class _Backends:
-    """One backend per spec, built on first use and shared by all lanes (thread-safe)."""
-
-    def __init__(
-        self,
-        factory: BackendFactory,
-        cache_dir: Path | None,
-        cache_mode: CacheMode,
-    ) -> None:
-        self._factory = factory
-        self._cache_dir = cache_dir
-        self._cache_mode = cache_mode
-        self._built: dict[str, Backend] = {}
-        self._lock = threading.Lock()
-
-    def get(self, spec: str) -> Backend:
-        with self._lock:
-            if spec not in self._built:
-                backend = self._factory(spec)
-                if self._cache_dir is not None and self._cache_mode is not CacheMode.OFF:
-                    backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
-                self._built[spec] = backend
-            return self._built[spec]
-
-
-def sweep(
-    dataset: str | Path,
-    grid: Grid,
-    *,
-    runs_dir: str | Path = "runs",
-    run_name: str | None = None,
-    backend_factory: BackendFactory | None = None,
-    cache_dir: str | Path | None = None,
-    cache_mode: CacheMode = CacheMode.READ_WRITE,
-    executor: Executor | None = None,
-    max_workers: int = 4,
-    progress: bool = True,
-    matcher: FactMatcher | None = None,
-    embedding_duplicates: EmbeddingDuplicates | None = None,
-    resume: bool = True,
-) -> Run:
-    """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
-
-    Args:
-        dataset: A bundled dataset name or a JSONL path.
-        grid: The lanes to compare.
-        runs_dir: Parent directory of run directories.
-        run_name: Run directory name (default: the grid's name). An existing run directory
-            with the same lanes is resumed: finished (lane, owner) tasks are kept.
-        backend_factory: Builds a backend from a lane's backend spec (default: the registry,
-            :func:`memlab.backends.registry.resolve_backend`). Pass ``lambda spec: my_backend``
-            to use one backend object for every lane.
-        cache_dir: Response cache directory; ``None`` disables caching.
-        cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is an error) or ``OFF``.
-        executor: Any executor; default a thread pool of ``max_workers``.
-        max_workers: Pool size when no executor is given.
-        progress: Show a tqdm progress bar (terminal or notebook).
-        matcher: Gold-fact matcher for recall/precision (default lexical).
-        embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
-            ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
-        resume: Keep finished (lane, owner) replays of an existing run directory. ``False``
-            deletes the run directory first (a notebook re-executed top to bottom starts clean).
-    """
-    path = resolve_dataset(dataset)
-    owners = _select_owners(load_dataset(path), grid)
-    lanes = grid.lanes()
-    run_path = Path(runs_dir) / (run_name or grid.name)
-    if not resume and run_path.exists():
-        shutil.rmtree(run_path)
-    run_path.mkdir(parents=True, exist_ok=True)
-    started = datetime.now(UTC)
-    grid_doc = {
-        "dataset": str(path),
-        "grid": grid.model_dump(mode="json"),
-        "lanes": {lane.lane_id: lane.model_dump(mode="json") for lane in lanes},
-    }
-    atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
-    backends = _Backends(
-        backend_factory or resolve_backend,
-        Path(cache_dir) if cache_dir is not None else None,
-        cache_mode,
-    )
-
-    def task(lane: LaneConfig, owner: Owner) -> None:
-        lane_dir = run_path / "lanes" / lane.lane_id
-        done = lane_dir / "owners" / f"{owner.user_id}.json"
-        fingerprint = _fingerprint(owner, grid)
-        if done.exists() and _stored_fingerprint(done) == fingerprint:
-            return  # finished earlier with the same data and replay settings
-        replay = replay_owner(
-            owner,
-            lane,
-            backend=backends.get(lane.backend),
-            store_path=lane_dir / "stores" / f"{owner.user_id}.json",
-            replay_mode=grid.replay_mode,
-        )
-        record = {"fingerprint": fingerprint, **vars(replay)}
-        atomic_write_text(done, json.dumps(record, ensure_ascii=False))
-
-    for lane in lanes:
-        atomic_write_text(
-            run_path / "lanes" / lane.lane_id / "config.json",
-            json.dumps(lane.model_dump(mode="json"), indent=2),
-        )
-    jobs = [(lane, owner) for lane in lanes for owner in owners]
-    own_pool = executor is None
-    pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
-    try:
-        futures: list[Future[None]] = [pool.submit(task, lane, owner) for lane, owner in jobs]
-        # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=len(futures), desc=f"sweep {grid.name}", unit="replay", disable=not progress
-        )
-        try:
-            for future in futures:
-                future.result()
-                bar.update(1)
-        finally:
-            bar.close()
-    finally:
-        if own_pool:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-    calls, sessions = _collect(run_path, lanes, owners, matcher, embedding_duplicates)
-    write_jsonl(run_path / "calls.jsonl", calls)
-    write_jsonl(run_path / "sessions.jsonl", sessions)
-    env = {
-        **_environment(),
-        "started_at": utc_iso(started),
-        "finished_at": utc_iso(datetime.now(UTC)),
-        # Which measure produced dup_embedding: the model and the threshold.
-        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
-    }
-    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
-    run = Run(
-        path=run_path,
-        grid=grid,
-        lanes={lane.lane_id: lane for lane in lanes},
-        _calls=pd.DataFrame(calls),
-        _sessions=pd.DataFrame(sessions),
-    )
-    atomic_write_text(run_path / "summary.csv", run.summary.to_csv())
-    logger.info(
-        "sweep %s: %d lanes x %d owners -> %s", grid.name, len(lanes), len(owners), run_path
-    )
-    return run
-
-
-def _collect(
-    run_path: Path,
-    lanes: Sequence[LaneConfig],
-    owners: Sequence[Owner],
-    matcher: FactMatcher | None,
-    embedding_duplicates: EmbeddingDuplicates | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    calls: list[dict[str, Any]] = []
-    sessions: list[dict[str, Any]] = []
-    for lane in lanes:
-        for owner in owners:
-            path = run_path / "lanes" / lane.lane_id / "owners" / f"{owner.user_id}.json"
-            record = json.loads(path.read_text(encoding="utf-8"))
-            record.pop("fingerprint", None)
-            replay = OwnerReplay(**record)
-            calls.extend(flatten_call(c, lane.lane_id, owner.user_id) for c in replay.calls)
-            for row in session_rows(
-                owner,
-                replay.snapshots,
-                replay.calls,
-                replay.agent_runs,
-                matcher=matcher,
-                embedding_duplicates=embedding_duplicates,
-            ):
-                sessions.append({"lane_id": lane.lane_id, **row})
-    return calls, sessions

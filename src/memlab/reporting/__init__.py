@@ -30,15 +30,18 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
+from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
 
 __all__ = [
     "METRICS",
     "GateFailure",
     "Metric",
+    "PromptTrial",
     "Regression",
     "ReportPaths",
     "ThresholdError",
     "Thresholds",
+    "TrialError",
     "build_report",
     "check_gate",
     "check_regressions",
@@ -52,6 +55,7 @@ __all__ = [
     "operating_curve_chart",
     "parse_failure_chart",
     "tokens_chart",
+    "try_prompt",
     "violation_heatmap",
     "worst_failures",
 ]

@@ -22,6 +22,11 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.eval.run import Run
 from memlab.reporting import charts
+from memlab.reporting.prompt_changes import (
+    prompt_changes,
+    prompt_changes_html,
+    prompt_changes_markdown,
+)
 from memlab.reporting.statistics import (
     StatisticsSection,
     section_html,
@@ -202,6 +207,7 @@ def _html(
     for note in _measure_notes(runs):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
     parts += section_html(stats)
+    parts.append(prompt_changes_html(prompt_changes(runs, metrics)))
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
         for chart_title, chart in CHARTS:
@@ -292,6 +298,7 @@ def _markdown(
     if notes:
         lines += [*(f"{note}  " for note in notes), ""]
     lines += section_markdown(stats)
+    lines += prompt_changes_markdown(prompt_changes(runs, metrics))
     lines += ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")

@@ -44,18 +44,41 @@ def _rows(runs: Sequence[Run]) -> pd.DataFrame:
         summary = run.summary.reset_index()
         summary.insert(0, "run", run.name)
         frames.append(summary)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    rows = pd.concat(frames, ignore_index=True)
+    rows["label"] = _disambiguated(rows["label"], rows["prompt"], rows["prompt_sha256"])
+    return rows
+
+
+def _disambiguated(labels: pd.Series, prompts: pd.Series, shas: pd.Series) -> list[str]:
+    """Labels, with the prompt's short hash added where one prompt name has several texts."""
+    texts: dict[str, set[str]] = {}
+    for prompt, sha in zip(prompts, shas, strict=True):
+        texts.setdefault(str(prompt), set()).add(str(sha))
+    return [
+        f"{label} [{prompt} {sha}]" if len(texts[str(prompt)]) > 1 else str(label)
+        for label, prompt, sha in zip(labels, prompts, shas, strict=True)
+    ]
 
 
 def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
-    """Every lane's config side by side, and the config fields that differ between lanes."""
+    """Every lane's config side by side (with each prompt's short content hash), and the
+    config fields that differ between lanes."""
     rows = []
     for run in runs:
         for lane_id, lane in run.lanes.items():
             rows.append(
-                {"run": run.name, "lane": run.label(lane_id), **lane.model_dump(mode="json")}
+                {
+                    "run": run.name,
+                    "lane": run.label(lane_id),
+                    **lane.model_dump(mode="json"),
+                    "prompt_sha256": run.prompt_sha(lane_id),
+                }
             )
     table = pd.DataFrame(rows)
+    if not table.empty:
+        table["lane"] = _disambiguated(table["lane"], table["prompt"], table["prompt_sha256"])
     fields = [c for c in table.columns if c not in {"run", "lane"}]
     changed = [c for c in fields if table[c].astype(str).nunique() > 1]
     return table, changed

@@ -1,0 +1,204 @@
+"""Try an edited prompt on part of a finished run: the prompt engineer's inner loop.
+
+:func:`try_prompt` replays a chosen subset of a run's owners (all, the failed ones, or a list)
+under the run's baseline lane with only the prompt replaced, and returns a
+:class:`PromptTrial`: the template diff, the metric deltas on those owners and the facts that
+changed. In a notebook the trial displays itself as HTML; its parts are DataFrames.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from memlab.backends.base import Backend
+from memlab.backends.cache import CacheMode
+from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
+from memlab.errors import MemlabError
+from memlab.eval.grid import Grid
+from memlab.eval.matching import FactMatcher
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+from memlab.reporting.tables import compare_table, fact_diff, metrics_in
+
+__all__ = ["PromptTrial", "TrialError", "try_prompt"]
+
+OwnerChoice = Literal["all", "failed"] | Sequence[str]
+
+
+class TrialError(MemlabError, ValueError):
+    """A prompt trial cannot run (no such lane, no owner selected, ...)."""
+
+
+@dataclass
+class PromptTrial:
+    """The outcome of :func:`try_prompt`.
+
+    Attributes:
+        baseline: The run the trial started from.
+        lane_id: The baseline lane.
+        owners: The owners replayed.
+        run: The trial's own run (one lane: the baseline's config with the new prompt).
+        before: The baseline lane's prompt.
+        after: The prompt tried.
+    """
+
+    baseline: Run
+    lane_id: str
+    owners: list[str]
+    run: Run
+    before: PromptVariant
+    after: PromptVariant
+
+    @property
+    def diff(self) -> str:
+        """Unified diff of the baseline template and the tried one."""
+        return template_diff(self.before, self.after)
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """One row per headline metric: baseline and trial on the same owners, and the delta."""
+        base = _restricted(self.baseline, self.lane_id, self.owners)
+        table = compare_table([base, self.run])
+        rows = []
+        for metric in metrics_in(table):
+            before, after = table[metric.column].iloc[0], table[metric.column].iloc[1]
+            rows.append(
+                {
+                    "metric": metric.title,
+                    "baseline": metric.fmt(before),
+                    "trial": metric.fmt(after),
+                    "delta": _signed(metric.fmt, after - before),
+                }
+            )
+        return pd.DataFrame(rows).set_index("metric")
+
+    @property
+    def facts(self) -> pd.DataFrame:
+        """Facts that differ between the baseline and the trial's final memories, per owner."""
+        lane = next(iter(self.run.lanes))
+        diff = fact_diff(self.baseline, self.lane_id, self.run, lane)
+        diff = diff[diff["user_id"].isin(self.owners)]
+        side = {"only_a": "baseline only", "only_b": "trial only", "near": "reworded"}
+        return diff.assign(side=diff["side"].map(side)).rename(
+            columns={"fact_a": "baseline", "fact_b": "trial"}
+        )
+
+    def _repr_html_(self) -> str:
+        diff = self.diff or "(the templates are identical)"
+        return (
+            f"<h4>Prompt trial: {escape(self.before.name)} ({self.before.sha256[:8]}) → "
+            f"{escape(self.after.name)} ({self.after.sha256[:8]}), "
+            f"{len(self.owners)} owner(s) of {escape(self.baseline.name)}</h4>"
+            f"<pre style='max-height:20rem;overflow:auto'>{escape(diff)}</pre>"
+            f"{self.metrics.to_html()}"
+            f"<h5>Facts that changed</h5>{self.facts.to_html(index=False)}"
+        )
+
+
+def _signed(fmt: Callable[[Any], str], value: Any) -> str:
+    text = fmt(value)
+    return text if text.startswith("-") or text == "-" else f"+{text}"
+
+
+def _restricted(run: Run, lane_id: str, owners: Sequence[str]) -> Run:
+    """A view of one lane of ``run`` limited to ``owners``."""
+    calls, sessions = run.calls, run.sessions
+    return Run(
+        path=run.path,
+        grid=run.grid,
+        lanes={lane_id: run.lanes[lane_id]},
+        _calls=calls[(calls["lane_id"] == lane_id) & calls["user_id"].isin(owners)],
+        _sessions=sessions[(sessions["lane_id"] == lane_id) & sessions["user_id"].isin(owners)],
+    )
+
+
+def _owners(run: Run, lane_id: str, owners: OwnerChoice) -> list[str]:
+    sessions = run.sessions[run.sessions["lane_id"] == lane_id]
+    known = list(dict.fromkeys(sessions["user_id"]))
+    if owners == "all":
+        return known
+    if owners == "failed":
+        calls = run.calls[run.calls["lane_id"] == lane_id]
+        bad = calls[~calls["parse_ok"].astype(bool) | (calls["error_stage"] == "backend")]
+        failed = [user for user in known if user in set(bad["user_id"])]
+        if not failed:
+            raise TrialError(
+                f"no owner of lane {lane_id} has a failed call; pass owners='all' or a list"
+            )
+        return failed
+    unknown = sorted(set(owners) - set(known))
+    if unknown:
+        raise TrialError(f"owners not in lane {lane_id}: {unknown}; known: {known}")
+    return list(owners)
+
+
+def try_prompt(
+    run: Run,
+    prompt: str | os.PathLike[str] | PromptVariant,
+    *,
+    owners: OwnerChoice = "failed",
+    lane: str | None = None,
+    backend_factory: Callable[[str], Backend] | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    matcher: FactMatcher | None = None,
+) -> PromptTrial:
+    """Replay some of ``run``'s owners under its baseline lane with ``prompt`` instead.
+
+    Args:
+        run: A finished run.
+        prompt: A prompt file path, a template string, a built-in name or a variant.
+        owners: ``"failed"`` (owners with a failed call in the baseline lane), ``"all"``, or
+            a list of user ids.
+        lane: The baseline lane id (default: the run's first lane).
+        backend_factory, cache_dir, cache_mode, matcher: As for :func:`memlab.sweep`.
+
+    The trial is written under ``<run>/tries/``; rerunning an unchanged trial reuses it.
+    """
+    lane_id = lane or next(iter(run.lanes))
+    if lane_id not in run.lanes:
+        raise TrialError(f"{run.path}: no lane {lane_id!r}; lanes: {list(run.lanes)}")
+    info = run.lane_info(lane_id)["prompt"]
+    before = PromptVariant(info["name"], info["template"], source=info.get("source", ""))
+    after = resolve_prompt(prompt, name="trial")
+    builtins = PromptRegistry()
+    extra: dict[str, str] | None = {after.name: after.template}
+    if after.name in builtins:
+        if builtins.get(after.name).template == after.template:
+            extra = None  # a built-in, unchanged
+        else:  # an edited copy of a built-in keeps its name, with its hash to tell them apart
+            name = f"{after.name}-{after.sha256[:8]}"
+            after = PromptVariant(name, after.template, source=after.source)
+            extra = {name: after.template}
+    selected = _owners(run, lane_id, owners)
+    config = run.lanes[lane_id].model_copy(update={"prompt": after.name})
+    grid = Grid.from_mapping(
+        {
+            "name": f"{after.name}-{after.sha256[:8]}",
+            "dataset": str(run.dataset_path or run.grid.dataset),
+            "owners": selected,
+            "max_sessions": run.grid.max_sessions,
+            "replay_mode": run.grid.replay_mode,
+            "base": config.model_dump(mode="json"),
+        },
+        source=f"prompt trial on {run.path}",
+    )
+    trial = sweep(
+        grid.dataset,
+        grid,
+        runs_dir=run.path / "tries",
+        prompts=extra,
+        backend_factory=backend_factory,
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+        progress=False,
+        matcher=matcher,
+    )
+    return PromptTrial(run, lane_id, selected, trial, before, after)

@@ -1,0 +1,109 @@
+"""try_prompt: replay the failed owners of a run with an edited prompt and read the difference."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import one_turn, update
+
+from memlab.backends.base import CompletionRequest
+from memlab.backends.scripted import ScriptedBackend
+from memlab.eval.grid import Grid
+from memlab.eval.sweep import sweep
+from memlab.reporting.trial import TrialError, try_prompt
+
+T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
+
+EDITED = "STRICT JSON PLEASE\nMemory: {current_memory}\nConversation: {conversation}\n"
+
+
+def reply(request: CompletionRequest) -> str:
+    """Answers prose to the default prompt for Porto; the edited prompt gets JSON."""
+    prompt = str(request.messages[-1]["content"])
+    if "I live in" not in prompt:
+        return update()
+    if "Porto" in prompt and "STRICT JSON PLEASE" not in prompt:
+        return "I think the user lives in Porto."
+    city = "Porto" if "Porto" in prompt else "Leeds"
+    return update(f"Lives in {city}")
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Any:
+    owners = [
+        {
+            "user_id": user,
+            "sessions": [
+                one_turn(
+                    f"{user}-1",
+                    T0,
+                    f"I live in {city}.",
+                    facts=[{"id": "g1", "content": f"Lives in {city}", "category": "context"}],
+                ),
+                one_turn(f"{user}-2", T0 + timedelta(days=1), "Thanks."),
+            ],
+        }
+        for user, city in (("ann", "Leeds"), ("bob", "Porto"))
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    return sweep(
+        data,
+        Grid.from_mapping({"name": "base", "replay_mode": "per_session"}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda spec: ScriptedBackend(function=reply),
+        progress=False,
+    )
+
+
+def test_trial_replays_the_failed_owner_and_shows_diff_deltas_and_facts(
+    run: Any, tmp_path: Path
+) -> None:
+    prompt = tmp_path / "strict.txt"
+    prompt.write_text(EDITED, encoding="utf-8")
+    backend = ScriptedBackend(function=reply)
+    trial = try_prompt(run, prompt, backend_factory=lambda spec: backend)
+    assert trial.owners == ["bob"]
+    assert backend.call_count == 2  # bob's two sessions only
+    assert trial.after.name == "strict"
+    assert "+STRICT JSON PLEASE" in trial.diff
+    metrics = trial.metrics
+    assert metrics.loc["parse failure rate"].tolist() == ["50.0%", "0.0%", "-50.0%"]
+    assert metrics.loc["final facts"].tolist() == ["0", "1", "+1"]
+    assert metrics.loc["recall"].tolist() == ["0.0%", "100.0%", "+100.0%"]
+    facts = trial.facts
+    assert facts[["user_id", "side", "trial"]].values.tolist() == [
+        ["bob", "trial only", "Lives in Porto"]
+    ]
+    html = trial._repr_html_()
+    assert "strict" in html and "+STRICT JSON PLEASE" in html and "Lives in Porto" in html
+    # An unchanged trial reuses its replays.
+    again = ScriptedBackend(function=reply)
+    try_prompt(run, prompt, backend_factory=lambda spec: again)
+    assert again.call_count == 0
+
+
+def test_trial_of_all_owners_with_an_inline_template(run: Any) -> None:
+    trial = try_prompt(
+        run, EDITED, owners="all", backend_factory=lambda spec: ScriptedBackend(function=reply)
+    )
+    assert trial.owners == ["ann", "bob"]
+    assert trial.after.name == "trial"
+
+
+def test_trial_errors_name_the_problem(run: Any) -> None:
+    with pytest.raises(TrialError, match="owners not in lane"):
+        try_prompt(run, EDITED, owners=["zed"])
+    with pytest.raises(TrialError, match="no lane 'nope'"):
+        try_prompt(run, EDITED, lane="nope")
+
+
+def test_a_run_displays_itself_in_jupyter(run: Any) -> None:
+    html = run._repr_html_()
+    assert html.count("<table") == 2  # summary and lane status
+    assert html.count("data:image/png;base64,") == 2
+    assert "parse_failure_rate" in html and "new (2)" in html
