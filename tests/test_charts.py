@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import pytest
 from builders import iso, marker_backend, one_turn, update
 from matplotlib.collections import PatchCollection
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
@@ -224,3 +225,90 @@ def test_operating_curve_joins_thresholds_per_max_facts(run: Run) -> None:
     annotations = texts_of(fig)
     assert "t=0.7" in annotations and "t=0.8" in annotations
     assert not any(isinstance(c, PatchCollection) for c in ax.collections)
+
+
+@pytest.fixture(scope="module")
+def owners_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Six owners, one session each: four answered with facts, two with prose."""
+    tmp = tmp_path_factory.mktemp("owners")
+    fact = {"id": "g1", "content": "Works as a nurse in Leeds", "category": "context"}
+    owners = [
+        {
+            "user_id": f"o{i}",
+            "sessions": [
+                one_turn(
+                    f"o{i}-1",
+                    T0 + timedelta(hours=i),
+                    "I work as a nurse in Leeds. " + ("[s:nurse]" if i < 4 else "[case:prose]"),
+                    facts=[fact],
+                )
+            ],
+        }
+        for i in range(6)
+    ]
+    path = tmp / "owners.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    backend = marker_backend(REPLIES)
+    grid = {
+        "name": "owners",
+        "replay_mode": "per_session",
+        "axes": {"fact_confidence_threshold": [0.7, 0.8]},
+    }
+    return sweep(
+        path,
+        Grid.from_mapping(grid),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+def flat(pairs: list[tuple[float, float]]) -> list[float]:
+    return [value for pair in pairs for value in pair]
+
+
+def error_spans(ax: Any, axis: int) -> list[tuple[float, float]]:
+    """(low, high) of every error bar drawn on ``ax`` along ``axis`` (0 = x, 1 = y)."""
+    spans = []
+    for container in ax.containers:
+        if isinstance(container, ErrorbarContainer):
+            for collection in container.lines[2]:
+                for segment in collection.get_segments():
+                    spans.append((float(segment[0][axis]), float(segment[1][axis])))
+    return spans
+
+
+def test_parse_failure_bars_carry_the_interval(owners_run: Run) -> None:
+    summary = owners_run.summary
+    expected = sorted(
+        (lo, hi)
+        for lo, hi in zip(
+            summary["parse_failure_rate_lo"], summary["parse_failure_rate_hi"], strict=True
+        )
+    )
+    assert all(lo < 1 / 3 < hi for lo, hi in expected)
+    spans = sorted(error_spans(charts.parse_failure_chart(owners_run).axes[0], axis=0))
+    assert flat(spans) == pytest.approx(flat(expected))
+
+
+def test_duplication_chart_has_error_bars_on_the_near_rate(owners_run: Run) -> None:
+    ax = charts.duplication_chart(owners_run).axes[0]
+    spans = error_spans(ax, axis=1)
+    summary = owners_run.summary
+    # One bar per lane (near duplicates); 0 duplicates everywhere: the interval is [0, 0].
+    assert spans == [
+        (lo, hi)
+        for lo, hi in zip(summary["duplicate_rate_lo"], summary["duplicate_rate_hi"], strict=True)
+    ]
+
+
+def test_operating_curve_shows_precision_and_recall_intervals(owners_run: Run) -> None:
+    ax = charts.operating_curve_chart(owners_run).axes[0]
+    summary = owners_run.summary
+    recall = sorted(zip(summary["recall_lo"], summary["recall_hi"], strict=True))
+    precision = sorted(zip(summary["precision_lo"], summary["precision_hi"], strict=True))
+    assert recall[0][0] < recall[0][1]  # owners differ: a real interval
+    vertical = sorted(s for s in error_spans(ax, axis=1) if s[0] != s[1])
+    horizontal = sorted(s for s in error_spans(ax, axis=0) if s[0] != s[1])
+    assert flat(vertical) == pytest.approx(flat([r for r in recall if r[0] != r[1]]))
+    assert flat(horizontal) == pytest.approx(flat([p for p in precision if p[0] != p[1]]))

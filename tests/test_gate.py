@@ -13,9 +13,10 @@ from builders import iso, marker_backend, one_turn, update
 
 from memlab.cli.main import main
 from memlab.eval.grid import Grid
+from memlab.eval.metric_specs import gate_specs
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
-from memlab.reporting.gate import GateFailure, Thresholds, check_gate
+from memlab.reporting.gate import GateFailure, ThresholdError, Thresholds, check_gate
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 
@@ -195,3 +196,45 @@ def test_unmeasured_embedding_duplicates_miss_with_a_hint(
         "FAILED thr=0.7: duplicate_rate_embedding = not measured (sweep with "
         "--embedding-duplicates), required <= 0.2 [--max-duplicate-rate-embedding]"
     ) in out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "problem"),
+    [
+        ("--max-parse-failure", "nan", "not a finite number"),
+        ("--max-parse-failure", "inf", "not a finite number"),
+        ("--max-parse-failure", "-1", "out of range"),
+        ("--max-parse-failure", "5", "out of range"),
+        ("--min-recall", "1.5", "out of range"),
+        ("--max-retracted-held", "-1", "out of range"),
+        ("--max-forbidden-stored", "inf", "not a finite number"),
+    ],
+)
+def test_invalid_limits_exit_2_in_one_line(
+    run: Run, flag: str, value: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A 50% failure rate must never pass because the limit was NaN or out of range.
+    assert main(gate(run, flag, value)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: {flag} {value}: {problem}; give a number ")
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert "gate passed" not in captured.out
+
+
+def test_thresholds_api_validates_names_and_values() -> None:
+    with pytest.raises(ThresholdError, match="not a finite number"):
+        Thresholds(max_parse_failure=math.nan)
+    with pytest.raises(ThresholdError, match="unknown threshold 'max_parse_failures'"):
+        Thresholds(max_parse_failures=0.1)
+    limits = Thresholds(max_parse_failure=0.1, min_recall=None)
+    assert limits.limits == {"max_parse_failure": 0.1}
+    assert limits.max_parse_failure == 0.1 and limits.min_recall is None
+    assert limits == Thresholds(max_parse_failure=0.1)
+
+
+def test_every_gate_flag_is_listed_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    out = capsys.readouterr().out
+    for spec in gate_specs().values():
+        assert spec.flag in out

@@ -41,7 +41,7 @@ from memlab.core import (
 )
 from memlab.datasets import dataset_stats, load_dataset
 from memlab.errors import MemlabError
-from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run, sweep
+from memlab.eval import Grid, LaneConfig, Run, compare, load_grid, load_run, sweep
 from memlab.reporting import build_report, check_gate, try_prompt
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "UpdateResult",
     "build_report",
     "check_gate",
+    "compare",
     "dataset_stats",
     "format_conversation_for_update",
     "format_memory_for_injection",

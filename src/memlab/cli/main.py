@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prompts",
     "datasets",
     "report",
+    "compare",
     "cache",
 )
 

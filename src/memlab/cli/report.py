@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from memlab.core.parsing import ParseOptions, parse_reply
+from memlab.eval.compare import describe
+from memlab.eval.metric_specs import gate_specs, interval_specs
 from memlab.eval.run import load_run
-from memlab.reporting.gate import Thresholds, check_gate
+from memlab.eval.stats import DEFAULT_RESAMPLES, StatOptions
+from memlab.reporting.gate import (
+    Regression,
+    ThresholdError,
+    Thresholds,
+    check_gate,
+    check_regressions,
+)
 from memlab.reporting.report import build_report
 
 __all__ = ["register"]
@@ -32,36 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--title", default="memlab comparison report", help="report title")
     p.set_defaults(func=_report)
 
-    g = subparsers.add_parser(
-        "gate",
-        help="exit non-zero when a run misses a threshold (for CI)",
-        description="Check every configuration of a run against thresholds. Exit 0 when all "
-        "hold; exit 1 naming each missed threshold (a metric that cannot be computed, NaN, "
-        "misses); exit 2 when the run cannot be read or no threshold is given.",
-        epilog="example:\n  memlab gate runs/nightly --max-parse-failure 0.05 --min-recall 0.6 "
-        "--max-duplicate-rate 0.1",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    g.add_argument("run", help="run directory")
-    g.add_argument(
-        "--max-parse-failure", type=float, help="highest allowed parse-failure rate (0-1)"
-    )
-    g.add_argument("--min-recall", type=float, help="lowest allowed gold-fact recall (0-1)")
-    g.add_argument("--min-precision", type=float, help="lowest allowed precision (0-1)")
-    g.add_argument(
-        "--max-duplicate-rate", type=float, help="highest allowed near-duplicate rate (0-1)"
-    )
-    g.add_argument(
-        "--max-duplicate-rate-embedding",
-        type=float,
-        help="highest allowed duplicate rate by embeddings (0-1); the run must have been swept "
-        "with --embedding-duplicates",
-    )
-    g.add_argument("--max-retracted-held", type=int, help="most retracted facts still stored")
-    g.add_argument(
-        "--max-forbidden-stored", type=int, help="most stored facts with must_not_store text"
-    )
-    g.set_defaults(func=_gate)
+    _register_gate(subparsers)
 
     v = subparsers.add_parser(
         "validate",
@@ -87,25 +66,111 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gate(args: argparse.Namespace) -> int:
-    thresholds = Thresholds(
-        max_parse_failure=args.max_parse_failure,
-        min_recall=args.min_recall,
-        min_precision=args.min_precision,
-        max_duplicate_rate=args.max_duplicate_rate,
-        max_duplicate_rate_embedding=args.max_duplicate_rate_embedding,
-        max_retracted_held=args.max_retracted_held,
-        max_forbidden_stored=args.max_forbidden_stored,
+def _register_gate(subparsers: Any) -> None:
+    g = subparsers.add_parser(
+        "gate",
+        help="exit non-zero when a run misses a threshold or regresses (for CI)",
+        description="Check every configuration of a run against thresholds, and (with "
+        "--baseline) against a baseline run with a paired test on the owners both share. "
+        "Exit 0 when all hold; exit 1 naming each missed threshold (a metric that cannot be "
+        "computed, NaN, misses) and each significant regression; exit 2 when a run cannot be "
+        "read or the options are invalid.",
+        epilog="examples:\n  memlab gate runs/nightly --max-parse-failure 0.05 --min-recall 0.6\n"
+        "  memlab gate runs/candidate --baseline runs/main "
+        "--no-significant-regression recall,parse_failure_rate\n"
+        "  memlab gate runs/nightly --min-recall 0.6 --use-bound   # lower 95%% bound >= 0.6",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    if all(getattr(thresholds, f.name) is None for f in fields(thresholds)):
-        print("error: no threshold given; pass at least one --max-*/--min-* flag", file=sys.stderr)
+    g.add_argument("run", help="run directory (the candidate)")
+    g.add_argument("--baseline", help="baseline run directory for --no-significant-regression")
+    g.add_argument(
+        "--no-significant-regression",
+        metavar="METRICS",
+        help="comma-separated rates that must not be significantly worse than the baseline's "
+        f"(Holm-corrected paired test), or 'all'; rates: {', '.join(_rates())}",
+    )
+    g.add_argument(
+        "--baseline-lane",
+        help="compare every configuration with this lane (id or label) of the baseline; "
+        "default: the lane of the same label, or the baseline's only lane",
+    )
+    g.add_argument(
+        "--use-bound",
+        action="store_true",
+        help="check thresholds of rates on the pessimistic end of their 95%% interval",
+    )
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    g.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
+    )
+    for name, spec in gate_specs().items():
+        metavar = "RATE" if spec.percent else "N"
+        g.add_argument(spec.flag, dest=name, type=float, metavar=metavar, help=spec.gate_help())
+    g.set_defaults(func=_gate)
+
+
+def _rates() -> list[str]:
+    return [spec.column for spec in interval_specs()]
+
+
+def _regression_metrics(text: str) -> list[str]:
+    rates = _rates()
+    if text.strip() == "all":
+        return rates
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in rates]
+    if unknown or not names:
+        raise ThresholdError(
+            f"--no-significant-regression: unknown rate {(unknown or [text])[0]!r}; "
+            f"rates: {', '.join(rates)}, or 'all'"
+        )
+    return names
+
+
+def _gate(args: argparse.Namespace) -> int:
+    thresholds = Thresholds(**{name: getattr(args, name) for name in gate_specs()})
+    options = StatOptions(resamples=args.resamples, alpha=args.alpha)
+    regression = args.no_significant_regression
+    if regression is not None and args.baseline is None:
+        raise ThresholdError("--no-significant-regression needs --baseline BASELINE_RUN")
+    if args.baseline is not None and regression is None:
+        raise ThresholdError("--baseline is used by --no-significant-regression METRICS: add it")
+    if not thresholds.limits and regression is None:
+        print(
+            "error: no threshold given; pass at least one --max-*/--min-* flag or "
+            "--no-significant-regression",
+            file=sys.stderr,
+        )
         return 2
+    if args.use_bound and not thresholds.limits:
+        raise ThresholdError("--use-bound applies to thresholds; pass a --max-*/--min-* flag")
     run = load_run(args.run)
-    failures = check_gate(run, thresholds)
-    for failure in failures:
+    run.stats = options
+    missed = check_gate(run, thresholds, use_bound=args.use_bound)
+    regressions: list[Regression] = []
+    if regression is not None:
+        baseline = load_run(args.baseline)
+        regressions, table = check_regressions(
+            run,
+            baseline,
+            _regression_metrics(regression),
+            baseline_lane=args.baseline_lane,
+            options=options,
+        )
+        for _, row in table.iterrows():
+            if row["verdict"] not in ("worse", "not computable"):
+                print(f"ok {row['lane']}: {row['metric']} {describe(row)}")
+    for failure in [*missed, *regressions]:
         print(f"FAILED {failure}")
-    if failures:
-        print(f"gate failed: {len(failures)} threshold(s) missed")
+    counts = [
+        f"{len(missed)} threshold(s) missed" if missed else "",
+        f"{len(regressions)} regression(s)" if regressions else "",
+    ]
+    if missed or regressions:
+        print(f"gate failed: {', '.join(c for c in counts if c)}")
         return 1
     print("gate passed")
     return 0

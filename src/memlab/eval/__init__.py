@@ -1,5 +1,12 @@
 """Replay datasets through the pipeline, sweep configurations, and measure the results."""
 
+from memlab.eval.compare import (
+    CompareError,
+    Lane,
+    compare,
+    compare_lanes,
+    owner_deltas,
+)
 from memlab.eval.embeddings import (
     Embedder,
     EmbeddingDuplicates,
@@ -21,9 +28,15 @@ from memlab.eval.matching import (
     dice,
     normalize_text,
 )
+from memlab.eval.metric_specs import (
+    METRIC_SPECS,
+    MetricSpec,
+    metric_spec,
+)
 from memlab.eval.metrics import (
     DEFAULT_PRICES,
     failure_table,
+    owner_counts,
     session_rows,
     summarize,
     violation_table,
@@ -45,6 +58,10 @@ from memlab.eval.run import (
     load_run,
     write_jsonl,
 )
+from memlab.eval.stats import (
+    StatOptions,
+    StatsError,
+)
 from memlab.eval.sweep import (
     IncompleteSweepError,
     SweepPlan,
@@ -55,7 +72,9 @@ from memlab.eval.sweep import (
 __all__ = [
     "AXES",
     "DEFAULT_PRICES",
+    "METRIC_SPECS",
     "BackendFactory",
+    "CompareError",
     "Embedder",
     "EmbeddingDuplicates",
     "EmbeddingsUnavailableError",
@@ -63,15 +82,21 @@ __all__ = [
     "Grid",
     "GridError",
     "IncompleteSweepError",
+    "Lane",
     "LaneConfig",
     "LexicalMatcher",
+    "MetricSpec",
     "OwnerReplay",
     "PromptSource",
     "ResolvedLane",
     "Run",
     "RunError",
+    "StatOptions",
+    "StatsError",
     "SweepPlan",
     "WordLlamaEmbedder",
+    "compare",
+    "compare_lanes",
     "content_tokens",
     "count_duplicates",
     "dice",
@@ -79,7 +104,10 @@ __all__ = [
     "flatten_call",
     "load_grid",
     "load_run",
+    "metric_spec",
     "normalize_text",
+    "owner_counts",
+    "owner_deltas",
     "parse_options_for",
     "plan_sweep",
     "replay_owner",

@@ -5,16 +5,19 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   in sessions ``<= i``.
 - *recall*: active gold facts covered by at least one stored fact / active gold facts.
 - *precision*: stored facts that cover at least one active gold fact / stored facts.
-- *retracted held*: retracted gold facts still covered by a stored fact.
+- *retracted held*: retracted gold facts still covered by a stored fact; *retracted-held rate*
+  = retracted held / gold facts retracted so far.
 - *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
-  of any session so far.
+  of any session so far; *forbidden-stored rate* = forbidden stored / stored facts.
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
   :mod:`memlab.eval.matching`); *duplicate rate* = near duplicates / stored facts. When an
   :class:`~memlab.eval.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
 - *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
-Summary recall and precision are micro-averaged over owners (sums of counts, then the ratio).
+Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
+and carries a 95% bootstrap interval over owners (:mod:`memlab.eval.stats`); which column is
+which is declared once in :mod:`memlab.eval.metric_specs`.
 """
 
 from __future__ import annotations
@@ -23,15 +26,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from memlab.datasets.models import Owner
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.matching import FactMatcher, LexicalMatcher, count_duplicates
+from memlab.eval.metric_specs import MetricSpec, summary_columns, summary_specs
+from memlab.eval.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
     "DEFAULT_PRICES",
     "failure_table",
+    "owner_counts",
     "session_rows",
     "summarize",
     "violation_table",
@@ -44,38 +51,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4.1-mini": (0.40, 1.60),
 }
 """Default price table; local models cost nothing. Pass your own to :func:`summarize`."""
-
-
-_SUMMARY_COLUMNS: tuple[str, ...] = (
-    "owners",
-    "sessions",
-    "llm_calls",
-    "agent_runs",
-    "calls_saved_by_debounce",
-    "parse_failures",
-    "parse_failure_rate",
-    "backend_errors",
-    "final_facts",
-    "recall",
-    "precision",
-    "retracted_held",
-    "forbidden_stored",
-    "dup_exact",
-    "dup_normalized",
-    "dup_near",
-    "duplicate_rate",
-    "added",
-    "removed",
-    "evicted",
-    "skipped_below_threshold",
-    "skipped_duplicate",
-    "prompt_tokens",
-    "completion_tokens",
-    "tokens_per_update",
-    "cost_usd",
-    "cost_per_retained_fact",
-    "cache_hits",
-)
 
 
 def session_rows(
@@ -135,6 +110,7 @@ def session_rows(
             "recall": len(covered) / len(active) if active else float("nan"),
             "precision": precise / len(stored) if stored else float("nan"),
             "retracted_held": held,
+            "gold_retracted": sum(1 for gid in retracted if gid in gold),
             "forbidden_stored": bad,
             "dup_exact": dups.exact,
             "dup_normalized": dups.normalized,
@@ -162,92 +138,178 @@ def _price(model: object, prices: Mapping[str, tuple[float, float]]) -> tuple[fl
     return (0.0, 0.0)
 
 
+# Per-owner counts: from the owner's last session (the memory as it ends), summed over all
+# its sessions, and from its LLM calls. Metric specs name these columns.
+_FINAL_COUNTS = (
+    "facts",
+    "gold_active",
+    "gold_covered",
+    "stored_precise",
+    "retracted_held",
+    "gold_retracted",
+    "forbidden_stored",
+    "dup_exact",
+    "dup_normalized",
+    "dup_near",
+    "dup_embedding",
+)
+_SESSION_COUNTS = (
+    "agent_runs",
+    "added",
+    "removed",
+    "evicted",
+    "skipped_below_threshold",
+    "skipped_duplicate",
+)
+_CALL_COUNTS = (
+    "llm_calls",
+    "replies",
+    "parse_failures",
+    "backend_errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens",
+    "cost_usd",
+    "cache_hits",
+)
+
+
+def owner_counts(
+    calls: pd.DataFrame,
+    sessions: pd.DataFrame,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    cluster: str = "user_id",
+    nested: str | None = None,
+) -> pd.DataFrame:
+    """Per-owner counts every summary metric is built from, indexed by (``lane_id``, owner).
+
+    Args:
+        calls: Call rows (:attr:`memlab.eval.run.Run.calls`).
+        sessions: Session rows (:attr:`memlab.eval.run.Run.sessions`).
+        prices: Price table for ``cost_usd`` (default :data:`DEFAULT_PRICES`).
+        cluster: The column naming the unit of independence: intervals resample its values
+            and paired tests pair on them.
+        nested: A column of repeated samples within an owner (e.g. ``"sample"``): counts are
+            computed per (owner, sample) and averaged over the owner's samples, so an owner
+            replayed five times weighs as much as one replayed once. ``None``: one sample.
+
+    Columns: ``owners`` (1), ``sessions``, the last session's state (``facts``,
+    ``gold_active``, ``gold_covered``, ...), the sums over sessions (``agent_runs``, ``added``,
+    ...), the call counts (``llm_calls``, ``replies``, ``parse_failures``, ``tokens``,
+    ``cost_usd``, ...) and ``calls_saved_by_debounce``. A count the session rows lack
+    (``dup_embedding`` without an embedding measure) is left out.
+    """
+    prices = DEFAULT_PRICES if prices is None else prices
+    if sessions.empty or "lane_id" not in sessions.columns:
+        return pd.DataFrame()
+    unit = ["lane_id", cluster] + ([nested] if nested else [])
+    missing = [c for c in unit if c not in sessions.columns or (len(calls) and c not in calls)]
+    if missing:
+        raise ValueError(f"owner_counts: the rows have no {missing[0]!r} column")
+    ordered = sessions.sort_values("session_index", kind="stable")
+    final_columns = [c for c in _FINAL_COUNTS if c in sessions.columns]
+    # tail(1), not last(): last() would skip a NaN (an unmeasured count) in the last session.
+    final = ordered.groupby(unit, sort=False).tail(1).set_index(unit)[final_columns]
+    grouped = sessions.groupby(unit, sort=False)
+    totals = grouped[[c for c in _SESSION_COUNTS if c in sessions.columns]].sum()
+    counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
+    counts = counts.join(_call_counts(calls, unit, prices)).fillna(
+        {c: 0 for c in _CALL_COUNTS}
+    )
+    counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
+    if nested:
+        counts = counts.groupby(["lane_id", cluster], sort=False).mean()
+    # Sorted, so that resampling draws the same owners whatever the order of the rows.
+    return counts.sort_index()
+
+
+def _call_counts(
+    calls: pd.DataFrame, unit: list[str], prices: Mapping[str, tuple[float, float]]
+) -> pd.DataFrame:
+    if calls.empty:
+        return pd.DataFrame(columns=[*unit, *_CALL_COUNTS]).set_index(unit)
+    replied = calls["reply"].notna()
+    models = calls["model"].map(lambda m: m if isinstance(m, str) else "")
+    rates = {model: _price(model, prices) for model in models.unique()}
+    frame = calls[unit].assign(
+        llm_calls=1,
+        replies=replied.astype(int),
+        parse_failures=(replied & ~calls["parse_ok"].astype(bool)).astype(int),
+        backend_errors=(calls["error_stage"] == "backend").astype(int),
+        prompt_tokens=calls["prompt_tokens"],
+        completion_tokens=calls["completion_tokens"],
+        tokens=calls["prompt_tokens"] + calls["completion_tokens"],
+        cost_usd=(
+            calls["prompt_tokens"] * models.map(lambda m: rates[m][0])
+            + calls["completion_tokens"] * models.map(lambda m: rates[m][1])
+        )
+        / 1e6,
+        cache_hits=calls["cached"].astype(bool).astype(int),
+    )
+    return frame.groupby(unit, sort=False).sum()
+
+
 def summarize(
     calls: pd.DataFrame,
     sessions: pd.DataFrame,
     *,
     prices: Mapping[str, tuple[float, float]] | None = None,
+    options: StatOptions | None = None,
+    cluster: str = "user_id",
+    nested: str | None = None,
 ) -> pd.DataFrame:
-    """One row per lane with the headline metrics (see the module docstring)."""
-    prices = DEFAULT_PRICES if prices is None else prices
-    rows = []
-    lanes = sorted(
-        set(sessions.get("lane_id", pd.Series(dtype=str)))
-        | set(calls.get("lane_id", pd.Series(dtype=str)))
-    )
-    for lane in lanes:
-        lane_calls = calls[calls["lane_id"] == lane] if len(calls) else calls
-        lane_sessions = sessions[sessions["lane_id"] == lane]
-        final = lane_sessions.sort_values("session_index").groupby("user_id").tail(1)
-        replied = lane_calls[lane_calls["reply"].notna()] if len(lane_calls) else lane_calls
-        failed = int((~replied["parse_ok"].astype(bool)).sum()) if len(replied) else 0
-        prompt_tokens = int(lane_calls["prompt_tokens"].sum()) if len(lane_calls) else 0
-        completion_tokens = int(lane_calls["completion_tokens"].sum()) if len(lane_calls) else 0
-        cost = 0.0
-        for _, call in lane_calls.iterrows():
-            p_in, p_out = _price(call.get("model"), prices)
-            cost += (call["prompt_tokens"] * p_in + call["completion_tokens"] * p_out) / 1e6
-        facts = int(final["facts"].sum())
-        gold_active = int(final["gold_active"].sum())
-        runs = int(lane_sessions["agent_runs"].sum())
-        row = {
-            "lane_id": lane,
-            "owners": int(final["user_id"].nunique()),
-            "sessions": len(lane_sessions),
-            "llm_calls": len(lane_calls),
-            "agent_runs": runs,
-            "calls_saved_by_debounce": runs - len(lane_calls),
-            "parse_failures": failed,
-            "parse_failure_rate": failed / len(replied) if len(replied) else float("nan"),
-            "backend_errors": int((lane_calls["error_stage"] == "backend").sum())
-            if len(lane_calls)
-            else 0,
-            "final_facts": facts,
-            "recall": int(final["gold_covered"].sum()) / gold_active
-            if gold_active
-            else float("nan"),
-            "precision": int(final["stored_precise"].sum()) / facts if facts else float("nan"),
-            "retracted_held": int(final["retracted_held"].sum()),
-            "forbidden_stored": int(final["forbidden_stored"].sum()),
-            "dup_exact": int(final["dup_exact"].sum()),
-            "dup_normalized": int(final["dup_normalized"].sum()),
-            "dup_near": int(final["dup_near"].sum()),
-            "duplicate_rate": int(final["dup_near"].sum()) / facts if facts else 0.0,
-            **_embedding_columns(final, facts),
-            "added": int(lane_sessions["added"].sum()),
-            "removed": int(lane_sessions["removed"].sum()),
-            "evicted": int(lane_sessions["evicted"].sum()),
-            "skipped_below_threshold": int(lane_sessions["skipped_below_threshold"].sum()),
-            "skipped_duplicate": int(lane_sessions["skipped_duplicate"].sum()),
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "tokens_per_update": (prompt_tokens + completion_tokens) / len(lane_calls)
-            if len(lane_calls)
-            else 0.0,
-            "cost_usd": cost,
-            "cost_per_retained_fact": cost / facts if facts else float("nan"),
-            "cache_hits": int(lane_calls["cached"].astype(bool).sum()) if len(lane_calls) else 0,
-        }
-        rows.append(row)
-    if not rows:
+    """One row per lane with the headline metrics (see the module docstring).
+
+    The columns are :func:`memlab.eval.metric_specs.summary_columns`: each metric of
+    :func:`~memlab.eval.metric_specs.summary_specs` is a sum over owners of a count from
+    :func:`owner_counts`, or a ratio of two such sums; each rate with an interval is followed
+    by ``<metric>_lo`` and ``<metric>_hi``, a bootstrap interval over owners (``options``:
+    resamples, seed, level; ``cluster`` and ``nested`` as in :func:`owner_counts`).
+    Metrics whose counts the run lacks (embedding duplicates) are left out.
+    """
+    counts = owner_counts(calls, sessions, prices=prices, cluster=cluster, nested=nested)
+    if counts.empty:
         # Keep the columns so callers can merge and select on an empty run.
-        return pd.DataFrame(columns=["lane_id", *_SUMMARY_COLUMNS])
+        return pd.DataFrame(columns=["lane_id", *summary_columns()])
+    specs = [s for s in summary_specs() if all(c in counts.columns for c in s.sources)]
+    rows = []
+    for lane, lane_counts in counts.groupby(level="lane_id", sort=True):
+        rows.append({"lane_id": lane, **_lane_metrics(lane_counts, specs, options)})
     return pd.DataFrame(rows)
 
 
-def _embedding_columns(final: pd.DataFrame, facts: int) -> dict[str, Any]:
-    """Summary columns of the embedding duplicate measure, when the sessions have it."""
-    if "dup_embedding" not in final.columns:
-        return {}
-    # Resumed or merged runs may lack it for some rows: NaN there, and no rate.
-    counts = pd.to_numeric(final["dup_embedding"], errors="coerce")
-    if counts.isna().any():
-        return {"dup_embedding": float("nan"), "duplicate_rate_embedding": float("nan")}
-    total = int(counts.sum())
-    return {
-        "dup_embedding": total,
-        "duplicate_rate_embedding": total / facts if facts else 0.0,
-    }
+def _lane_metrics(
+    counts: pd.DataFrame, specs: Sequence[MetricSpec], options: StatOptions | None
+) -> dict[str, Any]:
+    """One lane's metric values (and intervals) from its per-owner counts."""
+    row: dict[str, Any] = {}
+    for spec in specs:
+        if spec.ratio is None:
+            row[spec.column] = _total(counts[spec.sources[0]], spec)
+        else:
+            top, bottom = (counts[c].to_numpy(dtype=float).sum() for c in spec.ratio)
+            row[spec.column] = float(ratio(top, bottom, spec.empty))
+    rates = [s for s in specs if s.interval]
+    if rates:
+        found = bootstrap_ratios(
+            counts[[s.sources[0] for s in rates]].to_numpy(dtype=float),
+            counts[[s.sources[1] for s in rates]].to_numpy(dtype=float),
+            empty=np.array([s.empty for s in rates]),
+            options=options,
+        )
+        for i, spec in enumerate(rates):
+            row[f"{spec.column}_lo"] = float(found.lo[i])
+            row[f"{spec.column}_hi"] = float(found.hi[i])
+    return {c: row[c] for c in summary_columns() if c in row}
+
+
+def _total(values: pd.Series, spec: MetricSpec) -> Any:
+    """A sum over owners; NaN when any owner's count is unknown, a whole number for counts."""
+    total = float(values.to_numpy(dtype=float).sum())
+    if spec.unit == "count" and total.is_integer():
+        return int(total)
+    return total
 
 
 def failure_table(calls: pd.DataFrame) -> pd.DataFrame:

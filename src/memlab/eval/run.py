@@ -35,6 +35,7 @@ from memlab.core.atomic import atomic_write_text
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
+from memlab.eval.stats import StatOptions
 
 __all__ = [
     "RUN_FORMAT",
@@ -138,6 +139,8 @@ class Run:
     prices: dict[str, tuple[float, float]] | None = None
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
     ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
+    stats: StatOptions = field(default_factory=StatOptions)
+    """Resamples, seed and levels of the summary's intervals and of comparisons."""
 
     def __repr__(self) -> str:  # the tables and the manifest are too large for a repr
         return f"Run({self.name!r}, lanes={len(self.lanes)}, path={str(self.path)!r})"
@@ -164,7 +167,12 @@ class Run:
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per lane with the headline metrics and the lane's config columns."""
-        summary = summarize(self.calls, self.sessions, prices=self.prices)
+        sessions = self.sessions
+        # Repeated samples of a lane (a "sample" column) are averaged within each owner.
+        nested = "sample" if "sample" in sessions.columns else None
+        summary = summarize(
+            self.calls, sessions, prices=self.prices, options=self.stats, nested=nested
+        )
         configs = pd.DataFrame(
             [
                 {

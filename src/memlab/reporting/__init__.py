@@ -10,8 +10,11 @@ from memlab.reporting.charts import (
 )
 from memlab.reporting.gate import (
     GateFailure,
+    Regression,
+    ThresholdError,
     Thresholds,
     check_gate,
+    check_regressions,
 )
 from memlab.reporting.report import (
     ReportPaths,
@@ -34,11 +37,14 @@ __all__ = [
     "GateFailure",
     "Metric",
     "PromptTrial",
+    "Regression",
     "ReportPaths",
+    "ThresholdError",
     "Thresholds",
     "TrialError",
     "build_report",
     "check_gate",
+    "check_regressions",
     "compare_table",
     "config_table",
     "duplication_chart",

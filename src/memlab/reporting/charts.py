@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -26,6 +29,51 @@ __all__ = [
 _OK_COLOR = "#4c9a5b"
 
 
+def _error_bars(
+    ax: Axes,
+    x: np.ndarray,
+    y: np.ndarray,
+    spans: tuple[np.ndarray, np.ndarray],
+    *,
+    horizontal: bool = False,
+    capsize: float = 3,
+    color: str = "#222222",
+) -> None:
+    """Error bars only (no markers or lines) at ``(x, y)``, ``spans`` below and above."""
+    err = np.vstack(spans)
+    ax.errorbar(
+        x,
+        y,
+        xerr=err if horizontal else None,
+        yerr=None if horizontal else err,
+        fmt="none",
+        ecolor=color,
+        elinewidth=1,
+        capsize=capsize,
+    )
+
+
+def _error_spans(
+    summary: pd.DataFrame, lane_ids: Sequence[str], column: str, values: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a 95% interval exists for ``column``: positions, and the spans below and above.
+
+    ``values`` are the plotted values in the order of ``lane_ids``; lanes without an interval
+    (fewer than two owners, or a metric the run lacks) get no error bar.
+    """
+    keep, below, above = [], [], []
+    if f"{column}_lo" in summary.columns:
+        bounds = summary[[f"{column}_lo", f"{column}_hi"]].astype(float)
+        for i, (lane_id, value) in enumerate(zip(lane_ids, values, strict=True)):
+            lo, hi = bounds.loc[lane_id].to_numpy(dtype=float)
+            if np.isfinite(lo) and np.isfinite(hi) and np.isfinite(value):
+                keep.append(i)
+                # A percentile interval may sit entirely on one side of the estimate.
+                below.append(max(value - lo, 0.0))
+                above.append(max(hi - value, 0.0))
+    return np.array(keep, dtype=int), np.array(below), np.array(above)
+
+
 def _labels(run: Run, lane_ids: Sequence[str]) -> list[str]:
     return [run.label(lane_id) for lane_id in lane_ids]
 
@@ -38,7 +86,10 @@ def _empty(fig: Figure, message: str) -> Figure:
 
 
 def parse_failure_chart(run: Run) -> Figure:
-    """Share of replies per lane by parse outcome: failures stacked by category."""
+    """Share of replies per lane by parse outcome: failures stacked by category.
+
+    An error bar at the end of the failures shows the failure rate's 95% interval.
+    """
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     table = run.failures
     if table.empty:
@@ -57,11 +108,15 @@ def parse_failure_chart(run: Run) -> Figure:
         left += values
     ok = shares[ok_cols].sum(axis=1).to_numpy() if ok_cols else np.zeros(len(lanes))
     ax.barh(y, ok, left=left, label="parsed ok", color=_OK_COLOR, alpha=0.35)
-    for i, rate in enumerate(1 - ok):
+    rates = 1 - ok
+    where, below, above = _error_spans(run.summary, lanes, "parse_failure_rate", list(rates))
+    if len(where):
+        _error_bars(ax, rates[where], y[where], (below, above), horizontal=True)
+    for i, rate in enumerate(rates):
         ax.text(min(rate, 0.82) + 0.01, i, f"{rate:.0%} failed", va="center", fontsize=8)
     ax.set_yticks(y, _labels(run, lanes))
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of LLM replies")
+    ax.set_xlabel("share of LLM replies (bars: 95% interval of the failure rate)")
     ax.set_title("Parse outcome per configuration")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
@@ -129,7 +184,10 @@ def fact_growth_chart(run: Run) -> Figure:
 
 
 def duplication_chart(run: Run) -> Figure:
-    """Duplicate stored facts per configuration: exact, normalized, near (and embedding)."""
+    """Duplicate stored facts per configuration: exact, normalized, near (and embedding).
+
+    The near and embedding duplicate rates carry error bars: their 95% bootstrap intervals.
+    """
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     summary = run.summary
     if summary.empty or summary["final_facts"].fillna(0).sum() == 0:
@@ -141,25 +199,31 @@ def duplication_chart(run: Run) -> Figure:
     x = np.arange(len(summary))
     width = 0.8 / len(kinds)
     facts = summary["final_facts"].replace(0, np.nan)
+    # The rates that have intervals, by the count they divide by the stored facts.
+    intervals = {"dup_near": "duplicate_rate", "dup_embedding": "duplicate_rate_embedding"}
     for k, kind in enumerate(kinds):
-        ax.bar(
-            x + (k - (len(kinds) - 1) / 2) * width,
-            (summary[kind] / facts).fillna(0),
-            width,
-            label=kind.removeprefix("dup_"),
-        )
+        positions = x + (k - (len(kinds) - 1) / 2) * width
+        heights = (summary[kind] / facts).fillna(0).to_numpy(dtype=float)
+        ax.bar(positions, heights, width, label=kind.removeprefix("dup_"))
+        if kind in intervals:
+            where, below, above = _error_spans(
+                summary, list(summary.index), intervals[kind], list(heights)
+            )
+            if len(where):
+                _error_bars(ax, positions[where], heights[where], (below, above))
     ax.set_xticks(x, list(summary["label"]), rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("duplicates / stored facts")
+    ax.set_ylabel("duplicates / stored facts (bars: 95% interval)")
     ax.set_title("Duplication among stored facts")
     ax.legend(fontsize=8)
     return fig
 
 
 def operating_curve_chart(run: Run) -> Figure:
-    """Recall against precision per configuration.
+    """Recall against precision per configuration, with 95% intervals of both.
 
     One line per combination of the run's varying axes other than the threshold (for example
-    ``max_facts``), joining its thresholds in increasing order.
+    ``max_facts``), joining its thresholds in increasing order; thin crosses show each
+    point's bootstrap intervals (over owners) when the run has at least two owners.
     """
     fig = Figure(figsize=(6.5, 5), layout="constrained")
     summary = run.summary.dropna(subset=["recall", "precision"])
@@ -172,7 +236,8 @@ def operating_curve_chart(run: Run) -> Figure:
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
         group = group.sort_values("fact_confidence_threshold")
-        ax.plot(group["precision"], group["recall"], marker="o", label=label)
+        (line,) = ax.plot(group["precision"], group["recall"], marker="o", label=label)
+        _interval_cross(ax, group, to_hex(line.get_color()))
         for _, row in group.iterrows():
             ax.annotate(
                 f"t={row['fact_confidence_threshold']:g}",
@@ -188,6 +253,24 @@ def operating_curve_chart(run: Run) -> Figure:
     ax.set_title("Operating curve: confidence threshold x max_facts")
     ax.legend(fontsize=7)
     return fig
+
+
+def _interval_cross(ax: Axes, group: pd.DataFrame, color: str) -> None:
+    """95% intervals of precision (horizontal) and recall (vertical) around each point."""
+    lanes = list(group.index)
+    xs, ys = group["precision"].to_numpy(float), group["recall"].to_numpy(float)
+    for column, values, horizontal in (("precision", xs, True), ("recall", ys, False)):
+        where, below, above = _error_spans(group, lanes, column, list(values))
+        if len(where):
+            _error_bars(
+                ax,
+                xs[where],
+                ys[where],
+                (below, above),
+                horizontal=horizontal,
+                capsize=0,
+                color=color,
+            )
 
 
 def tokens_chart(run: Run) -> Figure:

@@ -1,26 +1,94 @@
-"""A CI gate over a run: thresholds on headline metrics, checked for every configuration."""
+"""A CI gate over a run: thresholds on headline metrics, and no significant regressions.
+
+Thresholds are named after the metric specs (:data:`memlab.eval.metric_specs.METRIC_SPECS`):
+``max_parse_failure``, ``min_recall``, ... and every configuration of the run must meet them,
+on the metric's value or, with ``use_bound``, on the pessimistic end of its 95% interval.
+Against a baseline run, :func:`check_regressions` fails a metric only when the paired test
+finds it significantly worse (Holm-adjusted over the metrics and lanes checked).
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
+
+from memlab.errors import MemlabError
+from memlab.eval.compare import compare, describe
+from memlab.eval.metric_specs import MetricSpec, gate_specs
 from memlab.eval.run import Run
+from memlab.eval.stats import StatOptions
 
-__all__ = ["GateFailure", "Thresholds", "check_gate"]
+__all__ = [
+    "GateFailure",
+    "Regression",
+    "ThresholdError",
+    "Thresholds",
+    "check_gate",
+    "check_regressions",
+]
 
 
-@dataclass(frozen=True)
+class ThresholdError(MemlabError, ValueError):
+    """A gate threshold that is unknown, not a finite number, or outside the metric's range."""
+
+
+def _checked(name: str, spec: MetricSpec, value: Any) -> float:
+    flag = spec.flag or name
+    low, high = spec.valid
+    span = f"from {low:g} to {high:g}" if math.isfinite(high) else f"of at least {low:g}"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    shown = f"{value:g}" if isinstance(value, float) else repr(value)
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise ThresholdError(f"{flag} {shown}: not a finite number; give a number {span}")
+    if not low <= number <= high:
+        raise ThresholdError(f"{flag} {shown}: out of range; give a number {span}")
+    return number
+
+
 class Thresholds:
-    """Limits a run must meet; ``None`` means not checked."""
+    """Limits a run must meet, by name (``Thresholds(max_parse_failure=0.05)``).
 
-    max_parse_failure: float | None = None
-    min_recall: float | None = None
-    min_precision: float | None = None
-    max_duplicate_rate: float | None = None
-    max_duplicate_rate_embedding: float | None = None
-    max_retracted_held: int | None = None
-    max_forbidden_stored: int | None = None
+    A limit left out or ``None`` is not checked. Names and ranges come from the metric specs
+    (:func:`memlab.eval.metric_specs.gate_specs`); an unknown name, NaN, infinity or a value
+    outside the metric's range (a rate above 1, a negative count) raises
+    :class:`ThresholdError`.
+    """
+
+    def __init__(self, **limits: float | None) -> None:
+        specs = gate_specs()
+        checked: dict[str, float] = {}
+        for name, value in limits.items():
+            if name not in specs:
+                known = ", ".join(specs)
+                raise ThresholdError(f"unknown threshold {name!r}; known thresholds: {known}")
+            if value is not None:
+                checked[name] = _checked(name, specs[name], value)
+        self.limits: dict[str, float] = checked
+        """The limits that are set, by threshold name."""
+
+    def __getattr__(self, name: str) -> float | None:
+        # Reading an unset known threshold (thresholds.min_recall) gives None.
+        if name in gate_specs():
+            limits: dict[str, float] = self.__dict__.get("limits", {})
+            return limits.get(name)
+        raise AttributeError(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Thresholds) and other.limits == self.limits
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.limits.items())))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.limits.items())
+        return f"Thresholds({inner})"
 
 
 @dataclass(frozen=True)
@@ -33,64 +101,124 @@ class GateFailure:
     limit: float
     bound: str  # "max" or "min"
     threshold: str = ""
-    """The :class:`Thresholds` field that was missed (e.g. ``max_parse_failure``)."""
+    """The threshold that was missed (e.g. ``max_parse_failure``)."""
     detail: str = ""
     """Why the value is missing, when the run did not measure the metric."""
+    checked: str = ""
+    """What was compared with the limit when not the value: ``95% upper bound`` etc."""
+    estimate: float = math.nan
+    """The metric's value when ``checked`` is an interval bound."""
 
     def __str__(self) -> str:
         op = "<=" if self.bound == "max" else ">="
         shown = "NaN (not computable)" if math.isnan(self.value) else f"{self.value:.4g}"
         if self.detail:
             shown = self.detail
+        metric = self.metric
+        if self.checked:
+            metric = f"{self.metric} {self.checked}"
+            if not math.isnan(self.estimate):
+                shown += f" (value {self.estimate:.4g})"
         flag = f" [--{self.threshold.replace('_', '-')}]" if self.threshold else ""
-        return f"{self.lane}: {self.metric} = {shown}, required {op} {self.limit:g}{flag}"
+        return f"{self.lane}: {metric} = {shown}, required {op} {self.limit:g}{flag}"
 
 
-# Metrics a run has only when it was swept with an optional measure, and how to get them.
-_OPTIONAL = {
-    "duplicate_rate_embedding": "not measured (sweep with --embedding-duplicates)",
-}
+@dataclass(frozen=True)
+class Regression:
+    """A metric significantly worse than the baseline's (or not comparable at all)."""
 
-_CHECKS: tuple[tuple[str, str, str], ...] = (
-    ("max_parse_failure", "parse_failure_rate", "max"),
-    ("min_recall", "recall", "min"),
-    ("min_precision", "precision", "min"),
-    ("max_duplicate_rate", "duplicate_rate", "max"),
-    ("max_duplicate_rate_embedding", "duplicate_rate_embedding", "max"),
-    ("max_retracted_held", "retracted_held", "max"),
-    ("max_forbidden_stored", "forbidden_stored", "max"),
-)
+    lane: str
+    metric: str
+    baseline: str
+    text: str
+    """The comparison in words: delta, interval, p-values."""
+
+    def __str__(self) -> str:
+        if self.text == "not computable":
+            what = f"not computable (the baseline {self.baseline} has a value)"
+        else:
+            what = f"significantly worse than {self.baseline}: {self.text}"
+        return f"{self.lane}: {self.metric} {what} [--no-significant-regression]"
 
 
-def check_gate(run: Run, thresholds: Thresholds) -> list[GateFailure]:
+def _absent(spec: MetricSpec) -> str:
+    """Why a run lacks a metric: how to measure it, for metrics only some runs have."""
+    return spec.requires or "not in the run summary"
+
+
+def check_gate(
+    run: Run, thresholds: Thresholds, *, use_bound: bool = False
+) -> list[GateFailure]:
     """Return every missed threshold (empty when the run passes).
 
     A metric that cannot be computed (NaN: no replies, no labeled facts) misses any
-    threshold set on it, so an empty run never passes a gate by accident.
+    threshold set on it, so an empty run never passes a gate by accident. With
+    ``use_bound``, a rate with an interval must meet the limit with its pessimistic bound
+    (the upper end for a ``max_`` limit, the lower end for a ``min_`` limit); a missing
+    interval (fewer than two owners) then misses.
     """
     failures: list[GateFailure] = []
     summary = run.summary
+    specs = gate_specs()
     for lane_id, row in summary.iterrows():
-        for field, column, bound in _CHECKS:
-            limit = getattr(thresholds, field)
-            if limit is None:
-                continue
-            if column not in summary.columns:
-                detail = _OPTIONAL.get(column, "not in the run summary")
-                failures.append(
-                    GateFailure(
-                        run.label(str(lane_id)), column, math.nan, limit, bound, field, detail
-                    )
-                )
-                continue
-            value = float(row[column])
-            missed = (
-                math.isnan(value)
-                or (bound == "max" and value > limit)
-                or (bound == "min" and value < limit)
-            )
-            if missed:
-                failures.append(
-                    GateFailure(run.label(str(lane_id)), column, value, limit, bound, field)
-                )
+        label = run.label(str(lane_id))
+        for name, limit in thresholds.limits.items():
+            spec = specs[name]
+            failure = _check_one(label, row, summary.columns, spec, limit, use_bound)
+            if failure is not None:
+                failures.append(failure)
     return failures
+
+
+def _check_one(
+    label: str,
+    row: pd.Series,
+    columns: pd.Index,
+    spec: MetricSpec,
+    limit: float,
+    use_bound: bool,
+) -> GateFailure | None:
+    name = spec.threshold or ""
+    if spec.column not in columns:
+        return GateFailure(label, spec.column, math.nan, limit, spec.bound, name, _absent(spec))
+    value = float(row[spec.column])
+    checked, estimate = "", math.nan
+    if use_bound and spec.interval:
+        end = "hi" if spec.bound == "max" else "lo"
+        checked = f"95% {'upper' if end == 'hi' else 'lower'} bound"
+        value, estimate = float(row[f"{spec.column}_{end}"]), value
+    missed = (
+        math.isnan(value)
+        or (spec.bound == "max" and value > limit)
+        or (spec.bound == "min" and value < limit)
+    )
+    if not missed:
+        return None
+    return GateFailure(
+        label, spec.column, value, limit, spec.bound, name, checked=checked, estimate=estimate
+    )
+
+
+def check_regressions(
+    candidate: Run,
+    baseline: Run,
+    metrics: Sequence[str],
+    *,
+    baseline_lane: str | None = None,
+    options: StatOptions | None = None,
+) -> tuple[list[Regression], pd.DataFrame]:
+    """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
+
+    Returns the regressions and the full comparison (one row per lane and metric, see
+    :func:`memlab.eval.compare.compare`). A metric that cannot be compared (NaN, e.g. no
+    labeled facts) counts as a regression: a gate never passes on a missing number.
+    """
+    table = compare(
+        baseline, candidate, baseline_lane=baseline_lane, metrics=metrics, options=options
+    )
+    found = []
+    for _, row in table.iterrows():
+        base = f"{row['baseline_run']} ({row['baseline_lane']})"
+        if row["verdict"] in ("worse", "not computable"):
+            found.append(Regression(str(row["lane"]), str(row["metric"]), base, describe(row)))
+    return found, table

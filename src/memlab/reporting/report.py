@@ -27,6 +27,12 @@ from memlab.reporting.prompt_changes import (
     prompt_changes_html,
     prompt_changes_markdown,
 )
+from memlab.reporting.statistics import (
+    StatisticsSection,
+    section_html,
+    section_markdown,
+    statistics_section,
+)
 from memlab.reporting.tables import (
     compare_table,
     config_table,
@@ -133,10 +139,15 @@ def build_report(
     metrics = compare_table(runs)
     failures = worst_failures(runs)
     diff, diff_title = _diff(runs)
+    stats = statistics_section(runs)
     generated = utc_iso(datetime.now(UTC))
 
-    html = _html(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
-    md = _markdown(title, generated, runs, configs, changed, metrics, failures, diff, diff_title)
+    html = _html(
+        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
+    )
+    md = _markdown(
+        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
+    )
     paths = ReportPaths(html=out / "index.html", markdown=out / "summary.md")
     atomic_write_text(paths.html, html)
     atomic_write_text(paths.markdown, md)
@@ -160,6 +171,7 @@ def _html(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
+    stats: StatisticsSection,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -194,6 +206,7 @@ def _html(
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
     for note in _measure_notes(runs):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
+    parts += section_html(stats)
     parts.append(prompt_changes_html(prompt_changes(runs, metrics)))
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
@@ -252,6 +265,7 @@ def _markdown(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
+    stats: StatisticsSection,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -283,6 +297,7 @@ def _markdown(
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{note}  " for note in notes), ""]
+    lines += section_markdown(stats)
     lines += prompt_changes_markdown(prompt_changes(runs, metrics))
     lines += ["## Worst failures", ""]
     if failures.empty:

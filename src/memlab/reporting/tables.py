@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from memlab.datasets.loader import load_dataset
 from memlab.eval.matching import dice, normalize_text
+from memlab.eval.metric_specs import MetricSpec, report_specs
 from memlab.eval.run import Run
 
 __all__ = [
@@ -27,48 +26,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Metric:
-    """A headline metric: its summary column, display name and which direction is better."""
+Metric = MetricSpec
+"""A headline metric (the name reports have used; see :class:`MetricSpec`)."""
 
-    column: str
-    title: str
-    higher_is_better: bool
-    percent: bool = False
-    ranked: bool = True
-    """False for counts that are not better or worse in themselves (no best-value marker)."""
-
-    def fmt(self, value: Any) -> str:
-        """Format a value for display ("-" for missing)."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "-"
-        if self.percent:
-            return f"{value:.1%}"
-        if isinstance(value, float) and not float(value).is_integer():
-            return f"{value:.4g}"
-        return f"{int(value)}"
+METRICS: tuple[MetricSpec, ...] = report_specs()
+"""The report's metric table as declared in :data:`memlab.eval.metric_specs.METRIC_SPECS`."""
 
 
-METRICS: tuple[Metric, ...] = (
-    Metric("parse_failure_rate", "parse failure rate", False, percent=True),
-    Metric("recall", "recall", True, percent=True),
-    Metric("precision", "precision", True, percent=True),
-    Metric("duplicate_rate", "duplicate rate", False, percent=True),
-    # Only in runs swept with embedding_duplicates; tables leave absent metrics out.
-    Metric("duplicate_rate_embedding", "duplicate rate (embeddings)", False, percent=True),
-    Metric("final_facts", "final facts", True, ranked=False),
-    Metric("retracted_held", "retracted facts held", False),
-    Metric("forbidden_stored", "forbidden content stored", False),
-    Metric("llm_calls", "LLM calls", False),
-    Metric("calls_saved_by_debounce", "calls saved by debounce", True),
-    Metric("tokens_per_update", "tokens / update", False),
-    Metric("cost_usd", "cost (USD)", False),
-)
-
-
-def metrics_in(table: pd.DataFrame) -> list[Metric]:
-    """The headline metrics that ``table`` (a summary or :func:`compare_table`) has."""
-    return [metric for metric in METRICS if metric.column in table.columns]
+def metrics_in(table: pd.DataFrame) -> list[MetricSpec]:
+    """The report-table metrics that ``table`` (a summary or :func:`compare_table`) has."""
+    return [metric for metric in report_specs() if metric.column in table.columns]
 
 
 def _rows(runs: Sequence[Run]) -> pd.DataFrame:
@@ -127,7 +94,7 @@ def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
     if rows.empty:
         return rows
     out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
-    for metric in METRICS:
+    for metric in report_specs():
         if metric.column not in rows.columns:
             continue
         values = pd.to_numeric(rows[metric.column], errors="coerce")

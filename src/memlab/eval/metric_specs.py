@@ -1,0 +1,343 @@
+"""Every headline metric, declared once.
+
+A :class:`MetricSpec` says how a summary column is computed from per-owner counts (see
+:func:`memlab.eval.metrics.owner_counts`), how it is shown, which direction is better, whether
+it is a rate that gets a bootstrap interval and paired tests, its valid range, and its gate
+threshold. The run summary, the report tables, the gate's thresholds and checks and the
+``memlab gate`` flags are all built from :data:`METRIC_SPECS`.
+
+Adding a metric is one entry below, plus its per-owner count in ``owner_counts`` when it needs
+a count that does not exist yet. Every value is a sum over owners of a per-owner count, or a
+ratio of two such sums (micro-averaged: recall = covered gold facts of all owners / active
+gold facts of all owners), which is also what the bootstrap resamples.
+
+This module imports neither pandas nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "METRIC_SPECS",
+    "MetricSpec",
+    "gate_specs",
+    "interval_specs",
+    "metric_spec",
+    "report_specs",
+    "summary_columns",
+    "summary_specs",
+]
+
+Direction = Literal["higher", "lower"]
+Unit = Literal["percent", "count", "number", "usd"]
+
+_RATE = (0.0, 1.0)
+_COUNT = (0.0, math.inf)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One summary metric.
+
+    Attributes:
+        column: Summary column (and the name used by ``memlab compare`` and the gate).
+        title: Display name in reports.
+        direction: ``"higher"`` or ``"lower"`` is better; ``None`` for counts that are neither
+            (no best-value marker, no gate).
+        unit: ``percent`` (a share, shown as 12.5%), ``count``, ``number`` or ``usd``.
+        ratio: Per-owner count columns ``(numerator, denominator)``: the metric is the ratio
+            of their sums over owners. ``None``: the sum of the per-owner count ``total``.
+        total: Per-owner count column summed (default: ``column``); only without ``ratio``.
+        interval: A rate that gets ``<column>_lo``/``<column>_hi`` (bootstrap over owners)
+            and is compared between configurations by the paired test. Needs ``ratio``.
+        empty: The value of a ratio whose denominator is 0 (NaN: not computable).
+        valid: The range a value (and a gate threshold) can take.
+        gate: Threshold name without its ``max_``/``min_`` prefix (``"parse_failure"`` gives
+            ``max_parse_failure`` and ``--max-parse-failure``); ``None``: not gated.
+        report: Shown in the report's metric table (every interval metric is also shown with
+            its interval and paired tests).
+        requires: How to get the metric when a run lacks its counts (then the summary leaves
+            it out); "" for metrics every run has.
+    """
+
+    column: str
+    title: str
+    direction: Direction | None
+    unit: Unit = "count"
+    ratio: tuple[str, str] | None = None
+    total: str | None = None
+    interval: bool = False
+    empty: float = math.nan
+    valid: tuple[float, float] = _COUNT
+    gate: str | None = None
+    report: bool = False
+    requires: str = ""
+
+    def __post_init__(self) -> None:
+        # Declaration mistakes fail at import, not in a report months later.
+        if self.interval and self.ratio is None:
+            raise ValueError(f"metric {self.column}: an interval needs a ratio")
+        if self.ratio is not None and self.total is not None:
+            raise ValueError(f"metric {self.column}: give ratio or total, not both")
+        if self.gate is not None and self.direction is None:
+            raise ValueError(f"metric {self.column}: a gated metric needs a direction")
+
+    @property
+    def higher_is_better(self) -> bool:
+        """True when larger values are better."""
+        return self.direction == "higher"
+
+    @property
+    def ranked(self) -> bool:
+        """False for counts that are not better or worse in themselves (no best marker)."""
+        return self.direction is not None
+
+    @property
+    def percent(self) -> bool:
+        """True for shares shown as percentages."""
+        return self.unit == "percent"
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The per-owner count columns the metric is computed from."""
+        return self.ratio if self.ratio is not None else (self.total or self.column,)
+
+    @property
+    def bound(self) -> Literal["max", "min"]:
+        """``max`` when lower is better (a gate sets a ceiling), else ``min``."""
+        return "max" if self.direction == "lower" else "min"
+
+    @property
+    def threshold(self) -> str | None:
+        """The gate threshold's name (``max_parse_failure``), or None when not gated."""
+        return f"{self.bound}_{self.gate}" if self.gate else None
+
+    @property
+    def flag(self) -> str | None:
+        """The ``memlab gate`` flag (``--max-parse-failure``), or None when not gated."""
+        return f"--{self.threshold.replace('_', '-')}" if self.threshold else None
+
+    def gate_help(self) -> str:
+        """Help text of the gate flag."""
+        low, high = self.valid
+        what = "highest" if self.bound == "max" else "lowest"
+        span = f"{low:g}-{high:g}" if math.isfinite(high) else f">= {low:g}"
+        hint = f"; {self.requires}" if self.requires else ""
+        return f"{what} allowed {self.title} ({span}){hint}"
+
+    def fmt(self, value: Any) -> str:
+        """Format a value for display ("-" for missing)."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        if self.unit == "percent":
+            return f"{value:.1%}"
+        if isinstance(value, float) and not float(value).is_integer():
+            return f"{value:.4g}"
+        return f"{int(value)}"
+
+    def fmt_delta(self, delta: float) -> str:
+        """A signed difference: percentage points for rates (``+6.2 pts``), else the unit."""
+        if math.isnan(delta):
+            return "-"
+        if self.unit == "percent":
+            return f"{delta * 100:+.1f} pts"
+        return f"{delta:+.4g}"
+
+    def fmt_bounds(self, lo: float, hi: float, *, points: bool = False) -> str:
+        """``[lo, hi]``; with ``points``, a delta of a rate in percentage points."""
+        if math.isnan(lo) or math.isnan(hi):
+            return "[-]"
+        if self.unit == "percent":
+            if points:
+                return f"[{lo * 100:.1f}, {hi * 100:.1f}]"
+            return f"[{lo:.1%}, {hi:.1%}]"
+        return f"[{lo:.4g}, {hi:.4g}]"
+
+
+_EMB_HINT = "not measured (sweep with --embedding-duplicates)"
+
+METRIC_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("owners", "owners", None),
+    MetricSpec("sessions", "sessions", None),
+    MetricSpec("agent_runs", "agent runs", None),
+    MetricSpec("parse_failures", "parse failures", "lower"),
+    MetricSpec(
+        "parse_failure_rate",
+        "parse failure rate",
+        "lower",
+        "percent",
+        ratio=("parse_failures", "replies"),
+        interval=True,
+        valid=_RATE,
+        gate="parse_failure",
+        report=True,
+    ),
+    MetricSpec("backend_errors", "backend errors", "lower"),
+    MetricSpec(
+        "backend_error_rate",
+        "backend error rate",
+        "lower",
+        "percent",
+        ratio=("backend_errors", "llm_calls"),
+        interval=True,
+        valid=_RATE,
+        gate="backend_error_rate",
+    ),
+    MetricSpec(
+        "recall",
+        "recall",
+        "higher",
+        "percent",
+        ratio=("gold_covered", "gold_active"),
+        interval=True,
+        valid=_RATE,
+        gate="recall",
+        report=True,
+    ),
+    MetricSpec(
+        "precision",
+        "precision",
+        "higher",
+        "percent",
+        ratio=("stored_precise", "facts"),
+        interval=True,
+        valid=_RATE,
+        gate="precision",
+        report=True,
+    ),
+    MetricSpec("dup_exact", "exact duplicates", "lower"),
+    MetricSpec("dup_normalized", "normalized duplicates", "lower"),
+    MetricSpec("dup_near", "near duplicates", "lower"),
+    MetricSpec(
+        "duplicate_rate",
+        "duplicate rate",
+        "lower",
+        "percent",
+        ratio=("dup_near", "facts"),
+        interval=True,
+        empty=0.0,
+        valid=_RATE,
+        gate="duplicate_rate",
+        report=True,
+    ),
+    MetricSpec("dup_embedding", "duplicates (embeddings)", "lower", requires=_EMB_HINT),
+    MetricSpec(
+        "duplicate_rate_embedding",
+        "duplicate rate (embeddings)",
+        "lower",
+        "percent",
+        ratio=("dup_embedding", "facts"),
+        interval=True,
+        empty=0.0,
+        valid=_RATE,
+        gate="duplicate_rate_embedding",
+        report=True,
+        requires=_EMB_HINT,
+    ),
+    MetricSpec("final_facts", "final facts", None, total="facts", report=True),
+    MetricSpec(
+        "retracted_held", "retracted facts held", "lower", gate="retracted_held", report=True
+    ),
+    MetricSpec(
+        "retracted_held_rate",
+        "retracted-held rate",
+        "lower",
+        "percent",
+        ratio=("retracted_held", "gold_retracted"),
+        interval=True,
+        valid=_RATE,
+        gate="retracted_held_rate",
+        requires="not recorded in this run (rerun the sweep to score it)",
+    ),
+    MetricSpec(
+        "forbidden_stored",
+        "forbidden content stored",
+        "lower",
+        gate="forbidden_stored",
+        report=True,
+    ),
+    MetricSpec(
+        "forbidden_stored_rate",
+        "forbidden-stored rate",
+        "lower",
+        "percent",
+        ratio=("forbidden_stored", "facts"),
+        interval=True,
+        empty=0.0,
+        valid=_RATE,
+        gate="forbidden_stored_rate",
+    ),
+    MetricSpec("llm_calls", "LLM calls", "lower", report=True),
+    MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
+    MetricSpec("cache_hits", "cache hits", None),
+    MetricSpec("added", "facts added", None),
+    MetricSpec("removed", "facts removed", None),
+    MetricSpec("evicted", "facts evicted by the cap", None),
+    MetricSpec("skipped_below_threshold", "facts below the threshold", None),
+    MetricSpec("skipped_duplicate", "duplicate facts skipped", None),
+    MetricSpec("prompt_tokens", "prompt tokens", None),
+    MetricSpec("completion_tokens", "completion tokens", None),
+    MetricSpec(
+        "tokens_per_update",
+        "tokens / update",
+        "lower",
+        "number",
+        ratio=("tokens", "llm_calls"),
+        empty=0.0,
+        report=True,
+    ),
+    MetricSpec("cost_usd", "cost (USD)", "lower", "usd", report=True),
+    MetricSpec(
+        "cost_per_retained_fact",
+        "cost per retained fact (USD)",
+        "lower",
+        "usd",
+        ratio=("cost_usd", "facts"),
+    ),
+)
+"""Summary metrics in column order; the report's metric table keeps this order too."""
+
+# The functions below read METRIC_SPECS when called (no copies made at import), so every
+# consumer sees the same list.
+
+
+def summary_specs() -> tuple[MetricSpec, ...]:
+    """Every summary metric, in column order."""
+    return METRIC_SPECS
+
+
+def metric_spec(column: str) -> MetricSpec:
+    """The spec of a summary column; a clear error listing the known ones otherwise."""
+    for spec in METRIC_SPECS:
+        if spec.column == column:
+            return spec
+    known = ", ".join(spec.column for spec in METRIC_SPECS)
+    raise KeyError(f"unknown metric {column!r}; known metrics: {known}")
+
+
+def interval_specs() -> tuple[MetricSpec, ...]:
+    """The rates that get intervals and paired tests, in column order."""
+    return tuple(spec for spec in METRIC_SPECS if spec.interval)
+
+
+def report_specs() -> tuple[MetricSpec, ...]:
+    """The metrics of the report's metric table, in order."""
+    return tuple(spec for spec in METRIC_SPECS if spec.report)
+
+
+def gate_specs() -> dict[str, MetricSpec]:
+    """Gated metrics by threshold name (``max_parse_failure`` -> its spec)."""
+    return {spec.threshold: spec for spec in METRIC_SPECS if spec.threshold is not None}
+
+
+def summary_columns() -> tuple[str, ...]:
+    """Every summary column in order: each interval metric followed by ``_lo`` and ``_hi``."""
+    columns: list[str] = []
+    for spec in METRIC_SPECS:
+        columns.append(spec.column)
+        if spec.interval:
+            columns += [f"{spec.column}_lo", f"{spec.column}_hi"]
+    return tuple(columns)

@@ -1,0 +1,165 @@
+"""Metrics are declared once: summary, report tables, gate and CLI flags follow the specs."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from builders import marker_backend, one_turn, update
+
+from memlab.cli.main import build_parser, main
+from memlab.eval import metric_specs
+from memlab.eval.compare import compare
+from memlab.eval.grid import Grid
+from memlab.eval.metric_specs import (
+    METRIC_SPECS,
+    MetricSpec,
+    gate_specs,
+    interval_specs,
+    report_specs,
+    summary_columns,
+)
+from memlab.eval.metrics import owner_counts
+from memlab.eval.run import Run, load_run
+from memlab.eval.sweep import sweep
+from memlab.reporting import tables
+from memlab.reporting.gate import Thresholds, check_gate
+
+T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+REPLIES = {"[s:job]": update("Works as a nurse", ("Has a cat", 0.8)), "[s:hike]": "Sure."}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Three owners (one answered with prose), two thresholds."""
+    tmp = tmp_path_factory.mktemp("specs")
+    owners = []
+    for i, marker in enumerate(["[s:job]", "[s:job]", "[s:hike]"]):
+        fact = {"id": "g1", "content": "Works as a nurse", "category": "context"}
+        owners.append(
+            {
+                "user_id": f"o{i}",
+                "sessions": [one_turn(f"o{i}-1", T0 + timedelta(hours=i), marker, facts=[fact])],
+            }
+        )
+    data = tmp / "d.jsonl"
+    data.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    backend = marker_backend(REPLIES)
+    grid = {
+        "name": "specs",
+        "replay_mode": "per_session",
+        "axes": {"fact_confidence_threshold": [0.7, 0.85]},
+    }
+    return sweep(
+        data,
+        Grid.from_mapping(grid),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+def test_specs_module_imports_neither_pandas_nor_matplotlib() -> None:
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('specs', {metric_specs.__file__!r})\n"
+        "module = sys.modules['specs'] = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "assert module.METRIC_SPECS\n"
+        "heavy = {'pandas', 'matplotlib', 'numpy'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_declarations_are_unique_and_consistent() -> None:
+    for attribute in ("column", "title"):
+        values = [getattr(spec, attribute) for spec in METRIC_SPECS]
+        assert len(values) == len(set(values)), attribute
+    for spec in interval_specs():
+        assert spec.ratio is not None and spec.valid == (0.0, 1.0), spec.column
+    for name, spec in gate_specs().items():
+        assert name.startswith("max_" if spec.direction == "lower" else "min_")
+        assert spec.flag == "--" + name.replace("_", "-")
+
+
+def test_every_count_a_spec_names_is_computed(run: Run) -> None:
+    counts = owner_counts(run.calls, run.sessions)
+    needed = {c for spec in METRIC_SPECS for c in spec.sources} - {"dup_embedding"}
+    assert needed <= set(counts.columns), needed - set(counts.columns)
+    assert len(counts) == 6  # 2 lanes x 3 owners
+
+
+def test_summary_columns_follow_the_specs(run: Run) -> None:
+    expected = [c for c in summary_columns() if "embedding" not in c]
+    assert list(run.summary.columns[-len(expected) :]) == expected
+    row = run.summary.set_index("label").loc["thr=0.7"]
+    assert row["parse_failure_rate"] == pytest.approx(1 / 3)
+    assert row["recall"] == pytest.approx(2 / 3)
+    assert row["recall_lo"] <= row["recall"] <= row["recall_hi"]
+    assert row["recall_lo"] < row["recall_hi"]  # owners differ: a real interval
+
+
+def test_report_gate_and_cli_are_built_from_the_specs() -> None:
+    assert report_specs() == tables.METRICS
+    gate = next(
+        action
+        for action in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+        for name, parser in action.choices.items()
+        if name == "gate"
+    ).choices["gate"]
+    flags = {opt: a for a in gate._actions for opt in a.option_strings}
+    for name, spec in gate_specs().items():
+        assert spec.flag in flags and flags[spec.flag].dest == name
+        assert spec.title in (flags[spec.flag].help or "")
+
+
+CACHE_RATE = MetricSpec(
+    "cache_hit_rate",
+    "cache hit rate",
+    "higher",
+    "percent",
+    ratio=("cache_hits", "llm_calls"),
+    interval=True,
+    valid=(0.0, 1.0),
+    gate="cache_hit_rate",
+    report=True,
+)
+
+
+def test_adding_a_metric_is_one_spec_entry(
+    run: Run, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(metric_specs, "METRIC_SPECS", (*METRIC_SPECS, CACHE_RATE))
+    fresh = load_run(run.path)  # summaries are cached per Run object
+    summary = fresh.summary
+    assert {"cache_hit_rate", "cache_hit_rate_lo", "cache_hit_rate_hi"} <= set(summary.columns)
+    assert (summary["cache_hit_rate"] == 0).all()  # no response cache in this sweep
+    assert "cache hit rate" in [m.title for m in tables.metrics_in(tables.compare_table([fresh]))]
+    assert "cache_hit_rate" in set(compare(fresh)["metric"])
+    failures = check_gate(fresh, Thresholds(min_cache_hit_rate=0.5))
+    assert [f.threshold for f in failures] == ["min_cache_hit_rate"] * 2
+    assert main(["gate", str(run.path), "--min-cache-hit-rate", "0.5"]) == 1
+    assert "cache_hit_rate = 0, required >= 0.5 [--min-cache-hit-rate]" in capsys.readouterr().out
+
+
+def test_spec_formatting() -> None:
+    recall = metric_specs.metric_spec("recall")
+    assert recall.fmt(0.4123) == "41.2%" and recall.fmt(math.nan) == "-"
+    assert recall.fmt_delta(0.062) == "+6.2 pts"
+    assert recall.fmt_bounds(0.021, 0.104, points=True) == "[2.1, 10.4]"
+    assert recall.fmt_bounds(0.35, 0.47) == "[35.0%, 47.0%]"
+    with pytest.raises(KeyError, match="unknown metric 'recal'"):
+        metric_specs.metric_spec("recal")
+    with pytest.raises(ValueError, match="needs a ratio"):
+        MetricSpec("x", "x", "lower", interval=True)
+
+
+def test_sweep_csv_has_the_interval_columns(run: Run) -> None:
+    header = Path(run.path / "summary.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert "recall_lo" in header.split(",") and "recall_hi" in header.split(",")
