@@ -1,5 +1,11 @@
 """Replay datasets through the pipeline, sweep configurations, and measure the results."""
 
+from memlab.core.similarity import (
+    content_tokens,
+    count_duplicates,
+    dice,
+    normalize_text,
+)
 from memlab.eval.embeddings import (
     Embedder,
     EmbeddingDuplicates,
@@ -16,10 +22,7 @@ from memlab.eval.grid import (
 from memlab.eval.matching import (
     FactMatcher,
     LexicalMatcher,
-    content_tokens,
-    count_duplicates,
-    dice,
-    normalize_text,
+    MatchResult,
 )
 from memlab.eval.metrics import (
     DEFAULT_PRICES,
@@ -57,6 +60,7 @@ __all__ = [
     "GridError",
     "LaneConfig",
     "LexicalMatcher",
+    "MatchResult",
     "OwnerReplay",
     "Run",
     "RunError",

@@ -25,9 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner
 from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.matching import FactMatcher, LexicalMatcher, count_duplicates
+from memlab.eval.matching import FactMatcher, LexicalMatcher
 
 __all__ = [
     "DEFAULT_PRICES",
