@@ -342,7 +342,8 @@ def test_near_duplicate_score_is_the_metrics_measure() -> None:
         "The user likes hiking, cooking and chess", "likes hiking, cooking and tennis"
     ) == pytest.approx(3 / 4)
     assert near_duplicate_score("", "") == 1.0
-    assert near_duplicate_score("!!", "??") == 0.0
+    assert near_duplicate_score("!!", "!!") == 1.0  # no words: compared as normalized text
+    assert near_duplicate_score("12", "ab") == 0.0  # no token in common
     assert near_duplicate_score("tea", "") == 0.0
     assert NearDuplicateMerge().similarity == NEAR_DUPLICATE_THRESHOLD
     memory = memory_with(fact("fact_0000000a", "Loves hiking in the Alps every summer", 0.9))

@@ -17,7 +17,14 @@ from memlab.errors import MemlabError
 __all__ = ["build_parser", "main"]
 
 # Modules of memlab.cli that define command groups, in --help order.
-COMMAND_MODULES: tuple[str, ...] = ("demo", "run_commands", "datasets", "report", "cache")
+COMMAND_MODULES: tuple[str, ...] = (
+    "demo",
+    "run_commands",
+    "datasets",
+    "report",
+    "cache",
+    "matching",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

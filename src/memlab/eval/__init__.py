@@ -6,6 +6,15 @@ from memlab.core.similarity import (
     dice,
     normalize_text,
 )
+from memlab.eval.calibration import (
+    Calibration,
+    calibrate,
+    load_pairs,
+)
+from memlab.eval.default_matcher import (
+    DefaultMatcher,
+    EmbeddingMatcher,
+)
 from memlab.eval.embeddings import (
     Embedder,
     EmbeddingDuplicates,
@@ -18,6 +27,12 @@ from memlab.eval.grid import (
     GridError,
     LaneConfig,
     load_grid,
+)
+from memlab.eval.judge import LLMJudgeMatcher
+from memlab.eval.matchers import (
+    MATCHERS,
+    default_matcher,
+    resolve_matcher,
 )
 from memlab.eval.matching import (
     FactMatcher,
@@ -36,6 +51,7 @@ from memlab.eval.replay import (
     parse_options_for,
     replay_owner,
 )
+from memlab.eval.rescore import rescore
 from memlab.eval.run import (
     Run,
     RunError,
@@ -51,13 +67,18 @@ from memlab.eval.sweep import (
 __all__ = [
     "AXES",
     "DEFAULT_PRICES",
+    "MATCHERS",
     "BackendFactory",
+    "Calibration",
+    "DefaultMatcher",
     "Embedder",
     "EmbeddingDuplicates",
+    "EmbeddingMatcher",
     "EmbeddingsUnavailableError",
     "FactMatcher",
     "Grid",
     "GridError",
+    "LLMJudgeMatcher",
     "LaneConfig",
     "LexicalMatcher",
     "MatchResult",
@@ -65,16 +86,21 @@ __all__ = [
     "Run",
     "RunError",
     "WordLlamaEmbedder",
+    "calibrate",
     "content_tokens",
     "count_duplicates",
+    "default_matcher",
     "dice",
     "failure_table",
     "flatten_call",
     "load_grid",
+    "load_pairs",
     "load_run",
     "normalize_text",
     "parse_options_for",
     "replay_owner",
+    "rescore",
+    "resolve_matcher",
     "session_rows",
     "summarize",
     "sweep",

@@ -24,7 +24,7 @@ The parameters were tuned on the ``dev`` split of the calibration set only.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -88,8 +88,15 @@ class DefaultMatcher:
 
     @property
     def name(self) -> str:
-        """``default`` with embeddings, ``default-lexical`` without (names in the registry)."""
-        return "default" if self.embedder is not None else "default-lexical"
+        """``default`` with embeddings, ``default-lexical`` without (names in the registry),
+        followed by any parameter changed from its default, e.g. ``default(threshold=0.7)``."""
+        base = "default" if self.embedder is not None else "default-lexical"
+        changed = [
+            f"{f.name}={getattr(self, f.name):g}"
+            for f in fields(self)
+            if isinstance(f.default, float) and getattr(self, f.name) != f.default
+        ]
+        return f"{base}({', '.join(changed)})" if changed else base
 
     def covers(self, stored: str, gold: str) -> bool:
         return self.match(stored, gold).matched

@@ -8,8 +8,10 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
 - *retracted held*: retracted gold facts still covered by a stored fact.
 - *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
   of any session so far.
+- *covered*: decided by a fact matcher (default :func:`memlab.eval.matchers.default_matcher`;
+  its name and calibration are recorded with the run, see :mod:`memlab.eval.matching`).
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
-  :mod:`memlab.eval.matching`); *duplicate rate* = near duplicates / stored facts. When an
+  :mod:`memlab.core.similarity`); *duplicate rate* = near duplicates / stored facts. When an
   :class:`~memlab.eval.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
@@ -28,7 +30,8 @@ import pandas as pd
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner
 from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.matching import FactMatcher, LexicalMatcher
+from memlab.eval.matchers import default_matcher
+from memlab.eval.matching import FactMatcher
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -90,10 +93,12 @@ def session_rows(
 ) -> list[dict[str, Any]]:
     """One row per session: memory state after it, scored against the labels so far.
 
-    With ``embedding_duplicates``, rows also get ``dup_embedding``: facts whose embedding is
+    ``matcher`` decides whether a stored fact states a gold fact (default:
+    :func:`memlab.eval.matchers.default_matcher`). With ``embedding_duplicates``, rows also
+    get ``dup_embedding``: facts whose embedding is
     close to an earlier fact's (see :mod:`memlab.eval.embeddings`).
     """
-    matcher = matcher or LexicalMatcher()
+    matcher = matcher if matcher is not None else default_matcher()
     gold: dict[str, str] = {}
     retracted: set[str] = set()
     forbidden: list[str] = []

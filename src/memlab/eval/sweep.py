@@ -36,9 +36,11 @@ from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
 from memlab.eval.metrics import session_rows
 from memlab.eval.replay import OwnerReplay, replay_owner
+from memlab.eval.rescore import matcher_record
 from memlab.eval.run import Run, flatten_call, write_jsonl
 
 __all__ = ["BackendFactory", "sweep"]
@@ -152,7 +154,8 @@ def sweep(
         executor: Any executor; default a thread pool of ``max_workers``.
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
-        matcher: Gold-fact matcher for recall/precision (default lexical).
+        matcher: Gold-fact matcher for recall/precision (default
+            :func:`memlab.eval.matchers.default_matcher`); its name goes to environment.json.
         embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
             ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
         resume: Keep finished (lane, owner) replays of an existing run directory. ``False``
@@ -220,6 +223,7 @@ def sweep(
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
 
+    matcher = matcher if matcher is not None else default_matcher()
     calls, sessions = _collect(run_path, lanes, owners, matcher, embedding_duplicates)
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)
@@ -229,6 +233,7 @@ def sweep(
         "finished_at": utc_iso(datetime.now(UTC)),
         # Which measure produced dup_embedding: the model and the threshold.
         "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
+        "matcher": matcher_record(matcher, run_path),
     }
     atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
     run = Run(
