@@ -46,6 +46,8 @@ def register(subparsers: Any) -> None:
         "matcher",
         help="fact matchers: list them, calibrate one against labeled pairs",
         description="Fact matchers decide whether a stored fact states a gold fact.",
+        epilog="examples:\n  memlab matcher list\n  memlab matcher calibrate --matcher lexical",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = group.add_subparsers(dest="matcher_command", metavar="COMMAND", required=True)
     c = commands.add_parser(
@@ -67,7 +69,13 @@ def register(subparsers: Any) -> None:
     c.add_argument("--json", action="store_true", help="print the numbers as JSON")
     c.set_defaults(func=_calibrate)
 
-    ls = commands.add_parser("list", help="the matcher names", description="List matchers.")
+    ls = commands.add_parser(
+        "list",
+        help="the matcher names",
+        description="List the matcher names --matcher accepts.",
+        epilog="example:\n  memlab matcher list",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ls.set_defaults(func=_list)
 
     r = subparsers.add_parser(
