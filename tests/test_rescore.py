@@ -166,7 +166,7 @@ def test_a_failed_rescore_changes_nothing(dataset: Path, tmp_path: Path) -> None
     files = ("sessions.jsonl", "summary.csv", "environment.json")
     before = {name: (run.path / name).read_bytes() for name in files}
     dataset.unlink()
-    with pytest.raises(RescoreError, match="dataset recorded in grid.yaml is missing"):
+    with pytest.raises(RescoreError, match=r"dataset recorded in grid\.yaml is missing"):
         rescore(run.path, default_matcher())
     assert {name: (run.path / name).read_bytes() for name in files} == before
 

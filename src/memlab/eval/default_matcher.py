@@ -41,6 +41,8 @@ __all__ = [
     "value_conflict",
 ]
 
+_MEMO_SIZE = 200_000
+"""Verdicts kept per matcher (a few tens of MB at most); the memo restarts when full."""
 _PREFIX_CREDIT = 0.75
 """Credit for a token that shares a long prefix with a token of the other fact
 ("nausea"/"nauseous"), where stemming leaves two forms of one word."""
@@ -80,11 +82,14 @@ class DefaultMatcher:
     embedding_weight: float = 0.1
     cosine_floor: float = 0.3
     cosine_ceiling: float = 0.9
-    _cache: EmbeddingDuplicates | None = field(default=None, init=False, repr=False)
+    _vectors: _Vectors | None = field(default=None, init=False, repr=False)
+    _verdicts: dict[tuple[str, str], MatchResult] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.embedder is not None:
-            self._cache = EmbeddingDuplicates(self.embedder)
+            self._vectors = _Vectors(EmbeddingDuplicates(self.embedder))
 
     @property
     def name(self) -> str:
@@ -102,7 +107,17 @@ class DefaultMatcher:
         return self.match(stored, gold).matched
 
     def match(self, stored: str, gold: str) -> MatchResult:
-        """Score ``stored`` against ``gold`` and say why it matches or not."""
+        """Score ``stored`` against ``gold`` and say why it matches or not (memoised: a run
+        asks about the same pairs after every session)."""
+        key = (stored, gold)
+        result = self._verdicts.get(key)
+        if result is None:
+            if len(self._verdicts) >= _MEMO_SIZE:
+                self._verdicts.clear()
+            result = self._verdicts[key] = self._match(stored, gold)
+        return result
+
+    def _match(self, stored: str, gold: str) -> MatchResult:
         if normalize_text(stored) == normalize_text(gold):
             return MatchResult(1.0, True, "same text")
         g, s = read_fact(gold), read_fact(stored)
@@ -111,8 +126,9 @@ class DefaultMatcher:
         stored_cov = _coverage(s.core_tokens, g.tokens)
         score = self.gold_weight * gold_cov + (1 - self.gold_weight) * stored_cov
         parts = [f"coverage gold {gold_cov:.2f} stored {stored_cov:.2f}"]
-        cosine = self._cosine(stored, gold) if not (g.cjk or s.cjk) else None
-        if cosine is not None:
+        # Embeddings: English only, and not needed once a veto has decided.
+        if self._vectors is not None and not (veto or g.cjk or s.cjk):
+            cosine = self._vectors.cosine(stored, gold)
             span = self.cosine_ceiling - self.cosine_floor
             semantic = min(1.0, max(0.0, (cosine - self.cosine_floor) / span))
             score = (1 - self.embedding_weight) * score + self.embedding_weight * semantic
@@ -125,11 +141,24 @@ class DefaultMatcher:
             score, matched, f"{', '.join(parts)}: {score:.2f} {sign} {self.threshold:g}"
         )
 
-    def _cosine(self, stored: str, gold: str) -> float | None:
-        if self._cache is None:
-            return None
-        vectors = self._cache.vectors([stored, gold])
-        return float(np.dot(vectors[0], vectors[1]))
+
+
+class _Vectors:
+    """Unit vectors per text: embedded once each (through the embeddings module's cache),
+    then looked up without locking or stacking on every pair."""
+
+    def __init__(self, source: EmbeddingDuplicates) -> None:
+        self._source = source
+        self._rows: dict[str, np.ndarray] = {}
+
+    def cosine(self, a: str, b: str) -> float:
+        return float(np.dot(self._row(a), self._row(b)))
+
+    def _row(self, text: str) -> np.ndarray:
+        row = self._rows.get(text)
+        if row is None:
+            row = self._rows[text] = self._source.vectors([text])[0]
+        return row
 
 
 def _gold_coverage(gold: FactReading, stored_tokens: frozenset[str], clause_weight: float) -> float:
@@ -236,17 +265,16 @@ class EmbeddingMatcher:
     embedder: Embedder
     threshold: float = 0.6
     name: str = "embeddings"
-    _cache: EmbeddingDuplicates = field(init=False, repr=False)
+    _vectors: _Vectors = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._cache = EmbeddingDuplicates(self.embedder)
+        self._vectors = _Vectors(EmbeddingDuplicates(self.embedder))
 
     def covers(self, stored: str, gold: str) -> bool:
         return self.match(stored, gold).matched
 
     def match(self, stored: str, gold: str) -> MatchResult:
-        vectors = self._cache.vectors([stored, gold])
-        cosine = float(np.dot(vectors[0], vectors[1]))
+        cosine = self._vectors.cosine(stored, gold)
         matched = cosine >= self.threshold
         sign = ">=" if matched else "<"
         return MatchResult(cosine, matched, f"cosine {cosine:.2f} {sign} {self.threshold:g}")
