@@ -142,7 +142,6 @@ class DefaultMatcher:
         )
 
 
-
 class _Vectors:
     """Unit vectors per text: embedded once each (through the embeddings module's cache),
     then looked up without locking or stacking on every pair."""

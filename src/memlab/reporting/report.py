@@ -112,8 +112,8 @@ def _matcher_notes(run: Run) -> list[str]:
     notes = [f"fact matcher of {run.name}: {name}, {agreement}"]
     judge = record.get("judge") if isinstance(record, dict) else None
     if isinstance(judge, dict):
-        agreement = judge.get("agreement")
-        shown = f"{agreement:.1%}" if isinstance(agreement, float) else "n/a"
+        rate = judge.get("agreement")
+        shown = f"{rate:.1%}" if isinstance(rate, float) else "n/a"
         notes.append(
             f"judge prompts in {run.name} agree on {shown} of "
             f"{judge.get('pairs_judged')} pairs; recall by prompt: "
