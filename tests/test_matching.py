@@ -26,6 +26,10 @@ def test_lexical_coverage_is_asymmetric() -> None:
     assert matcher.covers("在上海读博士", "在上海读博士")
     result = matcher.match("Works as a nurse", "Works as a pediatric nurse in Leeds")
     assert result == MatchResult(0.5, False, "gold tokens covered 0.50 < 0.6")  # 2 of 4 tokens
+    assert (matcher.name, LexicalMatcher(threshold=0.5).name) == (
+        "lexical",
+        "lexical(threshold=0.5)",
+    )
 
 
 def test_duplicate_levels_nest() -> None:

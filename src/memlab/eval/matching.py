@@ -98,7 +98,11 @@ class LexicalMatcher:
     """
 
     threshold: float = 0.6
-    name: str = "lexical"
+
+    @property
+    def name(self) -> str:
+        """``lexical``, or ``lexical(threshold=...)`` when the threshold was changed."""
+        return "lexical" if self.threshold == 0.6 else f"lexical(threshold={self.threshold:g})"
 
     def score(self, stored: str, gold: str) -> float:
         """Fraction of the gold fact's content tokens found in the stored fact."""
