@@ -251,9 +251,7 @@ def test_compare_command_prints_the_table(
     assert set(saved["metric"]) >= {"recall", "parse_failure_rate"}
 
 
-def test_compare_command_errors_are_one_line(
-    good: Run, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_compare_command_errors_are_one_line(good: Run, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(good.path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert main(["compare", str(good.path), str(good.path), "--metrics", "cost_usd"]) == 2
@@ -296,9 +294,7 @@ def test_gate_passes_when_the_difference_is_noise(
     noisy: tuple[Run, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = noisy
-    code = main(
-        gate(str(b.path), "--baseline", str(a.path), "--no-significant-regression", "all")
-    )
+    code = main(gate(str(b.path), "--baseline", str(a.path), "--no-significant-regression", "all"))
     out = capsys.readouterr().out
     assert code == 0, out
     assert "gate passed" in out
@@ -411,9 +407,7 @@ def test_results_do_not_depend_on_the_order_of_rows(good: Run, bad: Run) -> None
     pd.testing.assert_frame_equal(shuffled.summary, bad.summary)
 
 
-def test_single_configuration_report_states_the_detectable_effect(
-    bad: Run, tmp_path: Path
-) -> None:
+def test_single_configuration_report_states_the_detectable_effect(bad: Run, tmp_path: Path) -> None:
     md = build_report([bad], tmp_path / "r").markdown.read_text(encoding="utf-8")
     line = next(line for line in md.splitlines() if line.startswith("Minimum detectable"))
     found = re.search(r"recall (\d+\.\d) pts", line)

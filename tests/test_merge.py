@@ -31,8 +31,8 @@ from memlab.core.merge import (
     TimeDecayMerge,
     apply_updates,
     get_merge_strategy,
-    lexical_similarity,
 )
+from memlab.core.similarity import NEAR_DUPLICATE_THRESHOLD, count_duplicates, near_duplicate_score
 
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)
 
@@ -334,12 +334,23 @@ def test_utc_iso_formats() -> None:
 
 
 # -- other strategies --------------------------------------------------------------------------
-def test_lexical_similarity() -> None:
-    assert lexical_similarity("Likes green tea", "likes GREEN tea!") == 1.0
-    assert lexical_similarity("a b c d", "a b c e") == pytest.approx(3 / 5)
-    assert lexical_similarity("", "") == 1.0
-    assert lexical_similarity("!!", "??") == 0.0
-    assert lexical_similarity("tea", "") == 0.0
+def test_near_duplicate_score_is_the_metrics_measure() -> None:
+    # One definition: the strategy merges by the score the duplicate metrics count with.
+    assert near_duplicate_score("Likes green tea", "likes GREEN tea!") == 1.0
+    # Dice of content tokens: stop words drop out, 2 * 3 shared / (4 + 4) tokens.
+    assert near_duplicate_score(
+        "The user likes hiking, cooking and chess", "likes hiking, cooking and tennis"
+    ) == pytest.approx(3 / 4)
+    assert near_duplicate_score("", "") == 1.0
+    assert near_duplicate_score("!!", "!!") == 1.0  # no words: compared as normalized text
+    assert near_duplicate_score("12", "ab") == 0.0  # no token in common
+    assert near_duplicate_score("tea", "") == 0.0
+    assert NearDuplicateMerge().similarity == NEAR_DUPLICATE_THRESHOLD
+    memory = memory_with(fact("fact_0000000a", "Loves hiking in the Alps every summer", 0.9))
+    proposal = "loves hiking in the Alps each summer"  # 4 of 5 tokens shared: Dice 0.8
+    assert count_duplicates(["Loves hiking in the Alps every summer", proposal]).near == 1
+    result = run(memory, {"newFacts": [new(proposal, 0.8)]}, strategy=NearDuplicateMerge())
+    assert result.merged and result.merged[0]["similarity"] == pytest.approx(0.8)
 
 
 def test_near_duplicate_keeps_higher_confidence_text() -> None:

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "report",
     "compare",
     "cache",
+    "matching",
 )
 
 

@@ -77,7 +77,6 @@ from memlab.core.merge import (
     TimeDecayMerge,
     apply_updates,
     get_merge_strategy,
-    lexical_similarity,
 )
 from memlab.core.messages import (
     MAX_MESSAGE_CHARS,
@@ -123,6 +122,7 @@ from memlab.core.queue import (
     get_memory_queue,
     reset_memory_queue,
 )
+from memlab.core.similarity import near_duplicate_score
 from memlab.core.storage import (
     CorruptMemoryError,
     InMemoryStorage,
@@ -231,7 +231,6 @@ __all__ = [
     "get_token_counter",
     "has_enough_for_update",
     "is_fact_id",
-    "lexical_similarity",
     "memlab_home",
     "merge_artifacts",
     "merge_viewed_images",
@@ -239,6 +238,7 @@ __all__ = [
     "message_role",
     "message_tool_calls",
     "minimal_update",
+    "near_duplicate_score",
     "new_fact_id",
     "normalize_fact_text",
     "parse_reply",

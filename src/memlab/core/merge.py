@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -40,6 +39,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
+from memlab.core.similarity import NEAR_DUPLICATE_THRESHOLD, near_duplicate_score
 
 __all__ = [
     "MERGE_STRATEGIES",
@@ -51,11 +51,9 @@ __all__ = [
     "TimeDecayMerge",
     "apply_updates",
     "get_merge_strategy",
-    "lexical_similarity",
 ]
 
 _ID_ATTEMPTS = 1000
-_TOKEN_RE = re.compile(r"\w+")
 
 
 @dataclass
@@ -110,20 +108,6 @@ class MergeStrategy(Protocol):
     ) -> ApplyResult:
         """Return the new document and bookkeeping; never mutates the inputs."""
         ...
-
-
-def lexical_similarity(a: str, b: str) -> float:
-    """Token-set Jaccard similarity of two texts, in [0, 1].
-
-    Tokens are the ``\\w+`` runs of the case-folded text, so punctuation, case and word order do
-    not matter. Two texts without any token are 1.0 when their normalised forms are equal and
-    0.0 otherwise.
-    """
-    tokens_a = set(_TOKEN_RE.findall(a.casefold()))
-    tokens_b = set(_TOKEN_RE.findall(b.casefold()))
-    if not tokens_a and not tokens_b:
-        return 1.0 if normalize_fact_text(a) == normalize_fact_text(b) else 0.0
-    return len(tokens_a & tokens_b) / len(tokens_a | tokens_b)
 
 
 def _confidence(fact: Mapping[str, Any]) -> float:
@@ -375,8 +359,10 @@ def _fresh_id(new_id: Callable[[], str], taken: set[Any]) -> str:
 class NearDuplicateMerge(BaselineMerge):
     """Baseline plus merging of near-duplicate facts.
 
-    A new fact whose :func:`lexical_similarity` with a stored fact (or an earlier fact of the
-    batch) is ``>= similarity`` is not added. When its confidence is higher, the most similar
+    A new fact whose :func:`~memlab.core.similarity.near_duplicate_score` with a stored fact
+    (or an earlier fact of the batch) is ``>= similarity`` (default
+    :data:`~memlab.core.similarity.NEAR_DUPLICATE_THRESHOLD`, the threshold the duplicate
+    metrics use) is not added. When its confidence is higher, the most similar
     stored fact takes its text, category, confidence, source and sourceError (keeping its id
     and ``createdAt``); otherwise the stored fact is kept as is. Each case is recorded in
     ``merged`` as ``{"keptId", "keptContent", "droppedContent", "similarity", "replaced"}``.
@@ -384,7 +370,7 @@ class NearDuplicateMerge(BaselineMerge):
 
     name = "near_duplicate"
 
-    def __init__(self, similarity: float = 0.85) -> None:
+    def __init__(self, similarity: float = NEAR_DUPLICATE_THRESHOLD) -> None:
         if not 0.0 < similarity <= 1.0:
             raise ValueError(f"similarity must be within (0, 1], got {similarity!r}")
         self.similarity = similarity
@@ -406,7 +392,7 @@ class NearDuplicateMerge(BaselineMerge):
             content = fact.get("content") if _is_mapping(fact) else None
             if not isinstance(content, str):
                 continue
-            score = lexical_similarity(new_content, content)
+            score = near_duplicate_score(new_content, content)
             if score > best_score:
                 best, best_score = fact, score
         if best is None or best_score < self.similarity:

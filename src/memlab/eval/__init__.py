@@ -1,11 +1,26 @@
 """Replay datasets through the pipeline, sweep configurations, and measure the results."""
 
+from memlab.core.similarity import (
+    content_tokens,
+    count_duplicates,
+    dice,
+    normalize_text,
+)
+from memlab.eval.calibration import (
+    Calibration,
+    calibrate,
+    load_pairs,
+)
 from memlab.eval.compare import (
     CompareError,
     Lane,
     compare,
     compare_lanes,
     owner_deltas,
+)
+from memlab.eval.default_matcher import (
+    DefaultMatcher,
+    EmbeddingMatcher,
 )
 from memlab.eval.embeddings import (
     Embedder,
@@ -20,13 +35,16 @@ from memlab.eval.grid import (
     LaneConfig,
     load_grid,
 )
+from memlab.eval.judge import LLMJudgeMatcher
+from memlab.eval.matchers import (
+    MATCHERS,
+    default_matcher,
+    resolve_matcher,
+)
 from memlab.eval.matching import (
     FactMatcher,
     LexicalMatcher,
-    content_tokens,
-    count_duplicates,
-    dice,
-    normalize_text,
+    MatchResult,
 )
 from memlab.eval.metric_specs import (
     METRIC_SPECS,
@@ -51,6 +69,7 @@ from memlab.eval.replay import (
     OwnerReplay,
     replay_owner,
 )
+from memlab.eval.rescore import rescore
 from memlab.eval.run import (
     Run,
     RunError,
@@ -72,19 +91,25 @@ from memlab.eval.sweep import (
 __all__ = [
     "AXES",
     "DEFAULT_PRICES",
+    "MATCHERS",
     "METRIC_SPECS",
     "BackendFactory",
+    "Calibration",
     "CompareError",
+    "DefaultMatcher",
     "Embedder",
     "EmbeddingDuplicates",
+    "EmbeddingMatcher",
     "EmbeddingsUnavailableError",
     "FactMatcher",
     "Grid",
     "GridError",
     "IncompleteSweepError",
+    "LLMJudgeMatcher",
     "Lane",
     "LaneConfig",
     "LexicalMatcher",
+    "MatchResult",
     "MetricSpec",
     "OwnerReplay",
     "PromptSource",
@@ -95,14 +120,17 @@ __all__ = [
     "StatsError",
     "SweepPlan",
     "WordLlamaEmbedder",
+    "calibrate",
     "compare",
     "compare_lanes",
     "content_tokens",
     "count_duplicates",
+    "default_matcher",
     "dice",
     "failure_table",
     "flatten_call",
     "load_grid",
+    "load_pairs",
     "load_run",
     "metric_spec",
     "normalize_text",
@@ -111,6 +139,8 @@ __all__ = [
     "parse_options_for",
     "plan_sweep",
     "replay_owner",
+    "rescore",
+    "resolve_matcher",
     "session_rows",
     "summarize",
     "sweep",

@@ -9,8 +9,10 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   = retracted held / gold facts retracted so far.
 - *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
   of any session so far; *forbidden-stored rate* = forbidden stored / stored facts.
+- *covered*: decided by a fact matcher (default :func:`memlab.eval.matchers.default_matcher`;
+  its name and calibration are recorded with the run, see :mod:`memlab.eval.matching`).
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
-  :mod:`memlab.eval.matching`); *duplicate rate* = near duplicates / stored facts. When an
+  :mod:`memlab.core.similarity`); *duplicate rate* = near duplicates / stored facts. When an
   :class:`~memlab.eval.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
@@ -29,9 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner
 from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.matching import FactMatcher, LexicalMatcher, count_duplicates
+from memlab.eval.matchers import default_matcher
+from memlab.eval.matching import FactMatcher
 from memlab.eval.metric_specs import MetricSpec, summary_columns, summary_specs
 from memlab.eval.stats import StatOptions, bootstrap_ratios, ratio
 
@@ -64,10 +68,12 @@ def session_rows(
 ) -> list[dict[str, Any]]:
     """One row per session: memory state after it, scored against the labels so far.
 
-    With ``embedding_duplicates``, rows also get ``dup_embedding``: facts whose embedding is
+    ``matcher`` decides whether a stored fact states a gold fact (default:
+    :func:`memlab.eval.matchers.default_matcher`). With ``embedding_duplicates``, rows also
+    get ``dup_embedding``: facts whose embedding is
     close to an earlier fact's (see :mod:`memlab.eval.embeddings`).
     """
-    matcher = matcher or LexicalMatcher()
+    matcher = matcher if matcher is not None else default_matcher()
     gold: dict[str, str] = {}
     retracted: set[str] = set()
     forbidden: list[str] = []
@@ -214,9 +220,7 @@ def owner_counts(
     grouped = sessions.groupby(unit, sort=False)
     totals = grouped[[c for c in _SESSION_COUNTS if c in sessions.columns]].sum()
     counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
-    counts = counts.join(_call_counts(calls, unit, prices)).fillna(
-        {c: 0 for c in _CALL_COUNTS}
-    )
+    counts = counts.join(_call_counts(calls, unit, prices)).fillna({c: 0 for c in _CALL_COUNTS})
     counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
     if nested:
         counts = counts.groupby(["lane_id", cluster], sort=False).mean()

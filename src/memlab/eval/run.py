@@ -43,6 +43,7 @@ __all__ = [
     "RunError",
     "flatten_call",
     "load_run",
+    "refresh_manifest",
     "write_jsonl",
     "write_manifest",
 ]
@@ -111,6 +112,13 @@ def write_manifest(
     }
     atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
+
+
+def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite ``manifest.json`` after the tables changed in place (a rescore)."""
+    return write_manifest(
+        run_path, lanes=manifest["lanes"], owners=manifest["owners"], status=manifest["status"]
+    )
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
 from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
 from memlab.eval.metrics import session_rows
 from memlab.eval.plan import (
@@ -58,6 +59,7 @@ from memlab.eval.plan import (
     resolve_lanes,
 )
 from memlab.eval.replay import OwnerReplay, replay_owner
+from memlab.eval.rescore import matcher_record
 from memlab.eval.run import (
     RUN_FORMAT,
     Run,
@@ -205,7 +207,8 @@ def sweep(
         executor: Any executor; default a thread pool of ``max_workers``.
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
-        matcher: Gold-fact matcher for recall/precision (default lexical).
+        matcher: Gold-fact matcher for recall/precision (default
+            :func:`memlab.eval.matchers.default_matcher`); its name goes to environment.json.
         embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
             ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
         resume: Keep unchanged replays of an existing run directory. ``False`` deletes the run
@@ -228,6 +231,7 @@ def sweep(
     )
     _prepare_run_dir(plan, Path(runs_dir), resume)
     outcomes = _execute(plan, executor, max_workers, progress)
+    matcher = matcher if matcher is not None else default_matcher()
     run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
     failed = [o for o in outcomes if not o.complete]
     if failed and not allow_incomplete:
@@ -425,13 +429,12 @@ def _lane_status(plan: SweepPlan, outcomes: Sequence[_Outcome]) -> dict[str, dic
     return status
 
 
-def _collect(
+def _score(
     plan: SweepPlan,
-    outcomes: Sequence[_Outcome],
-    matcher: FactMatcher | None,
+    matcher: FactMatcher,
     embedding_duplicates: EmbeddingDuplicates | None,
-    started: datetime,
-) -> Run:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Call rows and scored session rows of every (lane, owner) record of the plan."""
     calls: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     for lane in plan.lanes:
@@ -449,19 +452,21 @@ def _collect(
                 embedding_duplicates=embedding_duplicates,
             )
             sessions.extend({"lane_id": lane.lane_id, **row} for row in rows)
+    return calls, sessions
+
+
+def _collect(
+    plan: SweepPlan,
+    outcomes: Sequence[_Outcome],
+    matcher: FactMatcher,
+    embedding_duplicates: EmbeddingDuplicates | None,
+    started: datetime,
+) -> Run:
+    """Write the run's tables, environment, summary and (last) manifest."""
+    calls, sessions = _score(plan, matcher, embedding_duplicates)
     run_path = plan.run_path
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)
-    env = {
-        **_environment(),
-        "run_format": RUN_FORMAT,
-        "started_at": utc_iso(started),
-        "finished_at": utc_iso(datetime.now(UTC)),
-        # Which measure produced dup_embedding: the model and the threshold.
-        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
-    }
-    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
-    status = _lane_status(plan, outcomes)
     run = Run(
         path=run_path,
         grid=plan.grid,
@@ -469,12 +474,23 @@ def _collect(
         _calls=pd.DataFrame(calls),
         _sessions=pd.DataFrame(sessions),
     )
+    env = {
+        **_environment(),
+        "run_format": RUN_FORMAT,
+        "started_at": utc_iso(started),
+        "finished_at": utc_iso(datetime.now(UTC)),
+        # Which measure produced dup_embedding: the model and the threshold.
+        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
+        # Which matcher scored the run (a judge adds its per-prompt metrics).
+        "matcher": matcher_record(matcher, run),
+    }
+    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
     atomic_write_text(run_path / "summary.csv", run.summary.to_csv())
     run.manifest = write_manifest(
         run_path,
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],
-        status=status,
+        status=_lane_status(plan, outcomes),
     )
     logger.info(
         "sweep %s: %d lanes x %d owners -> %s",

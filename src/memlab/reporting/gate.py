@@ -146,9 +146,7 @@ def _absent(spec: MetricSpec) -> str:
     return spec.requires or "not in the run summary"
 
 
-def check_gate(
-    run: Run, thresholds: Thresholds, *, use_bound: bool = False
-) -> list[GateFailure]:
+def check_gate(run: Run, thresholds: Thresholds, *, use_bound: bool = False) -> list[GateFailure]:
     """Return every missed threshold (empty when the run passes).
 
     A metric that cannot be computed (NaN: no replies, no labeled facts) misses any

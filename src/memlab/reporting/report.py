@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.eval.calibration import calibration_of
 from memlab.eval.run import Run
 from memlab.reporting import charts
 from memlab.reporting.prompt_changes import (
@@ -98,9 +99,40 @@ def _measure_notes(runs: Sequence[Run]) -> list[str]:
     """How each run measured its optional metrics (so differing settings are visible)."""
     notes = []
     for run in runs:
+        notes.extend(_matcher_notes(run))
         measure = run.environment.get("embedding_duplicates")
         if measure:
             notes.append(f"duplicate rate (embeddings) in {run.name}: {measure}")
+    return notes
+
+
+def _matcher_notes(run: Run) -> list[str]:
+    """Which fact matcher scored recall and precision, and how well it agrees with people."""
+    record = run.environment.get("matcher")
+    name = record.get("name") if isinstance(record, dict) else None
+    if not isinstance(name, str):
+        return [f"fact matcher of {run.name}: not recorded (memlab rescore records it)"]
+    calibration = calibration_of(name)
+    agreement = (
+        f"agreement {calibration.agreement:.1%} with hand labels on the calibration test "
+        f"split ({calibration.total.pairs} pairs; wrong pairs accepted "
+        f"{calibration.wrong_accepted_rate:.1%})"
+        if calibration is not None
+        else "not calibrated here (memlab matcher calibrate --matcher NAME)"
+    )
+    notes = [f"fact matcher of {run.name}: {name}, {agreement}"]
+    judge = record.get("judge") if isinstance(record, dict) else None
+    if isinstance(judge, dict):
+        rate = judge.get("agreement")
+        shown = f"{rate:.1%}" if isinstance(rate, float) else "n/a"
+        notes.append(
+            f"judge prompts in {run.name} agree on {shown} of "
+            f"{judge.get('pairs_judged')} pairs; recall by prompt: "
+            + "; ".join(
+                f"{lane} " + ", ".join(f"{p} {m.get('recall')}" for p, m in prompts.items())
+                for lane, prompts in judge.get("lanes", {}).items()
+            )
+        )
     return notes
 
 

@@ -8,8 +8,12 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.core.similarity import (
+    NEAR_DUPLICATE_THRESHOLD,
+    near_duplicate_score,
+    normalize_text,
+)
 from memlab.datasets.loader import load_dataset
-from memlab.eval.matching import dice, normalize_text
 from memlab.eval.metric_specs import MetricSpec, report_specs
 from memlab.eval.run import Run
 
@@ -181,7 +185,7 @@ def _conversations(run: Run, limit: int) -> dict[tuple[str, str], str]:
 
 
 def fact_diff(
-    a: Run, lane_a: str, b: Run, lane_b: str, near_threshold: float = 0.8
+    a: Run, lane_a: str, b: Run, lane_b: str, near_threshold: float = NEAR_DUPLICATE_THRESHOLD
 ) -> pd.DataFrame:
     """Fact-level diff of two lanes' final memories, per owner.
 
@@ -204,7 +208,7 @@ def fact_diff(
                 (
                     j
                     for j, other in enumerate(rest_b)
-                    if j not in paired_b and dice(text, other) >= near_threshold
+                    if j not in paired_b and near_duplicate_score(text, other) >= near_threshold
                 ),
                 None,
             )
