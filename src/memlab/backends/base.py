@@ -74,6 +74,8 @@ class CompletionRequest:
         schema: JSON Schema for :attr:`OutputMode.JSON_SCHEMA` (ignored by other modes).
         params: Sampling parameters.
         model: Model override; ``None`` uses the backend's default model.
+        sample: Index of a repeated sample of the same request (a sweep's ``samples``);
+            backends ignore it, the response cache keeps samples apart by it.
     """
 
     messages: Sequence[Mapping[str, str]]
@@ -81,6 +83,7 @@ class CompletionRequest:
     schema: Mapping[str, Any] | None = None
     params: GenerationParams = field(default_factory=GenerationParams)
     model: str | None = None
+    sample: int = 0
 
 
 @dataclass

@@ -110,6 +110,8 @@ def _key_document(backend_name: str, model: str, request: CompletionRequest) -> 
             if request.mode is OutputMode.JSON_SCHEMA and request.schema is not None
             else None
         ),
+        # Only repeated samples carry it, so keys of single-sample requests never change.
+        **({"sample": request.sample} if request.sample else {}),
     }
 
 

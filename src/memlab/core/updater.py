@@ -137,6 +137,8 @@ class MemoryUpdater:
         clock: Returns the current tz-aware time (virtual in replays).
         fact_ids: Returns a new fact id per call (seeded in replays).
         model_name: Model override; the config's ``model_name`` wins when set.
+        sample: Index of a repeated sample (sent with every request; see
+            :class:`~memlab.backends.base.CompletionRequest`).
     """
 
     def __init__(
@@ -153,6 +155,7 @@ class MemoryUpdater:
         clock: Callable[[], datetime] | None = None,
         fact_ids: Callable[[], str] | None = None,
         model_name: str | None = None,
+        sample: int = 0,
     ) -> None:
         self._backend = backend
         self._storage = storage
@@ -166,6 +169,7 @@ class MemoryUpdater:
         self._clock = clock or utc_now
         self._fact_ids = fact_ids or random_fact_ids()
         self.model_name = model_name
+        self.sample = sample
         self._lock = threading.Lock()
 
     @property
@@ -202,6 +206,7 @@ class MemoryUpdater:
             schema=schema,
             params=self.params,
             model=config.model_name or self.model_name,
+            sample=self.sample,
         )
 
     def run_update(self, messages: Sequence[Any], thread_id: str | None = None) -> UpdateResult:

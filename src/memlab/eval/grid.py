@@ -143,6 +143,9 @@ class Grid(BaseModel):
     max_owners: int | None = Field(None, ge=1)
     max_sessions: int | None = Field(None, ge=1)
     replay_mode: ReplayMode = "debounce"
+    samples: int = Field(1, ge=1, le=50)
+    """Replays per (lane, owner), each with its own seed (``seed + k``); metrics average over
+    an owner's samples. Set ``temperature`` above 0 for samples to differ."""
     prompts: list[str] = Field(default_factory=list)
     """Prompt files or directories (``.txt``/``.yaml``/``.json``), relative to the grid file;
     their variants can be named in ``base.prompt`` and ``axes.prompt``."""

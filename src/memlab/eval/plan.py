@@ -191,16 +191,21 @@ def build_updater(
     lane: LaneConfig,
     prompt: PromptVariant,
     backend: Backend,
+    sample: int = 0,
     **collaborators: Any,
 ) -> MemoryUpdater:
-    """The updater a replay of ``lane`` uses (one definition for replays and identities)."""
+    """The updater a replay of ``lane`` uses (one definition for replays and identities).
+
+    Repeated sample ``k`` of a lane sends seed ``lane.seed + k`` and the sample index.
+    """
     return MemoryUpdater(
         backend=backend,
         prompt=prompt,
         output_mode=lane.output_mode,
         params=GenerationParams(
-            temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed
+            temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed + sample
         ),
+        sample=sample,
         parse_options=parse_options_for(lane.parse),
         merge=get_merge_strategy(lane.merge, **lane.merge_params),
         **collaborators,

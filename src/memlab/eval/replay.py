@@ -67,6 +67,7 @@ def replay_owner(
     backend: Backend,
     store_path: Path,
     replay_mode: ReplayMode = "debounce",
+    sample: int = 0,
 ) -> OwnerReplay:
     """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
 
@@ -75,9 +76,10 @@ def replay_owner(
     byte-identical prompts (and hit the response cache). The lane's memory lives in memory
     while the replay runs (no other process shares it, and every update would otherwise
     serialise and rename a file); ``store_path`` is rewritten at each snapshot, so it shows the
-    latest session's memory while the replay runs.
+    latest session's memory while the replay runs. ``sample`` is the index of a repeated
+    sample: it shifts the generation seed (see :func:`~memlab.eval.plan.build_updater`).
     """
-    replayer = _Replayer(owner, lane, backend, store_path, replay_mode)
+    replayer = _Replayer(owner, lane, backend, store_path, replay_mode, sample)
     replayer.run(owner.sessions)
     out = replayer.out
     logger.debug(
@@ -100,6 +102,7 @@ class _Replayer:
         backend: Backend,
         store_path: Path,
         replay_mode: ReplayMode,
+        sample: int,
     ) -> None:
         config = lane.config
         self.scheduler = scheduler = VirtualScheduler(owner.sessions[0].started_at)
@@ -119,6 +122,7 @@ class _Replayer:
             config,
             lane.prompt,
             backend,
+            sample,
             storage=self.storage,
             config_provider=self.config,
             clock=scheduler.now,

@@ -11,6 +11,7 @@ prompt and the prompts' agreement.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ from memlab.eval.judge import LLMJudgeMatcher
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher, matcher_name
 from memlab.eval.metrics import session_rows, summarize
-from memlab.eval.run import Run, load_run, refresh_manifest, write_jsonl
+from memlab.eval.run import Run, load_run, record_path, refresh_manifest, write_jsonl
 
 __all__ = ["RescoreError", "matcher_record", "rescore", "score_sessions"]
 
@@ -50,6 +51,7 @@ class _Replay:
     lane_id: str
     owner: Owner
     record: dict[str, Any]
+    sample: int
 
 
 def _replays(run: Run) -> Iterator[_Replay]:
@@ -61,10 +63,11 @@ def _replays(run: Run) -> Iterator[_Replay]:
             "recorded path to rescore this run"
         )
     owners = {owner.user_id: owner for owner in load_dataset(dataset)}
-    for lane_id in run.lanes:
-        owners_dir = run.path / "lanes" / lane_id / "owners"
+    samples = range(int(run.manifest.get("samples", 1)))
+    for lane_id, sample in itertools.product(run.lanes, samples):
         # The run's owners (a lane directory may keep records of owners an earlier sweep had).
-        for path in (owners_dir / f"{user}.json" for user in run.manifest["owners"]):
+        for user in run.manifest["owners"]:
+            path = record_path(run.path, lane_id, user, sample)
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
                 user_id, snapshots = record["user_id"], record["snapshots"]
@@ -78,7 +81,7 @@ def _replays(run: Run) -> Iterator[_Replay]:
                 )
             # A run may have replayed the first sessions only (grid max_sessions).
             owner = owner.model_copy(update={"sessions": owner.sessions[: len(snapshots)]})
-            yield _Replay(lane_id, owner, record)
+            yield _Replay(lane_id, owner, record, sample)
 
 
 def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
@@ -88,8 +91,10 @@ def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
     current rows.
     """
     kept = _carried_columns(run)
+    repeated = int(run.manifest.get("samples", 1)) > 1
     rows: list[dict[str, Any]] = []
     for replay in _replays(run):
+        tag = {"sample": replay.sample} if repeated else {}
         for row in session_rows(
             replay.owner,
             replay.record["snapshots"],
@@ -97,18 +102,20 @@ def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
             replay.record.get("agent_runs", []),
             matcher=matcher,
         ):
-            key = (replay.lane_id, row["user_id"], row["session_index"])
-            rows.append({"lane_id": replay.lane_id, **row, **kept.get(key, {})})
+            key = (replay.lane_id, row["user_id"], row["session_index"], replay.sample)
+            rows.append({"lane_id": replay.lane_id, **row, **tag, **kept.get(key, {})})
     return rows
 
 
-def _carried_columns(run: Run) -> dict[tuple[str, str, int], dict[str, Any]]:
+def _carried_columns(run: Run) -> dict[tuple[str, str, int, int], dict[str, Any]]:
     sessions = run.sessions
     columns = [c for c in _CARRIED if c in sessions.columns]
     if not columns or sessions.empty:
         return {}
     return {
-        (row["lane_id"], row["user_id"], int(row["session_index"])): {c: row[c] for c in columns}
+        (row["lane_id"], row["user_id"], int(row["session_index"]), int(row.get("sample", 0))): {
+            c: row[c] for c in columns
+        }
         for row in sessions.to_dict("records")
     }
 

@@ -43,6 +43,7 @@ __all__ = [
     "RunError",
     "flatten_call",
     "load_run",
+    "record_path",
     "refresh_manifest",
     "write_jsonl",
     "write_manifest",
@@ -94,12 +95,21 @@ def _file_facts(path: Path) -> dict[str, Any]:
     return {"rows": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def record_path(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> Path:
+    """Where the replay of ``user_id`` under ``lane_id`` (repeated sample ``sample``) is kept."""
+    lane = run_path / "lanes" / lane_id
+    if sample == 0:
+        return lane / "owners" / f"{user_id}.json"
+    return lane / "samples" / str(sample) / f"{user_id}.json"
+
+
 def write_manifest(
     run_path: Path,
     *,
     lanes: list[str],
     owners: list[str],
     status: dict[str, dict[str, Any]],
+    samples: int = 1,
 ) -> dict[str, Any]:
     """Write ``manifest.json`` (the last file of a sweep) and return it."""
     manifest = {
@@ -107,6 +117,7 @@ def write_manifest(
         "complete": not any(s.get("incomplete") for s in status.values()),
         "lanes": lanes,
         "owners": owners,
+        "samples": samples,
         "status": status,
         "files": {name: _file_facts(run_path / name) for name in _TABLES},
     }
@@ -117,7 +128,11 @@ def write_manifest(
 def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Rewrite ``manifest.json`` after the tables changed in place (a rescore)."""
     return write_manifest(
-        run_path, lanes=manifest["lanes"], owners=manifest["owners"], status=manifest["status"]
+        run_path,
+        lanes=manifest["lanes"],
+        owners=manifest["owners"],
+        status=manifest["status"],
+        samples=manifest.get("samples", 1),
     )
 
 
@@ -292,9 +307,9 @@ class Run:
         """A short label for a lane naming only the axes that vary in this run."""
         return self.lanes[lane_id].label(self.grid.varying())
 
-    def final_memory(self, lane_id: str, user_id: str) -> dict[str, Any]:
+    def final_memory(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The memory document of ``user_id`` at the end of ``lane_id``'s replay."""
-        path = self.path / "lanes" / lane_id / "owners" / f"{user_id}.json"
+        path = record_path(self.path, lane_id, user_id, sample)
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return dict(data["final_memory"])
 

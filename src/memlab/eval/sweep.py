@@ -17,6 +17,7 @@ A sweep has three steps:
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import platform
@@ -65,6 +66,7 @@ from memlab.eval.run import (
     Run,
     RunError,
     flatten_call,
+    record_path,
     write_jsonl,
     write_manifest,
 )
@@ -120,15 +122,16 @@ class SweepPlan:
     backends: LaneBackends
     predecessors: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def record_path(self, lane: ResolvedLane, owner: Owner) -> Path:
-        """Where the replay of ``owner`` under ``lane`` is stored."""
-        return self.run_path / "lanes" / lane.lane_id / "owners" / f"{owner.user_id}.json"
+    def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
+        """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
+        return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
 
 
 @dataclass(frozen=True)
 class _Outcome:
     lane_id: str
     user_id: str
+    sample: int
     replayed: bool
     reason: str
     complete: bool
@@ -335,20 +338,22 @@ def _read_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner) -> _Outcome:
-    path = plan.record_path(lane, owner)
+def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Outcome:
+    path = plan.record_path(lane, owner, sample)
     owner_sha = _owner_sha(owner)
-    fingerprint = canonical_hash({"lane": lane.identity_hash, "owner": owner_sha})
+    fingerprint = canonical_hash({"lane": lane.identity_hash, "owner": owner_sha, "sample": sample})
     old = _read_record(path)
-    if old is not None and old.get("fingerprint") == fingerprint and old.get("complete"):
-        return _Outcome(lane.lane_id, owner.user_id, False, "unchanged", True)
-    reason = _why_replay(plan, lane, owner, old, owner_sha)
+    done = old is not None and old.get("fingerprint") == fingerprint and old.get("complete")
+    if done:
+        return _Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
+    reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
     replay = replay_owner(
         owner,
         lane,
         backend=plan.backends.get(lane.config.backend),
         store_path=path.parent.parent / "stores" / f"{owner.user_id}.json",
         replay_mode=plan.grid.replay_mode,
+        sample=sample,
     )
     errors = [c for c in replay.calls if c.get("error_stage") == "backend"]
     record = {
@@ -359,13 +364,15 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner) -> _Outcome:
     }
     atomic_write_text(path, json.dumps(record, ensure_ascii=False))
     error = str(errors[0].get("error") or "backend error") if errors else ""
-    return _Outcome(lane.lane_id, owner.user_id, True, reason, not errors, error[:300])
+    outcome = _Outcome(lane.lane_id, owner.user_id, sample, True, reason, not errors, error[:300])
+    return outcome
 
 
 def _why_replay(
     plan: SweepPlan,
     lane: ResolvedLane,
     owner: Owner,
+    sample: int,
     old: dict[str, Any] | None,
     owner_sha: str,
 ) -> str:
@@ -379,7 +386,7 @@ def _why_replay(
         return "new"
     reasons = identity_changes(before.get("identity", {}), lane.identity)
     old_record = _read_record(
-        plan.run_path / "lanes" / str(before.get("lane_id")) / "owners" / f"{owner.user_id}.json"
+        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample)
     )
     if old_record is not None and old_record.get("owner_sha256") != owner_sha:
         reasons.append("owner data changed")
@@ -389,12 +396,17 @@ def _why_replay(
 def _execute(
     plan: SweepPlan, executor: Executor | None, max_workers: int, progress: bool
 ) -> list[_Outcome]:
-    jobs = [(lane, owner) for lane in plan.lanes for owner in plan.owners]
+    jobs = [
+        (lane, owner, sample)
+        for lane in plan.lanes
+        for owner in plan.owners
+        for sample in range(plan.grid.samples)
+    ]
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     try:
         futures: list[Future[_Outcome]] = [
-            pool.submit(_replay_task, plan, lane, owner) for lane, owner in jobs
+            pool.submit(_replay_task, plan, lane, owner, sample) for lane, owner, sample in jobs
         ]
         # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
         from tqdm.auto import tqdm
@@ -424,7 +436,7 @@ def _lane_status(plan: SweepPlan, outcomes: Sequence[_Outcome]) -> dict[str, dic
             "reused": sum(1 for o in mine if not o.replayed),
             "replayed": sum(1 for o in mine if o.replayed),
             "reasons": dict(reasons.most_common()),
-            "incomplete": [o.user_id for o in mine if not o.complete],
+            "incomplete": sorted({o.user_id for o in mine if not o.complete}),
         }
     return status
 
@@ -437,12 +449,17 @@ def _score(
     """Call rows and scored session rows of every (lane, owner) record of the plan."""
     calls: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
+    # With repeated samples, rows say which sample they belong to (averaged per owner later).
+    repeated = plan.grid.samples > 1
     for lane in plan.lanes:
-        for owner in plan.owners:
-            record = _read_record(plan.record_path(lane, owner)) or {}
+        for owner, sample in itertools.product(plan.owners, range(plan.grid.samples)):
+            record = _read_record(plan.record_path(lane, owner, sample)) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
-            calls.extend(flatten_call(c, lane.lane_id, owner.user_id) for c in replay.calls)
+            tag = {"sample": sample} if repeated else {}
+            calls.extend(
+                {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
+            )
             rows = session_rows(
                 owner,
                 replay.snapshots,
@@ -451,7 +468,7 @@ def _score(
                 matcher=matcher,
                 embedding_duplicates=embedding_duplicates,
             )
-            sessions.extend({"lane_id": lane.lane_id, **row} for row in rows)
+            sessions.extend({"lane_id": lane.lane_id, **row, **tag} for row in rows)
     return calls, sessions
 
 
@@ -491,6 +508,7 @@ def _collect(
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],
         status=_lane_status(plan, outcomes),
+        samples=plan.grid.samples,
     )
     logger.info(
         "sweep %s: %d lanes x %d owners -> %s",

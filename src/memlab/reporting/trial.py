@@ -191,6 +191,7 @@ def try_prompt(
             "dataset": str(run.dataset_path or run.grid.dataset),
             "owners": selected,
             "max_sessions": run.grid.max_sessions,
+            "samples": run.grid.samples,
             "replay_mode": run.grid.replay_mode,
             "base": config.model_dump(mode="json"),
         },
