@@ -331,3 +331,18 @@ def test_concurrent_first_access_creates_one_config() -> None:
     for thread in threads:
         thread.join()
     assert len({id(config) for config in seen}) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "low", "high"), [e for e in RANGE_EDGES if e[0] != "max_injection_tokens"]
+)
+def test_lane_configs_share_the_config_ranges(field: str, low: float, high: float) -> None:
+    """A sweep lane accepts exactly the values the pipeline's config accepts."""
+    from memlab.eval.grid import LaneConfig
+
+    step = 0.01 if isinstance(low, float) else 1
+    for value in (low, high):
+        assert getattr(LaneConfig.model_validate({field: value}), field) == value
+    for value in (low - step, high + step):
+        with pytest.raises(ValidationError):
+            LaneConfig.model_validate({field: value})

@@ -28,6 +28,7 @@ from memlab.core.config import (
 from memlab.core.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
+    MAX_MESSAGE_CHARS,
     MINIMAL_VALID_UPDATE,
     SCHEMA_RESOURCE,
     TOP_LEVEL_KEYS,
@@ -80,7 +81,6 @@ from memlab.core.merge import (
     lexical_similarity,
 )
 from memlab.core.messages import (
-    MAX_MESSAGE_CHARS,
     UPLOAD_BLOCK_RE,
     content_text,
     filter_messages_for_memory,

@@ -31,6 +31,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.backends.base import OutputMode
+from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
+from memlab.core.contract import CONFIDENCE_BOUNDS
 from memlab.errors import MemlabError
 
 __all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
@@ -48,13 +50,17 @@ class LaneConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = "default"
-    fact_confidence_threshold: float = Field(0.7, ge=0.0, le=1.0)
-    max_facts: int = Field(100, ge=10, le=500)
+    fact_confidence_threshold: float = Field(
+        0.7, ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high
+    )
+    max_facts: int = Field(100, ge=MAX_FACTS_BOUNDS.low, le=MAX_FACTS_BOUNDS.high)
     backend: str = "scripted"
     output_mode: OutputMode = OutputMode.FREE
     merge: str = "baseline"
     merge_params: dict[str, Any] = Field(default_factory=dict)
-    debounce_seconds: int = Field(30, ge=1, le=300)
+    debounce_seconds: int = Field(
+        30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
+    )
     parse: Literal["default", "deerflow", "strict_only", "repair"] = "default"
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
