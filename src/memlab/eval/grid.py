@@ -4,18 +4,19 @@ A grid names a list of values per axis; its lanes are the cartesian product. Eac
 :class:`LaneConfig` is one fully resolved pipeline configuration with a stable, readable id
 (used for directory names and chart labels).
 
-Example ``grid.yaml``::
+Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares)::
 
     name: prompt-vs-mode
     dataset: smoke
-    backend: local:smollm2
+    replay_mode: debounce
+    base:
+      backend: local:smollm2
+      max_tokens: 512
     axes:
       prompt: [default, concise]
       output_mode: [free, json_schema]
       fact_confidence_threshold: [0.7]
       max_facts: [100]
-    replay_mode: debounce
-    max_tokens: 512
 """
 
 from __future__ import annotations
