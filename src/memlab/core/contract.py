@@ -26,13 +26,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Annotated, Any, Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, get_args
 
-import fastjsonschema
-from jsonschema import Draft202012Validator
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlab.core.jsontext import scan_json
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = [
     "CONFIDENCE_BOUNDS",
@@ -193,6 +194,10 @@ def _loaded_schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> Draft202012Validator:
+    # Imported on first use: importing jsonschema takes most of a second (its format
+    # checkers load a grammar), which every `import memlab.core` would otherwise pay.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_loaded_schema())
 
 
@@ -203,6 +208,8 @@ def _fast_validator() -> Callable[[Any], Any]:
     # The contract uses keywords whose meaning is the same in drafts 7 and 2020-12.
     # It writes into the schema it is given (resolved references), so it gets a copy: the
     # shared schema is sent with requests and is part of their cache keys.
+    import fastjsonschema
+
     schema = copy.deepcopy(_loaded_schema())
     validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
     return validate
