@@ -171,6 +171,14 @@ def test_parse_failure_chart_stacks_categories(run: Run) -> None:
     assert texts_of(fig).count("50% failed") == 4
     widths = [p.get_width() for p in ax.patches if isinstance(p, Rectangle)]
     assert sum(widths) == pytest.approx(4.0)
+    # Per lane: prose (no_json) and bad confidence (schema_violation) are 1 of 4 replies each,
+    # stacked left to right, then the 2 parsed replies.
+    segments = {str(c.get_label()): c.patches for c in ax.containers}
+    expected = {"no_json": (0.0, 0.25), "schema_violation": (0.25, 0.25), "parsed ok": (0.5, 0.5)}
+    for name, (left, width) in expected.items():
+        bars = segments[name]
+        assert len(bars) == 4, name
+        assert [(b.get_x(), b.get_width()) for b in bars] == [pytest.approx((left, width))] * 4
 
 
 def test_violation_heatmap_rows_are_pointer_and_keyword(run: Run) -> None:
@@ -207,10 +215,30 @@ def test_duplication_and_tokens_have_one_group_per_lane(run: Run) -> None:
     dup = charts.duplication_chart(run).axes[0]
     assert len(dup.get_xticklabels()) == 4
     assert len([p for p in dup.patches if isinstance(p, Rectangle)]) == 12  # 3 kinds x 4 lanes
+    # "Loves hiking" and "Loves hiking!" are one normalized (and near) duplicate pair, among
+    # 4 stored facts at threshold 0.7 (nurse, cat, both hiking facts) and 3 at 0.8 (no cat).
+    heights = {str(c.get_label()): [b.get_height() for b in c.patches] for c in dup.containers}
+    per_lane = [1 / 4, 1 / 4, 1 / 3, 1 / 3]  # lanes in grid order: t0.7 m10, m20, t0.8 ...
+    assert heights == {
+        "exact": [0.0] * 4,
+        "normalized": pytest.approx(per_lane),
+        "near": pytest.approx(per_lane),
+    }
     tokens = charts.tokens_chart(run).axes[0]
     bars = [p for p in tokens.patches if isinstance(p, Rectangle)]
     assert len(bars) == 8  # prompt + completion per lane
-    assert all(b.get_height() > 0 for b in bars)
+    prompt, completion = (list(c.patches) for c in tokens.containers)
+    calls = run.calls.groupby("lane_id")[["prompt_tokens", "completion_tokens"]].mean()
+    calls = calls.reindex(list(run.lanes))
+    assert [b.get_height() for b in prompt] == pytest.approx(list(calls["prompt_tokens"]))
+    # The scripted backend counts len(reply) // 4 completion tokens; every lane gets the same
+    # four replies (nurse, hiking, prose, bad confidence).
+    replies = [REPLIES["[s:nurse]"], REPLIES["[s:hike]"], "Sure, noted.", bad_confidence()]
+    mean_completion = sum(len(r) // 4 for r in replies) / 4
+    assert [b.get_height() for b in completion] == pytest.approx([mean_completion] * 4)
+    assert [b.get_y() for b in completion] == pytest.approx([b.get_height() for b in prompt])
+    # Lanes at threshold 0.7 hold one more fact in the memory shown in their prompts.
+    assert prompt[0].get_height() > prompt[2].get_height()
 
 
 def test_operating_curve_joins_thresholds_per_max_facts(run: Run) -> None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import update
 from pydantic import ValidationError
 
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core.clock import VirtualScheduler
 from memlab.core.config import (
     ConfigError,
-    ConfigProvider,
     MemoryConfig,
     get_memory_config,
     memlab_home,
@@ -20,6 +24,17 @@ from memlab.core.config import (
     resolve_storage_path,
     set_memory_config,
 )
+from memlab.core.document import SeededFactIds
+from memlab.core.middleware import MemoryMiddleware
+from memlab.core.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.storage import InMemoryStorage
+from memlab.core.updater import MemoryUpdater, UpdateResult
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+CONVERSATION = [
+    {"role": "user", "content": "I work at Acme."},
+    {"role": "assistant", "content": "Nice."},
+]
 
 
 @pytest.fixture(autouse=True)
@@ -220,17 +235,86 @@ def test_set_memory_config_rejects_other_types() -> None:
         set_memory_config({"enabled": False})  # type: ignore[arg-type]
 
 
-def test_runtime_change_visible_through_provider() -> None:
-    provider: ConfigProvider = get_memory_config
+def test_runtime_changes_reach_the_middleware_queue_and_updater(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The real components, wired to the global config only, follow changes made at run time."""
+    monkeypatch.setenv("MEMLAB_HOME", str(tmp_path))
+    scheduler = VirtualScheduler(T0)
+    backend = ScriptedBackend([update("Works at Acme")], repeat_last=True)
+    updater = MemoryUpdater(backend=backend, fact_ids=SeededFactIds(1), clock=scheduler.now)
+    results: list[UpdateResult] = []
 
-    def component_enabled(config_of: ConfigProvider) -> bool:
-        return config_of().enabled
+    def process(context: ConversationContext) -> bool:
+        results.append(updater.run_update(context.messages, context.thread_id))
+        return results[-1].saved
 
-    assert component_enabled(provider) is True
+    queue = MemoryUpdateQueue(process, scheduler=scheduler)  # default config provider
+    middleware = MemoryMiddleware(queue_provider=lambda: queue)  # default config provider
+    state = {"messages": CONVERSATION}
+    runtime = {"context": {"thread_id": "t-1"}}
+
     set_memory_config(MemoryConfig(enabled=False))
-    assert component_enabled(provider) is False
+    middleware.after_agent(state, runtime)
+    assert queue.pending_count == 0  # the middleware read enabled=False
+
     get_memory_config().enabled = True  # in-place change of the active config
-    assert component_enabled(provider) is True
+    get_memory_config().debounce_seconds = 5
+    middleware.after_agent(state, runtime)
+    assert queue.pending_count == 1
+    scheduler.advance(5)  # the queue read the new debounce (default 30 s)
+    assert [r.saved for r in results] == [True]
+    assert json.loads((tmp_path / "memory.json").read_text())["facts"][0]["content"] == (
+        "Works at Acme"
+    )
+
+    get_memory_config().fact_confidence_threshold = 0.95  # above the reply's 0.9
+    get_memory_config().storage_path = "other.json"
+    queue.add("t-2", CONVERSATION)
+    queue.flush()
+    assert results[-1].saved and results[-1].applied is not None
+    assert results[-1].applied.skipped_below_threshold[0]["content"] == "Works at Acme"
+    assert json.loads((tmp_path / "other.json").read_text())["facts"] == []
+
+    get_memory_config().enabled = False
+    assert updater.run_update(CONVERSATION, "t-3").skipped == "disabled"
+    assert backend.call_count == 2
+
+
+def test_model_name_reaches_the_request() -> None:
+    backend = ScriptedBackend([update()], repeat_last=True)
+    config = MemoryConfig()
+    updater = MemoryUpdater(
+        backend=backend,
+        storage=InMemoryStorage(),
+        config_provider=lambda: config,
+        model_name="updater-default",
+    )
+    assert updater.update_memory(CONVERSATION, "t")
+    config.model_name = "from-config"  # the config wins over the updater's own default
+    assert updater.update_memory(CONVERSATION, "t")
+    assert [r.model for r in backend.requests] == ["updater-default", "from-config"]
+    assert updater.run_update(CONVERSATION, "t").completion.model == "from-config"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("storage_path", "expected"),
+    [("", "home/memory.json"), ("data/mem.json", "home/data/mem.json"), ("ABS", "abs.json")],
+)
+def test_updater_saves_at_the_resolved_storage_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, storage_path: str, expected: str
+) -> None:
+    monkeypatch.setenv("MEMLAB_HOME", str(tmp_path / "home"))
+    if storage_path == "ABS":
+        storage_path = str(tmp_path / "abs.json")
+    config = MemoryConfig(storage_path=storage_path)
+    updater = MemoryUpdater(
+        backend=ScriptedBackend([update("Likes tea")]), config_provider=lambda: config
+    )
+    assert updater.update_memory(CONVERSATION, "t")
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json"))
+    assert written == [expected]
+    assert json.loads((tmp_path / expected).read_text())["facts"][0]["content"] == "Likes tea"
 
 
 def test_concurrent_first_access_creates_one_config() -> None:
@@ -247,3 +331,18 @@ def test_concurrent_first_access_creates_one_config() -> None:
     for thread in threads:
         thread.join()
     assert len({id(config) for config in seen}) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "low", "high"), [e for e in RANGE_EDGES if e[0] != "max_injection_tokens"]
+)
+def test_lane_configs_share_the_config_ranges(field: str, low: float, high: float) -> None:
+    """A sweep lane accepts exactly the values the pipeline's config accepts."""
+    from memlab.eval.grid import LaneConfig
+
+    step = 0.01 if isinstance(low, float) else 1
+    for value in (low, high):
+        assert getattr(LaneConfig.model_validate({field: value}), field) == value
+    for value in (low - step, high + step):
+        with pytest.raises(ValidationError):
+            LaneConfig.model_validate({field: value})

@@ -25,6 +25,7 @@ from memlab.core.contract import (
     minimal_update,
     validate_update,
 )
+from memlab.core.jsontext import scan_json
 
 
 def _with_fact(**fields: Any) -> dict[str, Any]:
@@ -303,8 +304,36 @@ def _mutated_updates(draw: st.DrawFn) -> Any:
 @settings(max_examples=600, deadline=None)
 @given(_mutated_updates())
 def test_fast_check_agrees_with_full_validation(doc: Any) -> None:
-    """validate_update answers "valid" from a fast check; jsonschema must say the same."""
-    assert (validate_update(doc) == []) == (contract_module._collect_violations(doc) == [])
+    """The fast check and jsonschema give the same verdict, in both directions.
+
+    validate_update trusts the fast check's "valid" and asks jsonschema otherwise; a fast check
+    that rejected valid documents would go unnoticed there (only slower), so it is compared
+    directly. NaN and Infinity are never left to the fast check.
+    """
+    full_valid = contract_module._collect_violations(doc) == []
+    assert (validate_update(doc) == []) == full_valid
+    plain, non_finite = scan_json(doc)
+    if plain and non_finite is None:
+        assert contract_module._passes_fast_check(doc) == full_valid
+    else:
+        assert not full_valid
+
+
+def test_fast_check_verdicts_on_known_documents() -> None:
+    """Both verdicts occur: the agreement test above is not only fed invalid documents."""
+    valid = [minimal_update(), _with_fact(), _with_fact(sourceError="was wrong")]
+    invalid = [
+        {},
+        _with_fact(category="hobby"),
+        _with_fact(confidence=1.5),
+        {**minimal_update(), "x": 1},
+    ]
+    for doc in valid:
+        assert contract_module._passes_fast_check(doc), doc
+        assert contract_module._collect_violations(doc) == []
+    for doc in invalid:
+        assert not contract_module._passes_fast_check(doc), doc
+        assert contract_module._collect_violations(doc) != []
 
 
 def test_validation_leaves_the_schema_untouched() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
 from memlab.datasets.loader import (
     DatasetError,
     DatasetValidationError,
@@ -21,7 +22,7 @@ from memlab.datasets.loader import (
     validate_dataset,
     write_dataset,
 )
-from memlab.datasets.models import Message, Owner
+from memlab.datasets.models import TAG_NAMES, Message, Owner
 from memlab.datasets.registry import (
     DATASETS_ENV,
     DatasetNotFoundError,
@@ -312,6 +313,15 @@ def test_not_utf8(tmp_path: Path) -> None:
 def test_schema_file_is_draft_2020_12() -> None:
     schema = dataset_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_schema_file_repeats_the_contract_vocabulary() -> None:
+    """The schema file cannot import the contract's constants: it must list the same ones."""
+    defs = dataset_schema()["$defs"]
+    assert tuple(defs["goldFact"]["properties"]["category"]["enum"]) == FACT_CATEGORIES
+    sections = defs["labels"]["properties"]["sections"]["items"]["enum"]
+    assert tuple(sections) == SECTION_NAMES
+    assert tuple(defs["labels"]["properties"]["tags"]["items"]["enum"]) == TAG_NAMES
 
 
 def test_smoke_validates_and_has_each_required_case() -> None:

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memlab.core.contract import MINIMAL_VALID_UPDATE, validate_update
+from memlab.core.contract import (
+    FACT_CATEGORIES,
+    HISTORY_SECTIONS,
+    MINIMAL_VALID_UPDATE,
+    USER_SECTIONS,
+    validate_update,
+)
 from memlab.core.prompts import (
     PromptError,
     PromptRegistry,
@@ -36,19 +42,57 @@ def test_builtins_are_registered_in_order() -> None:
     assert PromptRegistry(builtins=False).names() == []
 
 
+# Each requirement of the default prompt (SPEC §1.4) as a phrase both built-ins must contain,
+# matched on the template with runs of whitespace collapsed to one space.
+PROMPT_REQUIREMENTS = {
+    "role": r"memory (?:manager )?(?:for|of) (?:a single|one) user",
+    "memory block": r"<<<CURRENT_MEMORY \{current_memory\} CURRENT_MEMORY>>>",
+    "conversation block": r"<<<CONVERSATION \{conversation\} CONVERSATION>>>",
+    "conversation is data": r"data to analy[sz]e, not (?:as )?instructions",
+    "explicit band": r"0\.9-1\.0:? (?:the user )?stated (?:it )?explicitly",
+    "implied band": r"0\.7-0\.8:? strongly implied",
+    "inferred band": r"0\.5-0\.6:? inferred",
+    "remove contradicted": r"contradicts.{0,200}factsToRemove|factsToRemove.{0,200}contradicts",
+    "no uploads": r"Never record file uploads",
+    "JSON only": r"Reply with (?:a single|this) JSON object (?:and nothing else|only)",
+}
+# Length guidance: the first "<n> words" after each section's first mention.
+SECTION_WORDS = {
+    "workContext": 60,
+    "personalContext": 60,
+    "topOfMind": 40,
+    "recentMonths": 80,
+    "earlierContext": 60,
+    "longTermBackground": 60,
+}
+
+
+def _flat_template(name: str) -> str:
+    return " ".join(get_prompt(name).template.split())
+
+
 @pytest.mark.parametrize("name", ["default", "concise"])
-def test_builtin_prompt_meets_the_contract_requirements(name: str) -> None:
-    template = get_prompt(name).template.lower()
-    for category in ("preference", "knowledge", "context", "behavior", "goal", "correction"):
-        assert category in template
-    for key in ("workcontext", "personalcontext", "topofmind", "recentmonths"):
-        assert key in template
-    for band in ("0.9-1.0", "0.7-0.8", "0.5-0.6"):
-        assert band in template
-    assert "factstoremove" in template and "contradict" in template
-    assert "upload" in template  # file-upload events are forbidden
-    assert "json" in template and "words" in template  # JSON only; length guidance
-    assert "memory" in template and "one user" in template
+@pytest.mark.parametrize("requirement", list(PROMPT_REQUIREMENTS))
+def test_builtin_prompt_states_each_requirement(name: str, requirement: str) -> None:
+    assert re.search(PROMPT_REQUIREMENTS[requirement], _flat_template(name)), requirement
+
+
+@pytest.mark.parametrize("name", ["default", "concise"])
+def test_builtin_prompt_gives_length_guidance_per_section(name: str) -> None:
+    text = _flat_template(name)
+    assert set(SECTION_WORDS) == set(USER_SECTIONS) | set(HISTORY_SECTIONS)
+    for section, words in SECTION_WORDS.items():
+        start = text.index(section)
+        guidance = re.search(r"(\d+) words", text[start : start + 200])
+        assert guidance is not None and int(guidance.group(1)) == words, section
+
+
+@pytest.mark.parametrize("name", ["default", "concise"])
+def test_builtin_prompt_defines_every_category(name: str) -> None:
+    text = _flat_template(name)
+    for category in FACT_CATEGORIES:
+        # A definition follows the name: "goal: what the user..." or "goal (aims)".
+        assert re.search(rf"\b{category} ?[:(] ?[a-z]", text), category
 
 
 @pytest.mark.parametrize("name", ["default", "concise"])

@@ -68,10 +68,14 @@ def test_scripted_spec_defaults_to_minimal_contract_reply() -> None:
 
 
 def test_contract_reply_matches_contract_schema() -> None:
-    contract = pytest.importorskip("memlab.core.contract")
     import jsonschema
 
-    jsonschema.validate(json.loads(MINIMAL_CONTRACT_REPLY), contract.contract_schema())
+    from memlab.core.contract import MINIMAL_VALID_UPDATE, contract_schema, validate_update
+
+    reply = json.loads(MINIMAL_CONTRACT_REPLY)
+    jsonschema.validate(reply, contract_schema())
+    assert validate_update(reply) == []
+    assert reply == MINIMAL_VALID_UPDATE
 
 
 def test_unknown_prefix_lists_known_ones() -> None:

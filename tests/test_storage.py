@@ -85,15 +85,18 @@ def test_round_trip_and_last_updated(tmp_path: Path) -> None:
 
 
 def test_save_does_not_mutate_its_argument(tmp_path: Path) -> None:
-    store = JsonFileStorage(tmp_path / "memory.json")
-    memory = sample()
-    memory["lastUpdated"] = "old"
-    before = json.dumps(memory, sort_keys=True)
-    store.save(memory, now=NOW)
-    assert json.dumps(memory, sort_keys=True) == before
-    loaded = store.load()
-    loaded["facts"].clear()  # callers get copies; the cache is unaffected
-    assert len(store.load()["facts"]) == 2
+    for store in _both_stores(tmp_path):
+        memory = sample()
+        memory["lastUpdated"] = "old"  # a stamp would replace it with NOW
+        before = json.dumps(memory, sort_keys=True)
+        store.save(memory, now=NOW)
+        assert json.dumps(memory, sort_keys=True) == before, store
+        assert store.load()["lastUpdated"] == utc_iso(NOW), store
+        memory["facts"].clear()  # the store holds its own copy
+        loaded = store.load()
+        assert len(loaded["facts"]) == 2, store
+        loaded["facts"].clear()  # callers get copies; the cache is unaffected
+        assert len(store.load()["facts"]) == 2, store
 
 
 def test_cache_hit_avoids_rereading_and_external_change_is_seen(
@@ -233,8 +236,11 @@ def test_in_memory_storage_copies_in_and_out() -> None:
     initial["facts"].clear()
     assert len(store.load()["facts"]) == 2
     memory = sample(3)
+    memory["lastUpdated"] = "sentinel"  # a stamp would replace it: the clock says NOW
+    before = json.dumps(memory, sort_keys=True)
     store.save(memory)
-    assert "lastUpdated" in memory and memory["lastUpdated"] == sample(3)["lastUpdated"]
+    assert json.dumps(memory, sort_keys=True) == before
+    assert store.load()["lastUpdated"] == utc_iso(NOW)
     saved = store.modify(lambda m: {**m, "facts": m["facts"][:1]})
     assert len(saved["facts"]) == 1 and store.save_count == 2
     with pytest.raises(StorageError):
@@ -456,8 +462,10 @@ def test_modify_refuses_a_self_containing_document_without_hanging(tmp_path: Pat
 def test_modify_copies_a_new_object_the_caller_still_holds(tmp_path: Path) -> None:
     for store in _both_stores(tmp_path):
         mine = create_empty_memory(NOW)
+        mine["lastUpdated"] = "sentinel"  # a stamp would replace it: the clock says NOW
         mine["facts"] = [{"id": "fact_00000001", "content": "Likes tea"}]
-        store.modify(lambda _current, mine=mine: mine)
-        assert mine["lastUpdated"] == utc_iso(NOW)  # not restamped: the store took a copy
+        saved = store.modify(lambda _current, mine=mine: mine)
+        assert mine["lastUpdated"] == "sentinel", store  # not restamped: the store took a copy
+        assert saved["lastUpdated"] == utc_iso(NOW)
         mine["facts"][0]["content"] = "changed later"
         assert store.load()["facts"][0]["content"] == "Likes tea", store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typing
 
-from memlab.core.thread_state import (
+from memlab.compat.thread_state import (
     SandboxState,
     ThreadDataState,
     ThreadState,

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memlab.backends.base import Backend
+from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -49,19 +50,7 @@ logger = logging.getLogger(__name__)
 BackendFactory = Callable[..., Backend]
 """``factory(argument: str, **options) -> Backend``; ``argument`` is the text after ``:``."""
 
-_SECTION = {"summary": "", "shouldUpdate": False}
-MINIMAL_CONTRACT_REPLY = json.dumps(
-    {
-        "user": {"workContext": _SECTION, "personalContext": _SECTION, "topOfMind": _SECTION},
-        "history": {
-            "recentMonths": _SECTION,
-            "earlierContext": _SECTION,
-            "longTermBackground": _SECTION,
-        },
-        "newFacts": [],
-        "factsToRemove": [],
-    }
-)
+MINIMAL_CONTRACT_REPLY = json.dumps(MINIMAL_VALID_UPDATE)
 """The smallest reply that satisfies the memory-update contract (the ``scripted`` default)."""
 
 

@@ -1,18 +1,15 @@
 """The memory pipeline: config, contract, parsing, merge, storage, queue, middleware.
 
 Everything here is usable without a model: pass a :class:`memlab.backends.ScriptedBackend`
-to :class:`MemoryUpdater` in tests.
+to :class:`MemoryUpdater` in tests. This namespace holds what a pipeline user needs; helpers
+(atomic writes, JSON scanning, time and id utilities, token counters, message accessors) stay
+in their modules, e.g. ``memlab.core.document.utc_iso``. The agent thread-state reducers of the
+seed live in :mod:`memlab.compat`.
 """
 
-from memlab.core.atomic import (
-    atomic_write_bytes,
-    atomic_write_text,
-    fsync_directory,
-)
 from memlab.core.clock import (
     RealScheduler,
     Scheduler,
-    TimerHandle,
     VirtualScheduler,
 )
 from memlab.core.config import (
@@ -28,44 +25,29 @@ from memlab.core.config import (
 from memlab.core.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
+    MAX_MESSAGE_CHARS,
     MINIMAL_VALID_UPDATE,
-    SCHEMA_RESOURCE,
-    TOP_LEVEL_KEYS,
+    SECTION_NAMES,
+    UPLOAD_MARKER,
     USER_SECTIONS,
     FactCategory,
-    HistorySections,
     MemoryUpdate,
     NewFact,
-    SectionUpdate,
-    UserSections,
+    SectionName,
     Violation,
     contract_schema,
     minimal_update,
     validate_update,
 )
 from memlab.core.document import (
-    DOCUMENT_VERSION,
-    REQUIRED_DOCUMENT_KEYS,
     FactIdGenerator,
     SeededFactIds,
     create_empty_memory,
-    document_problems,
-    is_fact_id,
-    new_fact_id,
-    normalize_fact_text,
-    parse_utc,
-    random_fact_ids,
-    utc_iso,
-    utc_now,
 )
 from memlab.core.injection import (
-    CharCounter,
-    TiktokenCounter,
     TokenCounter,
-    TokenCountingKind,
     format_memory_for_injection,
     get_token_counter,
-    truncate_to_tokens,
 )
 from memlab.core.merge import (
     MERGE_STRATEGIES,
@@ -79,23 +61,11 @@ from memlab.core.merge import (
     get_merge_strategy,
 )
 from memlab.core.messages import (
-    MAX_MESSAGE_CHARS,
-    UPLOAD_BLOCK_RE,
-    content_text,
     filter_messages_for_memory,
     format_conversation_for_update,
-    has_enough_for_update,
-    message_content,
-    message_role,
-    message_tool_calls,
 )
-from memlab.core.middleware import (
-    MemoryMiddleware,
-    MemoryMiddlewareState,
-    resolve_thread_id,
-)
+from memlab.core.middleware import MemoryMiddleware
 from memlab.core.parsing import (
-    WRAPPERS,
     FailureCategory,
     ParseOptions,
     ParseResult,
@@ -103,21 +73,16 @@ from memlab.core.parsing import (
     parse_reply,
 )
 from memlab.core.prompts import (
-    BUILTIN_PROMPTS,
-    PLACEHOLDERS,
     PromptError,
     PromptRegistry,
     PromptVariant,
     UnknownPromptError,
-    default_registry,
     get_prompt,
     render_prompt,
-    validate_template,
 )
 from memlab.core.queue import (
     ConversationContext,
     MemoryUpdateQueue,
-    QueueSettings,
     QueueStats,
     get_memory_queue,
     reset_memory_queue,
@@ -129,15 +94,6 @@ from memlab.core.storage import (
     JsonFileStorage,
     MemoryStorage,
     StorageError,
-    clear_storage_cache,
-)
-from memlab.core.thread_state import (
-    SandboxState,
-    ThreadDataState,
-    ThreadState,
-    ViewedImageData,
-    merge_artifacts,
-    merge_viewed_images,
 )
 from memlab.core.updater import (
     MemoryUpdater,
@@ -146,24 +102,17 @@ from memlab.core.updater import (
 )
 
 __all__ = [
-    "BUILTIN_PROMPTS",
-    "DOCUMENT_VERSION",
     "FACT_CATEGORIES",
     "HISTORY_SECTIONS",
     "MAX_MESSAGE_CHARS",
     "MERGE_STRATEGIES",
     "MINIMAL_VALID_UPDATE",
-    "PLACEHOLDERS",
-    "REQUIRED_DOCUMENT_KEYS",
-    "SCHEMA_RESOURCE",
-    "TOP_LEVEL_KEYS",
-    "UPLOAD_BLOCK_RE",
+    "SECTION_NAMES",
+    "UPLOAD_MARKER",
     "USER_SECTIONS",
-    "WRAPPERS",
     "ApplyResult",
     "BaselineMerge",
     "CategoryCapMerge",
-    "CharCounter",
     "ConfigError",
     "ConfigProvider",
     "ConversationContext",
@@ -171,12 +120,10 @@ __all__ = [
     "FactCategory",
     "FactIdGenerator",
     "FailureCategory",
-    "HistorySections",
     "InMemoryStorage",
     "JsonFileStorage",
     "MemoryConfig",
     "MemoryMiddleware",
-    "MemoryMiddlewareState",
     "MemoryStorage",
     "MemoryUpdate",
     "MemoryUpdateQueue",
@@ -189,71 +136,39 @@ __all__ = [
     "PromptError",
     "PromptRegistry",
     "PromptVariant",
-    "QueueSettings",
     "QueueStats",
     "RealScheduler",
     "Rung",
-    "SandboxState",
     "Scheduler",
-    "SectionUpdate",
+    "SectionName",
     "SeededFactIds",
     "StorageError",
-    "ThreadDataState",
-    "ThreadState",
-    "TiktokenCounter",
     "TimeDecayMerge",
-    "TimerHandle",
     "TokenCounter",
-    "TokenCountingKind",
     "UnknownPromptError",
     "UpdateResult",
-    "UserSections",
-    "ViewedImageData",
     "Violation",
     "VirtualScheduler",
     "apply_updates",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "clear_storage_cache",
-    "content_text",
     "contract_schema",
     "create_empty_memory",
-    "default_registry",
-    "document_problems",
     "filter_messages_for_memory",
     "format_conversation_for_update",
     "format_memory_for_injection",
-    "fsync_directory",
     "get_memory_config",
     "get_memory_queue",
     "get_merge_strategy",
     "get_prompt",
     "get_token_counter",
-    "has_enough_for_update",
-    "is_fact_id",
     "memlab_home",
-    "merge_artifacts",
-    "merge_viewed_images",
-    "message_content",
-    "message_role",
-    "message_tool_calls",
     "minimal_update",
     "near_duplicate_score",
-    "new_fact_id",
-    "normalize_fact_text",
     "parse_reply",
-    "parse_utc",
-    "random_fact_ids",
     "render_prompt",
     "reset_memory_config",
     "reset_memory_queue",
     "resolve_storage_path",
-    "resolve_thread_id",
     "set_memory_config",
-    "truncate_to_tokens",
     "update_memory_from_conversation",
-    "utc_iso",
-    "utc_now",
-    "validate_template",
     "validate_update",
 ]

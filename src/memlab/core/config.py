@@ -26,9 +26,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from memlab.core.contract import CONFIDENCE_BOUNDS, Bounds
 from memlab.errors import MemlabError
 
 __all__ = [
+    "DEBOUNCE_SECONDS_BOUNDS",
+    "MAX_FACTS_BOUNDS",
+    "MAX_INJECTION_TOKENS_BOUNDS",
     "ConfigError",
     "ConfigProvider",
     "MemoryConfig",
@@ -43,6 +47,12 @@ __all__ = [
 MEMLAB_HOME_ENV = "MEMLAB_HOME"
 #: File name of the memory document when `storage_path` is empty.
 DEFAULT_MEMORY_FILENAME = "memory.json"
+
+# Inclusive ranges of the numeric settings, shared with the sweep's lane configs (the
+# confidence threshold's range is the contract's confidence scale, CONFIDENCE_BOUNDS).
+DEBOUNCE_SECONDS_BOUNDS = Bounds(1, 300)
+MAX_FACTS_BOUNDS = Bounds(10, 500)
+MAX_INJECTION_TOKENS_BOUNDS = Bounds(100, 8000)
 
 
 class ConfigError(MemlabError, ValueError):
@@ -76,16 +86,24 @@ class MemoryConfig(BaseModel):
         "absolute -> as is.",
     )
     debounce_seconds: int = Field(
-        default=30, ge=1, le=300, description="Quiet period before a queued update runs."
+        default=30,
+        ge=DEBOUNCE_SECONDS_BOUNDS.low,
+        le=DEBOUNCE_SECONDS_BOUNDS.high,
+        description="Quiet period before a queued update runs.",
     )
     model_name: str | None = Field(
         default=None, description="Model for memory updates; None means the backend default."
     )
-    max_facts: int = Field(default=100, ge=10, le=500, description="Cap on stored facts.")
+    max_facts: int = Field(
+        default=100,
+        ge=MAX_FACTS_BOUNDS.low,
+        le=MAX_FACTS_BOUNDS.high,
+        description="Cap on stored facts.",
+    )
     fact_confidence_threshold: float = Field(
         default=0.7,
-        ge=0.0,
-        le=1.0,
+        ge=CONFIDENCE_BOUNDS.low,
+        le=CONFIDENCE_BOUNDS.high,
         allow_inf_nan=False,
         description="New facts below this confidence are not stored.",
     )
@@ -93,7 +111,10 @@ class MemoryConfig(BaseModel):
         default=True, description="Whether memory is injected into the agent prompt."
     )
     max_injection_tokens: int = Field(
-        default=2000, ge=100, le=8000, description="Token budget of the injected memory block."
+        default=2000,
+        ge=MAX_INJECTION_TOKENS_BOUNDS.low,
+        le=MAX_INJECTION_TOKENS_BOUNDS.high,
+        description="Token budget of the injected memory block.",
     )
     token_counting: Literal["tiktoken", "char"] = Field(
         default="tiktoken",

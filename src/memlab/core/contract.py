@@ -26,26 +26,35 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, get_args
 
-import fastjsonschema
-from jsonschema import Draft202012Validator
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlab.core.jsontext import scan_json
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 __all__ = [
+    "CONFIDENCE_BOUNDS",
     "FACT_CATEGORIES",
     "HISTORY_SECTIONS",
+    "MAX_MESSAGE_CHARS",
     "MINIMAL_VALID_UPDATE",
     "SCHEMA_RESOURCE",
+    "SECTION_NAMES",
     "TOP_LEVEL_KEYS",
+    "UPLOAD_MARKER",
     "USER_SECTIONS",
+    "Bounds",
     "FactCategory",
+    "HistorySection",
     "HistorySections",
     "MemoryUpdate",
     "NewFact",
+    "SectionName",
     "SectionUpdate",
+    "UserSection",
     "UserSections",
     "Violation",
     "contract_schema",
@@ -56,19 +65,34 @@ __all__ = [
 #: Package-relative location of the schema file.
 SCHEMA_RESOURCE = "schemas/memory_update.schema.json"
 
-FACT_CATEGORIES: tuple[str, ...] = (
-    "preference",
-    "knowledge",
-    "context",
-    "behavior",
-    "goal",
-    "correction",
-)
-USER_SECTIONS: tuple[str, ...] = ("workContext", "personalContext", "topOfMind")
-HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTermBackground")
+# The vocabulary of the contract, declared once here. The schema file repeats it (a data file
+# cannot import); tests check that the two agree.
+FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
+UserSection = Literal["workContext", "personalContext", "topOfMind"]
+HistorySection = Literal["recentMonths", "earlierContext", "longTermBackground"]
+SectionName = Literal[UserSection, HistorySection]
+
+FACT_CATEGORIES: tuple[FactCategory, ...] = get_args(FactCategory)
+USER_SECTIONS: tuple[UserSection, ...] = get_args(UserSection)
+HISTORY_SECTIONS: tuple[HistorySection, ...] = get_args(HistorySection)
+SECTION_NAMES: tuple[SectionName, ...] = (*USER_SECTIONS, *HISTORY_SECTIONS)
 TOP_LEVEL_KEYS: tuple[str, ...] = ("user", "history", "newFacts", "factsToRemove")
 
-FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
+
+class Bounds(NamedTuple):
+    """An inclusive numeric range, shared by every model that checks the same quantity."""
+
+    low: float
+    high: float
+
+
+#: A fact's confidence, and so the confidence threshold, lies in this range.
+CONFIDENCE_BOUNDS = Bounds(0.0, 1.0)
+#: Each message longer than this many characters is cut there (and gets "...") before it
+#: reaches the prompt; datasets tag such messages ``long_message``.
+MAX_MESSAGE_CHARS = 1000
+#: Opens a file-upload block in a human message; upload events are never to be stored.
+UPLOAD_MARKER = "<uploaded_files>"
 
 MINIMAL_VALID_UPDATE: dict[str, Any] = {
     "user": {name: {"summary": "", "shouldUpdate": False} for name in USER_SECTIONS},
@@ -127,7 +151,9 @@ class NewFact(_Strict):
 
     content: Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
     category: FactCategory
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float = Field(
+        ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high, allow_inf_nan=False
+    )
     sourceError: str | None = None
 
     @field_validator("sourceError", mode="before")
@@ -168,6 +194,10 @@ def _loaded_schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> Draft202012Validator:
+    # Imported on first use: importing jsonschema takes most of a second (its format
+    # checkers load a grammar), which every `import memlab.core` would otherwise pay.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_loaded_schema())
 
 
@@ -178,6 +208,8 @@ def _fast_validator() -> Callable[[Any], Any]:
     # The contract uses keywords whose meaning is the same in drafts 7 and 2020-12.
     # It writes into the schema it is given (resolved references), so it gets a copy: the
     # shared schema is sent with requests and is part of their cache keys.
+    import fastjsonschema
+
     schema = copy.deepcopy(_loaded_schema())
     validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
     return validate

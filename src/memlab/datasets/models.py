@@ -15,6 +15,16 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+# The contract's vocabulary, re-exported for dataset code: categories, section names and the
+# upload marker have one definition, in the contract.
+from memlab.core.contract import (
+    MAX_MESSAGE_CHARS,
+    SECTION_NAMES,
+    UPLOAD_MARKER,
+    FactCategory,
+    SectionName,
+)
+
 __all__ = [
     "LONG_MESSAGE_CHARS",
     "PIPELINE_ROLES",
@@ -39,15 +49,6 @@ __all__ = [
 ]
 
 Role = Literal["human", "ai", "tool", "system"]
-FactCategory = Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
-SectionName = Literal[
-    "workContext",
-    "personalContext",
-    "topOfMind",
-    "recentMonths",
-    "earlierContext",
-    "longTermBackground",
-]
 TagName = Literal[
     "retraction",
     "restatement",
@@ -60,13 +61,10 @@ TagName = Literal[
     "chinese",
 ]
 
-SECTION_NAMES: tuple[str, ...] = get_args(SectionName)
 TAG_NAMES: tuple[str, ...] = get_args(TagName)
 
-#: A message whose text is longer than this is a "long message" (the pipeline cuts it there).
-LONG_MESSAGE_CHARS = 1000
-#: Marker of a file-upload block inside a human message.
-UPLOAD_MARKER = "<uploaded_files>"
+#: A message whose text is longer than this is a "long message": the pipeline's cut-off.
+LONG_MESSAGE_CHARS = MAX_MESSAGE_CHARS
 
 #: Dataset role -> OpenAI-style role understood by the memory middleware.
 PIPELINE_ROLES: dict[str, str] = {

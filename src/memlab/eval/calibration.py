@@ -4,7 +4,7 @@ The bundled set ``datasets/matching/pairs.jsonl`` (written for memlab; see
 ``docs/matching.md``) has one pair per line::
 
     {"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don't enjoy classical
-     music at all.", "stored": "Enjoys classical music", "label": false, "split": "test"}
+     music at all.", "stored": "Enjoys classical music", "label": false, "split": "dev"}
 
 ``label`` is true when a careful reader counts the stored fact as stating the gold fact.
 :func:`calibrate` runs a matcher over the pairs and reports its *agreement* with the labels,

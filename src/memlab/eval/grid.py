@@ -6,7 +6,7 @@ merge strategy, backend spec). :mod:`memlab.eval.plan` resolves those names into
 actually depends on (template text, schema, model file) and gives each lane its
 content-addressed id.
 
-Example ``grid.yaml``::
+Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares)::
 
     name: prompt-vs-mode
     dataset: smoke
@@ -40,6 +40,8 @@ from pydantic import (
 )
 
 from memlab.backends.base import OutputMode
+from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
+from memlab.core.contract import CONFIDENCE_BOUNDS
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError
 
@@ -75,13 +77,17 @@ class LaneConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = "default"
-    fact_confidence_threshold: float = Field(0.7, ge=0.0, le=1.0)
-    max_facts: int = Field(100, ge=10, le=500)
+    fact_confidence_threshold: float = Field(
+        0.7, ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high
+    )
+    max_facts: int = Field(100, ge=MAX_FACTS_BOUNDS.low, le=MAX_FACTS_BOUNDS.high)
     backend: str = "scripted"
     output_mode: OutputMode = OutputMode.FREE
     merge: str = "baseline"
     merge_params: dict[str, Any] = Field(default_factory=dict)
-    debounce_seconds: int = Field(30, ge=1, le=300)
+    debounce_seconds: int = Field(
+        30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
+    )
     parse: ParsePreset = "default"
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)

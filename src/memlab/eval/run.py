@@ -10,6 +10,7 @@ Layout of ``runs/<name>/``::
     lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
                                             written when that owner's replay finished)
     lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
+    lanes/<lane_id>/stores/<user_id>.json.lock   the store's inter-process lock file
     calls.jsonl          one row per LLM call
     sessions.jsonl       one row per (lane, owner, session)
     summary.csv          one row per lane

@@ -1,0 +1,307 @@
+"""Every example in memlab's docstrings runs: doctests, and each ``::`` literal block.
+
+Literal blocks (reStructuredText ``::``) are found in every docstring of the package; each one
+must have a check below that executes it or compares it with what the code does. A new
+example without a check fails :func:`test_every_literal_block_has_a_check`.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+import json
+import re
+import textwrap
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memlab
+from memlab.backends import registry as backend_registry
+from memlab.backends.base import CompletionRequest
+from memlab.backends.cache import entry_path, request_key
+from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core import prompts as prompts_module
+from memlab.core.config import ConfigError, MemoryConfig
+from memlab.core.contract import TOP_LEVEL_KEYS, NewFact
+from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
+from memlab.core.injection import format_memory_for_injection
+from memlab.core.merge import apply_updates
+from memlab.core.prompts import PromptRegistry
+from memlab.eval.grid import load_grid
+from memlab.eval.sweep import sweep
+
+PACKAGE = Path(memlab.__file__).resolve().parent
+NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)
+
+
+def _modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__main__.py":
+            continue  # importing it runs the command line
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def _docstrings(path: Path) -> Iterator[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=True)
+            if doc:
+                yield doc
+
+
+def _literal_blocks(doc: str) -> Iterator[str]:
+    """The indented blocks that follow a line ending in ``::``."""
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        if not line.rstrip().endswith("::"):
+            continue
+        base = len(line) - len(line.lstrip())
+        block: list[str] = []
+        for following in lines[i + 1 :]:
+            indent = len(following) - len(following.lstrip())
+            if following.strip() and indent <= base:
+                break
+            block.append(following)
+        yield textwrap.dedent("\n".join(block)).strip("\n")
+
+
+def _all_blocks() -> dict[tuple[str, str], str]:
+    """(module, first line of the block) -> block text, for every literal block."""
+    found: dict[tuple[str, str], str] = {}
+    for module in _modules():
+        path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+        if not path.exists():
+            path = path.with_suffix("") / "__init__.py"
+        for doc in _docstrings(path):
+            for block in _literal_blocks(doc):
+                found[(module, block.splitlines()[0])] = block
+    return found
+
+
+# --- checks, one per literal block ------------------------------------------------------------
+
+
+def check_grid_yaml(block: str, tmp_path: Path) -> None:
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "mine.txt").write_text(
+        "{current_memory}\n{conversation}\n", encoding="utf-8"
+    )
+    path = tmp_path / "grid.yaml"
+    path.write_text(block, encoding="utf-8")
+    grid = load_grid(path)  # rejects unknown keys, resolves prompt files and names
+    lanes = grid.lanes()
+    assert len(lanes) == 4
+    assert grid.varying() == ["prompt", "output_mode"]
+    assert {(lane.backend, lane.max_tokens) for lane in lanes} == {("scripted", 512)}
+
+
+def check_calibration_pair(block: str, tmp_path: Path) -> None:
+    from memlab.eval.calibration import default_pairs_path
+
+    shown = json.loads(" ".join(block.split()))
+    lines = default_pairs_path().read_text(encoding="utf-8").splitlines()
+    assert shown in [json.loads(line) for line in lines]
+
+
+def check_run_layout(block: str, tmp_path: Path) -> None:
+    """Every listed path exists in a real run directory, and every file there is listed."""
+    run = sweep(
+        "smoke",
+        memlab.Grid.from_mapping({"name": "layout"}),
+        runs_dir=tmp_path,
+        backend_factory=lambda spec: ScriptedBackend(
+            function=lambda request: backend_registry.MINIMAL_CONTRACT_REPLY
+        ),
+        progress=False,
+    )
+    patterns = [line.split()[0] for line in block.splitlines() if line and not line[0].isspace()]
+    globs = [re.sub(r"<[a-z_]+>", "*", pattern) for pattern in patterns]
+    for pattern in globs:
+        assert list(run.path.glob(pattern)), f"{pattern} is not in a run directory"
+    files = [p.relative_to(run.path) for p in run.path.rglob("*") if p.is_file()]
+    unlisted = [str(f) for f in files if not any(f.match(g) for g in globs)]
+    assert unlisted == []
+
+
+def check_llama_server(block: str, tmp_path: Path) -> None:
+    class FakeServer:  # the real one starts llama.cpp (an integration test covers it)
+        model_alias = "smollm2"
+        base_url = "http://127.0.0.1:1/v1"
+
+        def __enter__(self) -> FakeServer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    namespace: dict[str, Any] = {
+        "LlamaServer": lambda **kwargs: FakeServer(),
+        "OpenAICompatibleBackend": OpenAICompatibleBackend,
+    }
+    exec(block, namespace)
+    backend = namespace["backend"]
+    assert isinstance(backend, OpenAICompatibleBackend) and backend.model == "smollm2"
+
+
+def check_register_backend(block: str, tmp_path: Path) -> None:
+    class MyBackend(ScriptedBackend):
+        def __init__(self, arg: str, **options: Any) -> None:
+            super().__init__(["hi"], model=arg, **options)
+
+    saved = dict(backend_registry._registry)
+    try:
+        namespace = {"register_backend": backend_registry.register_backend, "MyBackend": MyBackend}
+        exec(block, namespace)
+        backend = backend_registry.resolve_backend("mybackend:m1")
+        assert isinstance(backend, MyBackend) and backend.model == "m1"
+    finally:
+        backend_registry._registry.clear()
+        backend_registry._registry.update(saved)
+
+
+def check_cache_layout(block: str, tmp_path: Path) -> None:
+    key = request_key(
+        "scripted", "m", CompletionRequest(messages=[{"role": "user", "content": "x"}])
+    )
+    expected = block.replace("<cache_dir>", str(tmp_path))
+    expected = expected.replace("<first 2 hex digits>", key[:2]).replace("<sha256>", key)
+    assert str(entry_path(tmp_path, key)) == expected
+
+
+def check_injection_shape(block: str, tmp_path: Path) -> None:
+    memory = create_empty_memory(NOW)
+    for group in ("user", "history"):
+        for name in memory[group]:
+            memory[group][name] = {"summary": f"about {name}", "updatedAt": ""}
+    memory["facts"] = [
+        {
+            "id": "fact_00000001",
+            "content": "Likes tea",
+            "category": "preference",
+            "confidence": 0.95,
+        }
+    ]
+    text = format_memory_for_injection(memory, 2000)
+    pattern = "\n".join(re.escape(line).replace(r"\.\.\.", ".+") for line in block.splitlines())
+    assert re.fullmatch(pattern, text), text
+
+
+def check_contract_shape(block: str, tmp_path: Path) -> None:
+    quoted = set(re.findall(r'"([^"]+)"', block))
+    assert quoted == {*TOP_LEVEL_KEYS, *NewFact.model_fields, "fact_…"}
+
+
+def check_config_error(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("memory.yaml").write_text(
+        "memory:\n  enabled: true\n  debounce_seconds: 30\n  max_facts: 5\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as exc:
+        MemoryConfig.from_yaml("memory.yaml")
+    assert exc.value.problems == [block]
+
+
+def check_prompt_files(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(prompts_module, "_default_registry", PromptRegistry())
+    Path("my_prompts").mkdir()
+    Path("my_prompts/terse.txt").write_text("M {current_memory}\nC {conversation}\n", "utf-8")
+    Path("my_prompts/variants.yaml").write_text(
+        'short:\n  template: "{current_memory} / {conversation}"\n', "utf-8"
+    )
+    namespace: dict[str, Any] = {
+        "default_registry": prompts_module.default_registry,
+        "get_prompt": prompts_module.get_prompt,
+        "memory": {"facts": []},
+        "conversation": "User: hi",
+    }
+    exec(block, namespace)
+    assert namespace["prompt"] == 'M {\n  "facts": []\n}\nC User: hi\n'
+    assert prompts_module.get_prompt("short").render({}, "x") == "{} / x"
+
+
+def check_document_shape(block: str, tmp_path: Path) -> None:
+    memory = create_empty_memory(NOW)
+    assert re.findall(r'^  "(\w+)"', block, re.MULTILINE) == list(memory)
+    assert f'"version": "{DOCUMENT_VERSION}"' in block
+    update = {
+        "user": {},
+        "history": {},
+        "newFacts": [{"content": "Likes tea", "category": "preference", "confidence": 0.9}],
+        "factsToRemove": [],
+    }
+    fact = apply_updates(memory, update, thread_id="t", now=NOW).memory["facts"][0]
+    facts_line = block[block.index('"facts":') + len('"facts":') :]
+    assert re.findall(r'"(\w+)":', facts_line) == list(fact)
+
+
+CHECKS: dict[tuple[str, str], Callable[..., None]] = {
+    ("memlab.eval.grid", "name: prompt-vs-mode"): check_grid_yaml,
+    (
+        "memlab.eval.calibration",
+        '{"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don\'t enjoy classical',
+    ): check_calibration_pair,
+    ("memlab.eval.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
+        check_run_layout
+    ),
+    ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (
+        check_llama_server
+    ),
+    (
+        "memlab.backends.registry",
+        'register_backend("mybackend", lambda arg, **options: MyBackend(arg, **options))',
+    ): check_register_backend,
+    ("memlab.backends.cache", "<cache_dir>/<first 2 hex digits>/<sha256>.json"): (
+        check_cache_layout
+    ),
+    ("memlab.core.injection", "User Context:"): check_injection_shape,
+    ("memlab.core.contract", '{"user": {...3 sections...}, "history": {...3 sections...},'): (
+        check_contract_shape
+    ),
+    ("memlab.core.config", "memory.yaml: field 'max_facts': must be >= 10 (got 5) [line 4]"): (
+        check_config_error
+    ),
+    ("memlab.core.prompts", "registry = default_registry()"): check_prompt_files,
+    ("memlab.core.document", "{"): check_document_shape,
+}
+
+
+def test_every_literal_block_has_a_check() -> None:
+    assert sorted(_all_blocks()) == sorted(CHECKS)
+
+
+@pytest.mark.parametrize("key", list(CHECKS), ids=lambda key: key[0])
+def test_literal_block(
+    key: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    block = _all_blocks()[key]
+    check = CHECKS[key]
+    if "monkeypatch" in check.__code__.co_varnames:
+        check(block, tmp_path, monkeypatch)
+    else:
+        check(block, tmp_path)
+
+
+def test_doctests_pass() -> None:
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    examples = 0
+    for name in _modules():
+        module = importlib.import_module(name)
+        # The finder skips objects imported from other modules: each is run once, at home.
+        for test in finder.find(module, name, globs=vars(module).copy()):
+            examples += len(test.examples)
+            runner.run(test)
+    results = runner.summarize(verbose=False)
+    assert results.failed == 0
+    assert examples >= 4  # ScriptedBackend and SeededFactIds at least
