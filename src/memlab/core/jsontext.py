@@ -99,15 +99,17 @@ class JsonDepthError(MemlabError, ValueError):
         path: Keys and indexes leading to the first container that is too deep (its first
             ``limit`` steps), or ``None`` when the text was too deep to decode at all.
         limit: The nesting limit.
+        where: ``path`` as a short field path such as ``sessions[0].messages[1]...`` (empty
+            when ``path`` is ``None``).
     """
 
     def __init__(self, path: list[str | int] | None, limit: int) -> None:
         self.path = path
         self.limit = limit
-        where = f" at {_render_path(path)}" if path else ""
+        self.where = _render_path(path) if path else ""
         super().__init__(
-            f"JSON nested more than {limit} levels deep{where}; flatten the data (memlab "
-            f"accepts at most {limit} levels of objects and arrays)"
+            f"JSON nested more than {limit} levels deep; flatten the data (memlab accepts at "
+            f"most {limit} levels of objects and arrays)"
         )
 
 

@@ -32,7 +32,8 @@ from memlab.datasets.models import (
     Owner,
     Session,
 )
-from memlab.errors import MemlabError
+from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
     "DatasetError",
@@ -283,10 +284,14 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
                 )
                 continue
             try:
-                obj = json.loads(text)
+                obj = loads_json(text)
             except json.JSONDecodeError as exc:
                 msg = f"invalid JSON at column {exc.colno}: {exc.msg}"
                 yield None, [DatasetError(name, lineno, "", msg, column=exc.colno)]
+                continue
+            except JsonDepthError as exc:
+                # Deeper values crash later steps; refused here so validate and run agree.
+                yield None, [DatasetError(name, lineno, exc.where, str(exc))]
                 continue
             owner, problems = parse_owner_line(obj)
             errors = [DatasetError(name, lineno, field, msg) for field, msg in problems]
@@ -299,7 +304,7 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
                             name,
                             lineno,
                             "user_id",
-                            f"duplicate user id {user_id!r} (first used on line {first})",
+                            f"duplicate user id {excerpt(user_id)} (first used on line {first})",
                         )
                     )
             yield (None if errors else owner), errors

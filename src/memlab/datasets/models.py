@@ -15,6 +15,9 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from memlab.core.safe_names import UnsafeNameError, safe_component
+from memlab.errors import excerpt
+
 __all__ = [
     "LONG_MESSAGE_CHARS",
     "PIPELINE_ROLES",
@@ -288,12 +291,18 @@ class Owner(_Model):
     def consistency_problems(self) -> list[tuple[str, str]]:
         """Cross-field problems as ``(field path, message)`` pairs; empty when consistent.
 
-        Checks: unique thread ids, session order and non-overlap, message timestamps
+        Checks: a user id that can name a file (replays store each owner under it, see
+        :func:`memlab.core.safe_names.safe_component`), unique thread ids, session order and
+        non-overlap, message timestamps
         non-decreasing and not before ``started_at``, tool messages answer an earlier tool
         call of the session, unique gold ids, retractions name a gold id of an earlier
         session, noise sessions reveal no facts, tags are backed by content.
         """
         problems: list[tuple[str, str]] = []
+        try:
+            safe_component(self.user_id, "user_id")
+        except UnsafeNameError as exc:
+            problems.append(("user_id", str(exc)))
         seen_threads: dict[str, int] = {}
         gold_session: dict[str, int] = {}
         prev_end: datetime | None = None
@@ -304,7 +313,7 @@ class Owner(_Model):
                 problems.append(
                     (
                         f"{at}.thread_id",
-                        f"duplicate thread id {session.thread_id!r} "
+                        f"duplicate thread id {excerpt(session.thread_id)} "
                         f"(already used by sessions[{first}])",
                     )
                 )
@@ -325,7 +334,7 @@ class Owner(_Model):
                     problems.append(
                         (
                             f"{at}.labels.facts[{k}].id",
-                            f"duplicate gold fact id {fact.id!r} "
+                            f"duplicate gold fact id {excerpt(fact.id)} "
                             f"(already defined in sessions[{earlier}])",
                         )
                     )
@@ -344,7 +353,7 @@ class Owner(_Model):
                         (
                             f"{at}.labels.retracts[{k}]",
                             f"retracts unknown gold fact id "
-                            f"{gold_id!r}: {why}; only facts of earlier sessions can be retracted",
+                            f"{excerpt(gold_id)}: {why}; only facts of earlier sessions can be retracted",
                         )
                     )
             for fact in labels.facts:
@@ -383,7 +392,7 @@ def _message_problems(session: Session, at: str) -> list[tuple[str, str]]:
             problems.append(
                 (
                     f"{at}.messages[{j}].tool_call_id",
-                    f"tool_call_id {msg.tool_call_id!r} does "
+                    f"tool_call_id {excerpt(msg.tool_call_id)} does "
                     "not match any tool_calls[].id of an earlier ai message in this session",
                 )
             )
