@@ -69,11 +69,13 @@ def test_stats_on_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_import_locomo_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cli_main = importlib.import_module("memlab.cli.main").main
-    assert cli_main(["datasets", "import-locomo", str(tmp_path / "x.json"), "--out", "o.jsonl"]) == 2
+    missing = str(tmp_path / "x.json")
+    assert cli_main(["datasets", "import-locomo", missing, "--out", "o.jsonl"]) == 2
     assert "LoCoMo source not found" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}', encoding="utf-8")
-    assert cli_main(["datasets", "import-locomo", str(bad), "--out", str(tmp_path / "o.jsonl")]) == 2
+    out = str(tmp_path / "o.jsonl")
+    assert cli_main(["datasets", "import-locomo", str(bad), "--out", out]) == 2
     assert "expected a JSON list" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
 

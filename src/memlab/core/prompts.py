@@ -192,8 +192,8 @@ class PromptRegistry:
             existing = self._variants.get(variant.name)
             if existing is not None and not replace:
                 raise PromptError(
-                    f"{variant.where}: a prompt named {excerpt(variant.name)} is already registered "
-                    f"(from {existing.where}); pick another name or pass replace=True"
+                    f"{variant.where}: a prompt named {excerpt(variant.name)} is already "
+                    f"registered (from {existing.where}); pick another name or pass replace=True"
                 )
             self._variants[variant.name] = variant
         return variant
@@ -209,7 +209,8 @@ class PromptRegistry:
             known = sorted(self._variants)
         if variant is None:
             raise UnknownPromptError(
-                f"unknown prompt variant {excerpt(name)}; known variants: {', '.join(known) or '(none)'}"
+                f"unknown prompt variant {excerpt(name)}; known variants: "
+                f"{', '.join(known) or '(none)'}"
             )
         return variant
 

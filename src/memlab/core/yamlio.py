@@ -70,19 +70,21 @@ class _BoundedLoader(yaml.SafeLoader):
         self._count = 0
         self._depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         self._count += 1
         if self._count > self._max_nodes:
-            raise _TooBig(f"more than {self._max_nodes} values", self.peek_event().start_mark)
+            raise _TooBig(f"more than {self._max_nodes} values", self._mark())
         self._depth += 1
         try:
             if self._depth > self._max_depth:
-                raise _TooBig(
-                    f"nested more than {self._max_depth} levels deep", self.peek_event().start_mark
-                )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+                raise _TooBig(f"nested more than {self._max_depth} levels deep", self._mark())
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def _mark(self) -> yaml.Mark | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        return getattr(event, "start_mark", None)
 
 
 def _check_expanded(root: yaml.Node, max_nodes: int, max_depth: int) -> None:

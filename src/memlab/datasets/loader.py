@@ -25,6 +25,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
     TAG_NAMES,
@@ -32,7 +33,6 @@ from memlab.datasets.models import (
     Owner,
     Session,
 )
-from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [

@@ -352,8 +352,8 @@ class Owner(_Model):
                     problems.append(
                         (
                             f"{at}.labels.retracts[{k}]",
-                            f"retracts unknown gold fact id "
-                            f"{excerpt(gold_id)}: {why}; only facts of earlier sessions can be retracted",
+                            f"retracts unknown gold fact id {excerpt(gold_id)}: {why}; only "
+                            "facts of earlier sessions can be retracted",
                         )
                     )
             for fact in labels.facts:

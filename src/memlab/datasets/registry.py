@@ -60,7 +60,8 @@ def bundled_dataset_path(name: str) -> Path:
     """
     if not _NAME_RE.match(name) or name.endswith(".jsonl"):
         raise DatasetNotFoundError(
-            f"{excerpt(name)} is not a dataset name; use a bare name such as 'smoke' or pass a file path"
+            f"{excerpt(name)} is not a dataset name; use a bare name such as 'smoke' or pass a "
+            "file path"
         )
     searched = dataset_dirs()
     for directory in searched:
