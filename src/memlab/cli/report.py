@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memlab.cli import _args
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.eval.compare import describe
 from memlab.eval.metric_specs import gate_specs, interval_specs
@@ -35,7 +36,11 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("runs", nargs="+", help="run directories (the first is the baseline)")
     p.add_argument(
-        "-o", "--out", required=True, help="output directory for index.html and summary.md"
+        "-o",
+        "--out",
+        required=True,
+        type=_args.directory,
+        help="output directory for index.html and summary.md",
     )
     p.add_argument("--title", default="memlab comparison report", help="report title")
     p.set_defaults(func=_report)
