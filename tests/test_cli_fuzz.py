@@ -32,18 +32,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import one_turn
 
 import memlab
 from memlab.cli.main import main
-from builders import one_turn
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 MAX_STDERR = 4000
 MAX_LINE = 2100
 SANDBOX_RUN = ["--runs-dir", "runs", "--no-progress"]
 # Replays smoke's first owner again (a new run) from the cache recorded by a row's setup.
-RERUN = ["run", "smoke", "--cache-dir", "cache", "--max-owners", "1", "--name", "again",
-         *SANDBOX_RUN]
+RERUN = [
+    "run",
+    "smoke",
+    "--cache-dir",
+    "cache",
+    "--max-owners",
+    "1",
+    "--name",
+    "again",
+    *SANDBOX_RUN,
+]
 
 FileContent = str | bytes | Callable[[Path], None]
 
@@ -188,6 +197,7 @@ LOCOMO_SOURCE = locomo()
 
 # --- the table --------------------------------------------------------------------------------
 
+# fmt: off
 CASES: list[Case] = [
     # Dataset ids that would become file paths (issue 17 item 1).
     Case("dataset path traversal id: run", ["run", "d.jsonl", *SANDBOX_RUN],
@@ -266,10 +276,9 @@ CASES: list[Case] = [
          {"g.yaml": "name: t\ndataset: d.jsonl\n", "d.jsonl": jsonl(owner(TRAVERSAL))},
          expect="user_id"),
     Case("grid name with path traversal", ["sweep", "g.yaml", *SANDBOX_RUN],
-         {"g.yaml": "name: ../../outside/run\n"}, expect="run name",
-         pending="run names are checked in sweep.py (issue 17 item 2)"),
+         {"g.yaml": "name: ../../outside/run\n"}, expect="run name"),
     Case("grid empty name", ["sweep", "g.yaml", *SANDBOX_RUN], {"g.yaml": "name: ''\n"},
-         expect="run name", pending="run names are checked in sweep.py (issue 17 item 2)"),
+         expect="run name"),
     # Command-line numbers and names (item 10).
     Case("--workers 0", ["run", "smoke", "--workers", "0", *SANDBOX_RUN], expect="workers"),
     Case("--workers -1", ["run", "smoke", "--workers", "-1", *SANDBOX_RUN], expect="workers"),
@@ -342,12 +351,11 @@ CASES: list[Case] = [
          check=set_aside_and_rerun),
     Case("cache entries of other requests", RERUN, {"setup": swapped_entries}, exit=0,
          check=set_aside_and_rerun),
-    Case("cache entry is a directory", RERUN, {"setup": corrupt_entries(None)},
-         expect="cannot be read",
-         pending="failed backend calls fail the run in sweep.py (issue 17 item 4)"),
+    # A failed backend call (here: the cache) fails the run with exit 1 and names the cause.
+    Case("cache entry is a directory", RERUN, {"setup": corrupt_entries(None)}, exit=1,
+         expect="cannot be read"),
     Case("cache entry corrupt in read-only mode", [*RERUN, "--cache-mode", "read_only"],
-         {"setup": corrupt_entries(b"{not json")}, expect="corrupt",
-         pending="failed backend calls fail the run in sweep.py (issue 17 item 4)"),
+         {"setup": corrupt_entries(b"{not json")}, exit=1, expect="is corrupt"),
     Case("cache stats with corrupt entries", ["cache", "stats", "cache"],
          {"setup": corrupt_entries(b"\xff")}, exit=0, check=stdout_has("unreadable entries")),
     # LoCoMo importer (item 9).
@@ -404,6 +412,7 @@ CASES: list[Case] = [
                               "conversation.session_1.1.speaker": "B/../b"})},
          exit=0, check=valid_output("o.jsonl")),
 ]
+# fmt: on
 
 
 # --- the runner -------------------------------------------------------------------------------

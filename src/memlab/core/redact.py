@@ -79,7 +79,8 @@ def redact(value: _T, secrets: Iterable[str] | None = None) -> _T:
         value: A JSON-serialisable value (a record, a cache entry, a memory document).
         secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment).
     """
-    text = json.dumps(value, ensure_ascii=False)
+    # default=str: a value JSON cannot hold is compared (and, if redacted, stored) as text.
+    text = json.dumps(value, ensure_ascii=False, default=str)
     cleaned = redact_text(text, secrets)
     if cleaned == text:
         return value

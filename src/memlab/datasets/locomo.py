@@ -120,6 +120,12 @@ def _kind(value: Any) -> str:
     )
 
 
+def _name(key: str) -> str:
+    """A key or id as part of an error location: one line, at most 40 characters."""
+    text = " ".join(key.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _fail(where: str, problem: str) -> LocomoFormatError:
     return LocomoFormatError(f"{where}: {problem}")
 
@@ -188,7 +194,7 @@ def _observations(sample: dict[str, Any], speakers: tuple[str, str], where: str)
         raise _fail(f"{where}.observation", f"expected an object, got {_kind(raw)}")
     out: _Observations = {}
     for key, per_speaker in raw.items():
-        at = f"{where}.observation.{excerpt(key, 40)}"
+        at = f"{where}.observation.{_name(key)}"
         match = re.fullmatch(r"session_(\d+)_observation", key)
         if match is None:
             raise _fail(at, "expected keys named session_<n>_observation")
@@ -196,7 +202,7 @@ def _observations(sample: dict[str, Any], speakers: tuple[str, str], where: str)
             raise _fail(at, f"expected an object of speakers, got {_kind(per_speaker)}")
         session: dict[str, list[tuple[str, list[str] | None]]] = {}
         for speaker, items in per_speaker.items():
-            spot = f"{at}.{excerpt(speaker, 40)}"
+            spot = f"{at}.{_name(speaker)}"
             if speaker not in speakers:
                 raise _fail(spot, f"not one of the conversation's speakers {list(speakers)}")
             if not isinstance(items, list):
@@ -244,7 +250,7 @@ def convert_conversation(sample: Any, where: str = "sample") -> list[Owner]:
         LocomoFormatError: The sample does not have the expected shape.
     """
     sample_id, conv, speakers = _header(sample, where)
-    where = f"{where} ({excerpt(sample_id, 40)})"
+    where = f"{where} ({_name(sample_id)})"
     numbers = _session_numbers(conv, f"{where}.conversation")
     if not numbers:
         raise _fail(f"{where}.conversation", "no session_<n> turns found")

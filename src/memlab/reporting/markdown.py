@@ -14,10 +14,11 @@ import re
 
 __all__ = ["md_code_block", "md_escape"]
 
-# Characters that start inline markup (links, images, emphasis, code, strike-through, tables,
-# autolinks/HTML, entities, headings, math) are backslash-escaped; CommonMark renders
-# ``\\x`` as ``x`` for every ASCII punctuation character.
-_SPECIAL = re.compile(r"([\\`*{}\[\]()<>#!|~&$])")
+# Characters that start inline markup (links and images, emphasis, code, strike-through,
+# table cells, autolinks and HTML, entities, math) are backslash-escaped; CommonMark renders
+# ``\\x`` as ``x`` for every ASCII punctuation character. Parentheses, ``!`` and ``>`` are left
+# alone: without ``[`` and ``<`` they start nothing except at the start of a line.
+_SPECIAL = re.compile(r"([\\`*\[\]<|~&$])")
 # "_" only emphasises at a word edge, so snake_case names stay readable in the raw file.
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 # GitHub also links bare URLs ("http://...", "www...."); an escaped ":" or "." stops that.
@@ -38,7 +39,24 @@ def md_escape(text: object, limit: int | None = None) -> str:
     value = " ".join(value.split())  # no line breaks: a line could start a block
     value = _SPECIAL.sub(r"\\\1", value)
     value = _EDGE_UNDERSCORE.sub(r"\\_", value)
-    return _BARE_URL.sub(lambda m: "\\:" if m[0] == ":" else "www\\", value)
+    value = _BARE_URL.sub(lambda m: "\\:" if m[0] == ":" else "www\\", value)
+    return _escape_line_start(value)
+
+
+# A block marker if the value starts a line: a heading or quote, a list item ("- x", "1. x"),
+# a thematic break or setext underline ("---", "===").
+_LINE_START = re.compile(r"^(?:[#>]|[-+](?=\s|$)|\d{1,9}(?=[.)](?:\s|$))|[-=]+$)")
+
+
+def _escape_line_start(value: str) -> str:
+    """Escape a block marker at the start (the value may begin a line of the document)."""
+    match = _LINE_START.match(value)
+    if match is None:
+        return value
+    if match.group(0)[:1].isdigit():  # "1. x": escape the "." after the number
+        end = match.end()
+        return value[:end] + "\\" + value[end:]
+    return "\\" + value
 
 
 def md_code_block(text: str, indent: str = "", info: str = "") -> list[str]:
