@@ -381,12 +381,16 @@ def get_prompt(name: str = "default") -> PromptVariant:
 
 def looks_like_path(text: str) -> bool:
     """True when ``text`` names a prompt file rather than a variant (a separator or suffix)."""
-    return (
+    if (
         "/" in text
         or os.sep in text
         or Path(text).suffix.lower() in _SUFFIXES_TEXT + _SUFFIXES_DATA
-        or Path(text).is_file()
-    )
+    ):
+        return True
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # too long for the file system, a NUL: not a file
+        return False
 
 
 def resolve_prompt(

@@ -288,21 +288,8 @@ def _owner(
             # Keep the output valid (sessions must not overlap) without reordering.
             logger.warning("%s session_%d starts before the previous one ends; shifted", where, n)
             start = prev_end
-        messages = []
-        for k, turn in enumerate(conv[f"session_{n}"]):
-            at = f"{where}.session_{n}[{k}]"
-            if not isinstance(turn, dict):
-                raise _fail(at, f"expected a turn object, got {_kind(turn)}")
-            speaker = turn.get("speaker")
-            if speaker not in speakers:
-                raise _fail(f"{at}.speaker", f"unknown speaker {excerpt(speaker)}")
-            messages.append(
-                Message(
-                    role="human" if speaker == owner_name else "ai",
-                    content=_content(turn, sample_id, at),
-                    timestamp=start + k * TURN_SPACING,
-                )
-            )
+        turns = conv[f"session_{n}"]
+        messages = _messages(turns, owner_name, speakers, start, sample_id, f"{where}.session_{n}")
         facts = [
             GoldFact(
                 id=f"{sample_id}/{owner_name}/s{n}/o{k}",
@@ -328,6 +315,33 @@ def _owner(
         language="en",
         sessions=sessions,
     )
+
+
+def _messages(
+    turns: list[Any],
+    owner_name: str,
+    speakers: tuple[str, str],
+    start: datetime,
+    sample_id: str,
+    at: str,
+) -> list[Message]:
+    """A session's turns as messages: the owner's are ``human``, the other speaker's ``ai``."""
+    messages = []
+    for k, turn in enumerate(turns):
+        where = f"{at}[{k}]"
+        if not isinstance(turn, dict):
+            raise _fail(where, f"expected a turn object, got {_kind(turn)}")
+        speaker = turn.get("speaker")
+        if speaker not in speakers:
+            raise _fail(f"{where}.speaker", f"unknown speaker {excerpt(speaker)}")
+        messages.append(
+            Message(
+                role="human" if speaker == owner_name else "ai",
+                content=_content(turn, sample_id, where),
+                timestamp=start + k * TURN_SPACING,
+            )
+        )
+    return messages
 
 
 def _read_source(src: str | os.PathLike[str]) -> list[Any]:
@@ -426,18 +440,22 @@ def import_locomo(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> 
         LocomoFormatError: Bad source, or ``dest`` is the source or a directory.
     """
     source, target = Path(src), Path(dest)
+    shown = excerpt(str(target), 200)
     if _same_file(source, target):
-        raise LocomoFormatError(
-            f"--out {target} is the source file; write the dataset to another file"
-        )
-    if target.is_dir():
-        raise LocomoFormatError(f"--out {target} is a directory; name a .jsonl file")
+        raise LocomoFormatError(f"--out {shown} is the source file; write to another file")
+    try:
+        is_dir = target.is_dir()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise LocomoFormatError(f"--out {shown} cannot be used: {reason}") from None
+    if is_dir:
+        raise LocomoFormatError(f"--out {shown} is a directory; name a .jsonl file")
     samples = _read_source(source)
     owners = _convert_samples(samples, os.fspath(source))
     try:
         write_dataset(owners, target)
     except OSError as exc:
-        raise LocomoFormatError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise LocomoFormatError(f"cannot write {shown}: {exc.strerror or exc}") from None
     sessions = [s for o in owners for s in o.sessions]
     summary = ImportSummary(
         source=source,
