@@ -332,6 +332,8 @@ CASES: list[Case] = [
                                              "9" * 400 + "d"], {"c/x": "x"}, expect="duration"),
     Case("cache prune --unused-since garbage", ["cache", "prune", "c", "--unused-since",
                                                 "tomorrow"], {"c/x": "x"}, expect="invalid time"),
+    Case("cache prune without a criterion", ["cache", "prune", "c"], {"c/x": "x"},
+         expect="criterion"),
     Case("cache stats on a file", ["cache", "stats", "f"], {"f": "x"},
          expect="not a directory"),
     Case("cache stats on a missing directory", ["cache", "stats", "nope"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 
 from memlab.backends.cache import cache_stats, prune_cache
@@ -99,8 +100,9 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_prune(args: argparse.Namespace) -> int:
     if not (args.all or args.unused_since or args.older_than or args.model or args.backend):
         print(
-            "memlab cache prune: give a criterion (--unused-since, --older-than, --model, "
-            "--backend) or --all; see --help"
+            "error: memlab cache prune: give a criterion (--unused-since, --older-than, "
+            "--model, --backend) or --all; see --help",
+            file=sys.stderr,
         )
         return 2
     result = prune_cache(
