@@ -171,7 +171,7 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
         MemoryConfig.from_yaml(path)
     assert str(path) in str(exc.value)
     assert "not valid YAML" in str(exc.value)
-    assert "[line " in str(exc.value)
+    assert "(line 2, column" in str(exc.value)
 
 
 def test_yaml_not_a_mapping(tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_yaml_not_a_mapping(tmp_path: Path) -> None:
 
 def test_missing_yaml_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.yaml"
-    with pytest.raises(ConfigError, match="cannot read file"):
+    with pytest.raises(ConfigError, match="cannot read config file"):
         MemoryConfig.from_yaml(path)
 
 

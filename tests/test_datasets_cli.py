@@ -68,11 +68,14 @@ def test_stats_on_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_import_locomo_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["datasets", "import-locomo", str(tmp_path / "x.json"), "--out", "o.jsonl"]) == 1
+    cli_main = importlib.import_module("memlab.cli.main").main
+    missing = str(tmp_path / "x.json")
+    assert cli_main(["datasets", "import-locomo", missing, "--out", "o.jsonl"]) == 2
     assert "LoCoMo source not found" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}', encoding="utf-8")
-    assert run(["datasets", "import-locomo", str(bad), "--out", str(tmp_path / "o.jsonl")]) == 1
+    out = str(tmp_path / "o.jsonl")
+    assert cli_main(["datasets", "import-locomo", str(bad), "--out", out]) == 2
     assert "expected a JSON list" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
 

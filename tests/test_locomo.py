@@ -54,7 +54,7 @@ def test_ten_conversations_give_twenty_owners(
     assert len(raw) == 10
     assert len(owners) == 20
     expected_ids = [
-        f"{s['sample_id']}/{s['conversation'][k]}" for s in raw for k in ("speaker_a", "speaker_b")
+        f"{s['sample_id']}.{s['conversation'][k]}" for s in raw for k in ("speaker_a", "speaker_b")
     ]
     assert [o.user_id for o in owners] == expected_ids
 
@@ -70,7 +70,7 @@ def test_session_and_observation_counts_match_source(
         n_sessions = len(_session_keys(conv))
         n_turns = sum(len(conv[k]) for k in _session_keys(conv))
         for speaker in (conv["speaker_a"], conv["speaker_b"]):
-            owner = by_id[f"{sample['sample_id']}/{speaker}"]
+            owner = by_id[f"{sample['sample_id']}.{speaker}"]
             assert len(owner.sessions) == n_sessions
             assert sum(len(s.messages) for s in owner.sessions) == n_turns
             n_obs = sum(len(obs.get(speaker, [])) for obs in sample["observation"].values())

@@ -201,7 +201,8 @@ def test_report_shows_the_prompt_diff_beside_the_lanes_deltas(workspace: Path) -
     assert "+You manage the memory of one user. Version &lt;b&gt;B&lt;/b&gt;." in html
     assert "<b>B</b>" not in html
     assert "## Prompt changes" in md and "```diff" in md
-    assert f"### loop: prompt=mine [mine {sha_b}]" in md
+    heading = f"### loop: prompt=mine \\[mine {sha_b}\\]"  # labels are Markdown-escaped
+    assert heading in md
     section = md.split("## Prompt changes")[1]
-    block = section.split(f"### loop: prompt=mine [mine {sha_b}]")[1]
+    block = section.split(heading)[1]
     assert "Against the baseline: final facts -2, tokens / update -" in block

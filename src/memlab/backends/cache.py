@@ -13,8 +13,17 @@ control and the notebooks and CI can replay it offline in ``read_only`` mode.
 
 Writes go to a temporary file in the same directory followed by ``os.replace``, so concurrent
 writers and interrupted runs never leave a half-written entry under a real key. API keys never
-reach an entry: backends do not put credentials in requests, and the value of
-``OPENAI_API_KEY`` (plus any ``secret_values`` given) is redacted from every entry written.
+reach an entry: backends do not put credentials in requests, and every entry passes through
+:func:`memlab.core.redact.redact` (credential headers, secret environment variables such as
+``OPENAI_API_KEY``, any ``secret_values`` given) before it is written.
+
+Entries are checked before they are served: an entry is used only when it decodes, has this
+format and holds the key of the request. Anything else is corrupt: in read-write mode the file
+is moved aside to ``<key>.json.corrupt-<UTC time>`` (never overwritten), counted in
+``counters.corrupt`` and logged, and the request goes to the backend; in read-only mode it is a
+:class:`CacheCorruptError`. A cache directory or entry that cannot be read or written at all
+(a file where the directory should be, a directory in place of an entry, no permission) is a
+:class:`CacheError` with a message saying what to fix.
 
 A cache hit updates the entry file's modification time (not its content), which is what
 ``prune_cache(unused_since=...)`` uses; see :func:`prune_cache`.
@@ -39,11 +48,14 @@ from typing import Any
 
 from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest, OutputMode
 from memlab.core.atomic import atomic_write_text
+from memlab.core.jsontext import loads_json
+from memlab.core.redact import redact, secret_values
 
 __all__ = [
     "CACHE_FORMAT",
     "CacheCorruptError",
     "CacheCounters",
+    "CacheError",
     "CacheMissError",
     "CacheMode",
     "CacheStats",
@@ -62,6 +74,7 @@ CACHE_FORMAT = 1
 
 _TEMP_PREFIX = ".tmp-"
 _STALE_TEMP_SECONDS = 3600.0
+_SET_ASIDE = ".corrupt-"  # infix of entries moved aside
 
 
 class CacheMode(StrEnum):
@@ -75,12 +88,24 @@ class CacheMode(StrEnum):
     """Always call the backend; neither read nor write."""
 
 
-class CacheMissError(BackendError):
+class CacheError(BackendError):
+    """The cache directory or one of its entries cannot be used; the message says why.
+
+    A :class:`~memlab.backends.base.BackendError`, so a replay records the failed call (and
+    the run reports it) instead of losing it in a worker thread.
+    """
+
+
+class CacheMissError(CacheError):
     """A request was not in the cache while the cache is read-only."""
 
 
-class CacheCorruptError(BackendError):
-    """A cache entry file cannot be read (in read-only mode it is not replaced)."""
+class CacheCorruptError(CacheError):
+    """A cache entry is corrupt while the cache is read-only (it is left as it is)."""
+
+
+def _io_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def _utc_now_iso() -> str:
@@ -138,16 +163,8 @@ class CacheCounters:
     hits: int = 0
     misses: int = 0
     backend_calls: int = 0
-
-
-def _redact(obj: Any, secrets: Iterable[str]) -> Any:
-    text = json.dumps(obj, ensure_ascii=False)
-    changed = False
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, "[REDACTED]")
-            changed = True
-    return json.loads(text) if changed else obj
+    corrupt: int = 0
+    """Corrupt entries found (moved aside in read-write mode)."""
 
 
 class CachedBackend:
@@ -180,6 +197,12 @@ class CachedBackend:
         self.counters = CacheCounters()
         self._secret_values = [s for s in secret_values if s]
         self._lock = threading.Lock()
+        in_use = self.mode is not CacheMode.OFF
+        if in_use and self.cache_dir.exists() and not self.cache_dir.is_dir():
+            raise CacheError(
+                f"cache directory {self.cache_dir} is a file, not a directory; pass a directory "
+                "(it is created on the first write)"
+            )
 
     @property
     def model(self) -> str:
@@ -198,7 +221,8 @@ class CachedBackend:
 
         Raises:
             CacheMissError: Read-only mode and the request is not cached.
-            CacheCorruptError: Read-only mode and the entry file is unreadable.
+            CacheCorruptError: Read-only mode and the entry is corrupt.
+            CacheError: The entry cannot be read or written (I/O).
         """
         if self.mode is CacheMode.OFF:
             self._count("backend_calls")
@@ -206,7 +230,7 @@ class CachedBackend:
         model = request.model or self.backend.model
         key = request_key(self.backend.name, model, request)
         path = entry_path(self.cache_dir, key)
-        cached = self._load(path)
+        cached = self._load(path, key)
         if cached is not None:
             self._count("hits")
             with contextlib.suppress(OSError):
@@ -215,7 +239,7 @@ class CachedBackend:
         self._count("misses")
         if self.mode is CacheMode.READ_ONLY:
             last = str(request.messages[-1].get("content", "")) if request.messages else ""
-            preview = " ".join(last.split())[:80]
+            preview = " ".join(last[:400].split())[:80]
             raise CacheMissError(
                 f"Response cache miss in read-only mode: backend={self.backend.name!r} "
                 f"model={model!r} mode={OutputMode(request.mode).value!r} key={key} "
@@ -232,32 +256,41 @@ class CachedBackend:
         with self._lock:
             setattr(self.counters, name, getattr(self.counters, name) + 1)
 
-    def _load(self, path: Path) -> Completion | None:
+    def _load(self, path: Path, key: str) -> Completion | None:
+        """The entry for ``key``, or ``None`` when there is none (or it was set aside)."""
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        try:
-            data = json.loads(raw)
-            stored = data["completion"]
-            return Completion(
-                text=str(stored["text"]),
-                prompt_tokens=int(stored.get("prompt_tokens", 0)),
-                completion_tokens=int(stored.get("completion_tokens", 0)),
-                latency_s=0.0,
-                finish_reason=stored.get("finish_reason"),
-                model=str(stored.get("model", "")),
-                backend=str(stored.get("backend", "")),
-                cached=True,
+        except OSError as exc:  # a directory in its place, no permission, a file as parent
+            raise CacheError(
+                f"cache entry {path} cannot be read ({_io_reason(exc)}); remove or fix it, "
+                f"or check that {self.cache_dir} is a cache directory"
+            ) from None
+        problem, completion = _decode_entry(raw, key)
+        if completion is None:
+            self._set_aside(path, problem)
+        return completion
+
+    def _set_aside(self, path: Path, problem: str) -> None:
+        self._count("corrupt")
+        if self.mode is CacheMode.READ_ONLY:
+            raise CacheCorruptError(
+                f"cache entry {path} is corrupt ({problem}); read-only mode leaves it as it is: "
+                "delete it and re-record with cache mode 'read_write'"
             )
-        except (ValueError, KeyError, TypeError) as exc:
-            if self.mode is CacheMode.READ_ONLY:
-                raise CacheCorruptError(
-                    f"Cache entry {path} is unreadable ({exc}); delete it and re-record with "
-                    "cache mode 'read_write'."
-                ) from exc
-            logger.warning("cache entry %s is unreadable (%s); replacing it", path, exc)
-            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = path.with_name(f"{path.name}{_SET_ASIDE}{stamp}")
+        try:
+            os.replace(path, aside)
+        except FileNotFoundError:
+            return  # another worker moved it aside first
+        except OSError as exc:
+            raise CacheError(
+                f"cache entry {path} is corrupt ({problem}) and cannot be moved aside "
+                f"({_io_reason(exc)}); remove it by hand"
+            ) from None
+        logger.warning("cache entry %s is corrupt (%s); moved aside to %s", path, problem, aside)
 
     def _store(
         self,
@@ -283,10 +316,48 @@ class CachedBackend:
             },
             "completion": stored,
         }
-        secrets = [*self._secret_values, os.environ.get("OPENAI_API_KEY", "")]
-        entry = _redact(entry, [s for s in secrets if len(s) >= 8])
+        entry = redact(entry, secret_values(self._secret_values))
         text = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
+        try:
+            atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
+        except OSError as exc:
+            raise CacheError(
+                f"cannot write cache entry {path} ({_io_reason(exc)}); check that "
+                f"{self.cache_dir} is a writable directory"
+            ) from None
+
+
+def _decode_entry(raw: bytes, key: str) -> tuple[str, Completion | None]:
+    """(problem, completion): the stored completion when the entry is sound and for ``key``."""
+    try:
+        data = loads_json(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: invalid byte at offset {exc.start}", None
+    except ValueError as exc:  # invalid JSON or too deep
+        return f"not valid JSON: {str(exc)[:200]}", None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+        return f"not a cache entry of format {CACHE_FORMAT}", None
+    if data.get("key") != key:
+        return "it holds the entry of another request (its key differs from its file name)", None
+    stored = data.get("completion")
+    try:
+        if not isinstance(stored, dict) or not isinstance(stored.get("text"), str):
+            raise TypeError("no completion text")
+        if not isinstance(stored.get("finish_reason"), str | None):
+            raise TypeError("finish_reason is not a string")
+        completion = Completion(
+            text=stored["text"],
+            prompt_tokens=int(stored.get("prompt_tokens", 0)),
+            completion_tokens=int(stored.get("completion_tokens", 0)),
+            latency_s=0.0,
+            finish_reason=stored.get("finish_reason"),
+            model=str(stored.get("model", "")),
+            backend=str(stored.get("backend", "")),
+            cached=True,
+        )
+    except (ValueError, TypeError, OverflowError) as exc:
+        return f"bad completion: {str(exc)[:200]}", None
+    return "", completion
 
 
 # --- maintenance -------------------------------------------------------------------------
@@ -303,11 +374,16 @@ class _Entry:
 
 
 def _iter_files(cache_dir: Path) -> Iterator[Path]:
-    if not cache_dir.is_dir():
+    if not cache_dir.exists():
         return
-    for shard in sorted(cache_dir.iterdir()):
-        if shard.is_dir() and len(shard.name) == 2:
-            yield from sorted(shard.iterdir())
+    if not cache_dir.is_dir():
+        raise CacheError(f"cache directory {cache_dir} is a file, not a directory")
+    try:
+        for shard in sorted(cache_dir.iterdir()):
+            if shard.is_dir() and len(shard.name) == 2:
+                yield from sorted(shard.iterdir())
+    except OSError as exc:
+        raise CacheError(f"cannot list cache directory {cache_dir}: {_io_reason(exc)}") from None
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -321,33 +397,45 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
-    """Return (entries, unreadable entry files, temp files) under ``cache_dir``."""
+    """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``."""
     entries: list[_Entry] = []
     corrupt: list[Path] = []
     temps: list[Path] = []
     for path in _iter_files(cache_dir):
         if path.name.startswith(_TEMP_PREFIX):
             temps.append(path)
-            continue
-        if path.suffix != ".json" or not path.is_file():
-            continue
-        stat = path.stat()
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            summary = data["request"]
-            entries.append(
-                _Entry(
-                    path=path,
-                    size=stat.st_size,
-                    mtime=stat.st_mtime,
-                    backend=str(summary.get("backend", "?")),
-                    model=str(summary.get("model", "?")),
-                    created_at=_parse_time(data.get("created_at")),
-                )
-            )
-        except (ValueError, KeyError, TypeError, AttributeError):
+        elif _SET_ASIDE in path.name:
             corrupt.append(path)
+        elif path.suffix == ".json":
+            entry = _read_entry(path)
+            if entry is None:
+                corrupt.append(path)
+            else:
+                entries.append(entry)
     return entries, corrupt, temps
+
+
+def _read_entry(path: Path) -> _Entry | None:
+    """The entry's summary, or ``None`` when it is not a sound entry for its file name."""
+    try:
+        stat = path.stat()
+        raw = path.read_bytes()
+    except OSError:  # a directory in place of an entry, no permission
+        return None
+    _problem, completion = _decode_entry(raw, path.stem)
+    if completion is None:
+        return None
+    data = json.loads(raw)  # decoded once already: cannot fail now
+    summary = data.get("request")
+    summary = summary if isinstance(summary, dict) else {}
+    return _Entry(
+        path=path,
+        size=stat.st_size,
+        mtime=stat.st_mtime,
+        backend=str(summary.get("backend", "?")),
+        model=str(summary.get("model", "?")),
+        created_at=_parse_time(data.get("created_at")),
+    )
 
 
 @dataclass
@@ -361,6 +449,7 @@ class CacheStats:
     oldest: datetime | None = None
     newest: datetime | None = None
     corrupt_files: list[str] = field(default_factory=list)
+    """Entries that cannot be served and entries moved aside as corrupt."""
     temp_files: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -408,6 +497,20 @@ class PruneResult:
     dry_run: bool = False
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path, default: float) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return default
+
+
 def prune_cache(
     cache_dir: str | os.PathLike[str],
     *,
@@ -430,9 +533,9 @@ def prune_cache(
     * ``created_before``: recorded before this time (``created_at`` in the entry).
     * ``model`` / ``backend``: only entries of this model id / backend name.
 
-    At least one criterion, or ``remove_all=True``, is required. Unreadable entry files are
-    removed too (``include_corrupt``), and temporary files left by interrupted writes are
-    removed once older than an hour.
+    At least one criterion, or ``remove_all=True``, is required. Entry files that cannot be
+    served and entries moved aside as corrupt are removed too (``include_corrupt``), and
+    temporary files left by interrupted writes are removed once older than an hour.
 
     Raises:
         ValueError: No criterion was given and ``remove_all`` is false.
@@ -463,9 +566,9 @@ def prune_cache(
         else:
             result.kept += 1
     if include_corrupt:
-        doomed.extend((p, p.stat().st_size) for p in corrupt if p.exists())
+        doomed.extend((p, _size(p)) for p in corrupt if p.is_file())
     now = time.time()
-    stale_temps = [t for t in temps if now - t.stat().st_mtime > _STALE_TEMP_SECONDS]
+    stale_temps = [t for t in temps if now - _mtime(t, now) > _STALE_TEMP_SECONDS]
     for path, size in doomed:
         result.removed.append(str(path))
         result.removed_bytes += size

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 
 from memlab.backends.cache import cache_stats, prune_cache
+from memlab.cli import _args
+from memlab.errors import excerpt
 
 __all__ = ["parse_when", "register"]
 
@@ -46,12 +49,17 @@ def parse_when(value: str, *, now: datetime | None = None) -> datetime:
     match = _DURATION.match(text)
     if match:
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
-        return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+        try:
+            return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+        except OverflowError:
+            raise argparse.ArgumentTypeError(
+                f"duration {excerpt(value)} reaches before the year 1; use a shorter one"
+            ) from None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"invalid time {value!r}: use ISO-8601 (2024-05-01T12:00:00Z) or a duration "
+            f"invalid time {excerpt(value)}: use ISO-8601 (2024-05-01T12:00:00Z) or a duration "
             "such as 30m, 12h, 7d, 2w"
         ) from exc
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -92,8 +100,9 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_prune(args: argparse.Namespace) -> int:
     if not (args.all or args.unused_since or args.older_than or args.model or args.backend):
         print(
-            "memlab cache prune: give a criterion (--unused-since, --older-than, --model, "
-            "--backend) or --all; see --help"
+            "error: memlab cache prune: give a criterion (--unused-since, --older-than, "
+            "--model, --backend) or --all; see --help",
+            file=sys.stderr,
         )
         return 2
     result = prune_cache(
@@ -143,7 +152,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  memlab cache stats .memlab-cache --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    stats.add_argument("dir", metavar="DIR", help="cache directory")
+    stats.add_argument("dir", metavar="DIR", type=_args.existing_directory, help="cache directory")
     stats.add_argument("--json", action="store_true", help="print machine-readable JSON")
     stats.set_defaults(func=_cmd_stats)
 
@@ -154,7 +163,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_PRUNE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    prune.add_argument("dir", metavar="DIR", help="cache directory")
+    prune.add_argument("dir", metavar="DIR", type=_args.existing_directory, help="cache directory")
     prune.add_argument(
         "--unused-since",
         type=parse_when,

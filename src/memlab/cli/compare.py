@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from memlab.cli import _args
 from memlab.eval.compare import CompareError, compare, comparison_text
 from memlab.eval.metric_specs import interval_specs
 from memlab.eval.run import load_run
@@ -28,8 +29,13 @@ def register(subparsers: Any) -> None:
         "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("run_a", help="baseline run directory")
-    p.add_argument("run_b", nargs="?", help="candidate run directory (default: run A's lanes)")
+    p.add_argument("run_a", type=_args.directory, help="baseline run directory")
+    p.add_argument(
+        "run_b",
+        nargs="?",
+        type=_args.directory,
+        help="candidate run directory (default: run A's lanes)",
+    )
     p.add_argument(
         "--baseline-lane", help="lane id or label of run A to compare with (default: first)"
     )

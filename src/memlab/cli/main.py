@@ -11,10 +11,11 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, one_line
 
-__all__ = ["build_parser", "main"]
+__all__ = ["UsageError", "build_parser", "main"]
 
 # Modules of memlab.cli that define command groups, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -29,9 +30,20 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+class UsageError(MemlabError, ValueError):
+    """The command line itself is wrong (unknown option, bad value)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block) and exit 2 via main."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser with every command group registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memlab",
         description="Replay labeled conversations through an LLM memory pipeline, validate "
         "every reply against the JSON contract, and compare configurations.",
@@ -50,7 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     func = getattr(args, "func", None)
@@ -61,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = func(args)
     except MemlabError as exc:
         # Bad input or a failed backend: one line naming the problem, no traceback.
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     return int(result or 0)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.cli import _args
 from memlab.eval.calibration import SPLITS, calibrate, load_pairs
 from memlab.eval.matchers import MATCHERS, BackendFactory, resolve_matcher
 from memlab.eval.matching import FactMatcher
@@ -85,7 +86,7 @@ def register(subparsers: Any) -> None:
         epilog=_RESCORE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("run", help="run directory")
+    r.add_argument("run", type=_args.directory, help="run directory")
     _add_matcher_options(r)
     r.set_defaults(func=_rescore)
 
@@ -96,7 +97,9 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         help="matcher name: " + ", ".join(MATCHERS) + " (default: default)",
     )
-    parser.add_argument("--cache-dir", help="response cache for a judge matcher's calls")
+    parser.add_argument(
+        "--cache-dir", type=_args.directory, help="response cache for a judge matcher's calls"
+    )
     parser.add_argument(
         "--cache-mode",
         choices=[m.value for m in CacheMode],

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memlab.cli import _args
 from memlab.core.parsing import ParseOptions, parse_reply
+from memlab.errors import excerpt
 from memlab.eval.compare import describe
 from memlab.eval.metric_specs import gate_specs, interval_specs
 from memlab.eval.run import load_run
@@ -33,9 +35,18 @@ def register(subparsers: Any) -> None:
         epilog="example:\n  memlab report runs/baseline runs/new-prompt -o reports/new-prompt/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("runs", nargs="+", help="run directories (the first is the baseline)")
     p.add_argument(
-        "-o", "--out", required=True, help="output directory for index.html and summary.md"
+        "runs",
+        nargs="+",
+        type=_args.directory,
+        help="run directories (the first is the baseline)",
+    )
+    p.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        type=_args.directory,
+        help="output directory for index.html and summary.md",
     )
     p.add_argument("--title", default="memlab comparison report", help="report title")
     p.set_defaults(func=_report)
@@ -81,8 +92,12 @@ def _register_gate(subparsers: Any) -> None:
         "  memlab gate runs/nightly --min-recall 0.6 --use-bound   # lower 95%% bound >= 0.6",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    g.add_argument("run", help="run directory (the candidate)")
-    g.add_argument("--baseline", help="baseline run directory for --no-significant-regression")
+    g.add_argument("run", type=_args.directory, help="run directory (the candidate)")
+    g.add_argument(
+        "--baseline",
+        type=_args.directory,
+        help="baseline run directory for --no-significant-regression",
+    )
     g.add_argument(
         "--no-significant-regression",
         metavar="METRICS",
@@ -182,8 +197,8 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         try:
             text = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"error: cannot read reply file {args.file}: {exc}", file=sys.stderr)
+        except (OSError, ValueError) as exc:  # also invalid UTF-8 and a NUL in the path
+            print(f"error: cannot read reply file {excerpt(args.file)}: {exc}", file=sys.stderr)
             return 2
     if args.strict:
         options = ParseOptions.strict_only()

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from memlab.backends.cache import CacheMode
+from memlab.cli import _args
 from memlab.core.prompts import looks_like_path as _looks_like_path
 from memlab.core.prompts import resolve_prompt
 from memlab.eval.embeddings import (
@@ -44,19 +45,28 @@ _RUN_EXAMPLE = """examples:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--runs-dir", default="runs", help="parent directory of run directories (default: runs)"
+        "--runs-dir",
+        type=_args.directory,
+        default="runs",
+        help="parent directory of run directories (default: runs)",
     )
     parser.add_argument(
-        "--name", help="run directory name (default: the grid's name); an existing run is resumed"
+        "--name",
+        type=_args.run_name,
+        help="run directory name (default: the grid's name); an existing run is resumed",
     )
-    parser.add_argument("--cache-dir", help="response cache directory (default: no cache)")
+    parser.add_argument(
+        "--cache-dir", type=_args.directory, help="response cache directory (default: no cache)"
+    )
     parser.add_argument(
         "--cache-mode",
         choices=[m.value for m in CacheMode],
         default=CacheMode.READ_WRITE.value,
         help="read_write (default), read_only (a cache miss is an error) or off",
     )
-    parser.add_argument("--workers", type=int, default=4, help="concurrent replays (default: 4)")
+    parser.add_argument(
+        "--workers", type=_args.workers, default=4, help="concurrent replays (default: 4)"
+    )
     parser.add_argument(
         "--prompts",
         nargs="+",
@@ -137,8 +147,10 @@ def register(subparsers: Any) -> None:
         default="debounce",
         help="debounce (virtual-clock queue, default) or per_session (flush after each session)",
     )
-    r.add_argument("--max-owners", type=int, help="replay only the first N owners")
-    r.add_argument("--max-sessions", type=int, help="replay only the first N sessions per owner")
+    r.add_argument("--max-owners", type=_args.count, help="replay only the first N owners")
+    r.add_argument(
+        "--max-sessions", type=_args.count, help="replay only the first N sessions per owner"
+    )
     _add_common(r)
     r.set_defaults(func=_run)
 

@@ -11,22 +11,39 @@ import contextlib
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "fsync_directory"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "default_file_mode", "fsync_directory"]
 
 logger = logging.getLogger(__name__)
 
-
-def _default_mode() -> int:
-    # mkstemp creates 0600 files; a written report or run file should get the usual
-    # permissions (0666 minus the umask), like a file opened with open(..., "w").
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+_umask_lock = threading.Lock()
 
 
-_DEFAULT_MODE = _default_mode()
+def _current_umask() -> int:
+    # Linux shows the umask in /proc without changing it; elsewhere os.umask must set it to
+    # read it, which briefly affects files other threads create (hence the lock).
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return umask
+
+
+def default_file_mode() -> int:
+    """Permissions of a new file: 0666 minus the process's current umask.
+
+    ``mkstemp`` creates 0600 files; files memlab writes (memory stores, reports, run files)
+    get the permissions a plain ``open(path, "w")`` would give them.
+    """
+    return 0o666 & ~_current_umask()
 
 
 def fsync_directory(directory: Path) -> None:
@@ -59,7 +76,7 @@ def atomic_write_bytes(
         try:
             mode = os.stat(path).st_mode & 0o7777  # keep an existing file's permissions
         except FileNotFoundError:
-            mode = _DEFAULT_MODE
+            mode = default_file_mode()
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from memlab.core.contract import CONFIDENCE_BOUNDS, Bounds
-from memlab.errors import MemlabError
+from memlab.core.yamlio import YamlInputError, read_yaml
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
     "DEBOUNCE_SECONDS_BOUNDS",
@@ -147,16 +148,10 @@ class MemoryConfig(BaseModel):
         """
         source = os.fspath(path)
         try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(source, [f"{source}: cannot read file: {exc.strerror}"]) from exc
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" [line {mark.line + 1}]" if mark is not None else ""
-            raise ConfigError(source, [f"{source}: not valid YAML: {exc}{where}"]) from exc
+            document = read_yaml(source, what="config file")
+        except YamlInputError as exc:
+            raise ConfigError(source, [str(exc)]) from None
+        node, data = document.node, document.data
         lines = _key_lines(node)
         if isinstance(data, Mapping) and "memory" in data:
             section_node = _child_node(node, "memory")
@@ -203,7 +198,7 @@ def _child_node(node: yaml.Node | None, key: str) -> yaml.Node | None:
 def _format_value(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    return repr(value)
+    return excerpt(value, 80)
 
 
 def _describe_error(err: ErrorDetails, source: str, lines: dict[str, int]) -> str:

@@ -14,6 +14,12 @@ in a fraction of the time and give exactly the same result:
   the C encoder with the line break and indentation folded into the item separator; the
   rest is walked in Python. Anything unusual (subclasses of the JSON types, non-string keys)
   falls back to ``json.dumps`` for the whole value, so the output never differs.
+
+JSON read from files memlab did not write (datasets, memory files, cache entries) is decoded
+with :func:`loads_json`, which refuses values nested deeper than :data:`MAX_JSON_DEPTH`: deeper
+values pass ``json.loads`` up to about 1,000 levels and then crash later steps (validation,
+serialisation, prompt rendering) with ``RecursionError``. Every reader uses the same limit, so
+what validation accepts, a replay can process.
 """
 
 from __future__ import annotations
@@ -22,7 +28,20 @@ import json
 import math
 from typing import Any, TypeVar
 
-__all__ = ["copy_json", "dumps_indented", "scan_json"]
+from memlab.errors import MemlabError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "JsonDepthError",
+    "copy_json",
+    "dumps_indented",
+    "loads_json",
+    "nesting_path",
+    "scan_json",
+]
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of objects and arrays accepted in JSON input (datasets, memory, cache)."""
 
 _T = TypeVar("_T")
 
@@ -70,7 +89,77 @@ def _copy(value: Any) -> Any:
     raise _Unusual
 
 
-_MAX_DEPTH = 100  # deeper values count as not plain: copying them bounds recursion itself
+_MAX_DEPTH = MAX_JSON_DEPTH  # deeper values count as not plain: copying bounds recursion itself
+
+
+class JsonDepthError(MemlabError, ValueError):
+    """A JSON value is nested deeper than :data:`MAX_JSON_DEPTH`.
+
+    Attributes:
+        path: Keys and indexes leading to the first container that is too deep (its first
+            ``limit`` steps), or ``None`` when the text was too deep to decode at all.
+        limit: The nesting limit.
+        where: ``path`` as a short field path such as ``sessions[0].messages[1]...`` (empty
+            when ``path`` is ``None``).
+    """
+
+    def __init__(self, path: list[str | int] | None, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.where = _render_path(path) if path else ""
+        super().__init__(
+            f"JSON nested more than {limit} levels deep; flatten the data (memlab accepts at "
+            f"most {limit} levels of objects and arrays)"
+        )
+
+
+def _render_path(path: list[str | int], shown: int = 6) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:shown]]
+    text = "".join(parts).lstrip(".")
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return text + ("..." if len(path) > shown else "")
+
+
+def nesting_path(value: Any, limit: int = MAX_JSON_DEPTH) -> list[str | int] | None:
+    """Path to the first container nested deeper than ``limit``, or ``None`` when none is.
+
+    The outermost object or array is level 1. The walk is iterative, so any depth is safe,
+    and it visits each container once.
+    """
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        container, path = stack.pop()
+        if isinstance(container, dict):
+            items: Any = container.items()
+        elif isinstance(container, list):
+            items = enumerate(container)
+        else:
+            continue
+        if len(path) >= limit:
+            return path[:limit]
+        for key, item in items:
+            if isinstance(item, dict | list):
+                stack.append((item, [*path, key]))
+    return None
+
+
+def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for untrusted input: also refuses values nested deeper than ``max_depth``.
+
+    Raises:
+        json.JSONDecodeError: The text is not valid JSON.
+        JsonDepthError: The value is nested too deeply (also when ``json.loads`` itself gives
+            up with ``RecursionError``).
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JsonDepthError(None, max_depth) from None
+    path = nesting_path(value, max_depth)
+    if path is not None:
+        raise JsonDepthError(path, max_depth)
+    return value
 
 
 def scan_json(value: Any) -> tuple[bool, float | None]:

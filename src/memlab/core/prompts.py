@@ -28,10 +28,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from memlab.core.jsontext import dumps_indented
-from memlab.errors import MemlabError
+from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
+from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
     "BUILTIN_PROMPTS",
@@ -193,8 +192,8 @@ class PromptRegistry:
             existing = self._variants.get(variant.name)
             if existing is not None and not replace:
                 raise PromptError(
-                    f"{variant.where}: a prompt named {variant.name!r} is already registered "
-                    f"(from {existing.where}); pick another name or pass replace=True"
+                    f"{variant.where}: a prompt named {excerpt(variant.name)} is already "
+                    f"registered (from {existing.where}); pick another name or pass replace=True"
                 )
             self._variants[variant.name] = variant
         return variant
@@ -210,7 +209,8 @@ class PromptRegistry:
             known = sorted(self._variants)
         if variant is None:
             raise UnknownPromptError(
-                f"unknown prompt variant {name!r}; known variants: {', '.join(known) or '(none)'}"
+                f"unknown prompt variant {excerpt(name)}; known variants: "
+                f"{', '.join(known) or '(none)'}"
             )
         return variant
 
@@ -264,9 +264,9 @@ class PromptRegistry:
                 "use .txt, .yaml, .yml or .json"
             )
         try:
-            text = file_path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PromptError(f"{source}: cannot read prompt file: {exc.strerror}") from exc
+            text = read_text_limited(file_path, what="prompt file")
+        except YamlInputError as exc:
+            raise PromptError(str(exc)) from None
         if suffix in _SUFFIXES_TEXT:
             variants = [PromptVariant(file_path.stem, text, source=source)]
         else:
@@ -304,12 +304,15 @@ class PromptRegistry:
 def _parse_data(text: str, source: str, suffix: str) -> Any:
     try:
         if suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+            return loads_json(text)
+        return parse_yaml(text, source).data
     except json.JSONDecodeError as exc:
-        raise PromptError(f"{source}: line {exc.lineno}: not valid JSON: {exc.msg}") from exc
-    except yaml.YAMLError as exc:
-        raise PromptError(f"{source}: not valid YAML: {exc}") from exc
+        raise PromptError(f"{source}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+    except (JsonDepthError, YamlInputError) as exc:
+        message = str(exc)
+        if not message.startswith(source):
+            message = f"{source}: {message}"
+        raise PromptError(message) from None
 
 
 def _variants_from_data(data: Any, source: str) -> Iterable[PromptVariant]:
@@ -378,12 +381,16 @@ def get_prompt(name: str = "default") -> PromptVariant:
 
 def looks_like_path(text: str) -> bool:
     """True when ``text`` names a prompt file rather than a variant (a separator or suffix)."""
-    return (
+    if (
         "/" in text
         or os.sep in text
         or Path(text).suffix.lower() in _SUFFIXES_TEXT + _SUFFIXES_DATA
-        or Path(text).is_file()
-    )
+    ):
+        return True
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # too long for the file system, a NUL: not a file
+        return False
 
 
 def resolve_prompt(

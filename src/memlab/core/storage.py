@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import filelock
 
-from memlab.core.atomic import fsync_directory
+from memlab.core.atomic import default_file_mode, fsync_directory
 from memlab.core.document import (
     copy_document,
     create_empty_memory,
@@ -41,7 +41,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
-from memlab.core.jsontext import dumps_indented, scan_json
+from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json, scan_json
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -286,9 +286,11 @@ class JsonFileStorage:
         except UnicodeDecodeError as exc:
             return None, f"not UTF-8 text: invalid byte at offset {exc.start}"
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except json.JSONDecodeError as exc:
             return None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        except JsonDepthError as exc:
+            return None, str(exc)
         problems = document_problems(value)
         if problems:
             return None, "; ".join(problems)
@@ -397,9 +399,9 @@ class JsonFileStorage:
 
     def _file_mode(self) -> int:
         try:
-            return stat.S_IMODE(os.stat(self.path).st_mode)
+            return stat.S_IMODE(os.stat(self.path).st_mode)  # keep an existing file's mode
         except OSError:
-            return 0o644
+            return default_file_mode()  # a new file follows the umask
 
 
 class InMemoryStorage:

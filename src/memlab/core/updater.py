@@ -36,6 +36,7 @@ from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
 from memlab.core.prompts import PromptVariant, get_prompt
+from memlab.core.redact import redact
 from memlab.core.storage import JsonFileStorage, MemoryStorage, StorageError
 
 __all__ = ["MemoryUpdater", "UpdateResult", "update_memory_from_conversation"]
@@ -85,10 +86,14 @@ class UpdateResult:
         return self.saved
 
     def to_record(self) -> dict[str, Any]:
-        """Return a flat JSON-serialisable record (one row of the workbench's call table)."""
+        """Return a flat JSON-serialisable record (one row of the workbench's call table).
+
+        Credentials a server or model echoed into the reply or an error message are redacted
+        (:func:`memlab.core.redact.redact`), as in the response cache.
+        """
         counts = self.applied.counts() if self.applied is not None else {}
         completion = self.completion
-        return {
+        record = {
             "thread_id": self.thread_id,
             "started_at": utc_iso(self.started_at),
             "skipped": self.skipped,
@@ -113,6 +118,7 @@ class UpdateResult:
             **{f"n_{name}": value for name, value in counts.items()},
             **self.extra,
         }
+        return redact(record)
 
 
 class MemoryUpdater:

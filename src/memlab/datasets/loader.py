@@ -26,6 +26,7 @@ import jsonschema
 from pydantic import ValidationError
 
 from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
+from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
     TAG_NAMES,
@@ -33,7 +34,7 @@ from memlab.datasets.models import (
     Owner,
     Session,
 )
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
     "DatasetError",
@@ -232,6 +233,27 @@ def _display(path: str | os.PathLike[str]) -> str:
     return os.fspath(path)
 
 
+def _decode_line(name: str, lineno: int, raw: bytes) -> tuple[Any, DatasetError | None]:
+    """The line's JSON value, or the error that stops it (blank, not UTF-8, JSON, depth)."""
+    body = raw.rstrip(b"\r\n")
+    if not body.strip():
+        blank = "blank line; remove it (one JSON object per line, no blank lines)"
+        return None, DatasetError(name, lineno, "", blank)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 (byte {exc.start + 1}); save the file as UTF-8"
+        return None, DatasetError(name, lineno, "", message)
+    try:
+        return loads_json(text), None
+    except json.JSONDecodeError as exc:
+        message = f"invalid JSON at column {exc.colno}: {exc.msg}"
+        return None, DatasetError(name, lineno, "", message, column=exc.colno)
+    except JsonDepthError as exc:
+        # Deeper values crash later steps; refused here so validate and run agree.
+        return None, DatasetError(name, lineno, exc.where, str(exc))
+
+
 def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[DatasetError]]]:
     """Yield ``(owner, errors)`` per line, including the file-level checks."""
     name = _display(path)
@@ -245,40 +267,9 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
     with handle:
         for lineno, raw in enumerate(handle, start=1):
             count += 1
-            body = raw.rstrip(b"\r\n")
-            if not body.strip():
-                yield (
-                    None,
-                    [
-                        DatasetError(
-                            name,
-                            lineno,
-                            "",
-                            "blank line; remove it (one JSON object per line, no blank lines)",
-                        )
-                    ],
-                )
-                continue
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield (
-                    None,
-                    [
-                        DatasetError(
-                            name,
-                            lineno,
-                            "",
-                            f"not UTF-8 (byte {exc.start + 1}); save the file as UTF-8",
-                        )
-                    ],
-                )
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                msg = f"invalid JSON at column {exc.colno}: {exc.msg}"
-                yield None, [DatasetError(name, lineno, "", msg, column=exc.colno)]
+            obj, error = _decode_line(name, lineno, raw)
+            if error is not None:
+                yield None, [error]
                 continue
             owner, problems = parse_owner_line(obj)
             errors = [DatasetError(name, lineno, field, msg) for field, msg in problems]
@@ -286,27 +277,12 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
             if isinstance(user_id, str):
                 first = first_line_of.setdefault(user_id, lineno)
                 if first != lineno:
-                    errors.append(
-                        DatasetError(
-                            name,
-                            lineno,
-                            "user_id",
-                            f"duplicate user id {user_id!r} (first used on line {first})",
-                        )
-                    )
+                    duplicate = f"duplicate user id {excerpt(user_id)} (first used on line {first})"
+                    errors.append(DatasetError(name, lineno, "user_id", duplicate))
             yield (None if errors else owner), errors
     if count == 0:
-        yield (
-            None,
-            [
-                DatasetError(
-                    name,
-                    0,
-                    "",
-                    "the file is empty; expected one JSON object (one memory owner) per line",
-                )
-            ],
-        )
+        empty = "the file is empty; expected one JSON object (one memory owner) per line"
+        yield None, [DatasetError(name, 0, "", empty)]
 
 
 def iter_dataset(path: str | os.PathLike[str]) -> Iterator[Owner]:

@@ -3,7 +3,9 @@
 Each LoCoMo conversation between speakers A and B becomes two memory owners: one where A's
 turns are ``human`` and B's are ``ai``, and the mirror image. Mapping:
 
-- owner ``user_id``: ``<sample_id>/<speaker>`` (e.g. ``conv-26/Caroline``);
+- owner ``user_id``: ``<sample_id>.<speaker>`` (e.g. ``conv-26.Caroline``), passed through
+  :func:`~memlab.core.safe_names.encode_component` so that it can name a file (a name with
+  other characters keeps a readable part plus a hash suffix);
 - session ``thread_id``: ``<sample_id>/session_<n>``; ``started_at`` is the session's
   ``date_time`` ("1:56 pm on 8 May, 2023"), read as UTC because LoCoMo gives no timezone;
   message timestamps follow at 30 s per turn;
@@ -16,7 +18,9 @@ turns are ``human`` and B's are ``ai``, and the mirror image. Mapping:
   when the turn has no URL), and a text part ``[image: <caption>]`` so that the pipeline,
   which reads only text parts, still sees what the image shows.
 
-The data is converted at run time and never committed.
+The source is untrusted input: every shape the mapping does not expect is a
+:class:`LocomoFormatError` naming the sample and field, and the owners are validated like a
+dataset file before anything is written. The data is converted at run time and never committed.
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.loader import write_dataset
+from pydantic import ValidationError
+
+from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.safe_names import encode_component
+from memlab.datasets.loader import parse_owner_line, write_dataset
 from memlab.datasets.models import (
     GoldFact,
     ImagePart,
@@ -43,9 +51,10 @@ from memlab.datasets.models import (
     TagName,
     TextPart,
 )
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
+    "MAX_SOURCE_BYTES",
     "TURN_SPACING",
     "ImportSummary",
     "LocomoFormatError",
@@ -59,6 +68,9 @@ logger = logging.getLogger(__name__)
 
 #: Time between two consecutive turns of a session (LoCoMo has one timestamp per session).
 TURN_SPACING = timedelta(seconds=30)
+
+MAX_SOURCE_BYTES = 512 * 1024 * 1024
+"""Largest source file read (``locomo10.json`` is about 3 MB)."""
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
@@ -91,168 +103,363 @@ class ImportSummary:
 
 def parse_locomo_datetime(text: str) -> datetime:
     """Parse a LoCoMo ``date_time`` such as ``"1:56 pm on 8 May, 2023"`` as UTC."""
-    cleaned = " ".join(text.split())
+    cleaned = " ".join(str(text).split())
     for fmt in _DATE_FORMATS:
         try:
             return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
         except ValueError:
             continue
     raise LocomoFormatError(
-        f"unrecognized LoCoMo date_time {text!r}; expected e.g. '1:56 pm on 8 May, 2023'"
+        f"unrecognized LoCoMo date_time {excerpt(text)}; expected e.g. '1:56 pm on 8 May, 2023'"
     )
 
 
-def _evidence(raw: Any) -> list[str]:
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, int | float) else "null"
+    )
+
+
+def _name(key: str) -> str:
+    """A key or id as part of an error location: one line, at most 40 characters."""
+    text = " ".join(key.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fail(where: str, problem: str) -> LocomoFormatError:
+    return LocomoFormatError(f"{where}: {problem}")
+
+
+def _text(value: Any, where: str, *, required: bool = True) -> str:
+    """A non-empty string (or, when not required, a string that may be empty)."""
+    if not isinstance(value, str) or (required and not value.strip()):
+        wanted = "a non-empty string" if required else "a string"
+        raise _fail(where, f"expected {wanted}, got {_kind(value)} {excerpt(value, 40)}")
+    return value
+
+
+def _evidence(raw: Any, where: str) -> list[str]:
     # Usually "D1:3"; a few observations give "D4:17, D4:19" or a list of ids.
     items = raw if isinstance(raw, list) else [raw]
     out: list[str] = []
     for item in items:
-        out.extend(part.strip() for part in str(item).split(",") if part.strip())
+        out.extend(p.strip() for p in _text(item, where, required=False).split(",") if p.strip())
     return out
 
 
-def _content(turn: dict[str, Any], sample_id: str) -> str | list[Part]:
-    text = str(turn.get("text", ""))
+def _content(turn: dict[str, Any], sample_id: str, where: str) -> str | list[Part]:
+    text = _text(turn.get("text", ""), f"{where}.text", required=False)
     caption = turn.get("blip_caption")
-    if not caption:
+    if caption is None or caption == "":
         return text
-    urls = turn.get("img_url") or [f"locomo:{sample_id}/{turn.get('dia_id', '?')}"]
+    caption = _text(caption, f"{where}.blip_caption")
+    dia_id = _text(turn.get("dia_id", "?"), f"{where}.dia_id")
+    urls = turn.get("img_url") or [f"locomo:{sample_id}/{dia_id}"]
     if isinstance(urls, str):
         urls = [urls]
-    parts: list[Part] = []
-    if text:
-        parts.append(TextPart(text=text))
-    parts.extend(ImagePart(image_url=ImageURL(url=str(u)), caption=str(caption)) for u in urls)
+    if not isinstance(urls, list):
+        raise _fail(f"{where}.img_url", f"expected a URL or a list of URLs, got {_kind(urls)}")
+    parts: list[Part] = [TextPart(text=text)] if text else []
+    for k, url in enumerate(urls):
+        url = _text(url, f"{where}.img_url[{k}]")
+        parts.append(ImagePart(image_url=ImageURL(url=url), caption=caption))
     parts.append(TextPart(text=f"[image: {caption}]"))
     return parts
 
 
-def _session_numbers(sample_id: str, conv: dict[str, Any]) -> list[int]:
+def _session_numbers(conv: dict[str, Any], where: str) -> list[int]:
     numbers = []
     for key, value in conv.items():
         match = _SESSION_KEY.match(key)
         if not match:
             continue
         if not isinstance(value, list):
-            raise LocomoFormatError(f"{sample_id}: conversation.{key} is not a list of turns")
+            raise _fail(f"{where}.{key}", f"expected a list of turns, got {_kind(value)}")
         if value:
             numbers.append(int(match.group(1)))
         else:
-            logger.warning("%s: %s has no turns; skipped", sample_id, key)
+            logger.warning("%s.%s has no turns; skipped", where, key)
     return sorted(numbers)
 
 
-def convert_conversation(sample: dict[str, Any]) -> list[Owner]:
-    """Convert one LoCoMo sample into two owners (speaker A first, then speaker B)."""
-    try:
-        sample_id = str(sample["sample_id"])
-        conv: dict[str, Any] = sample["conversation"]
-        speakers = (str(conv["speaker_a"]), str(conv["speaker_b"]))
-    except (KeyError, TypeError) as exc:
-        raise LocomoFormatError(
-            f"a LoCoMo sample needs sample_id, conversation.speaker_a/speaker_b (missing {exc})"
-        ) from exc
-    observations: dict[str, Any] = sample.get("observation") or {}
-    numbers = _session_numbers(sample_id, conv)
-    if not numbers:
-        raise LocomoFormatError(f"{sample_id}: no session_<n> turns found")
+_Observations = dict[int, dict[str, list[tuple[str, list[str] | None]]]]
 
-    owners = []
-    for owner_name in speakers:
-        other = speakers[1] if owner_name == speakers[0] else speakers[0]
-        sessions: list[Session] = []
-        prev_end: datetime | None = None
-        for n in numbers:
-            date_key = f"session_{n}_date_time"
-            if date_key not in conv:
-                raise LocomoFormatError(f"{sample_id}: {date_key} is missing")
-            start = parse_locomo_datetime(str(conv[date_key]))
-            if prev_end is not None and start < prev_end:
-                # Keep the output valid (sessions must not overlap) without reordering.
-                logger.warning(
-                    "%s session_%d starts before the previous one ends; shifted", sample_id, n
-                )
-                start = prev_end
-            messages = []
-            for k, turn in enumerate(conv[f"session_{n}"]):
-                speaker = turn.get("speaker")
-                if speaker not in speakers:
-                    raise LocomoFormatError(
-                        f"{sample_id} session_{n} turn {k}: unknown speaker {speaker!r}"
-                    )
-                messages.append(
-                    Message(
-                        role="human" if speaker == owner_name else "ai",
-                        content=_content(turn, sample_id),
-                        timestamp=start + k * TURN_SPACING,
-                    )
-                )
-            per_speaker = observations.get(f"session_{n}_observation") or {}
-            facts = [
-                GoldFact(
-                    id=f"{sample_id}/{owner_name}/s{n}/o{k}",
-                    content=str(item[0]),
-                    category="context",
-                    evidence=_evidence(item[1]) if len(item) > 1 else None,
-                )
-                for k, item in enumerate(per_speaker.get(owner_name) or [], start=1)
-            ]
-            tags: list[TagName] = []
-            if any(m.is_multimodal for m in messages):
-                tags.append("multimodal")
-            sessions.append(
-                Session(
-                    thread_id=f"{sample_id}/session_{n}",
-                    started_at=start,
-                    messages=messages,
-                    labels=SessionLabels(facts=facts, tags=tags),
-                )
+
+def _observations(sample: dict[str, Any], speakers: tuple[str, str], where: str) -> _Observations:
+    """Observations as ``{session number: {speaker: [(text, evidence)]}}``, shapes checked."""
+    raw = sample.get("observation")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _fail(f"{where}.observation", f"expected an object, got {_kind(raw)}")
+    out: _Observations = {}
+    for key, per_speaker in raw.items():
+        at = f"{where}.observation.{_name(key)}"
+        match = re.fullmatch(r"session_(\d+)_observation", key)
+        if match is None:
+            raise _fail(at, "expected keys named session_<n>_observation")
+        if not isinstance(per_speaker, dict):
+            raise _fail(at, f"expected an object of speakers, got {_kind(per_speaker)}")
+        session: dict[str, list[tuple[str, list[str] | None]]] = {}
+        for speaker, items in per_speaker.items():
+            spot = f"{at}.{_name(speaker)}"
+            if speaker not in speakers:
+                raise _fail(spot, f"not one of the conversation's speakers {list(speakers)}")
+            if not isinstance(items, list):
+                raise _fail(spot, f"expected a list of [text, evidence] pairs, got {_kind(items)}")
+            session[speaker] = [_observation(item, f"{spot}[{k}]") for k, item in enumerate(items)]
+        out[int(match.group(1))] = session
+    return out
+
+
+def _observation(item: Any, where: str) -> tuple[str, list[str] | None]:
+    # A bare string would otherwise become one gold fact per character.
+    if not isinstance(item, list) or not 1 <= len(item) <= 2:
+        raise _fail(where, f"expected a [text, evidence] pair, got {_kind(item)} {excerpt(item)}")
+    text = _text(item[0], f"{where}[0]")
+    return text, (_evidence(item[1], f"{where}[1]") if len(item) > 1 else None)
+
+
+def _header(sample: Any, where: str) -> tuple[str, dict[str, Any], tuple[str, str]]:
+    if not isinstance(sample, dict):
+        raise _fail(where, f"expected a conversation object, got {_kind(sample)}")
+    sample_id = _text(sample.get("sample_id"), f"{where}.sample_id")
+    conv = sample.get("conversation")
+    if not isinstance(conv, dict):
+        raise _fail(f"{where}.conversation", f"expected an object, got {_kind(conv)}")
+    speakers = (
+        _text(conv.get("speaker_a"), f"{where}.conversation.speaker_a"),
+        _text(conv.get("speaker_b"), f"{where}.conversation.speaker_b"),
+    )
+    if speakers[0] == speakers[1]:
+        raise _fail(
+            f"{where}.conversation.speaker_b",
+            f"both speakers are {excerpt(speakers[0])}; the two owners would be the same",
+        )
+    return sample_id, conv, speakers
+
+
+def convert_conversation(sample: Any, where: str = "sample") -> list[Owner]:
+    """Convert one LoCoMo sample into two owners (speaker A first, then speaker B).
+
+    Args:
+        sample: One element of the LoCoMo list.
+        where: How errors name the sample (e.g. ``"locomo10.json: [3]"``).
+
+    Raises:
+        LocomoFormatError: The sample does not have the expected shape.
+    """
+    sample_id, conv, speakers = _header(sample, where)
+    where = f"{where} ({_name(sample_id)})"
+    numbers = _session_numbers(conv, f"{where}.conversation")
+    if not numbers:
+        raise _fail(f"{where}.conversation", "no session_<n> turns found")
+    observations = _observations(sample, speakers, where)
+    try:
+        return [
+            _owner(sample_id, conv, speakers, owner, numbers, observations, where)
+            for owner in speakers
+        ]
+    except ValidationError as exc:  # a value the dataset models refuse
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise _fail(where, f"{field}: {first['msg']}") from None
+
+
+def _owner(
+    sample_id: str,
+    conv: dict[str, Any],
+    speakers: tuple[str, str],
+    owner_name: str,
+    numbers: list[int],
+    observations: _Observations,
+    where: str,
+) -> Owner:
+    where = f"{where}.conversation"
+    other = speakers[1] if owner_name == speakers[0] else speakers[0]
+    sessions: list[Session] = []
+    prev_end: datetime | None = None
+    for n in numbers:
+        date_key = f"session_{n}_date_time"
+        if date_key not in conv:
+            raise _fail(f"{where}.{date_key}", "missing")
+        start = parse_locomo_datetime(_text(conv[date_key], f"{where}.{date_key}"))
+        if prev_end is not None and start < prev_end:
+            # Keep the output valid (sessions must not overlap) without reordering.
+            logger.warning("%s session_%d starts before the previous one ends; shifted", where, n)
+            start = prev_end
+        turns = conv[f"session_{n}"]
+        messages = _messages(turns, owner_name, speakers, start, sample_id, f"{where}.session_{n}")
+        facts = [
+            GoldFact(
+                id=f"{sample_id}/{owner_name}/s{n}/o{k}",
+                content=text,
+                category="context",
+                evidence=evidence,
             )
-            prev_end = messages[-1].timestamp
-        owners.append(
-            Owner(
-                user_id=f"{sample_id}/{owner_name}",
-                persona=f"LoCoMo {sample_id}: {owner_name} talking with {other}.",
-                language="en",
-                sessions=sessions,
+            for k, (text, evidence) in enumerate(observations.get(n, {}).get(owner_name, []), 1)
+        ]
+        tags: list[TagName] = ["multimodal"] if any(m.is_multimodal for m in messages) else []
+        sessions.append(
+            Session(
+                thread_id=f"{sample_id}/session_{n}",
+                started_at=start,
+                messages=messages,
+                labels=SessionLabels(facts=facts, tags=tags),
             )
         )
-    return owners
+        prev_end = messages[-1].timestamp
+    return Owner(
+        user_id=encode_component(f"{sample_id}.{owner_name}"),
+        persona=f"LoCoMo {sample_id}: {owner_name} talking with {other}.",
+        language="en",
+        sessions=sessions,
+    )
 
 
-def _read_source(src: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def _messages(
+    turns: list[Any],
+    owner_name: str,
+    speakers: tuple[str, str],
+    start: datetime,
+    sample_id: str,
+    at: str,
+) -> list[Message]:
+    """A session's turns as messages: the owner's are ``human``, the other speaker's ``ai``."""
+    messages = []
+    for k, turn in enumerate(turns):
+        where = f"{at}[{k}]"
+        if not isinstance(turn, dict):
+            raise _fail(where, f"expected a turn object, got {_kind(turn)}")
+        speaker = turn.get("speaker")
+        if speaker not in speakers:
+            raise _fail(f"{where}.speaker", f"unknown speaker {excerpt(speaker)}")
+        messages.append(
+            Message(
+                role="human" if speaker == owner_name else "ai",
+                content=_content(turn, sample_id, where),
+                timestamp=start + k * TURN_SPACING,
+            )
+        )
+    return messages
+
+
+def _read_source(src: str | os.PathLike[str]) -> list[Any]:
     path = Path(src)
-    if not path.is_file():
-        raise FileNotFoundError(
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_SOURCE_BYTES:
+                raise LocomoFormatError(
+                    f"{path}: {size} bytes is larger than any LoCoMo file "
+                    f"(at most {MAX_SOURCE_BYTES} bytes are read)"
+                )
+            raw = handle.read()
+    except FileNotFoundError:
+        raise LocomoFormatError(
             f"LoCoMo source not found: {path}; pass the path of locomo10.json "
             "(github.com/snap-research/LoCoMo, data/locomo10.json)"
-        )
+        ) from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise LocomoFormatError(f"{excerpt(str(path), 200)}: cannot read: {reason}") from None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise LocomoFormatError(
+            f"{path}: not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise LocomoFormatError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(data, list) or not all(isinstance(s, dict) for s in data):
+        raise LocomoFormatError(
+            f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except JsonDepthError as exc:
+        raise LocomoFormatError(f"{path}: {exc}") from None
+    if not isinstance(data, list) or not data:
         raise LocomoFormatError(f"{path}: expected a JSON list of conversation objects")
     return data
 
 
-def convert_locomo(src_path: str | os.PathLike[str]) -> list[Owner]:
-    """Convert a LoCoMo JSON file into owners (two per conversation, in file order)."""
+def _convert_samples(samples: list[Any], source: str) -> list[Owner]:
     owners: list[Owner] = []
-    for sample in _read_source(src_path):
-        owners.extend(convert_conversation(sample))
+    first_index: dict[str, int] = {}
+    for index, sample in enumerate(samples):
+        converted = convert_conversation(sample, where=f"{source}: [{index}]")
+        sample_id = str(sample["sample_id"])
+        earlier = first_index.setdefault(sample_id, index)
+        if earlier != index:
+            raise LocomoFormatError(
+                f"{source}: [{index}].sample_id: duplicate sample id {excerpt(sample_id)} "
+                f"(already used by [{earlier}])"
+            )
+        owners.extend(converted)
+    _validate_owners(owners, source)
     return owners
 
 
+def _validate_owners(owners: list[Owner], source: str) -> None:
+    """Check the owners as ``memlab datasets validate`` would check the written file."""
+    seen: set[str] = set()
+    for owner in owners:
+        if owner.user_id in seen:
+            raise LocomoFormatError(
+                f"{source}: two owners map to the user id {excerpt(owner.user_id)}; make the "
+                "sample ids and speaker names distinct"
+            )
+        seen.add(owner.user_id)
+        _, problems = parse_owner_line(json.loads(owner.to_json_line()))
+        if problems:
+            field, message = problems[0]
+            raise LocomoFormatError(
+                f"{source}: owner {excerpt(owner.user_id)} would be invalid: {field}: {message}"
+            )
+
+
+def convert_locomo(src_path: str | os.PathLike[str]) -> list[Owner]:
+    """Convert a LoCoMo JSON file into owners (two per conversation, in file order).
+
+    Raises:
+        LocomoFormatError: The file cannot be read or has an unexpected shape.
+    """
+    return _convert_samples(_read_source(src_path), os.fspath(src_path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+    except (OSError, ValueError):
+        return False
+
+
 def import_locomo(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> ImportSummary:
-    """Convert ``src`` and write the owners to ``dest`` as JSONL (atomically)."""
-    samples = _read_source(src)
-    owners = [owner for sample in samples for owner in convert_conversation(sample)]
-    write_dataset(owners, dest)
+    """Convert ``src`` and write the owners to ``dest`` as JSONL (atomically).
+
+    Nothing is written unless every owner is valid; ``dest`` may not be ``src``.
+
+    Raises:
+        LocomoFormatError: Bad source, or ``dest`` is the source or a directory.
+    """
+    source, target = Path(src), Path(dest)
+    shown = excerpt(str(target), 200)
+    if _same_file(source, target):
+        raise LocomoFormatError(f"--out {shown} is the source file; write to another file")
+    try:
+        is_dir = target.is_dir()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise LocomoFormatError(f"--out {shown} cannot be used: {reason}") from None
+    if is_dir:
+        raise LocomoFormatError(f"--out {shown} is a directory; name a .jsonl file")
+    samples = _read_source(source)
+    owners = _convert_samples(samples, os.fspath(source))
+    try:
+        write_dataset(owners, target)
+    except OSError as exc:
+        raise LocomoFormatError(f"cannot write {shown}: {exc.strerror or exc}") from None
     sessions = [s for o in owners for s in o.sessions]
     summary = ImportSummary(
-        source=Path(src),
-        dest=Path(dest),
+        source=source,
+        dest=target,
         conversations=len(samples),
         owners=len(owners),
         sessions=len(sessions),

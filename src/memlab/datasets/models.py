@@ -24,6 +24,8 @@ from memlab.core.contract import (
     FactCategory,
     SectionName,
 )
+from memlab.core.safe_names import UnsafeNameError, safe_component
+from memlab.errors import excerpt
 
 __all__ = [
     "LONG_MESSAGE_CHARS",
@@ -286,12 +288,18 @@ class Owner(_Model):
     def consistency_problems(self) -> list[tuple[str, str]]:
         """Cross-field problems as ``(field path, message)`` pairs; empty when consistent.
 
-        Checks: unique thread ids, session order and non-overlap, message timestamps
+        Checks: a user id that can name a file (replays store each owner under it, see
+        :func:`memlab.core.safe_names.safe_component`), unique thread ids, session order and
+        non-overlap, message timestamps
         non-decreasing and not before ``started_at``, tool messages answer an earlier tool
         call of the session, unique gold ids, retractions name a gold id of an earlier
         session, noise sessions reveal no facts, tags are backed by content.
         """
         problems: list[tuple[str, str]] = []
+        try:
+            safe_component(self.user_id, "user_id")
+        except UnsafeNameError as exc:
+            problems.append(("user_id", str(exc)))
         seen_threads: dict[str, int] = {}
         gold_session: dict[str, int] = {}
         prev_end: datetime | None = None
@@ -302,7 +310,7 @@ class Owner(_Model):
                 problems.append(
                     (
                         f"{at}.thread_id",
-                        f"duplicate thread id {session.thread_id!r} "
+                        f"duplicate thread id {excerpt(session.thread_id)} "
                         f"(already used by sessions[{first}])",
                     )
                 )
@@ -323,7 +331,7 @@ class Owner(_Model):
                     problems.append(
                         (
                             f"{at}.labels.facts[{k}].id",
-                            f"duplicate gold fact id {fact.id!r} "
+                            f"duplicate gold fact id {excerpt(fact.id)} "
                             f"(already defined in sessions[{earlier}])",
                         )
                     )
@@ -341,8 +349,8 @@ class Owner(_Model):
                     problems.append(
                         (
                             f"{at}.labels.retracts[{k}]",
-                            f"retracts unknown gold fact id "
-                            f"{gold_id!r}: {why}; only facts of earlier sessions can be retracted",
+                            f"retracts unknown gold fact id {excerpt(gold_id)}: {why}; only "
+                            "facts of earlier sessions can be retracted",
                         )
                     )
             for fact in labels.facts:
@@ -381,7 +389,7 @@ def _message_problems(session: Session, at: str) -> list[tuple[str, str]]:
             problems.append(
                 (
                     f"{at}.messages[{j}].tool_call_id",
-                    f"tool_call_id {msg.tool_call_id!r} does "
+                    f"tool_call_id {excerpt(msg.tool_call_id)} does "
                     "not match any tool_calls[].id of an earlier ai message in this session",
                 )
             )

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import memlab
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, excerpt
 
 __all__ = [
     "DATASETS_ENV",
@@ -60,7 +60,8 @@ def bundled_dataset_path(name: str) -> Path:
     """
     if not _NAME_RE.match(name) or name.endswith(".jsonl"):
         raise DatasetNotFoundError(
-            f"{name!r} is not a dataset name; use a bare name such as 'smoke' or pass a file path"
+            f"{excerpt(name)} is not a dataset name; use a bare name such as 'smoke' or pass a "
+            "file path"
         )
     searched = dataset_dirs()
     for directory in searched:
@@ -69,7 +70,7 @@ def bundled_dataset_path(name: str) -> Path:
             return candidate
     where = ", ".join(str(d) for d in searched)
     raise DatasetNotFoundError(
-        f"bundled dataset {name!r} not found (searched: {where}); pass the path of a JSONL "
+        f"bundled dataset {excerpt(name)} not found (searched: {where}); pass the path of a JSONL "
         f"file, or set {DATASETS_ENV} to the directory that holds {name}.jsonl"
     )
 
@@ -77,10 +78,17 @@ def bundled_dataset_path(name: str) -> Path:
 def resolve_dataset(spec: str | os.PathLike[str]) -> Path:
     """Resolve a dataset argument: an existing file path, else a bundled dataset name."""
     path = Path(spec)
-    if path.is_file():
-        return path
     text = os.fspath(spec)
+    try:
+        if path.is_file():
+            return path
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise DatasetNotFoundError(
+            f"dataset {excerpt(text)} cannot be opened: {reason}; pass an existing JSONL file "
+            "or a bundled dataset name"
+        ) from None
     looks_like_name = os.sep not in text and "/" not in text and not text.endswith(".jsonl")
     if looks_like_name:
         return bundled_dataset_path(text)
-    raise DatasetNotFoundError(f"dataset file not found: {text}")
+    raise DatasetNotFoundError(f"dataset file not found: {excerpt(text, 300)}")

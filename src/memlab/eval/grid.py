@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -43,9 +44,13 @@ from memlab.backends.base import OutputMode
 from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
 from memlab.core.contract import CONFIDENCE_BOUNDS
 from memlab.core.safe_names import unsafe_reason
-from memlab.errors import MemlabError
+from memlab.core.yamlio import YamlInputError, read_yaml
+from memlab.errors import MemlabError, excerpt
 
-__all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
+__all__ = ["AXES", "MAX_LANES", "Grid", "GridError", "LaneConfig", "load_grid"]
+
+MAX_LANES = 10_000
+"""Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
 
 ReplayMode = Literal["debounce", "per_session"]
 ParsePreset = Literal["default", "deerflow", "strict_only", "repair"]
@@ -104,7 +109,8 @@ class LaneConfig(BaseModel):
             f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
             f"-{self.merge}-d{self.debounce_seconds}-{backend}"
         )
-        return "".join(c if c.isalnum() or c in "-._" else "_" for c in readable)
+        # Bounded: a long prompt or backend name must not make an over-long file name.
+        return "".join(c if c.isalnum() or c in "-._" else "_" for c in readable[:100])
 
     @property
     def point_id(self) -> str:
@@ -168,7 +174,7 @@ class Grid(BaseModel):
     def _safe_name(cls, name: str) -> str:
         reason = unsafe_reason(name)
         if reason is not None:  # the name becomes the run directory's name
-            raise ValueError(f"the run name {name!r} cannot be a directory name: {reason}")
+            raise ValueError(f"the run name {excerpt(name)} cannot be a directory name: {reason}")
         return name
 
     @property
@@ -193,6 +199,13 @@ class Grid(BaseModel):
         """
         self._check_values()
         names = list(self.axes)
+        count = math.prod(len(values) for values in self.axes.values())
+        if count > MAX_LANES:
+            raise self.error(
+                "axes",
+                f"{count} lanes (the product of the axes); memlab runs at most {MAX_LANES}: "
+                "split the grid or remove axis values",
+            )
         configs: list[LaneConfig] = []
         seen: set[str] = set()
         for values in itertools.product(*(self.axes[n] for n in names)):
@@ -286,16 +299,10 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GridError(str(path), "", f"cannot read the grid file: {exc}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise GridError(str(path), "", f"not valid YAML: {problem}", line) from exc
+        document = read_yaml(path, what="grid file")  # bounded: size, aliases, depth
+    except YamlInputError as exc:
+        raise GridError(str(path), "", str(exc).removeprefix(f"{path}: ")) from None
+    node, data = document.node, document.data
     if not isinstance(data, Mapping):
         raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
     grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=_key_lines(node))
@@ -330,9 +337,7 @@ def _describe(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         known = ", ".join(Grid.model_fields)
         return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"
-    shown = repr(err.get("input"))
-    if len(shown) > _EXCERPT:
-        shown = shown[: _EXCERPT - 3] + "..."
+    shown = excerpt(err.get("input"), _EXCERPT)  # bounded however large the input is
     message = str(err["msg"]).replace("Value error, ", "")
     return f"{message} (got {shown})"
 

@@ -288,7 +288,11 @@ def dataset_path(grid: Grid, dataset: str | Path | None = None) -> Path:
     """
     name = grid.dataset if dataset is None else dataset
     beside_grid = grid.base_dir / name
-    if not Path(name).is_absolute() and beside_grid.is_file():
+    try:
+        beside = not Path(name).is_absolute() and beside_grid.is_file()
+    except OSError:  # a name too long for the file system: resolve_dataset says so
+        beside = False
+    if beside:
         return beside_grid
     try:
         return resolve_dataset(name)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from memlab.core.prompts import PromptVariant, template_diff
 from memlab.eval.run import Run, RunError
+from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
 
 __all__ = ["PromptChange", "prompt_changes", "prompt_changes_html", "prompt_changes_markdown"]
@@ -97,15 +98,12 @@ def prompt_changes_markdown(changes: Sequence[PromptChange]) -> list[str]:
     lines = ["## Prompt changes", ""]
     for change in changes:
         deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
-        body = change.diff.replace("```", "'''")
         lines += [
-            f"### {escape(change.run, quote=False)}: {escape(change.lane, quote=False)}",
+            f"### {md_escape(change.run)}: {md_escape(change.lane)}",
             "",
-            f"Against the baseline: {deltas or 'no metric changed'}",
+            f"Against the baseline: {md_escape(deltas or 'no metric changed')}",
             "",
-            "```diff",
-            *body.splitlines(),
-            "```",
+            *md_code_block(change.diff, info="diff"),
             "",
         ]
     return lines

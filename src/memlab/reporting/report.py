@@ -23,6 +23,7 @@ from memlab.core.document import utc_iso
 from memlab.eval.calibration import calibration_of
 from memlab.eval.run import Run
 from memlab.reporting import charts
+from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.prompt_changes import (
     prompt_changes,
     prompt_changes_html,
@@ -284,12 +285,6 @@ def _html(
 _MD_DIFF_ROWS = 50
 
 
-def _md_escape(text: str) -> str:
-    # Table cells: no pipes or newlines; angle brackets as entities so that renderers that
-    # allow inline HTML show dataset and model text instead of interpreting it.
-    return escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
-
-
 def _markdown(
     title: str,
     generated: str,
@@ -302,13 +297,16 @@ def _markdown(
     diff: pd.DataFrame,
     diff_title: str,
 ) -> str:
-    lines = [f"# {title}", "", f"Generated {generated}; the first row is the baseline.", ""]
-    lines += ["## Configurations", "", f"Changed: {', '.join(changed) or 'nothing'}", ""]
+    # Everything from data or arguments goes through md_escape (or md_code_block).
+    run_names = md_escape(", ".join(r.name for r in runs), 500)
+    lines = [f"# {md_escape(title, 200)}", ""]
+    lines += [f"Generated {generated} from runs: {run_names}; the first row is the baseline.", ""]
+    lines += ["## Configurations", "", f"Changed: {md_escape(', '.join(changed) or 'nothing')}", ""]
     shown = ["run", "lane", *changed] if changed else ["run", "lane"]
-    lines.append("| " + " | ".join(shown) + " |")
+    lines.append("| " + " | ".join(md_escape(c) for c in shown) + " |")
     lines.append("|" + "---|" * len(shown))
     for _, row in configs.iterrows():
-        lines.append("| " + " | ".join(_md_escape(str(row[c])) for c in shown) + " |")
+        lines.append("| " + " | ".join(md_escape(str(row[c])) for c in shown) + " |")
     lines += ["", "## Metrics", ""]
     header = ["run", "configuration", *(m.title for m in metrics_in(metrics))]
     lines.append("| " + " | ".join(header) + " |")
@@ -318,8 +316,8 @@ def _markdown(
             "| "
             + " | ".join(
                 [
-                    _md_escape(str(metrics["run"].iloc[i])),
-                    _md_escape(str(metrics["lane"].iloc[i])),
+                    md_escape(str(metrics["run"].iloc[i])),
+                    md_escape(str(metrics["lane"].iloc[i])),
                     *cells,
                 ]
             )
@@ -328,35 +326,26 @@ def _markdown(
     lines += ["", "★ marks the best value; deltas are against the first row.", ""]
     notes = _measure_notes(runs)
     if notes:
-        lines += [*(f"{note}  " for note in notes), ""]
+        lines += [*(f"{md_escape(note)}  " for note in notes), ""]
     lines += section_markdown(stats)
     lines += prompt_changes_markdown(prompt_changes(runs, metrics))
     lines += ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")
     for _, f in failures.iterrows():
-        reply = str(f["reply"])[:600].replace("```", "'''")
-        conversation = str(f["conversation"])[-400:].replace("```", "'''")
+        reply = str(f["reply"])[:600]
+        conversation = str(f["conversation"])[-400:]
         lines += [
-            f"- **{_md_escape(str(f['lane']))}** / {_md_escape(str(f['user_id']))}: "
-            f"`{f['parse_category']}`: {_md_escape(str(f['error']))[:200]}",
+            f"- **{md_escape(f['lane'])}** / {md_escape(f['user_id'])}: "
+            f"{md_escape(f['parse_category'])}: {md_escape(f['error'], 200)}",
             "",
         ]
         if conversation:
-            lines += [
-                "  conversation:",
-                "",
-                "  ```",
-                *("  " + line for line in conversation.splitlines()),
-                "  ```",
-                "",
-                "  reply:",
-                "",
-            ]
-        lines += ["  ```", *("  " + line for line in reply.splitlines()), "  ```", ""]
+            lines += ["  conversation:", "", *md_code_block(conversation, "  "), "", "  reply:", ""]
+        lines += [*md_code_block(reply, "  "), ""]
     lines += ["", "## Fact-level diff", ""]
     if diff_title:
-        lines.append(diff_title)
+        lines.append(md_escape(diff_title))
         counts = diff["side"].value_counts().to_dict() if not diff.empty else {}
         lines.append(
             f"\nonly in A: {counts.get('only_a', 0)}, only in B: {counts.get('only_b', 0)}, "
@@ -366,7 +355,7 @@ def _markdown(
             lines += ["", "| owner | side | fact in A | fact in B |", "|---|---|---|---|"]
             for _, row in diff.head(_MD_DIFF_ROWS).iterrows():
                 cells = [row["user_id"], row["side"], row["fact_a"], row["fact_b"]]
-                lines.append("| " + " | ".join(_md_escape(str(c)) for c in cells) + " |")
+                lines.append("| " + " | ".join(md_escape(str(c)) for c in cells) + " |")
             if len(diff) > _MD_DIFF_ROWS:
                 lines.append(f"\n({len(diff) - _MD_DIFF_ROWS} more rows not shown)")
     else:

@@ -21,6 +21,7 @@ from memlab.eval.metric_specs import MetricSpec, interval_specs
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
 from memlab.eval.stats import StatOptions, bootstrap_ratios, min_detectable_effect
+from memlab.reporting.markdown import md_escape
 
 __all__ = ["StatisticsSection", "section_html", "section_markdown", "statistics_section"]
 
@@ -170,16 +171,11 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
 _DATA_COLUMNS = frozenset({"run", "configuration"})
 
 
-def _md_cell(text: object) -> str:
-    # Angle brackets as entities so that renderers allowing inline HTML show the text.
-    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(frame: pd.DataFrame) -> list[str]:
     lines = ["| " + " | ".join(str(c) for c in frame.columns) + " |"]
     lines.append("|" + "---|" * len(frame.columns))
     for _, row in frame.iterrows():
-        cells = [_md_cell(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
+        cells = [md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -189,10 +185,10 @@ def section_markdown(section: StatisticsSection) -> list[str]:
     lines = ["## Statistics", "", section.intro, "", "### Rates with intervals", ""]
     lines += _md_table(section.intervals)
     if not section.comparisons.empty:
-        lines += ["", f"### Against the baseline ({_md_cell(section.baseline)})", ""]
+        lines += ["", f"### Against the baseline ({md_escape(section.baseline)})", ""]
         lines += _md_table(section.comparisons)
     if section.notes:
-        lines += ["", *(f"{_md_cell(note)}  " for note in section.notes)]
+        lines += ["", *(f"{md_escape(note)}  " for note in section.notes)]
     return [*lines, ""]
 
 
