@@ -197,7 +197,43 @@ LOCOMO_SOURCE = locomo()
 
 # --- the table --------------------------------------------------------------------------------
 
+
 # fmt: off
+def finished_run(edit: Callable[[Path], None] | None = None) -> Callable[[Path], None]:
+    """Setup: a real run ``runs/r`` of smoke (scripted), then ``edit(run_dir)``."""
+
+    def setup(sandbox: Path) -> None:
+        assert main(["run", "smoke", "--name", "r", "--runs-dir", "runs", "--no-progress"]) == 0
+        if edit is not None:
+            edit(sandbox / "runs" / "r")
+
+    return setup
+
+
+def drop_lines(name: str, count: int) -> Callable[[Path], None]:
+    def edit(run: Path) -> None:
+        lines = (run / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (run / name).write_text("".join(lines[:-count]), encoding="utf-8")
+
+    return edit
+
+
+def unlink(name: str) -> Callable[[Path], None]:
+    return lambda run: (run / name).unlink()
+
+
+def manifest_lane(run: Path) -> None:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["lanes"].append("ghost-lane")
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def manifest_format(run: Path) -> None:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["run_format"] = 1
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
 CASES: list[Case] = [
     # Dataset ids that would become file paths (issue 17 item 1).
     Case("dataset path traversal id: run", ["run", "d.jsonl", *SANDBOX_RUN],
@@ -424,6 +460,26 @@ CASES: list[Case] = [
          {"l.json": locomo(**{"sample_id": "../x", "conversation.speaker_b": "B/../b",
                               "conversation.session_1.1.speaker": "B/../b"})},
          exit=0, check=valid_output("o.jsonl")),
+    # Run directories that disagree with their manifest, and honest failure states (items 4, 5).
+    Case("report of a run that stopped", ["report", "runs/r", "-o", "out"],
+         {"setup": finished_run(unlink("manifest.json"))}, expect="did not finish"),
+    Case("report of a run with 10 calls deleted", ["report", "runs/r", "-o", "out"],
+         {"setup": finished_run(drop_lines("calls.jsonl", 2))}, expect="changed after"),
+    Case("gate on a run with sessions deleted", ["gate", "runs/r", "--min-recall", "0"],
+         {"setup": finished_run(drop_lines("sessions.jsonl", 1))}, expect="changed after"),
+    Case("report of a run missing its calls", ["report", "runs/r", "-o", "out"],
+         {"setup": finished_run(unlink("calls.jsonl"))}, expect="missing"),
+    Case("report of a run naming a lane it lacks", ["report", "runs/r", "-o", "out"],
+         {"setup": finished_run(manifest_lane)}, expect="ghost-lane"),
+    Case("report of a run of another format", ["report", "runs/r", "-o", "out"],
+         {"setup": finished_run(manifest_format)}, expect="run format"),
+    Case("read-only cache miss fails the run",
+         ["run", "smoke", "--cache-dir", "c", "--cache-mode", "read_only", *SANDBOX_RUN],
+         {"c/.keep": ""}, exit=1, expect="backend errors"),
+    Case("a run into a directory holding other files keeps them",
+         ["run", "smoke", "--name", "keep", *SANDBOX_RUN],
+         {"runs/keep/precious.txt": "mine"}, exit=0,
+         check=output_unchanged("runs/keep/precious.txt", "mine")),
 ]
 # fmt: on
 

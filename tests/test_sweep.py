@@ -257,3 +257,59 @@ def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
     run, _ = run_grid(dataset, tmp_path, replay_mode="per_session")
     assert run.summary.iloc[0]["final_facts"] > 0  # the in-memory snapshots still count
     assert "could not write the lane's store file" in caplog.text
+
+
+def test_a_fresh_sweep_never_deletes_a_directory_that_is_not_a_run(
+    dataset: Path, tmp_path: Path
+) -> None:
+    from memlab.eval.run import RunError
+
+    keep = tmp_path / "runs" / "t" / "precious.txt"
+    keep.parent.mkdir(parents=True)
+    keep.write_text("mine", encoding="utf-8")
+    with pytest.raises(RunError, match="not a memlab run"):
+        sweep(
+            dataset,
+            Grid.from_mapping({"name": "t"}),
+            runs_dir=tmp_path / "runs",
+            backend_factory=lambda spec: marker_backend(REPLIES),
+            progress=False,
+            resume=False,
+        )
+    assert keep.read_text(encoding="utf-8") == "mine"
+
+
+def test_a_rerun_retries_exactly_the_replays_that_had_backend_errors(
+    dataset: Path, tmp_path: Path
+) -> None:
+    from memlab.eval.sweep import IncompleteSweepError
+
+    good = marker_backend(REPLIES)
+    down = {"value": True}
+
+    def flaky(request: CompletionRequest) -> str:
+        if down["value"] and "[case:" in str(request.messages[-1]["content"]):
+            raise BackendError("connection refused")
+        return good.complete(request).text
+
+    def run_once() -> Any:
+        return sweep(
+            dataset,
+            Grid.from_mapping({"name": "retry", "replay_mode": "per_session"}),
+            runs_dir=tmp_path / "runs",
+            backend_factory=lambda spec: ScriptedBackend(function=flaky),
+            progress=False,
+        )
+
+    with pytest.raises(IncompleteSweepError) as failed:
+        run_once()
+    assert failed.value.failed == [(next(iter(failed.value.run.lanes)), "bob")]
+    assert "connection refused" in str(failed.value)
+    assert not load_run(tmp_path / "runs" / "retry").complete
+    down["value"] = False
+    before = good.call_count
+    run = run_once()
+    assert good.call_count - before == 4  # bob's four sessions, ann reused
+    assert run.complete
+    assert run.lane_status.iloc[0][["reused", "replayed"]].tolist() == [1, 1]
+    assert run.lane_status.iloc[0]["why"] == "earlier replay had backend errors (1)"

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from memlab.core.contract import CONFIDENCE_BOUNDS, Bounds
-from memlab.core.yamlio import YamlInputError, read_yaml
+from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -152,10 +152,10 @@ class MemoryConfig(BaseModel):
         except YamlInputError as exc:
             raise ConfigError(source, [str(exc)]) from None
         node, data = document.node, document.data
-        lines = _key_lines(node)
+        lines = key_lines(node)
         if isinstance(data, Mapping) and "memory" in data:
             section_node = _child_node(node, "memory")
-            lines = _key_lines(section_node)
+            lines = key_lines(section_node)
             data = data["memory"]
         if data is None:
             data = {}
@@ -173,17 +173,6 @@ class MemoryConfig(BaseModel):
         except ValidationError as exc:
             problems = [_describe_error(err, source, lines) for err in exc.errors()]
             raise ConfigError(source, problems) from None
-
-
-def _key_lines(node: yaml.Node | None) -> dict[str, int]:
-    """Map each scalar key of a YAML mapping node to its 1-based line number."""
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    lines: dict[str, int] = {}
-    for key_node, _value in node.value:
-        if isinstance(key_node, yaml.ScalarNode):
-            lines[str(key_node.value)] = key_node.start_mark.line + 1
-    return lines
 
 
 def _child_node(node: yaml.Node | None, key: str) -> yaml.Node | None:

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_YAML_NODES",
     "YamlDocument",
     "YamlInputError",
+    "key_lines",
     "parse_yaml",
     "read_text_limited",
     "read_yaml",
@@ -222,3 +223,29 @@ def read_yaml(
     """
     text = read_text_limited(path, what=what, max_bytes=max_bytes)
     return parse_yaml(text, os.fspath(Path(path)))
+
+
+def key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """Key path (``axes.prompt[1]``) -> 1-based line of its value, for every nested value.
+
+    Aliases are walked once (a shared node keeps its first path), so a file of nested aliases
+    cannot make this expand.
+    """
+    lines: dict[str, int] = {}
+    seen: set[int] = set()
+    stack: list[tuple[str, yaml.Node]] = [("", node)] if node is not None else []
+    while stack:
+        path, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if path:
+            lines[path] = current.start_mark.line + 1
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    key = str(key_node.value)
+                    stack.append((f"{path}.{key}" if path else key, value_node))
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(current.value))
+    return lines

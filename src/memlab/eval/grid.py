@@ -30,7 +30,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -44,7 +43,7 @@ from memlab.backends.base import OutputMode
 from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
 from memlab.core.contract import CONFIDENCE_BOUNDS
 from memlab.core.safe_names import unsafe_reason
-from memlab.core.yamlio import YamlInputError, read_yaml
+from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
 
 __all__ = ["AXES", "MAX_LANES", "Grid", "GridError", "LaneConfig", "load_grid"]
@@ -305,7 +304,7 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
     node, data = document.node, document.data
     if not isinstance(data, Mapping):
         raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
-    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=_key_lines(node))
+    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=key_lines(node))
     # Imported here: the resolver builds on this module's Grid.
     from memlab.eval.plan import check_grid
 
@@ -340,29 +339,3 @@ def _describe(err: Mapping[str, Any]) -> str:
     shown = excerpt(err.get("input"), _EXCERPT)  # bounded however large the input is
     message = str(err["msg"]).replace("Value error, ", "")
     return f"{message} (got {shown})"
-
-
-def _key_lines(node: yaml.Node | None) -> dict[str, int]:
-    """Key path (``axes.prompt[1]``) -> 1-based line of its value, for every nested value.
-
-    Aliases are walked once (a shared node keeps its first path), so a file of nested aliases
-    cannot make this expand.
-    """
-    lines: dict[str, int] = {}
-    seen: set[int] = set()
-    stack: list[tuple[str, yaml.Node]] = [("", node)] if node is not None else []
-    while stack:
-        path, current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if path:
-            lines[path] = current.start_mark.line + 1
-        if isinstance(current, yaml.MappingNode):
-            for key_node, value_node in current.value:
-                if isinstance(key_node, yaml.ScalarNode):
-                    key = str(key_node.value)
-                    stack.append((f"{path}.{key}" if path else key, value_node))
-        elif isinstance(current, yaml.SequenceNode):
-            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(current.value))
-    return lines

@@ -24,6 +24,7 @@ import pandas as pd
 
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.core.jsontext import loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
@@ -69,7 +70,7 @@ def _replays(run: Run) -> Iterator[_Replay]:
         for user in run.manifest["owners"]:
             path = record_path(run.path, lane_id, user, sample)
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
+                record = loads_json(path.read_bytes())
                 user_id, snapshots = record["user_id"], record["snapshots"]
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise RescoreError(f"{path}: not a replay record ({exc})") from exc

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from memlab.core.atomic import atomic_write_text
+from memlab.core.jsontext import loads_json
+from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
@@ -139,7 +140,7 @@ def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        return [loads_json(line) for line in handle if line.strip()]
 
 
 @dataclass
@@ -246,7 +247,7 @@ class Run:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
         path = self.path / "lanes" / lane_id / "config.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise RunError(f"{path}: cannot read the lane description: {exc}") from exc
         return data if isinstance(data, dict) else {}
@@ -255,7 +256,7 @@ class Run:
     def environment(self) -> dict[str, Any]:
         """``environment.json``: versions, times and optional measures ({} when absent)."""
         try:
-            data = json.loads((self.path / "environment.json").read_text(encoding="utf-8"))
+            data = loads_json((self.path / "environment.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -275,8 +276,8 @@ class Run:
         """The dataset file the run replayed (as recorded in ``grid.yaml``), if it still exists."""
         grid_file = self.path / "grid.yaml"
         try:
-            data = yaml.safe_load(grid_file.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(grid_file).data
+        except MemlabError:
             return None
         dataset = data.get("dataset") if isinstance(data, dict) else None
         if not dataset or not Path(dataset).is_file():
@@ -311,7 +312,7 @@ class Run:
     def final_memory(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The memory document of ``user_id`` at the end of ``lane_id``'s replay."""
         path = record_path(self.path, lane_id, user_id, sample)
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = loads_json(path.read_text(encoding="utf-8"))
         return dict(data["final_memory"])
 
     def final_facts(self, lane_id: str) -> pd.DataFrame:
@@ -319,7 +320,7 @@ class Run:
         rows = []
         owners_dir = self.path / "lanes" / lane_id / "owners"
         for path in sorted(owners_dir.glob("*.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_text(encoding="utf-8"))
             for fact in data["final_memory"].get("facts", []):
                 rows.append({"user_id": data["user_id"], **fact})
         return pd.DataFrame(rows)
@@ -338,13 +339,13 @@ def load_run(path: str | Path) -> Run:
         raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
     manifest = _read_manifest(path)
     try:
-        data = yaml.safe_load(grid_file.read_text(encoding="utf-8"))
+        data = read_yaml(grid_file).data
         grid = Grid.from_mapping(data["grid"], source=str(grid_file))
         configs = data["lanes"]
         lanes = {
             lane_id: LaneConfig.model_validate(configs[lane_id]) for lane_id in manifest["lanes"]
         }
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+    except (OSError, MemlabError, KeyError, TypeError, ValueError) as exc:
         raise RunError(f"{grid_file}: unreadable or does not match manifest.json: {exc}") from exc
     return Run(path=path, grid=grid, lanes=lanes, manifest=manifest)
 
@@ -357,7 +358,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
             "memlab wrote it); rerun the sweep to resume it"
         )
     try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        manifest = loads_json(manifest_file.read_text(encoding="utf-8"))
         run_format = manifest.get("run_format")
     except (OSError, ValueError, AttributeError) as exc:
         raise RunError(f"{manifest_file}: unreadable: {exc}") from exc

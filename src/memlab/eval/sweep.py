@@ -39,6 +39,8 @@ from memlab.backends.cache import CacheMode
 from memlab.backends.registry import resolve_backend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.core.jsontext import loads_json
+from memlab.core.redact import redact
 from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
@@ -332,8 +334,8 @@ def _owner_sha(owner: Owner) -> str:
 
 def _read_record(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = loads_json(path.read_bytes())
+    except (OSError, ValueError):  # JsonDepthError is a ValueError too
         return None
     return data if isinstance(data, dict) else None
 
@@ -362,6 +364,7 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
         "complete": not errors,
         **vars(replay),
     }
+    record = redact(record)  # a secret a server echoed must not reach the run directory
     atomic_write_text(path, json.dumps(record, ensure_ascii=False))
     error = str(errors[0].get("error") or "backend error") if errors else ""
     outcome = _Outcome(lane.lane_id, owner.user_id, sample, True, reason, not errors, error[:300])
