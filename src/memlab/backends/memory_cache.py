@@ -50,12 +50,12 @@ class SnapshotCache:
         self,
         backend: Backend,
         entries: Mapping[str, Completion | str],
-        mode: CacheMode,
+        mode: CacheMode | str,
         cache_dir: Path,
     ) -> None:
         self.backend = backend
         self.name = backend.name
-        self.mode = mode
+        self.mode = CacheMode(mode)
         self.cache_dir = cache_dir
         self.recorded: list[tuple[CompletionRequest, Completion]] = []
         self.used: list[str] = []

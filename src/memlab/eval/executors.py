@@ -37,7 +37,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Executor
+from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
@@ -203,11 +203,12 @@ class DaskPool:
     def __init__(self, client: Any, backends: LaneBackends, replay_mode: ReplayMode) -> None:
         self._client = client
         self._replay_mode = replay_mode
-        in_use = backends.cache_dir is not None and backends.cache_mode is not CacheMode.OFF
+        mode = CacheMode(backends.cache_mode)  # a sweep may be given the mode's value
+        in_use = backends.cache_dir is not None and mode is not CacheMode.OFF
         self._source = WorkerBackends(
             factory=backends.factory,
             token=_factory_token(backends),
-            cache_mode=backends.cache_mode if in_use else None,
+            cache_mode=mode if in_use else None,
             cache_dir=backends.cache_dir,
         )
         entries: Mapping[str, Completion | str] = {}
@@ -250,7 +251,7 @@ class DaskPool:
                     f"({excerpt(str(exc), 200)}); check the workers' memory and logs, then "
                     "rerun the sweep (finished replays are kept)"
                 ) from None
-            except distributed.client.FutureCancelledError as exc:
+            except CancelledError as exc:
                 raise ExecutorError(
                     f"the replay {self._names[future]} was cancelled by the Dask scheduler "
                     f"({excerpt(str(exc), 200)}); rerun the sweep (finished replays are kept)"
