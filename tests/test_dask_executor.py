@@ -55,12 +55,16 @@ def _without_timings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[c for c in frame.columns if c in TIMINGS])
 
 
+def _stores(run: Run) -> list[Path]:
+    return sorted(path.relative_to(run.path) for path in run.path.glob("lanes/*/stores/*"))
+
+
 def _assert_same_results(threads: Run, remote: Run) -> None:
     pd.testing.assert_frame_equal(threads.summary, remote.summary)
     pd.testing.assert_frame_equal(threads.sessions, remote.sessions)
     pd.testing.assert_frame_equal(_without_timings(threads.calls), _without_timings(remote.calls))
-    stores = sorted(p.relative_to(threads.path) for p in threads.path.glob("lanes/*/stores/*"))
-    assert stores == sorted(p.relative_to(remote.path) for p in remote.path.glob("lanes/*/stores/*"))
+    stores = _stores(threads)
+    assert stores == _stores(remote)
     for store in stores:
         assert (threads.path / store).read_bytes() == (remote.path / store).read_bytes(), store
 
