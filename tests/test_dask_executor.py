@@ -102,9 +102,7 @@ def test_new_replies_reach_the_drivers_cache_and_a_read_only_cluster_replays_the
     pd.testing.assert_frame_equal(recorded.summary[metrics], replayed.summary[metrics])
 
 
-def test_a_read_only_miss_on_a_worker_is_an_incomplete_replay(
-    cluster: Any, tmp_path: Path
-) -> None:
+def test_a_read_only_miss_on_a_worker_is_an_incomplete_replay(cluster: Any, tmp_path: Path) -> None:
     with pytest.raises(IncompleteSweepError, match="read-only") as caught:
         _sweep(
             tmp_path,

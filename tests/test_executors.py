@@ -56,8 +56,9 @@ def test_without_distributed_a_dask_executor_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
-    with pytest.raises(ExecutorError, match=r"pip install 'memlab\[dask\]'"), dask_client(
-        DaskSpec(workers=1)
+    with (
+        pytest.raises(ExecutorError, match=r"pip install 'memlab\[dask\]'"),
+        dask_client(DaskSpec(workers=1)),
     ):
         pass
 
