@@ -61,6 +61,7 @@ from memlab.eval.plan import (
     prompt_registry,
     resolve_lanes,
 )
+from memlab.eval.records import CallRow, SessionRow, typed_rows
 from memlab.eval.replay import OwnerReplay, replay_owner
 from memlab.eval.rescore import matcher_record
 from memlab.eval.run import (
@@ -485,6 +486,8 @@ def _collect(
 ) -> Run:
     """Write the run's tables, environment, summary and (last) manifest."""
     calls, sessions = _score(plan, matcher, embedding_duplicates)
+    calls = typed_rows(CallRow, calls, "calls")
+    sessions = typed_rows(SessionRow, sessions, "sessions")
     run_path = plan.run_path
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)
