@@ -73,6 +73,7 @@ from memlab.eval.plan import (
     prompt_registry,
     resolve_lanes,
 )
+from memlab.eval.records import CallRow, SessionRow, typed_rows
 from memlab.eval.remote import RemoteResult
 from memlab.eval.replay import OwnerReplay, replay_owner
 from memlab.eval.rescore import matcher_record
@@ -412,7 +413,8 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay) -> _Outcome:
     }
     record = redact(record)  # a secret a server echoed must not reach the run directory
     path = plan.record_path(job.lane, job.owner, job.sample)
-    atomic_write_text(path, json.dumps(record, ensure_ascii=False))
+    # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
+    atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
     error = str(errors[0].get("error") or "backend error") if errors else ""
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
     return _Outcome(lane_id, user_id, job.sample, True, job.reason, not errors, error[:300])
@@ -586,6 +588,8 @@ def _collect(
 ) -> Run:
     """Write the run's tables, environment, summary and (last) manifest."""
     calls, sessions = _score(plan, matcher, embedding_duplicates)
+    calls = typed_rows(CallRow, calls, "calls")
+    sessions = typed_rows(SessionRow, sessions, "sessions")
     run_path = plan.run_path
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)
