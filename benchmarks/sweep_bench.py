@@ -908,6 +908,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         # The updater logs every saved update at INFO; keep the output to the table.
         logging.getLogger("memlab").setLevel(logging.WARNING)
+        # The same for Dask's scheduler and workers (read when distributed is imported).
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     updates = 60 if args.quick else 300
