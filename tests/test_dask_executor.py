@@ -79,6 +79,9 @@ def test_a_local_cluster_gives_the_thread_executors_results(
     assert threads.summary["skipped_below_threshold"].sum() > 0
     _assert_same_results(threads, remote)
     assert remote.manifest is not None and remote.manifest["lanes"] == list(threads.lanes)
+    resumed = _sweep(tmp_path, "remote", dataset, executor=cluster)  # decided on the driver
+    assert (resumed.lane_status["replayed"] == 0).all()
+    assert (resumed.lane_status["reused"] == remote.lane_status["replayed"]).all()
 
 
 def test_new_replies_reach_the_drivers_cache_and_a_read_only_cluster_replays_them(
