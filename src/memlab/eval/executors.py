@@ -36,7 +36,7 @@ import contextlib
 import hashlib
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -218,6 +218,8 @@ class DaskPool:
         # Broadcast once: every task refers to the workers' copy instead of carrying it.
         self._entries = client.scatter(entries, broadcast=True, hash=False) if entries else {}
         self._names: dict[DaskFuture, str] = {}
+        if not client.scheduler_info().get("workers"):
+            logger.warning("no Dask worker is connected yet: the replays wait until one joins")
 
     def __enter__(self) -> DaskPool:
         return self
@@ -234,26 +236,30 @@ class DaskPool:
         self._names[future] = f"{lane.lane_id} / {owner.user_id} (sample {sample})"
         return future
 
-    def completed(self, futures: list[DaskFuture]) -> Iterator[tuple[DaskFuture, RemoteResult]]:
+    def completed(self, futures: Iterable[DaskFuture]) -> Iterator[tuple[DaskFuture, RemoteResult]]:
         """``(future, result)`` of ``futures`` in the order they finish.
+
+        The pool forgets a future once it is yielded: when the caller drops it too, the
+        workers free its result (a long sweep's results would otherwise pile up there).
 
         Raises:
             ExecutorError: A task was lost with every worker it ran on, or cancelled (the
                 scheduler went away).
         """
         distributed = _distributed()
-        for future in distributed.as_completed(futures):
+        for future in distributed.as_completed(list(futures)):
+            name = self._names.pop(future, "?")
             try:
                 result = future.result()
             except distributed.KilledWorker as exc:
                 raise ExecutorError(
-                    f"the replay {self._names[future]} was lost with every worker that ran it "
+                    f"the replay {name} was lost with every worker that ran it "
                     f"({excerpt(str(exc), 200)}); check the workers' memory and logs, then "
                     "rerun the sweep (finished replays are kept)"
                 ) from None
             except CancelledError as exc:
                 raise ExecutorError(
-                    f"the replay {self._names[future]} was cancelled by the Dask scheduler "
+                    f"the replay {name} was cancelled by the Dask scheduler "
                     f"({excerpt(str(exc), 200)}); rerun the sweep (finished replays are kept)"
                 ) from None
             yield future, result

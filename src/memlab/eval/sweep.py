@@ -527,8 +527,8 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[_Outco
                 bar.update(1)
             else:
                 submitted[pool.submit(lane, owner, sample)] = (index, job)
-        for future, result in pool.completed(list(submitted)):
-            index, job = submitted[future]
+        for future, result in pool.completed(submitted):
+            index, job = submitted.pop(future)  # dropped: the workers free the result
             outcomes[index] = _finish_remote(plan, job, result)
             bar.update(1)
     return [outcome for outcome in outcomes if outcome is not None]
