@@ -247,10 +247,13 @@ class DaskPool:
                 scheduler went away).
         """
         distributed = _distributed()
-        for future in distributed.as_completed(list(futures)):
+        # with_results: results are fetched in the background while this loop writes records.
+        finished = distributed.as_completed(list(futures), with_results=True, raise_errors=False)
+        for future, result in finished:
             name = self._names.pop(future, "?")
             try:
-                result = future.result()
+                if future.status != "finished":
+                    future.result()  # raises the task's error
             except distributed.KilledWorker as exc:
                 raise ExecutorError(
                     f"the replay {name} was lost with every worker that ran it "
