@@ -24,6 +24,7 @@ from memlab.backends.registry import resolve_backend
 from memlab.cli.main import main
 from memlab.eval.executors import DaskSpec, ExecutorError, dask_client
 from memlab.eval.grid import Grid
+from memlab.eval.remote import WorkerBackendError
 from memlab.eval.run import Run, load_run
 from memlab.eval.sweep import IncompleteSweepError, sweep
 
@@ -131,6 +132,19 @@ def test_a_backend_factory_the_workers_cannot_receive_is_one_clear_error(
 
     with pytest.raises(ExecutorError, match="cannot be sent to Dask workers"):
         _sweep(tmp_path, "bad", "smoke", executor=cluster, backend_factory=factory)
+
+
+def test_a_worker_whose_backend_differs_from_the_drivers_stops_the_sweep(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The workers started without it: they would talk to the default endpoint instead.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    keyed = functools.partial(resolve_backend, api_key="sk-test-only")
+    grid = Grid.from_mapping({"name": "elsewhere", "base": {"backend": "openai:some-model"}})
+    with pytest.raises(WorkerBackendError, match=r"planned with .* every worker host"):
+        sweep("smoke", grid, runs_dir=tmp_path, executor=cluster, backend_factory=keyed)
+    assert not list(tmp_path.glob("elsewhere/lanes/*/owners/*.json"))
+    assert not (tmp_path / "elsewhere" / "manifest.json").exists()
 
 
 def test_the_cli_connects_to_a_running_scheduler(

@@ -113,7 +113,8 @@ def worker_backend(backends: WorkerBackends, spec: str) -> tuple[Backend, dict[s
             except MemlabError as exc:
                 raise WorkerBackendError(
                     f"worker {_worker_name()} cannot build backend {spec!r}: {exc} (install "
-                    "memlab with the same extras and model files on every worker host)"
+                    "memlab with the same extras and model files, and set the same "
+                    "environment variables, on every worker host)"
                 ) from None
             _built[key] = (backend, backend_identity(backend))
         return _built[key]
