@@ -12,6 +12,9 @@ Three measurements, each against a goal:
 2. **Sweep concurrency speed-up**: a 64-call sweep against a loopback OpenAI-compatible
    server started by this script, which waits 200 ms per request, at ``max_workers=8`` vs
    ``max_workers=1``. Goal: >= 6x.
+   The same sweep on a local Dask cluster (``dask-local:2x4``: 2 worker processes of 4
+   threads, warmed up by a first sweep) against the thread executor's 8 workers: goal
+   >= 0.8x its throughput (the distribution overhead stays small) and >= 6x over 1 worker.
 3. **Cache replay**: a 1,000-update sweep replayed entirely from the response cache (the
    wrapped backend raises if called). Goal: <= 2 s. A profile of the same replay (run
    serially under cProfile) shows where the time goes.
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
+import importlib.util
 import json
 import logging
 import os
@@ -53,6 +58,7 @@ from typing import Any
 from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import minimal_update
@@ -66,7 +72,14 @@ from memlab.core.updater import MemoryUpdater
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
 
-__all__ = ["Measurement", "bench_cache_replay", "bench_concurrency", "bench_overhead", "main"]
+__all__ = [
+    "Measurement",
+    "bench_cache_replay",
+    "bench_concurrency",
+    "bench_dask",
+    "bench_overhead",
+    "main",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -587,6 +600,76 @@ def bench_concurrency(
     return measurement, walls
 
 
+def bench_dask(
+    workdir: Path, calls: int, delay: float, thread_walls: dict[int, float], threads: int
+) -> list[Measurement]:
+    """The concurrency sweep on ``dask-local:2x4``, compared with the thread executor's walls.
+
+    The workers build the OpenAI-compatible backend themselves from the lane's spec (the
+    factory is a picklable ``functools.partial``). A first sweep of 8 owners warms the
+    workers up (imports, the first connection), as the thread measurement's ping does.
+    """
+    from memlab.eval.executors import DaskSpec, dask_client
+
+    base = workdir / "dask"
+    dataset = write_dataset(base / "data.jsonl", owners=calls, sessions=1)
+    warm_data = write_dataset(base / "warm.jsonl", owners=8, sessions=1)
+    grid = Grid.from_mapping(
+        {
+            "name": "bench-dask",
+            "replay_mode": "per_session",
+            "base": {"backend": "openai:bench-model"},
+        }
+    )
+    with slow_server(delay) as server:
+        factory = functools.partial(resolve_backend, base_url=server.base_url, api_key="bench")
+        started = time.perf_counter()
+        with dask_client(DaskSpec(workers=2, threads=4)) as client:
+            client.wait_for_workers(2)
+            cluster_start = time.perf_counter() - started
+            options: dict[str, Any] = {
+                "runs_dir": base / "runs",
+                "backend_factory": factory,
+                "executor": client,
+                "progress": False,
+            }
+            started = time.perf_counter()
+            sweep(warm_data, grid, run_name="warm", **options)
+            warm = time.perf_counter() - started
+            server.reset_counters()
+            started = time.perf_counter()
+            run = sweep(dataset, grid, run_name="timed", **options)
+            wall = time.perf_counter() - started
+        if server.requests != calls or len(run.calls) != calls:
+            raise RuntimeError(
+                f"dask: expected {calls} requests, the server saw {server.requests} and the "
+                f"run recorded {len(run.calls)} calls"
+            )
+    ratio = thread_walls[threads] / wall
+    details = [
+        f"{calls} owners x 1 session, server waits {_ms(delay):.0f} ms/request; dask-local:2x4 "
+        f"(2 worker processes, 4 threads each): {wall:.2f} s; thread executor with "
+        f"{threads} workers: {thread_walls[threads]:.2f} s; 1 worker: {thread_walls[1]:.2f} s",
+        f"throughput ratio dask / threads = {ratio:.2f}x; peak concurrent requests at the "
+        f"server {server.max_in_flight}",
+        f"not timed: cluster start {cluster_start:.2f} s, warm-up sweep of 8 owners {warm:.2f} s",
+    ]
+    speedup = thread_walls[1] / wall
+    return [
+        Measurement(
+            f"dask-local:2x4 / threads({threads}) throughput", ratio, "x", 0.8, True, details
+        ),
+        Measurement(
+            "dask-local:2x4 speed-up vs 1 worker",
+            speedup,
+            "x",
+            6.0,
+            True,
+            [f"1 worker: {thread_walls[1]:.2f} s, dask-local:2x4: {wall:.2f} s"],
+        ),
+    ]
+
+
 # --- 3. cache replay ------------------------------------------------------------------------
 
 _NUMBER_RE = re.compile(r"User: My favourite number is (\S+?)\.")
@@ -813,6 +896,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the file-store overhead row on /dev/shm",
     )
+    parser.add_argument(
+        "--no-dask", action="store_true", help="skip the dask-local:2x4 rows of measurement 2"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -822,6 +908,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         # The updater logs every saved update at INFO; keep the output to the table.
         logging.getLogger("memlab").setLevel(logging.WARNING)
+        # The same for Dask's scheduler and workers (read when distributed is imported).
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     updates = 60 if args.quick else 300
@@ -856,7 +944,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
         logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
-        measurements.append(bench_concurrency(workdir, calls, args.workers, args.delay)[0])
+        concurrency, walls = bench_concurrency(workdir, calls, args.workers, args.delay)
+        measurements.append(concurrency)
+        if args.no_dask or importlib.util.find_spec("distributed") is None:
+            logger.warning("dask rows skipped (--no-dask, or memlab[dask] is not installed)")
+        else:
+            logger.info("2b/3 the same sweep on dask-local:2x4")
+            measurements.extend(bench_dask(workdir, calls, args.delay, walls, args.workers))
         logger.info("3/3 cache replay (%d updates)", owners * sessions)
         measurements.append(bench_cache_replay(workdir, owners, sessions, 4, cache_goal))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

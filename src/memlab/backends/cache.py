@@ -64,6 +64,7 @@ __all__ = [
     "cache_stats",
     "entry_path",
     "prune_cache",
+    "read_entries",
     "request_key",
 ]
 
@@ -98,6 +99,21 @@ class CacheError(BackendError):
 
 class CacheMissError(CacheError):
     """A request was not in the cache while the cache is read-only."""
+
+    @classmethod
+    def for_request(
+        cls, backend: str, model: str, request: CompletionRequest, key: str, cache_dir: Path
+    ) -> CacheMissError:
+        """The error for a read-only miss of ``request``, saying how to record it."""
+        last = str(request.messages[-1].get("content", "")) if request.messages else ""
+        preview = " ".join(last[:400].split())[:80]
+        return cls(
+            f"Response cache miss in read-only mode: backend={backend!r} "
+            f"model={model!r} mode={OutputMode(request.mode).value!r} key={key} "
+            f"(last message starts {preview!r}) in {cache_dir}. Re-record it by "
+            "running once with cache mode 'read_write' (needs the model), or check that "
+            "the prompt, parameters and dataset are the ones the cache was recorded with."
+        )
 
 
 class CacheCorruptError(CacheError):
@@ -238,19 +254,31 @@ class CachedBackend:
             return cached
         self._count("misses")
         if self.mode is CacheMode.READ_ONLY:
-            last = str(request.messages[-1].get("content", "")) if request.messages else ""
-            preview = " ".join(last[:400].split())[:80]
-            raise CacheMissError(
-                f"Response cache miss in read-only mode: backend={self.backend.name!r} "
-                f"model={model!r} mode={OutputMode(request.mode).value!r} key={key} "
-                f"(last message starts {preview!r}) in {self.cache_dir}. Re-record it by "
-                "running once with cache mode 'read_write' (needs the model), or check that "
-                "the prompt, parameters and dataset are the ones the cache was recorded with."
-            )
+            raise CacheMissError.for_request(self.backend.name, model, request, key, self.cache_dir)
         self._count("backend_calls")
         completion = self.backend.complete(request)
         self._store(path, key, model, request, completion)
         return completion
+
+    def put(self, request: CompletionRequest, completion: Completion) -> None:
+        """Store ``completion``, which another process got for ``request``, unless it is cached.
+
+        A sweep's remote workers cannot write the cache directory: their new replies come
+        back to the driver, which stores them here. A sound entry already there is kept (the
+        first reply recorded wins, as with concurrent writers); a corrupt one is moved aside.
+        """
+        if self.mode is not CacheMode.READ_WRITE:
+            return
+        model = request.model or self.backend.model
+        key = request_key(self.backend.name, model, request)
+        path = entry_path(self.cache_dir, key)
+        if self._load(path, key) is None:
+            self._store(path, key, model, request, completion)
+
+    def mark_used(self, key: str) -> None:
+        """Record that another process served ``key`` from this cache (for ``prune``)."""
+        with contextlib.suppress(OSError):
+            os.utime(entry_path(self.cache_dir, key))
 
     def _count(self, name: str) -> None:
         with self._lock:
@@ -384,6 +412,30 @@ def _iter_files(cache_dir: Path) -> Iterator[Path]:
                 yield from sorted(shard.iterdir())
     except OSError as exc:
         raise CacheError(f"cannot list cache directory {cache_dir}: {_io_reason(exc)}") from None
+
+
+def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | str]:
+    """Every entry of ``cache_dir`` by key: its completion, or why it cannot be served.
+
+    For processes that cannot read the directory themselves (a sweep's remote workers, see
+    :class:`~memlab.backends.memory_cache.SnapshotCache`). Temporary and set-aside files are
+    skipped.
+
+    Raises:
+        CacheError: ``cache_dir`` is a file or cannot be listed.
+    """
+    entries: dict[str, Completion | str] = {}
+    for path in _iter_files(Path(cache_dir)):
+        if path.suffix != ".json" or path.name.startswith(_TEMP_PREFIX) or _SET_ASIDE in path.name:
+            continue
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            entries[path.stem] = f"cannot be read ({_io_reason(exc)})"
+            continue
+        problem, completion = _decode_entry(raw, path.stem)
+        entries[path.stem] = completion if completion is not None else problem
+    return entries
 
 
 def _parse_time(value: Any) -> datetime | None:

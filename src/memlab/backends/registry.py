@@ -10,6 +10,8 @@ registry and the argument (possibly empty) is passed to it with any keyword opti
 ``scripted``              :class:`~memlab.backends.scripted.ScriptedBackend`; without
                           ``replies``/``function`` it returns the minimal valid contract
                           reply (all sections unchanged, no facts) every time
+``scripted:user-lines``   a test instrument: each user line becomes a fact
+                          (:func:`~memlab.backends.scripted.user_lines_reply`)
 ``auto``                  :func:`default_backend_spec`
 ========================  ===============================================================
 
@@ -71,10 +73,12 @@ def _local_factory(argument: str, **options: Any) -> Backend:
 
 
 def _scripted_factory(argument: str, **options: Any) -> Backend:
-    from memlab.backends.scripted import ScriptedBackend
+    from memlab.backends.scripted import SCRIPTS, ScriptedBackend
 
     if argument:
         options.setdefault("model", argument)
+    if argument in SCRIPTS and "replies" not in options:
+        options.setdefault("function", SCRIPTS[argument])
     if "replies" not in options and "function" not in options:
         options["replies"] = [MINIMAL_CONTRACT_REPLY]
         options.setdefault("repeat_last", True)

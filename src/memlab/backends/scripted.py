@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
+import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memlab.backends.base import BackendError, Completion, CompletionRequest
+from memlab.core.contract import FACT_CATEGORIES, minimal_update
 
-__all__ = ["ScriptExhaustedError", "ScriptedBackend"]
+__all__ = ["SCRIPTS", "ScriptExhaustedError", "ScriptedBackend", "user_lines_reply"]
 
 ReplyFunction = Callable[[CompletionRequest], "str | Completion"]
 
@@ -37,6 +42,7 @@ class ScriptedBackend:
         function: Alternative to ``replies``: called with each request, returns the reply.
         model: Model id reported in completions.
         repeat_last: When the replies run out, keep returning the last one instead of raising.
+        latency_s: Seconds to wait before each reply, imitating a model's latency.
 
     Example:
         >>> backend = ScriptedBackend(['{"user": {}}'])
@@ -53,6 +59,7 @@ class ScriptedBackend:
         function: ReplyFunction | None = None,
         model: str = "scripted",
         repeat_last: bool = False,
+        latency_s: float = 0.0,
     ) -> None:
         if (replies is None) == (function is None):
             raise ValueError("ScriptedBackend needs exactly one of 'replies' or 'function'.")
@@ -60,6 +67,7 @@ class ScriptedBackend:
         self._function = function
         self._model = model
         self._repeat_last = repeat_last
+        self._latency_s = latency_s
         self._index = 0
         self._lock = threading.Lock()
         self.requests: list[CompletionRequest] = []
@@ -79,6 +87,8 @@ class ScriptedBackend:
         return [str(r.messages[-1]["content"]) if r.messages else "" for r in self.requests]
 
     def complete(self, request: CompletionRequest) -> Completion:
+        if self._latency_s > 0:
+            time.sleep(self._latency_s)
         with self._lock:
             self.requests.append(_recorded(request))
             if self._function is not None:
@@ -120,3 +130,46 @@ def _recorded(request: CompletionRequest) -> CompletionRequest:
         ],
         schema=copy.deepcopy(request.schema) if request.schema is not None else None,
     )
+
+
+# --- a built-in script: replies computed from the prompt ------------------------------------
+
+_USER_LINE = re.compile(r"^User: (.+)$", re.MULTILINE)  # conversation lines, not memory JSON
+_FACT_ID = re.compile(r'"id": "(fact_[0-9a-f]{8})"')
+
+
+def _digest(text: str) -> int:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
+
+
+def user_lines_reply(request: CompletionRequest) -> str:
+    """A test instrument's reply: every user line of the conversation becomes a fact.
+
+    Deterministic in the prompt, so any process computes the same replies (a sweep's remote
+    workers build it from the spec ``scripted:user-lines``). Category and confidence (0.5 to
+    0.99) come from a hash of the line, so a threshold filters some; a repeated line is a
+    duplicate; one prompt in three removes the first fact of the memory shown, and the last
+    user line becomes the top-of-mind summary. It measures plumbing, not a model.
+    """
+    prompt = str(request.messages[-1].get("content", "")) if request.messages else ""
+    data = minimal_update()
+    lines = [line.strip()[:200] for line in _USER_LINE.findall(prompt) if line.strip()]
+    for line in lines:
+        digest = _digest(line)
+        data["newFacts"].append(
+            {
+                "content": line,
+                "category": FACT_CATEGORIES[digest % len(FACT_CATEGORIES)],
+                "confidence": round(0.5 + (digest % 50) / 100, 2),
+            }
+        )
+    if lines:
+        data["user"]["topOfMind"] = {"summary": lines[-1], "shouldUpdate": True}
+    ids = _FACT_ID.findall(prompt)
+    if ids and _digest(prompt) % 3 == 0:
+        data["factsToRemove"] = ids[:1]
+    return json.dumps(data, ensure_ascii=False)
+
+
+SCRIPTS: dict[str, ReplyFunction] = {"user-lines": user_lines_reply}
+"""Built-in reply functions by name: the spec ``scripted:NAME`` answers with ``SCRIPTS[NAME]``."""

@@ -11,14 +11,19 @@ import argparse
 import errno
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
+
+if TYPE_CHECKING:
+    from memlab.eval.executors import DaskSpec
 
 __all__ = [
     "MAX_WORKERS",
     "count",
     "directory",
+    "executor",
     "existing_directory",
     "run_name",
     "workers",
@@ -42,6 +47,16 @@ def _int_between(text: str, low: int, high: int | None, what: str) -> int:
 def workers(text: str) -> int:
     """Concurrent replays: 1 to :data:`MAX_WORKERS`."""
     return _int_between(text, 1, MAX_WORKERS, "the number of workers")
+
+
+def executor(text: str) -> DaskSpec:
+    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.eval.executors`)."""
+    from memlab.eval.executors import ExecutorError, parse_executor
+
+    try:
+        return parse_executor(text)
+    except ExecutorError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def count(text: str) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # Dask (--executor) logs each connection at INFO: shown from -vv on, unless set otherwise.
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if args.verbose >= 2 else "warning")
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

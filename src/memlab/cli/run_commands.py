@@ -22,8 +22,9 @@ __all__ = ["register"]
 
 logger = logging.getLogger(__name__)
 
-_SWEEP_EXAMPLE = """example:
+_SWEEP_EXAMPLE = """examples:
   memlab sweep grids/prompt_vs_mode.yaml --cache-dir cache --workers 4
+  memlab sweep grids/prompt_vs_mode.yaml --cache-dir cache --executor dask://10.0.0.5:8786
 
 A grid file names the dataset, shared settings and the axes to vary:
   name: prompt-vs-mode
@@ -65,7 +66,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="read_write (default), read_only (a cache miss is an error) or off",
     )
     parser.add_argument(
-        "--workers", type=_args.workers, default=4, help="concurrent replays (default: 4)"
+        "--workers",
+        type=_args.workers,
+        default=4,
+        help="concurrent replays in this process (default: 4)",
+    )
+    parser.add_argument(
+        "--executor",
+        type=_args.executor,
+        metavar="SPEC",
+        help="run the replays on a Dask cluster (needs memlab[dask]): dask://HOST:PORT "
+        "connects to a running scheduler, dask-local:N starts N local worker processes "
+        "(dask-local:NxT: T threads each); --workers is then unused",
     )
     parser.add_argument(
         "--prompts",
@@ -175,6 +187,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
             cache_mode=CacheMode(args.cache_mode),
             max_workers=args.workers,
+            executor=args.executor,
             progress=not args.no_progress,
             embedding_duplicates=embedding_duplicates,
             allow_incomplete=args.allow_incomplete,

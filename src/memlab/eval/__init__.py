@@ -28,6 +28,12 @@ from memlab.eval.embeddings import (
     EmbeddingsUnavailableError,
     WordLlamaEmbedder,
 )
+from memlab.eval.executors import (
+    DaskSpec,
+    ExecutorError,
+    SweepExecutor,
+    parse_executor,
+)
 from memlab.eval.grid import (
     AXES,
     Grid,
@@ -96,11 +102,13 @@ __all__ = [
     "BackendFactory",
     "Calibration",
     "CompareError",
+    "DaskSpec",
     "DefaultMatcher",
     "Embedder",
     "EmbeddingDuplicates",
     "EmbeddingMatcher",
     "EmbeddingsUnavailableError",
+    "ExecutorError",
     "FactMatcher",
     "Grid",
     "GridError",
@@ -118,6 +126,7 @@ __all__ = [
     "RunError",
     "StatOptions",
     "StatsError",
+    "SweepExecutor",
     "SweepPlan",
     "WordLlamaEmbedder",
     "calibrate",
@@ -136,6 +145,7 @@ __all__ = [
     "normalize_text",
     "owner_counts",
     "owner_deltas",
+    "parse_executor",
     "parse_options_for",
     "plan_sweep",
     "replay_owner",

@@ -96,6 +96,21 @@ class LaneBackends:
         self._built: dict[str, Backend] = {}
         self._lock = threading.Lock()
 
+    @property
+    def factory(self) -> BackendFactory:
+        """What builds a backend from a spec (remote workers build their own with it)."""
+        return self._factory
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """The response cache directory, or ``None``."""
+        return self._cache_dir
+
+    @property
+    def cache_mode(self) -> CacheMode:
+        """How the response cache is used."""
+        return self._cache_mode
+
     def get(self, spec: str) -> Backend:
         """The (cached) backend for ``spec``."""
         with self._lock:

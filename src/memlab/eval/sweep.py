@@ -6,10 +6,12 @@ A sweep has three steps:
    grid (prompts, merge strategies, backends) into :class:`~memlab.eval.plan.ResolvedLane`\\ s.
    Bad input fails here, before anything is written.
 2. **execute**: each (lane, owner) pair is one task on a bounded pool (4 threads by default,
-   or any ``concurrent.futures.Executor``). A finished task writes
-   ``lanes/<lane>/owners/<user>.json`` atomically with a fingerprint of everything the replay
-   depended on. A resumed sweep reuses a record only when its fingerprint is unchanged and the
-   replay had no backend errors; otherwise it replays and says why ("prompt text changed").
+   any ``concurrent.futures.Executor``, or a Dask cluster: :mod:`memlab.eval.executors`).
+   A finished task's record is written to ``lanes/<lane>/owners/<user>.json`` atomically
+   (by the thread that ran it, or by this process when a remote result arrives) with a
+   fingerprint of everything the replay depended on. A resumed sweep reuses a record only
+   when its fingerprint is unchanged and the replay had no backend errors; otherwise it
+   replays and says why ("prompt text changed").
 3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
    of this sweep and the row counts and hashes of the tables; :func:`memlab.eval.run.load_run`
    refuses a run whose files disagree with it.
@@ -25,7 +27,7 @@ import shutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -35,17 +37,27 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.registry import resolve_backend
 from memlab.core.atomic import atomic_write_text
-from memlab.core.document import utc_iso
+from memlab.core.document import parse_utc, utc_iso
 from memlab.core.jsontext import loads_json
 from memlab.core.redact import redact
 from memlab.core.safe_names import ensure_inside, safe_component
+from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
+from memlab.eval.executors import (
+    DaskPool,
+    DaskSpec,
+    ExecutorError,
+    SweepExecutor,
+    dask_client,
+    is_dask_client,
+    parse_executor,
+)
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
@@ -62,6 +74,7 @@ from memlab.eval.plan import (
     resolve_lanes,
 )
 from memlab.eval.records import CallRow, SessionRow, typed_rows
+from memlab.eval.remote import RemoteResult
 from memlab.eval.replay import OwnerReplay, replay_owner
 from memlab.eval.rescore import matcher_record
 from memlab.eval.run import (
@@ -185,7 +198,7 @@ def sweep(
     backend_factory: BackendFactory | None = None,
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
-    executor: Executor | None = None,
+    executor: SweepExecutor | None = None,
     max_workers: int = 4,
     progress: bool = True,
     matcher: FactMatcher | None = None,
@@ -210,7 +223,10 @@ def sweep(
             to use one backend object for every lane.
         cache_dir: Response cache directory; ``None`` disables caching.
         cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a backend error) or ``OFF``.
-        executor: Any executor; default a thread pool of ``max_workers``.
+        executor: Where the replays run (see :mod:`memlab.eval.executors`): default a
+            thread pool of ``max_workers``; any ``concurrent.futures.Executor``; a Dask
+            cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
+            or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
         matcher: Gold-fact matcher for recall/precision (default
@@ -341,36 +357,84 @@ def _read_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Outcome:
-    path = plan.record_path(lane, owner, sample)
+@dataclass(frozen=True)
+class _Job:
+    """A replay to run: its inputs and what its record will say."""
+
+    lane: ResolvedLane
+    owner: Owner
+    sample: int
+    fingerprint: str
+    owner_sha: str
+    reason: str
+
+
+def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Job | _Outcome:
+    """The replay to run, or the outcome of reusing the record an earlier sweep wrote."""
     owner_sha = _owner_sha(owner)
     fingerprint = canonical_hash({"lane": lane.identity_hash, "owner": owner_sha, "sample": sample})
-    old = _read_record(path)
+    old = _read_record(plan.record_path(lane, owner, sample))
     done = old is not None and old.get("fingerprint") == fingerprint and old.get("complete")
     if done:
         return _Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
     reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
+    return _Job(lane, owner, sample, fingerprint, owner_sha, reason)
+
+
+def _store_path(plan: SweepPlan, job: _Job) -> Path:
+    lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
+    return lane_dir / "stores" / f"{job.owner.user_id}.json"
+
+
+def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Outcome:
+    """Prepare, replay and record one (lane, owner, sample) in this process."""
+    job = _prepare(plan, lane, owner, sample)
+    if isinstance(job, _Outcome):
+        return job
     replay = replay_owner(
         owner,
         lane,
         backend=plan.backends.get(lane.config.backend),
-        store_path=path.parent.parent / "stores" / f"{owner.user_id}.json",
+        store_path=_store_path(plan, job),
         replay_mode=plan.grid.replay_mode,
         sample=sample,
     )
+    return _write_record(plan, job, replay)
+
+
+def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay) -> _Outcome:
+    """Write the owner record of a finished replay; its outcome."""
     errors = [c for c in replay.calls if c.get("error_stage") == "backend"]
     record = {
-        "fingerprint": fingerprint,
-        "owner_sha256": owner_sha,
+        "fingerprint": job.fingerprint,
+        "owner_sha256": job.owner_sha,
         "complete": not errors,
         **vars(replay),
     }
     record = redact(record)  # a secret a server echoed must not reach the run directory
+    path = plan.record_path(job.lane, job.owner, job.sample)
     # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
     atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
     error = str(errors[0].get("error") or "backend error") if errors else ""
-    outcome = _Outcome(lane.lane_id, owner.user_id, sample, True, reason, not errors, error[:300])
-    return outcome
+    lane_id, user_id = job.lane.lane_id, job.owner.user_id
+    return _Outcome(lane_id, user_id, job.sample, True, job.reason, not errors, error[:300])
+
+
+def _finish_remote(plan: SweepPlan, job: _Job, result: RemoteResult) -> _Outcome:
+    """Store what a remote replay sent back: new cache entries, the store file, the record."""
+    cache = plan.backends.get(job.lane.config.backend)
+    if isinstance(cache, CachedBackend):
+        for request, completion in result.recorded:
+            cache.put(request, completion)
+        for key in result.used:
+            cache.mark_used(key)
+    final = result.replay.final_memory
+    store = JsonFileStorage(_store_path(plan, job), durable=False)
+    try:
+        store.save(final, now=parse_utc(final.get("lastUpdated")))
+    except StorageError as exc:  # as in a local replay: the record is what the metrics use
+        logger.warning("could not write the lane's store file: %s", exc)
+    return _write_record(plan, job, result.replay)
 
 
 def _why_replay(
@@ -398,38 +462,76 @@ def _why_replay(
     return ", ".join(reasons) or "new"
 
 
-def _execute(
-    plan: SweepPlan, executor: Executor | None, max_workers: int, progress: bool
-) -> list[_Outcome]:
-    jobs = [
+def _jobs(plan: SweepPlan) -> list[tuple[ResolvedLane, Owner, int]]:
+    return [
         (lane, owner, sample)
         for lane in plan.lanes
         for owner in plan.owners
         for sample in range(plan.grid.samples)
     ]
+
+
+def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
+    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"sweep {plan.grid.name}", unit="replay", disable=not progress)
+
+
+def _execute(
+    plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
+) -> list[_Outcome]:
+    """Run every replay of the plan on ``executor`` (see :mod:`memlab.eval.executors`)."""
+    if isinstance(executor, str | DaskSpec):
+        spec = parse_executor(executor) if isinstance(executor, str) else executor
+        with dask_client(spec) as client:
+            return _execute_remote(plan, client, progress)
+    if is_dask_client(executor):
+        return _execute_remote(plan, executor, progress)
+    if executor is not None and not isinstance(executor, Executor):
+        raise ExecutorError(
+            f"executor must be a concurrent.futures.Executor, a distributed.Client or a "
+            f"string such as 'dask-local:2', got {type(executor).__name__}"
+        )
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
+    jobs = _jobs(plan)
+    outcomes: list[_Outcome | None] = [None] * len(jobs)
     try:
-        futures: list[Future[_Outcome]] = [
-            pool.submit(_replay_task, plan, lane, owner, sample) for lane, owner, sample in jobs
-        ]
-        # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=len(futures), desc=f"sweep {plan.grid.name}", unit="replay", disable=not progress
-        )
-        outcomes = []
-        try:
-            for future in futures:
-                outcomes.append(future.result())
+        futures: dict[Future[_Outcome], int] = {
+            pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
+        }
+        with _progress_bar(plan, len(futures), progress) as bar:
+            for future in as_completed(futures):
+                outcomes[futures[future]] = future.result()
                 bar.update(1)
-        finally:
-            bar.close()
     finally:
         if own_pool:
             pool.shutdown(wait=True, cancel_futures=True)
-    return outcomes
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[_Outcome]:
+    """Run the replays on a Dask cluster; write their records here as they come back."""
+    jobs = _jobs(plan)
+    outcomes: list[_Outcome | None] = [None] * len(jobs)
+    with (
+        DaskPool(client, plan.backends, plan.grid.replay_mode) as pool,
+        _progress_bar(plan, len(jobs), progress) as bar,
+    ):
+        submitted: dict[Any, tuple[int, _Job]] = {}
+        for index, (lane, owner, sample) in enumerate(jobs):
+            job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
+            if isinstance(job, _Outcome):
+                outcomes[index] = job
+                bar.update(1)
+            else:
+                submitted[pool.submit(lane, owner, sample)] = (index, job)
+        for future, result in pool.completed(submitted):
+            index, job = submitted.pop(future)  # dropped: the workers free the result
+            outcomes[index] = _finish_remote(plan, job, result)
+            bar.update(1)
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 def _lane_status(plan: SweepPlan, outcomes: Sequence[_Outcome]) -> dict[str, dict[str, Any]]:
