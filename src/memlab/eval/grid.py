@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.backends.base import OutputMode
+from memlab.backends.simulated import is_simulated
 from memlab.errors import MemlabError
 
 __all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
@@ -78,11 +79,16 @@ class LaneConfig(BaseModel):
         return f"{safe}-{digest}"
 
     def label(self, varying: Sequence[str]) -> str:
-        """A short label naming only the given (varying) fields, for charts and tables."""
+        """A short label naming only the given (varying) fields, for charts and tables.
+
+        Lanes of the simulated model are labelled "simulated" wherever they appear.
+        """
         if not varying:
-            return self.prompt
-        dumped = self.model_dump(mode="json")
-        return " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
+            text = self.prompt
+        else:
+            dumped = self.model_dump(mode="json")
+            text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
+        return f"[simulated] {text}" if is_simulated(self.backend) else text
 
 
 _SHORT = {

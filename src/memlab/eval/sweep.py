@@ -29,6 +29,7 @@ import yaml
 from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.registry import resolve_backend
+from memlab.backends.simulated import dataset_options, is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.datasets.loader import load_dataset
@@ -114,10 +115,20 @@ class _Backends:
         with self._lock:
             if spec not in self._built:
                 backend = self._factory(spec)
-                if self._cache_dir is not None and self._cache_mode is not CacheMode.OFF:
+                # The simulated model answers instantly and deterministically: never cached.
+                if (
+                    self._cache_dir is not None
+                    and self._cache_mode is not CacheMode.OFF
+                    and not is_simulated(spec)
+                ):
                     backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
                 self._built[spec] = backend
             return self._built[spec]
+
+
+def _registry_factory(dataset: Path) -> BackendFactory:
+    """The backend registry, giving specs that replay the dataset (``sim:``) its path."""
+    return lambda spec: resolve_backend(spec, **dataset_options(spec, dataset))
 
 
 def sweep(
@@ -173,7 +184,7 @@ def sweep(
     }
     atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
     backends = _Backends(
-        backend_factory or resolve_backend,
+        backend_factory or _registry_factory(path),
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
     )
