@@ -29,7 +29,7 @@ from memlab.backends.base import (
     OutputMode,
 )
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import contract_schema
+from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
 from memlab.core.document import random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
@@ -134,6 +134,9 @@ class MemoryUpdater:
         clock: Returns the current tz-aware time (virtual in replays).
         fact_ids: Returns a new fact id per call (seeded in replays).
         model_name: Model override; the config's ``model_name`` wins when set.
+        schema_bounds: In ``json_schema`` mode, length limits added to the schema sent (the
+            grammar), so a small model cannot loop until ``max_tokens``; replies are still
+            validated against the unbounded contract.
     """
 
     def __init__(
@@ -150,6 +153,7 @@ class MemoryUpdater:
         clock: Callable[[], datetime] | None = None,
         fact_ids: Callable[[], str] | None = None,
         model_name: str | None = None,
+        schema_bounds: SchemaBounds | None = None,
     ) -> None:
         self._backend = backend
         self._storage = storage
@@ -163,6 +167,7 @@ class MemoryUpdater:
         self._clock = clock or utc_now
         self._fact_ids = fact_ids or random_fact_ids()
         self.model_name = model_name
+        self.schema_bounds = schema_bounds
         self._lock = threading.Lock()
 
     @property
@@ -192,7 +197,11 @@ class MemoryUpdater:
 
     def build_request(self, prompt: str, config: MemoryConfig) -> CompletionRequest:
         """Return the completion request the updater sends for ``prompt``."""
-        schema = contract_schema() if self.output_mode is OutputMode.JSON_SCHEMA else None
+        schema = None
+        if self.output_mode is OutputMode.JSON_SCHEMA:
+            schema = contract_schema()
+            if self.schema_bounds is not None:
+                schema = bounded_schema(schema, self.schema_bounds)
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,

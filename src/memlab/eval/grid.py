@@ -28,10 +28,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memlab.backends.base import OutputMode
 from memlab.backends.simulated import is_simulated
+from memlab.core.contract import SchemaBounds
 from memlab.errors import MemlabError
 
 __all__ = ["AXES", "Grid", "GridError", "LaneConfig", "load_grid"]
@@ -60,6 +68,17 @@ class LaneConfig(BaseModel):
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
+    schema_bounds: SchemaBounds | None = None
+    """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
+
+    @model_validator(mode="after")
+    def _bounds_need_a_schema(self) -> LaneConfig:
+        if self.schema_bounds is not None and self.output_mode is not OutputMode.JSON_SCHEMA:
+            raise ValueError(
+                "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
+                f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
+            )
+        return self
 
     @property
     def lane_id(self) -> str:
@@ -72,9 +91,10 @@ class LaneConfig(BaseModel):
             f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
             f"-{self.merge}-d{self.debounce_seconds}-{backend}"
         )
-        digest = hashlib.sha256(
-            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        ).hexdigest()[:6]
+        dumped = self.model_dump(mode="json")
+        if dumped["schema_bounds"] is None:
+            del dumped["schema_bounds"]  # lanes without bounds keep their earlier ids
+        digest = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:6]
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in readable)
         return f"{safe}-{digest}"
 
@@ -87,6 +107,7 @@ class LaneConfig(BaseModel):
             text = self.prompt
         else:
             dumped = self.model_dump(mode="json")
+            dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
             text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
         return f"[simulated] {text}" if is_simulated(self.backend) else text
 
@@ -96,6 +117,7 @@ _SHORT = {
     "max_facts": "max",
     "output_mode": "mode",
     "debounce_seconds": "debounce",
+    "schema_bounds": "bounds",
 }
 
 AXES: tuple[str, ...] = tuple(

@@ -125,6 +125,7 @@ def replay_owner(
         config_provider=provider,
         clock=scheduler.now,
         fact_ids=SeededFactIds(f"{lane.lane_id}/{owner.user_id}"),
+        schema_bounds=lane.schema_bounds,
     )
     session_of = {s.thread_id: i for i, s in enumerate(sessions)}
     out = OwnerReplay(user_id=owner.user_id)
