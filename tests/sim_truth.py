@@ -12,7 +12,8 @@ failure categories fail), the expected final-state counts follow from the declar
   exact wordings); facts are taken as independent.
 - A stored original of ``g`` is restated in each later final update with ``r * q * (1 - f)``
   (never in the session that retracts it), at most once; restatements are removed with it.
-- Each final update stores ``invent_rate * q * (1 - f)`` invented facts and each
+- Each final update stores ``invent_rate * q' * (1 - f)`` invented facts (``q'`` from
+  ``invented_confidence``) and each
   must-not-store string leaks with ``leak_rate * q * (1 - f)``.
 
 No cap is assumed (the validation lanes use ``max_facts=500``).
@@ -121,8 +122,9 @@ def expected_counts(
         stored.append([(text, prob)])
         out.forbidden_stored += prob
         out.skipped_below_threshold += profile.leak_rate * (1.0 - q) * ok * times
-    out.facts += profile.invent_rate * q * ok * len(sessions)
-    out.skipped_below_threshold += profile.invent_rate * (1.0 - q) * ok * len(sessions)
+    q_invented = profile.share_at_least(threshold, invented=True)
+    out.facts += profile.invent_rate * q_invented * ok * len(sessions)
+    out.skipped_below_threshold += profile.invent_rate * (1.0 - q_invented) * ok * len(sessions)
 
     for text, prob in (item for group in stored for item in group):
         out.facts += prob

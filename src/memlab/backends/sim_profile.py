@@ -12,6 +12,7 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
     confidence: {0.9: 0.6, 0.6: 0.4}        # confidence value -> weight
     restate_rate: 0.2                       # P(a stored fact is proposed again, reworded)
     invent_rate: 0.5                        # invented facts per session update (mean)
+    invented_confidence: {0.6: 1.0}         # their confidences (default: as above)
     remove_retracted: 0.9                   # P(the ids of a retracted fact are removed)
     leak_rate: 0.1                          # P(a must_not_store string is proposed as a fact)
     failures: {fenced: 0.05, truncated: 0.02}   # reply failure category -> rate per reply
@@ -79,6 +80,9 @@ class SimProfile(BaseModel):
     )
     restate_rate: Probability = 0.0
     invent_rate: float = Field(0.0, ge=0.0, le=5.0)
+    invented_confidence: dict[float, Annotated[float, Field(ge=0.0)]] | None = None
+    """Confidences of invented facts (default: ``confidence``); lower ones make the
+    threshold trade recall for precision, as with a real model unsure of what it makes up."""
     remove_retracted: Probability = 1.0
     leak_rate: Probability = 0.0
     failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
@@ -90,9 +94,11 @@ class SimProfile(BaseModel):
             raise ValueError("give at least one wording style with a positive weight")
         return value
 
-    @field_validator("confidence")
+    @field_validator("confidence", "invented_confidence")
     @classmethod
-    def _confidences(cls, value: dict[float, float]) -> dict[float, float]:
+    def _confidences(cls, value: dict[float, float] | None) -> dict[float, float] | None:
+        if value is None:
+            return None
         bad = [c for c in value if not 0.0 <= c <= 1.0]
         if bad:
             raise ValueError(f"confidence values must lie in [0, 1], got {bad}")
@@ -115,14 +121,16 @@ class SimProfile(BaseModel):
         total = sum(self.wording.values())
         return {style: weight / total for style, weight in self.wording.items()}
 
-    def confidence_shares(self) -> dict[float, float]:
+    def confidence_shares(self, invented: bool = False) -> dict[float, float]:
         """Confidence values with their probabilities (weights normalised)."""
-        total = sum(self.confidence.values())
-        return {value: weight / total for value, weight in self.confidence.items()}
+        weights = (self.invented_confidence if invented else None) or self.confidence
+        total = sum(weights.values())
+        return {value: weight / total for value, weight in weights.items()}
 
-    def share_at_least(self, threshold: float) -> float:
+    def share_at_least(self, threshold: float, invented: bool = False) -> float:
         """P(confidence >= threshold): the share of proposals a threshold lets through."""
-        return sum(p for c, p in self.confidence_shares().items() if c >= threshold)
+        shares = self.confidence_shares(invented)
+        return sum(p for c, p in shares.items() if c >= threshold)
 
     def failure_rate(self, categories: set[FailureCategory] | None = None) -> float:
         """Total injected failure rate (of the given categories, default all)."""
@@ -134,9 +142,9 @@ class SimProfile(BaseModel):
         """The wording style for a uniform draw ``u`` in [0, 1)."""
         return _pick(self.wording_shares(), u)
 
-    def pick_confidence(self, u: float) -> float:
+    def pick_confidence(self, u: float, invented: bool = False) -> float:
         """The confidence for a uniform draw ``u`` in [0, 1)."""
-        return _pick(self.confidence_shares(), u)
+        return _pick(self.confidence_shares(invented), u)
 
     def pick_failure(self, u: float) -> FailureCategory | None:
         """The injected failure for a uniform draw ``u`` (None: a well-formed reply)."""

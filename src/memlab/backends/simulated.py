@@ -12,7 +12,8 @@ the current memory (fact ids and contents), and answers as the profile declares
   from ``wording``, with a confidence drawn from ``confidence``.
 - Each gold fact stored in an original wording (and not yet restated) is proposed again,
   reworded (:func:`~memlab.backends.sim_profile.restated`), with ``restate_rate``.
-- ``invent_rate`` invented facts per final update, from a pool that states no gold fact.
+- ``invent_rate`` invented facts per final update, from a pool that states no gold fact, with
+  confidences from ``invented_confidence``.
 - For each gold fact the session retracts, the ids of the stored facts that state it (in any
   wording the model uses) are removed with ``remove_retracted``.
 - Each ``must_not_store`` string of the session is proposed as a fact with ``leak_rate``.
@@ -209,7 +210,7 @@ class SimulatedBackend:
         proposals = decision.new_facts
 
         def propose(content: str, category: str, u: float, kind: str, source: str) -> None:
-            confidence = profile.pick_confidence(u)
+            confidence = profile.pick_confidence(u, invented=kind == "invented")
             proposals.append(
                 {
                     "content": content,

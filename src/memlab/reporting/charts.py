@@ -170,12 +170,9 @@ def operating_curve_chart(run: Run) -> Figure:
         return _empty(fig, _why_unscored(run))
     ax = fig.subplots()
     keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
-    groups = summary.groupby(keys) if keys else [((), summary)]
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
-        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
-        if group["backend"].map(is_simulated).all():
-            label = f"[simulated] {label}"
+    # One line per lane label over the other varying axes ("[simulated] max=10", ...).
+    lines = summary.index.map(lambda lane_id: _curve_label(run, str(lane_id), keys))
+    for label, group in summary.groupby(lines, sort=False):
         group = group.sort_values("fact_confidence_threshold")
         ax.plot(group["precision"], group["recall"], marker="o", label=label)
         for _, row in group.iterrows():
@@ -212,6 +209,13 @@ def tokens_chart(run: Run) -> Figure:
     ax.set_title("Token use per update")
     ax.legend(fontsize=8)
     return fig
+
+
+def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
+    lane = run.lanes[lane_id]
+    if keys:
+        return lane.label(keys)
+    return "[simulated] all" if is_simulated(lane.backend) else "all"
 
 
 def _why_unscored(run: Run) -> str:
