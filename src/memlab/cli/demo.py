@@ -85,6 +85,10 @@ class DemoResult:
     paths: ReportPaths
 
 
+def _count(n: int | None, noun: str) -> str:
+    return f"all {noun}s" if n is None else f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _intro(real: list[Run], simulated: Run) -> str:
     first = real[0].grid
     real_lanes = sum(len(run.lanes) for run in real)
@@ -92,14 +96,15 @@ def _intro(real: list[Run], simulated: Run) -> str:
     sessions = simulated.summary["sessions"].max()
     return (
         f"Part 1 (runs {', '.join(r.name for r in real)}; real model): the bundled "
-        f"SmolLM2-135M-Instruct replays the first {first.max_owners} owners x "
-        f"{first.max_sessions} sessions of personas in {real_lanes} configurations: the "
+        f"SmolLM2-135M-Instruct replays {_count(first.max_owners, 'owner')} x "
+        f"{_count(first.max_sessions, 'session')} of personas in {real_lanes} "
+        "configurations: the "
         "default and concise prompts, with free-text output, schema-constrained output, and "
         "schema-constrained output whose strings and lists are bounded (schema_bounds). It "
         "shows which replies a 135M model gets through the parse ladder and what the facts it "
         "stores look like (duplicates, precision). "
         f"Part 2 (run {simulated.name}; simulated): the simulated model sim:chatty replays all "
-        f"{owners} owners ({sessions} sessions each lane) under fact_confidence_threshold x "
+        f"{owners} owners ({sessions} sessions) under fact_confidence_threshold x "
         "max_facts, so fact growth up to the cap, evictions, what the threshold filters and "
         "the recall/precision operating curve are visible. Every lane of part 2 is simulated."
     )

@@ -47,14 +47,15 @@ CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;padding:0 1rem}
-table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;display:block;overflow-x:auto;
+max-width:100%}
 td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .best{font-weight:700;background:#e8f5e9} .delta{color:#666;font-size:.75rem}
 .changed{background:#fff8e1} pre{white-space:pre-wrap;max-height:14rem;overflow:auto;
 background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
 img{max-width:100%;border:1px solid #eee} .muted{color:#777}
-.scroll{overflow-x:auto;max-width:100%} .scroll td{max-width:16rem;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%} .scroll td{max-width:16rem;overflow-wrap:break-word}
 .intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.5rem 1rem}
 """
 
