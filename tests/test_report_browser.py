@@ -311,6 +311,7 @@ def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_h
     )
     assert "Charts: demo-free" in headings and "Charts: demo-sim" in headings
     assert browser.evaluate("document.images.length") == 18  # six charts for each of 3 runs
+    assert "Charts: demo-bounded" in headings
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
