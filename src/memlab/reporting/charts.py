@@ -170,7 +170,7 @@ def operating_curve_chart(run: Run) -> Figure:
         return _empty(fig, _why_unscored(run))
     ax = fig.subplots()
     keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
-    # One line per lane label over the other varying axes ("[simulated] max=10", ...).
+    # One line per value of the other varying axes ("max_facts=10", "[simulated] ...").
     lines = summary.index.map(lambda lane_id: _curve_label(run, str(lane_id), keys))
     for label, group in summary.groupby(lines, sort=False):
         group = group.sort_values("fact_confidence_threshold")
@@ -213,9 +213,10 @@ def tokens_chart(run: Run) -> Figure:
 
 def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
     lane = run.lanes[lane_id]
-    if keys:
-        return lane.label(keys)
-    return "[simulated] all" if is_simulated(lane.backend) else "all"
+    dumped = lane.model_dump(mode="json")
+    dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
+    label = ", ".join(f"{k}={dumped[k]}" for k in keys) or "all"
+    return f"[simulated] {label}" if is_simulated(lane.backend) else label
 
 
 def _why_unscored(run: Run) -> str:
