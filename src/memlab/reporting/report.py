@@ -122,16 +122,11 @@ def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
 
 def simulated_note(runs: Sequence[Run]) -> str:
     """A sentence naming the lanes that replay the simulated model ("" when none do)."""
-    lanes = [
-        f"{run.name}: {run.label(lane_id)}"
-        for run in runs
-        for lane_id, lane in run.lanes.items()
-        if is_simulated(lane.backend)
-    ]
-    if not lanes:
+    count = sum(is_simulated(lane.backend) for run in runs for lane in run.lanes.values())
+    if not count:
         return ""
     return (
-        f"{len(lanes)} configuration(s) marked [simulated] replay the simulated model, a test "
+        f"{count} configuration(s) marked [simulated] replay the simulated model, a test "
         "instrument with declared behaviour (backend sim:PROFILE), not a language model; "
         "their numbers show what the pipeline and the metrics do, not how any model performs."
     )
@@ -288,13 +283,8 @@ def _markdown(
     diff: pd.DataFrame,
     diff_title: str,
 ) -> str:
-    lines = [
-        f"# {title}",
-        "",
-        "<!--intro-->",
-        f"Generated {generated}; the first row is the baseline.",
-    ]
-    lines.append("")
+    generated_line = f"Generated {generated}; the first row is the baseline."
+    lines = [f"# {title}", "", "<!--intro-->", generated_line, ""]
     lines += ["## Configurations", "", f"Changed: {', '.join(changed) or 'nothing'}", ""]
     shown = ["run", "lane", *changed] if changed else ["run", "lane"]
     lines.append("| " + " | ".join(shown) + " |")
