@@ -79,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hits", type=int, default=200, help="cache hits to time")
     parser.add_argument("--mode-rounds", type=int, default=3, help="rounds per output mode")
     parser.add_argument("--mode-tokens", type=int, default=256, help="max_tokens per mode call")
+    parser.add_argument("--modes-only", action="store_true", help="only the output-mode rows")
     args = parser.parse_args(argv)
+    if args.modes_only:
+        backend = LocalLlamaBackend(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+        output_modes(backend, update_prompt(), args.mode_rounds, args.mode_tokens)
+        return 0
 
     import llama_cpp
 
@@ -169,7 +174,8 @@ BOUNDS = SchemaBounds(summary_chars=60, fact_chars=80, max_new_facts=3, max_remo
 
 def llguidance_processor(llm: Any, schema: dict[str, Any]) -> Callable[[], Any] | None:
     """A factory of llama-cpp-python logits processors enforcing ``schema`` with llguidance
-    (compact JSON, like llama.cpp's grammar), or None when llguidance is not installed."""
+    (compact JSON, like llama.cpp's grammar) for greedy decoding, or None when llguidance is
+    not installed."""
     try:
         import llguidance
         import llguidance.llamacpp
@@ -197,6 +203,10 @@ def llguidance_processor(llm: Any, schema: dict[str, Any]) -> Callable[[], Any] 
                 for token in input_ids[seen[0] :]:
                     matcher.consume_token(int(token))
             seen[0] = len(input_ids)
+            # Greedy decoding (temperature 0) picks the best token: when the grammar accepts
+            # it, the full mask would not change the choice, so it is only computed otherwise.
+            if matcher.validate_tokens([int(np.argmax(scores))]) == 1:
+                return scores
             llg_numpy.fill_next_token_bitmask(matcher, mask)
             allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")[:n_vocab]
             scores[allowed == 0] = -np.inf
