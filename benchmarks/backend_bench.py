@@ -1,4 +1,5 @@
-"""Local backend throughput through memlab vs raw ``llama_cpp.Llama``, and cache-hit overhead.
+"""Local backend throughput through memlab vs raw ``llama_cpp.Llama``, schema-constrained vs
+free generation, and cache-hit overhead.
 
 Runs the bundled SmolLM2-135M-Instruct (or ``--model PATH``) on the memory-update prompt, both
 through :class:`memlab.backends.llama_local.LocalLlamaBackend` and through a separate raw
@@ -6,9 +7,17 @@ through :class:`memlab.backends.llama_local.LocalLlamaBackend` and through a sep
 performance counters (prompt evaluation and generation) after every call. Each round uses a
 distinct prompt prefix so no call reuses the previous call's KV cache.
 
+Then, in the same run, generation speed by output mode on the same prompts, alternating:
+free text, ``json_schema`` through memlab (llama.cpp's GBNF grammar compiled from the contract
+schema with the main job's ``schema_bounds``), and, when the ``llguidance`` package is
+importable, the same schema enforced by llguidance token masks in a logits processor. Grammar
+work happens in sampling, outside llama.cpp's decode counters, so generation tokens/s here is
+completion tokens / (wall time - prompt evaluation time). Goal: schema >= 0.8x free.
+
 Usage::
 
     python benchmarks/backend_bench.py --rounds 3 --max-tokens 64 --threads 2
+    python benchmarks/backend_bench.py --mode-rounds 3 --mode-tokens 256 --threads 1
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import CachedBackend
 from memlab.backends.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
+from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
 
 CONVERSATION = (
     "User: I'm a data engineer at Acme and I prefer Python over Java.\n\n"
@@ -67,7 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX)
     parser.add_argument("--hits", type=int, default=200, help="cache hits to time")
+    parser.add_argument("--mode-rounds", type=int, default=3, help="rounds per output mode")
+    parser.add_argument("--mode-tokens", type=int, default=256, help="max_tokens per mode call")
+    parser.add_argument("--modes-only", action="store_true", help="only the output-mode rows")
     args = parser.parse_args(argv)
+    if args.modes_only:
+        backend = LocalLlamaBackend(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+        output_modes(backend, update_prompt(), args.mode_rounds, args.mode_tokens)
+        return 0
 
     import llama_cpp
 
@@ -127,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(goal >= 0.9: {verdict})"
     )
 
+    output_modes(backend, base_prompt, args.mode_rounds, args.mode_tokens)
+
     with tempfile.TemporaryDirectory() as cache_dir:
         cached = CachedBackend(backend, cache_dir)
         request = CompletionRequest(
@@ -147,6 +166,121 @@ def main(argv: list[str] | None = None) -> int:
             f"over {args.hits} hits (prompt {len(base_prompt)} chars)"
         )
     return 0
+
+
+# The main job's bounds (memlab.cli.demo.BOUNDS): every reply closes within about 340 tokens.
+BOUNDS = SchemaBounds(summary_chars=60, fact_chars=80, max_new_facts=3, max_removals=2)
+
+
+def llguidance_processor(llm: Any, schema: dict[str, Any]) -> Callable[[], Any] | None:
+    """A factory of llama-cpp-python logits processors enforcing ``schema`` with llguidance
+    (compact JSON, like llama.cpp's grammar) for greedy decoding, or None when llguidance is
+    not installed."""
+    try:
+        import llguidance
+        import llguidance.llamacpp
+        import llguidance.numpy as llg_numpy
+    except ImportError:
+        return None
+    import json
+
+    import numpy as np
+
+    tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab)
+    sent = {k: v for k, v in schema.items() if k not in ("$schema", "$id")}
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        json.dumps(sent), defaults={"whitespace_flexible": False}
+    )
+    n_vocab = llm.n_vocab()
+
+    def make() -> Any:
+        matcher = llguidance.LLMatcher(tokenizer, grammar)
+        mask = llg_numpy.allocate_token_bitmask(1, n_vocab)
+        seen = [-1]
+
+        def process(input_ids: Any, scores: Any) -> Any:
+            if seen[0] >= 0:
+                for token in input_ids[seen[0] :]:
+                    matcher.consume_token(int(token))
+            seen[0] = len(input_ids)
+            # Greedy decoding (temperature 0) picks the best token: when the grammar accepts
+            # it, the full mask would not change the choice, so it is only computed otherwise.
+            if matcher.validate_tokens([int(np.argmax(scores))]) == 1:
+                return scores
+            llg_numpy.fill_next_token_bitmask(matcher, mask)
+            allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")[:n_vocab]
+            scores[allowed == 0] = -np.inf
+            return scores
+
+        return process
+
+    return make
+
+
+def output_modes(
+    backend: LocalLlamaBackend, base_prompt: str, rounds: int, max_tokens: int
+) -> None:
+    """Generation tokens/s: free vs schema-constrained (GBNF, llguidance), alternating."""
+    import llama_cpp
+
+    llm = backend.llama()
+    schema = bounded_schema(contract_schema(), BOUNDS)
+    params = GenerationParams(max_tokens=max_tokens)
+    make_processor = llguidance_processor(llm, schema)
+
+    def memlab_call(mode: OutputMode) -> Callable[[str], int]:
+        def call(prompt: str) -> int:
+            request = CompletionRequest(
+                messages=[{"role": "user", "content": prompt}],
+                mode=mode,
+                schema=schema if mode is OutputMode.JSON_SCHEMA else None,
+                params=params,
+            )
+            return backend.complete(request).completion_tokens
+
+        return call
+
+    def llguidance_call(prompt: str) -> int:
+        assert make_processor is not None
+        response = llm.create_chat_completion(
+            messages=[{"role": "user", "content": prompt}],
+            max_tokens=max_tokens,
+            temperature=0.0,
+            seed=0,
+            logits_processor=llama_cpp.LogitsProcessorList([make_processor()]),
+        )
+        return int(response["usage"]["completion_tokens"])
+
+    modes: list[tuple[str, Callable[[str], int]]] = [
+        ("free", memlab_call(OutputMode.FREE)),
+        ("schema (llama.cpp grammar)", memlab_call(OutputMode.JSON_SCHEMA)),
+    ]
+    if make_processor is not None:
+        modes.append(("schema (llguidance)", llguidance_call))
+    totals = {name: [0, 0.0] for name, _ in modes}
+    for round_no in range(rounds):
+        order = modes if round_no % 2 == 0 else list(reversed(modes))
+        for name, call in order:
+            prompt = f"[mode round {round_no} {name}] {base_prompt}"
+            llama_cpp.llama_perf_context_reset(llm.ctx)
+            started = time.perf_counter()
+            tokens = call(prompt)
+            wall_ms = (time.perf_counter() - started) * 1000
+            prompt_ms = llama_cpp.llama_perf_context(llm.ctx).t_p_eval_ms
+            totals[name][0] += tokens
+            totals[name][1] += wall_ms - prompt_ms
+    print(f"\ngeneration by output mode (threads={backend.n_threads}, rounds={rounds}, ", end="")
+    print(f"max_tokens={max_tokens}, schema bounds {BOUNDS.model_dump()})")
+    free_rate = rate(int(totals["free"][0]), totals["free"][1])
+    for name, (tokens, ms) in totals.items():
+        value = rate(int(tokens), ms)
+        ratio = value / free_rate
+        goal = "" if name == "free" else f"  (goal >= 0.8x: {'OK' if ratio >= 0.8 else 'BELOW'})"
+        print(
+            f"  {name:<28} {value:>7.1f} tok/s  {int(tokens):>6d} tokens  {ratio:.2f}x free{goal}"
+        )
+    if make_processor is None:
+        print("  schema (llguidance): not measured, pip install llguidance to compare")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,15 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
     assert {(lane.backend, lane.max_tokens) for lane in lanes} == {("scripted", 512)}
 
 
+def check_sim_profile(block: str, tmp_path: Path) -> None:
+    from memlab.backends.sim_profile import load_profile
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(block, encoding="utf-8")
+    profile = load_profile(path)
+    assert profile.name == "mine" and profile.propose_rate == 0.8
+
+
 def check_calibration_pair(block: str, tmp_path: Path) -> None:
     from memlab.eval.calibration import default_pairs_path
 
@@ -247,6 +256,7 @@ def check_document_shape(block: str, tmp_path: Path) -> None:
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.eval.grid", "name: prompt-vs-mode"): check_grid_yaml,
+    ("memlab.backends.sim_profile", "name: mine"): check_sim_profile,
     (
         "memlab.eval.calibration",
         '{"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don\'t enjoy classical',

@@ -277,3 +277,49 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
     assert not any("onerror" in attrs for _, attrs in parser.tags)
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
     assert '&lt;img src=x onerror="window.__pwned=2"&gt;' in dom
+
+
+@pytest.fixture(scope="module")
+def demo_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The main job's report, its real-model part answered by a scripted stand-in."""
+    from memlab.backends.scripted import ScriptedBackend
+    from memlab.cli.demo import run_demo
+
+    tmp = tmp_path_factory.mktemp("demo")
+    backend = ScriptedBackend(
+        [update("Works as a paediatric nurse at St Mary's")], repeat_last=True
+    )
+    result = run_demo(
+        tmp / "report",
+        runs_dir=tmp / "runs",
+        cache_dir=tmp / "cache",
+        max_owners=1,
+        max_sessions=2,
+        backend_factory=lambda _spec: backend,
+        progress=False,
+    )
+    return result.paths.html
+
+
+def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_html: Path) -> None:
+    browser.open(demo_html.as_uri())
+    assert browser.errors() == []
+    intro = browser.evaluate("document.querySelector('p.intro').innerText")
+    assert intro.startswith("Part 1") and "Part 2" in intro and "simulated" in intro
+    headings = browser.evaluate(
+        "Array.from(document.querySelectorAll('h2')).map(h => h.innerText).join('|')"
+    )
+    assert "Charts: demo-free" in headings and "Charts: demo-sim" in headings
+    assert browser.evaluate("document.images.length") == 18  # six charts for each of 3 runs
+    assert "Charts: demo-bounded" in headings
+    assert browser.evaluate(
+        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+    )
+    # The wide configuration table scrolls inside its box; the page itself never does.
+    assert browser.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    box = "document.querySelector('div.scroll')"
+    assert browser.evaluate(f"{box}.clientWidth <= document.body.clientWidth")
+    text = browser.evaluate("document.body.innerText")
+    assert "[simulated] thr=0.5 max=10" in text

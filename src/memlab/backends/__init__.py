@@ -1,5 +1,6 @@
 """LLM backends: one small interface, OpenAI-compatible and local llama.cpp implementations,
-a scripted test double, a response cache and a registry resolving names like ``local:smollm2``.
+a scripted test double, a known-truth simulated model (a test instrument), a response cache
+and a registry resolving names like ``local:smollm2``.
 
 The heavy optional modules (``openai_compat``, ``llama_local``) import their SDKs lazily.
 """
@@ -71,14 +72,28 @@ from memlab.backends.scripted import (
     ScriptedBackend,
     ScriptExhaustedError,
 )
+from memlab.backends.sim_profile import (
+    BUILTIN_PROFILES,
+    SimProfile,
+    SimProfileError,
+    load_profile,
+)
+from memlab.backends.simulated import (
+    SIM_PREFIX,
+    SimDecision,
+    SimulatedBackend,
+    is_simulated,
+)
 
 __all__ = [
+    "BUILTIN_PROFILES",
     "BUNDLED_MODEL_FILE",
     "BUNDLED_MODEL_ID",
     "CACHE_FORMAT",
     "DEFAULT_N_CTX",
     "DEFAULT_OPENAI_MODEL",
     "MINIMAL_CONTRACT_REPLY",
+    "SIM_PREFIX",
     "Backend",
     "BackendError",
     "BackendFactory",
@@ -103,6 +118,10 @@ __all__ = [
     "SchemaTransport",
     "ScriptExhaustedError",
     "ScriptedBackend",
+    "SimDecision",
+    "SimProfile",
+    "SimProfileError",
+    "SimulatedBackend",
     "UnknownBackendError",
     "allow_model_requests",
     "available_backends",
@@ -116,7 +135,9 @@ __all__ = [
     "default_threads",
     "entry_path",
     "free_port",
+    "is_simulated",
     "load_model",
+    "load_profile",
     "parse_retry_after",
     "prune_cache",
     "register_backend",

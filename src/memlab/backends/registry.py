@@ -12,6 +12,9 @@ registry and the argument (possibly empty) is passed to it with any keyword opti
                           reply (all sections unchanged, no facts) every time
 ``scripted:user-lines``   a test instrument: each user line becomes a fact
                           (:func:`~memlab.backends.scripted.user_lines_reply`)
+``sim:PROFILE``           :class:`~memlab.backends.simulated.SimulatedBackend`, the
+                          known-truth simulated model (``careful``, ``sloppy``, ``chatty``
+                          or a YAML profile path); needs ``dataset=`` (a sweep passes it)
 ``auto``                  :func:`default_backend_spec`
 ========================  ===============================================================
 
@@ -33,7 +36,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memlab.backends.base import Backend
+from memlab.backends.base import Backend, BackendError
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.errors import MemlabError
 
@@ -85,10 +88,29 @@ def _scripted_factory(argument: str, **options: Any) -> Backend:
     return ScriptedBackend(**options)
 
 
+def _sim_factory(argument: str, **options: Any) -> Backend:
+    from memlab.backends.sim_profile import BUILTIN_PROFILES
+    from memlab.backends.simulated import SimulatedBackend
+
+    if not argument:
+        raise BackendError(
+            f"the simulated model needs a profile: 'sim:NAME' with NAME one of "
+            f"{', '.join(BUILTIN_PROFILES)}, or 'sim:/path/profile.yaml'"
+        )
+    if "dataset" not in options:
+        raise BackendError(
+            f"'sim:{argument}' answers from the labels of the dataset it replays: pass "
+            "dataset=... (a sweep does this itself), e.g. resolve_backend('sim:careful', "
+            "dataset='personas')"
+        )
+    return SimulatedBackend(argument, **options)
+
+
 _registry: dict[str, BackendFactory] = {
     "openai": _openai_factory,
     "local": _local_factory,
     "scripted": _scripted_factory,
+    "sim": _sim_factory,
 }
 _registry_lock = threading.Lock()
 

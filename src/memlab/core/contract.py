@@ -23,7 +23,7 @@ import copy
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, get_args
@@ -52,11 +52,13 @@ __all__ = [
     "HistorySections",
     "MemoryUpdate",
     "NewFact",
+    "SchemaBounds",
     "SectionName",
     "SectionUpdate",
     "UserSection",
     "UserSections",
     "Violation",
+    "bounded_schema",
     "contract_schema",
     "minimal_update",
     "validate_update",
@@ -226,6 +228,58 @@ def _passes_fast_check(obj: Any) -> bool:
 def contract_schema() -> dict[str, Any]:
     """Return a deep copy of the contract's JSON Schema (read from the package once)."""
     return copy.deepcopy(_loaded_schema())
+
+
+class SchemaBounds(BaseModel):
+    """Length limits added to the schema *sent* for constrained decoding (the grammar).
+
+    A small model decoding under a grammar may repeat itself inside a string or an array
+    until it runs out of tokens; with these limits every string and list must end, so the
+    reply stays short and closes. Replies are still validated against the unbounded contract,
+    so a bound never turns a valid reply into a violation.
+
+    Attributes:
+        summary_chars: ``maxLength`` of each section summary.
+        fact_chars: ``maxLength`` of a new fact's ``content`` (and ``sourceError``).
+        max_new_facts: ``maxItems`` of ``newFacts``.
+        max_removals: ``maxItems`` of ``factsToRemove`` (ids also get ``maxLength`` 32).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    summary_chars: int = Field(160, ge=1, le=4000)
+    fact_chars: int = Field(120, ge=1, le=2000)
+    max_new_facts: int = Field(5, ge=0, le=100)
+    max_removals: int = Field(5, ge=0, le=100)
+
+
+_ID_CHARS = 32  # fact ids are "fact_" + 8 hex digits; room for other id schemes
+
+
+def bounded_schema(schema: Mapping[str, Any], bounds: SchemaBounds) -> dict[str, Any]:
+    """A copy of the contract ``schema`` with ``bounds`` as ``maxLength``/``maxItems``.
+
+    The walk follows the contract's structure: the ``sectionUpdate`` and ``newFact``
+    definitions and the two top-level arrays. Bounds the schema already sets lower are kept.
+    """
+    out = copy.deepcopy(dict(schema))
+    defs = out.get("$defs", {})
+    _limit(defs.get("sectionUpdate", {}).get("properties", {}).get("summary"), bounds.summary_chars)
+    fact = defs.get("newFact", {}).get("properties", {})
+    _limit(fact.get("content"), bounds.fact_chars)
+    _limit(fact.get("sourceError"), bounds.fact_chars)
+    top = out.get("properties", {})
+    _limit(top.get("newFacts"), bounds.max_new_facts, key="maxItems")
+    _limit(top.get("factsToRemove"), bounds.max_removals, key="maxItems")
+    _limit(top.get("factsToRemove", {}).get("items"), _ID_CHARS)
+    return out
+
+
+def _limit(node: Any, value: int, key: str = "maxLength") -> None:
+    if not isinstance(node, dict):
+        raise ValueError(f"bounded_schema: the schema lacks a node to bound with {key}")
+    current = node.get(key)
+    node[key] = value if not isinstance(current, int) else min(current, value)
 
 
 @dataclass(frozen=True)

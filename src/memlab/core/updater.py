@@ -30,7 +30,7 @@ from memlab.backends.base import (
     OutputMode,
 )
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import contract_schema
+from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
 from memlab.core.document import random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
@@ -145,6 +145,9 @@ class MemoryUpdater:
         model_name: Model override; the config's ``model_name`` wins when set.
         sample: Index of a repeated sample (sent with every request; see
             :class:`~memlab.backends.base.CompletionRequest`).
+        schema_bounds: In ``json_schema`` mode, length limits added to the schema sent (the
+            grammar), so a small model cannot loop until ``max_tokens``; replies are still
+            validated against the unbounded contract.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class MemoryUpdater:
         fact_ids: Callable[[], str] | None = None,
         model_name: str | None = None,
         sample: int = 0,
+        schema_bounds: SchemaBounds | None = None,
     ) -> None:
         self._backend = backend
         self._storage = storage
@@ -176,6 +180,7 @@ class MemoryUpdater:
         self._fact_ids = fact_ids or random_fact_ids()
         self.model_name = model_name
         self.sample = sample
+        self.schema_bounds = schema_bounds
         self._lock = threading.Lock()
 
     @property
@@ -205,7 +210,11 @@ class MemoryUpdater:
 
     def build_request(self, prompt: str, config: MemoryConfig) -> CompletionRequest:
         """Return the completion request the updater sends for ``prompt``."""
-        schema = contract_schema() if self.output_mode is OutputMode.JSON_SCHEMA else None
+        schema = None
+        if self.output_mode is OutputMode.JSON_SCHEMA:
+            schema = contract_schema()
+            if self.schema_bounds is not None:
+                schema = bounded_schema(schema, self.schema_bounds)
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,

@@ -22,26 +22,30 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    TypeAdapter,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from memlab.backends.base import OutputMode
+from memlab.backends.simulated import is_simulated
 from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
-from memlab.core.contract import CONFIDENCE_BOUNDS
+from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
@@ -96,6 +100,17 @@ class LaneConfig(BaseModel):
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
+    schema_bounds: SchemaBounds | None = None
+    """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
+
+    @model_validator(mode="after")
+    def _bounds_need_a_schema(self) -> LaneConfig:
+        if self.schema_bounds is not None and self.output_mode is not OutputMode.JSON_SCHEMA:
+            raise ValueError(
+                "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
+                f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
+            )
+        return self
 
     @property
     def readable(self) -> str:
@@ -118,17 +133,24 @@ class LaneConfig(BaseModel):
         It seeds the replay's fact ids, so the memory JSON inside prompts (and with it the
         response cache) stays the same when only, say, a prompt's text changes.
         """
-        digest = hashlib.sha256(
-            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        ).hexdigest()[:6]
+        dumped = self.model_dump(mode="json")
+        if dumped["schema_bounds"] is None:
+            del dumped["schema_bounds"]  # lanes without bounds keep their earlier ids
+        digest = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:6]
         return f"{self.readable}-{digest}"
 
     def label(self, varying: Sequence[str]) -> str:
-        """A short label naming only the given (varying) fields, for charts and tables."""
+        """A short label naming only the given (varying) fields, for charts and tables.
+
+        Lanes of the simulated model are labelled "simulated" wherever they appear.
+        """
         if not varying:
-            return self.prompt
-        dumped = self.model_dump(mode="json")
-        return " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
+            text = self.prompt
+        else:
+            dumped = self.model_dump(mode="json")
+            dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
+            text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
+        return f"[simulated] {text}" if is_simulated(self.backend) else text
 
 
 _SHORT = {
@@ -136,6 +158,7 @@ _SHORT = {
     "max_facts": "max",
     "output_mode": "mode",
     "debounce_seconds": "debounce",
+    "schema_bounds": "bounds",
 }
 
 AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
@@ -208,9 +231,12 @@ class Grid(BaseModel):
         configs: list[LaneConfig] = []
         seen: set[str] = set()
         for values in itertools.product(*(self.axes[n] for n in names)):
-            config = LaneConfig.model_validate(
-                {**self.base, **dict(zip(names, values, strict=True))}
-            )
+            point = {**self.base, **dict(zip(names, values, strict=True))}
+            try:
+                config = LaneConfig.model_validate(point)
+            except ValidationError as exc:  # a rule across settings, e.g. schema_bounds
+                where = "axes" if self.axes else "base"
+                raise self.error(where, _describe(exc.errors()[0])) from None
             if config.point_id not in seen:
                 seen.add(config.point_id)
                 configs.append(config)
@@ -316,9 +342,20 @@ def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
     if field not in LaneConfig.model_fields:
         raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
     try:
-        LaneConfig.model_validate({field: value})
+        _field_adapter(field).validate_python(value)
     except ValidationError as exc:
-        raise grid.error(key, _describe(exc.errors()[0])) from None
+        err = exc.errors()[0]
+        inner = _key_path(err["loc"])  # a nested setting, e.g. schema_bounds.fact_chars
+        where = f"{key}.{inner}" if inner and not inner.startswith("[") else key + inner
+        raise grid.error(where, _describe(err)) from None
+
+
+@functools.cache
+def _field_adapter(field: str) -> TypeAdapter[Any]:
+    """A validator of one lane setting alone (its type and bounds, no cross-field rules)."""
+    info = LaneConfig.model_fields[field]
+    field_type: Any = Annotated[info.annotation, info]  # the FieldInfo carries the bounds
+    return TypeAdapter(field_type)
 
 
 def _key_path(loc: Sequence[int | str]) -> str:

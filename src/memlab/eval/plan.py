@@ -28,7 +28,8 @@ from memlab._version import __version__
 from memlab.backends.base import Backend, GenerationParams
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
-from memlab.backends.registry import available_backends
+from memlab.backends.registry import available_backends, resolve_backend
+from memlab.backends.simulated import dataset_options, is_simulated
 from memlab.core.config import MemoryConfig
 from memlab.core.merge import MergeStrategy, get_merge_strategy
 from memlab.core.parsing import ParseOptions
@@ -51,6 +52,7 @@ __all__ = [
     "identity_changes",
     "parse_options_for",
     "prompt_registry",
+    "registry_backend",
     "resolve_lanes",
 ]
 
@@ -111,15 +113,31 @@ class LaneBackends:
         """How the response cache is used."""
         return self._cache_mode
 
+    def caches(self, spec: str) -> bool:
+        """Whether replies of ``spec`` go through the response cache (never the simulated
+        model's: it answers instantly and deterministically)."""
+        return (
+            self._cache_dir is not None
+            and self._cache_mode is not CacheMode.OFF
+            and not is_simulated(spec)
+        )
+
     def get(self, spec: str) -> Backend:
         """The (cached) backend for ``spec``."""
         with self._lock:
             if spec not in self._built:
                 backend = self._factory(spec)
-                if self._cache_dir is not None and self._cache_mode is not CacheMode.OFF:
+                if self._cache_dir is not None and self.caches(spec):
                     backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
                 self._built[spec] = backend
             return self._built[spec]
+
+
+def registry_backend(spec: str, dataset: Path) -> Backend:
+    """The default backend factory of a sweep: the registry, giving specs that replay the
+    dataset (``sim:``) its path. Module-level so that a ``functools.partial`` of it pickles
+    (remote workers build their backends with it)."""
+    return resolve_backend(spec, **dataset_options(spec, dataset))
 
 
 def prompt_registry(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
@@ -221,6 +239,7 @@ def build_updater(
             temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed + sample
         ),
         sample=sample,
+        schema_bounds=lane.schema_bounds,
         parse_options=parse_options_for(lane.parse),
         merge=get_merge_strategy(lane.merge, **lane.merge_params),
         **collaborators,

@@ -30,6 +30,7 @@ from memlab.backends.base import Backend, Completion, CompletionRequest
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
+from memlab.backends.simulated import is_simulated
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.grid import ReplayMode
@@ -147,7 +148,9 @@ def run_remote(
             "model files and settings (environment variables) on every worker host"
         )
     layer = None
-    if backends.cache_mode is not None and backends.cache_dir is not None:
+    # The simulated model is never cached (as on the driver: LaneBackends.caches).
+    cached = not is_simulated(lane.config.backend)
+    if backends.cache_mode is not None and backends.cache_dir is not None and cached:
         layer = SnapshotCache(backend, entries, backends.cache_mode, backends.cache_dir)
     with tempfile.TemporaryDirectory(prefix="memlab-replay-") as scratch:
         # The store file a replay rewrites at each snapshot stays on the worker; the driver

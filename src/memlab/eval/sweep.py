@@ -19,6 +19,7 @@ A sweep has three steps:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -38,7 +39,6 @@ import pandas as pd
 import yaml
 
 from memlab.backends.cache import CachedBackend, CacheMode
-from memlab.backends.registry import resolve_backend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc, utc_iso
 from memlab.core.jsontext import loads_json
@@ -71,6 +71,7 @@ from memlab.eval.plan import (
     dataset_path,
     identity_changes,
     prompt_registry,
+    registry_backend,
     resolve_lanes,
 )
 from memlab.eval.records import CallRow, SessionRow, typed_rows
@@ -178,7 +179,7 @@ def plan_sweep(
     runs_root = Path(runs_dir)
     run_path = ensure_inside(runs_root / name, runs_root, "run directory")
     backends = LaneBackends(
-        backend_factory or resolve_backend,
+        backend_factory or functools.partial(registry_backend, dataset=data_file),
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
     )

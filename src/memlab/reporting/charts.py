@@ -15,6 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from memlab.backends.simulated import is_simulated
 from memlab.eval.run import Run
 
 __all__ = [
@@ -172,6 +173,8 @@ def fact_growth_chart(run: Run) -> Figure:
         ax.text(1, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
     ax.set_ylim(bottom=0)
     top = float(sessions["facts"].max() or 0)
+    if top == 0:
+        ax.text(0.5, 0.5, "no configuration stored a fact", ha="center", transform=ax.transAxes)
     if caps and top * 5 < min(caps):
         # Far below the cap: a symlog axis keeps both the curves and the cap line readable.
         ax.set_yscale("symlog", linthresh=10)
@@ -191,7 +194,7 @@ def duplication_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     summary = run.summary
     if summary.empty or summary["final_facts"].fillna(0).sum() == 0:
-        return _empty(fig, "no stored facts in this run")
+        return _empty(fig, "no configuration stored a fact")
     ax = fig.subplots()
     kinds = ["dup_exact", "dup_normalized", "dup_near"]
     if "dup_embedding" in summary.columns and summary["dup_embedding"].notna().any():
@@ -228,13 +231,12 @@ def operating_curve_chart(run: Run) -> Figure:
     fig = Figure(figsize=(6.5, 5), layout="constrained")
     summary = run.summary.dropna(subset=["recall", "precision"])
     if summary.empty:
-        return _empty(fig, "no labeled facts to score")
+        return _empty(fig, _why_unscored(run))
     ax = fig.subplots()
     keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
-    groups = summary.groupby(keys) if keys else [((), summary)]
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
-        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+    # One line per value of the other varying axes ("max_facts=10", "[simulated] ...").
+    lines = summary.index.map(lambda lane_id: _curve_label(run, str(lane_id), keys))
+    for label, group in summary.groupby(lines, sort=False):
         group = group.sort_values("fact_confidence_threshold")
         (line,) = ax.plot(group["precision"], group["recall"], marker="o", label=label)
         _interval_cross(ax, group, to_hex(line.get_color()))
@@ -290,6 +292,25 @@ def tokens_chart(run: Run) -> Figure:
     ax.set_title("Token use per update")
     ax.legend(fontsize=8)
     return fig
+
+
+def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
+    lane = run.lanes[lane_id]
+    dumped = lane.model_dump(mode="json")
+    dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
+    label = ", ".join(f"{k}={dumped[k]}" for k in keys) or "all"
+    return f"[simulated] {label}" if is_simulated(lane.backend) else label
+
+
+def _why_unscored(run: Run) -> str:
+    """Why recall and precision are undefined for every configuration: say what is true."""
+    summary = run.summary
+    if summary.empty:
+        return "no configurations in this run"
+    recall_known = summary["recall"].notna().any()
+    if not recall_known:
+        return "the dataset has no labeled facts (recall is undefined)"
+    return "no configuration stored a fact (precision is undefined)"
 
 
 def _palette(n: int) -> list[str]:

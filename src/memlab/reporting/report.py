@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.backends.simulated import is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.eval.calibration import calibration_of
@@ -43,7 +44,7 @@ from memlab.reporting.tables import (
     worst_failures,
 )
 
-__all__ = ["ReportPaths", "build_report", "figure_to_data_uri"]
+__all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +60,16 @@ CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
 color:#222;padding:0 1rem}
-table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;display:block;overflow-x:auto;
+max-width:100%}
 td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .best{font-weight:700;background:#e8f5e9} .delta{color:#666;font-size:.75rem}
 .changed{background:#fff8e1} pre{white-space:pre-wrap;max-height:14rem;overflow:auto;
 background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
 img{max-width:100%;border:1px solid #eee} .muted{color:#777}
+.scroll{overflow-x:auto;max-width:100%} .scroll td{max-width:16rem;overflow-wrap:break-word}
+.intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.5rem 1rem}
 """
 
 
@@ -160,12 +164,33 @@ def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
     return rows
 
 
+def simulated_note(runs: Sequence[Run]) -> str:
+    """A sentence naming the lanes that replay the simulated model ("" when none do)."""
+    count = sum(is_simulated(lane.backend) for run in runs for lane in run.lanes.values())
+    if not count:
+        return ""
+    return (
+        f"{count} configuration(s) marked [simulated] replay the simulated model, a test "
+        "instrument with declared behaviour (backend sim:PROFILE), not a language model; "
+        "their numbers show what the pipeline and the metrics do, not how any model performs."
+    )
+
+
 def build_report(
-    runs: Sequence[Run], out_dir: str | Path, *, title: str = "memlab comparison report"
+    runs: Sequence[Run],
+    out_dir: str | Path,
+    *,
+    title: str = "memlab comparison report",
+    intro: str = "",
 ) -> ReportPaths:
-    """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline)."""
+    """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline).
+
+    ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
+    follows it whenever a run has any.
+    """
     if not runs:
         raise ValueError("build_report needs at least one run")
+    intro = " ".join(part for part in (intro, simulated_note(runs)) if part)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     configs, changed = config_table(runs)
@@ -181,6 +206,11 @@ def build_report(
     md = _markdown(
         title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
     )
+    if intro:
+        html = html.replace("<!--intro-->", f"<p class='intro'>{escape(intro)}</p>", 1)
+        md = md.replace("<!--intro-->\n", f"{md_escape(intro, 2000)}\n\n", 1)
+    else:
+        html, md = html.replace("<!--intro-->", "", 1), md.replace("<!--intro-->\n", "", 1)
     paths = ReportPaths(html=out / "index.html", markdown=out / "summary.md")
     atomic_write_text(paths.html, html)
     atomic_write_text(paths.markdown, md)
@@ -213,11 +243,14 @@ def _html(
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+        "<!--intro-->",
         f"<p class='muted'>Generated {escape(generated)} from runs: "
         f"{escape(', '.join(r.name for r in runs))}. The first row is the baseline.</p>",
         "<h2>Configurations</h2>",
         f"<p>Changed between configurations: <b>{escape(', '.join(changed) or 'nothing')}</b></p>",
+        "<div class='scroll'>",
         _html_table(configs, lambda _i, col: "changed" if col in changed else ""),
+        "</div>",
         "<h2>Metrics</h2>",
     ]
     cells = _metric_cells(metrics, markdown=False)
@@ -299,7 +332,7 @@ def _markdown(
 ) -> str:
     # Everything from data or arguments goes through md_escape (or md_code_block).
     run_names = md_escape(", ".join(r.name for r in runs), 500)
-    lines = [f"# {md_escape(title, 200)}", ""]
+    lines = [f"# {md_escape(title, 200)}", "", "<!--intro-->"]
     lines += [f"Generated {generated} from runs: {run_names}; the first row is the baseline.", ""]
     lines += ["## Configurations", "", f"Changed: {md_escape(', '.join(changed) or 'nothing')}", ""]
     shown = ["run", "lane", *changed] if changed else ["run", "lane"]

@@ -1,0 +1,293 @@
+"""Profiles of the simulated model: the declared behaviour that metrics are checked against.
+
+A profile says how the simulated model (:mod:`memlab.backends.simulated`) answers: how likely it
+proposes each revealed gold fact, in which wording, with which confidences, how often it
+restates stored facts, invents facts, removes retracted ones, leaks must-not-store text, and
+how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sloppy``,
+``chatty``) ship as YAML next to this module; any YAML file with the same fields works::
+
+    name: mine
+    propose_rate: 0.8                       # P(a revealed gold fact is proposed)
+    wording: {verbatim: 0.5, terse: 0.5}    # weights of the wording styles
+    confidence: {0.9: 0.6, 0.6: 0.4}        # confidence value -> weight
+    restate_rate: 0.2                       # P(a stored fact is proposed again, reworded)
+    invent_rate: 0.5                        # invented facts per session update (mean)
+    invented_confidence: {0.6: 1.0}         # their confidences (default: as above)
+    remove_retracted: 0.9                   # P(the ids of a retracted fact are removed)
+    leak_rate: 0.1                          # P(a must_not_store string is proposed as a fact)
+    failures: {fenced: 0.05, truncated: 0.02}   # reply failure category -> rate per reply
+
+Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memlab.core.parsing import FailureCategory
+from memlab.errors import MemlabError
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "INVENTED_FACTS",
+    "WORDING_STYLES",
+    "SimProfile",
+    "SimProfileError",
+    "WordingStyle",
+    "leaked",
+    "load_profile",
+    "restated",
+    "worded",
+]
+
+WordingStyle = Literal["verbatim", "terse"]
+WORDING_STYLES: tuple[str, ...] = ("verbatim", "terse")
+BUILTIN_PROFILES: tuple[str, ...] = ("careful", "sloppy", "chatty")
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+_K = TypeVar("_K")
+
+
+class SimProfileError(MemlabError, ValueError):
+    """A simulated-model profile is missing or invalid; the message names the file and field."""
+
+
+def _verbatim_only() -> dict[WordingStyle, float]:
+    return {"verbatim": 1.0}
+
+
+class SimProfile(BaseModel):
+    """The declared behaviour of the simulated model (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    propose_rate: Probability = 0.8
+    wording: dict[WordingStyle, Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=_verbatim_only
+    )
+    confidence: dict[float, Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=lambda: {0.9: 1.0}
+    )
+    restate_rate: Probability = 0.0
+    invent_rate: float = Field(0.0, ge=0.0, le=5.0)
+    invented_confidence: dict[float, Annotated[float, Field(ge=0.0)]] | None = None
+    """Confidences of invented facts (default: ``confidence``); lower ones make the
+    threshold trade recall for precision, as with a real model unsure of what it makes up."""
+    remove_retracted: Probability = 1.0
+    leak_rate: Probability = 0.0
+    failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
+
+    @field_validator("wording")
+    @classmethod
+    def _some_wording(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value or sum(value.values()) <= 0:
+            raise ValueError("give at least one wording style with a positive weight")
+        return value
+
+    @field_validator("confidence", "invented_confidence")
+    @classmethod
+    def _confidences(cls, value: dict[float, float] | None) -> dict[float, float] | None:
+        if value is None:
+            return None
+        bad = [c for c in value if not 0.0 <= c <= 1.0]
+        if bad:
+            raise ValueError(f"confidence values must lie in [0, 1], got {bad}")
+        if not value or sum(value.values()) <= 0:
+            raise ValueError("give at least one confidence value with a positive weight")
+        return dict(sorted(value.items()))
+
+    @field_validator("failures")
+    @classmethod
+    def _failure_total(cls, value: dict[FailureCategory, float]) -> dict[FailureCategory, float]:
+        total = sum(value.values())
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"failure rates add up to {total:g}; at most 1 in total")
+        return value
+
+    # ------------------------------------------------------------------ derived quantities
+
+    def wording_shares(self) -> dict[str, float]:
+        """Wording styles with their probabilities (weights normalised)."""
+        total = sum(self.wording.values())
+        return {style: weight / total for style, weight in self.wording.items()}
+
+    def confidence_shares(self, invented: bool = False) -> dict[float, float]:
+        """Confidence values with their probabilities (weights normalised)."""
+        weights = (self.invented_confidence if invented else None) or self.confidence
+        total = sum(weights.values())
+        return {value: weight / total for value, weight in weights.items()}
+
+    def share_at_least(self, threshold: float, invented: bool = False) -> float:
+        """P(confidence >= threshold): the share of proposals a threshold lets through."""
+        shares = self.confidence_shares(invented)
+        return sum(p for c, p in shares.items() if c >= threshold)
+
+    def failure_rate(self, categories: set[FailureCategory] | None = None) -> float:
+        """Total injected failure rate (of the given categories, default all)."""
+        return sum(r for c, r in self.failures.items() if categories is None or c in categories)
+
+    # ------------------------------------------------------------------ draws
+
+    def pick_wording(self, u: float) -> str:
+        """The wording style for a uniform draw ``u`` in [0, 1)."""
+        return _pick(self.wording_shares(), u)
+
+    def pick_confidence(self, u: float, invented: bool = False) -> float:
+        """The confidence for a uniform draw ``u`` in [0, 1)."""
+        return _pick(self.confidence_shares(invented), u)
+
+    def pick_failure(self, u: float) -> FailureCategory | None:
+        """The injected failure for a uniform draw ``u`` (None: a well-formed reply)."""
+        edge = 0.0
+        for category in FailureCategory:  # fixed order, so a draw means the same everywhere
+            edge += self.failures.get(category, 0.0)
+            if u < edge:
+                return category
+        return None
+
+    def inventions(self, u: float) -> int:
+        """Invented facts in one update: ``floor(rate)``, plus one with P(fractional part)."""
+        whole = math.floor(self.invent_rate)
+        return whole + (1 if u < self.invent_rate - whole else 0)
+
+
+def _pick(shares: Mapping[_K, float], u: float) -> _K:
+    edge = 0.0
+    last: _K | None = None
+    for key, share in shares.items():
+        edge += share
+        last = key
+        if u < edge:
+            return key
+    assert last is not None  # validated: at least one entry
+    return last
+
+
+def load_profile(spec: str | Path) -> SimProfile:
+    """Load a built-in profile by name (``careful``, ``sloppy``, ``chatty``) or a YAML file.
+
+    Raises:
+        SimProfileError: Unknown name, unreadable file, or invalid fields (named in the message).
+    """
+    text_spec = str(spec)
+    if text_spec in BUILTIN_PROFILES:
+        source = f"memlab/backends/sim_profiles/{text_spec}.yaml"
+        resource = resources.files("memlab.backends").joinpath(f"sim_profiles/{text_spec}.yaml")
+        text = resource.read_text(encoding="utf-8")
+    else:
+        path = Path(text_spec).expanduser()
+        source = str(path)
+        if not path.is_file():
+            raise SimProfileError(
+                f"simulated model profile {text_spec!r} not found: use one of "
+                f"{', '.join(BUILTIN_PROFILES)} or the path of a YAML profile file"
+            )
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SimProfileError(f"{source}: cannot read the profile: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SimProfileError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SimProfileError(f"{source}: a profile must be a mapping of fields at the top level")
+    try:
+        return SimProfile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{_where(err['loc'])}': {err['msg']} (got {err.get('input')!r})"
+            for err in exc.errors()
+        )
+        raise SimProfileError(f"{source}: invalid simulated model profile: {problems}") from exc
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    # pydantic marks a bad mapping key with a trailing "[key]" step.
+    return ".".join(str(p) for p in loc if p != "[key]") or "(root)"
+
+
+# ---------------------------------------------------------------------- wordings
+
+_CLAUSE = re.compile(r",|;| - | so | and | because | but | which | who | since | when ")
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def worded(content: str, style: str) -> str:
+    """A gold fact in a wording style: ``verbatim`` as is; ``terse`` keeps the first clause
+    without articles ("Works 12.5-hour shifts and is usually too tired ..." -> "Works
+    12.5-hour shifts"), which a matcher may or may not still count as the gold fact."""
+    if style == "verbatim":
+        return content
+    head = _CLAUSE.split(content, maxsplit=1)[0]
+    words = [w for w in head.split() if w.casefold() not in _ARTICLES]
+    return " ".join(words) or content
+
+
+def restated(content: str) -> str:
+    """A stored fact proposed again in other words: the same content words behind a
+    "User"/"The user" lead, so it is a near duplicate but not an exact or normalized one."""
+    if content.casefold().startswith("user "):
+        return "The user " + content[5:]
+    return "User " + content[:1].lower() + content[1:]
+
+
+def leaked(text: str) -> str:
+    """A fact that stores a must-not-store string."""
+    return f"Mentioned {text}"
+
+
+INVENTED_FACTS: tuple[str, ...] = (
+    "Keeps a tortoise named Ptolemy",
+    "Collects antique barometers",
+    "Plays bagpipes in a ceilidh band",
+    "Is learning Icelandic on weekday mornings",
+    "Owns a vintage Citroen campervan",
+    "Breeds racing pigeons",
+    "Competes in underwater hockey",
+    "Restores mechanical typewriters",
+    "Grows carnivorous pitcher plants",
+    "Trains for a desert ultramarathon",
+    "Writes haiku about lighthouses",
+    "Volunteers at a falconry centre",
+    "Builds ships inside bottles",
+    "Speaks fluent Esperanto",
+    "Juggles flaming torches at festivals",
+    "Owns forty kaleidoscopes",
+    "Practises competitive yodelling",
+    "Carves chess pieces from driftwood",
+    "Keeps bees on a rooftop allotment",
+    "Memorised every Eurovision winner",
+    "Sails a catamaran called Meridian",
+    "Designs crossword puzzles for a newsletter",
+    "Plays theremin in a jazz trio",
+    "Restores stained-glass windows",
+    "Rides a penny-farthing bicycle",
+    "Studies medieval heraldry",
+    "Brews mead from heather honey",
+    "Paints miniature tin soldiers",
+    "Photographs abandoned lighthouses",
+    "Fences sabre at a regional club",
+    "Collects meteorite fragments",
+    "Weaves tapestries on a floor loom",
+    "Keeps axolotls in an aquarium",
+    "Plays hurdy-gurdy at renaissance fairs",
+    "Forges damascus steel knives",
+    "Tracks migrating swifts every summer",
+    "Binds notebooks with goatskin leather",
+    "Dives wrecks off the Scilly Isles",
+    "Cultivates bonsai junipers",
+    "Performs stand-up comedy in Welsh",
+)
+"""Facts the simulated model invents; none states a gold fact of the bundled datasets, and
+no two are near duplicates (both checked by the tests)."""

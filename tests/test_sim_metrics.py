@@ -1,0 +1,242 @@
+"""Every metric checked end to end against the value the simulated model's profile implies.
+
+Three built-in profiles replay the bundled ``personas`` dataset through the real pipeline
+(middleware, debounced queue, updater, parse ladder, baseline merge) with several seeds each.
+For each metric the expected value per owner follows from the profile (``tests/sim_truth.py``);
+the test asserts that 0 lies in a bootstrap interval (owners x seeds resampled) of
+measured minus expected. The intervals are Bonferroni-corrected over all checks of the module,
+so a correct pipeline fails none of them with 95% probability over seeds. Where nothing is
+random the numbers must match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sim_truth import Expected, expected_counts
+
+from memlab.backends.sim_profile import load_profile
+from memlab.backends.simulated import SimDecision, SimulatedBackend
+from memlab.core.parsing import FailureCategory
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.registry import resolve_dataset
+from memlab.eval.grid import Grid
+from memlab.eval.plan import parse_options_for
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+
+SEEDS = list(range(6))
+#: (profile, threshold, parse preset): one lane per seed each.
+LANES = {
+    "careful": (0.9, "default"),
+    "sloppy": (0.7, "strict_only"),
+    "chatty": (0.7, "default"),
+}
+CHECKS = 60  # an upper bound on the interval checks in this module (Bonferroni)
+LEVEL = 1 - 0.05 / CHECKS
+RESAMPLES = 20000
+
+OWNERS = load_dataset(resolve_dataset("personas"))
+
+
+@cache
+def _run(profile: str, tmp: Path) -> Run:
+    threshold, parse = LANES[profile]
+    grid = Grid.from_mapping(
+        {
+            "name": f"validate-{profile}",
+            "dataset": "personas",
+            "base": {
+                "backend": f"sim:{profile}",
+                "fact_confidence_threshold": threshold,
+                "max_facts": 500,
+                "parse": parse,
+            },
+            "axes": {"seed": SEEDS},
+        }
+    )
+    return sweep("personas", grid, runs_dir=tmp, progress=False, resume=False, max_workers=1)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
+    tmp = tmp_path_factory.mktemp("sim-runs")
+    return lambda profile: _run(profile, tmp)
+
+
+def _interval(diff_num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
+    """Bootstrap interval of sum(diff_num) / sum(den), units resampled with replacement."""
+    rng = np.random.default_rng(12345)
+    picks = rng.integers(0, len(den), size=(RESAMPLES, len(den)))
+    stats = diff_num[picks].sum(axis=1) / den[picks].sum(axis=1)
+    tail = (1 - LEVEL) / 2
+    low, high = np.quantile(stats, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _final_rows(run: Run) -> pd.DataFrame:
+    sessions = run.sessions.sort_values("session_index")
+    return sessions.groupby(["lane_id", "user_id"]).tail(1).set_index(["lane_id", "user_id"])
+
+
+def _expected(profile: str) -> dict[str, Expected]:
+    threshold, parse = LANES[profile]
+    options = parse_options_for(parse)
+    return {
+        o.user_id: expected_counts(o, load_profile(profile), threshold, options) for o in OWNERS
+    }
+
+
+# (metric, measured column, expected attribute, denominator column or None for per owner)
+METRICS = [
+    ("recall", "gold_covered", "gold_covered", "gold_active"),
+    ("precision", "stored_precise", "stored_precise", "facts"),
+    ("stored facts", "facts", "facts", None),
+    ("retracted facts held", "retracted_held", "retracted_held", None),
+    ("forbidden content stored", "forbidden_stored", "forbidden_stored", None),
+    ("near duplicates", "dup_near", "restated", None),
+]
+
+
+@pytest.mark.parametrize("profile", list(LANES))
+@pytest.mark.parametrize(("metric", "column", "attribute", "den"), METRICS)
+def test_state_metric_matches_the_profile(
+    runs: Callable[[str], Run],
+    profile: str,
+    metric: str,
+    column: str,
+    attribute: str,
+    den: str | None,
+) -> None:
+    final = _final_rows(runs(profile))
+    expected = _expected(profile)
+    users = final.index.get_level_values("user_id")
+    exp = np.array([getattr(expected[u], attribute) for u in users], dtype=float)
+    measured = final[column].to_numpy(dtype=float)
+    if den is None:
+        denominator = np.ones(len(final))
+    elif den == "facts":  # precision: the expected ratio uses the expected stored facts
+        denominator = final["facts"].to_numpy(dtype=float)
+        exp = exp * denominator / np.array([expected[u].facts for u in users])
+    else:
+        denominator = final[den].to_numpy(dtype=float)
+    low, high = _interval(measured - exp, denominator)
+    value = measured.sum() / denominator.sum()
+    target = exp.sum() / denominator.sum()
+    assert low <= 0 <= high, (
+        f"{profile}: {metric} measured {value:.3f}, the profile implies {target:.3f}; "
+        f"measured - expected interval [{low:.3f}, {high:.3f}] excludes 0"
+    )
+
+
+@pytest.mark.parametrize("profile", list(LANES))
+def test_threshold_filtered_proposals_match_the_profile(
+    runs: Callable[[str], Run], profile: str
+) -> None:
+    run = runs(profile)
+    per_unit = run.sessions.groupby(["lane_id", "user_id"])["skipped_below_threshold"].sum()
+    expected = _expected(profile)
+    users = per_unit.index.get_level_values("user_id")
+    exp = np.array([expected[u].skipped_below_threshold for u in users])
+    low, high = _interval(per_unit.to_numpy(dtype=float) - exp, np.ones(len(exp)))
+    assert low <= 0 <= high, (per_unit.sum(), exp.sum(), low, high)
+
+
+def _category_counts(run: Run) -> tuple[pd.DataFrame, np.ndarray]:
+    calls = run.calls
+    outcome = calls["parse_category"].fillna("ok")
+    wrappers = calls["parse_wrappers"].fillna("")
+    recovered = calls["parse_ok"].astype(bool) & (wrappers != "")
+    outcome = outcome.where(~recovered, "ok+" + wrappers)
+    counts = pd.crosstab([calls["lane_id"], calls["user_id"]], outcome)
+    return counts, counts.sum(axis=1).to_numpy(dtype=float)
+
+
+def test_each_failure_category_appears_with_its_injected_rate(
+    runs: Callable[[str], Run],
+) -> None:
+    """sloppy injects all nine categories; strict-only parsing reports each one as such."""
+    profile = load_profile("sloppy")
+    counts, calls = _category_counts(runs("sloppy"))
+    assert set(profile.failures) == set(FailureCategory)
+    for category, rate in profile.failures.items():
+        measured = counts.get(category.value, pd.Series(0, index=counts.index))
+        low, high = _interval(measured.to_numpy(dtype=float) - rate * calls, calls)
+        assert low <= 0 <= high, f"{category}: {measured.sum() / calls.sum():.3f} vs {rate}"
+
+
+@pytest.mark.parametrize(
+    ("profile", "wrapper", "category"),
+    [
+        ("careful", "fence", FailureCategory.FENCED),
+        ("chatty", "prose", FailureCategory.PROSE_WRAPPED),
+        ("chatty", "think", FailureCategory.THINK_BLOCK),
+    ],
+)
+def test_lenient_parsing_recovers_wrapped_replies_at_the_injected_rate(
+    runs: Callable[[str], Run], profile: str, wrapper: str, category: FailureCategory
+) -> None:
+    rate = load_profile(profile).failures[category]
+    counts, calls = _category_counts(runs(profile))
+    measured = counts.get(f"ok+{wrapper}", pd.Series(0, index=counts.index))
+    low, high = _interval(measured.to_numpy(dtype=float) - rate * calls, calls)
+    assert low <= 0 <= high, f"{wrapper}: {measured.sum() / calls.sum():.3f} vs {rate}"
+    assert category.value not in counts.columns  # the lenient rung recovered every one
+
+
+def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
+    """Nothing random: every fact proposed verbatim at confidence 1, every retraction
+    removed, no failures. Recall and precision are 1, every retracted fact is removed."""
+    profile = tmp_path / "perfect.yaml"
+    profile.write_text(
+        "name: perfect\npropose_rate: 1.0\nwording: {verbatim: 1}\nconfidence: {1.0: 1}\n"
+        "remove_retracted: 1.0\n",
+        encoding="utf-8",
+    )
+    grid = Grid.from_mapping(
+        {"name": "perfect", "base": {"backend": f"sim:{profile}", "max_facts": 500}}
+    )
+    run = sweep("personas", grid, runs_dir=tmp_path, progress=False)
+    summary = run.summary.iloc[0]
+    gold = sum(len(s.labels.facts) for o in OWNERS for s in o.sessions)
+    retracted = sum(len(s.labels.retracts) for o in OWNERS for s in o.sessions)
+    assert summary["parse_failures"] == 0
+    assert summary["recall"] == 1.0 and summary["precision"] == 1.0
+    assert summary["added"] == gold
+    assert summary["removed"] == retracted
+    assert summary["final_facts"] == gold - retracted
+    assert summary["dup_near"] == 0 and summary["forbidden_stored"] == 0
+
+
+def test_the_pipeline_counts_exactly_the_failures_the_model_produced(tmp_path: Path) -> None:
+    """Per call: the category the parse ladder reports is the one the model injected."""
+    sim = SimulatedBackend("sloppy", dataset=OWNERS, seed=3)
+    decisions: list[SimDecision] = []
+
+    class Recording:
+        name, model = sim.name, sim.model
+
+        def complete(self, request):  # type: ignore[no-untyped-def]
+            decisions.append(sim.decide(str(request.messages[-1]["content"])))
+            return sim.complete(request)
+
+    grid = Grid.from_mapping(
+        {"name": "exact-failures", "max_owners": 6, "base": {"parse": "strict_only"}}
+    )
+    run = sweep(
+        "personas",
+        grid,
+        runs_dir=tmp_path,
+        backend_factory=lambda _spec: Recording(),
+        max_workers=1,
+        progress=False,
+    )
+    injected = pd.Series([str(d.failure.value) if d.failure else "ok" for d in decisions])
+    reported = run.calls["parse_category"].fillna("ok")
+    assert injected.value_counts().to_dict() == reported.value_counts().to_dict()
+    assert len(decisions) == len(run.calls) > 50

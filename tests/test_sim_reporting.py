@@ -1,0 +1,106 @@
+"""Simulated lanes are labelled in every table, chart and report; empty charts say what is true."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+
+from memlab.backends.scripted import ScriptedBackend
+from memlab.datasets.registry import resolve_dataset
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+from memlab.reporting import charts
+from memlab.reporting.report import build_report
+
+
+def _texts(fig: Figure) -> str:
+    parts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            parts += [t.get_text() for t in legend.get_texts()]
+        parts += [t.get_text() for t in ax.get_yticklabels() + ax.get_xticklabels()]
+    return " | ".join(parts)
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    grid = Grid.from_mapping(
+        {
+            "name": "sim-study",
+            "max_owners": 3,
+            "base": {"backend": "sim:chatty"},
+            "axes": {"fact_confidence_threshold": [0.5, 0.9], "max_facts": [10, 20]},
+        }
+    )
+    return sweep("personas", grid, runs_dir=tmp_path_factory.mktemp("runs"), progress=False)
+
+
+def test_every_chart_labels_simulated_lanes(sim_run: Run) -> None:
+    for chart in (
+        charts.parse_failure_chart,
+        charts.fact_growth_chart,
+        charts.duplication_chart,
+        charts.operating_curve_chart,
+        charts.tokens_chart,
+    ):
+        text = _texts(chart(sim_run))
+        assert "[simulated]" in text, chart.__name__
+    assert sim_run.summary["label"].str.startswith("[simulated] ").all()
+
+
+def test_the_report_opens_with_the_intro_and_names_simulated_lanes(
+    sim_run: Run, tmp_path: Path
+) -> None:
+    paths = build_report([sim_run], tmp_path, title="t", intro="Part one <shows> things.")
+    html = paths.html.read_text(encoding="utf-8")
+    body = html.split("<h1>t</h1>", 1)[1]
+    assert body.lstrip().startswith("<p class='intro'>Part one &lt;shows&gt; things. 4 config")
+    assert "marked [simulated] replay the simulated model" in body
+    assert "<div class='scroll'><table>" in html.replace("\n", "")
+    md = paths.markdown.read_text(encoding="utf-8")
+    # Markdown escapes the intro (md_escape): no raw HTML, no link syntax.
+    assert md.splitlines()[2].startswith("Part one \\<shows> things. 4 configuration(s)")
+    assert "\\[simulated\\] thr=0.5 max=10" in md
+
+
+def test_a_report_without_simulated_lanes_has_no_note(tmp_path: Path) -> None:
+    grid = Grid.from_mapping({"name": "plain", "max_owners": 1})
+    backend = ScriptedBackend(["{}"], repeat_last=True)
+    run = sweep(
+        "smoke", grid, runs_dir=tmp_path, backend_factory=lambda _s: backend, progress=False
+    )
+    html = build_report([run], tmp_path / "r").html.read_text(encoding="utf-8")
+    assert "intro" not in html.split("<style>")[0] + html.split("</style>")[1]
+    assert "simulated" not in html
+
+
+def test_empty_charts_say_whether_facts_were_stored_or_labeled(tmp_path: Path) -> None:
+    mute = tmp_path / "mute.yaml"
+    mute.write_text("name: mute\npropose_rate: 0\n", encoding="utf-8")
+    grid = Grid.from_mapping({"name": "mute", "max_owners": 2, "base": {"backend": f"sim:{mute}"}})
+    run = sweep("personas", grid, runs_dir=tmp_path, progress=False)
+    assert run.summary["final_facts"].iloc[0] == 0
+    expected = "no configuration stored a fact"
+    assert expected in _texts(charts.operating_curve_chart(run))
+    assert expected in _texts(charts.duplication_chart(run))
+    assert expected in _texts(charts.fact_growth_chart(run))
+
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    owner = json.loads(resolve_dataset("smoke").read_text(encoding="utf-8").splitlines()[0])
+    for session in owner["sessions"]:
+        session["labels"] = {"noise": True, "tags": ["noise"]}
+    unlabeled.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    backend = ScriptedBackend(["{}"], repeat_last=True)
+    run = sweep(
+        unlabeled,
+        Grid.from_mapping({"name": "unlabeled"}),
+        runs_dir=tmp_path,
+        backend_factory=lambda _s: backend,
+        progress=False,
+    )
+    assert "the dataset has no labeled facts" in _texts(charts.operating_curve_chart(run))
