@@ -20,9 +20,9 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlab._version import __version__
 from memlab.backends.base import Backend, GenerationParams
@@ -38,6 +38,10 @@ from memlab.core.updater import MemoryUpdater
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.injection_audit import policy_identity
+
+if TYPE_CHECKING:  # fork builds on this module's hash
+    from memlab.eval.fork import Fork
 
 __all__ = [
     "BackendFactory",
@@ -49,6 +53,7 @@ __all__ = [
     "check_grid",
     "dataset_path",
     "identity_changes",
+    "injection_identity",
     "parse_options_for",
     "prompt_registry",
     "resolve_lanes",
@@ -155,6 +160,8 @@ class ResolvedLane:
         identity: Everything the replay depends on besides the owner's data (see the module
             docstring); JSON-ready.
         lane_id: ``<readable config>-<8 hex of the identity hash>``.
+        fork: Where each owner's replay starts when the grid forks (see
+            :mod:`memlab.eval.fork`); ``None``: from an empty memory.
     """
 
     config: LaneConfig
@@ -162,6 +169,7 @@ class ResolvedLane:
     parse_options: ParseOptions
     identity: dict[str, Any]
     lane_id: str
+    fork: Fork | None = field(default=None, compare=False, repr=False)
 
     @property
     def identity_hash(self) -> str:
@@ -213,9 +221,12 @@ def build_updater(
 
 
 def resolve_lanes(
-    grid: Grid, registry: PromptRegistry, backends: LaneBackends
+    grid: Grid, registry: PromptRegistry, backends: LaneBackends, fork: Fork | None = None
 ) -> list[ResolvedLane]:
     """Resolve every lane of ``grid``; the first unresolvable name raises.
+
+    ``fork`` (loaded by :func:`memlab.eval.fork.load_fork`) makes every lane start from the
+    reference memory; its run, lane, session and snapshot hashes enter each identity.
 
     Raises:
         GridError: Naming the key (e.g. ``axes.merge[1]``), its line and the known choices.
@@ -248,11 +259,33 @@ def resolve_lanes(
                 "max_facts": config.max_facts,
                 "debounce_seconds": config.debounce_seconds,
             },
+            "injection": injection_identity(grid, config),
             "replay_mode": grid.replay_mode,
         }
+        if fork is not None:
+            identity["fork"] = fork.identity()
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
-        lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id))
+        lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id, fork))
     return lanes
+
+
+def injection_identity(grid: Grid, config: LaneConfig) -> dict[str, Any]:
+    """The injection settings a replay's audit depends on (the embedder's too, when used).
+
+    Raises:
+        GridError: At the policy, when it needs the embeddings extra and it is missing.
+    """
+    try:
+        policy = policy_identity(config.injection_policy)
+    except MemlabError as exc:
+        key = _key_of(grid, "injection_policy", config.injection_policy)
+        raise grid.error(key, str(exc)) from None
+    return {
+        "enabled": config.injection_enabled,
+        "max_tokens": config.max_injection_tokens,
+        "token_counting": config.token_counting,
+        "policy": policy,
+    }
 
 
 def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
@@ -345,6 +378,8 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("merge",), "merge strategy or parameters changed"),
     (("backend",), "backend model changed"),
     (("memory",), "memory settings changed"),
+    (("injection",), "injection settings changed"),
+    (("fork",), "fork source changed"),
     (("replay_mode",), "replay mode changed"),
     (("memlab",), "memlab version changed"),
 )

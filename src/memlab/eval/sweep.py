@@ -24,7 +24,7 @@ import platform
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,10 +46,11 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.fork import load_fork
+from memlab.eval.grid import ForkSpec, Grid, LaneConfig
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
-from memlab.eval.metrics import session_rows
+from memlab.eval.metrics import replay_rows
 from memlab.eval.plan import (
     BackendFactory,
     LaneBackends,
@@ -150,14 +151,18 @@ def plan_sweep(
     backend_factory: BackendFactory | None = None,
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
 ) -> SweepPlan:
     """Resolve a sweep without running it (see :func:`sweep` for the arguments).
 
     Raises:
-        GridError: An unknown or invalid name in the grid, located by key and line.
+        GridError: An unknown or invalid name in the grid, located by key and line; a fork
+            whose reference run, lane or session does not fit.
         UnsafeNameError: A run name or user id that cannot be a file name.
         DatasetError: The dataset is invalid.
     """
+    if fork is not None:
+        grid = grid.model_copy(update={"fork": ForkSpec.model_validate(fork)})
     data_file = dataset_path(grid, dataset)
     owners = _select_owners(load_dataset(data_file), grid)
     name = safe_component(run_name or grid.name, "run name")
@@ -168,7 +173,7 @@ def plan_sweep(
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
     )
-    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends)
+    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, load_fork(grid, owners))
     plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
     plan.predecessors = _predecessors(run_path, lanes)
     return plan
@@ -191,6 +196,7 @@ def sweep(
     embedding_duplicates: EmbeddingDuplicates | None = None,
     resume: bool = True,
     allow_incomplete: bool = False,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -220,6 +226,10 @@ def sweep(
             directory first (a notebook re-executed top to bottom starts clean).
         allow_incomplete: Return a run some of whose replays had backend errors instead of
             raising :class:`IncompleteSweepError`.
+        fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
+            :class:`~memlab.eval.grid.ForkSpec`): start every lane's session ``K`` from the
+            reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
+            (see :mod:`memlab.eval.fork`).
     """
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
@@ -233,6 +243,7 @@ def sweep(
         backend_factory=backend_factory,
         cache_dir=cache_dir,
         cache_mode=cache_mode,
+        fork=fork,
     )
     _prepare_run_dir(plan, Path(runs_dir), resume)
     outcomes = _execute(plan, executor, max_workers, progress)
@@ -463,13 +474,8 @@ def _score(
             calls.extend(
                 {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
             )
-            rows = session_rows(
-                owner,
-                replay.snapshots,
-                replay.calls,
-                replay.agent_runs,
-                matcher=matcher,
-                embedding_duplicates=embedding_duplicates,
+            rows = replay_rows(
+                owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
             )
             sessions.extend({"lane_id": lane.lane_id, **row, **tag} for row in rows)
     return calls, sessions
