@@ -47,8 +47,7 @@ def resolve_removals(reply: str, prompt: str) -> str:
     ids = {json.loads(f'"{content}"'): fact_id for fact_id, content in _STORED.findall(prompt)}
     data = json.loads(reply)
     data["factsToRemove"] = [
-        ids.get(item[1:], item) if item.startswith("@") else item
-        for item in data["factsToRemove"]
+        ids.get(item[1:], item) if item.startswith("@") else item for item in data["factsToRemove"]
     ]
     return json.dumps(data)
 

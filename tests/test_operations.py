@@ -95,7 +95,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     for user, sessions in CASES.items():
         rows = []
         for index, (labels, reply) in enumerate(sessions):
-            rows.append(one_turn(f"{user}-{index}", T0 + index * DAY, marker(user, index), **labels))
+            rows.append(
+                one_turn(f"{user}-{index}", T0 + index * DAY, marker(user, index), **labels)
+            )
             replies[marker(user, index)] = reply
         owners.append({"user_id": user, "sessions": rows})
     data = tmp / "ops.jsonl"
