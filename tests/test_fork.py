@@ -15,6 +15,8 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.eval.grid import Grid, GridError, load_grid
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
+from memlab.reporting.markdown import md_escape
+from memlab.reporting.report import build_report
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -142,6 +144,19 @@ def test_forked_lanes_compare_from_identical_state(workspace: Path) -> None:
         assert (row["op_removals_correct"], row["op_removals_missed"]) == (correct, 2 - correct)
     assert fixing.summary.iloc[0]["stale_sessions_mean"] == 0
     assert plain.summary.iloc[0]["stale_sessions_mean"] == 2  # sessions 2 and 3, censored
+    paths = build_report([plain, fixing], workspace / "report")
+    markdown = paths.markdown.read_text(encoding="utf-8")
+    section = markdown[markdown.index("## Memory operations") :]
+    assert f"plain: forked from run ref, lane {md_escape(lane)}, at session 2" in section
+    assert "metrics cover sessions 2 on" in section
+    # the operations table: removal recall 0% in the baseline row, +100% (best) for fixing
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if "removal recall" in line)
+    column = lines[start].split(" | ").index("removal recall")
+    rows = [line.split(" | ") for line in lines[start + 2 : start + 4]]
+    assert [row[0] for row in rows] == ["| plain", "| fixing"]
+    assert [row[column] for row in rows] == ["0.0%", "**100.0% (+100.0%)** ★"]
+    assert "stale" not in fixing.lane_status.iloc[0]["why"]
 
 
 def test_a_changed_reference_snapshot_is_a_new_lane(workspace: Path) -> None:

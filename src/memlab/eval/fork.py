@@ -27,7 +27,7 @@ from memlab.eval.grid import ForkSpec, Grid
 from memlab.eval.plan import canonical_hash
 from memlab.eval.run import Run, load_run, record_path
 
-__all__ = ["Fork", "ForkStart", "load_fork"]
+__all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,15 @@ class Fork:
         """What an owner record says about its start."""
         return {**self.spec.model_dump(), "snapshot_sha256": self.start(user_id).sha256}
 
-    def describe(self) -> str:
-        """One sentence for reports."""
-        return (
-            f"forked from run {self.run_path.name}, lane {self.spec.lane}, at session "
-            f"{self.spec.at_session}: sessions before it were not replayed and metrics cover "
-            f"sessions {self.spec.at_session} on"
-        )
+
+def describe_fork(spec: ForkSpec) -> str:
+    """One sentence for reports: where the lanes started and what the metrics cover."""
+    return (
+        f"forked from run {Path(spec.run).name}, lane {spec.lane}, at session "
+        f"{spec.at_session}: every lane started that session from the reference lane's "
+        f"memory, earlier sessions were not replayed, and metrics cover sessions "
+        f"{spec.at_session} on"
+    )
 
 
 def load_fork(grid: Grid, owners: Sequence[Owner]) -> Fork | None:
