@@ -227,7 +227,7 @@ def test_report_loads_cleanly_and_shows_hostile_text_as_text(
     started = time.monotonic()
     browser.open(report_html.as_uri())
     assert browser.errors() == []
-    assert browser.evaluate("document.images.length") == 6  # six charts for one run
+    assert browser.evaluate("document.images.length") == 9  # nine charts for one run
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -272,7 +272,7 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
     tags = [tag for tag, _ in parser.tags]
     assert "script" not in tags
     images = [attrs for tag, attrs in parser.tags if tag == "img"]
-    assert len(images) == 6
+    assert len(images) == 9
     assert all(str(a.get("src", "")).startswith("data:image/png;base64,") for a in images)
     assert not any("onerror" in attrs for _, attrs in parser.tags)
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
