@@ -16,8 +16,9 @@ from memlab.core.injection import format_memory_for_injection, render_injection
 from memlab.eval.embeddings import EmbeddingsUnavailableError
 from memlab.eval.grid import Grid
 from memlab.eval.injection_audit import audit_injection, policy_embedder
+from memlab.eval.plan import identity_changes
 from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.eval.sweep import plan_sweep, sweep
 
 
 def fact(fact_id: str, content: str, confidence: float, created: str) -> dict[str, Any]:
@@ -193,3 +194,23 @@ def test_the_record_keeps_each_audit(run: Run) -> None:
     first, last = json.loads(path.read_text(encoding="utf-8"))["injections"]
     assert last is None  # nothing follows the last session
     assert (first["tokens"], len(first["injected"]), len(first["dropped"])) == (92, 9, 4)
+
+
+def test_injection_settings_enter_the_identity_only_when_set(tmp_path: Path) -> None:
+    owner = {"user_id": "ann", "sessions": [one_turn("a-1", T0, "[first]", facts=GOLD)]}
+    data = tmp_path / "ann.jsonl"
+    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+
+    def lane(**base: Any) -> Any:
+        grid = Grid.from_mapping({"name": "ids", "base": base})
+        plan = plan_sweep(
+            data, grid, runs_dir=tmp_path, backend_factory=lambda s: marker_backend({})
+        )
+        return plan.lanes[0]
+
+    default, smaller = lane(), lane(max_injection_tokens=1000)
+    # Lanes recorded before the injection settings existed keep their ids.
+    assert "injection" not in default.identity
+    assert smaller.identity["injection"]["max_tokens"] == 1000
+    assert identity_changes(default.identity, smaller.identity) == ["injection settings changed"]
+    assert default.config.point_id == smaller.config.point_id  # the same fact ids

@@ -259,9 +259,12 @@ def resolve_lanes(
                 "max_facts": config.max_facts,
                 "debounce_seconds": config.debounce_seconds,
             },
-            "injection": injection_identity(grid, config),
             "replay_mode": grid.replay_mode,
         }
+        injection = injection_identity(grid, config)
+        if injection != _injection_values(LaneConfig.model_validate({}), {"name": "confidence"}):
+            # Left out at the defaults: lanes recorded before these settings keep their ids.
+            identity["injection"] = injection
         if fork is not None:
             identity["fork"] = fork.identity()
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
@@ -280,6 +283,10 @@ def injection_identity(grid: Grid, config: LaneConfig) -> dict[str, Any]:
     except MemlabError as exc:
         key = _key_of(grid, "injection_policy", config.injection_policy)
         raise grid.error(key, str(exc)) from None
+    return _injection_values(config, policy)
+
+
+def _injection_values(config: LaneConfig, policy: dict[str, Any]) -> dict[str, Any]:
     return {
         "enabled": config.injection_enabled,
         "max_tokens": config.max_injection_tokens,
