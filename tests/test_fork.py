@@ -13,6 +13,7 @@ from builders import marker_backend, one_turn, update
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.eval.grid import Grid, GridError, load_grid
+from memlab.eval.rescore import rescore
 from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
 from memlab.reporting.markdown import md_escape
@@ -97,9 +98,10 @@ def run_fork(
     return run, backend
 
 
-def test_no_calls_before_the_fork(workspace: Path) -> None:
+@pytest.mark.parametrize("mode", ["per_session", "debounce"])
+def test_no_calls_before_the_fork(workspace: Path, mode: str) -> None:
     ref = run_reference(workspace)
-    run, backend = run_fork(workspace, "forked", ref)
+    run, backend = run_fork(workspace, "forked", ref, replay_mode=mode)
     markers = sorted(m for p in backend.prompts for m in re.findall(r"\[(?:ann|bob)-\d\]", p))
     assert markers == ["[ann-2]", "[ann-3]", "[bob-2]", "[bob-3]"]
     assert set(run.calls["session_index"]) == {2, 3}
@@ -111,6 +113,19 @@ def test_no_calls_before_the_fork(workspace: Path) -> None:
     first = next(p for p in backend.prompts if "[ann-2]" in p)
     for stored in ref_memory["facts"]:
         assert stored["id"] in first and stored["content"] in first
+    record = json.loads(
+        (run.path / "lanes" / next(iter(run.lanes)) / "owners" / "ann.json").read_text()
+    )
+    assert len(record["snapshots"]) == 4 and record["snapshots"][1] == ref_memory
+    assert record["agent_runs"] == [0, 0, 1, 1]
+    assert [audit is None for audit in record["injections"]] == [True, True, False, True]
+
+
+def test_rescoring_a_forked_run_gives_the_same_rows(workspace: Path) -> None:
+    ref = run_reference(workspace)
+    run, _ = run_fork(workspace, "forked", ref)
+    again = rescore(run.path)
+    assert again.sessions.to_dict("records") == run.sessions.to_dict("records")
 
 
 def test_identical_lanes_from_one_snapshot_give_identical_results(workspace: Path) -> None:

@@ -170,9 +170,10 @@ def fact_growth_chart(run: Run) -> Figure:
         )
         caps.add(run.lanes[lane_id].max_facts)
     # The cap is always drawn: how far the curves stay below it is part of the story.
+    first = int(sessions["session_index"].min()) + 1  # a forked run starts later
     for cap in sorted(caps):
         ax.axhline(cap, linestyle="--", color="grey", linewidth=1)
-        ax.text(1, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
+        ax.text(first, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
     ax.set_ylim(bottom=0)
     top = float(sessions["facts"].max() or 0)
     if caps and top * 5 < min(caps):
