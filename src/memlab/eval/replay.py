@@ -37,6 +37,7 @@ from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.datasets.models import Owner, Session
+from memlab.eval.fork import ForkStart
 from memlab.eval.grid import ReplayMode
 from memlab.eval.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.eval.plan import ResolvedLane, build_updater
@@ -122,13 +123,8 @@ class _Replayer:
         config = lane.config
         self.sessions = owner.sessions
         self.out = OwnerReplay(user_id=owner.user_id)
-        start = lane.fork.start(owner.user_id) if lane.fork is not None else None
+        start = self._fork_start(lane, owner.user_id)
         self.first = len(start.snapshots) if start is not None else 0
-        if start is not None and lane.fork is not None:
-            self.out.snapshots = [dict(s) for s in start.snapshots]
-            self.out.agent_runs = [0] * self.first
-            self.out.injections = [None] * self.first
-            self.out.fork = lane.fork.record(owner.user_id)
         self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
         self.memory_config = MemoryConfig(
             debounce_seconds=config.debounce_seconds,
@@ -168,6 +164,19 @@ class _Replayer:
         self.middleware = MemoryMiddleware(
             queue_provider=lambda: self.queue, config_provider=self.config
         )
+
+    def _fork_start(self, lane: ResolvedLane, user_id: str) -> ForkStart | None:
+        """The fork's start for ``user_id``; the sessions before it take the reference's
+        snapshots (no agent runs, no audits)."""
+        if lane.fork is None:
+            return None
+        start = lane.fork.start(user_id)
+        skipped = len(start.snapshots)
+        self.out.snapshots = [dict(s) for s in start.snapshots]
+        self.out.agent_runs = [0] * skipped
+        self.out.injections = [None] * skipped
+        self.out.fork = lane.fork.record(user_id)
+        return start
 
     def config(self) -> MemoryConfig:
         return self.memory_config
