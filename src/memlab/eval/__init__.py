@@ -28,13 +28,16 @@ from memlab.eval.embeddings import (
     EmbeddingsUnavailableError,
     WordLlamaEmbedder,
 )
+from memlab.eval.fork import describe_fork
 from memlab.eval.grid import (
     AXES,
+    ForkSpec,
     Grid,
     GridError,
     LaneConfig,
     load_grid,
 )
+from memlab.eval.injection_audit import POLICIES, audit_injection
 from memlab.eval.judge import LLMJudgeMatcher
 from memlab.eval.matchers import (
     MATCHERS,
@@ -55,10 +58,12 @@ from memlab.eval.metrics import (
     DEFAULT_PRICES,
     failure_table,
     owner_counts,
+    replay_rows,
     session_rows,
     summarize,
     violation_table,
 )
+from memlab.eval.operations import score_operations
 from memlab.eval.plan import (
     BackendFactory,
     PromptSource,
@@ -93,6 +98,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "MATCHERS",
     "METRIC_SPECS",
+    "POLICIES",
     "BackendFactory",
     "Calibration",
     "CompareError",
@@ -102,6 +108,7 @@ __all__ = [
     "EmbeddingMatcher",
     "EmbeddingsUnavailableError",
     "FactMatcher",
+    "ForkSpec",
     "Grid",
     "GridError",
     "IncompleteSweepError",
@@ -120,12 +127,14 @@ __all__ = [
     "StatsError",
     "SweepPlan",
     "WordLlamaEmbedder",
+    "audit_injection",
     "calibrate",
     "compare",
     "compare_lanes",
     "content_tokens",
     "count_duplicates",
     "default_matcher",
+    "describe_fork",
     "dice",
     "failure_table",
     "flatten_call",
@@ -139,8 +148,10 @@ __all__ = [
     "parse_options_for",
     "plan_sweep",
     "replay_owner",
+    "replay_rows",
     "rescore",
     "resolve_matcher",
+    "score_operations",
     "session_rows",
     "summarize",
     "sweep",
