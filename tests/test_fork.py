@@ -18,6 +18,7 @@ from memlab.eval.run import Run
 from memlab.eval.sweep import sweep
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
+from memlab.reporting.trial import try_prompt
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -266,3 +267,14 @@ def test_fork_of_another_dataset_is_refused(workspace: Path) -> None:
             progress=False,
             fork={"run": str(ref.path), "lane": next(iter(ref.lanes)), "at_session": 2},
         )
+
+
+def test_a_prompt_trial_on_a_forked_run_starts_from_the_same_memory(workspace: Path) -> None:
+    ref = run_reference(workspace)
+    run, _ = run_fork(workspace, "forked", ref)
+    backend = marker_backend(FORKED)
+    template = "Memory:\n{current_memory}\nTalk:\n{conversation}\nJSON only."
+    trial = try_prompt(run, template, owners="all", backend_factory=lambda spec: backend)
+    assert trial.run.grid.fork == run.grid.fork
+    assert set(trial.run.sessions["session_index"]) == {2, 3}
+    assert backend.call_count == 4  # sessions 2 and 3 of both owners only

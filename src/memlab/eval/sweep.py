@@ -173,7 +173,11 @@ def plan_sweep(
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
     )
-    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, load_fork(grid, owners))
+    fork_start = load_fork(grid, owners)
+    if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
+        resolved = fork_start.spec.model_copy(update={"run": str(fork_start.run_path.resolve())})
+        grid = grid.model_copy(update={"fork": resolved})
+    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, fork_start)
     plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
     plan.predecessors = _predecessors(run_path, lanes)
     return plan
