@@ -17,6 +17,10 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
 - *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
+- *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
+  *eviction regret*: each update scored against the labels, see :mod:`memlab.eval.operations`.
+- *injected gold coverage*: active gold facts in what the next session's agent receives, see
+  :mod:`memlab.eval.injection_audit`.
 Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
 and carries a 95% bootstrap interval over owners (:mod:`memlab.eval.stats`); which column is
 which is declared once in :mod:`memlab.eval.metric_specs`.
