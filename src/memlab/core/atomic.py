@@ -61,12 +61,19 @@ def fsync_directory(directory: Path) -> None:
 
 
 def atomic_write_bytes(
-    path: str | Path, data: bytes, *, temp_prefix: str | None = None, temp_suffix: str = ".tmp"
+    path: str | Path,
+    data: bytes,
+    *,
+    temp_prefix: str | None = None,
+    temp_suffix: str = ".tmp",
+    durable: bool = True,
 ) -> None:
     """Atomically replace ``path`` with ``data`` (creating parent directories).
 
     ``temp_prefix``/``temp_suffix`` name the temporary file, so directory scanners can skip
-    files of an interrupted write (default prefix: ``.<name>.``).
+    files of an interrupted write (default prefix: ``.<name>.``). ``durable=False`` skips the
+    fsyncs: the write is still atomic for other processes and survives the writer being
+    killed, but not a power loss (for files that can be rebuilt, such as a sweep's records).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,17 +88,30 @@ def atomic_write_bytes(
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
 
 
 def atomic_write_text(
-    path: str | Path, text: str, *, temp_prefix: str | None = None, temp_suffix: str = ".tmp"
+    path: str | Path,
+    text: str,
+    *,
+    temp_prefix: str | None = None,
+    temp_suffix: str = ".tmp",
+    durable: bool = True,
 ) -> None:
     """Atomically replace ``path`` with UTF-8 ``text`` (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"), temp_prefix=temp_prefix, temp_suffix=temp_suffix)
+    atomic_write_bytes(
+        path,
+        text.encode("utf-8"),
+        temp_prefix=temp_prefix,
+        temp_suffix=temp_suffix,
+        durable=durable,
+    )

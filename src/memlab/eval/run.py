@@ -37,6 +37,7 @@ from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
 from memlab.eval.metrics import failure_table, summarize, violation_table
+from memlab.eval.records import CallRow, SessionRow, read_rows
 from memlab.eval.stats import StatOptions
 
 __all__ = [
@@ -139,11 +140,6 @@ def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]
     )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [loads_json(line) for line in handle if line.strip()]
-
-
 @dataclass
 class Run:
     """A finished (or loaded) sweep: its lanes and the tables computed from its records.
@@ -181,14 +177,14 @@ class Run:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
         if self._calls is not None:
             return self._calls
-        return pd.DataFrame(_read_jsonl(self.path / "calls.jsonl"))
+        return pd.DataFrame(read_rows(self.path / "calls.jsonl", CallRow))
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
         """One row per (lane, owner, session): facts, recall, precision, duplicates, ..."""
         if self._sessions is not None:
             return self._sessions
-        return pd.DataFrame(_read_jsonl(self.path / "sessions.jsonl"))
+        return pd.DataFrame(read_rows(self.path / "sessions.jsonl", SessionRow))
 
     @cached_property
     def summary(self) -> pd.DataFrame:

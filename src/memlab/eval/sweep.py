@@ -62,6 +62,7 @@ from memlab.eval.plan import (
     prompt_registry,
     resolve_lanes,
 )
+from memlab.eval.records import CallRow, SessionRow, typed_rows
 from memlab.eval.replay import OwnerReplay, replay_owner
 from memlab.eval.rescore import matcher_record
 from memlab.eval.run import (
@@ -380,7 +381,8 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
         **vars(replay),
     }
     record = redact(record)  # a secret a server echoed must not reach the run directory
-    atomic_write_text(path, json.dumps(record, ensure_ascii=False))
+    # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
+    atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
     error = str(errors[0].get("error") or "backend error") if errors else ""
     outcome = _Outcome(lane.lane_id, owner.user_id, sample, True, reason, not errors, error[:300])
     return outcome
@@ -494,6 +496,8 @@ def _collect(
 ) -> Run:
     """Write the run's tables, environment, summary and (last) manifest."""
     calls, sessions = _score(plan, matcher, embedding_duplicates)
+    calls = typed_rows(CallRow, calls, "calls")
+    sessions = typed_rows(SessionRow, sessions, "sessions")
     run_path = plan.run_path
     write_jsonl(run_path / "calls.jsonl", calls)
     write_jsonl(run_path / "sessions.jsonl", sessions)

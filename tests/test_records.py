@@ -1,0 +1,181 @@
+"""Typed run rows: whole-record snapshots of a call row and a session row, and clear errors
+for tables that were edited or not written by memlab."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import marker_backend, one_turn, update
+from inline_snapshot import snapshot
+
+from memlab.eval.grid import Grid
+from memlab.eval.records import CallRow, RecordError, read_rows
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+
+T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Run:
+    owner = {
+        "user_id": "ann",
+        "sessions": [
+            one_turn(
+                "ann-1",
+                T0,
+                "I live in Leeds.",
+                facts=[{"id": "g1", "content": "Lives in Leeds", "category": "context"}],
+            )
+        ],
+    }
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    return sweep(
+        data,
+        Grid.from_mapping({"name": "rec", "replay_mode": "per_session"}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda spec: marker_backend({"Leeds": update("Lives in Leeds")}),
+        progress=False,
+    )
+
+
+def stable(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without wall-clock fields and with the lane id's hash cut off."""
+    out = {k: v for k, v in row.items() if k not in {"duration_s", "latency_s"}}
+    out["lane_id"] = out["lane_id"].rsplit("-", 1)[0]
+    if isinstance(out.get("reply"), str):
+        out["reply"] = json.loads(out["reply"])  # compared as data, not one long line
+    return out
+
+
+def test_a_call_row_as_a_whole(run: Run) -> None:
+    rows = read_rows(run.path / "calls.jsonl", CallRow)
+    assert [stable(row) for row in rows] == snapshot(
+        [
+            {
+                "lane_id": "default-free-t0.7-m100-baseline-d30-scripted",
+                "user_id": "ann",
+                "session_index": 0,
+                "thread_id": "ann-1",
+                "started_at": "2025-06-02T09:00:02Z",
+                "skipped": None,
+                "saved": True,
+                "error": None,
+                "error_stage": None,
+                "prompt_chars": 5222,
+                "prompt_sha256": "34b93f9969016b9c",
+                "reply": {
+                    "user": {
+                        "workContext": {"summary": "", "shouldUpdate": False},
+                        "personalContext": {"summary": "", "shouldUpdate": False},
+                        "topOfMind": {"summary": "", "shouldUpdate": False},
+                    },
+                    "history": {
+                        "recentMonths": {"summary": "", "shouldUpdate": False},
+                        "earlierContext": {"summary": "", "shouldUpdate": False},
+                        "longTermBackground": {"summary": "", "shouldUpdate": False},
+                    },
+                    "newFacts": [
+                        {"content": "Lives in Leeds", "category": "context", "confidence": 0.9}
+                    ],
+                    "factsToRemove": [],
+                },
+                "prompt_tokens": 1305,
+                "completion_tokens": 118,
+                "finish_reason": "stop",
+                "model": "scripted",
+                "backend": "scripted",
+                "cached": False,
+                "facts_before": 0,
+                "facts_after": 1,
+                "virtual_time": "2025-06-02T09:00:02Z",
+                "parse_ok": True,
+                "parse_rung": "strict",
+                "parse_category": None,
+                "parse_wrappers": "",
+                "violations": [],
+                "n_violations": 0,
+                "n_added": 1,
+                "n_skipped_below_threshold": 0,
+                "n_skipped_duplicate": 0,
+                "n_removed": 0,
+                "n_unknown_removals": 0,
+                "n_evicted": 0,
+                "n_sections_updated": 0,
+                "n_merged": 0,
+            }
+        ]
+    )
+
+
+def test_a_session_row_as_a_whole(run: Run) -> None:
+    assert [stable(row) for row in run.sessions.to_dict("records")] == snapshot(
+        [
+            {
+                "lane_id": "default-free-t0.7-m100-baseline-d30-scripted",
+                "user_id": "ann",
+                "session_index": 0,
+                "thread_id": "ann-1",
+                "noise": False,
+                "tags": "",
+                "facts": 1,
+                "gold_active": 1,
+                "gold_covered": 1,
+                "stored_precise": 1,
+                "recall": 1.0,
+                "precision": 1.0,
+                "retracted_held": 0,
+                "gold_retracted": 0,
+                "forbidden_stored": 0,
+                "dup_exact": 0,
+                "dup_normalized": 0,
+                "dup_near": 0,
+                "agent_runs": 1,
+                "llm_calls": 1,
+                "added": 1,
+                "removed": 0,
+                "evicted": 0,
+                "skipped_below_threshold": 0,
+                "skipped_duplicate": 0,
+                "op_adds": 1,
+                "op_adds_expected": 1,
+                "op_adds_correct": 1,
+                "op_adds_missed": 0,
+                "op_adds_redundant": 0,
+                "op_adds_spurious": 0,
+                "op_removals": 0,
+                "op_removals_expected": 0,
+                "op_removals_correct": 0,
+                "op_removals_missed": 0,
+                "op_removals_wrong": 0,
+                "gold_evicted": 0,
+                "gold_below_threshold": 0,
+                "stale_facts": 0,
+                "stale_sessions": 0,
+                "gold_regret": 0,
+                "injections": 0,
+                "injection_tokens": 0,
+                "injection_facts": 0,
+                "injection_dropped": 0,
+                "gold_injected": 0,
+                "gold_injectable": 0,
+            }
+        ]
+    )
+
+
+def test_an_edited_table_names_file_line_and_column(run: Run) -> None:
+    path = run.path / "calls.jsonl"
+    row = json.loads(path.read_text(encoding="utf-8"))
+    row["parse_ok"] = "maybe"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=r"calls.jsonl:1: column 'parse_ok'"):
+        read_rows(path, CallRow)
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=r"calls.jsonl:1: not a JSON row"):
+        read_rows(path, CallRow)
