@@ -135,6 +135,8 @@ def test_summary_rates_are_ratios_of_the_summed_counts(run: Run) -> None:
     assert row["op_wrong_removals"] == 1
     assert (row["op_adds_redundant"], row["op_adds_spurious"]) == (2, 11)
     assert row["stale_sessions_mean"] == pytest.approx(1 / 2)
+    # "fix" removed its stale fact 2 s into the retracting session, "stale" a day later
+    assert row["stale_days_mean"] == pytest.approx((2 / 86400 + 1 + 2 / 86400) / 2)
     # regret: "Loves hiking" below the threshold, the cat evicted; 9 active gold facts at the end
     assert row["eviction_regret"] == pytest.approx(2 / 9)
     for metric in ("op_add_precision", "op_add_f1", "eviction_regret", "stale_sessions_mean"):

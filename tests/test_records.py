@@ -157,6 +157,7 @@ def test_a_session_row_as_a_whole(run: Run) -> None:
                 "gold_below_threshold": 0,
                 "stale_facts": 0,
                 "stale_sessions": 0,
+                "stale_days": 0,
                 "gold_regret": 0,
                 "injections": 0,
                 "injection_tokens": 0,

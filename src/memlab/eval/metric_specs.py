@@ -362,6 +362,14 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         requires=_OPS_HINT,
     ),
     MetricSpec(
+        "stale_days_mean",
+        "virtual days a retracted fact survives",
+        "lower",
+        "number",
+        ratio=("stale_days", "stale_facts"),
+        requires=_OPS_HINT,
+    ),
+    MetricSpec(
         "eviction_regret",
         "eviction regret",
         "lower",

@@ -73,6 +73,7 @@ OPERATION_COUNTS = (
     "gold_below_threshold",
     "stale_facts",
     "stale_sessions",
+    "stale_days",
 )
 """Per-session counts summed over an owner's sessions (see the module docstring)."""
 
@@ -278,6 +279,7 @@ class _OwnerScorer:
                 episode["days"] = self._days(episode["session"], ended)
             row = rows[episode["session"]]
             row["stale_sessions"] += episode["sessions"]
+            row["stale_days"] += episode["days"]
             detail = {k: episode[k] for k in ("gold", "sessions", "days", "censored")}
             row.setdefault("stale_detail", []).append(detail)
 

@@ -61,6 +61,7 @@ OPERATION_METRICS: tuple[str, ...] = (
 
 MEMORY_METRICS: tuple[str, ...] = (
     "stale_sessions_mean",
+    "stale_days_mean",
     "eviction_regret",
     "injected_gold_coverage",
     "injection_tokens_mean",
