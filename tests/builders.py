@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 
-__all__ = ["iso", "marker_backend", "one_turn", "update"]
+__all__ = ["iso", "marker_backend", "one_turn", "resolve_removals", "update"]
 
 
 def iso(moment: datetime) -> str:
@@ -19,14 +20,34 @@ def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def update(*facts: str | tuple[str, float]) -> str:
-    """A valid update reply adding ``facts`` (text, or (text, confidence); default 0.9)."""
+def update(*facts: str | tuple[str, float], remove: Sequence[str] = ()) -> str:
+    """A valid update reply adding ``facts`` (text, or (text, confidence); default 0.9).
+
+    ``remove`` names stored facts by content; :func:`marker_backend` replaces each with the
+    fact's id from the memory in the prompt (``"@" + content`` until then).
+    """
     data = json.loads(json.dumps(MINIMAL_VALID_UPDATE))
     data["newFacts"] = [
         {"content": fact, "category": "context", "confidence": 0.9}
         if isinstance(fact, str)
         else {"content": fact[0], "category": "context", "confidence": fact[1]}
         for fact in facts
+    ]
+    data["factsToRemove"] = [f"@{content}" for content in remove]
+    return json.dumps(data)
+
+
+_STORED = re.compile(r'"id": "([^"]+)",\s*"content": "((?:[^"\\]|\\.)*)"')
+
+
+def resolve_removals(reply: str, prompt: str) -> str:
+    """``reply`` with each ``"@content"`` removal replaced by that stored fact's id."""
+    if '"@' not in reply:
+        return reply
+    ids = {json.loads(f'"{content}"'): fact_id for fact_id, content in _STORED.findall(prompt)}
+    data = json.loads(reply)
+    data["factsToRemove"] = [
+        ids.get(item[1:], item) if item.startswith("@") else item for item in data["factsToRemove"]
     ]
     return json.dumps(data)
 
@@ -50,11 +71,13 @@ def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
     """A scripted model answering with the reply of the first marker found in the prompt.
 
     Markers are conversation phrases that never appear in the stored memory JSON. A prompt
-    without a marker gets a valid update that changes nothing.
+    without a marker gets a valid update that changes nothing. Removals written by
+    :func:`update` get the ids of the stored facts they name.
     """
 
     def reply(request: CompletionRequest) -> str:
         prompt = str(request.messages[-1]["content"])
-        return next((text for marker, text in replies.items() if marker in prompt), update())
+        text = next((text for marker, text in replies.items() if marker in prompt), update())
+        return resolve_removals(text, prompt)
 
     return ScriptedBackend(function=reply)

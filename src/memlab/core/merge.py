@@ -89,6 +89,30 @@ class ApplyResult:
         """Return the length of every bookkeeping list, keyed by field name."""
         return {f.name: len(getattr(self, f.name)) for f in fields(self) if f.name != "memory"}
 
+    def to_record(self) -> dict[str, Any]:
+        """The bookkeeping in brief, JSON-ready: which facts each step touched.
+
+        Stored facts as ``{id, content, confidence}``, proposals as ``{content, confidence}``,
+        ``unknown_removals`` and ``merged`` as they are. Operation scoring
+        (:mod:`memlab.eval.operations`) replays memory changes from it.
+        """
+
+        def brief(facts: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+            return [{k: f.get(k) for k in keys} for f in facts if _is_mapping(f)]
+
+        stored = ("id", "content", "confidence")
+        proposed = ("content", "confidence")
+        return {
+            "added": brief(self.added, stored),
+            "removed": brief(self.removed, stored),
+            "evicted": brief(self.evicted, stored),
+            "skipped_below_threshold": brief(self.skipped_below_threshold, proposed),
+            "skipped_duplicate": brief(self.skipped_duplicate, proposed),
+            "unknown_removals": list(self.unknown_removals),
+            "merged": [dict(m) for m in self.merged],
+            "sections_updated": list(self.sections_updated),
+        }
+
 
 class MergeStrategy(Protocol):
     """A way of applying a validated update to a memory document."""

@@ -18,6 +18,9 @@ Thresholds:
   the default of the ``near_duplicate`` merge strategy, of :func:`count_duplicates` and of the
   report's fact diff.
 
+:func:`relevance_score` uses the same content tokens to say how much a stored fact bears on a
+message (the cosine of the two token sets), which ranks facts for injection.
+
 This measure compares stored facts with each other. Deciding whether a stored fact states a
 gold fact is a different question (paraphrase, polarity, values): see
 :mod:`memlab.eval.matching`.
@@ -25,6 +28,7 @@ gold fact is a different question (paraphrase, polarity, values): see
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -39,6 +43,7 @@ __all__ = [
     "dice",
     "near_duplicate_score",
     "normalize_text",
+    "relevance_score",
 ]
 
 NEAR_DUPLICATE_THRESHOLD = 0.8
@@ -88,6 +93,18 @@ def dice(a: str, b: str) -> float:
 def near_duplicate_score(a: str, b: str) -> float:
     """How nearly two stored facts repeat each other (the Dice score of :func:`dice`)."""
     return dice(a, b)
+
+
+def relevance_score(fact: str, message: str) -> float:
+    """How much ``fact`` bears on ``message``: ``|F ∩ M| / sqrt(|F| |M|)`` over content tokens.
+
+    0.0 when either has no content tokens. Unlike the Dice score, a long message does not
+    drown a short fact that it fully mentions.
+    """
+    tf, tm = content_tokens(fact), content_tokens(message)
+    if not tf or not tm:
+        return 0.0
+    return len(tf & tm) / math.sqrt(len(tf) * len(tm))
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,8 @@ class UpdateResult:
             "facts_after": self.facts_after,
             "duration_s": self.duration_s,
             **{f"n_{name}": value for name, value in counts.items()},
+            # What the merge did, fact by fact (operation scoring replays it).
+            "applied": self.applied.to_record() if self.applied is not None else None,
             **self.extra,
         }
         return redact(record)

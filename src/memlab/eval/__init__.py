@@ -34,13 +34,16 @@ from memlab.eval.executors import (
     SweepExecutor,
     parse_executor,
 )
+from memlab.eval.fork import describe_fork
 from memlab.eval.grid import (
     AXES,
+    ForkSpec,
     Grid,
     GridError,
     LaneConfig,
     load_grid,
 )
+from memlab.eval.injection_audit import POLICIES, audit_injection
 from memlab.eval.judge import LLMJudgeMatcher
 from memlab.eval.matchers import (
     MATCHERS,
@@ -61,10 +64,12 @@ from memlab.eval.metrics import (
     DEFAULT_PRICES,
     failure_table,
     owner_counts,
+    replay_rows,
     session_rows,
     summarize,
     violation_table,
 )
+from memlab.eval.operations import score_operations
 from memlab.eval.plan import (
     BackendFactory,
     PromptSource,
@@ -99,6 +104,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "MATCHERS",
     "METRIC_SPECS",
+    "POLICIES",
     "BackendFactory",
     "Calibration",
     "CompareError",
@@ -110,6 +116,7 @@ __all__ = [
     "EmbeddingsUnavailableError",
     "ExecutorError",
     "FactMatcher",
+    "ForkSpec",
     "Grid",
     "GridError",
     "IncompleteSweepError",
@@ -129,12 +136,14 @@ __all__ = [
     "SweepExecutor",
     "SweepPlan",
     "WordLlamaEmbedder",
+    "audit_injection",
     "calibrate",
     "compare",
     "compare_lanes",
     "content_tokens",
     "count_duplicates",
     "default_matcher",
+    "describe_fork",
     "dice",
     "failure_table",
     "flatten_call",
@@ -149,8 +158,10 @@ __all__ = [
     "parse_options_for",
     "plan_sweep",
     "replay_owner",
+    "replay_rows",
     "rescore",
     "resolve_matcher",
+    "score_operations",
     "session_rows",
     "summarize",
     "sweep",

@@ -44,19 +44,42 @@ from pydantic import (
 
 from memlab.backends.base import OutputMode
 from memlab.backends.simulated import is_simulated
-from memlab.core.config import DEBOUNCE_SECONDS_BOUNDS, MAX_FACTS_BOUNDS
+from memlab.core.config import (
+    DEBOUNCE_SECONDS_BOUNDS,
+    MAX_FACTS_BOUNDS,
+    MAX_INJECTION_TOKENS_BOUNDS,
+)
 from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
 
-__all__ = ["AXES", "MAX_LANES", "Grid", "GridError", "LaneConfig", "load_grid"]
+__all__ = [
+    "AXES",
+    "INJECTION_FIELDS",
+    "MAX_LANES",
+    "ForkSpec",
+    "Grid",
+    "GridError",
+    "InjectionPolicy",
+    "LaneConfig",
+    "load_grid",
+]
 
 MAX_LANES = 10_000
 """Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
 
 ReplayMode = Literal["debounce", "per_session"]
 ParsePreset = Literal["default", "deerflow", "strict_only", "repair"]
+InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
+"""Which stored facts reach the agent first under the injection budget (see
+:mod:`memlab.eval.injection_audit`)."""
+
+INJECTION_FIELDS = frozenset(
+    {"injection_enabled", "max_injection_tokens", "token_counting", "injection_policy"}
+)
+"""Lane settings of what the next agent receives; they change nothing the pipeline writes, so
+they do not seed a lane's fact ids (:attr:`LaneConfig.point_id`)."""
 
 
 class GridError(MemlabError, ValueError):
@@ -100,6 +123,12 @@ class LaneConfig(BaseModel):
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
+    injection_enabled: bool = True
+    max_injection_tokens: int = Field(
+        2000, ge=MAX_INJECTION_TOKENS_BOUNDS.low, le=MAX_INJECTION_TOKENS_BOUNDS.high
+    )
+    token_counting: Literal["tiktoken", "char"] = "tiktoken"
+    injection_policy: InjectionPolicy = "confidence"
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
 
@@ -131,9 +160,10 @@ class LaneConfig(BaseModel):
         """A stable id of this grid point (its names and values, not what they resolve to).
 
         It seeds the replay's fact ids, so the memory JSON inside prompts (and with it the
-        response cache) stays the same when only, say, a prompt's text changes.
+        response cache) stays the same when only, say, a prompt's text changes. The injection
+        settings are left out: lanes that differ only in them write the same memory.
         """
-        dumped = self.model_dump(mode="json")
+        dumped = self.model_dump(mode="json", exclude=set(INJECTION_FIELDS))
         if dumped["schema_bounds"] is None:
             del dumped["schema_bounds"]  # lanes without bounds keep their earlier ids
         digest = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:6]
@@ -159,10 +189,31 @@ _SHORT = {
     "output_mode": "mode",
     "debounce_seconds": "debounce",
     "schema_bounds": "bounds",
+    "injection_enabled": "inject",
+    "max_injection_tokens": "budget",
+    "token_counting": "tokens",
+    "injection_policy": "policy",
 }
 
 AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
 """Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too)."""
+
+
+class ForkSpec(BaseModel):
+    """Start every lane at one session from a reference lane's memory (grid key ``fork``).
+
+    Each owner's session ``at_session`` (a 0-based session index, as in the session rows) starts
+    from the memory the reference lane held after session ``at_session - 1``; earlier sessions
+    are not replayed (no LLM calls) and metrics cover sessions from ``at_session`` on.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str = Field(min_length=1)
+    """The reference run directory (relative paths are read from the grid file's folder)."""
+    lane: str = Field(min_length=1)
+    """The reference lane's id in that run."""
+    at_session: int = Field(ge=1)
 
 
 class Grid(BaseModel):
@@ -186,6 +237,8 @@ class Grid(BaseModel):
     base: dict[str, Any] = Field(default_factory=dict)
     """Settings shared by every lane (any :class:`LaneConfig` field)."""
     axes: dict[str, list[Any]] = Field(default_factory=dict)
+    fork: ForkSpec | None = None
+    """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
@@ -237,8 +290,10 @@ class Grid(BaseModel):
             except ValidationError as exc:  # a rule across settings, e.g. schema_bounds
                 where = "axes" if self.axes else "base"
                 raise self.error(where, _describe(exc.errors()[0])) from None
-            if config.point_id not in seen:
-                seen.add(config.point_id)
+            # Every setting, injection included (the point id leaves those out).
+            key = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+            if key not in seen:
+                seen.add(key)
                 configs.append(config)
         return configs
 

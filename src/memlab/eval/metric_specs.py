@@ -158,6 +158,43 @@ class MetricSpec:
 
 
 _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
+_OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
+
+
+def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]:
+    """Precision, recall and F1 of one operation type (see :mod:`memlab.eval.operations`).
+
+    F1 is the ratio ``2 correct / (2 correct + false + missed)`` of per-owner sums: the
+    harmonic mean of the micro-averaged precision and recall, so its interval is a bootstrap
+    interval like the others.
+    """
+    parts = (
+        ("precision", ("correct", "judged")),
+        ("recall", ("correct", "expected")),
+        ("f1", None),
+    )
+    specs = []
+    for measure, sources in parts:
+        ratio = (
+            (f"op_{kind}_{sources[0]}", f"op_{kind}_{sources[1]}")
+            if sources
+            else (f"op_{short}_f1_num", f"op_{short}_f1_den")
+        )
+        specs.append(
+            MetricSpec(
+                f"op_{short}_{measure}",
+                f"{name} {'F1' if measure == 'f1' else measure}",
+                "higher",
+                "percent",
+                ratio=ratio,
+                interval=True,
+                valid=_RATE,
+                gate=f"op_{short}_{measure}",
+                requires=_OPS_HINT,
+            )
+        )
+    return tuple(specs)
+
 
 METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("owners", "owners", None),
@@ -297,6 +334,73 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "usd",
         ratio=("cost_usd", "facts"),
     ),
+    # Memory operations, stale facts, eviction regret (memlab.eval.operations).
+    *_operation_rates("add", "adds", "add"),
+    *_operation_rates("remove", "removals", "removal"),
+    MetricSpec(
+        "op_wrong_removals",
+        "wrong removals",
+        "lower",
+        total="op_removals_wrong",
+        gate="op_wrong_removals",
+        requires=_OPS_HINT,
+    ),
+    MetricSpec("op_adds_correct", "correct adds", None, requires=_OPS_HINT),
+    MetricSpec("op_adds_missed", "missed adds", None, requires=_OPS_HINT),
+    MetricSpec("op_adds_redundant", "redundant adds", None, requires=_OPS_HINT),
+    MetricSpec("op_adds_spurious", "spurious adds", None, requires=_OPS_HINT),
+    MetricSpec("op_removals_correct", "correct removals", None, requires=_OPS_HINT),
+    MetricSpec("op_removals_missed", "missed removals", None, requires=_OPS_HINT),
+    MetricSpec(
+        "stale_sessions_mean",
+        "sessions a retracted fact survives",
+        "lower",
+        "number",
+        ratio=("stale_sessions", "stale_facts"),
+        interval=True,
+        gate="stale_sessions_mean",
+        requires=_OPS_HINT,
+    ),
+    MetricSpec(
+        "stale_days_mean",
+        "virtual days a retracted fact survives",
+        "lower",
+        "number",
+        ratio=("stale_days", "stale_facts"),
+        requires=_OPS_HINT,
+    ),
+    MetricSpec(
+        "eviction_regret",
+        "eviction regret",
+        "lower",
+        "percent",
+        ratio=("gold_regret", "gold_active"),
+        interval=True,
+        valid=_RATE,
+        gate="eviction_regret",
+        requires=_OPS_HINT,
+    ),
+    # What the next session's agent receives (memlab.eval.injection_audit).
+    MetricSpec(
+        "injected_gold_coverage",
+        "injected gold coverage",
+        "higher",
+        "percent",
+        ratio=("gold_injected", "gold_injectable"),
+        interval=True,
+        valid=_RATE,
+        gate="injected_gold_coverage",
+        requires="not recorded in this run (rerun the sweep to audit injection)",
+    ),
+    MetricSpec(
+        "injection_tokens_mean",
+        "injected tokens / session",
+        None,
+        "number",
+        ratio=("injection_tokens", "injections"),
+        empty=0.0,
+    ),
+    MetricSpec("injection_dropped", "facts dropped by the budget", None),
 )
 """Summary metrics in column order; the report's metric table keeps this order too."""
 

@@ -17,6 +17,10 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
 - *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
+- *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
+  *eviction regret*: each update scored against the labels, see :mod:`memlab.eval.operations`.
+- *injected gold coverage*: active gold facts in what the next session's agent receives, see
+  :mod:`memlab.eval.injection_audit`.
 Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
 and carries a 95% bootstrap interval over owners (:mod:`memlab.eval.stats`); which column is
 which is declared once in :mod:`memlab.eval.metric_specs`.
@@ -32,17 +36,20 @@ import numpy as np
 import pandas as pd
 
 from memlab.core.similarity import count_duplicates
-from memlab.datasets.models import Owner
+from memlab.datasets.models import Owner, Session
 from memlab.eval.embeddings import EmbeddingDuplicates
+from memlab.eval.injection_audit import INJECTION_COUNTS, injection_counts
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
 from memlab.eval.metric_specs import MetricSpec, summary_columns, summary_specs
+from memlab.eval.operations import OPERATION_COUNTS, score_operations
 from memlab.eval.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
     "DEFAULT_PRICES",
     "failure_table",
     "owner_counts",
+    "replay_rows",
     "session_rows",
     "summarize",
     "violation_table",
@@ -65,74 +72,138 @@ def session_rows(
     *,
     matcher: FactMatcher | None = None,
     embedding_duplicates: EmbeddingDuplicates | None = None,
+    injections: Sequence[Mapping[str, Any] | None] | None = None,
+    start: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per session: memory state after it, scored against the labels so far.
 
     ``matcher`` decides whether a stored fact states a gold fact (default:
     :func:`memlab.eval.matchers.default_matcher`). With ``embedding_duplicates``, rows also
     get ``dup_embedding``: facts whose embedding is
-    close to an earlier fact's (see :mod:`memlab.eval.embeddings`).
+    close to an earlier fact's (see :mod:`memlab.eval.embeddings`). Rows also carry the
+    session's memory operations (:mod:`memlab.eval.operations`) and, with ``injections``
+    (the replay's audits), what reached the next session's agent
+    (:mod:`memlab.eval.injection_audit`). ``start`` (a fork's session) drops the rows of
+    earlier sessions, whose labels still count.
     """
     matcher = matcher if matcher is not None else default_matcher()
-    gold: dict[str, str] = {}
-    retracted: set[str] = set()
-    forbidden: list[str] = []
-    rows: list[dict[str, Any]] = []
     if len(snapshots) != len(owner.sessions):
         raise ValueError(
             f"owner {owner.user_id!r}: {len(snapshots)} memory snapshots for "
             f"{len(owner.sessions)} sessions; the replay does not belong to this dataset"
         )
+    operations = score_operations(
+        owner,
+        calls,
+        matcher.covers,
+        start=start,
+        start_memory=snapshots[start - 1] if start > 0 else None,
+    )
+    labels_so_far = _LabelsSoFar()
+    rows: list[dict[str, Any]] = []
     for index, (session, snapshot) in enumerate(zip(owner.sessions, snapshots, strict=True)):
-        labels = session.labels
-        for fact in labels.facts:
-            gold[fact.id] = fact.content
-        retracted.update(labels.retracts)
-        forbidden.extend(s.casefold() for s in labels.must_not_store)
-        stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
-        active = {gid: text for gid, text in gold.items() if gid not in retracted}
-        covered = {
-            gid for gid, text in active.items() if any(matcher.covers(s, text) for s in stored)
-        }
-        precise = sum(1 for s in stored if any(matcher.covers(s, t) for t in active.values()))
-        held = sum(
-            1
-            for gid in retracted
-            if gid in gold and any(matcher.covers(s, gold[gid]) for s in stored)
-        )
-        bad = sum(1 for s in stored if any(f and f in s.casefold() for f in forbidden))
-        dups = count_duplicates(stored)
+        labels_so_far.add(session)
+        if index < start:
+            continue
+        row = _state_row(owner, index, snapshot, labels_so_far, matcher, embedding_duplicates)
         session_calls = [c for c in calls if c.get("session_index") == index]
-        row: dict[str, Any] = {
-            "user_id": owner.user_id,
-            "session_index": index,
-            "thread_id": session.thread_id,
-            "noise": labels.noise,
-            "tags": ",".join(labels.tags),
-            "facts": len(stored),
-            "gold_active": len(active),
-            "gold_covered": len(covered),
-            "stored_precise": precise,
-            "recall": len(covered) / len(active) if active else float("nan"),
-            "precision": precise / len(stored) if stored else float("nan"),
-            "retracted_held": held,
-            "gold_retracted": sum(1 for gid in retracted if gid in gold),
-            "forbidden_stored": bad,
-            "dup_exact": dups.exact,
-            "dup_normalized": dups.normalized,
-            "dup_near": dups.near,
-            **(
-                {"dup_embedding": embedding_duplicates.count(stored)}
-                if embedding_duplicates is not None
-                else {}
-            ),
-            "agent_runs": agent_runs[index] if index < len(agent_runs) else 0,
-            "llm_calls": len(session_calls),
-        }
+        row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
+        row["llm_calls"] = len(session_calls)
         for key in ("added", "removed", "evicted", "skipped_below_threshold", "skipped_duplicate"):
             row[key] = sum(int(c.get(f"n_{key}", 0) or 0) for c in session_calls)
+        if operations is not None:
+            row.update(operations[index])
+        audit = injections[index] if injections is not None and index < len(injections) else None
+        active = labels_so_far.active()
+        row.update(injection_counts(audit, snapshot, active, matcher.covers))
         rows.append(row)
     return rows
+
+
+def replay_rows(
+    owner: Owner,
+    record: Mapping[str, Any],
+    *,
+    matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`session_rows` of an owner record (``lanes/<lane>/owners/<user>.json``)."""
+    fork = record.get("fork")
+    return session_rows(
+        owner,
+        record.get("snapshots", []),
+        record.get("calls", []),
+        record.get("agent_runs", []),
+        matcher=matcher,
+        embedding_duplicates=embedding_duplicates,
+        injections=record.get("injections"),
+        start=int(fork.get("at_session", 0)) if isinstance(fork, Mapping) else 0,
+    )
+
+
+class _LabelsSoFar:
+    """Gold facts revealed, retracted and forbidden strings up to the current session."""
+
+    def __init__(self) -> None:
+        self.gold: dict[str, str] = {}
+        self.retracted: set[str] = set()
+        self.forbidden: list[str] = []
+
+    def add(self, session: Session) -> None:
+        labels = session.labels
+        for fact in labels.facts:
+            self.gold[fact.id] = fact.content
+        self.retracted.update(labels.retracts)
+        self.forbidden.extend(s.casefold() for s in labels.must_not_store)
+
+    def active(self) -> dict[str, str]:
+        return {gid: text for gid, text in self.gold.items() if gid not in self.retracted}
+
+
+def _state_row(
+    owner: Owner,
+    index: int,
+    snapshot: Mapping[str, Any],
+    so_far: _LabelsSoFar,
+    matcher: FactMatcher,
+    embedding_duplicates: EmbeddingDuplicates | None,
+) -> dict[str, Any]:
+    """The memory state after session ``index`` scored against the labels so far."""
+    session = owner.sessions[index]
+    gold, retracted = so_far.gold, so_far.retracted
+    stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
+    active = so_far.active()
+    covered = {gid for gid, text in active.items() if any(matcher.covers(s, text) for s in stored)}
+    precise = sum(1 for s in stored if any(matcher.covers(s, t) for t in active.values()))
+    held = sum(
+        1 for gid in retracted if gid in gold and any(matcher.covers(s, gold[gid]) for s in stored)
+    )
+    bad = sum(1 for s in stored if any(f and f in s.casefold() for f in so_far.forbidden))
+    dups = count_duplicates(stored)
+    return {
+        "user_id": owner.user_id,
+        "session_index": index,
+        "thread_id": session.thread_id,
+        "noise": session.labels.noise,
+        "tags": ",".join(session.labels.tags),
+        "facts": len(stored),
+        "gold_active": len(active),
+        "gold_covered": len(covered),
+        "stored_precise": precise,
+        "recall": len(covered) / len(active) if active else float("nan"),
+        "precision": precise / len(stored) if stored else float("nan"),
+        "retracted_held": held,
+        "gold_retracted": sum(1 for gid in retracted if gid in gold),
+        "forbidden_stored": bad,
+        "dup_exact": dups.exact,
+        "dup_normalized": dups.normalized,
+        "dup_near": dups.near,
+        **(
+            {"dup_embedding": embedding_duplicates.count(stored)}
+            if embedding_duplicates is not None
+            else {}
+        ),
+    }
 
 
 def _price(model: object, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
@@ -158,6 +229,7 @@ _FINAL_COUNTS = (
     "dup_normalized",
     "dup_near",
     "dup_embedding",
+    "gold_regret",
 )
 _SESSION_COUNTS = (
     "agent_runs",
@@ -166,6 +238,8 @@ _SESSION_COUNTS = (
     "evicted",
     "skipped_below_threshold",
     "skipped_duplicate",
+    *OPERATION_COUNTS,
+    *INJECTION_COUNTS,
 )
 _CALL_COUNTS = (
     "llm_calls",
@@ -222,10 +296,30 @@ def owner_counts(
     counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
     counts = counts.join(_call_counts(calls, unit, prices)).fillna({c: 0 for c in _CALL_COUNTS})
     counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
+    counts = _f1_counts(counts)
     if nested:
         counts = counts.groupby(["lane_id", cluster], sort=False).mean()
     # Sorted, so that resampling draws the same owners whatever the order of the rows.
     return counts.sort_index()
+
+
+def _f1_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """``op_*_f1_num`` = 2 correct and ``op_*_f1_den`` = 2 correct + false ops + missed.
+
+    Their ratio of sums is the harmonic mean of the micro-averaged precision and recall, so
+    F1 is a ratio like every other rate (and gets a bootstrap interval).
+    """
+    if "op_adds_correct" not in counts.columns:
+        return counts
+    add_false = counts["op_adds_spurious"] + counts["op_adds_redundant"]
+    counts["op_adds_judged"] = counts["op_adds_correct"] + add_false
+    counts["op_removals_judged"] = counts["op_removals_correct"] + counts["op_removals_wrong"]
+    for kind, false in (("adds", add_false), ("removals", counts["op_removals_wrong"])):
+        short = "add" if kind == "adds" else "remove"
+        correct = counts[f"op_{kind}_correct"]
+        counts[f"op_{short}_f1_num"] = 2 * correct
+        counts[f"op_{short}_f1_den"] = 2 * correct + false + counts[f"op_{kind}_missed"]
+    return counts
 
 
 def _call_counts(

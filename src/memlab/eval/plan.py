@@ -20,9 +20,9 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlab._version import __version__
 from memlab.backends.base import Backend, GenerationParams
@@ -39,6 +39,10 @@ from memlab.core.updater import MemoryUpdater
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.injection_audit import policy_identity
+
+if TYPE_CHECKING:  # fork builds on this module's hash
+    from memlab.eval.fork import Fork
 
 __all__ = [
     "BackendFactory",
@@ -50,6 +54,7 @@ __all__ = [
     "check_grid",
     "dataset_path",
     "identity_changes",
+    "injection_identity",
     "parse_options_for",
     "prompt_registry",
     "registry_backend",
@@ -188,6 +193,8 @@ class ResolvedLane:
         identity: Everything the replay depends on besides the owner's data (see the module
             docstring); JSON-ready.
         lane_id: ``<readable config>-<8 hex of the identity hash>``.
+        fork: Where each owner's replay starts when the grid forks (see
+            :mod:`memlab.eval.fork`); ``None``: from an empty memory.
     """
 
     config: LaneConfig
@@ -195,6 +202,7 @@ class ResolvedLane:
     parse_options: ParseOptions
     identity: dict[str, Any]
     lane_id: str
+    fork: Fork | None = field(default=None, compare=False, repr=False)
 
     @property
     def identity_hash(self) -> str:
@@ -247,9 +255,12 @@ def build_updater(
 
 
 def resolve_lanes(
-    grid: Grid, registry: PromptRegistry, backends: LaneBackends
+    grid: Grid, registry: PromptRegistry, backends: LaneBackends, fork: Fork | None = None
 ) -> list[ResolvedLane]:
     """Resolve every lane of ``grid``; the first unresolvable name raises.
+
+    ``fork`` (loaded by :func:`memlab.eval.fork.load_fork`) makes every lane start from the
+    reference memory; its run, lane, session and snapshot hashes enter each identity.
 
     Raises:
         GridError: Naming the key (e.g. ``axes.merge[1]``), its line and the known choices.
@@ -284,9 +295,38 @@ def resolve_lanes(
             },
             "replay_mode": grid.replay_mode,
         }
+        injection = injection_identity(grid, config)
+        if injection != _injection_values(LaneConfig.model_validate({}), {"name": "confidence"}):
+            # Left out at the defaults: lanes recorded before these settings keep their ids.
+            identity["injection"] = injection
+        if fork is not None:
+            identity["fork"] = fork.identity()
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
-        lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id))
+        lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id, fork))
     return lanes
+
+
+def injection_identity(grid: Grid, config: LaneConfig) -> dict[str, Any]:
+    """The injection settings a replay's audit depends on (the embedder's too, when used).
+
+    Raises:
+        GridError: At the policy, when it needs the embeddings extra and it is missing.
+    """
+    try:
+        policy = policy_identity(config.injection_policy)
+    except MemlabError as exc:
+        key = _key_of(grid, "injection_policy", config.injection_policy)
+        raise grid.error(key, str(exc)) from None
+    return _injection_values(config, policy)
+
+
+def _injection_values(config: LaneConfig, policy: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "enabled": config.injection_enabled,
+        "max_tokens": config.max_injection_tokens,
+        "token_counting": config.token_counting,
+        "policy": policy,
+    }
 
 
 def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
@@ -379,6 +419,8 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("merge",), "merge strategy or parameters changed"),
     (("backend",), "backend model changed"),
     (("memory",), "memory settings changed"),
+    (("injection",), "injection settings changed"),
+    (("fork",), "fork source changed"),
     (("replay_mode",), "replay mode changed"),
     (("memlab",), "memlab version changed"),
 )

@@ -11,7 +11,13 @@ session, no debounce effects).
 
 Memory snapshots: in ``debounce`` mode the snapshot for a session is taken just before the next
 session starts (the memory the user returns to) and after the final timers for the last one;
-in ``per_session`` mode right after the flush.
+in ``per_session`` mode right after the flush. With each snapshot but the last, the replay
+audits what the next session's agent would receive from that memory under the lane's
+injection settings (see :mod:`memlab.eval.injection_audit`).
+
+A lane whose grid forks (:mod:`memlab.eval.fork`) starts each owner at the fork's session from
+the reference memory: earlier sessions are not played, and their snapshots are the
+reference's.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.datasets.models import Owner, Session
+from memlab.eval.fork import ForkStart
 from memlab.eval.grid import ReplayMode
+from memlab.eval.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.eval.plan import ResolvedLane, build_updater
 
 __all__ = ["OwnerReplay", "replay_owner"]
@@ -50,6 +58,11 @@ class OwnerReplay:
         agent_runs: Agent runs seen by the middleware per session (updates requested).
         coalesced: Updates the debounce merged into a later one (LLM calls saved).
         final_memory: The memory document at the end.
+        injections: Per session, what the next session's agent would receive from the
+            snapshot (:func:`~memlab.eval.injection_audit.audit_injection`); ``None`` for
+            the last session and for sessions before a fork.
+        fork: The fork this replay started from (run, lane, session, snapshot hash), or
+            ``None`` for a replay from an empty memory.
     """
 
     user_id: str
@@ -58,6 +71,8 @@ class OwnerReplay:
     agent_runs: list[int] = field(default_factory=list)
     coalesced: int = 0
     final_memory: dict[str, Any] = field(default_factory=dict)
+    injections: list[dict[str, Any] | None] = field(default_factory=list)
+    fork: dict[str, Any] | None = None
 
 
 def replay_owner(
@@ -71,7 +86,8 @@ def replay_owner(
 ) -> OwnerReplay:
     """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
 
-    A replay always starts from an empty memory; ids and timestamps come from the id generator
+    A replay starts from an empty memory (or, when the lane forks, from the reference memory
+    at the fork's session); ids and timestamps come from the id generator
     seeded by the lane's grid point and the virtual clock, so the same dataset and lane build
     byte-identical prompts (and hit the response cache). The lane's memory lives in memory
     while the replay runs (no other process shares it, and every update would otherwise
@@ -106,17 +122,28 @@ class _Replayer:
         sample: int,
     ) -> None:
         config = lane.config
-        self.scheduler = scheduler = VirtualScheduler(owner.sessions[0].started_at)
+        self.sessions = owner.sessions
+        self.out = OwnerReplay(user_id=owner.user_id)
+        start = self._fork_start(lane, owner.user_id)
+        self.first = len(start.snapshots) if start is not None else 0
+        self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
         self.memory_config = MemoryConfig(
             debounce_seconds=config.debounce_seconds,
             max_facts=config.max_facts,
             fact_confidence_threshold=config.fact_confidence_threshold,
             storage_path=str(store_path),
+            injection_enabled=config.injection_enabled,
+            max_injection_tokens=config.max_injection_tokens,
+            token_counting=config.token_counting,
         )
+        self.policy = config.injection_policy
+        self.embedder = policy_embedder(self.policy)
         store_path.parent.mkdir(parents=True, exist_ok=True)
         store_path.unlink(missing_ok=True)
         self.store_path = store_path
-        self.storage = InMemoryStorage(clock=scheduler.now)
+        self.storage = InMemoryStorage(
+            start.memory if start is not None else None, clock=scheduler.now
+        )
         # A scratch file rebuilt on every replay: atomic writes, but no fsync.
         self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
         self.updater = build_updater(
@@ -132,13 +159,25 @@ class _Replayer:
         self.replay_mode = replay_mode
         self.debounce_seconds = config.debounce_seconds
         self.session_of = {s.thread_id: i for i, s in enumerate(owner.sessions)}
-        self.out = OwnerReplay(user_id=owner.user_id)
         self.queue = MemoryUpdateQueue(
             self.process, scheduler=scheduler, config_provider=self.config
         )
         self.middleware = MemoryMiddleware(
             queue_provider=lambda: self.queue, config_provider=self.config
         )
+
+    def _fork_start(self, lane: ResolvedLane, user_id: str) -> ForkStart | None:
+        """The fork's start for ``user_id``; the sessions before it take the reference's
+        snapshots (no agent runs, no audits)."""
+        if lane.fork is None:
+            return None
+        start = lane.fork.start(user_id)
+        skipped = len(start.snapshots)
+        self.out.snapshots = [dict(s) for s in start.snapshots]
+        self.out.agent_runs = [0] * skipped
+        self.out.injections = [None] * skipped
+        self.out.fork = lane.fork.record(user_id)
+        return start
 
     def config(self) -> MemoryConfig:
         return self.memory_config
@@ -152,7 +191,19 @@ class _Replayer:
         return result.saved
 
     def snapshot(self) -> None:
-        self.out.snapshots.append(self.storage.load())  # a private copy
+        memory = self.storage.load()  # a private copy
+        self.out.snapshots.append(memory)
+        upcoming = len(self.out.snapshots)
+        audit = None
+        if upcoming < len(self.sessions):
+            audit = audit_injection(
+                memory,
+                self.memory_config,
+                self.policy,
+                next_query(self.sessions[upcoming]),
+                self.embedder,
+            )
+        self.out.injections.append(audit)
 
     def write_store_file(self, memory: dict[str, Any]) -> None:
         now = parse_utc(memory.get("lastUpdated")) or self.scheduler.now()
@@ -171,8 +222,10 @@ class _Replayer:
     def run(self, sessions: Sequence[Session]) -> None:
         debounce = self.replay_mode == "debounce"
         for index, session in enumerate(sessions):
+            if index < self.first:
+                continue  # before the fork: the reference's memory stands in
             self.move_to(session.started_at)
-            if index > 0 and debounce:
+            if index > self.first and debounce:
                 self.snapshot()  # the memory the user returns to
             self.out.agent_runs.append(self.play(session))
             if not debounce:

@@ -31,7 +31,7 @@ from memlab.errors import MemlabError
 from memlab.eval.judge import LLMJudgeMatcher
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher, matcher_name
-from memlab.eval.metrics import session_rows, summarize
+from memlab.eval.metrics import replay_rows, summarize
 from memlab.eval.run import Run, load_run, record_path, refresh_manifest, write_jsonl
 
 __all__ = ["RescoreError", "matcher_record", "rescore", "score_sessions"]
@@ -96,13 +96,7 @@ def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for replay in _replays(run):
         tag = {"sample": replay.sample} if repeated else {}
-        for row in session_rows(
-            replay.owner,
-            replay.record["snapshots"],
-            replay.record.get("calls", []),
-            replay.record.get("agent_runs", []),
-            matcher=matcher,
-        ):
+        for row in replay_rows(replay.owner, replay.record, matcher=matcher):
             key = (replay.lane_id, row["user_id"], row["session_index"], replay.sample)
             rows.append({"lane_id": replay.lane_id, **row, **tag, **kept.get(key, {})})
     return rows

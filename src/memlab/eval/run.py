@@ -77,6 +77,7 @@ class RunError(MemlabError, ValueError):
 def flatten_call(record: dict[str, Any], lane_id: str, user_id: str) -> dict[str, Any]:
     """Flatten an update record into a call-table row (parse fields become columns)."""
     row = {"lane_id": lane_id, "user_id": user_id, **record}
+    row.pop("applied", None)  # fact-level bookkeeping stays in the owner records
     parse = row.pop("parse", None) or {}
     row["parse_ok"] = bool(parse.get("ok", False))
     row["parse_rung"] = parse.get("rung")

@@ -27,7 +27,7 @@ import platform
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -58,10 +58,11 @@ from memlab.eval.executors import (
     is_dask_client,
     parse_executor,
 )
-from memlab.eval.grid import Grid, LaneConfig
+from memlab.eval.fork import load_fork
+from memlab.eval.grid import ForkSpec, Grid, LaneConfig
 from memlab.eval.matchers import default_matcher
 from memlab.eval.matching import FactMatcher
-from memlab.eval.metrics import session_rows
+from memlab.eval.metrics import replay_rows
 from memlab.eval.plan import (
     BackendFactory,
     LaneBackends,
@@ -91,6 +92,10 @@ from memlab.eval.run import (
 __all__ = ["IncompleteSweepError", "SweepPlan", "plan_sweep", "sweep"]
 
 logger = logging.getLogger(__name__)
+
+RECORD_FORMAT = 2
+"""Version of what an owner record holds (2: call records keep the merge's fact bookkeeping).
+Part of every record's fingerprint, so records of an older layout are replayed, not reused."""
 
 _PACKAGES = ("memlab", "openai", "llama-cpp-python", "pydantic", "jsonschema", "pandas")
 
@@ -165,14 +170,18 @@ def plan_sweep(
     backend_factory: BackendFactory | None = None,
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
 ) -> SweepPlan:
     """Resolve a sweep without running it (see :func:`sweep` for the arguments).
 
     Raises:
-        GridError: An unknown or invalid name in the grid, located by key and line.
+        GridError: An unknown or invalid name in the grid, located by key and line; a fork
+            whose reference run, lane or session does not fit.
         UnsafeNameError: A run name or user id that cannot be a file name.
         DatasetError: The dataset is invalid.
     """
+    if fork is not None:
+        grid = grid.model_copy(update={"fork": ForkSpec.model_validate(fork)})
     data_file = dataset_path(grid, dataset)
     owners = _select_owners(load_dataset(data_file), grid)
     name = safe_component(run_name or grid.name, "run name")
@@ -183,7 +192,11 @@ def plan_sweep(
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
     )
-    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends)
+    fork_start = load_fork(grid, owners)
+    if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
+        resolved = fork_start.spec.model_copy(update={"run": str(fork_start.run_path.resolve())})
+        grid = grid.model_copy(update={"fork": resolved})
+    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, fork_start)
     plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
     plan.predecessors = _predecessors(run_path, lanes)
     return plan
@@ -206,6 +219,7 @@ def sweep(
     embedding_duplicates: EmbeddingDuplicates | None = None,
     resume: bool = True,
     allow_incomplete: bool = False,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -238,6 +252,10 @@ def sweep(
             directory first (a notebook re-executed top to bottom starts clean).
         allow_incomplete: Return a run some of whose replays had backend errors instead of
             raising :class:`IncompleteSweepError`.
+        fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
+            :class:`~memlab.eval.grid.ForkSpec`): start every lane's session ``K`` from the
+            reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
+            (see :mod:`memlab.eval.fork`).
     """
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
@@ -251,6 +269,7 @@ def sweep(
         backend_factory=backend_factory,
         cache_dir=cache_dir,
         cache_mode=cache_mode,
+        fork=fork,
     )
     _prepare_run_dir(plan, Path(runs_dir), resume)
     outcomes = _execute(plan, executor, max_workers, progress)
@@ -373,7 +392,14 @@ class _Job:
 def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Job | _Outcome:
     """The replay to run, or the outcome of reusing the record an earlier sweep wrote."""
     owner_sha = _owner_sha(owner)
-    fingerprint = canonical_hash({"lane": lane.identity_hash, "owner": owner_sha, "sample": sample})
+    fingerprint = canonical_hash(
+        {
+            "lane": lane.identity_hash,
+            "owner": owner_sha,
+            "sample": sample,
+            "record_format": RECORD_FORMAT,
+        }
+    )
     old = _read_record(plan.record_path(lane, owner, sample))
     done = old is not None and old.get("fingerprint") == fingerprint and old.get("complete")
     if done:
@@ -568,13 +594,8 @@ def _score(
             calls.extend(
                 {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
             )
-            rows = session_rows(
-                owner,
-                replay.snapshots,
-                replay.calls,
-                replay.agent_runs,
-                matcher=matcher,
-                embedding_duplicates=embedding_duplicates,
+            rows = replay_rows(
+                owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
             )
             sessions.extend({"lane_id": lane.lane_id, **row, **tag} for row in rows)
     return calls, sessions

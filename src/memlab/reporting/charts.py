@@ -20,9 +20,12 @@ from memlab.eval.run import Run
 
 __all__ = [
     "duplication_chart",
+    "eviction_regret_chart",
     "fact_growth_chart",
+    "injection_coverage_chart",
     "operating_curve_chart",
     "parse_failure_chart",
+    "stale_survival_chart",
     "tokens_chart",
     "violation_heatmap",
 ]
@@ -168,9 +171,10 @@ def fact_growth_chart(run: Run) -> Figure:
         )
         caps.add(run.lanes[lane_id].max_facts)
     # The cap is always drawn: how far the curves stay below it is part of the story.
+    first = int(sessions["session_index"].min()) + 1  # a forked run starts later
     for cap in sorted(caps):
         ax.axhline(cap, linestyle="--", color="grey", linewidth=1)
-        ax.text(1, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
+        ax.text(first, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
     ax.set_ylim(bottom=0)
     top = float(sessions["facts"].max() or 0)
     if top == 0:
@@ -273,6 +277,118 @@ def _interval_cross(ax: Axes, group: pd.DataFrame, color: str) -> None:
                 capsize=0,
                 color=color,
             )
+
+
+def eviction_regret_chart(run: Run) -> Figure:
+    """Share of active gold facts lost to ``max_facts`` or the threshold, per configuration.
+
+    Shown beside the growth curves: the price of a tighter cap or a higher threshold. Bars
+    carry 95% intervals; the labels count the gold facts the cap evicted and the threshold
+    rejected over all sessions.
+    """
+    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    summary = run.summary
+    if "eviction_regret" not in summary.columns or summary["eviction_regret"].isna().all():
+        return _empty(fig, "no eviction regret measured (no labeled facts, or an older run)")
+    ax = fig.subplots()
+    lanes = list(summary.index)
+    values = summary["eviction_regret"].fillna(0).to_numpy(dtype=float)
+    x = np.arange(len(lanes))
+    ax.bar(x, values, color="#c97c5d")
+    where, below, above = _error_spans(summary, lanes, "eviction_regret", list(values))
+    if len(where):
+        _error_bars(ax, x[where], values[where], (below, above))
+    events = run.sessions.groupby("lane_id")[["gold_evicted", "gold_below_threshold"]].sum()
+    for i, lane_id in enumerate(lanes):
+        cap, low = events.loc[lane_id] if lane_id in events.index else (0, 0)
+        ax.text(i, values[i], f"{values[i]:.0%}\ncap {int(cap)}, thr {int(low)}",
+                ha="center", va="bottom", fontsize=7)  # fmt: skip
+    ax.set_xticks(x, _labels(run, lanes), rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, max(1.0, float(values.max()) * 1.2))
+    ax.set_ylabel("active gold lost to cap or threshold (bars: 95% interval)")
+    ax.set_title("Eviction regret")
+    return fig
+
+
+def stale_survival_chart(run: Run) -> Figure:
+    """How many sessions each retracted fact stayed in memory, per configuration.
+
+    Bars count retracted gold facts (held when their retraction came) by the sessions they
+    survived; hatched parts were still held when the replay ended (censored).
+    """
+    fig = Figure(figsize=(8, 4.2), layout="constrained")
+    episodes = _stale_episodes(run)
+    if episodes.empty:
+        return _empty(fig, "no retracted fact was held in this run")
+    ax = fig.subplots()
+    lanes = [lane for lane in run.lanes if lane in set(episodes["lane_id"])]
+    top = int(episodes["sessions"].max())
+    x = np.arange(top + 1)
+    width = 0.8 / len(lanes)
+    colors = _palette(len(lanes))
+    for k, lane_id in enumerate(lanes):
+        mine = episodes[episodes["lane_id"] == lane_id]
+        removed = np.bincount(mine.loc[~mine["censored"], "sessions"], minlength=top + 1)
+        held = np.bincount(mine.loc[mine["censored"], "sessions"], minlength=top + 1)
+        positions = x + (k - (len(lanes) - 1) / 2) * width
+        mean = float(mine["sessions"].mean())
+        label = f"{run.label(lane_id)} (mean {mean:.2f})"
+        ax.bar(positions, removed, width, color=colors[k], label=label)
+        ax.bar(positions, held, width, bottom=removed, color=colors[k], hatch="//", alpha=0.5)
+    ax.set_xticks(x, [str(v) for v in x])
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("sessions a retracted fact stayed in memory (hatched: still held at the end)")
+    ax.set_ylabel("retracted gold facts")
+    ax.set_title("Stale survival after a retraction")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _stale_episodes(run: Run) -> pd.DataFrame:
+    """One row per (lane, owner, retracted fact): sessions survived and whether censored."""
+    sessions = run.sessions
+    if "stale_detail" not in sessions.columns:
+        return pd.DataFrame(columns=["lane_id", "sessions", "censored"])
+    rows = [
+        {"lane_id": lane_id, "sessions": int(e["sessions"]), "censored": bool(e["censored"])}
+        for lane_id, detail in zip(sessions["lane_id"], sessions["stale_detail"], strict=True)
+        if isinstance(detail, list)
+        for e in detail
+    ]
+    return pd.DataFrame(rows, columns=["lane_id", "sessions", "censored"])
+
+
+def injection_coverage_chart(run: Run) -> Figure:
+    """Share of active gold facts in the next session's injected memory, by token budget.
+
+    One line per combination of the other varying settings (e.g. the injection policy), with
+    95% intervals.
+    """
+    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    column = "injected_gold_coverage"
+    summary = run.summary
+    if column not in summary.columns or summary[column].isna().all():
+        return _empty(fig, "no injection audit in this run (no next session, or an older run)")
+    summary = summary.dropna(subset=[column])
+    ax = fig.subplots()
+    keys = [k for k in run.grid.varying() if k != "max_injection_tokens"]
+    groups = summary.groupby(keys) if keys else [((), summary)]
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+        group = group.sort_values("max_injection_tokens")
+        xs = group["max_injection_tokens"].to_numpy(dtype=float)
+        ys = group[column].to_numpy(dtype=float)
+        (line,) = ax.plot(xs, ys, marker="o", label=label)
+        where, below, above = _error_spans(group, list(group.index), column, list(ys))
+        if len(where):
+            _error_bars(ax, xs[where], ys[where], (below, above), color=to_hex(line.get_color()))
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("max_injection_tokens")
+    ax.set_ylabel("active gold facts injected (bars: 95% interval)")
+    ax.set_title("What reaches the agent: injected gold coverage")
+    ax.legend(fontsize=7)
+    return fig
 
 
 def tokens_chart(run: Run) -> Figure:

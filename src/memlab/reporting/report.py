@@ -25,6 +25,9 @@ from memlab.eval.calibration import calibration_of
 from memlab.eval.run import Run
 from memlab.reporting import charts
 from memlab.reporting.markdown import md_code_block, md_escape
+from memlab.reporting.operations import OperationsSection, operations_section
+from memlab.reporting.operations import section_html as operations_html
+from memlab.reporting.operations import section_markdown as operations_markdown
 from memlab.reporting.prompt_changes import (
     prompt_changes,
     prompt_changes_html,
@@ -40,6 +43,7 @@ from memlab.reporting.tables import (
     compare_table,
     config_table,
     fact_diff,
+    metric_cells,
     metrics_in,
     worst_failures,
 )
@@ -48,14 +52,17 @@ __all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"
 
 logger = logging.getLogger(__name__)
 
-CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
-    ("Parse outcome", charts.parse_failure_chart),
-    ("Schema violations", charts.violation_heatmap),
-    ("Fact growth", charts.fact_growth_chart),
-    ("Duplication", charts.duplication_chart),
-    ("Operating curve", charts.operating_curve_chart),
-    ("Tokens per update", charts.tokens_chart),
+CHARTS: tuple[tuple[str, tuple[Callable[[Run], Figure], ...]], ...] = (
+    ("Parse outcome", (charts.parse_failure_chart,)),
+    ("Schema violations", (charts.violation_heatmap,)),
+    ("Fact growth and eviction regret", (charts.fact_growth_chart, charts.eviction_regret_chart)),
+    ("Duplication", (charts.duplication_chart,)),
+    ("Operating curve", (charts.operating_curve_chart,)),
+    ("Stale facts after a retraction", (charts.stale_survival_chart,)),
+    ("Injected memory coverage by budget", (charts.injection_coverage_chart,)),
+    ("Tokens per update", (charts.tokens_chart,)),
 )
+"""The report's charts by title; charts that share a title are shown side by side."""
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
@@ -71,6 +78,14 @@ img{max-width:100%;border:1px solid #eee} .muted{color:#777}
 .scroll{overflow-x:auto;max-width:100%} .scroll td{max-width:16rem;overflow-wrap:break-word}
 .intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.5rem 1rem}
 """
+
+
+@dataclass(frozen=True)
+class _Sections:
+    """The computed sections between the metric table and the charts."""
+
+    stats: StatisticsSection
+    operations: OperationsSection | None
 
 
 @dataclass(frozen=True)
@@ -141,29 +156,6 @@ def _matcher_notes(run: Run) -> list[str]:
     return notes
 
 
-def _metric_cells(table: pd.DataFrame, markdown: bool) -> list[list[str]]:
-    rows = []
-    for i in range(len(table)):
-        cells = []
-        for metric in metrics_in(table):
-            value = table[metric.column].iloc[i]
-            text = metric.fmt(value)
-            delta = table[f"{metric.column}_delta"].iloc[i]
-            if i > 0 and pd.notna(delta) and delta != 0:
-                sign = "+" if delta > 0 else "-"
-                shown = metric.fmt(abs(delta))
-                text += (
-                    f" ({sign}{shown})"
-                    if markdown
-                    else f' <span class="delta">{sign}{shown}</span>'
-                )
-            if bool(table[f"{metric.column}_best"].iloc[i]) and len(table) > 1:
-                text = f"**{text}** ★" if markdown else f"{text} ★"
-            cells.append(text)
-        rows.append(cells)
-    return rows
-
-
 def simulated_note(runs: Sequence[Run]) -> str:
     """A sentence naming the lanes that replay the simulated model ("" when none do)."""
     count = sum(is_simulated(lane.backend) for run in runs for lane in run.lanes.values())
@@ -197,7 +189,7 @@ def build_report(
     metrics = compare_table(runs)
     failures = worst_failures(runs)
     diff, diff_title = _diff(runs)
-    stats = statistics_section(runs)
+    stats = _Sections(statistics_section(runs), operations_section(runs))
     generated = utc_iso(datetime.now(UTC))
 
     html = _html(
@@ -234,7 +226,7 @@ def _html(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
-    stats: StatisticsSection,
+    stats: _Sections,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -253,7 +245,7 @@ def _html(
         "</div>",
         "<h2>Metrics</h2>",
     ]
-    cells = _metric_cells(metrics, markdown=False)
+    cells = metric_cells(metrics, metrics_in(metrics), markdown=False)
     head = "<th>run</th><th>configuration</th>" + "".join(
         f"<th>{escape(m.title)}</th>" for m in metrics_in(metrics)
     )
@@ -272,15 +264,18 @@ def _html(
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
     for note in _measure_notes(runs):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
-    parts += section_html(stats)
+    parts += section_html(stats.stats)
+    parts += operations_html(stats.operations)
     parts.append(prompt_changes_html(prompt_changes(runs, metrics)))
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
-        for chart_title, chart in CHARTS:
-            uri = figure_to_data_uri(chart(run))
-            parts.append(
-                f"<h3>{escape(chart_title)}</h3><img alt='{escape(chart_title)}' src='{uri}'>"
+        for chart_title, row in CHARTS:
+            width = "" if len(row) == 1 else f" style='max-width:{99 // len(row)}%'"
+            images = "".join(
+                f"<img alt='{escape(chart_title)}' src='{figure_to_data_uri(chart(run))}'{width}>"
+                for chart in row
             )
+            parts.append(f"<h3>{escape(chart_title)}</h3>{images}")
     parts.append("<h2>Worst failures</h2>")
     if failures.empty:
         parts.append("<p>No parse failures.</p>")
@@ -325,7 +320,7 @@ def _markdown(
     configs: pd.DataFrame,
     changed: list[str],
     metrics: pd.DataFrame,
-    stats: StatisticsSection,
+    stats: _Sections,
     failures: pd.DataFrame,
     diff: pd.DataFrame,
     diff_title: str,
@@ -344,7 +339,7 @@ def _markdown(
     header = ["run", "configuration", *(m.title for m in metrics_in(metrics))]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
-    for i, cells in enumerate(_metric_cells(metrics, markdown=True)):
+    for i, cells in enumerate(metric_cells(metrics, metrics_in(metrics), markdown=True)):
         lines.append(
             "| "
             + " | ".join(
@@ -360,7 +355,8 @@ def _markdown(
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{md_escape(note)}  " for note in notes), ""]
-    lines += section_markdown(stats)
+    lines += section_markdown(stats.stats)
+    lines += operations_markdown(stats.operations)
     lines += prompt_changes_markdown(prompt_changes(runs, metrics))
     lines += ["## Worst failures", ""]
     if failures.empty:

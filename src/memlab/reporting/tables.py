@@ -14,16 +14,21 @@ from memlab.core.similarity import (
     normalize_text,
 )
 from memlab.datasets.loader import load_dataset
-from memlab.eval.metric_specs import MetricSpec, report_specs
+from memlab.eval.metric_specs import MetricSpec, metric_spec, report_specs
 from memlab.eval.run import Run
 
 __all__ = [
+    "MEMORY_METRICS",
     "METRICS",
+    "OPERATION_METRICS",
     "Metric",
     "compare_table",
     "config_table",
     "fact_diff",
+    "memory_table",
+    "metric_cells",
     "metrics_in",
+    "operations_table",
     "worst_failures",
 ]
 
@@ -37,9 +42,39 @@ METRICS: tuple[MetricSpec, ...] = report_specs()
 """The report's metric table as declared in :data:`memlab.eval.metric_specs.METRIC_SPECS`."""
 
 
-def metrics_in(table: pd.DataFrame) -> list[MetricSpec]:
-    """The report-table metrics that ``table`` (a summary or :func:`compare_table`) has."""
-    return [metric for metric in report_specs() if metric.column in table.columns]
+OPERATION_METRICS: tuple[str, ...] = (
+    "op_add_precision",
+    "op_add_recall",
+    "op_add_f1",
+    "op_adds_correct",
+    "op_adds_missed",
+    "op_adds_redundant",
+    "op_adds_spurious",
+    "op_remove_precision",
+    "op_remove_recall",
+    "op_remove_f1",
+    "op_removals_correct",
+    "op_removals_missed",
+    "op_wrong_removals",
+)
+"""The report's operations table (see :mod:`memlab.eval.operations`)."""
+
+MEMORY_METRICS: tuple[str, ...] = (
+    "stale_sessions_mean",
+    "stale_days_mean",
+    "eviction_regret",
+    "injected_gold_coverage",
+    "injection_tokens_mean",
+    "injection_dropped",
+)
+"""The report's table of stale facts, eviction regret and what reaches the agent."""
+
+
+def metrics_in(table: pd.DataFrame, specs: Sequence[MetricSpec] | None = None) -> list[MetricSpec]:
+    """The metrics of ``specs`` (default: the report's metric table) that ``table`` (a
+    summary or :func:`compare_table`) has."""
+    specs = report_specs() if specs is None else specs
+    return [metric for metric in specs if metric.column in table.columns]
 
 
 def _rows(runs: Sequence[Run]) -> pd.DataFrame:
@@ -88,17 +123,18 @@ def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
     return table, changed
 
 
-def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
+def compare_table(runs: Sequence[Run], specs: Sequence[MetricSpec] | None = None) -> pd.DataFrame:
     """Headline metrics per (run, lane) with deltas against the first row (the baseline).
 
-    Columns: ``run``, ``lane``, then for each metric its value, ``<col>_delta`` and
-    ``<col>_best`` (True where the value is the best of the table).
+    Columns: ``run``, ``lane``, then for each metric of ``specs`` (default: the report's
+    metric table) that the runs have, its value, ``<col>_delta`` and ``<col>_best`` (True
+    where the value is the best of the table).
     """
     rows = _rows(runs)
     if rows.empty:
         return rows
     out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
-    for metric in report_specs():
+    for metric in report_specs() if specs is None else specs:
         if metric.column not in rows.columns:
             continue
         values = pd.to_numeric(rows[metric.column], errors="coerce")
@@ -111,6 +147,43 @@ def compare_table(runs: Sequence[Run]) -> pd.DataFrame:
             best = valid.max() if metric.higher_is_better else valid.min()
         out[f"{metric.column}_best"] = (values == best) if best is not None else False
     return out
+
+
+def metric_cells(
+    table: pd.DataFrame, specs: Sequence[MetricSpec], *, markdown: bool
+) -> list[list[str]]:
+    """Display cells of a :func:`compare_table`: values, deltas against the first row (HTML
+    spans or Markdown text) and the best value's star, one list per row."""
+    rows = []
+    for i in range(len(table)):
+        cells = []
+        for metric in specs:
+            value = table[metric.column].iloc[i]
+            text = metric.fmt(value)
+            delta = table[f"{metric.column}_delta"].iloc[i]
+            if i > 0 and pd.notna(delta) and delta != 0:
+                sign = "+" if delta > 0 else "-"
+                shown = metric.fmt(abs(delta))
+                text += (
+                    f" ({sign}{shown})"
+                    if markdown
+                    else f' <span class="delta">{sign}{shown}</span>'
+                )
+            if bool(table[f"{metric.column}_best"].iloc[i]) and len(table) > 1:
+                text = f"**{text}** ★" if markdown else f"{text} ★"
+            cells.append(text)
+        rows.append(cells)
+    return rows
+
+
+def operations_table(runs: Sequence[Run]) -> pd.DataFrame:
+    """:func:`compare_table` of the operation metrics (:data:`OPERATION_METRICS`)."""
+    return compare_table(runs, [metric_spec(column) for column in OPERATION_METRICS])
+
+
+def memory_table(runs: Sequence[Run]) -> pd.DataFrame:
+    """:func:`compare_table` of stale survival, eviction regret and the injection audit."""
+    return compare_table(runs, [metric_spec(column) for column in MEMORY_METRICS])
 
 
 _FAILURE_COLUMNS = [

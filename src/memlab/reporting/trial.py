@@ -194,6 +194,8 @@ def try_prompt(
             "samples": run.grid.samples,
             "replay_mode": run.grid.replay_mode,
             "base": config.model_dump(mode="json"),
+            # A forked run's trial starts from the same reference memory.
+            "fork": run.grid.fork.model_dump() if run.grid.fork else None,
         },
         source=f"prompt trial on {run.path}",
     )

@@ -1,0 +1,114 @@
+"""Charts of stale survival, eviction regret and injected coverage: the numbers they draw."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import marker_backend, one_turn, update
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from memlab.backends.scripted import ScriptedBackend
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
+from memlab.reporting import charts
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+NURSE = {"id": "nurse", "content": "Works as a nurse in Leeds", "category": "context"}
+CAT = {"id": "cat", "content": "Has a cat named Tom", "category": "context"}
+TEACHER = {"id": "teacher", "content": "Works as a teacher", "category": "correction"}
+REPLIES = {
+    "[m0]": update(("Works as a nurse in Leeds", 0.95), ("Has a cat named Tom", 0.75)),
+    "[m1]": update("Works as a teacher"),  # the nurse fact is never removed
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    tmp: Path = tmp_path_factory.mktemp("memory-charts")
+    day = timedelta(days=1)
+    owner = {
+        "user_id": "ann",
+        "sessions": [
+            one_turn("a-0", T0, "[m0]", facts=[NURSE, CAT]),
+            one_turn("a-1", T0 + day, "[m1]", facts=[TEACHER], retracts=["nurse"]),
+            one_turn("a-2", T0 + 2 * day, "Any tips for my cat Tom?"),
+        ],
+    }
+    data = tmp / "d.jsonl"
+    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    backend = marker_backend(REPLIES)
+    grid = {
+        "name": "memory-charts",
+        "replay_mode": "per_session",
+        "axes": {"fact_confidence_threshold": [0.7, 0.8], "max_injection_tokens": [100, 2000]},
+    }
+    return sweep(
+        data,
+        Grid.from_mapping(grid),
+        runs_dir=tmp / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+def texts(fig: Figure) -> str:
+    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_eviction_regret_bars(run: Run) -> None:
+    fig = charts.eviction_regret_chart(run)
+    heights = [p.get_height() for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+    # thr 0.8 rejects the cat (0.75): 1 of the 2 active gold facts at the end (teacher, cat).
+    expected = [0.5 if c.fact_confidence_threshold == 0.8 else 0.0 for c in run.lanes.values()]
+    assert heights == pytest.approx(expected)
+    # The label counts the rejection (one, in session 0) under each 0.8 lane.
+    assert texts(fig).count("50%\ncap 0, thr 1") == 2
+    assert texts(fig).count("0%\ncap 0, thr 0") == 2
+
+
+def test_stale_survival_bars(run: Run) -> None:
+    fig = charts.stale_survival_chart(run)
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    # Per lane: x = 0, 1, 2 removed (none) then held (the nurse fact, 2 sessions, censored).
+    held = [p.get_height() for p in bars if p.get_hatch() == "//"]
+    assert held == [0, 0, 1] * 4
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert all(text.endswith("(mean 2.00)") for text in legend) and len(legend) == 4
+
+
+def test_injection_coverage_lines(run: Run) -> None:
+    fig = charts.injection_coverage_chart(run)
+    lines = {line.get_label(): line for line in fig.axes[0].lines}
+    # Budgets do not bind for three short facts; the 0.8 threshold keeps the cat out:
+    # after session 0 one of (nurse, cat), after session 1 one of (teacher, cat).
+    assert set(lines) == {"fact_confidence_threshold=0.7", "fact_confidence_threshold=0.8"}
+    for label, coverage in (("0.7", 1.0), ("0.8", 0.5)):
+        line = lines[f"fact_confidence_threshold={label}"]
+        assert list(np.asarray(line.get_xdata())) == [100, 2000]
+        assert list(np.asarray(line.get_ydata())) == pytest.approx([coverage, coverage])
+
+
+def test_memory_charts_on_an_empty_run(tmp_path: Path) -> None:
+    owner = {"user_id": "q", "sessions": [one_turn("q-1", T0, "hi", noise=True)]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    backend = ScriptedBackend([update()])
+    empty = sweep(
+        tmp_path / "q.jsonl",
+        Grid.from_mapping({"name": "q", "replay_mode": "per_session"}),
+        runs_dir=tmp_path / "runs",
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+    for chart in (
+        charts.stale_survival_chart,
+        charts.eviction_regret_chart,
+        charts.injection_coverage_chart,
+    ):
+        assert "no " in texts(chart(empty)), chart.__name__
