@@ -137,3 +137,14 @@ def test_sweep_adds_prompt_files_from_the_command_line(
     assert main(args) == 2
     assert "unknown prompt 'extra'" in capsys.readouterr().err
     assert main([*args, "--prompts", str(prompt)]) == 0
+
+
+def test_run_scores_with_the_matcher_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", "smoke", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    assert main([*args, "--name", "lex", "--matcher", "lexical"]) == 0
+    environment = json.loads((tmp_path / "runs" / "lex" / "environment.json").read_text())
+    assert environment["matcher"]["name"] == "lexical"
+    assert main([*args, "--name", "bad", "--matcher", "nope"]) == 2
+    assert "unknown matcher 'nope'" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from memlab.eval.matchers import MATCHERS, BackendFactory, resolve_matcher
 from memlab.eval.matching import FactMatcher
 from memlab.eval.rescore import rescore
 
-__all__ = ["register"]
+__all__ = ["matcher_from_args", "register"]
 
 _CALIBRATE_EPILOG = """\
 Runs the matcher over the labeled (gold, stored) pairs and prints its agreement with the
@@ -108,7 +108,8 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _matcher(args: argparse.Namespace) -> FactMatcher:
+def matcher_from_args(args: argparse.Namespace) -> FactMatcher:
+    """The matcher ``--matcher`` names; a judge's calls go through ``--cache-dir``."""
     return resolve_matcher(args.matcher, backend_factory=_backend_factory(args))
 
 
@@ -133,7 +134,7 @@ def _list(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     split = None if args.split == "all" else args.split
     pairs = load_pairs(args.pairs, split=split)
-    result = calibrate(_matcher(args), pairs, split=args.split)
+    result = calibrate(matcher_from_args(args), pairs, split=args.split)
     if args.json:
         by_kind = {kind: vars(counts) for kind, counts in sorted(result.by_kind.items())}
         print(json.dumps({**result.summary(), "by_kind": by_kind}, indent=2))
@@ -147,7 +148,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    run = rescore(args.run, _matcher(args))
+    run = rescore(args.run, matcher_from_args(args))
     matcher = run.environment.get("matcher", {})
     columns = ["label", "recall", "precision", "retracted_held", "final_facts"]
     print(run.summary[columns].to_string())

@@ -9,6 +9,7 @@ from typing import Any
 
 from memlab.backends.cache import CacheMode
 from memlab.cli import _args
+from memlab.cli.matching import matcher_from_args
 from memlab.core.prompts import looks_like_path as _looks_like_path
 from memlab.core.prompts import resolve_prompt
 from memlab.eval.embeddings import (
@@ -16,6 +17,7 @@ from memlab.eval.embeddings import (
     WordLlamaEmbedder,
 )
 from memlab.eval.grid import Grid, load_grid
+from memlab.eval.matchers import MATCHERS
 from memlab.eval.sweep import IncompleteSweepError, sweep
 
 __all__ = ["register"]
@@ -93,6 +95,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "refused connections); by default they fail the command and a rerun retries them",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--matcher",
+        default="default",
+        help="fact matcher for recall and precision: " + ", ".join(MATCHERS) + " (default: "
+        "default; a judge's calls are cached in --cache-dir); memlab rescore changes it later",
+    )
     parser.add_argument(
         "--embedding-duplicates",
         action="store_true",
@@ -189,6 +197,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             max_workers=args.workers,
             executor=args.executor,
             progress=not args.no_progress,
+            matcher=matcher_from_args(args),
             embedding_duplicates=embedding_duplicates,
             allow_incomplete=args.allow_incomplete,
         )
