@@ -208,6 +208,10 @@ def register(subparsers: Any) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if not getattr(args, "verbose", 0):
+        # Failed updates are expected here (a 135M model, simulated reply failures) and counted
+        # in the tables below; one warning per update would bury them. -v shows them.
+        logging.getLogger("memlab.core").setLevel(logging.ERROR)
     result = run_demo(
         args.out,
         runs_dir=args.runs_dir,
