@@ -20,10 +20,9 @@ from memlab.backends.cache import (
     CachedBackend,
     CacheError,
     CacheMode,
-    cache_stats,
     entry_path,
-    prune_cache,
 )
+from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.atomic import atomic_write_text, default_file_mode
 from memlab.core.config import ConfigError, MemoryConfig
