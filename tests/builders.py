@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import CompletionRequest
+from memlab.backends.base import Backend, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
 
-__all__ = ["iso", "marker_backend", "one_turn", "resolve_removals", "update"]
+__all__ = [
+    "iso",
+    "marker_backend",
+    "one_turn",
+    "resolve_removals",
+    "sweep_scripted",
+    "update",
+    "write_owners",
+]
 
 
 def iso(moment: datetime) -> str:
@@ -81,3 +93,20 @@ def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
         return resolve_removals(text, prompt)
 
     return ScriptedBackend(function=reply)
+
+
+def write_owners(path: Path, owners: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``owners`` as a JSONL dataset (one owner a line) at ``path``; return ``path``."""
+    path.write_text("".join(json.dumps(owner) + "\n" for owner in owners), encoding="utf-8")
+    return path
+
+
+def sweep_scripted(dataset: Path, grid: Mapping[str, Any], backend: Backend, runs_dir: Path) -> Run:
+    """Sweep ``grid`` over ``dataset`` with ``backend`` answering for every lane (no progress)."""
+    return sweep(
+        dataset,
+        Grid.from_mapping(dict(grid)),
+        runs_dir=runs_dir,
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )

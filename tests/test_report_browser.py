@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import websocket  # websocket-client (dev extra)
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
@@ -67,7 +67,7 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     }
     dataset = tmp / "hostile.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     replies = {
         "[s:1]": update((f"Name is {SCRIPT}", 0.9), (f"Likes {IMG}", 0.8)),
         "[s:2]": f"Sorry! {SCRIPT} {IMG}",  # a failed parse: shown raw in "Worst failures"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import (
@@ -321,7 +321,7 @@ def test_secrets_echoed_by_a_server_reach_no_run_file(
         ],
     }
     dataset = tmp_path / "d.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     run = sweep(
         dataset,
         Grid.from_mapping({"name": "leak", "replay_mode": "per_session"}),
@@ -361,13 +361,9 @@ def test_summary_escapes_title_and_data(tmp_path: Path) -> None:
     backend = marker_backend({"[s]": f"not json {LINK} {IMAGE}"})
     owner = {"user_id": "u1", "sessions": [one_turn("t1", T0, f"hi [s] {LINK} {IMAGE}")]}
     dataset = tmp_path / "d.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
-    run = sweep(
-        dataset,
-        Grid.from_mapping({"name": "md", "replay_mode": "per_session"}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
+    write_owners(dataset, [owner])
+    run = sweep_scripted(
+        dataset, {"name": "md", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
     paths = build_report([run], tmp_path / "report", title=f"Report {LINK} {IMAGE} <b>x</b>")
     markdown = paths.markdown.read_text("utf-8")
