@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from memlab.backends.base import CompletionRequest
+from memlab.backends.base import Backend, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.eval.grid import Grid
+from memlab.eval.run import Run
+from memlab.eval.sweep import sweep
 
-__all__ = ["iso", "marker_backend", "one_turn", "resolve_removals", "update"]
+if TYPE_CHECKING:
+    from memlab.cli.demo import DemoResult
+
+__all__ = [
+    "iso",
+    "locomo_sample",
+    "marker_backend",
+    "one_turn",
+    "resolve_removals",
+    "small_demo",
+    "sweep_scripted",
+    "update",
+    "write_owners",
+]
 
 
 def iso(moment: datetime) -> str:
@@ -81,3 +98,63 @@ def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
         return resolve_removals(text, prompt)
 
     return ScriptedBackend(function=reply)
+
+
+def write_owners(path: Path, owners: Iterable[Mapping[str, Any]]) -> Path:
+    """Write ``owners`` as a JSONL dataset (one owner a line) at ``path``; return ``path``."""
+    path.write_text("".join(json.dumps(owner) + "\n" for owner in owners), encoding="utf-8")
+    return path
+
+
+def sweep_scripted(dataset: Path, grid: Mapping[str, Any], backend: Backend, runs_dir: Path) -> Run:
+    """Sweep ``grid`` over ``dataset`` with ``backend`` answering for every lane (no progress)."""
+    return sweep(
+        dataset,
+        Grid.from_mapping(dict(grid)),
+        runs_dir=runs_dir,
+        backend_factory=lambda spec: backend,
+        progress=False,
+    )
+
+
+def small_demo(tmp: Path, backend: Backend) -> DemoResult:
+    """``memlab demo`` on one owner and two sessions under ``tmp``, ``backend`` answering."""
+    from memlab.cli.demo import run_demo  # the demo imports the whole reporting stack
+
+    return run_demo(
+        tmp / "report",
+        runs_dir=tmp / "runs",
+        cache_dir=tmp / "cache",
+        max_owners=1,
+        max_sessions=2,
+        backend_factory=lambda _spec: backend,
+        progress=False,
+    )
+
+
+def locomo_sample(**changes: Any) -> dict[str, Any]:
+    """A one-session LoCoMo sample (Ann and Bob, one observation) with ``changes`` applied.
+
+    Keys of ``changes`` are dotted paths (``"conversation.session_1.0.speaker"``; list
+    indices are numbers); each sets that value.
+    """
+    sample: dict[str, Any] = {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "9:00 am on 2 March, 2024",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Lisbon."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"},
+            ],
+        },
+        "observation": {"session_1_observation": {"Ann": [["Ann lives in Lisbon", "D1:1"]]}},
+    }
+    for dotted, value in changes.items():
+        target = sample
+        *parents, last = dotted.split(".")
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        target[last] = value
+    return sample

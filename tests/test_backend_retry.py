@@ -10,7 +10,8 @@ import pytest
 from test_backend_openai import FakeServer, chat_body, request
 
 from memlab.backends.base import allow_model_requests
-from memlab.backends.cache import CachedBackend, cache_stats
+from memlab.backends.cache import CachedBackend
+from memlab.backends.cache_admin import cache_stats
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import (
     RetryableError,

@@ -25,11 +25,10 @@ from memlab.backends.cache import (
     CachedBackend,
     CacheMissError,
     CacheMode,
-    cache_stats,
     entry_path,
-    prune_cache,
     request_key,
 )
+from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.backends.scripted import ScriptedBackend

@@ -10,7 +10,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pytest
-from builders import iso, marker_backend, one_turn, update
+from builders import iso, marker_backend, one_turn, sweep_scripted, update, write_owners
 from matplotlib.collections import PatchCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -72,7 +72,7 @@ def write_dataset(path: Path) -> Path:
             one_turn("ann-4", T0 + 3 * day, "Hello [case:schema]", noise=True),
         ],
     }
-    path.write_text(json.dumps(ann) + "\n", encoding="utf-8")
+    write_owners(path, [ann])
     return path
 
 
@@ -112,15 +112,9 @@ def empty_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         ],
     }
     path = tmp / "empty.jsonl"
-    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(path, [owner])
     backend = ScriptedBackend(["unused"])
-    result = sweep(
-        path,
-        Grid.from_mapping({"name": "empty"}),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    result = sweep_scripted(path, {"name": "empty"}, backend, tmp / "runs")
     assert backend.call_count == 0
     return result
 
@@ -275,20 +269,14 @@ def owners_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         for i in range(6)
     ]
     path = tmp / "owners.jsonl"
-    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(path, owners)
     backend = marker_backend(REPLIES)
     grid = {
         "name": "owners",
         "replay_mode": "per_session",
         "axes": {"fact_confidence_threshold": [0.7, 0.8]},
     }
-    return sweep(
-        path,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(path, grid, backend, tmp / "runs")
 
 
 def flat(pairs: list[tuple[float, float]]) -> list[float]:

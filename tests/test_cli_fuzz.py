@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import one_turn
+from builders import locomo_sample, one_turn
 
 import memlab
 from memlab.cli.main import main
@@ -108,26 +108,7 @@ def big_grid(path: Path) -> None:
 
 
 def locomo(**changes: Any) -> str:
-    sample: dict[str, Any] = {
-        "sample_id": "conv-1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bob",
-            "session_1_date_time": "9:00 am on 2 March, 2024",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Lisbon."},
-                {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"},
-            ],
-        },
-        "observation": {"session_1_observation": {"Ann": [["Ann lives in Lisbon", "D1:1"]]}},
-    }
-    for dotted, value in changes.items():
-        target = sample
-        *parents, last = dotted.split(".")
-        for key in parents:
-            target = target[int(key)] if isinstance(target, list) else target[key]
-        target[last] = value
-    return json.dumps([sample])
+    return json.dumps([locomo_sample(**changes)])
 
 
 def cache_entry_for_smoke(sandbox: Path) -> None:

@@ -23,18 +23,16 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from builders import one_turn, update
+from builders import one_turn, sweep_scripted, update, write_owners
 
 from memlab import compare
 from memlab.backends.base import CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.eval.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
-from memlab.eval.grid import Grid
 from memlab.eval.metric_specs import interval_specs
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting.report import build_report
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -107,13 +105,7 @@ def make(tmp_path_factory: pytest.TempPathFactory) -> SweepFactory:
         grid = {"name": name, "replay_mode": "per_session", "axes": {"output_mode": modes}}
         if len(modes) == 1:
             grid = {"name": name, "replay_mode": "per_session", "base": {"output_mode": modes[0]}}
-        return sweep(
-            data,
-            Grid.from_mapping(grid),
-            runs_dir=tmp / "runs",
-            backend_factory=lambda spec: backend,
-            progress=False,
-        )
+        return sweep_scripted(data, grid, backend, tmp / "runs")
 
     return run
 
@@ -221,14 +213,10 @@ def test_unknown_lane_metric_and_disjoint_owners(good: Run, both: Run, tmp_path:
         compare(good, both, metrics=["final_facts"])
     other = tmp_path / "other.jsonl"
     stranger = owner(1) | {"user_id": "stranger"}
-    other.write_text(json.dumps(stranger) + "\n", encoding="utf-8")
+    write_owners(other, [stranger])
     backend = scripted("clear")
-    run = sweep(
-        other,
-        Grid.from_mapping({"name": "stranger", "replay_mode": "per_session"}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
+    run = sweep_scripted(
+        other, {"name": "stranger", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
     with pytest.raises(CompareError, match="share no owners"):
         compare(good, run)
@@ -379,12 +367,8 @@ def test_single_owner_report_says_intervals_need_owners(tmp_path: Path) -> None:
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(owner(0)) + "\n", encoding="utf-8")
     backend = scripted("clear")
-    run = sweep(
-        data,
-        Grid.from_mapping({"name": "one", "replay_mode": "per_session"}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
+    run = sweep_scripted(
+        data, {"name": "one", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
     assert math.isnan(run.summary.iloc[0]["recall_lo"])
     md = build_report([run], tmp_path / "r").markdown.read_text(encoding="utf-8")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import update
+from builders import small_demo, update
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.cli.demo import BOUNDS, SIM_GRID, DemoResult, run_demo
+from memlab.cli.demo import BOUNDS, SIM_GRID, DemoResult
 
 
 @pytest.fixture(scope="module")
@@ -17,16 +17,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Scripted
     # A scripted stand-in for the real local model (unit tests make no model requests).
     backend = ScriptedBackend([update("Works as a paediatric nurse")], repeat_last=True)
     tmp = tmp_path_factory.mktemp("demo")
-    result = run_demo(
-        tmp / "report",
-        runs_dir=tmp / "runs",
-        cache_dir=tmp / "cache",
-        max_owners=1,
-        max_sessions=2,
-        backend_factory=lambda _spec: backend,
-        progress=False,
-    )
-    return result, backend, tmp
+    return small_demo(tmp, backend), backend, tmp
 
 
 def test_part_one_replays_the_real_lanes_with_bounds(
@@ -76,14 +67,6 @@ def test_the_report_opens_with_both_parts(demo: tuple[DemoResult, ScriptedBacken
 def test_a_second_run_reuses_every_replay(demo: tuple[DemoResult, ScriptedBackend, Path]) -> None:
     _, backend, tmp = demo
     calls = backend.call_count
-    again = run_demo(
-        tmp / "report",
-        runs_dir=tmp / "runs",
-        cache_dir=tmp / "cache",
-        max_owners=1,
-        max_sessions=2,
-        backend_factory=lambda _spec: backend,
-        progress=False,
-    )
+    again = small_demo(tmp, backend)
     assert backend.call_count == calls
     assert again.paths.html.exists()

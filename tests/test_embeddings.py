@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -11,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
@@ -194,7 +193,7 @@ def test_sweep_and_report_show_embedding_duplicates(tmp_path: Path) -> None:
             one_turn("t2", T0 + timedelta(days=1), "[s:2] hello again"),
         ],
     }
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     replies = {"[s:1]": update("a", "b"), "[s:2]": update("a2", "c")}
 
     grid = Grid.from_mapping({"name": "emb", "dataset": str(dataset), "base": {}})
@@ -254,7 +253,7 @@ def test_cli_reports_a_missing_extra(
 def test_gate_checks_the_embedding_duplicate_rate(tmp_path: Path) -> None:
     dataset = tmp_path / "owners.jsonl"
     owner = {"user_id": "ann", "sessions": [one_turn("t1", T0, "[s:1] hello")]}
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     run = sweep(
         str(dataset),
         Grid.from_mapping({"name": "gated", "dataset": str(dataset), "base": {}}),

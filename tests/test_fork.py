@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.eval.grid import Grid, GridError, load_grid
@@ -255,9 +255,7 @@ def test_fork_of_another_dataset_is_refused(workspace: Path) -> None:
     ref = run_reference(workspace)
     other = owners()
     other[0]["sessions"][0]["messages"][0]["content"] = "[ann-0] I am a pilot."
-    (workspace / "other.jsonl").write_text(
-        "".join(json.dumps(o) + "\n" for o in other), encoding="utf-8"
-    )
+    write_owners(workspace / "other.jsonl", other)
     with pytest.raises(GridError, match="first 2 sessions differ"):
         sweep(
             workspace / "other.jsonl",

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import iso, marker_backend, one_turn, update
+from builders import iso, marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.eval.grid import Grid
 from memlab.eval.metric_specs import gate_specs
 from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting.gate import GateFailure, ThresholdError, Thresholds, check_gate
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
@@ -29,16 +26,10 @@ REPLIES = {
 
 def run_sweep(tmp: Path, owners: list[dict[str, Any]], grid: dict[str, Any]) -> Run:
     path = tmp / "data.jsonl"
-    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(path, owners)
 
     backend = marker_backend(REPLIES)
-    return sweep(
-        path,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(path, grid, backend, tmp / "runs")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.core.config import MemoryConfig
 from memlab.core.injection import format_memory_for_injection, render_injection
@@ -18,7 +18,7 @@ from memlab.eval.grid import Grid
 from memlab.eval.injection_audit import audit_injection, policy_embedder
 from memlab.eval.plan import identity_changes
 from memlab.eval.run import Run
-from memlab.eval.sweep import plan_sweep, sweep
+from memlab.eval.sweep import plan_sweep
 
 
 def fact(fact_id: str, content: str, confidence: float, created: str) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         ],
     }
     data = tmp / "ann.jsonl"
-    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(data, [owner])
     grid = {
         "name": "audit",
         "replay_mode": "per_session",
@@ -149,13 +149,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         },
     }
     backend = marker_backend(REPLIES)
-    return sweep(
-        data,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(data, grid, backend, tmp / "runs")
 
 
 def test_coverage_by_budget_and_policy(run: Run) -> None:
@@ -199,7 +193,7 @@ def test_the_record_keeps_each_audit(run: Run) -> None:
 def test_injection_settings_enter_the_identity_only_when_set(tmp_path: Path) -> None:
     owner = {"user_id": "ann", "sessions": [one_turn("a-1", T0, "[first]", facts=GOLD)]}
     data = tmp_path / "ann.jsonl"
-    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(data, [owner])
 
     def lane(**base: Any) -> Any:
         grid = Grid.from_mapping({"name": "ids", "base": base})

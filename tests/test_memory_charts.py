@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -41,20 +40,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         ],
     }
     data = tmp / "d.jsonl"
-    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(data, [owner])
     backend = marker_backend(REPLIES)
     grid = {
         "name": "memory-charts",
         "replay_mode": "per_session",
         "axes": {"fact_confidence_threshold": [0.7, 0.8], "max_injection_tokens": [100, 2000]},
     }
-    return sweep(
-        data,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(data, grid, backend, tmp / "runs")
 
 
 def texts(fig: Figure) -> str:
@@ -97,7 +90,7 @@ def test_injection_coverage_lines(run: Run) -> None:
 
 def test_memory_charts_on_an_empty_run(tmp_path: Path) -> None:
     owner = {"user_id": "q", "sessions": [one_turn("q-1", T0, "hi", noise=True)]}
-    (tmp_path / "q.jsonl").write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(tmp_path / "q.jsonl", [owner])
     backend = ScriptedBackend([update()])
     empty = sweep(
         tmp_path / "q.jsonl",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -10,12 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import build_parser, main
 from memlab.eval import metric_specs
 from memlab.eval.compare import compare
-from memlab.eval.grid import Grid
 from memlab.eval.metric_specs import (
     METRIC_SPECS,
     MetricSpec,
@@ -26,7 +24,6 @@ from memlab.eval.metric_specs import (
 )
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run, load_run
-from memlab.eval.sweep import sweep
 from memlab.reporting import tables
 from memlab.reporting.gate import Thresholds, check_gate
 
@@ -48,20 +45,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             }
         )
     data = tmp / "d.jsonl"
-    data.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(data, owners)
     backend = marker_backend(REPLIES)
     grid = {
         "name": "specs",
         "replay_mode": "per_session",
         "axes": {"fact_confidence_threshold": [0.7, 0.85]},
     }
-    return sweep(
-        data,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(data, grid, backend, tmp / "runs")
 
 
 def test_specs_module_imports_neither_pandas_nor_matplotlib() -> None:

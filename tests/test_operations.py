@@ -10,12 +10,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
-from memlab.eval.grid import Grid
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -101,16 +99,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             replies[marker(user, index)] = reply
         owners.append({"user_id": user, "sessions": rows})
     data = tmp / "ops.jsonl"
-    data.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(data, owners)
     backend = marker_backend(replies)
     grid = {"name": "ops", "replay_mode": "per_session", "base": {"max_facts": 10}}
-    return sweep(
-        data,
-        Grid.from_mapping(grid),
-        runs_dir=tmp / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    return sweep_scripted(data, grid, backend, tmp / "runs")
 
 
 @pytest.mark.parametrize("user", list(EXPECTED))
@@ -175,12 +167,8 @@ def test_precision_and_recall_are_undefined_without_operations(tmp_path: Path) -
     data = tmp_path / "q.jsonl"
     data.write_text(json.dumps(owners[0]) + "\n", encoding="utf-8")
     backend = marker_backend({"[q]": update()})
-    quiet = sweep(
-        data,
-        Grid.from_mapping({"name": "q", "replay_mode": "per_session"}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
+    quiet = sweep_scripted(
+        data, {"name": "q", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
     row = quiet.summary.iloc[0]
     for metric in ("op_add_precision", "op_add_recall", "op_remove_f1", "stale_sessions_mean"):

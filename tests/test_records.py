@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, update, write_owners
 from inline_snapshot import snapshot
 
 from memlab.eval.grid import Grid
@@ -34,7 +34,7 @@ def run(tmp_path: Path) -> Run:
         ],
     }
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(data, [owner])
     return sweep(
         data,
         Grid.from_mapping({"name": "rec", "replay_mode": "per_session"}),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,12 +10,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.eval.grid import Grid
 from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting.report import ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
 
@@ -56,18 +53,14 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     }
     path = tmp_path_factory.mktemp("data") / "tiny.jsonl"
-    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(path, [owner])
     return path
 
 
 def make_run(dataset: Path, runs_dir: Path, name: str, replies: dict[str, str], **base: Any) -> Run:
     backend = marker_backend(replies)
-    return sweep(
-        dataset,
-        Grid.from_mapping({"name": name, "replay_mode": "per_session", "base": base}),
-        runs_dir=runs_dir,
-        backend_factory=lambda spec: backend,
-        progress=False,
+    return sweep_scripted(
+        dataset, {"name": name, "replay_mode": "per_session", "base": base}, backend, runs_dir
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import websocket  # websocket-client (dev extra)
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, small_demo, update, write_owners
 
 from memlab.eval.grid import Grid
 from memlab.eval.sweep import sweep
@@ -67,7 +67,7 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     }
     dataset = tmp / "hostile.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     replies = {
         "[s:1]": update((f"Name is {SCRIPT}", 0.9), (f"Likes {IMG}", 0.8)),
         "[s:2]": f"Sorry! {SCRIPT} {IMG}",  # a failed parse: shown raw in "Worst failures"
@@ -283,22 +283,12 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
 def demo_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The main job's report, its real-model part answered by a scripted stand-in."""
     from memlab.backends.scripted import ScriptedBackend
-    from memlab.cli.demo import run_demo
 
     tmp = tmp_path_factory.mktemp("demo")
     backend = ScriptedBackend(
         [update("Works as a paediatric nurse at St Mary's")], repeat_last=True
     )
-    result = run_demo(
-        tmp / "report",
-        runs_dir=tmp / "runs",
-        cache_dir=tmp / "cache",
-        max_owners=1,
-        max_sessions=2,
-        backend_factory=lambda _spec: backend,
-        progress=False,
-    )
-    return result.paths.html
+    return small_demo(tmp, backend).paths.html
 
 
 def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_html: Path) -> None:

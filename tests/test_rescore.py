@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
@@ -61,7 +60,7 @@ def dataset(tmp_path: Path) -> Path:
         ],
     }
     path = tmp_path / "tiny.jsonl"
-    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(path, [owner])
     return path
 
 

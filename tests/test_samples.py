@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from builders import one_turn, update
+from builders import one_turn, update, write_owners
 
 from memlab.backends.base import CompletionRequest, GenerationParams
 from memlab.backends.cache import request_key
@@ -43,7 +42,7 @@ def dataset(tmp_path: Path) -> Path:
         for user, city in (("ann", "Leeds"), ("bob", "Porto"))
     ]
     path = tmp_path / "d.jsonl"
-    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(path, owners)
     return path
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import write_owners
 from matplotlib.figure import Figure
 
 from memlab.backends.scripted import ScriptedBackend
@@ -94,7 +95,7 @@ def test_empty_charts_say_whether_facts_were_stored_or_labeled(tmp_path: Path) -
     owner = json.loads(resolve_dataset("smoke").read_text(encoding="utf-8").splitlines()[0])
     for session in owner["sessions"]:
         session["labels"] = {"noise": True, "tags": ["noise"]}
-    unlabeled.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(unlabeled, [owner])
     backend = ScriptedBackend(["{}"], repeat_last=True)
     run = sweep(
         unlabeled,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend
+from builders import marker_backend, sweep_scripted, write_owners
 
 from memlab.backends.base import BackendError, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
@@ -38,7 +38,7 @@ def session(
 
 
 def write_dataset(path: Path, owners: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(path, owners)
     return path
 
 
@@ -119,13 +119,7 @@ def dataset(tmp_path: Path) -> Path:
 
 def run_grid(dataset: Path, tmp_path: Path, **grid: Any) -> Any:
     backend = marker_backend(REPLIES)
-    result = sweep(
-        dataset,
-        Grid.from_mapping({"name": "t", **grid}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
-    )
+    result = sweep_scripted(dataset, {"name": "t", **grid}, backend, tmp_path / "runs")
     return result, backend
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import one_turn, update
+from builders import one_turn, update, write_owners
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
@@ -50,7 +49,7 @@ def run(tmp_path: Path) -> Any:
         for user, city in (("ann", "Leeds"), ("bob", "Porto"))
     ]
     data = tmp_path / "data.jsonl"
-    data.write_text("".join(json.dumps(o) + "\n" for o in owners), encoding="utf-8")
+    write_owners(data, owners)
     return sweep(
         data,
         Grid.from_mapping({"name": "base", "replay_mode": "per_session"}),

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import marker_backend, one_turn, update
+from builders import (
+    locomo_sample,
+    marker_backend,
+    one_turn,
+    sweep_scripted,
+    update,
+    write_owners,
+)
 
 from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import (
@@ -20,10 +27,9 @@ from memlab.backends.cache import (
     CachedBackend,
     CacheError,
     CacheMode,
-    cache_stats,
     entry_path,
-    prune_cache,
 )
+from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.atomic import atomic_write_text, default_file_mode
 from memlab.core.config import ConfigError, MemoryConfig
@@ -322,7 +328,7 @@ def test_secrets_echoed_by_a_server_reach_no_run_file(
         ],
     }
     dataset = tmp_path / "d.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    write_owners(dataset, [owner])
     run = sweep(
         dataset,
         Grid.from_mapping({"name": "leak", "replay_mode": "per_session"}),
@@ -362,13 +368,9 @@ def test_summary_escapes_title_and_data(tmp_path: Path) -> None:
     backend = marker_backend({"[s]": f"not json {LINK} {IMAGE}"})
     owner = {"user_id": "u1", "sessions": [one_turn("t1", T0, f"hi [s] {LINK} {IMAGE}")]}
     dataset = tmp_path / "d.jsonl"
-    dataset.write_text(json.dumps(owner) + "\n", encoding="utf-8")
-    run = sweep(
-        dataset,
-        Grid.from_mapping({"name": "md", "replay_mode": "per_session"}),
-        runs_dir=tmp_path / "runs",
-        backend_factory=lambda spec: backend,
-        progress=False,
+    write_owners(dataset, [owner])
+    run = sweep_scripted(
+        dataset, {"name": "md", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
     paths = build_report([run], tmp_path / "report", title=f"Report {LINK} {IMAGE} <b>x</b>")
     markdown = paths.markdown.read_text("utf-8")
@@ -386,26 +388,8 @@ def _locomo(tmp_path: Path, data: Any) -> Path:
     return path
 
 
-def _sample(**conversation: Any) -> dict[str, Any]:
-    conv = {
-        "speaker_a": "Ann",
-        "speaker_b": "Bob",
-        "session_1_date_time": "9:00 am on 2 March, 2024",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Lisbon."},
-            {"speaker": "Bob", "dia_id": "D1:2", "text": "Nice!"},
-        ],
-        **conversation,
-    }
-    return {
-        "sample_id": "conv-1",
-        "conversation": conv,
-        "observation": {"session_1_observation": {"Ann": [["Ann lives in Lisbon", "D1:1"]]}},
-    }
-
-
 def test_an_observation_given_as_a_string_is_an_error(tmp_path: Path) -> None:
-    sample = _sample()
+    sample = locomo_sample()
     sample["observation"]["session_1_observation"]["Ann"] = ["Ann lives in Lisbon"]
     with pytest.raises(LocomoFormatError, match=r"Ann\[0\]: expected a \[text, evidence\]"):
         convert_locomo(_locomo(tmp_path, [sample]))
@@ -431,7 +415,7 @@ def test_an_observation_given_as_a_string_is_an_error(tmp_path: Path) -> None:
     ids=["turn", "observations", "img_url", "speakers", "empty speaker", "text", "sample id"],
 )
 def test_malformed_locomo_shapes_are_errors(tmp_path: Path, mutate: Any, expected: str) -> None:
-    sample = _sample()
+    sample = locomo_sample()
     mutate(sample)
     with pytest.raises(LocomoFormatError, match=r"locomo\.json") as info:
         convert_locomo(_locomo(tmp_path, [sample]))
@@ -442,12 +426,12 @@ def test_malformed_locomo_shapes_are_errors(tmp_path: Path, mutate: Any, expecte
 def test_duplicate_sample_ids_write_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     with pytest.raises(LocomoFormatError, match="duplicate sample id"):
-        import_locomo(_locomo(tmp_path, [_sample(), _sample()]), out)
+        import_locomo(_locomo(tmp_path, [locomo_sample(), locomo_sample()]), out)
     assert not out.exists()
 
 
 def test_out_may_not_be_the_source(tmp_path: Path) -> None:
-    source = _locomo(tmp_path, [_sample()])
+    source = _locomo(tmp_path, [locomo_sample()])
     before = source.read_bytes()
     link = tmp_path / "link.json"
     link.symlink_to(source)
@@ -458,7 +442,7 @@ def test_out_may_not_be_the_source(tmp_path: Path) -> None:
 
 
 def test_imported_ids_are_safe_file_names(tmp_path: Path) -> None:
-    sample = _sample(speaker_b="B/../b")
+    sample = locomo_sample(**{"conversation.speaker_b": "B/../b"})
     sample["sample_id"] = "../conv 1"
     sample["conversation"]["session_1"][1]["speaker"] = "B/../b"
     out = tmp_path / "out.jsonl"

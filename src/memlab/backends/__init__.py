@@ -24,13 +24,10 @@ from memlab.backends.cache import (
     CachedBackend,
     CacheMissError,
     CacheMode,
-    CacheStats,
-    PruneResult,
-    cache_stats,
     entry_path,
-    prune_cache,
     request_key,
 )
+from memlab.backends.cache_admin import CacheStats, PruneResult, cache_stats, prune_cache
 from memlab.backends.llama_local import (
     BUNDLED_MODEL_FILE,
     BUNDLED_MODEL_ID,

@@ -26,7 +26,8 @@ is moved aside to ``<key>.json.corrupt-<UTC time>`` (never overwritten), counted
 :class:`CacheError` with a message saying what to fix.
 
 A cache hit updates the entry file's modification time (not its content), which is what
-``prune_cache(unused_since=...)`` uses; see :func:`prune_cache`.
+``prune_cache(unused_since=...)`` uses; see :func:`memlab.backends.cache_admin.prune_cache`
+(which, with :func:`~memlab.backends.cache_admin.cache_stats`, maintains a cache directory).
 """
 
 from __future__ import annotations
@@ -37,10 +38,8 @@ import json
 import logging
 import os
 import threading
-import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -58,12 +57,8 @@ __all__ = [
     "CacheError",
     "CacheMissError",
     "CacheMode",
-    "CacheStats",
     "CachedBackend",
-    "PruneResult",
-    "cache_stats",
     "entry_path",
-    "prune_cache",
     "read_entries",
     "request_key",
 ]
@@ -74,7 +69,6 @@ CACHE_FORMAT = 1
 """Version of the key derivation and the entry layout; part of every key."""
 
 _TEMP_PREFIX = ".tmp-"
-_STALE_TEMP_SECONDS = 3600.0
 _SET_ASIDE = ".corrupt-"  # infix of entries moved aside
 
 
@@ -388,17 +382,7 @@ def _decode_entry(raw: bytes, key: str) -> tuple[str, Completion | None]:
     return "", completion
 
 
-# --- maintenance -------------------------------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    path: Path
-    size: int
-    mtime: float
-    backend: str
-    model: str
-    created_at: datetime | None
+# --- a whole directory (remote workers, cache_admin) -----------------------------------
 
 
 def _iter_files(cache_dir: Path) -> Iterator[Path]:
@@ -436,203 +420,3 @@ def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | st
         problem, completion = _decode_entry(raw, path.stem)
         entries[path.stem] = completion if completion is not None else problem
     return entries
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
-    """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``."""
-    entries: list[_Entry] = []
-    corrupt: list[Path] = []
-    temps: list[Path] = []
-    for path in _iter_files(cache_dir):
-        if path.name.startswith(_TEMP_PREFIX):
-            temps.append(path)
-        elif _SET_ASIDE in path.name:
-            corrupt.append(path)
-        elif path.suffix == ".json":
-            entry = _read_entry(path)
-            if entry is None:
-                corrupt.append(path)
-            else:
-                entries.append(entry)
-    return entries, corrupt, temps
-
-
-def _read_entry(path: Path) -> _Entry | None:
-    """The entry's summary, or ``None`` when it is not a sound entry for its file name."""
-    try:
-        stat = path.stat()
-        raw = path.read_bytes()
-    except OSError:  # a directory in place of an entry, no permission
-        return None
-    _problem, completion = _decode_entry(raw, path.stem)
-    if completion is None:
-        return None
-    data = json.loads(raw)  # decoded once already: cannot fail now
-    summary = data.get("request")
-    summary = summary if isinstance(summary, dict) else {}
-    return _Entry(
-        path=path,
-        size=stat.st_size,
-        mtime=stat.st_mtime,
-        backend=str(summary.get("backend", "?")),
-        model=str(summary.get("model", "?")),
-        created_at=_parse_time(data.get("created_at")),
-    )
-
-
-@dataclass
-class CacheStats:
-    """Summary of a cache directory (see :func:`cache_stats`)."""
-
-    entries: int = 0
-    bytes: int = 0
-    by_backend: dict[str, int] = field(default_factory=dict)
-    by_model: dict[str, int] = field(default_factory=dict)
-    oldest: datetime | None = None
-    newest: datetime | None = None
-    corrupt_files: list[str] = field(default_factory=list)
-    """Entries that cannot be served and entries moved aside as corrupt."""
-    temp_files: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict (datetimes as ISO-8601 with ``Z``)."""
-
-        def iso(value: datetime | None) -> str | None:
-            return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
-
-        return {
-            "entries": self.entries,
-            "bytes": self.bytes,
-            "by_backend": dict(sorted(self.by_backend.items())),
-            "by_model": dict(sorted(self.by_model.items())),
-            "oldest": iso(self.oldest),
-            "newest": iso(self.newest),
-            "corrupt_files": self.corrupt_files,
-            "temp_files": self.temp_files,
-        }
-
-
-def cache_stats(cache_dir: str | os.PathLike[str]) -> CacheStats:
-    """Count entries and bytes of a cache directory, by backend and by ``backend:model``."""
-    entries, corrupt, temps = _scan(Path(cache_dir))
-    created = [e.created_at for e in entries if e.created_at is not None]
-    return CacheStats(
-        entries=len(entries),
-        bytes=sum(e.size for e in entries),
-        by_backend=dict(Counter(e.backend for e in entries)),
-        by_model=dict(Counter(f"{e.backend}:{e.model}" for e in entries)),
-        oldest=min(created) if created else None,
-        newest=max(created) if created else None,
-        corrupt_files=[str(p) for p in corrupt],
-        temp_files=len(temps),
-    )
-
-
-@dataclass
-class PruneResult:
-    """What :func:`prune_cache` removed (or would remove with ``dry_run``)."""
-
-    removed: list[str] = field(default_factory=list)
-    removed_bytes: int = 0
-    kept: int = 0
-    temp_files_removed: int = 0
-    dry_run: bool = False
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _mtime(path: Path, default: float) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return default
-
-
-def prune_cache(
-    cache_dir: str | os.PathLike[str],
-    *,
-    unused_since: datetime | None = None,
-    created_before: datetime | None = None,
-    model: str | None = None,
-    backend: str | None = None,
-    remove_all: bool = False,
-    include_corrupt: bool = True,
-    dry_run: bool = False,
-) -> PruneResult:
-    """Remove cache entries matching every given criterion.
-
-    Criteria (combined with AND):
-
-    * ``unused_since``: not read or written since this time (file modification time; hits
-      refresh it). Typical use: note the time, replay every notebook/run you care about,
-      then prune ``unused_since`` that time to drop entries nothing uses any more. A fresh
-      ``git clone`` sets all times to the checkout time, so run the replay first.
-    * ``created_before``: recorded before this time (``created_at`` in the entry).
-    * ``model`` / ``backend``: only entries of this model id / backend name.
-
-    At least one criterion, or ``remove_all=True``, is required. Entry files that cannot be
-    served and entries moved aside as corrupt are removed too (``include_corrupt``), and
-    temporary files left by interrupted writes are removed once older than an hour.
-
-    Raises:
-        ValueError: No criterion was given and ``remove_all`` is false.
-    """
-    if not remove_all and all(c is None for c in (unused_since, created_before, model, backend)):
-        raise ValueError(
-            "prune_cache needs a criterion (unused_since, created_before, model, backend) "
-            "or remove_all=True."
-        )
-    for when in (unused_since, created_before):
-        if when is not None and when.tzinfo is None:
-            raise ValueError("prune_cache times must be timezone-aware (UTC).")
-    entries, corrupt, temps = _scan(Path(cache_dir))
-    result = PruneResult(dry_run=dry_run)
-    doomed: list[tuple[Path, int]] = []
-    for entry in entries:
-        match = True
-        if unused_since is not None:
-            match &= entry.mtime < unused_since.timestamp()
-        if created_before is not None:
-            match &= entry.created_at is not None and entry.created_at < created_before
-        if model is not None:
-            match &= entry.model == model
-        if backend is not None:
-            match &= entry.backend == backend
-        if match:
-            doomed.append((entry.path, entry.size))
-        else:
-            result.kept += 1
-    if include_corrupt:
-        doomed.extend((p, _size(p)) for p in corrupt if p.is_file())
-    now = time.time()
-    stale_temps = [t for t in temps if now - _mtime(t, now) > _STALE_TEMP_SECONDS]
-    for path, size in doomed:
-        result.removed.append(str(path))
-        result.removed_bytes += size
-        if not dry_run:
-            with contextlib.suppress(OSError):
-                path.unlink()
-    result.temp_files_removed = len(stale_temps)
-    if not dry_run:
-        for temp in stale_temps:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-        for shard in {p.parent for p, _ in doomed} | {t.parent for t in stale_temps}:
-            with contextlib.suppress(OSError):
-                shard.rmdir()  # only succeeds when empty
-    return result

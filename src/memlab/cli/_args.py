@@ -1,8 +1,9 @@
-"""Argument types shared by the commands: bad values fail in argparse, before any work.
+"""Argument types and options shared by the commands: bad values fail in argparse, first.
 
-Each function is an argparse ``type=``: it returns the parsed value or raises
+Each type function is an argparse ``type=``: it returns the parsed value or raises
 ``argparse.ArgumentTypeError`` with a message saying what is accepted; the parser then
-reports ``error: memlab ...: argument --x: <message>`` on one line with exit code 2.
+reports ``error: memlab ...: argument --x: <message>`` on one line with exit code 2. The
+``add_*`` functions add an option that several commands take, defined once here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_WORKERS",
+    "add_prompts_option",
+    "add_stat_options",
     "count",
     "directory",
     "executor",
@@ -109,3 +112,23 @@ def existing_directory(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{excerpt(text, 200)}: {problem}")
     return text
+
+
+def add_prompts_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--prompts PATH [PATH ...]``: prompt files or directories to load variants from."""
+    parser.add_argument("--prompts", nargs="+", default=[], metavar="PATH", help=help_text)
+
+
+def add_stat_options(parser: argparse.ArgumentParser) -> None:
+    """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
+    from memlab.eval.stats import DEFAULT_RESAMPLES
+
+    parser.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
+    )

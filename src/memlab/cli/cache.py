@@ -8,7 +8,7 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 
-from memlab.backends.cache import cache_stats, prune_cache
+from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.cli import _args
 from memlab.errors import excerpt
 

@@ -9,7 +9,7 @@ from memlab.cli import _args
 from memlab.eval.compare import CompareError, compare, comparison_text
 from memlab.eval.metric_specs import interval_specs
 from memlab.eval.run import load_run
-from memlab.eval.stats import DEFAULT_RESAMPLES, StatOptions
+from memlab.eval.stats import StatOptions
 
 __all__ = ["register"]
 
@@ -43,13 +43,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--metrics", help=f"comma-separated rates (default: all): {rates}", metavar="METRICS"
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
-    )
+    _args.add_stat_options(p)
     p.add_argument("--csv", help="also write the full comparison table to this CSV file")
     p.set_defaults(func=_compare)
 

@@ -6,6 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
+from memlab.cli import _args
 from memlab.core.document import create_empty_memory
 from memlab.core.injection import get_token_counter
 from memlab.core.prompts import PromptRegistry, resolve_prompt, template_diff
@@ -103,13 +104,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _sources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--prompts",
-        nargs="+",
-        default=[],
-        metavar="PATH",
-        help="also load these prompt files or directories",
-    )
+    _args.add_prompts_option(parser, "also load these prompt files or directories")
 
 
 def _registry(args: argparse.Namespace) -> PromptRegistry:

@@ -13,7 +13,7 @@ from memlab.errors import excerpt
 from memlab.eval.compare import describe
 from memlab.eval.metric_specs import gate_specs, interval_specs
 from memlab.eval.run import load_run
-from memlab.eval.stats import DEFAULT_RESAMPLES, StatOptions
+from memlab.eval.stats import StatOptions
 from memlab.reporting.gate import (
     Regression,
     ThresholdError,
@@ -114,13 +114,7 @@ def _register_gate(subparsers: Any) -> None:
         action="store_true",
         help="check thresholds of rates on the pessimistic end of their 95%% interval",
     )
-    g.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    g.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
-    )
+    _args.add_stat_options(g)
     for name, spec in gate_specs().items():
         metavar = "RATE" if spec.percent else "N"
         g.add_argument(spec.flag, dest=name, type=float, metavar=metavar, help=spec.gate_help())

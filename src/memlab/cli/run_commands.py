@@ -81,12 +81,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "connects to a running scheduler, dask-local:N starts N local worker processes "
         "(dask-local:NxT: T threads each); --workers is then unused",
     )
-    parser.add_argument(
-        "--prompts",
-        nargs="+",
-        default=[],
-        metavar="PATH",
-        help="prompt files or directories whose variants the lanes may name",
+    _args.add_prompts_option(
+        parser, "prompt files or directories whose variants the lanes may name"
     )
     parser.add_argument(
         "--allow-incomplete",

@@ -119,12 +119,6 @@ def repair_scan(text: str, start: int) -> RepairScan | None:
     out = _Writer()
     stack: list[_Level] = []
     i, n = start, len(text)
-
-    def complete() -> None:
-        if stack:
-            stack[-1].last_complete = out.size
-            stack[-1].after_colon = False
-
     while i < n:
         ch = text[i]
         if ch in "{[":
@@ -137,7 +131,7 @@ def repair_scan(text: str, start: int) -> RepairScan | None:
                 scan.changes.add("trailing_comma")
             stack.pop()
             out.emit(ch)
-            complete()
+            _value_done(stack, out)
             if not stack:
                 scan.end = i + 1
                 scan.written = out.text()
@@ -147,8 +141,9 @@ def repair_scan(text: str, start: int) -> RepairScan | None:
             if literal is None:
                 break
             out.emit(literal)
-            if not (stack and stack[-1].closer == "}" and not stack[-1].after_colon):
-                complete()  # a value, not a key
+            in_key = bool(stack) and stack[-1].closer == "}" and not stack[-1].after_colon
+            if not in_key:
+                _value_done(stack, out)
             continue
         elif ch == ":":
             out.emit(ch)
@@ -160,27 +155,45 @@ def repair_scan(text: str, start: int) -> RepairScan | None:
             i = n if newline == -1 else newline
             continue
         elif ch in _TOKEN_CHARS:
-            j = i
-            while j < n and text[j] in _TOKEN_CHARS:
-                j += 1
-            if j >= n:
-                break  # a number or literal cut off by the end of the reply
-            token = text[i:j]
-            if token in _PY_LITERALS:
-                scan.changes.add("python_literals")
-                token = _PY_LITERALS[token]
+            token, i = _read_token(text, i, scan.changes)
+            if token is None:
+                break
             out.emit(token)
-            complete()
-            i = j
+            _value_done(stack, out)
             continue
         else:
             out.emit(ch)
         i += 1
+    return _cut_off(scan, out, stack, n)
 
-    # Reached the end with open containers: the reply was cut off.
+
+def _value_done(stack: list[_Level], out: _Writer) -> None:
+    """A value of the innermost level is complete: a cut-off may keep everything up to here."""
+    if stack:
+        stack[-1].last_complete = out.size
+        stack[-1].after_colon = False
+
+
+def _cut_off(scan: RepairScan, out: _Writer, stack: list[_Level], end: int) -> RepairScan:
+    """The scan of a reply that ended at ``end`` with open containers: it was cut off."""
     scan.truncated = True
-    scan.end = n
+    scan.end = end
     scan.changes.add("truncation")
     scan.written = out.text()
     scan.stack = stack
     return scan
+
+
+def _read_token(text: str, i: int, changes: set[str]) -> tuple[str | None, int]:
+    """Read the number or literal starting at `text[i]`; return (JSON token, next index) or
+    (None, len(text)) when the text ends inside it. Python literals become JSON ones."""
+    j = i
+    while j < len(text) and text[j] in _TOKEN_CHARS:
+        j += 1
+    if j >= len(text):
+        return None, len(text)  # a number or literal cut off by the end of the reply
+    token = text[i:j]
+    if token in _PY_LITERALS:
+        changes.add("python_literals")
+        token = _PY_LITERALS[token]
+    return token, j

@@ -238,17 +238,9 @@ class MemoryUpdater:
 
     def _run(self, result: UpdateResult, messages: Sequence[Any], thread_id: str | None) -> None:
         config = self._config_provider()
-        if not config.enabled:
-            result.skipped = "disabled"
+        conversation = _conversation(result, config, messages)
+        if conversation is None:
             return
-        if not messages:
-            result.skipped = "no_messages"
-            return
-        conversation = format_conversation_for_update(list(messages))
-        if not conversation.strip():
-            result.skipped = "empty_conversation"
-            return
-
         storage = self.storage_for(config)
         try:
             current = storage.load()
@@ -256,22 +248,41 @@ class MemoryUpdater:
             self._fail(result, "load", str(exc))
             return
         result.facts_before = result.facts_after = len(current.get("facts", []))
+        update = self._ask(result, current, conversation, config)
+        if update is not None:
+            self._apply(result, storage, update, config, thread_id)
 
+    def _ask(
+        self,
+        result: UpdateResult,
+        current: dict[str, Any],
+        conversation: str,
+        config: MemoryConfig,
+    ) -> dict[str, Any] | None:
+        """Render the prompt, call the backend, parse the reply: the update, or ``None``."""
         result.prompt = self.prompt.render(current, conversation)
         request = self.build_request(result.prompt, config)
         try:
             result.completion = self.backend.complete(request)
         except BackendError as exc:
             self._fail(result, "backend", str(exc))
-            return
-
+            return None
         result.parse = parse_reply(result.completion.text, self.parse_options)
         if not result.parse.ok or result.parse.data is None:
             category = result.parse.category.value if result.parse.category else "unknown"
             self._fail(result, "parse", f"{category}: {result.parse.error}")
-            return
-        update = result.parse.data
+            return None
+        return result.parse.data
 
+    def _apply(
+        self,
+        result: UpdateResult,
+        storage: MemoryStorage,
+        update: dict[str, Any],
+        config: MemoryConfig,
+        thread_id: str | None,
+    ) -> None:
+        """Merge ``update`` into the stored memory and save it."""
         merge = _merge_function(self.merge)
 
         def apply(fresh: dict[str, Any]) -> dict[str, Any]:
@@ -314,6 +325,23 @@ class MemoryUpdater:
         logger.warning(
             "memory update for thread %s failed at %s: %s", result.thread_id, stage, message
         )
+
+
+def _conversation(
+    result: UpdateResult, config: MemoryConfig, messages: Sequence[Any]
+) -> str | None:
+    """The conversation text to send, or ``None`` with ``result.skipped`` saying why not."""
+    if not config.enabled:
+        result.skipped = "disabled"
+        return None
+    if not messages:
+        result.skipped = "no_messages"
+        return None
+    conversation = format_conversation_for_update(list(messages))
+    if not conversation.strip():
+        result.skipped = "empty_conversation"
+        return None
+    return conversation
 
 
 def _merge_function(strategy: MergeStrategy) -> Callable[..., ApplyResult]:

@@ -301,7 +301,7 @@ class Owner(_Model):
         except UnsafeNameError as exc:
             problems.append(("user_id", str(exc)))
         seen_threads: dict[str, int] = {}
-        gold_session: dict[str, int] = {}
+        gold_session: dict[str, int] = {}  # gold fact id -> the session that defines it
         prev_end: datetime | None = None
         for i, session in enumerate(self.sessions):
             at = f"sessions[{i}]"
@@ -324,48 +324,54 @@ class Owner(_Model):
                     )
                 )
             problems.extend(_message_problems(session, at))
-            labels = session.labels
-            for k, fact in enumerate(labels.facts):
-                earlier = gold_session.get(fact.id)
-                if earlier is not None:
-                    problems.append(
-                        (
-                            f"{at}.labels.facts[{k}].id",
-                            f"duplicate gold fact id {excerpt(fact.id)} "
-                            f"(already defined in sessions[{earlier}])",
-                        )
-                    )
-            for k, gold_id in enumerate(labels.retracts):
-                where = gold_session.get(gold_id)
-                if where is None:
-                    defined_later = any(
-                        f.id == gold_id for s in self.sessions[i:] for f in s.labels.facts
-                    )
-                    why = (
-                        "it is defined in this or a later session"
-                        if defined_later
-                        else "no session defines it"
-                    )
-                    problems.append(
-                        (
-                            f"{at}.labels.retracts[{k}]",
-                            f"retracts unknown gold fact id {excerpt(gold_id)}: {why}; only "
-                            "facts of earlier sessions can be retracted",
-                        )
-                    )
-            for fact in labels.facts:
-                gold_session.setdefault(fact.id, i)
-            if labels.noise and labels.facts:
-                problems.append(
-                    (
-                        f"{at}.labels.noise",
-                        f"a noise session must not reveal facts "
-                        f"(found {len(labels.facts)}); set noise to false or remove the facts",
-                    )
-                )
+            problems.extend(_label_problems(self.sessions, i, gold_session))
             problems.extend((f"{at}.{field}", msg) for field, msg in session.tag_problems())
             prev_end = session.ended_at
         return problems
+
+
+def _label_problems(
+    sessions: list[Session], i: int, gold_session: dict[str, int]
+) -> list[tuple[str, str]]:
+    """Problems of ``sessions[i]``'s labels; records its gold ids in ``gold_session``."""
+    at, labels = f"sessions[{i}]", sessions[i].labels
+    problems: list[tuple[str, str]] = []
+    for k, fact in enumerate(labels.facts):
+        earlier = gold_session.get(fact.id)
+        if earlier is not None:
+            problems.append(
+                (
+                    f"{at}.labels.facts[{k}].id",
+                    f"duplicate gold fact id {excerpt(fact.id)} "
+                    f"(already defined in sessions[{earlier}])",
+                )
+            )
+    for k, gold_id in enumerate(labels.retracts):
+        if gold_id not in gold_session:
+            defined_later = any(f.id == gold_id for s in sessions[i:] for f in s.labels.facts)
+            why = (
+                "it is defined in this or a later session"
+                if defined_later
+                else "no session defines it"
+            )
+            problems.append(
+                (
+                    f"{at}.labels.retracts[{k}]",
+                    f"retracts unknown gold fact id {excerpt(gold_id)}: {why}; only "
+                    "facts of earlier sessions can be retracted",
+                )
+            )
+    for fact in labels.facts:
+        gold_session.setdefault(fact.id, i)
+    if labels.noise and labels.facts:
+        problems.append(
+            (
+                f"{at}.labels.noise",
+                f"a noise session must not reveal facts "
+                f"(found {len(labels.facts)}); set noise to false or remove the facts",
+            )
+        )
+    return problems
 
 
 def _message_problems(session: Session, at: str) -> list[tuple[str, str]]:

@@ -161,6 +161,34 @@ _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
 _OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
 
 
+def _rate(
+    column: str,
+    title: str,
+    direction: Direction,
+    ratio: tuple[str, str],
+    *,
+    gate: str = "",
+    empty: float = math.nan,
+    report: bool = False,
+    requires: str = "",
+) -> MetricSpec:
+    """A share with a bootstrap interval and paired tests, gated (by default under its column
+    name): the shape most headline metrics have."""
+    return MetricSpec(
+        column,
+        title,
+        direction,
+        "percent",
+        ratio=ratio,
+        interval=True,
+        empty=empty,
+        valid=_RATE,
+        gate=gate or column,
+        report=report,
+        requires=requires,
+    )
+
+
 def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]:
     """Precision, recall and F1 of one operation type (see :mod:`memlab.eval.operations`).
 
@@ -168,32 +196,21 @@ def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]
     harmonic mean of the micro-averaged precision and recall, so its interval is a bootstrap
     interval like the others.
     """
-    parts = (
-        ("precision", ("correct", "judged")),
-        ("recall", ("correct", "expected")),
-        ("f1", None),
+    ratios = {
+        "precision": (f"op_{kind}_correct", f"op_{kind}_judged"),
+        "recall": (f"op_{kind}_correct", f"op_{kind}_expected"),
+        "f1": (f"op_{short}_f1_num", f"op_{short}_f1_den"),
+    }
+    return tuple(
+        _rate(
+            f"op_{short}_{measure}",
+            f"{name} {'F1' if measure == 'f1' else measure}",
+            "higher",
+            ratio,
+            requires=_OPS_HINT,
+        )
+        for measure, ratio in ratios.items()
     )
-    specs = []
-    for measure, sources in parts:
-        ratio = (
-            (f"op_{kind}_{sources[0]}", f"op_{kind}_{sources[1]}")
-            if sources
-            else (f"op_{short}_f1_num", f"op_{short}_f1_den")
-        )
-        specs.append(
-            MetricSpec(
-                f"op_{short}_{measure}",
-                f"{name} {'F1' if measure == 'f1' else measure}",
-                "higher",
-                "percent",
-                ratio=ratio,
-                interval=True,
-                valid=_RATE,
-                gate=f"op_{short}_{measure}",
-                requires=_OPS_HINT,
-            )
-        )
-    return tuple(specs)
 
 
 METRIC_SPECS: tuple[MetricSpec, ...] = (
@@ -201,76 +218,31 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("sessions", "sessions", None),
     MetricSpec("agent_runs", "agent runs", None),
     MetricSpec("parse_failures", "parse failures", "lower"),
-    MetricSpec(
+    _rate(
         "parse_failure_rate",
         "parse failure rate",
         "lower",
-        "percent",
-        ratio=("parse_failures", "replies"),
-        interval=True,
-        valid=_RATE,
+        ("parse_failures", "replies"),
         gate="parse_failure",
         report=True,
     ),
     MetricSpec("backend_errors", "backend errors", "lower"),
-    MetricSpec(
-        "backend_error_rate",
-        "backend error rate",
-        "lower",
-        "percent",
-        ratio=("backend_errors", "llm_calls"),
-        interval=True,
-        valid=_RATE,
-        gate="backend_error_rate",
-    ),
-    MetricSpec(
-        "recall",
-        "recall",
-        "higher",
-        "percent",
-        ratio=("gold_covered", "gold_active"),
-        interval=True,
-        valid=_RATE,
-        gate="recall",
-        report=True,
-    ),
-    MetricSpec(
-        "precision",
-        "precision",
-        "higher",
-        "percent",
-        ratio=("stored_precise", "facts"),
-        interval=True,
-        valid=_RATE,
-        gate="precision",
-        report=True,
-    ),
+    _rate("backend_error_rate", "backend error rate", "lower", ("backend_errors", "llm_calls")),
+    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True),
+    _rate("precision", "precision", "higher", ("stored_precise", "facts"), report=True),
     MetricSpec("dup_exact", "exact duplicates", "lower"),
     MetricSpec("dup_normalized", "normalized duplicates", "lower"),
     MetricSpec("dup_near", "near duplicates", "lower"),
-    MetricSpec(
-        "duplicate_rate",
-        "duplicate rate",
-        "lower",
-        "percent",
-        ratio=("dup_near", "facts"),
-        interval=True,
-        empty=0.0,
-        valid=_RATE,
-        gate="duplicate_rate",
-        report=True,
+    _rate(
+        "duplicate_rate", "duplicate rate", "lower", ("dup_near", "facts"), empty=0.0, report=True
     ),
     MetricSpec("dup_embedding", "duplicates (embeddings)", "lower", requires=_EMB_HINT),
-    MetricSpec(
+    _rate(
         "duplicate_rate_embedding",
         "duplicate rate (embeddings)",
         "lower",
-        "percent",
-        ratio=("dup_embedding", "facts"),
-        interval=True,
+        ("dup_embedding", "facts"),
         empty=0.0,
-        valid=_RATE,
-        gate="duplicate_rate_embedding",
         report=True,
         requires=_EMB_HINT,
     ),
@@ -278,15 +250,11 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "retracted_held", "retracted facts held", "lower", gate="retracted_held", report=True
     ),
-    MetricSpec(
+    _rate(
         "retracted_held_rate",
         "retracted-held rate",
         "lower",
-        "percent",
-        ratio=("retracted_held", "gold_retracted"),
-        interval=True,
-        valid=_RATE,
-        gate="retracted_held_rate",
+        ("retracted_held", "gold_retracted"),
         requires="not recorded in this run (rerun the sweep to score it)",
     ),
     MetricSpec(
@@ -296,16 +264,12 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         gate="forbidden_stored",
         report=True,
     ),
-    MetricSpec(
+    _rate(
         "forbidden_stored_rate",
         "forbidden-stored rate",
         "lower",
-        "percent",
-        ratio=("forbidden_stored", "facts"),
-        interval=True,
+        ("forbidden_stored", "facts"),
         empty=0.0,
-        valid=_RATE,
-        gate="forbidden_stored_rate",
     ),
     MetricSpec("llm_calls", "LLM calls", "lower", report=True),
     MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
@@ -345,12 +309,17 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         gate="op_wrong_removals",
         requires=_OPS_HINT,
     ),
-    MetricSpec("op_adds_correct", "correct adds", None, requires=_OPS_HINT),
-    MetricSpec("op_adds_missed", "missed adds", None, requires=_OPS_HINT),
-    MetricSpec("op_adds_redundant", "redundant adds", None, requires=_OPS_HINT),
-    MetricSpec("op_adds_spurious", "spurious adds", None, requires=_OPS_HINT),
-    MetricSpec("op_removals_correct", "correct removals", None, requires=_OPS_HINT),
-    MetricSpec("op_removals_missed", "missed removals", None, requires=_OPS_HINT),
+    *(
+        MetricSpec(column, title, None, requires=_OPS_HINT)
+        for column, title in (
+            ("op_adds_correct", "correct adds"),
+            ("op_adds_missed", "missed adds"),
+            ("op_adds_redundant", "redundant adds"),
+            ("op_adds_spurious", "spurious adds"),
+            ("op_removals_correct", "correct removals"),
+            ("op_removals_missed", "missed removals"),
+        )
+    ),
     MetricSpec(
         "stale_sessions_mean",
         "sessions a retracted fact survives",
@@ -369,27 +338,19 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ratio=("stale_days", "stale_facts"),
         requires=_OPS_HINT,
     ),
-    MetricSpec(
+    _rate(
         "eviction_regret",
         "eviction regret",
         "lower",
-        "percent",
-        ratio=("gold_regret", "gold_active"),
-        interval=True,
-        valid=_RATE,
-        gate="eviction_regret",
+        ("gold_regret", "gold_active"),
         requires=_OPS_HINT,
     ),
     # What the next session's agent receives (memlab.eval.injection_audit).
-    MetricSpec(
+    _rate(
         "injected_gold_coverage",
         "injected gold coverage",
         "higher",
-        "percent",
-        ratio=("gold_injected", "gold_injectable"),
-        interval=True,
-        valid=_RATE,
-        gate="injected_gold_coverage",
+        ("gold_injected", "gold_injectable"),
         requires="not recorded in this run (rerun the sweep to audit injection)",
     ),
     MetricSpec(

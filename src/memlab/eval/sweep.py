@@ -5,13 +5,13 @@ A sweep has three steps:
 1. **plan** (:func:`plan_sweep`): load the dataset, select owners, resolve every name in the
    grid (prompts, merge strategies, backends) into :class:`~memlab.eval.plan.ResolvedLane`\\ s.
    Bad input fails here, before anything is written.
-2. **execute**: each (lane, owner) pair is one task on a bounded pool (4 threads by default,
-   any ``concurrent.futures.Executor``, or a Dask cluster: :mod:`memlab.eval.executors`).
-   A finished task's record is written to ``lanes/<lane>/owners/<user>.json`` atomically
-   (by the thread that ran it, or by this process when a remote result arrives) with a
-   fingerprint of everything the replay depended on. A resumed sweep reuses a record only
-   when its fingerprint is unchanged and the replay had no backend errors; otherwise it
-   replays and says why ("prompt text changed").
+2. **execute** (:mod:`memlab.eval.execute`): each (lane, owner) pair is one task on a bounded
+   pool (4 threads by default, any ``concurrent.futures.Executor``, or a Dask cluster:
+   :mod:`memlab.eval.executors`). A finished task's record is written to
+   ``lanes/<lane>/owners/<user>.json`` atomically (by the thread that ran it, or by this
+   process when a remote result arrives) with a fingerprint of everything the replay depended
+   on. A resumed sweep reuses a record only when its fingerprint is unchanged and the replay
+   had no backend errors; otherwise it replays and says why ("prompt text changed").
 3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
    of this sweep and the row counts and hashes of the tables; :func:`memlab.eval.run.load_run`
    refuses a run whose files disagree with it.
@@ -26,9 +26,7 @@ import logging
 import platform
 import shutil
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -38,26 +36,16 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.cache import CacheMode
 from memlab.core.atomic import atomic_write_text
-from memlab.core.document import parse_utc, utc_iso
-from memlab.core.jsontext import loads_json
-from memlab.core.redact import redact
+from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside, safe_component
-from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.executors import (
-    DaskPool,
-    DaskSpec,
-    ExecutorError,
-    SweepExecutor,
-    dask_client,
-    is_dask_client,
-    parse_executor,
-)
+from memlab.eval.execute import Outcome, execute, lane_status, read_record
+from memlab.eval.executors import SweepExecutor
 from memlab.eval.fork import load_fork
 from memlab.eval.grid import ForkSpec, Grid, LaneConfig
 from memlab.eval.matchers import default_matcher
@@ -68,16 +56,13 @@ from memlab.eval.plan import (
     LaneBackends,
     PromptSource,
     ResolvedLane,
-    canonical_hash,
     dataset_path,
-    identity_changes,
     prompt_registry,
     registry_backend,
     resolve_lanes,
 )
 from memlab.eval.records import CallRow, SessionRow, typed_rows
-from memlab.eval.remote import RemoteResult
-from memlab.eval.replay import OwnerReplay, replay_owner
+from memlab.eval.replay import OwnerReplay
 from memlab.eval.rescore import matcher_record
 from memlab.eval.run import (
     RUN_FORMAT,
@@ -92,10 +77,6 @@ from memlab.eval.run import (
 __all__ = ["IncompleteSweepError", "SweepPlan", "plan_sweep", "sweep"]
 
 logger = logging.getLogger(__name__)
-
-RECORD_FORMAT = 2
-"""Version of what an owner record holds (2: call records keep the merge's fact bookkeeping).
-Part of every record's fingerprint, so records of an older layout are replayed, not reused."""
 
 _PACKAGES = ("memlab", "openai", "llama-cpp-python", "pydantic", "jsonschema", "pandas")
 
@@ -147,17 +128,6 @@ class SweepPlan:
     def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
         """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
         return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    lane_id: str
-    user_id: str
-    sample: int
-    replayed: bool
-    reason: str
-    complete: bool
-    error: str = ""
 
 
 def plan_sweep(
@@ -272,18 +242,23 @@ def sweep(
         fork=fork,
     )
     _prepare_run_dir(plan, Path(runs_dir), resume)
-    outcomes = _execute(plan, executor, max_workers, progress)
+    outcomes = execute(plan, executor, max_workers, progress)
     matcher = matcher if matcher is not None else default_matcher()
     run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
+    if not allow_incomplete:
+        _raise_if_incomplete(run, outcomes)
+    return run
+
+
+def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:
     failed = [o for o in outcomes if not o.complete]
-    if failed and not allow_incomplete:
+    if failed:
         first = failed[0]
         raise IncompleteSweepError(
             run,
             [(o.lane_id, o.user_id) for o in failed],
             f"{first.lane_id} / {first.user_id}: {first.error}",
         )
-    return run
 
 
 def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
@@ -311,11 +286,11 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
     point in the fewest settings. Its identity says why the new lane's replays were redone.
     """
     current = {lane.lane_id for lane in lanes}
-    previous = _read_record(run_path / "manifest.json") or {}
+    previous = read_record(run_path / "manifest.json") or {}
     listed = set(previous.get("lanes", [])) if previous else None
     candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
     for config_file in run_path.glob("lanes/*/config.json"):
-        described = _read_record(config_file)
+        described = read_record(config_file)
         lane_id = (described or {}).get("lane_id")
         if not described or lane_id in current or (listed is not None and lane_id not in listed):
             continue
@@ -365,216 +340,6 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
         )
 
 
-def _owner_sha(owner: Owner) -> str:
-    return canonical_hash(owner.model_dump(mode="json"))
-
-
-def _read_record(path: Path) -> dict[str, Any] | None:
-    try:
-        data = loads_json(path.read_bytes())
-    except (OSError, ValueError):  # JsonDepthError is a ValueError too
-        return None
-    return data if isinstance(data, dict) else None
-
-
-@dataclass(frozen=True)
-class _Job:
-    """A replay to run: its inputs and what its record will say."""
-
-    lane: ResolvedLane
-    owner: Owner
-    sample: int
-    fingerprint: str
-    owner_sha: str
-    reason: str
-
-
-def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Job | _Outcome:
-    """The replay to run, or the outcome of reusing the record an earlier sweep wrote."""
-    owner_sha = _owner_sha(owner)
-    fingerprint = canonical_hash(
-        {
-            "lane": lane.identity_hash,
-            "owner": owner_sha,
-            "sample": sample,
-            "record_format": RECORD_FORMAT,
-        }
-    )
-    old = _read_record(plan.record_path(lane, owner, sample))
-    done = old is not None and old.get("fingerprint") == fingerprint and old.get("complete")
-    if done:
-        return _Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
-    reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
-    return _Job(lane, owner, sample, fingerprint, owner_sha, reason)
-
-
-def _store_path(plan: SweepPlan, job: _Job) -> Path:
-    lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
-    return lane_dir / "stores" / f"{job.owner.user_id}.json"
-
-
-def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Outcome:
-    """Prepare, replay and record one (lane, owner, sample) in this process."""
-    job = _prepare(plan, lane, owner, sample)
-    if isinstance(job, _Outcome):
-        return job
-    replay = replay_owner(
-        owner,
-        lane,
-        backend=plan.backends.get(lane.config.backend),
-        store_path=_store_path(plan, job),
-        replay_mode=plan.grid.replay_mode,
-        sample=sample,
-    )
-    return _write_record(plan, job, replay)
-
-
-def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay) -> _Outcome:
-    """Write the owner record of a finished replay; its outcome."""
-    errors = [c for c in replay.calls if c.get("error_stage") == "backend"]
-    record = {
-        "fingerprint": job.fingerprint,
-        "owner_sha256": job.owner_sha,
-        "complete": not errors,
-        **vars(replay),
-    }
-    record = redact(record)  # a secret a server echoed must not reach the run directory
-    path = plan.record_path(job.lane, job.owner, job.sample)
-    # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
-    atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
-    error = str(errors[0].get("error") or "backend error") if errors else ""
-    lane_id, user_id = job.lane.lane_id, job.owner.user_id
-    return _Outcome(lane_id, user_id, job.sample, True, job.reason, not errors, error[:300])
-
-
-def _finish_remote(plan: SweepPlan, job: _Job, result: RemoteResult) -> _Outcome:
-    """Store what a remote replay sent back: new cache entries, the store file, the record."""
-    cache = plan.backends.get(job.lane.config.backend)
-    if isinstance(cache, CachedBackend):
-        for request, completion in result.recorded:
-            cache.put(request, completion)
-        for key in result.used:
-            cache.mark_used(key)
-    final = result.replay.final_memory
-    store = JsonFileStorage(_store_path(plan, job), durable=False)
-    try:
-        store.save(final, now=parse_utc(final.get("lastUpdated")))
-    except StorageError as exc:  # as in a local replay: the record is what the metrics use
-        logger.warning("could not write the lane's store file: %s", exc)
-    return _write_record(plan, job, result.replay)
-
-
-def _why_replay(
-    plan: SweepPlan,
-    lane: ResolvedLane,
-    owner: Owner,
-    sample: int,
-    old: dict[str, Any] | None,
-    owner_sha: str,
-) -> str:
-    """Why the replay of ``owner`` under ``lane`` cannot be reused, in words."""
-    if old is not None:
-        if not old.get("complete", True):
-            return "earlier replay had backend errors"
-        return "owner data changed" if old.get("owner_sha256") != owner_sha else "record changed"
-    before = plan.predecessors.get(lane.lane_id)
-    if before is None:
-        return "new"
-    reasons = identity_changes(before.get("identity", {}), lane.identity)
-    old_record = _read_record(
-        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample)
-    )
-    if old_record is not None and old_record.get("owner_sha256") != owner_sha:
-        reasons.append("owner data changed")
-    return ", ".join(reasons) or "new"
-
-
-def _jobs(plan: SweepPlan) -> list[tuple[ResolvedLane, Owner, int]]:
-    return [
-        (lane, owner, sample)
-        for lane in plan.lanes
-        for owner in plan.owners
-        for sample in range(plan.grid.samples)
-    ]
-
-
-def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
-    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=f"sweep {plan.grid.name}", unit="replay", disable=not progress)
-
-
-def _execute(
-    plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
-) -> list[_Outcome]:
-    """Run every replay of the plan on ``executor`` (see :mod:`memlab.eval.executors`)."""
-    if isinstance(executor, str | DaskSpec):
-        spec = parse_executor(executor) if isinstance(executor, str) else executor
-        with dask_client(spec) as client:
-            return _execute_remote(plan, client, progress)
-    if is_dask_client(executor):
-        return _execute_remote(plan, executor, progress)
-    if executor is not None and not isinstance(executor, Executor):
-        raise ExecutorError(
-            f"executor must be a concurrent.futures.Executor, a distributed.Client or a "
-            f"string such as 'dask-local:2', got {type(executor).__name__}"
-        )
-    own_pool = executor is None
-    pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
-    jobs = _jobs(plan)
-    outcomes: list[_Outcome | None] = [None] * len(jobs)
-    try:
-        futures: dict[Future[_Outcome], int] = {
-            pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
-        }
-        with _progress_bar(plan, len(futures), progress) as bar:
-            for future in as_completed(futures):
-                outcomes[futures[future]] = future.result()
-                bar.update(1)
-    finally:
-        if own_pool:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[_Outcome]:
-    """Run the replays on a Dask cluster; write their records here as they come back."""
-    jobs = _jobs(plan)
-    outcomes: list[_Outcome | None] = [None] * len(jobs)
-    with (
-        DaskPool(client, plan.backends, plan.grid.replay_mode) as pool,
-        _progress_bar(plan, len(jobs), progress) as bar,
-    ):
-        submitted: dict[Any, tuple[int, _Job]] = {}
-        for index, (lane, owner, sample) in enumerate(jobs):
-            job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
-            if isinstance(job, _Outcome):
-                outcomes[index] = job
-                bar.update(1)
-            else:
-                submitted[pool.submit(lane, owner, sample)] = (index, job)
-        for future, result in pool.completed(submitted):
-            index, job = submitted.pop(future)  # dropped: the workers free the result
-            outcomes[index] = _finish_remote(plan, job, result)
-            bar.update(1)
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-def _lane_status(plan: SweepPlan, outcomes: Sequence[_Outcome]) -> dict[str, dict[str, Any]]:
-    status: dict[str, dict[str, Any]] = {}
-    for lane in plan.lanes:
-        mine = [o for o in outcomes if o.lane_id == lane.lane_id]
-        reasons = Counter(o.reason for o in mine if o.replayed)
-        status[lane.lane_id] = {
-            "reused": sum(1 for o in mine if not o.replayed),
-            "replayed": sum(1 for o in mine if o.replayed),
-            "reasons": dict(reasons.most_common()),
-            "incomplete": sorted({o.user_id for o in mine if not o.complete}),
-        }
-    return status
-
-
 def _score(
     plan: SweepPlan,
     matcher: FactMatcher,
@@ -587,7 +352,7 @@ def _score(
     repeated = plan.grid.samples > 1
     for lane in plan.lanes:
         for owner, sample in itertools.product(plan.owners, range(plan.grid.samples)):
-            record = _read_record(plan.record_path(lane, owner, sample)) or {}
+            record = read_record(plan.record_path(lane, owner, sample)) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
             tag = {"sample": sample} if repeated else {}
@@ -603,7 +368,7 @@ def _score(
 
 def _collect(
     plan: SweepPlan,
-    outcomes: Sequence[_Outcome],
+    outcomes: Sequence[Outcome],
     matcher: FactMatcher,
     embedding_duplicates: EmbeddingDuplicates | None,
     started: datetime,
@@ -638,7 +403,7 @@ def _collect(
         run_path,
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],
-        status=_lane_status(plan, outcomes),
+        status=lane_status(plan, outcomes),
         samples=plan.grid.samples,
     )
     logger.info(

@@ -11,8 +11,9 @@ multi-line text in a fenced block that the text cannot close.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["md_code_block", "md_escape"]
+__all__ = ["md_code_block", "md_escape", "md_table_head", "md_table_row"]
 
 # Characters that start inline markup (links and images, emphasis, code, strike-through,
 # table cells, autolinks and HTML, entities, math) are backslash-escaped; CommonMark renders
@@ -69,3 +70,13 @@ def md_code_block(text: str, indent: str = "", info: str = "") -> list[str]:
     fence = "`" * max(len(_FENCE), longest + 1)
     lines = [indent + line for line in text.splitlines()]
     return [indent + fence + info, *lines, indent + fence]
+
+
+def md_table_row(cells: Sequence[str]) -> str:
+    """A Markdown table row of ``cells``, which must already be escaped."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def md_table_head(header: Sequence[str]) -> list[str]:
+    """The header row of a Markdown table (cells already escaped) and its separator row."""
+    return [md_table_row(header), "|" + "---|" * len(header)]

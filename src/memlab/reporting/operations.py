@@ -23,7 +23,8 @@ from memlab.reporting.tables import (
     MEMORY_METRICS,
     OPERATION_METRICS,
     memory_table,
-    metric_cells,
+    metric_table_html,
+    metric_table_markdown,
     operations_table,
 )
 
@@ -73,12 +74,7 @@ def section_markdown(section: OperationsSection | None) -> list[str]:
     lines = ["## Memory operations", "", md_escape(INTRO), ""]
     lines += [f"{md_escape(note)}  " for note in section.notes]
     for table in (section.operations, section.memory):
-        specs = _specs(table)
-        header = ["run", "configuration", *(spec.title for spec in specs)]
-        lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for i, cells in enumerate(metric_cells(table, specs, markdown=True)):
-            run, lane = md_escape(str(table["run"].iloc[i])), md_escape(str(table["lane"].iloc[i]))
-            lines.append("| " + " | ".join([run, lane, *cells]) + " |")
+        lines += ["", *metric_table_markdown(table, _specs(table))]
     return [*lines, "", "Deltas are against the first row; ★ marks the best value.", ""]
 
 
@@ -88,19 +84,6 @@ def section_html(section: OperationsSection | None) -> list[str]:
         return []
     parts = ["<h2>Memory operations</h2>", f"<p class='muted'>{escape(INTRO)}</p>"]
     parts += [f"<p><b>{escape(note)}</b></p>" for note in section.notes]
-    for table in (section.operations, section.memory):
-        specs = _specs(table)
-        head = "<th>run</th><th>configuration</th>" + "".join(
-            f"<th>{escape(spec.title)}</th>" for spec in specs
-        )
-        body = []
-        for i, cells in enumerate(metric_cells(table, specs, markdown=False)):
-            tds = [
-                f"<td>{escape(str(table['run'].iloc[i]))}</td>",
-                f"<td>{escape(str(table['lane'].iloc[i]))}</td>",
-                # cells hold only formatted numbers and our own span markup
-                *(f"<td class='num'>{cell}</td>" for cell in cells),
-            ]
-            body.append("<tr>" + "".join(tds) + "</tr>")
-        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    tables = (section.operations, section.memory)
+    parts += [metric_table_html(table, _specs(table)) for table in tables]
     return parts

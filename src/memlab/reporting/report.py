@@ -24,7 +24,7 @@ from memlab.core.document import utc_iso
 from memlab.eval.calibration import calibration_of
 from memlab.eval.run import Run
 from memlab.reporting import charts
-from memlab.reporting.markdown import md_code_block, md_escape
+from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
 from memlab.reporting.operations import section_html as operations_html
 from memlab.reporting.operations import section_markdown as operations_markdown
@@ -43,7 +43,8 @@ from memlab.reporting.tables import (
     compare_table,
     config_table,
     fact_diff,
-    metric_cells,
+    metric_table_html,
+    metric_table_markdown,
     metrics_in,
     worst_failures,
 )
@@ -81,9 +82,18 @@ img{max-width:100%;border:1px solid #eee} .muted{color:#777}
 
 
 @dataclass(frozen=True)
-class _Sections:
-    """The computed sections between the metric table and the charts."""
+class _Report:
+    """Everything the HTML and the Markdown renderings show, computed once."""
 
+    title: str
+    generated: str
+    runs: Sequence[Run]
+    configs: pd.DataFrame
+    changed: list[str]
+    metrics: pd.DataFrame
+    failures: pd.DataFrame
+    diff: pd.DataFrame
+    diff_title: str
     stats: StatisticsSection
     operations: OperationsSection | None
 
@@ -189,15 +199,20 @@ def build_report(
     metrics = compare_table(runs)
     failures = worst_failures(runs)
     diff, diff_title = _diff(runs)
-    stats = _Sections(statistics_section(runs), operations_section(runs))
-    generated = utc_iso(datetime.now(UTC))
-
-    html = _html(
-        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
+    report = _Report(
+        title,
+        utc_iso(datetime.now(UTC)),
+        runs,
+        configs,
+        changed,
+        metrics,
+        failures,
+        diff,
+        diff_title,
+        stats=statistics_section(runs),
+        operations=operations_section(runs),
     )
-    md = _markdown(
-        title, generated, runs, configs, changed, metrics, stats, failures, diff, diff_title
-    )
+    html, md = _html(report), _markdown(report)
     if intro:
         html = html.replace("<!--intro-->", f"<p class='intro'>{escape(intro)}</p>", 1)
         md = md.replace("<!--intro-->\n", f"{md_escape(intro, 2000)}\n\n", 1)
@@ -219,54 +234,53 @@ def _diff(runs: Sequence[Run]) -> tuple[pd.DataFrame, str]:
     return fact_diff(run_a, lane_a, run_b, lane_b), title
 
 
-def _html(
-    title: str,
-    generated: str,
-    runs: Sequence[Run],
-    configs: pd.DataFrame,
-    changed: list[str],
-    metrics: pd.DataFrame,
-    stats: _Sections,
-    failures: pd.DataFrame,
-    diff: pd.DataFrame,
-    diff_title: str,
-) -> str:
+def _html(report: _Report) -> str:
     parts = [
+        *_html_head(report),
+        *_html_configurations(report.configs, report.changed),
+        *_html_metrics(report.runs, report.metrics),
+        *section_html(report.stats),
+        *operations_html(report.operations),
+        prompt_changes_html(prompt_changes(report.runs, report.metrics)),
+        *_html_charts(report.runs),
+        *_html_failures(report.failures),
+        *_html_fact_diff(report.diff, report.diff_title),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _html_head(report: _Report) -> list[str]:
+    title = escape(report.title)
+    return [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
+        f"<title>{title}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
         "<!--intro-->",
-        f"<p class='muted'>Generated {escape(generated)} from runs: "
-        f"{escape(', '.join(r.name for r in runs))}. The first row is the baseline.</p>",
+        f"<p class='muted'>Generated {escape(report.generated)} from runs: "
+        f"{escape(', '.join(r.name for r in report.runs))}. The first row is the baseline.</p>",
+    ]
+
+
+def _html_configurations(configs: pd.DataFrame, changed: list[str]) -> list[str]:
+    return [
         "<h2>Configurations</h2>",
         f"<p>Changed between configurations: <b>{escape(', '.join(changed) or 'nothing')}</b></p>",
         "<div class='scroll'>",
         _html_table(configs, lambda _i, col: "changed" if col in changed else ""),
         "</div>",
-        "<h2>Metrics</h2>",
     ]
-    cells = metric_cells(metrics, metrics_in(metrics), markdown=False)
-    head = "<th>run</th><th>configuration</th>" + "".join(
-        f"<th>{escape(m.title)}</th>" for m in metrics_in(metrics)
-    )
-    body = []
-    for i, row_cells in enumerate(cells):
-        tds = [
-            f"<td>{escape(str(metrics['run'].iloc[i]))}</td>",
-            f"<td>{escape(str(metrics['lane'].iloc[i]))}</td>",
-        ]
-        for metric, text in zip(metrics_in(metrics), row_cells, strict=True):
-            best = bool(metrics[f"{metric.column}_best"].iloc[i]) and len(metrics) > 1
-            # text holds only formatted numbers and our own span markup.
-            tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def _html_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
+    parts = ["<h2>Metrics</h2>", metric_table_html(metrics, metrics_in(metrics), mark_best=True)]
     parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
-    for note in _measure_notes(runs):
-        parts.append(f"<p class='muted'>{escape(note)}</p>")
-    parts += section_html(stats.stats)
-    parts += operations_html(stats.operations)
-    parts.append(prompt_changes_html(prompt_changes(runs, metrics)))
+    parts += [f"<p class='muted'>{escape(note)}</p>" for note in _measure_notes(runs)]
+    return parts
+
+
+def _html_charts(runs: Sequence[Run]) -> list[str]:
+    parts = []
     for run in runs:
         parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
         for chart_title, row in CHARTS:
@@ -276,89 +290,91 @@ def _html(
                 for chart in row
             )
             parts.append(f"<h3>{escape(chart_title)}</h3>{images}")
-    parts.append("<h2>Worst failures</h2>")
+    return parts
+
+
+def _html_failures(failures: pd.DataFrame) -> list[str]:
     if failures.empty:
-        parts.append("<p>No parse failures.</p>")
-    else:
-        rows = []
-        for _, f in failures.iterrows():
-            reply = str(f["reply"])[:3000]
-            rows.append(
-                f"<tr><td>{escape(str(f['lane']))}</td><td>{escape(str(f['user_id']))}</td>"
-                f"<td>{escape(str(f['parse_category']))}</td><td>{escape(str(f['error']))}</td>"
-                f"<td><pre>{escape(str(f['conversation']))}</pre></td>"
-                f"<td><pre>{escape(reply)}</pre></td></tr>"
-            )
-        parts.append(
-            "<table><thead><tr><th>configuration</th><th>owner</th><th>category</th>"
-            "<th>error</th><th>conversation (dataset)</th><th>raw reply</th></tr></thead><tbody>"
-            + "".join(rows)
-            + "</tbody></table>"
+        return ["<h2>Worst failures</h2>", "<p>No parse failures.</p>"]
+    rows = []
+    for _, f in failures.iterrows():
+        reply = str(f["reply"])[:3000]
+        rows.append(
+            f"<tr><td>{escape(str(f['lane']))}</td><td>{escape(str(f['user_id']))}</td>"
+            f"<td>{escape(str(f['parse_category']))}</td><td>{escape(str(f['error']))}</td>"
+            f"<td><pre>{escape(str(f['conversation']))}</pre></td>"
+            f"<td><pre>{escape(reply)}</pre></td></tr>"
         )
-    parts.append("<h2>Fact-level diff</h2>")
-    if diff_title:
-        parts.append(f"<p>{escape(diff_title)}</p>")
-        counts = diff["side"].value_counts().to_dict() if not diff.empty else {}
-        parts.append(
-            f"<p>only in A: {counts.get('only_a', 0)}, only in B: "
-            f"{counts.get('only_b', 0)}, near-duplicates: {counts.get('near', 0)}</p>"
-        )
-        parts.append(_html_table(diff.head(200)))
-    else:
-        parts.append("<p>Only one configuration: nothing to diff.</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return [
+        "<h2>Worst failures</h2>",
+        "<table><thead><tr><th>configuration</th><th>owner</th><th>category</th>"
+        "<th>error</th><th>conversation (dataset)</th><th>raw reply</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>",
+    ]
+
+
+def _html_fact_diff(diff: pd.DataFrame, diff_title: str) -> list[str]:
+    if not diff_title:
+        return ["<h2>Fact-level diff</h2>", "<p>Only one configuration: nothing to diff.</p>"]
+    counts = _diff_counts(diff)
+    return [
+        "<h2>Fact-level diff</h2>",
+        f"<p>{escape(diff_title)}</p>",
+        f"<p>only in A: {counts.get('only_a', 0)}, only in B: "
+        f"{counts.get('only_b', 0)}, near-duplicates: {counts.get('near', 0)}</p>",
+        _html_table(diff.head(200)),
+    ]
+
+
+def _diff_counts(diff: pd.DataFrame) -> dict[str, int]:
+    """How many diff rows each side has (only_a, only_b, near)."""
+    if diff.empty:
+        return {}
+    return {str(k): int(v) for k, v in diff["side"].value_counts().items()}
 
 
 _MD_DIFF_ROWS = 50
 
 
-def _markdown(
-    title: str,
-    generated: str,
-    runs: Sequence[Run],
-    configs: pd.DataFrame,
-    changed: list[str],
-    metrics: pd.DataFrame,
-    stats: _Sections,
-    failures: pd.DataFrame,
-    diff: pd.DataFrame,
-    diff_title: str,
-) -> str:
+def _markdown(report: _Report) -> str:
     # Everything from data or arguments goes through md_escape (or md_code_block).
-    run_names = md_escape(", ".join(r.name for r in runs), 500)
-    lines = [f"# {md_escape(title, 200)}", "", "<!--intro-->"]
-    lines += [f"Generated {generated} from runs: {run_names}; the first row is the baseline.", ""]
-    lines += ["## Configurations", "", f"Changed: {md_escape(', '.join(changed) or 'nothing')}", ""]
+    run_names = md_escape(", ".join(r.name for r in report.runs), 500)
+    lines = [f"# {md_escape(report.title, 200)}", "", "<!--intro-->"]
+    lines += [
+        f"Generated {report.generated} from runs: {run_names}; the first row is the baseline.",
+        "",
+    ]
+    lines += _markdown_configurations(report.configs, report.changed)
+    lines += _markdown_metrics(report.runs, report.metrics)
+    lines += section_markdown(report.stats)
+    lines += operations_markdown(report.operations)
+    lines += prompt_changes_markdown(prompt_changes(report.runs, report.metrics))
+    lines += _markdown_failures(report.failures)
+    lines += _markdown_fact_diff(report.diff, report.diff_title)
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_configurations(configs: pd.DataFrame, changed: list[str]) -> list[str]:
+    lines = ["## Configurations", "", f"Changed: {md_escape(', '.join(changed) or 'nothing')}", ""]
     shown = ["run", "lane", *changed] if changed else ["run", "lane"]
-    lines.append("| " + " | ".join(md_escape(c) for c in shown) + " |")
-    lines.append("|" + "---|" * len(shown))
+    lines += md_table_head([md_escape(c) for c in shown])
     for _, row in configs.iterrows():
-        lines.append("| " + " | ".join(md_escape(str(row[c])) for c in shown) + " |")
-    lines += ["", "## Metrics", ""]
-    header = ["run", "configuration", *(m.title for m in metrics_in(metrics))]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    for i, cells in enumerate(metric_cells(metrics, metrics_in(metrics), markdown=True)):
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    md_escape(str(metrics["run"].iloc[i])),
-                    md_escape(str(metrics["lane"].iloc[i])),
-                    *cells,
-                ]
-            )
-            + " |"
-        )
+        lines.append(md_table_row([md_escape(str(row[c])) for c in shown]))
+    return lines
+
+
+def _markdown_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
+    lines = ["", "## Metrics", "", *metric_table_markdown(metrics, metrics_in(metrics))]
     lines += ["", "★ marks the best value; deltas are against the first row.", ""]
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{md_escape(note)}  " for note in notes), ""]
-    lines += section_markdown(stats.stats)
-    lines += operations_markdown(stats.operations)
-    lines += prompt_changes_markdown(prompt_changes(runs, metrics))
-    lines += ["## Worst failures", ""]
+    return lines
+
+
+def _markdown_failures(failures: pd.DataFrame) -> list[str]:
+    lines = ["## Worst failures", ""]
     if failures.empty:
         lines.append("No parse failures.")
     for _, f in failures.iterrows():
@@ -372,21 +388,24 @@ def _markdown(
         if conversation:
             lines += ["  conversation:", "", *md_code_block(conversation, "  "), "", "  reply:", ""]
         lines += [*md_code_block(reply, "  "), ""]
-    lines += ["", "## Fact-level diff", ""]
-    if diff_title:
-        lines.append(md_escape(diff_title))
-        counts = diff["side"].value_counts().to_dict() if not diff.empty else {}
-        lines.append(
-            f"\nonly in A: {counts.get('only_a', 0)}, only in B: {counts.get('only_b', 0)}, "
-            f"near-duplicates: {counts.get('near', 0)}"
-        )
-        if not diff.empty:
-            lines += ["", "| owner | side | fact in A | fact in B |", "|---|---|---|---|"]
-            for _, row in diff.head(_MD_DIFF_ROWS).iterrows():
-                cells = [row["user_id"], row["side"], row["fact_a"], row["fact_b"]]
-                lines.append("| " + " | ".join(md_escape(str(c)) for c in cells) + " |")
-            if len(diff) > _MD_DIFF_ROWS:
-                lines.append(f"\n({len(diff) - _MD_DIFF_ROWS} more rows not shown)")
-    else:
-        lines.append("Only one configuration: nothing to diff.")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _markdown_fact_diff(diff: pd.DataFrame, diff_title: str) -> list[str]:
+    lines = ["", "## Fact-level diff", ""]
+    if not diff_title:
+        return [*lines, "Only one configuration: nothing to diff."]
+    counts = _diff_counts(diff)
+    lines.append(md_escape(diff_title))
+    lines.append(
+        f"\nonly in A: {counts.get('only_a', 0)}, only in B: {counts.get('only_b', 0)}, "
+        f"near-duplicates: {counts.get('near', 0)}"
+    )
+    if not diff.empty:
+        lines += ["", *md_table_head(["owner", "side", "fact in A", "fact in B"])]
+        for _, row in diff.head(_MD_DIFF_ROWS).iterrows():
+            cells = [row["user_id"], row["side"], row["fact_a"], row["fact_b"]]
+            lines.append(md_table_row([md_escape(str(c)) for c in cells]))
+        if len(diff) > _MD_DIFF_ROWS:
+            lines.append(f"\n({len(diff) - _MD_DIFF_ROWS} more rows not shown)")
+    return lines

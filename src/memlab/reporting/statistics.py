@@ -21,7 +21,7 @@ from memlab.eval.metric_specs import MetricSpec, interval_specs
 from memlab.eval.metrics import owner_counts
 from memlab.eval.run import Run
 from memlab.eval.stats import StatOptions, bootstrap_ratios, min_detectable_effect
-from memlab.reporting.markdown import md_escape
+from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 
 __all__ = ["StatisticsSection", "section_html", "section_markdown", "statistics_section"]
 
@@ -172,11 +172,10 @@ _DATA_COLUMNS = frozenset({"run", "configuration"})
 
 
 def _md_table(frame: pd.DataFrame) -> list[str]:
-    lines = ["| " + " | ".join(str(c) for c in frame.columns) + " |"]
-    lines.append("|" + "---|" * len(frame.columns))
+    lines = md_table_head([str(c) for c in frame.columns])
     for _, row in frame.iterrows():
         cells = [md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_table_row(cells))
     return lines
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from html import escape
 from typing import Any
 
 import pandas as pd
@@ -16,6 +17,7 @@ from memlab.core.similarity import (
 from memlab.datasets.loader import load_dataset
 from memlab.eval.metric_specs import MetricSpec, metric_spec, report_specs
 from memlab.eval.run import Run
+from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 
 __all__ = [
     "MEMORY_METRICS",
@@ -27,6 +29,8 @@ __all__ = [
     "fact_diff",
     "memory_table",
     "metric_cells",
+    "metric_table_html",
+    "metric_table_markdown",
     "metrics_in",
     "operations_table",
     "worst_failures",
@@ -174,6 +178,39 @@ def metric_cells(
             cells.append(text)
         rows.append(cells)
     return rows
+
+
+def metric_table_html(
+    table: pd.DataFrame, specs: Sequence[MetricSpec], *, mark_best: bool = False
+) -> str:
+    """An HTML table of :func:`metric_cells`: run, configuration, one column per metric.
+
+    ``mark_best`` also highlights the best cell of each column (the star is always there).
+    """
+    head = "<th>run</th><th>configuration</th>" + "".join(
+        f"<th>{escape(spec.title)}</th>" for spec in specs
+    )
+    body = []
+    for i, cells in enumerate(metric_cells(table, specs, markdown=False)):
+        tds = [
+            f"<td>{escape(str(table['run'].iloc[i]))}</td>",
+            f"<td>{escape(str(table['lane'].iloc[i]))}</td>",
+        ]
+        for spec, text in zip(specs, cells, strict=True):
+            best = mark_best and bool(table[f"{spec.column}_best"].iloc[i]) and len(table) > 1
+            # text holds only formatted numbers and our own span markup.
+            tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def metric_table_markdown(table: pd.DataFrame, specs: Sequence[MetricSpec]) -> list[str]:
+    """The Markdown lines of :func:`metric_table_html`'s table."""
+    lines = md_table_head(["run", "configuration", *(spec.title for spec in specs)])
+    for i, cells in enumerate(metric_cells(table, specs, markdown=True)):
+        run, lane = md_escape(str(table["run"].iloc[i])), md_escape(str(table["lane"].iloc[i]))
+        lines.append(md_table_row([run, lane, *cells]))
+    return lines
 
 
 def operations_table(runs: Sequence[Run]) -> pd.DataFrame:

@@ -173,32 +173,9 @@ def try_prompt(
         raise TrialError(f"{run.path}: no lane {lane_id!r}; lanes: {list(run.lanes)}")
     info = run.lane_info(lane_id)["prompt"]
     before = PromptVariant(info["name"], info["template"], source=info.get("source", ""))
-    after = resolve_prompt(prompt, name="trial")
-    builtins = PromptRegistry()
-    extra: dict[str, str] | None = {after.name: after.template}
-    if after.name in builtins:
-        if builtins.get(after.name).template == after.template:
-            extra = None  # a built-in, unchanged
-        else:  # an edited copy of a built-in keeps its name, with its hash to tell them apart
-            name = f"{after.name}-{after.sha256[:8]}"
-            after = PromptVariant(name, after.template, source=after.source)
-            extra = {name: after.template}
+    after, extra = _trial_prompt(resolve_prompt(prompt, name="trial"))
     selected = _owners(run, lane_id, owners)
-    config = run.lanes[lane_id].model_copy(update={"prompt": after.name})
-    grid = Grid.from_mapping(
-        {
-            "name": f"{after.name}-{after.sha256[:8]}",
-            "dataset": str(run.dataset_path or run.grid.dataset),
-            "owners": selected,
-            "max_sessions": run.grid.max_sessions,
-            "samples": run.grid.samples,
-            "replay_mode": run.grid.replay_mode,
-            "base": config.model_dump(mode="json"),
-            # A forked run's trial starts from the same reference memory.
-            "fork": run.grid.fork.model_dump() if run.grid.fork else None,
-        },
-        source=f"prompt trial on {run.path}",
-    )
+    grid = _trial_grid(run, lane_id, selected, after)
     trial = sweep(
         grid.dataset,
         grid,
@@ -211,3 +188,37 @@ def try_prompt(
         matcher=matcher,
     )
     return PromptTrial(run, lane_id, selected, trial, before, after)
+
+
+def _trial_prompt(after: PromptVariant) -> tuple[PromptVariant, dict[str, str] | None]:
+    """The prompt to try under the name the trial's grid uses, and the extra prompts it needs.
+
+    A built-in, unchanged, needs none; an edited copy of a built-in keeps its name with its
+    hash, to tell the two apart.
+    """
+    builtins = PromptRegistry()
+    if after.name not in builtins:
+        return after, {after.name: after.template}
+    if builtins.get(after.name).template == after.template:
+        return after, None
+    name = f"{after.name}-{after.sha256[:8]}"
+    return PromptVariant(name, after.template, source=after.source), {name: after.template}
+
+
+def _trial_grid(run: Run, lane_id: str, owners: list[str], prompt: PromptVariant) -> Grid:
+    """One lane: the baseline lane's configuration with ``prompt``, on ``owners``."""
+    config = run.lanes[lane_id].model_copy(update={"prompt": prompt.name})
+    return Grid.from_mapping(
+        {
+            "name": f"{prompt.name}-{prompt.sha256[:8]}",
+            "dataset": str(run.dataset_path or run.grid.dataset),
+            "owners": owners,
+            "max_sessions": run.grid.max_sessions,
+            "samples": run.grid.samples,
+            "replay_mode": run.grid.replay_mode,
+            "base": config.model_dump(mode="json"),
+            # A forked run's trial starts from the same reference memory.
+            "fork": run.grid.fork.model_dump() if run.grid.fork else None,
+        },
+        source=f"prompt trial on {run.path}",
+    )

@@ -1,0 +1,250 @@
+"""Maintenance of a response cache directory: what it holds, and removing what is not needed.
+
+:func:`cache_stats` counts the entries and bytes of a directory written by
+:class:`~memlab.backends.cache.CachedBackend`, by backend and model, and lists the corrupt and
+temporary files. :func:`prune_cache` removes the entries that match given criteria (unused since
+a time, recorded before a time, of a model or backend), the corrupt ones, and temporary files
+left by interrupted writes. Neither touches an entry's content; the layout of the directory is
+defined in :mod:`memlab.backends.cache`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+# The entry file layout (names, decoding) is defined once, in the cache module.
+from memlab.backends.cache import _SET_ASIDE, _TEMP_PREFIX, _decode_entry, _iter_files
+
+__all__ = ["CacheStats", "PruneResult", "cache_stats", "prune_cache"]
+
+_STALE_TEMP_SECONDS = 3600.0
+
+
+@dataclass
+class _Entry:
+    path: Path
+    size: int
+    mtime: float
+    backend: str
+    model: str
+    created_at: datetime | None
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
+    """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``."""
+    entries: list[_Entry] = []
+    corrupt: list[Path] = []
+    temps: list[Path] = []
+    for path in _iter_files(cache_dir):
+        if path.name.startswith(_TEMP_PREFIX):
+            temps.append(path)
+        elif _SET_ASIDE in path.name:
+            corrupt.append(path)
+        elif path.suffix == ".json":
+            entry = _read_entry(path)
+            if entry is None:
+                corrupt.append(path)
+            else:
+                entries.append(entry)
+    return entries, corrupt, temps
+
+
+def _read_entry(path: Path) -> _Entry | None:
+    """The entry's summary, or ``None`` when it is not a sound entry for its file name."""
+    try:
+        stat = path.stat()
+        raw = path.read_bytes()
+    except OSError:  # a directory in place of an entry, no permission
+        return None
+    _problem, completion = _decode_entry(raw, path.stem)
+    if completion is None:
+        return None
+    data = json.loads(raw)  # decoded once already: cannot fail now
+    summary = data.get("request")
+    summary = summary if isinstance(summary, dict) else {}
+    return _Entry(
+        path=path,
+        size=stat.st_size,
+        mtime=stat.st_mtime,
+        backend=str(summary.get("backend", "?")),
+        model=str(summary.get("model", "?")),
+        created_at=_parse_time(data.get("created_at")),
+    )
+
+
+@dataclass
+class CacheStats:
+    """Summary of a cache directory (see :func:`cache_stats`)."""
+
+    entries: int = 0
+    bytes: int = 0
+    by_backend: dict[str, int] = field(default_factory=dict)
+    by_model: dict[str, int] = field(default_factory=dict)
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    corrupt_files: list[str] = field(default_factory=list)
+    """Entries that cannot be served and entries moved aside as corrupt."""
+    temp_files: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (datetimes as ISO-8601 with ``Z``)."""
+
+        def iso(value: datetime | None) -> str | None:
+            return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+        return {
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "by_backend": dict(sorted(self.by_backend.items())),
+            "by_model": dict(sorted(self.by_model.items())),
+            "oldest": iso(self.oldest),
+            "newest": iso(self.newest),
+            "corrupt_files": self.corrupt_files,
+            "temp_files": self.temp_files,
+        }
+
+
+def cache_stats(cache_dir: str | os.PathLike[str]) -> CacheStats:
+    """Count entries and bytes of a cache directory, by backend and by ``backend:model``."""
+    entries, corrupt, temps = _scan(Path(cache_dir))
+    created = [e.created_at for e in entries if e.created_at is not None]
+    return CacheStats(
+        entries=len(entries),
+        bytes=sum(e.size for e in entries),
+        by_backend=dict(Counter(e.backend for e in entries)),
+        by_model=dict(Counter(f"{e.backend}:{e.model}" for e in entries)),
+        oldest=min(created) if created else None,
+        newest=max(created) if created else None,
+        corrupt_files=[str(p) for p in corrupt],
+        temp_files=len(temps),
+    )
+
+
+@dataclass
+class PruneResult:
+    """What :func:`prune_cache` removed (or would remove with ``dry_run``)."""
+
+    removed: list[str] = field(default_factory=list)
+    removed_bytes: int = 0
+    kept: int = 0
+    temp_files_removed: int = 0
+    dry_run: bool = False
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path, default: float) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return default
+
+
+def prune_cache(
+    cache_dir: str | os.PathLike[str],
+    *,
+    unused_since: datetime | None = None,
+    created_before: datetime | None = None,
+    model: str | None = None,
+    backend: str | None = None,
+    remove_all: bool = False,
+    include_corrupt: bool = True,
+    dry_run: bool = False,
+) -> PruneResult:
+    """Remove cache entries matching every given criterion.
+
+    Criteria (combined with AND):
+
+    * ``unused_since``: not read or written since this time (file modification time; hits
+      refresh it). Typical use: note the time, replay every notebook/run you care about,
+      then prune ``unused_since`` that time to drop entries nothing uses any more. A fresh
+      ``git clone`` sets all times to the checkout time, so run the replay first.
+    * ``created_before``: recorded before this time (``created_at`` in the entry).
+    * ``model`` / ``backend``: only entries of this model id / backend name.
+
+    At least one criterion, or ``remove_all=True``, is required. Entry files that cannot be
+    served and entries moved aside as corrupt are removed too (``include_corrupt``), and
+    temporary files left by interrupted writes are removed once older than an hour.
+
+    Raises:
+        ValueError: No criterion was given and ``remove_all`` is false.
+    """
+    if not remove_all and all(c is None for c in (unused_since, created_before, model, backend)):
+        raise ValueError(
+            "prune_cache needs a criterion (unused_since, created_before, model, backend) "
+            "or remove_all=True."
+        )
+    for when in (unused_since, created_before):
+        if when is not None and when.tzinfo is None:
+            raise ValueError("prune_cache times must be timezone-aware (UTC).")
+    entries, corrupt, temps = _scan(Path(cache_dir))
+    result = PruneResult(dry_run=dry_run)
+    doomed: list[tuple[Path, int]] = []
+    for entry in entries:
+        if _matches(entry, unused_since, created_before, model, backend):
+            doomed.append((entry.path, entry.size))
+        else:
+            result.kept += 1
+    if include_corrupt:
+        doomed.extend((p, _size(p)) for p in corrupt if p.is_file())
+    now = time.time()
+    stale_temps = [t for t in temps if now - _mtime(t, now) > _STALE_TEMP_SECONDS]
+    result.removed = [str(path) for path, _ in doomed]
+    result.removed_bytes = sum(size for _, size in doomed)
+    result.temp_files_removed = len(stale_temps)
+    if not dry_run:
+        _remove([path for path, _ in doomed], stale_temps)
+    return result
+
+
+def _matches(
+    entry: _Entry,
+    unused_since: datetime | None,
+    created_before: datetime | None,
+    model: str | None,
+    backend: str | None,
+) -> bool:
+    """Whether ``entry`` meets every criterion given (``None`` is no criterion)."""
+    if unused_since is not None and not entry.mtime < unused_since.timestamp():
+        return False
+    if created_before is not None and not (
+        entry.created_at is not None and entry.created_at < created_before
+    ):
+        return False
+    if model is not None and entry.model != model:
+        return False
+    return backend is None or entry.backend == backend
+
+
+def _remove(entries: Sequence[Path], temps: Sequence[Path]) -> None:
+    """Delete ``entries`` and ``temps``, then the shard directories they leave empty."""
+    for path in [*entries, *temps]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    for shard in {p.parent for p in entries} | {t.parent for t in temps}:
+        with contextlib.suppress(OSError):
+            shard.rmdir()  # only succeeds when empty
