@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_WORKERS",
+    "add_cache_options",
     "add_prompts_option",
     "add_stat_options",
     "count",
@@ -117,6 +118,19 @@ def existing_directory(text: str) -> str:
 def add_prompts_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--prompts PATH [PATH ...]``: prompt files or directories to load variants from."""
     parser.add_argument("--prompts", nargs="+", default=[], metavar="PATH", help=help_text)
+
+
+def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
+    """``--cache-dir`` and ``--cache-mode`` of the response cache."""
+    from memlab.backends.cache import CacheMode
+
+    parser.add_argument("--cache-dir", type=directory, help=dir_help)
+    parser.add_argument(
+        "--cache-mode",
+        choices=[m.value for m in CacheMode],
+        default=CacheMode.READ_WRITE.value,
+        help="read_write (default), read_only (a cache miss is an error) or off",
+    )
 
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:

@@ -97,15 +97,7 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         help="matcher name: " + ", ".join(MATCHERS) + " (default: default)",
     )
-    parser.add_argument(
-        "--cache-dir", type=_args.directory, help="response cache for a judge matcher's calls"
-    )
-    parser.add_argument(
-        "--cache-mode",
-        choices=[m.value for m in CacheMode],
-        default=CacheMode.READ_WRITE.value,
-        help="read_write (default), read_only (a cache miss is an error) or off",
-    )
+    _args.add_cache_options(parser, "response cache for a judge matcher's calls")
 
 
 def matcher_from_args(args: argparse.Namespace) -> FactMatcher:

@@ -58,15 +58,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         type=_args.run_name,
         help="run directory name (default: the grid's name); an existing run is resumed",
     )
-    parser.add_argument(
-        "--cache-dir", type=_args.directory, help="response cache directory (default: no cache)"
-    )
-    parser.add_argument(
-        "--cache-mode",
-        choices=[m.value for m in CacheMode],
-        default=CacheMode.READ_WRITE.value,
-        help="read_write (default), read_only (a cache miss is an error) or off",
-    )
+    _args.add_cache_options(parser, "response cache directory (default: no cache)")
     parser.add_argument(
         "--workers",
         type=_args.workers,
