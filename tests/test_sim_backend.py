@@ -218,3 +218,15 @@ def test_simulated_lanes_are_labelled_and_never_cached(tmp_path: Path) -> None:
     assert run.summary["llm_calls"].iloc[0] > 0
     assert not cache.exists() or not any(cache.rglob("*.json"))
     assert run.summary["label"].iloc[0].startswith("[simulated]")
+
+
+def test_a_profile_file_is_read_within_the_yaml_limits(tmp_path: Path) -> None:
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    lines += [
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]"
+        for i in range(8)
+    ]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\nname: bomb\n", encoding="utf-8")
+    with pytest.raises(SimProfileError, match="YAML refused"):
+        load_profile(bomb)

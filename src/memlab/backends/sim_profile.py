@@ -29,10 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlab.core.parsing import FailureCategory
+from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -193,13 +193,13 @@ def load_profile(spec: str | Path) -> SimProfile:
                 f"{', '.join(BUILTIN_PROFILES)} or the path of a YAML profile file"
             )
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SimProfileError(f"{source}: cannot read the profile: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SimProfileError(f"{source}: not valid YAML: {exc}") from exc
+            text = read_text_limited(path, what="simulated model profile")
+        except YamlInputError as exc:
+            raise SimProfileError(str(exc)) from None
+    try:  # bounded like every YAML memlab reads: size, aliases, depth
+        data = parse_yaml(text, source).data
+    except YamlInputError as exc:
+        raise SimProfileError(str(exc)) from None
     if not isinstance(data, dict):
         raise SimProfileError(f"{source}: a profile must be a mapping of fields at the top level")
     try:
