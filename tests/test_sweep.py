@@ -307,3 +307,32 @@ def test_a_rerun_retries_exactly_the_replays_that_had_backend_errors(
     assert run.complete
     assert run.lane_status.iloc[0][["reused", "replayed"]].tolist() == [1, 1]
     assert run.lane_status.iloc[0]["why"] == "earlier replay had backend errors (1)"
+
+
+def test_final_facts_are_those_of_the_runs_owners_only(tmp_path: Path) -> None:
+    owners = [
+        {"user_id": user, "sessions": [session(f"{user}-1", T0, [(0, f"I am {user}.", "Hi.")])]}
+        for user in ("ann", "bob")
+    ]
+    data = write_dataset(tmp_path / "two.jsonl", owners)
+    backend = marker_backend(
+        {"I am ann": update([("Is ann", 0.9)]), "I am bob": update([("Is bob", 0.9)])}
+    )
+
+    def run_it(**grid: Any) -> Any:
+        return sweep(
+            data,
+            Grid.from_mapping({"name": "owners", **grid}),
+            runs_dir=tmp_path / "runs",
+            backend_factory=lambda spec: backend,
+            progress=False,
+        )
+
+    full = run_it()
+    lane = next(iter(full.lanes))
+    assert set(full.final_facts(lane)["user_id"]) == {"ann", "bob"}
+    smaller = run_it(max_owners=1)  # the same run directory, ann only
+    assert (smaller.path / "lanes" / lane / "owners" / "bob.json").exists()  # an old record
+    assert smaller.owner_ids == ["ann"]
+    assert set(smaller.final_facts(lane)["user_id"]) == {"ann"}
+    assert set(load_run(smaller.path).final_facts(lane)["user_id"]) == {"ann"}

@@ -66,8 +66,7 @@ def _replays(run: Run) -> Iterator[_Replay]:
     owners = {owner.user_id: owner for owner in load_dataset(dataset)}
     samples = range(int(run.manifest.get("samples", 1)))
     for lane_id, sample in itertools.product(run.lanes, samples):
-        # The run's owners (a lane directory may keep records of owners an earlier sweep had).
-        for user in run.manifest["owners"]:
+        for user in run.owner_ids:
             path = record_path(run.path, lane_id, user, sample)
             try:
                 record = loads_json(path.read_bytes())

@@ -312,11 +312,23 @@ class Run:
         data: dict[str, Any] = loads_json(path.read_text(encoding="utf-8"))
         return dict(data["final_memory"])
 
+    @property
+    def owner_ids(self) -> list[str]:
+        """The owners this run replayed (from the manifest: a lane directory may still hold
+        records of owners an earlier sweep of the same name had)."""
+        owners = self.manifest.get("owners")
+        if owners is not None:
+            return [str(owner) for owner in owners]
+        found = self.path.glob("lanes/*/owners/*.json")  # a run built in memory: no manifest
+        return sorted({path.stem for path in found})
+
     def final_facts(self, lane_id: str) -> pd.DataFrame:
         """Every stored fact at the end of a lane, one row per (owner, fact)."""
         rows = []
-        owners_dir = self.path / "lanes" / lane_id / "owners"
-        for path in sorted(owners_dir.glob("*.json")):
+        for user_id in self.owner_ids:
+            path = record_path(self.path, lane_id, user_id)
+            if not path.is_file():
+                continue
             data = loads_json(path.read_text(encoding="utf-8"))
             for fact in data["final_memory"].get("facts", []):
                 rows.append({"user_id": data["user_id"], **fact})
