@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from memlab.cli.demo import DemoResult
 
 __all__ = [
+    "CALIBRATION_KINDS",
+    "city_owners",
     "iso",
     "locomo_sample",
     "marker_backend",
@@ -158,3 +160,32 @@ def locomo_sample(**changes: Any) -> dict[str, Any]:
             target = target[int(key)] if isinstance(target, list) else target[key]
         target[last] = value
     return sample
+
+
+CALIBRATION_KINDS = frozenset(
+    {
+        "paraphrase",
+        "person",
+        "partial",
+        "polarity_flip",
+        "other_value",
+        "unrelated",
+        "negative_restated",
+        "chinese",
+        "locomo",
+    }
+)
+"""The kinds of calibration pairs the matching issue asks for."""
+
+
+def city_owners(start: datetime, *, follow_up: bool = False) -> list[dict[str, Any]]:
+    """ann (Leeds) and bob (Porto): one session saying where each lives, with that gold fact;
+    with ``follow_up`` a second session a day later that says nothing memorable."""
+    owners = []
+    for user, city in (("ann", "Leeds"), ("bob", "Porto")):
+        gold = [{"id": "g1", "content": f"Lives in {city}", "category": "context"}]
+        sessions = [one_turn(f"{user}-1", start, f"I live in {city}.", facts=gold)]
+        if follow_up:
+            sessions.append(one_turn(f"{user}-2", start + timedelta(days=1), "Thanks."))
+        owners.append({"user_id": user, "sessions": sessions})
+    return owners

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from builders import CALIBRATION_KINDS
 
 from memlab.cli.main import main
 from memlab.eval.calibration import (
@@ -20,17 +21,7 @@ from memlab.eval.calibration import (
 )
 from memlab.eval.matching import LexicalMatcher
 
-KINDS = {
-    "paraphrase",
-    "person",
-    "partial",
-    "polarity_flip",
-    "other_value",
-    "unrelated",
-    "negative_restated",
-    "chinese",
-    "locomo",
-}
+KINDS = CALIBRATION_KINDS
 
 
 def calibrate_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:

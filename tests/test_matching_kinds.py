@@ -8,6 +8,7 @@ a change that fixes (or breaks) one of them shows up here.
 from __future__ import annotations
 
 import pytest
+from builders import CALIBRATION_KINDS
 
 from memlab.eval.default_matcher import DefaultMatcher
 from memlab.eval.matchers import default_matcher
@@ -107,17 +108,7 @@ def test_default_matcher_verdict(
 
 def test_every_kind_has_rows_of_its_own() -> None:
     kinds = {row[0] for row in TABLE}
-    assert kinds == {
-        "paraphrase",
-        "person",
-        "partial",
-        "polarity_flip",
-        "other_value",
-        "unrelated",
-        "negative_restated",
-        "chinese",
-        "locomo",
-    }
+    assert kinds == CALIBRATION_KINDS
 
 
 @pytest.mark.parametrize(("gold", "stored", "current"), KNOWN_MISSES)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from builders import one_turn, update, write_owners
+from builders import city_owners, update, write_owners
 
 from memlab.backends.base import CompletionRequest, GenerationParams
 from memlab.backends.cache import request_key
@@ -27,23 +27,7 @@ def seeded(request: CompletionRequest) -> str:
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
-    owners = [
-        {
-            "user_id": user,
-            "sessions": [
-                one_turn(
-                    f"{user}-1",
-                    T0,
-                    f"I live in {city}.",
-                    facts=[{"id": "g1", "content": f"Lives in {city}", "category": "context"}],
-                )
-            ],
-        }
-        for user, city in (("ann", "Leeds"), ("bob", "Porto"))
-    ]
-    path = tmp_path / "d.jsonl"
-    write_owners(path, owners)
-    return path
+    return write_owners(tmp_path / "d.jsonl", city_owners(T0))
 
 
 def test_samples_replay_with_distinct_seeds_cache_apart_and_average(

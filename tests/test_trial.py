@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import one_turn, update, write_owners
+from builders import city_owners, update, write_owners
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
@@ -33,23 +33,7 @@ def reply(request: CompletionRequest) -> str:
 
 @pytest.fixture
 def run(tmp_path: Path) -> Any:
-    owners = [
-        {
-            "user_id": user,
-            "sessions": [
-                one_turn(
-                    f"{user}-1",
-                    T0,
-                    f"I live in {city}.",
-                    facts=[{"id": "g1", "content": f"Lives in {city}", "category": "context"}],
-                ),
-                one_turn(f"{user}-2", T0 + timedelta(days=1), "Thanks."),
-            ],
-        }
-        for user, city in (("ann", "Leeds"), ("bob", "Porto"))
-    ]
-    data = tmp_path / "data.jsonl"
-    write_owners(data, owners)
+    data = write_owners(tmp_path / "data.jsonl", city_owners(T0, follow_up=True))
     return sweep(
         data,
         Grid.from_mapping({"name": "base", "replay_mode": "per_session"}),
