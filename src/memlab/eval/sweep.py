@@ -262,8 +262,6 @@ def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:
 
 
 def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
-    for owner in owners:
-        safe_component(owner.user_id, "user_id")  # it names the owner's record file
     selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
     if grid.owners is not None:
         missing = set(grid.owners) - {o.user_id for o in selected}
