@@ -50,6 +50,7 @@ __all__ = [
     "PromptSource",
     "ResolvedLane",
     "build_updater",
+    "cacheable",
     "canonical_hash",
     "check_grid",
     "dataset_path",
@@ -119,12 +120,11 @@ class LaneBackends:
         return self._cache_mode
 
     def caches(self, spec: str) -> bool:
-        """Whether replies of ``spec`` go through the response cache (never the simulated
-        model's: it answers instantly and deterministically)."""
+        """Whether replies of ``spec`` go through the response cache."""
         return (
             self._cache_dir is not None
             and self._cache_mode is not CacheMode.OFF
-            and not is_simulated(spec)
+            and cacheable(spec)
         )
 
     def get(self, spec: str) -> Backend:
@@ -136,6 +136,12 @@ class LaneBackends:
                     backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
                 self._built[spec] = backend
             return self._built[spec]
+
+
+def cacheable(spec: str) -> bool:
+    """Whether a backend's replies belong in the response cache: not the simulated model's
+    (it answers instantly and deterministically). Drivers and remote workers both ask this."""
+    return not is_simulated(spec)
 
 
 def registry_backend(spec: str, dataset: Path) -> Backend:

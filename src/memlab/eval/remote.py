@@ -30,11 +30,10 @@ from memlab.backends.base import Backend, Completion, CompletionRequest
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
-from memlab.backends.simulated import is_simulated
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.grid import ReplayMode
-from memlab.eval.plan import BackendFactory, ResolvedLane
+from memlab.eval.plan import BackendFactory, ResolvedLane, cacheable
 from memlab.eval.replay import OwnerReplay, replay_owner
 
 __all__ = ["RemoteResult", "RemoteTask", "WorkerBackendError", "WorkerBackends", "run_remote"]
@@ -148,10 +147,9 @@ def run_remote(
             "model files and settings (environment variables) on every worker host"
         )
     layer = None
-    # The simulated model is never cached (as on the driver: LaneBackends.caches).
-    cached = not is_simulated(lane.config.backend)
-    if backends.cache_mode is not None and backends.cache_dir is not None and cached:
-        layer = SnapshotCache(backend, entries, backends.cache_mode, backends.cache_dir)
+    cache_mode, cache_dir = backends.cache_mode, backends.cache_dir
+    if cache_mode is not None and cache_dir is not None and cacheable(lane.config.backend):
+        layer = SnapshotCache(backend, entries, cache_mode, cache_dir)
     with tempfile.TemporaryDirectory(prefix="memlab-replay-") as scratch:
         # The store file a replay rewrites at each snapshot stays on the worker; the driver
         # writes the run directory's copy from the final memory.
