@@ -28,6 +28,14 @@ from memlab.backends.cache import (
     request_key,
 )
 from memlab.backends.cache_admin import CacheStats, PruneResult, cache_stats, prune_cache
+from memlab.backends.grammar import (
+    GrammarDialect,
+    compile_grammar,
+    dialect_for,
+    longest_text_bytes,
+    to_grammar_schema,
+    worst_case_tokens,
+)
 from memlab.backends.llama_local import (
     BUNDLED_MODEL_FILE,
     BUNDLED_MODEL_ID,
@@ -35,10 +43,8 @@ from memlab.backends.llama_local import (
     LocalLlamaBackend,
     bundled_model_path,
     clear_model_cache,
-    compile_grammar,
     default_threads,
     load_model,
-    to_grammar_schema,
 )
 from memlab.backends.llama_server import (
     LlamaServer,
@@ -103,6 +109,7 @@ __all__ = [
     "Completion",
     "CompletionRequest",
     "GenerationParams",
+    "GrammarDialect",
     "LlamaServer",
     "LocalLlamaBackend",
     "ModelRequestsBlockedError",
@@ -130,11 +137,13 @@ __all__ = [
     "compile_grammar",
     "default_backend_spec",
     "default_threads",
+    "dialect_for",
     "entry_path",
     "free_port",
     "is_simulated",
     "load_model",
     "load_profile",
+    "longest_text_bytes",
     "parse_retry_after",
     "prune_cache",
     "register_backend",
@@ -142,4 +151,5 @@ __all__ = [
     "resolve_backend",
     "to_grammar_schema",
     "to_strict_schema",
+    "worst_case_tokens",
 ]

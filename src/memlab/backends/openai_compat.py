@@ -15,7 +15,7 @@ Output modes map to ``response_format``:
   - ``"json_object_schema"`` (llama.cpp's ``python -m llama_cpp.server``, which rejects the
     ``json_schema`` type): ``{"type": "json_object", "schema": ...}``; the server compiles the
     schema to a grammar. The schema is first passed through
-    :func:`memlab.backends.llama_local.to_grammar_schema` because the server silently falls
+    :func:`memlab.backends.grammar.to_grammar_schema` because the server silently falls
     back to unconstrained JSON when its converter rejects a schema (e.g. unanchored
     ``pattern``).
 
@@ -41,7 +41,7 @@ from memlab.backends.base import (
     OutputMode,
     check_model_requests_allowed,
 )
-from memlab.backends.llama_local import to_grammar_schema
+from memlab.backends.grammar import to_grammar_schema
 from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
 
 if TYPE_CHECKING:

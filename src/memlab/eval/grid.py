@@ -41,6 +41,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from memlab.backends.base import OutputMode
 from memlab.backends.simulated import is_simulated
@@ -55,6 +56,7 @@ from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
+    "AUTO_MAX_TOKENS",
     "AXES",
     "INJECTION_FIELDS",
     "MAX_LANES",
@@ -121,6 +123,9 @@ class LaneConfig(BaseModel):
     )
     parse: ParsePreset = "default"
     max_tokens: int = Field(1024, ge=16, le=32768)
+    """Most tokens a reply may take. With ``schema_bounds`` it defaults to (and ``auto``
+    computes) the longest reply the bounded grammar admits; a smaller value is an error, so a
+    bounded lane's reply always ends before the limit."""
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
     injection_enabled: bool = True
@@ -132,6 +137,28 @@ class LaneConfig(BaseModel):
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_max_tokens(cls, data: Any) -> Any:
+        """``max_tokens: auto`` (or none given with ``schema_bounds``): the bound's value."""
+        if not isinstance(data, Mapping):
+            return data
+        auto = data.get("max_tokens") == AUTO_MAX_TOKENS
+        if not auto and ("max_tokens" in data or data.get("schema_bounds") is None):
+            return data
+        if data.get("schema_bounds") is None:
+            raise _setting_error(
+                "max_tokens",
+                "max_tokens: auto is computed from schema_bounds; set schema_bounds (with "
+                "output_mode: json_schema) or give max_tokens a number",
+            )
+        try:
+            bounds = SchemaBounds.model_validate(data["schema_bounds"])
+        except ValidationError:
+            return {**data, "max_tokens": 1024}  # the schema_bounds error is reported alone
+        backend = str(data.get("backend", cls.model_fields["backend"].default))
+        return {**data, "max_tokens": _reply_bound(bounds, backend)}
+
     @model_validator(mode="after")
     def _bounds_need_a_schema(self) -> LaneConfig:
         if self.schema_bounds is not None and self.output_mode is not OutputMode.JSON_SCHEMA:
@@ -139,6 +166,15 @@ class LaneConfig(BaseModel):
                 "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
                 f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
             )
+        if self.schema_bounds is not None:
+            bound = _reply_bound(self.schema_bounds, self.backend)
+            if self.max_tokens < bound:
+                raise _setting_error(
+                    "max_tokens",
+                    f"max_tokens {self.max_tokens} < worst case {bound} for these bounds (the "
+                    f"longest reply their grammar admits for {self.backend}, in tokens); set "
+                    "max_tokens: auto or lower schema_bounds",
+                )
         return self
 
     @property
@@ -181,6 +217,26 @@ class LaneConfig(BaseModel):
             dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
             text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
         return f"[simulated] {text}" if is_simulated(self.backend) else text
+
+
+AUTO_MAX_TOKENS = "auto"
+"""The ``max_tokens`` value that asks for the worst case of the lane's ``schema_bounds``."""
+
+
+def _reply_bound(bounds: SchemaBounds, backend: str) -> int:
+    """The bounded grammar's worst case, or a ValueError saying why it cannot be computed."""
+    # Imported here: llama.cpp's converter is needed only by lanes with bounds.
+    from memlab.backends.grammar import bounded_reply_tokens
+
+    try:
+        return bounded_reply_tokens(bounds, backend)
+    except MemlabError as exc:
+        raise ValueError(f"cannot compute the worst case of schema_bounds: {exc}") from None
+
+
+def _setting_error(field: str, message: str) -> PydanticCustomError:
+    """A rule across lane settings whose fix is one setting: the grid reports that key."""
+    return PydanticCustomError("lane_setting", "{message}", {"field": field, "message": message})
 
 
 _SHORT = {
@@ -288,14 +344,21 @@ class Grid(BaseModel):
             try:
                 config = LaneConfig.model_validate(point)
             except ValidationError as exc:  # a rule across settings, e.g. schema_bounds
-                where = "axes" if self.axes else "base"
-                raise self.error(where, _describe(exc.errors()[0])) from None
+                err = exc.errors()[0]
+                field = (err.get("ctx") or {}).get("field")
+                lanes_key = "axes" if self.axes else "base"
+                where = self.key_of(field, point.get(field)) if field else lanes_key
+                raise self.error(where, _describe(err)) from None
             # Every setting, injection included (the point id leaves those out).
             key = json.dumps(config.model_dump(mode="json"), sort_keys=True)
             if key not in seen:
                 seen.add(key)
                 configs.append(config)
         return configs
+
+    def key_of(self, field: str, value: Any) -> str:
+        """The key path that gives ``field`` the value ``value`` (its axis entry or base)."""
+        return next((key for key, v in self.values(field) if v == value), f"base.{field}")
 
     def values(self, field: str) -> Iterator[tuple[str, Any]]:
         """Every ``(key path, value)`` the grid gives ``field``: its axis values, else base."""
@@ -396,6 +459,8 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
     if field not in LaneConfig.model_fields:
         raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
+    if field == "max_tokens" and value == AUTO_MAX_TOKENS:
+        return  # computed from the lane's schema_bounds when the lane is built
     try:
         _field_adapter(field).validate_python(value)
     except ValidationError as exc:
@@ -428,6 +493,8 @@ def _describe(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         known = ", ".join(Grid.model_fields)
         return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"
+    if err["type"] == "lane_setting":
+        return str(err["msg"])  # its input is the whole lane, not worth quoting
     shown = excerpt(err.get("input"), _EXCERPT)  # bounded however large the input is
     message = str(err["msg"]).replace("Value error, ", "")
     return f"{message} (got {shown})"

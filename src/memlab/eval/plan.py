@@ -410,7 +410,7 @@ def _check_names(grid: Grid, registry: PromptRegistry) -> None:
 
 
 def _key_of(grid: Grid, field: str, value: Any) -> str:
-    return next((key for key, v in grid.values(field) if v == value), f"base.{field}")
+    return grid.key_of(field, value)
 
 
 # What each part of an identity means to a user, for "replayed because ...".
