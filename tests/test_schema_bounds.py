@@ -155,6 +155,13 @@ def test_longest_text_of_a_grammar(gbnf: str, longest: int | None) -> None:
     assert longest_text_bytes(gbnf) == longest
 
 
+def test_groups_nested_thousands_deep() -> None:
+    """llama.cpp writes a string of up to N characters as N nested optional groups."""
+    depth = 5000
+    gbnf = 'root ::= "\\"" ' + '([a-z] ' * depth + ")?" * depth + ' "\\""'
+    assert longest_text_bytes(gbnf) == depth + 2
+
+
 def test_a_grammar_reader_refuses_what_it_cannot_read() -> None:
     with pytest.raises(ValueError, match="'x' is used but not defined"):
         longest_text_bytes("root ::= x")
@@ -201,6 +208,21 @@ def test_the_worst_case_depends_on_the_backends_grammar() -> None:
     # more room in the bounds, more room in the worst case
     wider = SchemaBounds(summary_chars=61, max_new_facts=3)
     assert bounded_reply_tokens(wider) > bounded_reply_tokens(bounds)
+
+
+def test_a_sweep_checks_the_worst_case_and_a_recorded_run_still_loads(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    data = {
+        "name": "tight",
+        "dataset": "smoke",
+        "base": {"output_mode": "json_schema", "schema_bounds": {}, "max_tokens": 100},
+    }
+    grid = Grid.from_mapping(data)
+    assert [lane.max_tokens for lane in grid.lanes()] == [100]  # how a recorded run reads it
+    backend = ScriptedBackend([update("Likes tea")], repeat_last=True)
+    with pytest.raises(GridError, match=r"base.max_tokens: max_tokens 100 < worst case \d+"):
+        sweep("smoke", grid, runs_dir=tmp_path, backend_factory=lambda _s: backend)
+    assert backend.requests == []
 
 
 def test_auto_needs_bounds(tmp_path: Path) -> None:

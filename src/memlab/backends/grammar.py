@@ -243,7 +243,8 @@ def longest_text_bytes(gbnf: str, root: str = "root") -> int | None:
 
 
 class _Lengths:
-    """The longest derivation of each rule, by recursive descent over the rule bodies."""
+    """The longest derivation of each rule (memoised; a rule reached again while it is being
+    read is recursion: unbounded)."""
 
     def __init__(self, rules: Mapping[str, str]) -> None:
         self._rules = rules
@@ -256,42 +257,67 @@ class _Lengths:
         if name not in self._rules:
             raise ValueError(f"GBNF rule {name!r} is used but not defined")
         if name in self._active:
-            return math.inf  # recursion: a derivation may nest without end
+            return math.inf
         self._active.add(name)
-        reader = _Reader(self._rules[name], self)
-        value = reader.alternatives()
-        reader.expect_end()
+        value = _Body(self._rules[name], self).longest()
         self._active.discard(name)
         self._done[name] = value
         return value
 
 
-class _Reader:
-    """Reads one rule body; each method returns the longest text (bytes) of what it read."""
+class _Body:
+    """Reads one rule body left to right, with a stack of open groups instead of recursion:
+    llama.cpp's converter writes a string of up to N characters as N nested optional groups.
+    Each group keeps the longest of its closed alternatives and the length of the open one."""
+
+    _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
     def __init__(self, text: str, lengths: _Lengths) -> None:
         self.text = text
         self.pos = 0
         self.lengths = lengths
 
-    def alternatives(self) -> float:
-        best = self.sequence()
-        while self._peek() == "|":
+    def longest(self) -> float:
+        groups: list[list[float]] = [[0.0, 0.0]]  # per open group: [best alternative, current]
+        while (mark := self._peek()) != "":
+            if mark == "(":
+                self.pos += 1
+                groups.append([0.0, 0.0])
+                continue
+            if mark == "|":
+                self.pos += 1
+                best, current = groups[-1]
+                groups[-1] = [max(best, current), 0.0]
+                continue
+            if mark == ")":
+                if len(groups) == 1:
+                    raise ValueError(f"unbalanced ')' in GBNF rule {self.text!r}")
+                self.pos += 1
+                best, current = groups.pop()
+                value = max(best, current)
+            else:
+                value = self._atom(mark)
+            groups[-1][1] += self._repeated(value)
+        if len(groups) != 1:
+            raise ValueError(f"unclosed group in GBNF rule {self.text!r}")
+        return max(groups[0])
+
+    def _atom(self, mark: str) -> float:
+        if mark == '"':
+            return float(len(self._literal().encode("utf-8")))
+        if mark == "[":
+            return float(self._char_class())
+        if mark == ".":
             self.pos += 1
-            best = max(best, self.sequence())
-        return best
-
-    def sequence(self) -> float:
-        total = 0.0
-        while self._peek() not in ("", "|", ")"):
-            total += self._repeated(self._atom())
-        return total
-
-    def expect_end(self) -> None:
-        if self._peek():
+            return 4.0  # any character: up to four bytes
+        match = self._NAME.match(self.text, self.pos)
+        if match is None:
             raise ValueError(f"unexpected {self.text[self.pos :]!r} in GBNF rule {self.text!r}")
+        self.pos = match.end()
+        return self.lengths.rule(match.group(0))
 
     def _repeated(self, longest: float) -> float:
+        """Apply the repetition marks after an item to its longest length."""
         while True:
             mark = self._peek()
             if mark == "?":
@@ -310,28 +336,6 @@ class _Reader:
                 longest = 0.0 if longest == 0 else longest * times
             else:
                 return longest
-
-    def _atom(self) -> float:
-        mark = self._peek()
-        if mark == '"':
-            return float(len(self._literal().encode("utf-8")))
-        if mark == "[":
-            return float(self._char_class())
-        if mark == "(":
-            self.pos += 1
-            inner = self.alternatives()
-            if self._peek() != ")":
-                raise ValueError(f"unclosed group in GBNF rule {self.text!r}")
-            self.pos += 1
-            return inner
-        if mark == ".":
-            self.pos += 1
-            return 4.0
-        match = re.compile(r"[A-Za-z0-9_-]+").match(self.text, self.pos)
-        if match is None:
-            raise ValueError(f"unexpected {self.text[self.pos :]!r} in GBNF rule {self.text!r}")
-        self.pos = match.end()
-        return self.lengths.rule(match.group(0))
 
     def _peek(self) -> str:
         while self.pos < len(self.text) and self.text[self.pos].isspace():

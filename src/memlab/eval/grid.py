@@ -104,6 +104,9 @@ class GridError(MemlabError, ValueError):
         super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
 
 
+_MAX_TOKENS_LIMIT = 32768
+
+
 class LaneConfig(BaseModel):
     """One pipeline configuration (by names) replayed over every memory owner of a dataset."""
 
@@ -122,7 +125,7 @@ class LaneConfig(BaseModel):
         30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
     )
     parse: ParsePreset = "default"
-    max_tokens: int = Field(1024, ge=16, le=32768)
+    max_tokens: int = Field(1024, ge=16, le=_MAX_TOKENS_LIMIT)
     """Most tokens a reply may take. With ``schema_bounds`` it defaults to (and ``auto``
     computes) the longest reply the bounded grammar admits; a smaller value is an error, so a
     bounded lane's reply always ends before the limit."""
@@ -157,7 +160,14 @@ class LaneConfig(BaseModel):
         except ValidationError:
             return {**data, "max_tokens": 1024}  # the schema_bounds error is reported alone
         backend = str(data.get("backend", cls.model_fields["backend"].default))
-        return {**data, "max_tokens": _reply_bound(bounds, backend)}
+        bound = _reply_bound(bounds, backend)
+        if bound > _MAX_TOKENS_LIMIT:
+            raise _setting_error(
+                "max_tokens",
+                f"the worst case of these schema_bounds, {bound} tokens, is more than "
+                f"max_tokens may be ({_MAX_TOKENS_LIMIT}); lower schema_bounds",
+            )
+        return {**data, "max_tokens": bound}
 
     @model_validator(mode="after")
     def _bounds_need_a_schema(self) -> LaneConfig:
@@ -166,15 +176,6 @@ class LaneConfig(BaseModel):
                 "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
                 f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
             )
-        if self.schema_bounds is not None:
-            bound = _reply_bound(self.schema_bounds, self.backend)
-            if self.max_tokens < bound:
-                raise _setting_error(
-                    "max_tokens",
-                    f"max_tokens {self.max_tokens} < worst case {bound} for these bounds (the "
-                    f"longest reply their grammar admits for {self.backend}, in tokens); set "
-                    "max_tokens: auto or lower schema_bounds",
-                )
         return self
 
     @property
@@ -355,6 +356,26 @@ class Grid(BaseModel):
                 seen.add(key)
                 configs.append(config)
         return configs
+
+    def check_max_tokens(self) -> None:
+        """Every bounded lane's ``max_tokens`` covers the longest reply its grammar admits.
+
+        (A rule for new sweeps: runs recorded before it still load.)
+
+        Raises:
+            GridError: At the ``max_tokens`` key of the first lane below its worst case.
+        """
+        for lane in self.lanes():
+            if lane.schema_bounds is None:
+                continue
+            bound = _reply_bound(lane.schema_bounds, lane.backend)
+            if lane.max_tokens < bound:
+                raise self.error(
+                    self.key_of("max_tokens", lane.max_tokens),
+                    f"max_tokens {lane.max_tokens} < worst case {bound} for these bounds (the "
+                    f"longest reply their grammar admits for {lane.backend}, in tokens); set "
+                    "max_tokens: auto or lower schema_bounds",
+                )
 
     def key_of(self, field: str, value: Any) -> str:
         """The key path that gives ``field`` the value ``value`` (its axis entry or base)."""

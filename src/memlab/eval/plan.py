@@ -272,6 +272,7 @@ def resolve_lanes(
         GridError: Naming the key (e.g. ``axes.merge[1]``), its line and the known choices.
     """
     _check_names(grid, registry)
+    grid.check_max_tokens()
     lanes: list[ResolvedLane] = []
     for config in grid.lanes():
         try:
@@ -347,6 +348,7 @@ def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistr
     """
     registry = prompt_registry(grid, prompts)
     _check_names(grid, registry)
+    grid.check_max_tokens()
     known = available_backends()
     for key, spec in grid.values("backend"):
         prefix = str(spec).strip().partition(":")[0]
