@@ -14,7 +14,9 @@ never exceed it, and in the compact dialect every admitted reply satisfies the c
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -206,3 +208,17 @@ def test_the_bound_is_the_longest_reply_brute_force_finds(
             if dialect == "compact":
                 assert parse_reply(candidate.text()).ok, candidate.text()
     assert accepted >= 50
+
+
+def test_a_fact_the_grammar_admits_is_never_blank(oracle: GrammarOracle) -> None:
+    """The contract wants a non-whitespace character (``\\S``) in every fact: the grammar
+    refuses a fact that starts with any character Python's ``re`` calls whitespace."""
+    bounds = SchemaBounds(summary_chars=1, fact_chars=2, max_new_facts=1, max_removals=0)
+    grammar = compile_grammar(bounded_schema(contract_schema(), bounds), "compact")
+    spaces = [chr(c) for c in range(0x110000) if re.fullmatch(r"\s", chr(c))]
+    assert len(spaces) > 20
+    for space in spaces:
+        text = json.dumps(space)[1:-1]  # as JSON writes it (control characters escaped)
+        reply = Candidate(facts=1, content=text + "a").text()
+        assert not oracle.accepts_text(grammar, reply), repr(space)
+    assert oracle.accepts_text(grammar, Candidate(facts=1, content="a ").text())

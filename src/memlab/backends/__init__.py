@@ -30,6 +30,7 @@ from memlab.backends.cache import (
 from memlab.backends.cache_admin import CacheStats, PruneResult, cache_stats, prune_cache
 from memlab.backends.grammar import (
     GrammarDialect,
+    bounded_reply_tokens,
     compile_grammar,
     dialect_for,
     longest_text_bytes,
@@ -130,6 +131,7 @@ __all__ = [
     "allow_model_requests",
     "available_backends",
     "block_model_requests",
+    "bounded_reply_tokens",
     "bundled_model_path",
     "cache_stats",
     "check_model_requests_allowed",

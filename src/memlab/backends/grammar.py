@@ -31,7 +31,6 @@ has produced ``max_tokens`` tokens, even when the grammar is complete.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import math
@@ -41,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from memlab.backends.base import BackendError
+from memlab.backends.schema_walk import SchemaTransformer
 from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
 
 __all__ = [
@@ -77,26 +77,19 @@ def _non_blank_pattern(max_length: int | None) -> str:
     return f'^[^"\\\\{_WHITESPACE_CLASS}][^{_PLAIN_CLASS}]{rest}$'
 
 
-def _grammar_node(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_grammar_node(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
+class _GrammarSchema(SchemaTransformer):
+    """What llama.cpp's converter can read (see :func:`to_grammar_schema`)."""
+
+    def keyword(self, node: Mapping[str, Any], key: str, value: Any) -> tuple[str, Any] | None:
         if key in ("$schema", "$id"):
-            continue
+            return None
         if key == "pattern" and value == r"\S":
-            out[key] = _non_blank_pattern(node.get("maxLength"))
-        elif key == "pattern" and not (
+            return key, _non_blank_pattern(node.get("maxLength"))
+        if key == "pattern" and not (
             isinstance(value, str) and value.startswith("^") and value.endswith("$")
         ):
-            continue  # llama.cpp's converter only handles anchored patterns
-        elif key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _grammar_node(sub) for name, sub in value.items()}
-        else:
-            out[key] = _grammar_node(value)
-    return out
+            return None  # llama.cpp's converter only handles anchored patterns
+        return key, value
 
 
 def to_grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,8 +101,7 @@ def to_grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     Replies are still validated against the full schema by the pipeline, so nothing is lost;
     the grammar only narrows decoding.
     """
-    result: dict[str, Any] = _grammar_node(copy.deepcopy(dict(schema)))
-    return result
+    return _GrammarSchema()(schema)
 
 
 def dialect_for(backend_spec: str) -> GrammarDialect:

@@ -25,7 +25,6 @@ explicit: see :class:`memlab.backends.retry.RetryPolicy`.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import re
@@ -43,6 +42,7 @@ from memlab.backends.base import (
 )
 from memlab.backends.grammar import to_grammar_schema
 from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
+from memlab.backends.schema_walk import SchemaTransformer
 
 if TYPE_CHECKING:
     import openai
@@ -107,33 +107,29 @@ def _make_nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _strict(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_strict(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
+class _StrictSchema(SchemaTransformer):
+    """What OpenAI strict structured outputs accept (see :func:`to_strict_schema`)."""
+
+    def keyword(self, node: Mapping[str, Any], key: str, value: Any) -> tuple[str, Any] | None:
         if key in _STRICT_UNSUPPORTED:
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _strict(sub) for name, sub in value.items()}
-        elif key == "oneOf":
+            return None
+        if key == "oneOf":
             # Strict mode supports anyOf only; for disjoint branches the two are equivalent.
-            out["anyOf"] = _strict(value)
-        else:
-            out[key] = _strict(value)
-    if isinstance(out.get("properties"), dict):
-        required = set(node.get("required", []))
-        props = out["properties"]
-        for name in list(props):
-            if name not in required:
-                props[name] = _make_nullable(props[name])
-        out["required"] = list(props)
-        out["additionalProperties"] = False
-    elif out.get("type") == "object":
-        out.setdefault("additionalProperties", False)
-    return out
+            return "anyOf", value
+        return key, value
+
+    def finish(self, node: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(out.get("properties"), dict):
+            required = set(node.get("required", []))
+            props = out["properties"]
+            for name in list(props):
+                if name not in required:
+                    props[name] = _make_nullable(props[name])
+            out["required"] = list(props)
+            out["additionalProperties"] = False
+        elif out.get("type") == "object":
+            out.setdefault("additionalProperties", False)
+        return out
 
 
 def to_strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -146,8 +142,7 @@ def to_strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     keywords strict mode rejects (``minLength``, ``$schema``, ``default``, ...) are dropped.
     The pipeline validates replies against the original schema, so nothing is lost.
     """
-    result: dict[str, Any] = _strict(copy.deepcopy(dict(schema)))
-    return result
+    return _StrictSchema()(schema)
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:
