@@ -44,6 +44,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from memlab.backends.base import OutputMode
+from memlab.backends.grammar import bounded_reply_tokens
 from memlab.backends.simulated import is_simulated
 from memlab.core.config import (
     DEBOUNCE_SECONDS_BOUNDS,
@@ -226,9 +227,6 @@ AUTO_MAX_TOKENS = "auto"
 
 def _reply_bound(bounds: SchemaBounds, backend: str) -> int:
     """The bounded grammar's worst case, or a ValueError saying why it cannot be computed."""
-    # Imported here: llama.cpp's converter is needed only by lanes with bounds.
-    from memlab.backends.grammar import bounded_reply_tokens
-
     try:
         return bounded_reply_tokens(bounds, backend)
     except MemlabError as exc:
