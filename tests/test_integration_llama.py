@@ -192,7 +192,7 @@ def test_real_replies_hold_their_properties(
     ends in one of the taxonomy's outcomes, recorded."""
     backend = LocalLlamaBackend(n_threads=threads, n_ctx=N_CTX)
     bound = bounded_reply_tokens(BOUNDS, "local:smollm2")
-    max_tokens = bound if mode is OutputMode.JSON_SCHEMA else 64
+    max_tokens = bound if mode is OutputMode.JSON_SCHEMA else 32
     store_file = tmp_path / "memory.json"
     updater = MemoryUpdater(
         backend=backend,
