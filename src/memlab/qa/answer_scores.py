@@ -10,8 +10,9 @@
 - :func:`multi_answer_f1` is LoCoMo's score of its multi-hop category: both sides split on
   commas, each reference part takes its best F1 against a predicted part, and the parts are
   averaged.
-- :func:`bleu1` is sentence BLEU with unigrams only, from ``sacrebleu`` (lowercased, its
-  ``13a`` tokenizer, ``zh`` when either side has Chinese), as a number in [0, 1].
+- :func:`bleu1` is sentence BLEU with unigrams only, computed by ``sacrebleu`` on the words
+  of :func:`bleu_tokens` (lowercased, punctuation dropped, Chinese characters one token each,
+  no stemming: the tokens of mem0's BLEU-1), as a number in [0, 1].
 - :func:`is_abstention` says whether an answer declines to answer ("I don't know", "not
   mentioned", "没有提到", ...). An answer that says so and then guesses still counts as an
   abstention, as LoCoMo's adversarial check counts it.
@@ -35,6 +36,7 @@ __all__ = [
     "ABSTENTION_PATTERNS",
     "answer_tokens",
     "bleu1",
+    "bleu_tokens",
     "is_abstention",
     "multi_answer_f1",
     "normalize_answer",
@@ -49,11 +51,13 @@ def _is_punctuation(char: str) -> bool:
     return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
 
 
+def _no_punctuation(text: str) -> str:
+    return "".join(c for c in text.lower() if not _is_punctuation(c))
+
+
 def normalize_answer(text: str) -> str:
     """LoCoMo's normalisation: lowercase, no punctuation, no ``a an the and``, single spaces."""
-    lowered = text.lower()
-    no_punctuation = "".join(c for c in lowered if not _is_punctuation(c))
-    return " ".join(_ARTICLES.sub(" ", no_punctuation).split())
+    return " ".join(_ARTICLES.sub(" ", _no_punctuation(text)).split())
 
 
 @cache
@@ -105,20 +109,27 @@ def multi_answer_f1(prediction: str, reference: str) -> float:
     return sum(best) / len(best)
 
 
+def bleu_tokens(text: str) -> list[str]:
+    """The words :func:`bleu1` compares: lowercased, no punctuation, Chinese split."""
+    return [piece for word in _no_punctuation(text).split() for piece in _split_cjk(word)]
+
+
 @cache
-def _bleu(tokenize: str) -> BLEU:
+def _bleu() -> BLEU:
     from sacrebleu.metrics.bleu import BLEU
 
-    return BLEU(max_ngram_order=1, effective_order=True, lowercase=True, tokenize=tokenize)
+    # The text arrives as space-separated tokens; sacrebleu only splits on the spaces.
+    return BLEU(max_ngram_order=1, effective_order=True, tokenize="none")
 
 
 def bleu1(prediction: str, reference: str) -> float:
     """Sentence BLEU-1 of ``prediction`` against one ``reference``, in [0, 1] (sacrebleu:
-    clipped unigram precision times the brevity penalty)."""
-    if not prediction.strip() or not reference.strip():
+    clipped unigram precision times the brevity penalty; 0 when either side has no words)."""
+    predicted, expected = bleu_tokens(prediction), bleu_tokens(reference)
+    if not predicted or not expected:
         return 0.0
-    tokenize = "zh" if contains_cjk(prediction) or contains_cjk(reference) else "13a"
-    return float(_bleu(tokenize).sentence_score(prediction, [reference]).score) / 100.0
+    score = _bleu().sentence_score(" ".join(predicted), [" ".join(expected)]).score
+    return float(score) / 100.0
 
 
 ABSTENTION_PATTERNS: tuple[str, ...] = (
