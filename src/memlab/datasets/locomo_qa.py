@@ -289,11 +289,6 @@ def locomo_questions(
         question = question.model_copy(update={"evidence": _evidence(refs, turns, cites[asked])})
         if finding is not None:
             question = _audited(question, finding, turns, cites[asked], counts)
-            counts.unresolved_evidence.extend(
-                f"{finding.question_id} (audit): {ref}"
-                for ref in _dia_refs(list(finding.correct_evidence))[0]
-                if ref not in turns.where
-            )
         out[asked].append(question)
         counts.questions += 1
     return out, counts
@@ -376,7 +371,9 @@ def _audited(
     cited: Mapping[str, list[str]],
     counts: QuestionCounts,
 ) -> Question:
-    refs, _bad = _dia_refs(list(finding.correct_evidence))
+    refs, bad = _dia_refs(list(finding.correct_evidence))
+    missing = bad + [r for r in refs if r not in turns.where]
+    counts.unresolved_evidence.extend(f"{finding.question_id} (audit): {r}" for r in missing)
     evidence = _evidence([r for r in refs if r in turns.where], turns, cited)
     answer = finding.correct_answer.strip() if finding.changes_answer else question.answer
     audit = AnswerAudit(
