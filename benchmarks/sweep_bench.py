@@ -69,8 +69,8 @@ from memlab.core.parsing import parse_reply
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
 from memlab.core.updater import MemoryUpdater
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.sweep import sweep
 
 __all__ = [
     "Measurement",
@@ -609,7 +609,7 @@ def bench_dask(
     factory is a picklable ``functools.partial``). A first sweep of 8 owners warms the
     workers up (imports, the first connection), as the thread measurement's ping does.
     """
-    from memlab.eval.executors import DaskSpec, dask_client
+    from memlab.sweeps.executors import DaskSpec, dask_client
 
     base = workdir / "dask"
     dataset = write_dataset(base / "data.jsonl", owners=calls, sessions=1)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from memlab.backends.sim_profile import SimProfile, leaked, worded
 from memlab.core.parsing import FailureCategory, ParseOptions
 from memlab.datasets.models import Owner
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher
+from memlab.matching.base import FactMatcher
+from memlab.matching.matchers import default_matcher
 
 __all__ = ["Expected", "expected_counts", "failing_categories"]
 

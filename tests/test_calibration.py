@@ -12,14 +12,14 @@ import pytest
 from builders import CALIBRATION_KINDS
 
 from memlab.cli.main import main
-from memlab.eval.calibration import (
+from memlab.matching.base import LexicalMatcher
+from memlab.matching.calibration import (
     CalibrationSetError,
     calibrate,
     calibration_of,
     default_pairs_path,
     load_pairs,
 )
-from memlab.eval.matching import LexicalMatcher
 
 KINDS = CALIBRATION_KINDS
 

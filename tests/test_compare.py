@@ -29,11 +29,11 @@ from memlab import compare
 from memlab.backends.base import CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.eval.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
-from memlab.eval.metric_specs import interval_specs
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
 from memlab.reporting.report import build_report
+from memlab.scoring.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
+from memlab.scoring.metric_specs import interval_specs
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 OWNERS = 16

@@ -33,8 +33,8 @@ from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
 from memlab.core.injection import format_memory_for_injection
 from memlab.core.merge import apply_updates
 from memlab.core.prompts import PromptRegistry
-from memlab.eval.grid import load_grid
-from memlab.eval.sweep import sweep
+from memlab.sweeps.grid import load_grid
+from memlab.sweeps.sweep import sweep
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)
@@ -115,7 +115,7 @@ def check_sim_profile(block: str, tmp_path: Path) -> None:
 
 
 def check_calibration_pair(block: str, tmp_path: Path) -> None:
-    from memlab.eval.calibration import default_pairs_path
+    from memlab.matching.calibration import default_pairs_path
 
     shown = json.loads(" ".join(block.split()))
     lines = default_pairs_path().read_text(encoding="utf-8").splitlines()
@@ -255,13 +255,13 @@ def check_document_shape(block: str, tmp_path: Path) -> None:
 
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
-    ("memlab.eval.grid", "name: prompt-vs-mode"): check_grid_yaml,
+    ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.backends.sim_profile", "name: mine"): check_sim_profile,
     (
-        "memlab.eval.calibration",
+        "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don\'t enjoy classical',
     ): check_calibration_pair,
-    ("memlab.eval.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
+    ("memlab.sweeps.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
         check_run_layout
     ),
     ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (

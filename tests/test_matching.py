@@ -11,10 +11,10 @@ from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.similarity import count_duplicates, dice
 from memlab.errors import MemlabError
-from memlab.eval.default_matcher import DefaultMatcher, EmbeddingMatcher
-from memlab.eval.judge import JUDGE_PROMPTS, LLMJudgeMatcher
-from memlab.eval.matchers import MATCHERS, MatcherError, default_matcher, resolve_matcher
-from memlab.eval.matching import LexicalMatcher, MatchResult, explain, matcher_name
+from memlab.matching.base import LexicalMatcher, MatchResult, explain, matcher_name
+from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher
+from memlab.matching.judge import JUDGE_PROMPTS, LLMJudgeMatcher
+from memlab.matching.matchers import MATCHERS, MatcherError, default_matcher, resolve_matcher
 
 
 def test_lexical_coverage_is_asymmetric() -> None:

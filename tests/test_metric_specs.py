@@ -12,9 +12,11 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import build_parser, main
-from memlab.eval import metric_specs
-from memlab.eval.compare import compare
-from memlab.eval.metric_specs import (
+from memlab.reporting import tables
+from memlab.reporting.gate import Thresholds, check_gate
+from memlab.scoring import metric_specs
+from memlab.scoring.compare import compare
+from memlab.scoring.metric_specs import (
     METRIC_SPECS,
     MetricSpec,
     gate_specs,
@@ -22,10 +24,8 @@ from memlab.eval.metric_specs import (
     report_specs,
     summary_columns,
 )
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run, load_run
-from memlab.reporting import tables
-from memlab.reporting.gate import Thresholds, check_gate
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.run import Run, load_run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 REPLIES = {"[s:job]": update("Works as a nurse", ("Has a cat", 0.8)), "[s:hike]": "Sure."}

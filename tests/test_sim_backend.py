@@ -27,9 +27,9 @@ from memlab.core.prompts import get_prompt
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid, LaneConfig
-from memlab.eval.matching import LexicalMatcher
-from memlab.eval.sweep import sweep
+from memlab.matching.base import LexicalMatcher
+from memlab.sweeps.grid import Grid, LaneConfig
+from memlab.sweeps.sweep import sweep
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 

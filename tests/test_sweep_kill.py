@@ -16,9 +16,9 @@ from builders import update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import load_run
+from memlab.sweeps.sweep import sweep
 
 GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 
@@ -28,8 +28,8 @@ CHILD = textwrap.dedent(
     import sys, time
     from memlab.backends.base import BackendError
     from memlab.backends.scripted import ScriptedBackend
-    from memlab.eval.grid import Grid
-    from memlab.eval.sweep import sweep
+    from memlab.sweeps.grid import Grid
+    from memlab.sweeps.sweep import sweep
 
     FAILING = ("paediatric nurse", "Frachtwerk")  # amara's and daniel's first sessions
 

@@ -41,10 +41,10 @@ from memlab.core.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, read_
 from memlab.datasets.loader import validate_dataset
 from memlab.datasets.locomo import LocomoFormatError, convert_locomo, import_locomo
 from memlab.errors import excerpt, one_line
-from memlab.eval.grid import Grid, GridError, load_grid
-from memlab.eval.sweep import sweep
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.report import build_report
+from memlab.sweeps.grid import Grid, GridError, load_grid
+from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

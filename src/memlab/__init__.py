@@ -52,9 +52,9 @@ if TYPE_CHECKING:
     from memlab.datasets import dataset_stats, load_dataset
     from memlab.errors import MemlabError
     from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run
-    from memlab.eval.compare import compare
-    from memlab.eval.sweep import sweep
     from memlab.reporting import build_report, check_gate, try_prompt
+    from memlab.scoring.compare import compare
+    from memlab.sweeps.sweep import sweep
 
 # Where each exported name lives; the subpackage is imported when the name is first used.
 _EXPORTS: dict[str, str] = {

@@ -18,7 +18,7 @@ from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
 
 if TYPE_CHECKING:
-    from memlab.eval.executors import DaskSpec
+    from memlab.sweeps.executors import DaskSpec
 
 __all__ = [
     "MAX_WORKERS",
@@ -54,8 +54,8 @@ def workers(text: str) -> int:
 
 
 def executor(text: str) -> DaskSpec:
-    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.eval.executors`)."""
-    from memlab.eval.executors import ExecutorError, parse_executor
+    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.sweeps.executors`)."""
+    from memlab.sweeps.executors import ExecutorError, parse_executor
 
     try:
         return parse_executor(text)
@@ -135,7 +135,7 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.eval.stats import DEFAULT_RESAMPLES
+    from memlab.scoring.stats import DEFAULT_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"

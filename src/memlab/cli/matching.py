@@ -10,10 +10,10 @@ from typing import Any
 from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.cli import _args
-from memlab.eval.calibration import SPLITS, calibrate, load_pairs
-from memlab.eval.matchers import MATCHERS, BackendFactory, resolve_matcher
-from memlab.eval.matching import FactMatcher
-from memlab.eval.rescore import rescore
+from memlab.matching.base import FactMatcher
+from memlab.matching.calibration import SPLITS, calibrate, load_pairs
+from memlab.matching.matchers import MATCHERS, BackendFactory, resolve_matcher
+from memlab.sweeps.rescore import rescore
 
 __all__ = ["matcher_from_args", "register"]
 

@@ -12,13 +12,13 @@ from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
 from memlab.core.prompts import looks_like_path as _looks_like_path
 from memlab.core.prompts import resolve_prompt
-from memlab.eval.embeddings import (
+from memlab.matching.embeddings import (
     EmbeddingDuplicates,
     WordLlamaEmbedder,
 )
-from memlab.eval.grid import Grid, load_grid
-from memlab.eval.matchers import MATCHERS
-from memlab.eval.sweep import IncompleteSweepError, sweep
+from memlab.matching.matchers import MATCHERS
+from memlab.sweeps.grid import Grid, load_grid
+from memlab.sweeps.sweep import IncompleteSweepError, sweep
 
 __all__ = ["register"]
 

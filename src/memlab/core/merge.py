@@ -94,7 +94,7 @@ class ApplyResult:
 
         Stored facts as ``{id, content, confidence}``, proposals as ``{content, confidence}``,
         ``unknown_removals`` and ``merged`` as they are. Operation scoring
-        (:mod:`memlab.eval.operations`) replays memory changes from it.
+        (:mod:`memlab.scoring.operations`) replays memory changes from it.
         """
 
         def brief(facts: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:

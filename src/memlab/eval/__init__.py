@@ -6,61 +6,46 @@ from memlab.core.similarity import (
     dice,
     normalize_text,
 )
-from memlab.eval.calibration import (
+from memlab.matching.base import (
+    FactMatcher,
+    LexicalMatcher,
+    MatchResult,
+)
+from memlab.matching.calibration import (
     Calibration,
     calibrate,
     load_pairs,
 )
-from memlab.eval.compare import (
+from memlab.matching.default_matcher import (
+    DefaultMatcher,
+    EmbeddingMatcher,
+)
+from memlab.matching.embeddings import (
+    Embedder,
+    EmbeddingDuplicates,
+    EmbeddingsUnavailableError,
+    WordLlamaEmbedder,
+)
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matchers import (
+    MATCHERS,
+    default_matcher,
+    resolve_matcher,
+)
+from memlab.scoring.compare import (
     CompareError,
     Lane,
     compare,
     compare_lanes,
     owner_deltas,
 )
-from memlab.eval.default_matcher import (
-    DefaultMatcher,
-    EmbeddingMatcher,
-)
-from memlab.eval.embeddings import (
-    Embedder,
-    EmbeddingDuplicates,
-    EmbeddingsUnavailableError,
-    WordLlamaEmbedder,
-)
-from memlab.eval.executors import (
-    DaskSpec,
-    ExecutorError,
-    SweepExecutor,
-    parse_executor,
-)
-from memlab.eval.fork import describe_fork
-from memlab.eval.grid import (
-    AXES,
-    ForkSpec,
-    Grid,
-    GridError,
-    LaneConfig,
-    load_grid,
-)
-from memlab.eval.injection_audit import POLICIES, audit_injection
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matchers import (
-    MATCHERS,
-    default_matcher,
-    resolve_matcher,
-)
-from memlab.eval.matching import (
-    FactMatcher,
-    LexicalMatcher,
-    MatchResult,
-)
-from memlab.eval.metric_specs import (
+from memlab.scoring.injection_audit import POLICIES, audit_injection
+from memlab.scoring.metric_specs import (
     METRIC_SPECS,
     MetricSpec,
     metric_spec,
 )
-from memlab.eval.metrics import (
+from memlab.scoring.metrics import (
     DEFAULT_PRICES,
     failure_table,
     owner_counts,
@@ -69,30 +54,45 @@ from memlab.eval.metrics import (
     summarize,
     violation_table,
 )
-from memlab.eval.operations import score_operations
-from memlab.eval.plan import (
+from memlab.scoring.operations import score_operations
+from memlab.scoring.stats import (
+    StatOptions,
+    StatsError,
+)
+from memlab.sweeps.executors import (
+    DaskSpec,
+    ExecutorError,
+    SweepExecutor,
+    parse_executor,
+)
+from memlab.sweeps.fork import describe_fork
+from memlab.sweeps.grid import (
+    AXES,
+    ForkSpec,
+    Grid,
+    GridError,
+    LaneConfig,
+    load_grid,
+)
+from memlab.sweeps.plan import (
     BackendFactory,
     PromptSource,
     ResolvedLane,
     parse_options_for,
 )
-from memlab.eval.replay import (
+from memlab.sweeps.replay import (
     OwnerReplay,
     replay_owner,
 )
-from memlab.eval.rescore import rescore
-from memlab.eval.run import (
+from memlab.sweeps.rescore import rescore
+from memlab.sweeps.run import (
     Run,
     RunError,
     flatten_call,
     load_run,
     write_jsonl,
 )
-from memlab.eval.stats import (
-    StatOptions,
-    StatsError,
-)
-from memlab.eval.sweep import (
+from memlab.sweeps.sweep import (
     IncompleteSweepError,
     SweepPlan,
     plan_sweep,

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from memlab.backends.simulated import is_simulated
-from memlab.eval.run import Run
+from memlab.sweeps.run import Run
 
 __all__ = [
     "duplication_chart",

@@ -1,6 +1,6 @@
 """Near-duplicate facts by sentence embeddings (optional; ``pip install 'memlab[embeddings]'``).
 
-The lexical near-duplicate measure (:func:`memlab.eval.matching.count_duplicates`) misses
+The lexical near-duplicate measure (:func:`memlab.matching.base.count_duplicates`) misses
 paraphrases that share few words ("User is allergic to peanuts" / "User has a peanut
 allergy"). :class:`EmbeddingDuplicates` counts a stored fact as a duplicate when the cosine
 similarity of its embedding to an earlier fact's is at least ``threshold``.

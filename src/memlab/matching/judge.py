@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from memlab.backends.base import Backend, CompletionRequest, GenerationParams
 from memlab.core.similarity import content_tokens, normalize_text
-from memlab.eval.matching import MatchResult
+from memlab.matching.base import MatchResult
 
 __all__ = ["JUDGE_PROMPTS", "JudgeAgreement", "LLMJudgeMatcher"]
 

@@ -13,9 +13,9 @@ Memory snapshots: in ``debounce`` mode the snapshot for a session is taken just 
 session starts (the memory the user returns to) and after the final timers for the last one;
 in ``per_session`` mode right after the flush. With each snapshot but the last, the replay
 audits what the next session's agent would receive from that memory under the lane's
-injection settings (see :mod:`memlab.eval.injection_audit`).
+injection settings (see :mod:`memlab.scoring.injection_audit`).
 
-A lane whose grid forks (:mod:`memlab.eval.fork`) starts each owner at the fork's session from
+A lane whose grid forks (:mod:`memlab.sweeps.fork`) starts each owner at the fork's session from
 the reference memory: earlier sessions are not played, and their snapshots are the
 reference's.
 """
@@ -37,10 +37,10 @@ from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.datasets.models import Owner, Session
-from memlab.eval.fork import ForkStart
-from memlab.eval.grid import ReplayMode
-from memlab.eval.injection_audit import audit_injection, next_query, policy_embedder
-from memlab.eval.plan import ResolvedLane, build_updater
+from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
+from memlab.sweeps.fork import ForkStart
+from memlab.sweeps.grid import ReplayMode
+from memlab.sweeps.plan import ResolvedLane, build_updater
 
 __all__ = ["OwnerReplay", "replay_owner"]
 
@@ -59,7 +59,7 @@ class OwnerReplay:
         coalesced: Updates the debounce merged into a later one (LLM calls saved).
         final_memory: The memory document at the end.
         injections: Per session, what the next session's agent would receive from the
-            snapshot (:func:`~memlab.eval.injection_audit.audit_injection`); ``None`` for
+            snapshot (:func:`~memlab.scoring.injection_audit.audit_injection`); ``None`` for
             the last session and for sessions before a fork.
         fork: The fork this replay started from (run, lane, session, snapshot hash), or
             ``None`` for a replay from an empty memory.
@@ -94,7 +94,7 @@ def replay_owner(
     serialise and rename a file); ``store_path`` receives the final memory when the replay
     ends (writing it at every snapshot took half of a cached replay's time). ``sample`` is the
     index of a repeated sample: it shifts the generation seed (see
-    :func:`~memlab.eval.plan.build_updater`).
+    :func:`~memlab.sweeps.plan.build_updater`).
     """
     replayer = _Replayer(owner, lane, backend, store_path, replay_mode, sample)
     replayer.run(owner.sessions)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from memlab.datasets.registry import dataset_dirs
 from memlab.errors import MemlabError
-from memlab.eval.matching import FactMatcher, matcher_name
+from memlab.matching.base import FactMatcher, matcher_name
 
 __all__ = [
     "PAIRS_FILE",
@@ -228,7 +228,7 @@ def calibrate(
     """Run ``matcher`` over ``pairs`` and count its agreement with the labels.
 
     Args:
-        matcher: Any :class:`~memlab.eval.matching.FactMatcher`.
+        matcher: Any :class:`~memlab.matching.base.FactMatcher`.
         pairs: Labeled pairs, e.g. ``load_pairs(split="test")``.
         split: Name to report (default: the pairs' split, or ``"all"`` when mixed).
     """
@@ -255,7 +255,7 @@ def calibration_of(name: str, split: str = "test") -> Calibration | None:
 
     Cached per process: reports ask once per run for the same few names.
     """
-    from memlab.eval.matchers import resolve_matcher  # the registry builds matchers
+    from memlab.matching.matchers import resolve_matcher  # the registry builds matchers
 
     if name.startswith("judge"):
         return None

@@ -4,7 +4,7 @@
 of which a careful reader also takes (see ``docs/matching.md`` for the rules and the
 calibration):
 
-1. **Read** both facts (:func:`memlab.eval.fact_reading.read_fact`): canonical tokens per
+1. **Read** both facts (:func:`memlab.matching.fact_reading.read_fact`): canonical tokens per
    clause, each clause's polarity, and the value slots.
 2. **Veto on values**: when both facts fill a slot (number, date, name, or a closed class such
    as diet or instrument) and each has a value the other lacks, they state different facts
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from memlab.core.similarity import normalize_text
-from memlab.eval.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
-from memlab.eval.fact_reading import Clause, FactReading, read_fact, token_weight
-from memlab.eval.matching import MatchResult
+from memlab.matching.base import MatchResult
+from memlab.matching.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
+from memlab.matching.fact_reading import Clause, FactReading, read_fact, token_weight
 
 __all__ = [
     "DefaultMatcher",
@@ -50,7 +50,7 @@ _PREFIX_CREDIT = 0.75
 
 def optional_embedder() -> Embedder | None:
     """The bundled word embeddings when the ``embeddings`` extra is installed, else None."""
-    from memlab.eval.embeddings import WordLlamaEmbedder
+    from memlab.matching.embeddings import WordLlamaEmbedder
 
     try:
         return WordLlamaEmbedder()
@@ -64,7 +64,7 @@ class DefaultMatcher:
 
     Attributes:
         embedder: Word embeddings to blend in (None: lexical reading only). Build it with
-            :func:`memlab.eval.matchers.default_matcher` to get the bundled ones when
+            :func:`memlab.matching.matchers.default_matcher` to get the bundled ones when
             installed.
         threshold: Score from which a stored fact states the gold fact.
         gold_weight: Weight of gold coverage against stored coverage.
@@ -256,7 +256,7 @@ class EmbeddingMatcher:
     flips; it is here to show what the embeddings contribute on their own.
 
     Attributes:
-        embedder: Any :class:`~memlab.eval.embeddings.Embedder`.
+        embedder: Any :class:`~memlab.matching.embeddings.Embedder`.
         threshold: Cosine similarity from which a stored fact states the gold fact (tuned on
             the dev split).
     """

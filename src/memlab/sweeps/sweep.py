@@ -3,17 +3,17 @@
 A sweep has three steps:
 
 1. **plan** (:func:`plan_sweep`): load the dataset, select owners, resolve every name in the
-   grid (prompts, merge strategies, backends) into :class:`~memlab.eval.plan.ResolvedLane`\\ s.
+   grid (prompts, merge strategies, backends) into :class:`~memlab.sweeps.plan.ResolvedLane`\\ s.
    Bad input fails here, before anything is written.
-2. **execute** (:mod:`memlab.eval.execute`): each (lane, owner) pair is one task on a bounded
+2. **execute** (:mod:`memlab.sweeps.execute`): each (lane, owner) pair is one task on a bounded
    pool (4 threads by default, any ``concurrent.futures.Executor``, or a Dask cluster:
-   :mod:`memlab.eval.executors`). A finished task's record is written to
+   :mod:`memlab.sweeps.executors`). A finished task's record is written to
    ``lanes/<lane>/owners/<user>.json`` atomically (by the thread that ran it, or by this
    process when a remote result arrives) with a fingerprint of everything the replay depended
    on. A resumed sweep reuses a record only when its fingerprint is unchanged and the replay
    had no backend errors; otherwise it replays and says why ("prompt text changed").
 3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
-   of this sweep and the row counts and hashes of the tables; :func:`memlab.eval.run.load_run`
+   of this sweep and the row counts and hashes of the tables; :func:`memlab.sweeps.run.load_run`
    refuses a run whose files disagree with it.
 """
 
@@ -43,15 +43,15 @@ from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.execute import Outcome, execute, lane_status, read_record
-from memlab.eval.executors import SweepExecutor
-from memlab.eval.fork import load_fork
-from memlab.eval.grid import ForkSpec, Grid, LaneConfig
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher
-from memlab.eval.metrics import replay_rows
-from memlab.eval.plan import (
+from memlab.matching.base import FactMatcher
+from memlab.matching.embeddings import EmbeddingDuplicates
+from memlab.matching.matchers import default_matcher
+from memlab.scoring.metrics import replay_rows
+from memlab.sweeps.execute import Outcome, execute, lane_status, read_record
+from memlab.sweeps.executors import SweepExecutor
+from memlab.sweeps.fork import load_fork
+from memlab.sweeps.grid import ForkSpec, Grid, LaneConfig
+from memlab.sweeps.plan import (
     BackendFactory,
     LaneBackends,
     PromptSource,
@@ -61,10 +61,10 @@ from memlab.eval.plan import (
     registry_backend,
     resolve_lanes,
 )
-from memlab.eval.records import CallRow, SessionRow, typed_rows
-from memlab.eval.replay import OwnerReplay
-from memlab.eval.rescore import matcher_record
-from memlab.eval.run import (
+from memlab.sweeps.records import CallRow, SessionRow, typed_rows
+from memlab.sweeps.replay import OwnerReplay
+from memlab.sweeps.rescore import matcher_record
+from memlab.sweeps.run import (
     RUN_FORMAT,
     Run,
     RunError,
@@ -208,14 +208,14 @@ def sweep(
             to use one backend object for every lane.
         cache_dir: Response cache directory; ``None`` disables caching.
         cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a backend error) or ``OFF``.
-        executor: Where the replays run (see :mod:`memlab.eval.executors`): default a
+        executor: Where the replays run (see :mod:`memlab.sweeps.executors`): default a
             thread pool of ``max_workers``; any ``concurrent.futures.Executor``; a Dask
             cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
             or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
         max_workers: Pool size when no executor is given.
         progress: Show a tqdm progress bar (terminal or notebook).
         matcher: Gold-fact matcher for recall/precision (default
-            :func:`memlab.eval.matchers.default_matcher`); its name goes to environment.json.
+            :func:`memlab.matching.matchers.default_matcher`); its name goes to environment.json.
         embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
             ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
         resume: Keep unchanged replays of an existing run directory. ``False`` deletes the run
@@ -223,9 +223,9 @@ def sweep(
         allow_incomplete: Return a run some of whose replays had backend errors instead of
             raising :class:`IncompleteSweepError`.
         fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
-            :class:`~memlab.eval.grid.ForkSpec`): start every lane's session ``K`` from the
+            :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
             reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
-            (see :mod:`memlab.eval.fork`).
+            (see :mod:`memlab.sweeps.fork`).
     """
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")

@@ -6,7 +6,7 @@ how to build the backends (the sweep's backend factory, which must be picklable,
 response cache mode). :func:`run_remote` runs in a worker process on any machine with memlab
 installed and returns a :class:`RemoteResult`: the replay and the cache entries it recorded.
 It reads and writes nothing of the driver's: the driver alone writes the run directory and the
-response cache (see :mod:`memlab.eval.executors`).
+response cache (see :mod:`memlab.sweeps.executors`).
 
 Each worker process builds a backend once per spec and keeps it (a local model is loaded once
 per process, not once per task), and checks that it is the backend the driver planned with:
@@ -32,9 +32,9 @@ from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.eval.grid import ReplayMode
-from memlab.eval.plan import BackendFactory, ResolvedLane, cacheable
-from memlab.eval.replay import OwnerReplay, replay_owner
+from memlab.sweeps.grid import ReplayMode
+from memlab.sweeps.plan import BackendFactory, ResolvedLane, cacheable
+from memlab.sweeps.replay import OwnerReplay, replay_owner
 
 __all__ = ["RemoteResult", "RemoteTask", "WorkerBackendError", "WorkerBackends", "run_remote"]
 
@@ -45,7 +45,7 @@ class WorkerBackendError(MemlabError, RuntimeError):
 
 @dataclass(frozen=True)
 class RemoteTask:
-    """One replay as data (picklable): what :func:`~memlab.eval.replay.replay_owner` needs."""
+    """One replay as data (picklable): what :func:`~memlab.sweeps.replay.replay_owner` needs."""
 
     lane: ResolvedLane
     owner: Owner

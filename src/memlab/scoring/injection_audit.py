@@ -32,8 +32,8 @@ from memlab.core.document import parse_utc
 from memlab.core.injection import FactRank, by_confidence, render_injection
 from memlab.core.similarity import relevance_score
 from memlab.datasets.models import Session
-from memlab.eval.embeddings import Embedder, WordLlamaEmbedder
-from memlab.eval.grid import InjectionPolicy
+from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
+from memlab.sweeps.grid import InjectionPolicy
 
 __all__ = [
     "INJECTION_COUNTS",

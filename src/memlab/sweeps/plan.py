@@ -9,7 +9,7 @@ it, so an edited prompt file or a swapped model file makes a new lane instead of
 results off as new ones. :func:`identity_changes` says in words what differs between two
 identities ("prompt text changed"), which is what a resumed sweep reports.
 
-Resolution errors are :class:`~memlab.eval.grid.GridError` naming the grid file, the key path,
+Resolution errors are :class:`~memlab.sweeps.grid.GridError` naming the grid file, the key path,
 its line and the known choices.
 """
 
@@ -38,11 +38,11 @@ from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
-from memlab.eval.grid import Grid, LaneConfig
-from memlab.eval.injection_audit import policy_identity
+from memlab.scoring.injection_audit import policy_identity
+from memlab.sweeps.grid import Grid, LaneConfig
 
 if TYPE_CHECKING:  # fork builds on this module's hash
-    from memlab.eval.fork import Fork
+    from memlab.sweeps.fork import Fork
 
 __all__ = [
     "BackendFactory",
@@ -200,7 +200,7 @@ class ResolvedLane:
             docstring); JSON-ready.
         lane_id: ``<readable config>-<8 hex of the identity hash>``.
         fork: Where each owner's replay starts when the grid forks (see
-            :mod:`memlab.eval.fork`); ``None``: from an empty memory.
+            :mod:`memlab.sweeps.fork`); ``None``: from an empty memory.
     """
 
     config: LaneConfig
@@ -265,7 +265,7 @@ def resolve_lanes(
 ) -> list[ResolvedLane]:
     """Resolve every lane of ``grid``; the first unresolvable name raises.
 
-    ``fork`` (loaded by :func:`memlab.eval.fork.load_fork`) makes every lane start from the
+    ``fork`` (loaded by :func:`memlab.sweeps.fork.load_fork`) makes every lane start from the
     reference memory; its run, lane, session and snapshot hashes enter each identity.
 
     Raises:

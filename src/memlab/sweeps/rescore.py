@@ -2,7 +2,7 @@
 
 A run keeps every replay's memory snapshots (``lanes/<lane>/owners/<user>.json``) and the path
 of the dataset it replayed (``grid.yaml``). :func:`rescore` reads them back, recomputes every
-session row with the matcher given (default: :func:`~memlab.eval.matchers.default_matcher`),
+session row with the matcher given (default: :func:`~memlab.matching.matchers.default_matcher`),
 and rewrites ``sessions.jsonl`` and ``summary.csv`` atomically; ``calls.jsonl`` is left as it
 is, and no memory-update call is made. ``environment.json`` records which matcher scored the
 run (:func:`matcher_record`); with an LLM judge it also records the metrics under each judge
@@ -28,11 +28,11 @@ from memlab.core.jsontext import loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher, matcher_name
-from memlab.eval.metrics import replay_rows, summarize
-from memlab.eval.run import Run, load_run, record_path, refresh_manifest, write_jsonl
+from memlab.matching.base import FactMatcher, matcher_name
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matchers import default_matcher
+from memlab.scoring.metrics import replay_rows, summarize
+from memlab.sweeps.run import Run, load_run, record_path, refresh_manifest, write_jsonl
 
 __all__ = ["RescoreError", "matcher_record", "rescore", "score_sessions"]
 
@@ -117,7 +117,7 @@ def _carried_columns(run: Run) -> dict[tuple[str, str, int, int], dict[str, Any]
 def matcher_record(matcher: FactMatcher, run: Run | str | Path | None = None) -> dict[str, Any]:
     """What ``environment.json`` says about the matcher that scored a run.
 
-    ``{"name": ...}``; for an :class:`~memlab.eval.judge.LLMJudgeMatcher` with a ``run`` (or
+    ``{"name": ...}``; for an :class:`~memlab.matching.judge.LLMJudgeMatcher` with a ``run`` (or
     its directory, once its records are written), also ``"judge"``: recall, precision and
     retracted-held per lane under each judge prompt, and the prompts' agreement over the pairs
     judged.
@@ -153,7 +153,7 @@ def _plain(value: Any) -> float | None:
 
 def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     """Recompute every metric of the run at ``run_path`` with ``matcher`` (see the module
-    docstring) and return the reloaded :class:`~memlab.eval.run.Run`.
+    docstring) and return the reloaded :class:`~memlab.sweeps.run.Run`.
 
     Raises:
         RunError: Not a finished run directory.

@@ -1,10 +1,10 @@
 """Paired comparisons of configurations on the owners they share.
 
 Two lanes replayed over the same owners are compared owner by owner: for each rate of
-:func:`~memlab.eval.metric_specs.interval_specs` the delta (candidate - baseline), its paired
+:func:`~memlab.scoring.metric_specs.interval_specs` the delta (candidate - baseline), its paired
 bootstrap interval, a sign-flip permutation p-value, the Holm-adjusted p-value over every
 metric and lane compared in the same call, and the minimum detectable effect
-(:mod:`memlab.eval.stats`). Owners only one side has are left out.
+(:mod:`memlab.scoring.stats`). Owners only one side has are left out.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import MemlabError
-from memlab.eval.metric_specs import MetricSpec, interval_specs, metric_spec
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
-from memlab.eval.stats import StatOptions, holm, paired_ratio_test, ratio
+from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec
+from memlab.scoring.metrics import owner_counts
+from memlab.scoring.stats import StatOptions, holm, paired_ratio_test, ratio
+from memlab.sweeps.run import Run
 
 __all__ = [
     "COMPARE_COLUMNS",

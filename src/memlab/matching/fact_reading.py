@@ -370,7 +370,7 @@ class _WordLists:
 
 @lru_cache(maxsize=1)
 def _words_data() -> _WordLists:
-    text = resources.files("memlab.eval").joinpath(WORDS_FILE).read_text(encoding="utf-8")
+    text = resources.files("memlab.matching").joinpath(WORDS_FILE).read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
     return _WordLists(
         stop=frozenset(raw["stop"].split()),

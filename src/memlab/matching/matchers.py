@@ -2,12 +2,12 @@
 
 Names (``memlab matcher calibrate --matcher NAME``, ``memlab rescore --matcher NAME``):
 
-- ``default``: :class:`~memlab.eval.default_matcher.DefaultMatcher` with the bundled word
+- ``default``: :class:`~memlab.matching.default_matcher.DefaultMatcher` with the bundled word
   embeddings when the ``embeddings`` extra is installed (``default-lexical`` otherwise);
 - ``default-lexical``: the same without embeddings;
-- ``lexical``: :class:`~memlab.eval.matching.LexicalMatcher`, memlab's first matcher;
-- ``embeddings``: :class:`~memlab.eval.default_matcher.EmbeddingMatcher`, the embeddings alone;
-- ``judge:<backend spec>``: :class:`~memlab.eval.judge.LLMJudgeMatcher` with the lenient and
+- ``lexical``: :class:`~memlab.matching.base.LexicalMatcher`, memlab's first matcher;
+- ``embeddings``: :class:`~memlab.matching.default_matcher.EmbeddingMatcher`, the embeddings alone;
+- ``judge:<backend spec>``: :class:`~memlab.matching.judge.LLMJudgeMatcher` with the lenient and
   strict prompts, e.g. ``judge:openai:gpt-4o-mini``.
 
 Nothing here is a global that the evaluation reads: every call builds a new matcher.
@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 
 from memlab.backends.base import Backend
 from memlab.errors import MemlabError
-from memlab.eval.default_matcher import DefaultMatcher, EmbeddingMatcher, optional_embedder
-from memlab.eval.embeddings import WordLlamaEmbedder
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matching import FactMatcher, LexicalMatcher
+from memlab.matching.base import FactMatcher, LexicalMatcher
+from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher, optional_embedder
+from memlab.matching.embeddings import WordLlamaEmbedder
+from memlab.matching.judge import LLMJudgeMatcher
 
 __all__ = ["MATCHERS", "BackendFactory", "MatcherError", "default_matcher", "resolve_matcher"]
 
@@ -37,7 +37,7 @@ class MatcherError(MemlabError, ValueError):
 def default_matcher() -> DefaultMatcher:
     """The matcher runs, reports and rescoring use unless told otherwise.
 
-    :class:`~memlab.eval.default_matcher.DefaultMatcher` with the bundled word embeddings
+    :class:`~memlab.matching.default_matcher.DefaultMatcher` with the bundled word embeddings
     when ``memlab[embeddings]`` is installed; its ``name`` says which (``default`` or
     ``default-lexical``).
     """

@@ -23,9 +23,9 @@ from memlab.core.jsontext import loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.eval.grid import ForkSpec, Grid
-from memlab.eval.plan import canonical_hash
-from memlab.eval.run import Run, load_run, record_path
+from memlab.sweeps.grid import ForkSpec, Grid
+from memlab.sweeps.plan import canonical_hash
+from memlab.sweeps.run import Run, load_run, record_path
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 

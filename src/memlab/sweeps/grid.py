@@ -2,7 +2,7 @@
 
 A grid names a list of values per axis; its lanes are the cartesian product. Each
 :class:`LaneConfig` is one grid point: a pipeline configuration by *names* (prompt variant,
-merge strategy, backend spec). :mod:`memlab.eval.plan` resolves those names into what a replay
+merge strategy, backend spec). :mod:`memlab.sweeps.plan` resolves those names into what a replay
 actually depends on (template text, schema, model file) and gives each lane its
 content-addressed id.
 
@@ -73,7 +73,7 @@ ReplayMode = Literal["debounce", "per_session"]
 ParsePreset = Literal["default", "deerflow", "strict_only", "repair"]
 InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
 """Which stored facts reach the agent first under the injection budget (see
-:mod:`memlab.eval.injection_audit`)."""
+:mod:`memlab.scoring.injection_audit`)."""
 
 INJECTION_FIELDS = frozenset(
     {"injection_enabled", "max_injection_tokens", "token_counting", "injection_policy"}
@@ -372,7 +372,7 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
 
     Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
     refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
-    :data:`memlab.eval.plan.PromptSource`).
+    :data:`memlab.sweeps.plan.PromptSource`).
 
     Raises:
         GridError: Naming the file, the line, the key path and the known choices.
@@ -387,7 +387,7 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
         raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
     grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=key_lines(node))
     # Imported here: the resolver builds on this module's Grid.
-    from memlab.eval.plan import check_grid
+    from memlab.sweeps.plan import check_grid
 
     check_grid(grid, prompts)
     return grid

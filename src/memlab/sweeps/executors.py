@@ -12,7 +12,7 @@ a ``distributed.Client``    the cluster it is connected to (left open afterwards
 ==========================  ==================================================================
 
 On Dask, each (lane, owner, sample) replay is a task described as data
-(:class:`~memlab.eval.remote.RemoteTask`); workers build the backends themselves from the
+(:class:`~memlab.sweeps.remote.RemoteTask`); workers build the backends themselves from the
 lanes' specs with the sweep's backend factory, which must therefore be picklable (the default
 registry is). Results come back to the driver, which alone writes the run directory.
 
@@ -45,9 +45,9 @@ from memlab.backends.base import Completion
 from memlab.backends.cache import CacheMode, read_entries
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
-from memlab.eval.grid import ReplayMode
-from memlab.eval.plan import LaneBackends, ResolvedLane
-from memlab.eval.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote
+from memlab.sweeps.grid import ReplayMode
+from memlab.sweeps.plan import LaneBackends, ResolvedLane
+from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote
 
 if TYPE_CHECKING:
     from distributed import Client

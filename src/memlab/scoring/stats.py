@@ -18,7 +18,7 @@ so the functions here take per-owner numerators and denominators of shape
   power, from the delta's standard error.
 
 Repeated samples of one owner (the same lane replayed several times) are averaged within the
-owner before anything here sees them: see :func:`memlab.eval.metrics.owner_counts`.
+owner before anything here sees them: see :func:`memlab.scoring.metrics.owner_counts`.
 The simulations in ``tests/test_stats.py`` check the false-positive rate, the coverage and the
 power of these procedures.
 """

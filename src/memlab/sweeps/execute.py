@@ -1,8 +1,8 @@
 """The execute step of a sweep: run every (lane, owner, sample) replay and record it.
 
-:func:`execute` takes a :class:`~memlab.eval.sweep.SweepPlan` and runs each replay as one task
+:func:`execute` takes a :class:`~memlab.sweeps.sweep.SweepPlan` and runs each replay as one task
 on a bounded pool: a thread pool by default, any ``concurrent.futures.Executor``, or a Dask
-cluster (:mod:`memlab.eval.executors`). For every replay it first *prepares* a job: the
+cluster (:mod:`memlab.sweeps.executors`). For every replay it first *prepares* a job: the
 fingerprint of everything the replay depends on (the lane's identity, the owner's data, the
 sample, :data:`RECORD_FORMAT`). An owner record an earlier sweep wrote with the same
 fingerprint and no backend errors is reused; otherwise the replay runs and the outcome says
@@ -32,7 +32,7 @@ from memlab.core.jsontext import loads_json
 from memlab.core.redact import redact
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.datasets.models import Owner
-from memlab.eval.executors import (
+from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
     ExecutorError,
@@ -41,13 +41,13 @@ from memlab.eval.executors import (
     is_dask_client,
     parse_executor,
 )
-from memlab.eval.plan import ResolvedLane, canonical_hash, identity_changes
-from memlab.eval.remote import RemoteResult
-from memlab.eval.replay import OwnerReplay, replay_owner
-from memlab.eval.run import record_path
+from memlab.sweeps.plan import ResolvedLane, canonical_hash, identity_changes
+from memlab.sweeps.remote import RemoteResult
+from memlab.sweeps.replay import OwnerReplay, replay_owner
+from memlab.sweeps.run import record_path
 
 if TYPE_CHECKING:
-    from memlab.eval.sweep import SweepPlan
+    from memlab.sweeps.sweep import SweepPlan
 
 __all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "read_record"]
 
@@ -214,7 +214,7 @@ def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
 def execute(
     plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
 ) -> list[Outcome]:
-    """Run every replay of the plan on ``executor`` (see :mod:`memlab.eval.executors`)."""
+    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`)."""
     if isinstance(executor, str | DaskSpec):
         spec = parse_executor(executor) if isinstance(executor, str) else executor
         with dask_client(spec) as client:

@@ -3,14 +3,14 @@
 Every recall, precision and retracted-held number rests on a *matcher*: an object with
 ``covers(stored, gold) -> bool`` (the :class:`FactMatcher` protocol). Matchers that can say
 why also have a ``name`` and ``match(stored, gold) -> MatchResult`` (score, verdict, reason).
-The built-in ones, resolvable by name through :mod:`memlab.eval.matchers`:
+The built-in ones, resolvable by name through :mod:`memlab.matching.matchers`:
 
-- ``default`` (:class:`~memlab.eval.default_matcher.DefaultMatcher`): lemmas, coverage in
+- ``default`` (:class:`~memlab.matching.default_matcher.DefaultMatcher`): lemmas, coverage in
   both directions, polarity and value vetoes, word embeddings blended in when installed;
 - ``lexical`` (:class:`LexicalMatcher`, below): memlab's first matcher, kept for comparison;
-- ``embeddings`` (:class:`~memlab.eval.default_matcher.EmbeddingMatcher`): cosine similarity
+- ``embeddings`` (:class:`~memlab.matching.default_matcher.EmbeddingMatcher`): cosine similarity
   of the bundled word embeddings alone;
-- ``judge:<backend>`` (:class:`~memlab.eval.judge.LLMJudgeMatcher`): an LLM asked under two
+- ``judge:<backend>`` (:class:`~memlab.matching.judge.LLMJudgeMatcher`): an LLM asked under two
   judge prompts.
 
 ``memlab matcher calibrate`` measures each against the labeled pairs in

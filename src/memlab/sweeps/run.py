@@ -35,10 +35,10 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.jsontext import loads_json
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
-from memlab.eval.grid import Grid, LaneConfig
-from memlab.eval.metrics import failure_table, summarize, violation_table
-from memlab.eval.records import CallRow, SessionRow, read_rows
-from memlab.eval.stats import StatOptions
+from memlab.scoring.metrics import failure_table, summarize, violation_table
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.grid import Grid, LaneConfig
+from memlab.sweeps.records import CallRow, SessionRow, read_rows
 
 __all__ = [
     "RUN_FORMAT",
@@ -160,7 +160,8 @@ class Run:
     """``manifest.json``: lanes, owners, per-lane reuse status, table checksums."""
     prices: dict[str, tuple[float, float]] | None = None
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
-    ``None`` uses :data:`memlab.eval.metrics.DEFAULT_PRICES`. Set it before reading ``summary``."""
+    ``None`` uses :data:`memlab.scoring.metrics.DEFAULT_PRICES`. Set it before reading
+    ``summary``."""
     stats: StatOptions = field(default_factory=StatOptions)
     """Resamples, seed and levels of the summary's intervals and of comparisons."""
 

@@ -9,21 +9,21 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   = retracted held / gold facts retracted so far.
 - *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
   of any session so far; *forbidden-stored rate* = forbidden stored / stored facts.
-- *covered*: decided by a fact matcher (default :func:`memlab.eval.matchers.default_matcher`;
-  its name and calibration are recorded with the run, see :mod:`memlab.eval.matching`).
+- *covered*: decided by a fact matcher (default :func:`memlab.matching.matchers.default_matcher`;
+  its name and calibration are recorded with the run, see :mod:`memlab.matching.base`).
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
   :mod:`memlab.core.similarity`); *duplicate rate* = near duplicates / stored facts. When an
-  :class:`~memlab.eval.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
+  :class:`~memlab.matching.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
 - *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
 - *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
-  *eviction regret*: each update scored against the labels, see :mod:`memlab.eval.operations`.
+  *eviction regret*: each update scored against the labels, see :mod:`memlab.scoring.operations`.
 - *injected gold coverage*: active gold facts in what the next session's agent receives, see
-  :mod:`memlab.eval.injection_audit`.
+  :mod:`memlab.scoring.injection_audit`.
 Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
-and carries a 95% bootstrap interval over owners (:mod:`memlab.eval.stats`); which column is
-which is declared once in :mod:`memlab.eval.metric_specs`.
+and carries a 95% bootstrap interval over owners (:mod:`memlab.scoring.stats`); which column is
+which is declared once in :mod:`memlab.scoring.metric_specs`.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ import pandas as pd
 
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner, Session
-from memlab.eval.embeddings import EmbeddingDuplicates
-from memlab.eval.injection_audit import INJECTION_COUNTS, injection_counts
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher
-from memlab.eval.metric_specs import MetricSpec, summary_columns, summary_specs
-from memlab.eval.operations import OPERATION_COUNTS, score_operations
-from memlab.eval.stats import StatOptions, bootstrap_ratios, ratio
+from memlab.matching.base import FactMatcher
+from memlab.matching.embeddings import EmbeddingDuplicates
+from memlab.matching.matchers import default_matcher
+from memlab.scoring.injection_audit import INJECTION_COUNTS, injection_counts
+from memlab.scoring.metric_specs import MetricSpec, summary_columns, summary_specs
+from memlab.scoring.operations import OPERATION_COUNTS, score_operations
+from memlab.scoring.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -78,12 +78,12 @@ def session_rows(
     """One row per session: memory state after it, scored against the labels so far.
 
     ``matcher`` decides whether a stored fact states a gold fact (default:
-    :func:`memlab.eval.matchers.default_matcher`). With ``embedding_duplicates``, rows also
+    :func:`memlab.matching.matchers.default_matcher`). With ``embedding_duplicates``, rows also
     get ``dup_embedding``: facts whose embedding is
-    close to an earlier fact's (see :mod:`memlab.eval.embeddings`). Rows also carry the
-    session's memory operations (:mod:`memlab.eval.operations`) and, with ``injections``
+    close to an earlier fact's (see :mod:`memlab.matching.embeddings`). Rows also carry the
+    session's memory operations (:mod:`memlab.scoring.operations`) and, with ``injections``
     (the replay's audits), what reached the next session's agent
-    (:mod:`memlab.eval.injection_audit`). ``start`` (a fork's session) drops the rows of
+    (:mod:`memlab.scoring.injection_audit`). ``start`` (a fork's session) drops the rows of
     earlier sessions, whose labels still count.
     """
     matcher = matcher if matcher is not None else default_matcher()
@@ -265,8 +265,8 @@ def owner_counts(
     """Per-owner counts every summary metric is built from, indexed by (``lane_id``, owner).
 
     Args:
-        calls: Call rows (:attr:`memlab.eval.run.Run.calls`).
-        sessions: Session rows (:attr:`memlab.eval.run.Run.sessions`).
+        calls: Call rows (:attr:`memlab.sweeps.run.Run.calls`).
+        sessions: Session rows (:attr:`memlab.sweeps.run.Run.sessions`).
         prices: Price table for ``cost_usd`` (default :data:`DEFAULT_PRICES`).
         cluster: The column naming the unit of independence: intervals resample its values
             and paired tests pair on them.
@@ -359,8 +359,8 @@ def summarize(
 ) -> pd.DataFrame:
     """One row per lane with the headline metrics (see the module docstring).
 
-    The columns are :func:`memlab.eval.metric_specs.summary_columns`: each metric of
-    :func:`~memlab.eval.metric_specs.summary_specs` is a sum over owners of a count from
+    The columns are :func:`memlab.scoring.metric_specs.summary_columns`: each metric of
+    :func:`~memlab.scoring.metric_specs.summary_specs` is a sum over owners of a count from
     :func:`owner_counts`, or a ratio of two such sums; each rate with an interval is followed
     by ``<metric>_lo`` and ``<metric>_hi``, a bootstrap interval over owners (``options``:
     resamples, seed, level; ``cluster`` and ``nested`` as in :func:`owner_counts`).

@@ -1,7 +1,7 @@
 """Every headline metric, declared once.
 
 A :class:`MetricSpec` says how a summary column is computed from per-owner counts (see
-:func:`memlab.eval.metrics.owner_counts`), how it is shown, which direction is better, whether
+:func:`memlab.scoring.metrics.owner_counts`), how it is shown, which direction is better, whether
 it is a rate that gets a bootstrap interval and paired tests, its valid range, and its gate
 threshold. The run summary, the report tables, the gate's thresholds and checks and the
 ``memlab gate`` flags are all built from :data:`METRIC_SPECS`.
@@ -190,7 +190,7 @@ def _rate(
 
 
 def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]:
-    """Precision, recall and F1 of one operation type (see :mod:`memlab.eval.operations`).
+    """Precision, recall and F1 of one operation type (see :mod:`memlab.scoring.operations`).
 
     F1 is the ratio ``2 correct / (2 correct + false + missed)`` of per-owner sums: the
     harmonic mean of the micro-averaged precision and recall, so its interval is a bootstrap
@@ -298,7 +298,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "usd",
         ratio=("cost_usd", "facts"),
     ),
-    # Memory operations, stale facts, eviction regret (memlab.eval.operations).
+    # Memory operations, stale facts, eviction regret (memlab.scoring.operations).
     *_operation_rates("add", "adds", "add"),
     *_operation_rates("remove", "removals", "removal"),
     MetricSpec(
@@ -345,7 +345,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("gold_regret", "gold_active"),
         requires=_OPS_HINT,
     ),
-    # What the next session's agent receives (memlab.eval.injection_audit).
+    # What the next session's agent receives (memlab.scoring.injection_audit).
     _rate(
         "injected_gold_coverage",
         "injected gold coverage",

@@ -1,0 +1,1 @@
+"""Fact matching: matchers, the default matcher, calibration, the LLM judge, embeddings."""

@@ -1,0 +1,1 @@
+"""Scoring: metrics declared once, per-owner counts, statistics, comparisons, operations."""

@@ -1,0 +1,1 @@
+"""Sweeps: grids resolved into lanes, replays on a virtual clock, run directories."""
