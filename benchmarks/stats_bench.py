@@ -41,9 +41,9 @@ from memlab.core.contract import minimal_update
 from memlab.reporting.report import build_report
 from memlab.reporting.statistics import statistics_section
 from memlab.scoring.stats import StatOptions, bootstrap_ratios, paired_ratio_test
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run, load_run
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 FACTS = ["Collects stamps", "Plays the violin", "Speaks Danish", "Grows tomatoes"]

@@ -69,8 +69,8 @@ from memlab.core.parsing import parse_reply
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.sweep import sweep
 
 __all__ = [
     "Measurement",

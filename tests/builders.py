@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from memlab.backends.base import Backend, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 if TYPE_CHECKING:
     from memlab.cli.demo import DemoResult

@@ -30,7 +30,7 @@ from memlab.backends.base import CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.reporting.report import build_report
-from memlab.scoring.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
+from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
 from memlab.sweeps.run import Run

@@ -33,8 +33,8 @@ from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
 from memlab.core.injection import format_memory_for_injection
 from memlab.core.merge import apply_updates
 from memlab.core.prompts import PromptRegistry
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import load_grid
-from memlab.sweeps.sweep import sweep
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)

@@ -23,8 +23,8 @@ from memlab.matching.embeddings import (
 from memlab.reporting.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.sweep import sweep
 
 
 class TableEmbedder:

@@ -22,10 +22,10 @@ from memlab.backends.cache import (
 from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
+from memlab.sweeps.driver import plan_sweep
 from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client, parse_executor
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.remote import RemoteTask, WorkerBackendError, WorkerBackends, run_remote
-from memlab.sweeps.sweep import plan_sweep
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, GridError, load_grid
-from memlab.sweeps.rescore import rescore
+from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

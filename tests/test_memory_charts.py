@@ -13,9 +13,9 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting import charts
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 NURSE = {"id": "nurse", "content": "Works as a nurse in Leeds", "category": "context"}

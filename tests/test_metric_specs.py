@@ -15,7 +15,7 @@ from memlab.cli.main import build_parser, main
 from memlab.reporting import tables
 from memlab.reporting.gate import Thresholds, check_gate
 from memlab.scoring import metric_specs
-from memlab.scoring.compare import compare
+from memlab.scoring.comparison import compare
 from memlab.scoring.metric_specs import (
     METRIC_SPECS,
     MetricSpec,

@@ -11,9 +11,9 @@ from builders import marker_backend, update
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 PERSONAS = resolve_dataset("personas")
 GOLD = {

@@ -27,8 +27,8 @@ import websocket  # websocket-client (dev extra)
 from builders import marker_backend, one_turn, small_demo, update, write_owners
 
 from memlab.reporting.report import CHARTS, build_report
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.sweep import sweep
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -18,10 +18,10 @@ from memlab.matching.base import FactMatcher, LexicalMatcher
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
 from memlab.reporting.report import build_report
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescore import RescoreError, rescore
+from memlab.sweeps.rescoring import RescoreError, rescore
 from memlab.sweeps.run import load_run
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

@@ -11,10 +11,10 @@ from builders import city_owners, update, write_owners
 from memlab.backends.base import CompletionRequest, GenerationParams
 from memlab.backends.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescore import rescore
+from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import load_run
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 

@@ -20,8 +20,8 @@ from memlab.core.contract import (
 )
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, GridError, LaneConfig
-from memlab.sweeps.sweep import sweep
 
 BOUNDS = SchemaBounds(summary_chars=20, fact_chars=30, max_new_facts=2, max_removals=1)
 

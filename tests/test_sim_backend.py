@@ -28,8 +28,8 @@ from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.matching.base import LexicalMatcher
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.sweep import sweep
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 

@@ -25,10 +25,10 @@ from memlab.backends.simulated import SimDecision, SimulatedBackend
 from memlab.core.parsing import FailureCategory
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import parse_options_for
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 SEEDS = list(range(6))
 #: (profile, threshold, parse preset): one lane per seed each.

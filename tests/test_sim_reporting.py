@@ -13,9 +13,9 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.datasets.registry import resolve_dataset
 from memlab.reporting import charts
 from memlab.reporting.report import build_report
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 
 def _texts(fig: Figure) -> str:

@@ -16,9 +16,9 @@ from builders import update
 
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import load_run
-from memlab.sweeps.sweep import sweep
 
 GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 
@@ -29,7 +29,7 @@ CHILD = textwrap.dedent(
     from memlab.backends.base import BackendError
     from memlab.backends.scripted import ScriptedBackend
     from memlab.sweeps.grid import Grid
-    from memlab.sweeps.sweep import sweep
+    from memlab.sweeps.driver import sweep
 
     FAILING = ("paediatric nurse", "Frachtwerk")  # amara's and daniel's first sessions
 

@@ -12,8 +12,8 @@ from builders import city_owners, update, write_owners
 from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting.trial import TrialError, try_prompt
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.sweep import sweep
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from memlab.errors import MemlabError
     from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run
     from memlab.reporting import build_report, check_gate, try_prompt
-    from memlab.scoring.compare import compare
-    from memlab.sweeps.sweep import sweep
+    from memlab.scoring.comparison import compare
+    from memlab.sweeps.driver import sweep
 
 # Where each exported name lives; the subpackage is imported when the name is first used.
 _EXPORTS: dict[str, str] = {

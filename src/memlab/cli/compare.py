@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from memlab.cli import _args
-from memlab.scoring.compare import CompareError, compare, comparison_text
+from memlab.scoring.comparison import CompareError, compare, comparison_text
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import load_run

@@ -28,9 +28,9 @@ from memlab.backends.registry import resolve_backend
 from memlab.backends.simulated import dataset_options, is_simulated
 from memlab.datasets.registry import resolve_dataset
 from memlab.reporting.report import ReportPaths, build_report
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 __all__ = ["BOUNDS", "FREE_GRID", "SCHEMA_GRID", "SIM_GRID", "DemoResult", "register", "run_demo"]
 

@@ -13,7 +13,7 @@ from memlab.cli import _args
 from memlab.matching.base import FactMatcher
 from memlab.matching.calibration import SPLITS, calibrate, load_pairs
 from memlab.matching.matchers import MATCHERS, BackendFactory, resolve_matcher
-from memlab.sweeps.rescore import rescore
+from memlab.sweeps.rescoring import rescore
 
 __all__ = ["matcher_from_args", "register"]
 

@@ -18,7 +18,7 @@ from memlab.reporting.gate import (
     check_regressions,
 )
 from memlab.reporting.report import build_report
-from memlab.scoring.compare import describe
+from memlab.scoring.comparison import describe
 from memlab.scoring.metric_specs import gate_specs, interval_specs
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import load_run

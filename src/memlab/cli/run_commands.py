@@ -17,8 +17,8 @@ from memlab.matching.embeddings import (
     WordLlamaEmbedder,
 )
 from memlab.matching.matchers import MATCHERS
+from memlab.sweeps.driver import IncompleteSweepError, sweep
 from memlab.sweeps.grid import Grid, load_grid
-from memlab.sweeps.sweep import IncompleteSweepError, sweep
 
 __all__ = ["register"]
 

@@ -32,7 +32,7 @@ from memlab.matching.matchers import (
     default_matcher,
     resolve_matcher,
 )
-from memlab.scoring.compare import (
+from memlab.scoring.comparison import (
     CompareError,
     Lane,
     compare,
@@ -59,6 +59,12 @@ from memlab.scoring.stats import (
     StatOptions,
     StatsError,
 )
+from memlab.sweeps.driver import (
+    IncompleteSweepError,
+    SweepPlan,
+    plan_sweep,
+    sweep,
+)
 from memlab.sweeps.executors import (
     DaskSpec,
     ExecutorError,
@@ -84,19 +90,13 @@ from memlab.sweeps.replay import (
     OwnerReplay,
     replay_owner,
 )
-from memlab.sweeps.rescore import rescore
+from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import (
     Run,
     RunError,
     flatten_call,
     load_run,
     write_jsonl,
-)
-from memlab.sweeps.sweep import (
-    IncompleteSweepError,
-    SweepPlan,
-    plan_sweep,
-    sweep,
 )
 
 __all__ = [

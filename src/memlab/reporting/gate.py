@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import MemlabError
-from memlab.scoring.compare import compare, describe
+from memlab.scoring.comparison import compare, describe
 from memlab.scoring.metric_specs import MetricSpec, gate_specs
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run
@@ -208,7 +208,7 @@ def check_regressions(
     """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
 
     Returns the regressions and the full comparison (one row per lane and metric, see
-    :func:`memlab.scoring.compare.compare`). A metric that cannot be compared (NaN, e.g. no
+    :func:`memlab.scoring.comparison.compare`). A metric that cannot be compared (NaN, e.g. no
     labeled facts) counts as a regression: a gate never passes on a missing number.
     """
     table = compare(

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
-from memlab.scoring.compare import Lane, compare_lanes, comparison_text
+from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
 from memlab.scoring.metric_specs import MetricSpec, interval_specs
 from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import StatOptions, bootstrap_ratios, min_detectable_effect
@@ -36,7 +36,7 @@ class StatisticsSection:
     """run, configuration, owners, then one ``value [lo, hi]`` column per rate title."""
     baseline: str
     comparisons: pd.DataFrame
-    """:func:`memlab.scoring.compare.comparison_text` of the comparisons with the baseline."""
+    """:func:`memlab.scoring.comparison.comparison_text` of the comparisons with the baseline."""
     notes: list[str] = field(default_factory=list)
 
 

@@ -23,9 +23,9 @@ from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, t
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
-from memlab.sweeps.sweep import sweep
 
 __all__ = ["PromptTrial", "TrialError", "try_prompt"]
 

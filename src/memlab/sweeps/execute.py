@@ -1,6 +1,6 @@
 """The execute step of a sweep: run every (lane, owner, sample) replay and record it.
 
-:func:`execute` takes a :class:`~memlab.sweeps.sweep.SweepPlan` and runs each replay as one task
+:func:`execute` takes a :class:`~memlab.sweeps.driver.SweepPlan` and runs each replay as one task
 on a bounded pool: a thread pool by default, any ``concurrent.futures.Executor``, or a Dask
 cluster (:mod:`memlab.sweeps.executors`). For every replay it first *prepares* a job: the
 fingerprint of everything the replay depends on (the lane's identity, the owner's data, the
@@ -47,7 +47,7 @@ from memlab.sweeps.replay import OwnerReplay, replay_owner
 from memlab.sweeps.run import record_path
 
 if TYPE_CHECKING:
-    from memlab.sweeps.sweep import SweepPlan
+    from memlab.sweeps.driver import SweepPlan
 
 __all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "read_record"]
 

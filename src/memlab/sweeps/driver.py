@@ -63,7 +63,7 @@ from memlab.sweeps.plan import (
 )
 from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
-from memlab.sweeps.rescore import matcher_record
+from memlab.sweeps.rescoring import matcher_record
 from memlab.sweeps.run import (
     RUN_FORMAT,
     Run,
