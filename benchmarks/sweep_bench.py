@@ -790,19 +790,19 @@ def _profiled_replay(
 
 # (label, file suffix, function name); indented labels are part of the stage above them.
 _STAGES = [
-    ("whole sweep", "memlab/eval/sweep.py", "sweep"),
+    ("whole sweep", "memlab/sweeps/driver.py", "sweep"),
     ("load + validate the dataset", "memlab/datasets/loader.py", "load_dataset"),
-    ("replay owners", "memlab/eval/replay.py", "replay_owner"),
+    ("replay owners", "memlab/sweeps/replay.py", "replay_owner"),
     ("  pipeline updates (MemoryUpdater.run_update)", "memlab/core/updater.py", "run_update"),
     ("    cache lookups (CachedBackend.complete)", "memlab/backends/cache.py", "complete"),
     ("    prompt rendering", "memlab/core/prompts.py", "render"),
     ("    parse + validate replies", "memlab/core/parsing.py", "parse_reply"),
     ("    merge + save in memory", "memlab/core/storage.py", "modify"),
     ("  snapshot store files (JsonFileStorage.save)", "memlab/core/storage.py", "save"),
-    ("collect rows + metrics (sweep._collect)", "memlab/eval/sweep.py", "_collect"),
-    ("  session metrics (metrics.session_rows)", "memlab/eval/metrics.py", "session_rows"),
+    ("collect rows + metrics (sweep._collect)", "memlab/sweeps/driver.py", "_collect"),
+    ("  session metrics (metrics.session_rows)", "memlab/scoring/metrics.py", "session_rows"),
     ("atomic file writes (fsynced run files)", "memlab/core/atomic.py", "atomic_write_bytes"),
-    ("summary table (Run.summary)", "memlab/eval/run.py", "summary"),
+    ("summary table (Run.summary)", "memlab/sweeps/run.py", "summary"),
 ]
 
 
