@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import minimal_update
+from memlab.core.llm import CompletionRequest
 from memlab.reporting.report import build_report
 from memlab.reporting.statistics import statistics_section
 from memlab.scoring.stats import StatOptions, bootstrap_ratios, paired_ratio_test

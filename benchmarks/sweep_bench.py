@@ -55,7 +55,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.registry import resolve_backend
@@ -63,6 +62,7 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import minimal_update
 from memlab.core.document import create_empty_memory, utc_iso
+from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.core.merge import BaselineMerge
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import parse_reply

@@ -26,9 +26,9 @@ import pytest
 from builders import one_turn, sweep_scripted, update, write_owners
 
 from memlab import compare
-from memlab.backends.base import CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
+from memlab.core.llm import CompletionRequest, OutputMode
 from memlab.reporting.report import build_report
 from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs

@@ -22,7 +22,6 @@ import pytest
 
 import memlab
 from memlab.backends import registry as backend_registry
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import entry_path, request_key
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.scripted import ScriptedBackend
@@ -31,6 +30,7 @@ from memlab.core.config import ConfigError, MemoryConfig
 from memlab.core.contract import TOP_LEVEL_KEYS, NewFact
 from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
 from memlab.core.injection import format_memory_for_injection
+from memlab.core.llm import CompletionRequest
 from memlab.core.merge import apply_updates
 from memlab.core.prompts import PromptRegistry
 from memlab.sweeps.driver import sweep
@@ -106,7 +106,7 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
 
 
 def check_sim_profile(block: str, tmp_path: Path) -> None:
-    from memlab.backends.sim_profile import load_profile
+    from memlab.simulation.profile import load_profile
 
     path = tmp_path / "mine.yaml"
     path.write_text(block, encoding="utf-8")
@@ -256,7 +256,7 @@ def check_document_shape(block: str, tmp_path: Path) -> None:
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
-    ("memlab.backends.sim_profile", "name: mine"): check_sim_profile,
+    ("memlab.simulation.profile", "name: mine"): check_sim_profile,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don\'t enjoy classical',

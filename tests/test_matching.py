@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import CompletionRequest
 from memlab.core.similarity import count_duplicates, dice
 from memlab.errors import MemlabError
 from memlab.matching.base import LexicalMatcher, MatchResult, explain, matcher_name

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from memlab.backends import registry
-from memlab.backends.base import BackendError, Completion, CompletionRequest
 from memlab.backends.llama_local import LocalLlamaBackend, bundled_model_path
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.registry import (
@@ -23,6 +22,7 @@ from memlab.backends.registry import (
     resolve_backend,
 )
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import BackendError, Completion, CompletionRequest
 
 
 @pytest.fixture

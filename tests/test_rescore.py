@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
+from memlab.core.llm import CompletionRequest
 from memlab.matching.base import FactMatcher, LexicalMatcher
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher

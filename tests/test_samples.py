@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from builders import city_owners, update, write_owners
 
-from memlab.backends.base import CompletionRequest, GenerationParams
 from memlab.backends.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import CompletionRequest, GenerationParams
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.rescoring import rescore

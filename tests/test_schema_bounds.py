@@ -9,7 +9,6 @@ import pytest
 from builders import update
 from jsonschema import Draft202012Validator
 
-from memlab.backends.base import OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import (
     SchemaBounds,
@@ -18,6 +17,7 @@ from memlab.core.contract import (
     minimal_update,
     validate_update,
 )
+from memlab.core.llm import OutputMode
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
 from memlab.sweeps.driver import sweep

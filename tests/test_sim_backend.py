@@ -7,20 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, GenerationParams
 from memlab.backends.cache import CacheMode
 from memlab.backends.registry import resolve_backend
-from memlab.backends.sim_profile import (
-    BUILTIN_PROFILES,
-    INVENTED_FACTS,
-    SimProfileError,
-    load_profile,
-    restated,
-    worded,
-)
-from memlab.backends.simulated import SimulatedBackend, dataset_options, is_simulated
 from memlab.cli.main import main
 from memlab.core.document import create_empty_memory
+from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.core.prompts import get_prompt
@@ -28,6 +19,15 @@ from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.matching.base import LexicalMatcher
+from memlab.simulation.model import SimulatedBackend, dataset_options, is_simulated
+from memlab.simulation.profile import (
+    BUILTIN_PROFILES,
+    INVENTED_FACTS,
+    SimProfileError,
+    load_profile,
+    restated,
+    worded,
+)
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, LaneConfig
 

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 from sim_truth import Expected, expected_counts
 
-from memlab.backends.sim_profile import load_profile
-from memlab.backends.simulated import SimDecision, SimulatedBackend
 from memlab.core.parsing import FailureCategory
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.simulation.model import SimDecision, SimulatedBackend
+from memlab.simulation.profile import load_profile
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import parse_options_for

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from builders import marker_backend, sweep_scripted, write_owners
 
-from memlab.backends.base import BackendError, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.llm import BackendError, CompletionRequest
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import load_run

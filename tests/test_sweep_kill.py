@@ -14,8 +14,8 @@ from pathlib import Path
 
 from builders import update
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import CompletionRequest
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import load_run
@@ -26,7 +26,7 @@ GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from memlab.backends.base import BackendError
+    from memlab.core.llm import BackendError
     from memlab.backends.scripted import ScriptedBackend
     from memlab.sweeps.grid import Grid
     from memlab.sweeps.driver import sweep

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from builders import city_owners, update, write_owners
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import CompletionRequest
 from memlab.reporting.trial import TrialError, try_prompt
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid

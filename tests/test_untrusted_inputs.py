@@ -21,7 +21,6 @@ from builders import (
     write_owners,
 )
 
-from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import (
     CacheCorruptError,
     CachedBackend,
@@ -34,6 +33,7 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.core.atomic import atomic_write_text, default_file_mode
 from memlab.core.config import ConfigError, MemoryConfig
 from memlab.core.jsontext import MAX_JSON_DEPTH, JsonDepthError, loads_json, nesting_path
+from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
 from memlab.core.prompts import PromptError, PromptRegistry
 from memlab.core.redact import REDACTED, redact, redact_text
 from memlab.core.storage import CorruptMemoryError, JsonFileStorage, clear_storage_cache

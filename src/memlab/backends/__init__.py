@@ -5,18 +5,6 @@ and a registry resolving names like ``local:smollm2``.
 The heavy optional modules (``openai_compat``, ``llama_local``) import their SDKs lazily.
 """
 
-from memlab.backends.base import (
-    Backend,
-    BackendError,
-    Completion,
-    CompletionRequest,
-    GenerationParams,
-    ModelRequestsBlockedError,
-    OutputMode,
-    allow_model_requests,
-    block_model_requests,
-    check_model_requests_allowed,
-)
 from memlab.backends.cache import (
     CACHE_FORMAT,
     CacheCorruptError,
@@ -69,17 +57,29 @@ from memlab.backends.scripted import (
     ScriptedBackend,
     ScriptExhaustedError,
 )
-from memlab.backends.sim_profile import (
-    BUILTIN_PROFILES,
-    SimProfile,
-    SimProfileError,
-    load_profile,
+from memlab.core.llm import (
+    Backend,
+    BackendError,
+    Completion,
+    CompletionRequest,
+    GenerationParams,
+    ModelRequestsBlockedError,
+    OutputMode,
+    allow_model_requests,
+    block_model_requests,
+    check_model_requests_allowed,
 )
-from memlab.backends.simulated import (
+from memlab.simulation.model import (
     SIM_PREFIX,
     SimDecision,
     SimulatedBackend,
     is_simulated,
+)
+from memlab.simulation.profile import (
+    BUILTIN_PROFILES,
+    SimProfile,
+    SimProfileError,
+    load_profile,
 )
 
 __all__ = [

@@ -20,7 +20,6 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from memlab.backends.base import Backend, Completion, CompletionRequest
 from memlab.backends.cache import (
     CacheCorruptError,
     CacheMissError,
@@ -28,6 +27,7 @@ from memlab.backends.cache import (
     entry_path,
     request_key,
 )
+from memlab.core.llm import Backend, Completion, CompletionRequest
 
 __all__ = ["SnapshotCache"]
 

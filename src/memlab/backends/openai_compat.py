@@ -34,15 +34,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from memlab.backends.base import (
+from memlab.backends.llama_local import to_grammar_schema
+from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
+from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,
     OutputMode,
     check_model_requests_allowed,
 )
-from memlab.backends.llama_local import to_grammar_schema
-from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
 
 if TYPE_CHECKING:
     import openai

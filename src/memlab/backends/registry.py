@@ -12,7 +12,7 @@ registry and the argument (possibly empty) is passed to it with any keyword opti
                           reply (all sections unchanged, no facts) every time
 ``scripted:user-lines``   a test instrument: each user line becomes a fact
                           (:func:`~memlab.backends.scripted.user_lines_reply`)
-``sim:PROFILE``           :class:`~memlab.backends.simulated.SimulatedBackend`, the
+``sim:PROFILE``           :class:`~memlab.simulation.model.SimulatedBackend`, the
                           known-truth simulated model (``careful``, ``sloppy``, ``chatty``
                           or a YAML profile path); needs ``dataset=`` (a sweep passes it)
 ``auto``                  :func:`default_backend_spec`
@@ -23,7 +23,7 @@ Third-party backends register through the same path as the built-ins::
     register_backend("mybackend", lambda arg, **options: MyBackend(arg, **options))
 
 Optional dependencies are imported lazily inside the factories; a missing package gives a
-:class:`~memlab.backends.base.BackendError` saying what to install.
+:class:`~memlab.core.llm.BackendError` saying what to install.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memlab.backends.base import Backend, BackendError
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.llm import Backend, BackendError
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -89,8 +89,8 @@ def _scripted_factory(argument: str, **options: Any) -> Backend:
 
 
 def _sim_factory(argument: str, **options: Any) -> Backend:
-    from memlab.backends.sim_profile import BUILTIN_PROFILES
-    from memlab.backends.simulated import SimulatedBackend
+    from memlab.simulation.model import SimulatedBackend
+    from memlab.simulation.profile import BUILTIN_PROFILES
 
     if not argument:
         raise BackendError(

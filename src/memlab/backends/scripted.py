@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memlab.backends.base import BackendError, Completion, CompletionRequest
 from memlab.core.contract import FACT_CATEGORIES, minimal_update
+from memlab.core.llm import BackendError, Completion, CompletionRequest
 
 __all__ = ["SCRIPTS", "ScriptExhaustedError", "ScriptedBackend", "user_lines_reply"]
 

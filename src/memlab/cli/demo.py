@@ -22,12 +22,12 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CacheMode
 from memlab.backends.registry import resolve_backend
-from memlab.backends.simulated import dataset_options, is_simulated
+from memlab.core.llm import Backend
 from memlab.datasets.registry import resolve_dataset
 from memlab.reporting.report import ReportPaths, build_report
+from memlab.simulation.model import dataset_options, is_simulated
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run

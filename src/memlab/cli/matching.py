@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.cli import _args
+from memlab.core.llm import Backend
 from memlab.matching.base import FactMatcher
 from memlab.matching.calibration import SPLITS, calibrate, load_pairs
 from memlab.matching.matchers import MATCHERS, BackendFactory, resolve_matcher

@@ -21,7 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from memlab.backends.base import (
+from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
+from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.document import random_fact_ids, utc_iso, utc_now
+from memlab.core.llm import (
     Backend,
     BackendError,
     Completion,
@@ -29,9 +32,6 @@ from memlab.backends.base import (
     GenerationParams,
     OutputMode,
 )
-from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
-from memlab.core.document import random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
@@ -146,7 +146,7 @@ class MemoryUpdater:
         fact_ids: Returns a new fact id per call (seeded in replays).
         model_name: Model override; the config's ``model_name`` wins when set.
         sample: Index of a repeated sample (sent with every request; see
-            :class:`~memlab.backends.base.CompletionRequest`).
+            :class:`~memlab.core.llm.CompletionRequest`).
         schema_bounds: In ``json_schema`` mode, length limits added to the schema sent (the
             grammar), so a small model cannot loop until ``max_tokens``; replies are still
             validated against the unbounded contract.

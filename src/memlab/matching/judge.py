@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memlab.backends.base import Backend, CompletionRequest, GenerationParams
+from memlab.core.llm import Backend, CompletionRequest, GenerationParams
 from memlab.core.similarity import content_tokens, normalize_text
 from memlab.matching.base import MatchResult
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from memlab.backends.base import Backend
+from memlab.core.llm import Backend
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher, optional_embedder

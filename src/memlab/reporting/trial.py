@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CacheMode
+from memlab.core.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher

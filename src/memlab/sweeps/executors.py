@@ -41,8 +41,8 @@ from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from memlab.backends.base import Completion
 from memlab.backends.cache import CacheMode, read_entries
+from memlab.core.llm import Completion
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
 from memlab.sweeps.grid import ReplayMode

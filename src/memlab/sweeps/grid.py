@@ -42,17 +42,17 @@ from pydantic import (
     model_validator,
 )
 
-from memlab.backends.base import OutputMode
-from memlab.backends.simulated import is_simulated
 from memlab.core.config import (
     DEBOUNCE_SECONDS_BOUNDS,
     MAX_FACTS_BOUNDS,
     MAX_INJECTION_TOKENS_BOUNDS,
 )
 from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
+from memlab.core.llm import OutputMode
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
+from memlab.simulation.model import is_simulated
 
 __all__ = [
     "AXES",

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab._version import __version__
-from memlab.backends.base import Backend, GenerationParams
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import available_backends, resolve_backend
-from memlab.backends.simulated import dataset_options, is_simulated
 from memlab.core.config import MemoryConfig
+from memlab.core.llm import Backend, GenerationParams
 from memlab.core.merge import MergeStrategy, get_merge_strategy
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
@@ -39,6 +38,7 @@ from memlab.core.updater import MemoryUpdater
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.scoring.injection_audit import policy_identity
+from memlab.simulation.model import dataset_options, is_simulated
 from memlab.sweeps.grid import Grid, LaneConfig
 
 if TYPE_CHECKING:  # fork builds on this module's hash

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.base import Backend, Completion, CompletionRequest
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
+from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.sweeps.grid import ReplayMode

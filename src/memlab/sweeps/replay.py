@@ -29,10 +29,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend
 from memlab.core.clock import VirtualScheduler
 from memlab.core.config import MemoryConfig
 from memlab.core.document import SeededFactIds, parse_utc, utc_iso
+from memlab.core.llm import Backend
 from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError

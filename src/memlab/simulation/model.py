@@ -4,14 +4,14 @@
 builds a :class:`SimulatedBackend` for the dataset it replays. For each prompt it finds the
 session whose conversation the prompt holds (and how far into it the conversation goes) and
 the current memory (fact ids and contents), and answers as the profile declares
-(:mod:`memlab.backends.sim_profile`):
+(:mod:`memlab.simulation.profile`):
 
 - Only the update that sees the session up to its last agent run (the session's *final*
   update) proposes anything; earlier updates of a session return the minimal reply.
 - Each gold fact revealed in the session is proposed with ``propose_rate``, in a wording drawn
   from ``wording``, with a confidence drawn from ``confidence``.
 - Each gold fact stored in an original wording (and not yet restated) is proposed again,
-  reworded (:func:`~memlab.backends.sim_profile.restated`), with ``restate_rate``.
+  reworded (:func:`~memlab.simulation.profile.restated`), with ``restate_rate``.
 - ``invent_rate`` invented facts per final update, from a pool that states no gold fact, with
   confidences from ``invented_confidence``.
 - For each gold fact the session retracts, the ids of the stored facts that state it (in any
@@ -38,8 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlab.backends.base import BackendError, Completion, CompletionRequest
-from memlab.backends.sim_profile import (
+from memlab.core.contract import minimal_update
+from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.parsing import FailureCategory
+from memlab.simulation.profile import (
     INVENTED_FACTS,
     SimProfile,
     leaked,
@@ -47,9 +50,6 @@ from memlab.backends.sim_profile import (
     restated,
     worded,
 )
-from memlab.core.contract import minimal_update
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.parsing import FailureCategory
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
     from memlab.datasets.models import Owner, Session

@@ -1,6 +1,6 @@
 """Profiles of the simulated model: the declared behaviour that metrics are checked against.
 
-A profile says how the simulated model (:mod:`memlab.backends.simulated`) answers: how likely it
+A profile says how the simulated model (:mod:`memlab.simulation.model`) answers: how likely it
 proposes each revealed gold fact, in which wording, with which confidences, how often it
 restates stored facts, invents facts, removes retracted ones, leaks must-not-store text, and
 how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sloppy``,
@@ -181,8 +181,8 @@ def load_profile(spec: str | Path) -> SimProfile:
     """
     text_spec = str(spec)
     if text_spec in BUILTIN_PROFILES:
-        source = f"memlab/backends/sim_profiles/{text_spec}.yaml"
-        resource = resources.files("memlab.backends").joinpath(f"sim_profiles/{text_spec}.yaml")
+        source = f"memlab/simulation/profiles/{text_spec}.yaml"
+        resource = resources.files("memlab.simulation").joinpath(f"profiles/{text_spec}.yaml")
         text = resource.read_text(encoding="utf-8")
     else:
         path = Path(text_spec).expanduser()
