@@ -34,7 +34,7 @@ from memlab.core.llm import CompletionRequest
 from memlab.core.merge import apply_updates
 from memlab.core.prompts import PromptRegistry
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import load_grid
+from memlab.sweeps.plan import load_grid
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)

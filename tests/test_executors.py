@@ -22,9 +22,9 @@ from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
 from memlab.core.llm import Completion, CompletionRequest
-from memlab.sweeps.driver import plan_sweep
 from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client, parse_executor
 from memlab.sweeps.grid import Grid
+from memlab.sweeps.plan import plan_sweep
 from memlab.sweeps.remote import RemoteTask, WorkerBackendError, WorkerBackends, run_remote
 
 

@@ -16,7 +16,8 @@ from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError, load_grid
+from memlab.sweeps.grid import Grid, GridError
+from memlab.sweeps.plan import load_grid
 from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import Run
 

@@ -15,9 +15,8 @@ from memlab.core.config import MemoryConfig
 from memlab.core.injection import format_memory_for_injection, render_injection
 from memlab.matching.embeddings import EmbeddingsUnavailableError
 from memlab.scoring.injection_audit import audit_injection, policy_embedder
-from memlab.sweeps.driver import plan_sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.plan import identity_changes
+from memlab.sweeps.plan import identity_changes, plan_sweep
 from memlab.sweeps.run import Run
 
 

@@ -14,8 +14,7 @@ from builders import marker_backend, one_turn, update
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import load_grid
-from memlab.sweeps.plan import identity_changes
+from memlab.sweeps.plan import identity_changes, load_grid
 from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -44,7 +44,8 @@ from memlab.errors import excerpt, one_line
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.report import build_report
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError, load_grid
+from memlab.sweeps.grid import Grid, GridError
+from memlab.sweeps.plan import load_grid
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

@@ -18,7 +18,8 @@ from memlab.matching.embeddings import (
 )
 from memlab.matching.matchers import MATCHERS
 from memlab.sweeps.driver import IncompleteSweepError, sweep
-from memlab.sweeps.grid import Grid, load_grid
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.plan import load_grid
 
 __all__ = ["register"]
 

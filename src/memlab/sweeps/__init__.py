@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.sweeps.driver import IncompleteSweepError, SweepPlan, plan_sweep, sweep
+    from memlab.sweeps.driver import IncompleteSweepError, sweep
     from memlab.sweeps.executors import DaskSpec, ExecutorError, SweepExecutor, parse_executor
     from memlab.sweeps.fork import describe_fork
-    from memlab.sweeps.grid import AXES, ForkSpec, Grid, GridError, LaneConfig, load_grid
-    from memlab.sweeps.plan import BackendFactory, PromptSource, ResolvedLane
+    from memlab.sweeps.grid import AXES, ForkSpec, Grid, GridError, LaneConfig
+    from memlab.sweeps.plan import (
+        BackendFactory,
+        PromptSource,
+        ResolvedLane,
+        SweepPlan,
+        load_grid,
+        plan_sweep,
+    )
     from memlab.sweeps.records import RecordError
     from memlab.sweeps.replay import OwnerReplay, replay_owner
     from memlab.sweeps.rescoring import RescoreError, rescore
@@ -28,8 +35,8 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "IncompleteSweepError": "memlab.sweeps.driver",
-    "SweepPlan": "memlab.sweeps.driver",
-    "plan_sweep": "memlab.sweeps.driver",
+    "SweepPlan": "memlab.sweeps.plan",
+    "plan_sweep": "memlab.sweeps.plan",
     "sweep": "memlab.sweeps.driver",
     "DaskSpec": "memlab.sweeps.executors",
     "ExecutorError": "memlab.sweeps.executors",
@@ -41,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "Grid": "memlab.sweeps.grid",
     "GridError": "memlab.sweeps.grid",
     "LaneConfig": "memlab.sweeps.grid",
-    "load_grid": "memlab.sweeps.grid",
+    "load_grid": "memlab.sweeps.plan",
     "BackendFactory": "memlab.sweeps.plan",
     "PromptSource": "memlab.sweeps.plan",
     "ResolvedLane": "memlab.sweeps.plan",

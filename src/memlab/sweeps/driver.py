@@ -2,8 +2,9 @@
 
 A sweep has three steps:
 
-1. **plan** (:func:`plan_sweep`): load the dataset, select owners, resolve every name in the
-   grid (prompts, merge strategies, backends) into :class:`~memlab.sweeps.plan.ResolvedLane`\\ s.
+1. **plan** (:func:`~memlab.sweeps.plan.plan_sweep`): load the dataset, select owners,
+   resolve every name in the grid (prompts, merge strategies, backends) into a
+   :class:`~memlab.sweeps.plan.SweepPlan` of :class:`~memlab.sweeps.plan.ResolvedLane`\\ s.
    Bad input fails here, before anything is written.
 2. **execute** (:mod:`memlab.sweeps.execute`): each (lane, owner) pair is one task on a bounded
    pool (4 threads by default, any ``concurrent.futures.Executor``, or a Dask cluster:
@@ -19,7 +20,6 @@ A sweep has three steps:
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import logging
@@ -27,7 +27,6 @@ import platform
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -39,28 +38,16 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
-from memlab.core.safe_names import ensure_inside, safe_component
-from memlab.datasets.loader import load_dataset
-from memlab.datasets.models import Owner
+from memlab.core.safe_names import ensure_inside
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.scoring.metrics import replay_rows
-from memlab.sweeps.execute import Outcome, execute, lane_status, read_record
+from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
-from memlab.sweeps.fork import load_fork
-from memlab.sweeps.grid import ForkSpec, Grid, LaneConfig
-from memlab.sweeps.plan import (
-    BackendFactory,
-    LaneBackends,
-    PromptSource,
-    ResolvedLane,
-    dataset_path,
-    prompt_registry,
-    registry_backend,
-    resolve_lanes,
-)
+from memlab.sweeps.grid import ForkSpec, Grid
+from memlab.sweeps.plan import BackendFactory, PromptSource, SweepPlan, plan_sweep
 from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
 from memlab.sweeps.rescoring import matcher_record
@@ -69,12 +56,12 @@ from memlab.sweeps.run import (
     Run,
     RunError,
     flatten_call,
-    record_path,
+    read_record,
     write_jsonl,
     write_manifest,
 )
 
-__all__ = ["IncompleteSweepError", "SweepPlan", "plan_sweep", "sweep"]
+__all__ = ["IncompleteSweepError", "sweep"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,76 +87,6 @@ class IncompleteSweepError(MemlabError, RuntimeError):
             f"{first_error}); fix the backend or record the responses, then rerun the sweep to "
             "retry them (or allow an incomplete run: --allow-incomplete, allow_incomplete=True)"
         )
-
-
-@dataclass
-class SweepPlan:
-    """Everything a sweep will do, resolved before it starts.
-
-    Attributes:
-        grid: The sweep definition.
-        dataset_path: The dataset file.
-        owners: The selected owners (sessions cut to ``max_sessions``).
-        lanes: The resolved lanes, in grid order.
-        run_path: The run directory.
-        backends: The backends by spec (shared by the lanes).
-        predecessors: For a lane of this sweep, the description of an earlier lane in the run
-            directory with the same grid point (to say why a replay was redone).
-    """
-
-    grid: Grid
-    dataset_path: Path
-    owners: list[Owner]
-    lanes: list[ResolvedLane]
-    run_path: Path
-    backends: LaneBackends
-    predecessors: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
-        """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
-        return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
-
-
-def plan_sweep(
-    dataset: str | Path,
-    grid: Grid,
-    *,
-    runs_dir: str | Path = "runs",
-    run_name: str | None = None,
-    prompts: PromptSource | None = None,
-    backend_factory: BackendFactory | None = None,
-    cache_dir: str | Path | None = None,
-    cache_mode: CacheMode = CacheMode.READ_WRITE,
-    fork: ForkSpec | Mapping[str, Any] | None = None,
-) -> SweepPlan:
-    """Resolve a sweep without running it (see :func:`sweep` for the arguments).
-
-    Raises:
-        GridError: An unknown or invalid name in the grid, located by key and line; a fork
-            whose reference run, lane or session does not fit.
-        UnsafeNameError: A run name or user id that cannot be a file name.
-        DatasetError: The dataset is invalid.
-    """
-    if fork is not None:
-        grid = grid.model_copy(update={"fork": ForkSpec.model_validate(fork)})
-    data_file = dataset_path(grid, dataset)
-    owners = _select_owners(load_dataset(data_file), grid)
-    name = safe_component(run_name or grid.name, "run name")
-    runs_root = Path(runs_dir)
-    run_path = ensure_inside(runs_root / name, runs_root, "run directory")
-    backends = LaneBackends(
-        backend_factory or functools.partial(registry_backend, dataset=data_file),
-        Path(cache_dir) if cache_dir is not None else None,
-        cache_mode,
-    )
-    fork_start = load_fork(grid, owners)
-    if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
-        resolved = fork_start.spec.model_copy(update={"run": str(fork_start.run_path.resolve())})
-        grid = grid.model_copy(update={"fork": resolved})
-    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, fork_start)
-    plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
-    plan.predecessors = _predecessors(run_path, lanes)
-    return plan
 
 
 def sweep(
@@ -261,55 +178,6 @@ def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:
         )
 
 
-def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
-    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
-    if grid.owners is not None:
-        missing = set(grid.owners) - {o.user_id for o in selected}
-        if missing:
-            raise grid.error("owners", f"unknown owners: {sorted(missing)}")
-    if grid.max_owners:
-        selected = selected[: grid.max_owners]
-    if grid.max_sessions:
-        selected = [
-            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
-        ]
-    return selected
-
-
-def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
-    """For each new lane, the closest earlier lane of the run directory, by lane id.
-
-    Candidates are the lanes of the previous sweep's manifest (all described lanes when it
-    stopped early) that this sweep does not keep; the closest differs from the new lane's grid
-    point in the fewest settings. Its identity says why the new lane's replays were redone.
-    """
-    current = {lane.lane_id for lane in lanes}
-    previous = read_record(run_path / "manifest.json") or {}
-    listed = set(previous.get("lanes", [])) if previous else None
-    candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
-    for config_file in run_path.glob("lanes/*/config.json"):
-        described = read_record(config_file)
-        lane_id = (described or {}).get("lane_id")
-        if not described or lane_id in current or (listed is not None and lane_id not in listed):
-            continue
-        try:
-            config = LaneConfig.model_validate(described["config"])
-            mtime = config_file.stat().st_mtime
-        except (OSError, ValueError, KeyError):
-            continue  # another format: nothing to explain with
-        candidates.append((mtime, described, config))
-    found: dict[str, dict[str, Any]] = {}
-    for lane in lanes:
-        new = lane.config.model_dump(mode="json")
-        scored = [
-            (sum(new[k] != old.model_dump(mode="json")[k] for k in new), -mtime, i)
-            for i, (mtime, _, old) in enumerate(candidates)
-        ]
-        if scored:
-            found[lane.lane_id] = candidates[min(scored)[2]][1]
-    return found
-
-
 def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     run_path = plan.run_path
     if not resume and run_path.exists():
@@ -347,9 +215,9 @@ def _score(
     calls: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     # With repeated samples, rows say which sample they belong to (averaged per owner later).
-    repeated = plan.grid.samples > 1
+    repeated = plan.samples > 1
     for lane in plan.lanes:
-        for owner, sample in itertools.product(plan.owners, range(plan.grid.samples)):
+        for owner, sample in itertools.product(plan.owners, range(plan.samples)):
             record = read_record(plan.record_path(lane, owner, sample)) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
@@ -402,11 +270,11 @@ def _collect(
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],
         status=lane_status(plan, outcomes),
-        samples=plan.grid.samples,
+        samples=plan.samples,
     )
     logger.info(
         "sweep %s: %d lanes x %d owners -> %s",
-        plan.grid.name,
+        plan.name,
         len(plan.lanes),
         len(plan.owners),
         run_path,

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
-from memlab.core.jsontext import loads_json
+from memlab.core.jsontext import canonical_hash
 from memlab.core.redact import redact
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.datasets.models import Owner
@@ -41,15 +41,12 @@ from memlab.sweeps.executors import (
     is_dask_client,
     parse_executor,
 )
-from memlab.sweeps.plan import ResolvedLane, canonical_hash, identity_changes
+from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
-from memlab.sweeps.run import record_path
+from memlab.sweeps.run import read_record, record_path
 
-if TYPE_CHECKING:
-    from memlab.sweeps.driver import SweepPlan
-
-__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "read_record"]
+__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,14 +70,6 @@ class Outcome:
 
 def _owner_sha(owner: Owner) -> str:
     return canonical_hash(owner.model_dump(mode="json"))
-
-
-def read_record(path: Path) -> dict[str, Any] | None:
-    try:
-        data = loads_json(path.read_bytes())
-    except (OSError, ValueError):  # JsonDepthError is a ValueError too
-        return None
-    return data if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)
@@ -129,7 +118,7 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
         lane,
         backend=plan.backends.get(lane.config.backend),
         store_path=_store_path(plan, job),
-        replay_mode=plan.grid.replay_mode,
+        replay_mode=plan.replay_mode,
         sample=sample,
     )
     return _write_record(plan, job, replay)
@@ -195,20 +184,11 @@ def _why_replay(
     return ", ".join(reasons) or "new"
 
 
-def _jobs(plan: SweepPlan) -> list[tuple[ResolvedLane, Owner, int]]:
-    return [
-        (lane, owner, sample)
-        for lane in plan.lanes
-        for owner in plan.owners
-        for sample in range(plan.grid.samples)
-    ]
-
-
 def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
     # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=f"sweep {plan.grid.name}", unit="replay", disable=not progress)
+    return tqdm(total=total, desc=f"sweep {plan.name}", unit="replay", disable=not progress)
 
 
 def execute(
@@ -228,7 +208,7 @@ def execute(
         )
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
-    jobs = _jobs(plan)
+    jobs = plan.jobs()
     outcomes: list[Outcome | None] = [None] * len(jobs)
     try:
         futures: dict[Future[Outcome], int] = {
@@ -246,10 +226,10 @@ def execute(
 
 def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcome]:
     """Run the replays on a Dask cluster; write their records here as they come back."""
-    jobs = _jobs(plan)
+    jobs = plan.jobs()
     outcomes: list[Outcome | None] = [None] * len(jobs)
     with (
-        DaskPool(client, plan.backends, plan.grid.replay_mode) as pool,
+        DaskPool(client, plan.backends, plan.replay_mode) as pool,
         _progress_bar(plan, len(jobs), progress) as bar,
     ):
         submitted: dict[Any, tuple[int, _Job]] = {}

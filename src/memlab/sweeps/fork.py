@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.jsontext import loads_json
+from memlab.core.jsontext import canonical_hash, loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.plan import canonical_hash
 from memlab.sweeps.run import Run, load_run, record_path
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]

@@ -50,7 +50,6 @@ from memlab.core.config import (
 from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
 from memlab.core.llm import OutputMode
 from memlab.core.safe_names import unsafe_reason
-from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.errors import MemlabError, excerpt
 from memlab.simulation.model import is_simulated
 
@@ -63,7 +62,6 @@ __all__ = [
     "GridError",
     "InjectionPolicy",
     "LaneConfig",
-    "load_grid",
 ]
 
 MAX_LANES = 10_000
@@ -365,32 +363,6 @@ class Grid(BaseModel):
         grid._lines = line_map
         grid.lanes()
         return grid
-
-
-def load_grid(path: str | Path, prompts: Any = None) -> Grid:
-    """Load a grid from a YAML (or JSON) file and resolve every name in it.
-
-    Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
-    refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
-    :data:`memlab.sweeps.plan.PromptSource`).
-
-    Raises:
-        GridError: Naming the file, the line, the key path and the known choices.
-    """
-    path = Path(path)
-    try:
-        document = read_yaml(path, what="grid file")  # bounded: size, aliases, depth
-    except YamlInputError as exc:
-        raise GridError(str(path), "", str(exc).removeprefix(f"{path}: ")) from None
-    node, data = document.node, document.data
-    if not isinstance(data, Mapping):
-        raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
-    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=key_lines(node))
-    # Imported here: the resolver builds on this module's Grid.
-    from memlab.sweeps.plan import check_grid
-
-    check_grid(grid, prompts)
-    return grid
 
 
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:

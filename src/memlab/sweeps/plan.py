@@ -15,48 +15,53 @@ its line and the known choices.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlab._version import __version__
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import available_backends, resolve_backend
 from memlab.core.config import MemoryConfig
+from memlab.core.jsontext import canonical_hash
 from memlab.core.llm import Backend, GenerationParams
 from memlab.core.merge import MergeStrategy, get_merge_strategy
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
+from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.scoring.injection_audit import policy_identity
 from memlab.simulation.model import dataset_options, is_simulated
-from memlab.sweeps.grid import Grid, LaneConfig
-
-if TYPE_CHECKING:  # fork builds on this module's hash
-    from memlab.sweeps.fork import Fork
+from memlab.sweeps.fork import Fork, load_fork
+from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.sweeps.run import read_record, record_path
 
 __all__ = [
     "BackendFactory",
     "LaneBackends",
     "PromptSource",
     "ResolvedLane",
+    "SweepPlan",
     "build_updater",
     "cacheable",
-    "canonical_hash",
     "check_grid",
     "dataset_path",
     "identity_changes",
     "injection_identity",
+    "load_grid",
     "parse_options_for",
+    "plan_sweep",
     "prompt_registry",
     "registry_backend",
     "resolve_lanes",
@@ -81,12 +86,6 @@ _PARSE_PRESETS: dict[str, Callable[[], ParseOptions]] = {
 def parse_options_for(name: str) -> ParseOptions:
     """Return the parse-ladder options of a lane's ``parse`` preset."""
     return _PARSE_PRESETS[name]()
-
-
-def canonical_hash(value: Any) -> str:
-    """SHA-256 of ``value`` as canonical JSON (sorted keys, no whitespace)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class LaneBackends:
@@ -449,3 +448,169 @@ def _get(value: Any, path: tuple[str, ...]) -> Any:
     for part in path:
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
+
+
+@dataclass
+class SweepPlan:
+    """Everything a sweep will do, resolved before it starts.
+
+    Attributes:
+        grid: The sweep definition.
+        dataset_path: The dataset file.
+        owners: The selected owners (sessions cut to ``max_sessions``).
+        lanes: The resolved lanes, in grid order.
+        run_path: The run directory.
+        backends: The backends by spec (shared by the lanes).
+        predecessors: For a lane of this sweep, the description of an earlier lane in the run
+            directory with the same grid point (to say why a replay was redone).
+    """
+
+    grid: Grid
+    dataset_path: Path
+    owners: list[Owner]
+    lanes: list[ResolvedLane]
+    run_path: Path
+    backends: LaneBackends
+    predecessors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The sweep's name (the grid's)."""
+        return self.grid.name
+
+    @property
+    def samples(self) -> int:
+        """Replays per (lane, owner)."""
+        return self.grid.samples
+
+    @property
+    def replay_mode(self) -> ReplayMode:
+        """How sessions are fed to the queue (``debounce`` or ``per_session``)."""
+        return self.grid.replay_mode
+
+    def jobs(self) -> list[tuple[ResolvedLane, Owner, int]]:
+        """Every (lane, owner, sample) replay of the sweep, in lane, owner, sample order."""
+        return [
+            (lane, owner, sample)
+            for lane in self.lanes
+            for owner in self.owners
+            for sample in range(self.samples)
+        ]
+
+    def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
+        """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
+        return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
+
+
+def plan_sweep(
+    dataset: str | Path,
+    grid: Grid,
+    *,
+    runs_dir: str | Path = "runs",
+    run_name: str | None = None,
+    prompts: PromptSource | None = None,
+    backend_factory: BackendFactory | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
+) -> SweepPlan:
+    """Resolve a sweep without running it (see :func:`sweep` for the arguments).
+
+    Raises:
+        GridError: An unknown or invalid name in the grid, located by key and line; a fork
+            whose reference run, lane or session does not fit.
+        UnsafeNameError: A run name or user id that cannot be a file name.
+        DatasetError: The dataset is invalid.
+    """
+    if fork is not None:
+        grid = grid.model_copy(update={"fork": ForkSpec.model_validate(fork)})
+    data_file = dataset_path(grid, dataset)
+    owners = _select_owners(load_dataset(data_file), grid)
+    name = safe_component(run_name or grid.name, "run name")
+    runs_root = Path(runs_dir)
+    run_path = ensure_inside(runs_root / name, runs_root, "run directory")
+    backends = LaneBackends(
+        backend_factory or functools.partial(registry_backend, dataset=data_file),
+        Path(cache_dir) if cache_dir is not None else None,
+        cache_mode,
+    )
+    fork_start = load_fork(grid, owners)
+    if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
+        resolved = fork_start.spec.model_copy(update={"run": str(fork_start.run_path.resolve())})
+        grid = grid.model_copy(update={"fork": resolved})
+    lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, fork_start)
+    plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
+    plan.predecessors = _predecessors(run_path, lanes)
+    return plan
+
+
+def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
+    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
+    if grid.owners is not None:
+        missing = set(grid.owners) - {o.user_id for o in selected}
+        if missing:
+            raise grid.error("owners", f"unknown owners: {sorted(missing)}")
+    if grid.max_owners:
+        selected = selected[: grid.max_owners]
+    if grid.max_sessions:
+        selected = [
+            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
+        ]
+    return selected
+
+
+def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
+    """For each new lane, the closest earlier lane of the run directory, by lane id.
+
+    Candidates are the lanes of the previous sweep's manifest (all described lanes when it
+    stopped early) that this sweep does not keep; the closest differs from the new lane's grid
+    point in the fewest settings. Its identity says why the new lane's replays were redone.
+    """
+    current = {lane.lane_id for lane in lanes}
+    previous = read_record(run_path / "manifest.json") or {}
+    listed = set(previous.get("lanes", [])) if previous else None
+    candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
+    for config_file in run_path.glob("lanes/*/config.json"):
+        described = read_record(config_file)
+        lane_id = (described or {}).get("lane_id")
+        if not described or lane_id in current or (listed is not None and lane_id not in listed):
+            continue
+        try:
+            config = LaneConfig.model_validate(described["config"])
+            mtime = config_file.stat().st_mtime
+        except (OSError, ValueError, KeyError):
+            continue  # another format: nothing to explain with
+        candidates.append((mtime, described, config))
+    found: dict[str, dict[str, Any]] = {}
+    for lane in lanes:
+        new = lane.config.model_dump(mode="json")
+        scored = [
+            (sum(new[k] != old.model_dump(mode="json")[k] for k in new), -mtime, i)
+            for i, (mtime, _, old) in enumerate(candidates)
+        ]
+        if scored:
+            found[lane.lane_id] = candidates[min(scored)[2]][1]
+    return found
+
+
+def load_grid(path: str | Path, prompts: Any = None) -> Grid:
+    """Load a grid from a YAML (or JSON) file and resolve every name in it.
+
+    Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
+    refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
+    :data:`memlab.sweeps.plan.PromptSource`).
+
+    Raises:
+        GridError: Naming the file, the line, the key path and the known choices.
+    """
+    path = Path(path)
+    try:
+        document = read_yaml(path, what="grid file")  # bounded: size, aliases, depth
+    except YamlInputError as exc:
+        raise GridError(str(path), "", str(exc).removeprefix(f"{path}: ")) from None
+    node, data = document.node, document.data
+    if not isinstance(data, Mapping):
+        raise GridError(str(path), "", "a grid file must hold a mapping at the top level")
+    grid = Grid.from_mapping(data, str(path), base_dir=path.parent, lines=key_lines(node))
+    check_grid(grid, prompts)
+    return grid

@@ -46,6 +46,7 @@ __all__ = [
     "RunError",
     "flatten_call",
     "load_run",
+    "read_record",
     "record_path",
     "refresh_manifest",
     "write_jsonl",
@@ -97,6 +98,16 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def _file_facts(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     return {"rows": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A JSON object file of the run directory (an owner record, a lane description, the
+    manifest), or ``None`` when it is missing or not a JSON object."""
+    try:
+        data = loads_json(path.read_bytes())
+    except (OSError, ValueError):  # JsonDepthError is a ValueError too
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def record_path(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> Path:
