@@ -167,15 +167,13 @@ def check_register_backend(block: str, tmp_path: Path) -> None:
         def __init__(self, arg: str, **options: Any) -> None:
             super().__init__(["hi"], model=arg, **options)
 
-    saved = dict(backend_registry._registry)
     try:
         namespace = {"register_backend": backend_registry.register_backend, "MyBackend": MyBackend}
         exec(block, namespace)
         backend = backend_registry.resolve_backend("mybackend:m1")
         assert isinstance(backend, MyBackend) and backend.model == "m1"
     finally:
-        backend_registry._registry.clear()
-        backend_registry._registry.update(saved)
+        backend_registry.BACKENDS.unregister("mybackend")
 
 
 def check_cache_layout(block: str, tmp_path: Path) -> None:
@@ -254,7 +252,21 @@ def check_document_shape(block: str, tmp_path: Path) -> None:
     assert re.findall(r'"(\w+)":', facts_line) == list(fact)
 
 
+def check_plugin_entry_point(block: str, tmp_path: Path) -> None:
+    import tomllib
+
+    from memlab.plugins import PLUGIN_GROUP
+
+    declared = tomllib.loads(block)["project"]["entry-points"][PLUGIN_GROUP]
+    assert declared == {"echo": "memlab_echo:register"}
+    # The example plugin under tests/plugins/ is declared the same way.
+    example = Path(__file__).parent / "plugins" / "memlab-echo" / "pyproject.toml"
+    project = tomllib.loads(example.read_text(encoding="utf-8"))["project"]
+    assert project["entry-points"][PLUGIN_GROUP] == declared
+
+
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
+    ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
     ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
     (

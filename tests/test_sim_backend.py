@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import resolve_backend
+from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.cli.main import main
 from memlab.core.document import create_empty_memory
 from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
@@ -19,7 +19,7 @@ from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.matching.base import LexicalMatcher
-from memlab.simulation.model import SimulatedBackend, dataset_options, is_simulated
+from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import (
     BUILTIN_PROFILES,
     INVENTED_FACTS,
@@ -89,8 +89,8 @@ def test_the_registry_builds_the_simulated_model_only_with_a_dataset() -> None:
     with pytest.raises(SimProfileError, match="careful, sloppy, chatty"):
         resolve_backend("sim:nonexistent", dataset="personas")
     assert is_simulated("sim:chatty") and not is_simulated("simple:x")
-    assert dataset_options("sim:chatty", "d") == {"dataset": "d"}
-    assert dataset_options("local:smollm2", "d") == {}
+    assert backend_options("sim:chatty", "d") == {"dataset": "d"}
+    assert backend_options("local:smollm2", "d") == {}
 
 
 def test_a_bad_profile_on_the_command_line_exits_2_with_one_line(

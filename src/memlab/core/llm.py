@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from memlab import plugins
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "allow_model_requests",
     "block_model_requests",
     "check_model_requests_allowed",
+    "default_backend",
 ]
 
 
@@ -187,3 +189,15 @@ def block_model_requests() -> contextlib.AbstractContextManager[None]:
 def allow_model_requests() -> contextlib.AbstractContextManager[None]:
     """Context manager that re-allows real model requests (inside a blocked region)."""
     return _set_allowed(True)
+
+
+def default_backend() -> Backend:
+    """The backend of a pipeline built without one (the seed's ``MemoryUpdater()``).
+
+    It is the ``auto`` entry of the backend registry: OpenAI-compatible when
+    ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is set, else the bundled local model. The core
+    finds it through :mod:`memlab.plugins` because it knows no backend implementation.
+    """
+    entry = plugins.registry("backend").lookup("auto")
+    backend: Backend = entry.factory("")
+    return backend

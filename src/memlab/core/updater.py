@@ -31,6 +31,7 @@ from memlab.core.llm import (
     CompletionRequest,
     GenerationParams,
     OutputMode,
+    default_backend,
 )
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
@@ -190,9 +191,7 @@ class MemoryUpdater:
         """The backend, resolved on first use when none was given."""
         with self._lock:
             if self._backend is None:
-                from memlab.backends.registry import default_backend_spec, resolve_backend
-
-                self._backend = resolve_backend(default_backend_spec())
+                self._backend = default_backend()
             return self._backend
 
     def storage_for(self, config: MemoryConfig) -> MemoryStorage:

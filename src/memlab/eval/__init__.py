@@ -56,7 +56,6 @@ _MOVED: dict[str, str] = {
     "session_rows": "memlab.scoring",
     "summarize": "memlab.scoring",
     "violation_table": "memlab.scoring",
-    "DEFAULT_PRICES": "memlab.scoring.metrics",
     "AXES": "memlab.sweeps",
     "BackendFactory": "memlab.sweeps",
     "DaskSpec": "memlab.sweeps",
@@ -88,6 +87,14 @@ _MOVED: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_PRICES":  # now declared by each backend
+        warnings.warn(
+            "memlab.eval.DEFAULT_PRICES is gone: each backend declares its prices; use "
+            "memlab.backends.registry.price_table()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module("memlab.backends.registry").price_table()
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module 'memlab.eval' has no attribute {name!r}")

@@ -15,7 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from memlab.simulation.model import is_simulated
+from memlab.backends.registry import is_simulated
 from memlab.sweeps.run import Run
 
 __all__ = [

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.backends.registry import is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.matching.calibration import calibration_of
@@ -46,7 +47,6 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
-from memlab.simulation.model import is_simulated
 from memlab.sweeps.run import Run
 
 __all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"]

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memlab.backends.registry import price_table
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
@@ -46,7 +47,6 @@ from memlab.scoring.operations import OPERATION_COUNTS, score_operations
 from memlab.scoring.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
-    "DEFAULT_PRICES",
     "failure_table",
     "owner_counts",
     "replay_rows",
@@ -54,15 +54,6 @@ __all__ = [
     "summarize",
     "violation_table",
 ]
-
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    # model id prefix: (USD per 1M prompt tokens, USD per 1M completion tokens)
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-}
-"""Default price table; local models cost nothing. Pass your own to :func:`summarize`."""
-
 
 def session_rows(
     owner: Owner,
@@ -267,7 +258,8 @@ def owner_counts(
     Args:
         calls: Call rows (:attr:`memlab.sweeps.run.Run.calls`).
         sessions: Session rows (:attr:`memlab.sweeps.run.Run.sessions`).
-        prices: Price table for ``cost_usd`` (default :data:`DEFAULT_PRICES`).
+        prices: Price table for ``cost_usd`` (default: the prices every registered backend
+            declares, :func:`memlab.backends.registry.price_table`).
         cluster: The column naming the unit of independence: intervals resample its values
             and paired tests pair on them.
         nested: A column of repeated samples within an owner (e.g. ``"sample"``): counts are
@@ -280,7 +272,7 @@ def owner_counts(
     ``cost_usd``, ...) and ``calls_saved_by_debounce``. A count the session rows lack
     (``dup_embedding`` without an embedding measure) is left out.
     """
-    prices = DEFAULT_PRICES if prices is None else prices
+    prices = price_table() if prices is None else prices
     if sessions.empty or "lane_id" not in sessions.columns:
         return pd.DataFrame()
     unit = ["lane_id", cluster] + ([nested] if nested else [])

@@ -24,8 +24,9 @@ choice is about (the gold fact id for fact decisions, the thread and how much of
 prompt holds for reply-level decisions), never a global RNG: the same prompt gives the same
 reply, and lanes that differ only in merge policy see the same model decisions.
 
-Lanes using it are labelled "simulated" in tables, charts and reports (see
-:func:`is_simulated`); it is not a model and its numbers say nothing about any model.
+Lanes using it are labelled "simulated" in tables, charts and reports (its backend entry
+declares it simulated, :mod:`memlab.simulation.plugin`); it is not a model and its numbers say
+nothing about any model.
 """
 
 from __future__ import annotations
@@ -54,28 +55,9 @@ from memlab.simulation.profile import (
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
     from memlab.datasets.models import Owner, Session
 
-__all__ = [
-    "SIM_PREFIX",
-    "SimDecision",
-    "SimulatedBackend",
-    "dataset_options",
-    "is_simulated",
-]
-
-SIM_PREFIX = "sim"
-"""Backend spec prefix of the simulated model."""
+__all__ = ["SimDecision", "SimulatedBackend"]
 
 _DECODER = json.JSONDecoder()
-
-
-def is_simulated(spec: str) -> bool:
-    """True when a backend spec names the simulated model (``sim`` or ``sim:...``)."""
-    return spec.strip().partition(":")[0] == SIM_PREFIX
-
-
-def dataset_options(spec: str, dataset: str | Path) -> dict[str, Any]:
-    """Backend options a spec needs from the sweep: the dataset path for ``sim:`` specs."""
-    return {"dataset": dataset} if is_simulated(spec) else {}
 
 
 def _uniform(*key: object) -> float:

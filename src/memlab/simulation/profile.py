@@ -26,11 +26,13 @@ import math
 import re
 from collections.abc import Mapping
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memlab import plugins
 from memlab.core.parsing import FailureCategory
 from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
 from memlab.errors import MemlabError
@@ -38,6 +40,7 @@ from memlab.errors import MemlabError
 __all__ = [
     "BUILTIN_PROFILES",
     "INVENTED_FACTS",
+    "PROFILES",
     "WORDING_STYLES",
     "SimProfile",
     "SimProfileError",
@@ -51,6 +54,17 @@ __all__ = [
 WordingStyle = Literal["verbatim", "terse"]
 WORDING_STYLES: tuple[str, ...] = ("verbatim", "terse")
 BUILTIN_PROFILES: tuple[str, ...] = ("careful", "sloppy", "chatty")
+"""The profiles memlab ships (``profiles/<name>.yaml``)."""
+
+ProfileSource = Union["SimProfile", Traversable]
+"""A registered profile: the profile itself, or a YAML file (a path or package resource)."""
+
+PROFILES: plugins.Registry[ProfileSource] = plugins.declare(
+    "sim_profile", "simulated model profile"
+)
+"""Profiles by name: the built-ins and those plugins register (``sim:<name>``)."""
+for _name in BUILTIN_PROFILES:
+    PROFILES.register(_name, resources.files("memlab.simulation") / "profiles" / f"{_name}.yaml")
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 _K = TypeVar("_K")
@@ -174,23 +188,26 @@ def _pick(shares: Mapping[_K, float], u: float) -> _K:
 
 
 def load_profile(spec: str | Path) -> SimProfile:
-    """Load a built-in profile by name (``careful``, ``sloppy``, ``chatty``) or a YAML file.
+    """Load a registered profile by name (``careful``, ``sloppy``, ``chatty``, or one a plugin
+    registered in :data:`PROFILES`) or a YAML file.
 
     Raises:
         SimProfileError: Unknown name, unreadable file, or invalid fields (named in the message).
     """
     text_spec = str(spec)
-    if text_spec in BUILTIN_PROFILES:
-        source = f"memlab/simulation/profiles/{text_spec}.yaml"
-        resource = resources.files("memlab.simulation").joinpath(f"profiles/{text_spec}.yaml")
-        text = resource.read_text(encoding="utf-8")
+    registered = PROFILES.get(text_spec)
+    if isinstance(registered, SimProfile):
+        return registered
+    if registered is not None:
+        source = str(registered)
+        text = registered.read_text(encoding="utf-8")
     else:
         path = Path(text_spec).expanduser()
         source = str(path)
         if not path.is_file():
             raise SimProfileError(
                 f"simulated model profile {text_spec!r} not found: use one of "
-                f"{', '.join(BUILTIN_PROFILES)} or the path of a YAML profile file"
+                f"{', '.join(PROFILES)} or the path of a YAML profile file"
             )
         try:
             text = read_text_limited(path, what="simulated model profile")

@@ -36,6 +36,7 @@ import pandas as pd
 import yaml
 
 from memlab.backends.cache import CacheMode
+from memlab.backends.registry import environment_packages
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
@@ -65,7 +66,8 @@ __all__ = ["IncompleteSweepError", "sweep"]
 
 logger = logging.getLogger(__name__)
 
-_PACKAGES = ("memlab", "openai", "llama-cpp-python", "pydantic", "jsonschema", "pandas")
+_PACKAGES = ("pydantic", "jsonschema", "pandas")
+"""Versions recorded in ``environment.json`` besides memlab's and the backends' packages."""
 
 
 class IncompleteSweepError(MemlabError, RuntimeError):
@@ -284,7 +286,7 @@ def _collect(
 
 def _environment() -> dict[str, Any]:
     versions: dict[str, str | None] = {}
-    for name in _PACKAGES:
+    for name in ("memlab", *environment_packages(), *_PACKAGES):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

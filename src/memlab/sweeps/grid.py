@@ -42,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 
+from memlab.backends.registry import is_simulated, spec_short_name
 from memlab.core.config import (
     DEBOUNCE_SECONDS_BOUNDS,
     MAX_FACTS_BOUNDS,
@@ -51,7 +52,6 @@ from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
 from memlab.core.llm import OutputMode
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
-from memlab.simulation.model import is_simulated
 
 __all__ = [
     "AXES",
@@ -145,7 +145,7 @@ class LaneConfig(BaseModel):
         mode = {"free": "free", "json_object": "json", "json_schema": "schema"}[
             self.output_mode.value
         ]
-        backend = self.backend.split(":", 1)[-1].rsplit("/", 1)[-1].replace(".gguf", "")
+        backend = spec_short_name(self.backend)
         readable = (
             f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
             f"-{self.merge}-d{self.debounce_seconds}-{backend}"

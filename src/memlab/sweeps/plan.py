@@ -26,10 +26,18 @@ from typing import Any
 from memlab._version import __version__
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
-from memlab.backends.registry import available_backends, resolve_backend
+from memlab.backends.registry import (
+    UnknownBackendError,
+    available_backends,
+    backend_options,
+    backend_plugin,
+    cacheable,
+    find_backend_plugin,
+    resolve_backend,
+)
 from memlab.core.config import MemoryConfig
 from memlab.core.jsontext import canonical_hash
-from memlab.core.llm import Backend, GenerationParams
+from memlab.core.llm import Backend, GenerationParams, OutputMode
 from memlab.core.merge import MergeStrategy, get_merge_strategy
 from memlab.core.parsing import ParseOptions
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
@@ -42,7 +50,6 @@ from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.scoring.injection_audit import policy_identity
-from memlab.simulation.model import dataset_options, is_simulated
 from memlab.sweeps.fork import Fork, load_fork
 from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
 from memlab.sweeps.run import read_record, record_path
@@ -54,7 +61,6 @@ __all__ = [
     "ResolvedLane",
     "SweepPlan",
     "build_updater",
-    "cacheable",
     "check_grid",
     "dataset_path",
     "identity_changes",
@@ -137,17 +143,11 @@ class LaneBackends:
             return self._built[spec]
 
 
-def cacheable(spec: str) -> bool:
-    """Whether a backend's replies belong in the response cache: not the simulated model's
-    (it answers instantly and deterministically). Drivers and remote workers both ask this."""
-    return not is_simulated(spec)
-
-
 def registry_backend(spec: str, dataset: Path) -> Backend:
-    """The default backend factory of a sweep: the registry, giving specs that replay the
-    dataset (``sim:``) its path. Module-level so that a ``functools.partial`` of it pickles
+    """The default backend factory of a sweep: the registry, giving backends that answer
+    from the dataset (``sim:``) its path. Module-level so that a ``functools.partial`` of it pickles
     (remote workers build their backends with it)."""
-    return resolve_backend(spec, **dataset_options(spec, dataset))
+    return resolve_backend(spec, **backend_options(spec, dataset))
 
 
 def prompt_registry(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
@@ -271,6 +271,7 @@ def resolve_lanes(
         GridError: Naming the key (e.g. ``axes.merge[1]``), its line and the known choices.
     """
     _check_names(grid, registry)
+    _check_output_modes(grid)
     lanes: list[ResolvedLane] = []
     for config in grid.lanes():
         try:
@@ -346,17 +347,37 @@ def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistr
     """
     registry = prompt_registry(grid, prompts)
     _check_names(grid, registry)
-    known = available_backends()
-    for key, spec in grid.values("backend"):
-        prefix = str(spec).strip().partition(":")[0]
-        if str(spec).strip() != "auto" and prefix not in known:
-            raise grid.error(
-                key,
-                f"unknown backend {spec!r}; known prefixes: {', '.join(known)} (e.g. "
-                "'local:smollm2', 'openai:gpt-4o-mini', 'scripted')",
-            )
+    _check_backends(grid)
     dataset_path(grid)
     return registry
+
+
+def _check_backends(grid: Grid) -> None:
+    """Every backend prefix is registered and supports the output modes its lanes ask for."""
+    for key, spec in grid.values("backend"):
+        try:
+            backend_plugin(str(spec))
+        except UnknownBackendError:
+            raise grid.error(
+                key,
+                f"unknown backend {spec!r}; known prefixes: {', '.join(available_backends())} "
+                "(e.g. 'local:smollm2', 'openai:gpt-4o-mini', 'scripted')",
+            ) from None
+    _check_output_modes(grid)
+
+
+def _check_output_modes(grid: Grid) -> None:
+    """Each lane's backend supports its output mode (as the backend's plugin declares)."""
+    for config in grid.lanes():
+        plugin = find_backend_plugin(config.backend)
+        modes = plugin.output_modes if plugin is not None else frozenset(OutputMode)
+        if config.output_mode not in modes:
+            supported = ", ".join(sorted(mode.value for mode in modes))
+            raise grid.error(
+                _key_of(grid, "output_mode", config.output_mode.value),
+                f"backend {config.backend!r} does not support output mode "
+                f"{config.output_mode.value}; it supports: {supported}",
+            )
 
 
 def dataset_path(grid: Grid, dataset: str | Path | None = None) -> Path:

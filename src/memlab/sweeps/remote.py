@@ -29,11 +29,12 @@ from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
+from memlab.backends.registry import cacheable
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.plan import BackendFactory, ResolvedLane, cacheable
+from memlab.sweeps.plan import BackendFactory, ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 
 __all__ = ["RemoteResult", "RemoteTask", "WorkerBackendError", "WorkerBackends", "run_remote"]

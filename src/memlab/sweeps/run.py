@@ -171,8 +171,8 @@ class Run:
     """``manifest.json``: lanes, owners, per-lane reuse status, table checksums."""
     prices: dict[str, tuple[float, float]] | None = None
     """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
-    ``None`` uses :data:`memlab.scoring.metrics.DEFAULT_PRICES`. Set it before reading
-    ``summary``."""
+    ``None`` uses the prices the backends declare (:func:`memlab.backends.registry.price_table`).
+    Set it before reading ``summary``."""
     stats: StatOptions = field(default_factory=StatOptions)
     """Resamples, seed and levels of the summary's intervals and of comparisons."""
 
