@@ -20,14 +20,13 @@ import pandas as pd
 import pytest
 from sim_truth import Expected, expected_counts
 
-from memlab.core.parsing import FailureCategory
+from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.simulation.model import SimDecision, SimulatedBackend
 from memlab.simulation.profile import load_profile
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.plan import parse_options_for
 from memlab.sweeps.run import Run
 
 SEEDS = list(range(6))

@@ -12,7 +12,7 @@ from memlab.cli import _args
 from memlab.core.llm import Backend
 from memlab.matching.base import FactMatcher
 from memlab.matching.calibration import SPLITS, calibrate, load_pairs
-from memlab.matching.matchers import MATCHERS, BackendFactory, resolve_matcher
+from memlab.matching.matchers import BackendFactory, matcher_help, resolve_matcher
 from memlab.sweeps.rescoring import rescore
 
 __all__ = ["matcher_from_args", "register"]
@@ -95,7 +95,7 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="matcher name: " + ", ".join(MATCHERS) + " (default: default)",
+        help="matcher name: " + ", ".join(matcher_help()) + " (default: default)",
     )
     _args.add_cache_options(parser, "response cache for a judge matcher's calls")
 
@@ -118,7 +118,7 @@ def _backend_factory(args: argparse.Namespace) -> BackendFactory:
 
 
 def _list(args: argparse.Namespace) -> int:
-    for name, description in MATCHERS.items():
+    for name, description in matcher_help().items():
         print(f"{name:<16} {description}")
     return 0
 

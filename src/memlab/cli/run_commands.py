@@ -16,7 +16,7 @@ from memlab.matching.embeddings import (
     EmbeddingDuplicates,
     WordLlamaEmbedder,
 )
-from memlab.matching.matchers import MATCHERS
+from memlab.matching.matchers import matcher_help
 from memlab.sweeps.driver import IncompleteSweepError, sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import load_grid
@@ -87,7 +87,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="fact matcher for recall and precision: " + ", ".join(MATCHERS) + " (default: "
+        help="fact matcher for recall and precision: " + ", ".join(matcher_help()) + " (default: "
         "default; a judge's calls are cached in --cache-dir); memlab rescore changes it later",
     )
     parser.add_argument(

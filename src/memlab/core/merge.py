@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Protocol
 
+from memlab import plugins
 from memlab.core.document import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
@@ -506,12 +507,20 @@ class TimeDecayMerge(BaselineMerge):
         return _confidence(fact) * decay
 
 
-MERGE_STRATEGIES: dict[str, Callable[..., MergeStrategy]] = {
-    "baseline": BaselineMerge,
-    "near_duplicate": NearDuplicateMerge,
-    "category_cap": CategoryCapMerge,
-    "time_decay": TimeDecayMerge,
-}
+def _unknown_strategy(name: str, known: Sequence[str]) -> ValueError:
+    return ValueError(
+        f"unknown merge strategy {name!r}; known strategies: {', '.join(sorted(known))}"
+        + plugins.failure_hint()
+    )
+
+
+MERGE_STRATEGIES: plugins.Registry[Callable[..., MergeStrategy]] = plugins.declare(
+    "merge", "merge strategy", unknown=_unknown_strategy
+)
+"""Merge strategy factories by name (a lane's ``merge``; its ``merge_params`` are their
+keyword arguments). Plugins add theirs with ``MERGE_STRATEGIES.register(name, factory)``."""
+for _strategy in (BaselineMerge, NearDuplicateMerge, CategoryCapMerge, TimeDecayMerge):
+    MERGE_STRATEGIES.register(_strategy.name, _strategy)
 
 
 def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:
@@ -520,11 +529,7 @@ def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:
     Raises:
         ValueError: Unknown name (the message lists the known ones) or bad parameters.
     """
-    try:
-        factory = MERGE_STRATEGIES[name]
-    except KeyError:
-        known = ", ".join(sorted(MERGE_STRATEGIES))
-        raise ValueError(f"unknown merge strategy {name!r}; known strategies: {known}") from None
+    factory = MERGE_STRATEGIES.lookup(name)
     try:
         inspect.signature(factory).bind(**params)
     except TypeError as exc:

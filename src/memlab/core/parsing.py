@@ -26,19 +26,23 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from memlab import plugins
 from memlab.core.contract import TOP_LEVEL_KEYS, Violation, validate_update
 from memlab.core.json_repair import repair_scan
 
 __all__ = [
+    "PARSE_PRESETS",
     "WRAPPERS",
     "FailureCategory",
     "ParseOptions",
     "ParseResult",
     "Rung",
+    "parse_options_for",
     "parse_reply",
 ]
 
@@ -128,6 +132,32 @@ class ParseOptions:
             "validate": self.validate,
             "strip": [w for w in WRAPPERS if w in self.strip],
         }
+
+
+def _unknown_preset(name: str, known: Sequence[str]) -> ValueError:
+    return ValueError(
+        f"unknown parse preset {name!r}; known presets: {', '.join(known)}"
+        + plugins.failure_hint()
+    )
+
+
+PARSE_PRESETS: plugins.Registry[Callable[[], ParseOptions]] = plugins.declare(
+    "parse_preset", "parse preset", unknown=_unknown_preset
+)
+"""Named parse-ladder options (a lane's ``parse``): name -> a function returning them."""
+PARSE_PRESETS.register("default", ParseOptions)
+PARSE_PRESETS.register("deerflow", ParseOptions.deerflow)
+PARSE_PRESETS.register("strict_only", ParseOptions.strict_only)
+PARSE_PRESETS.register("repair", lambda: ParseOptions(lenient=True, repair=True))
+
+
+def parse_options_for(name: str) -> ParseOptions:
+    """The parse-ladder options of the preset ``name``.
+
+    Raises:
+        ValueError: Unknown name (the message lists the known ones).
+    """
+    return PARSE_PRESETS.lookup(name)()
 
 
 @dataclass(frozen=True)

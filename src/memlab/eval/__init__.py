@@ -80,7 +80,7 @@ _MOVED: dict[str, str] = {
     "replay_owner": "memlab.sweeps",
     "rescore": "memlab.sweeps",
     "sweep": "memlab.sweeps",
-    "parse_options_for": "memlab.sweeps.plan",
+    "parse_options_for": "memlab.core.parsing",
     "flatten_call": "memlab.sweeps.run",
     "write_jsonl": "memlab.sweeps.run",
 }

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         WordLlamaEmbedder,
     )
     from memlab.matching.judge import LLMJudgeMatcher
-    from memlab.matching.matchers import MATCHERS, default_matcher, resolve_matcher
+    from memlab.matching.matchers import MATCHERS, MatcherPlugin, default_matcher, resolve_matcher
 
 _EXPORTS: dict[str, str] = {
     "FactMatcher": "memlab.matching.base",
@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "WordLlamaEmbedder": "memlab.matching.embeddings",
     "LLMJudgeMatcher": "memlab.matching.judge",
     "MATCHERS": "memlab.matching.matchers",
+    "MatcherPlugin": "memlab.matching.matchers",
     "default_matcher": "memlab.matching.matchers",
     "resolve_matcher": "memlab.matching.matchers",
 }
@@ -60,6 +61,7 @@ __all__ = [
     "LLMJudgeMatcher",
     "LexicalMatcher",
     "MatchResult",
+    "MatcherPlugin",
     "WordLlamaEmbedder",
     "calibrate",
     "default_matcher",

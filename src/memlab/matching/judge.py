@@ -12,24 +12,25 @@ reproducible and a second scoring costs no calls.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlab import plugins
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams
 from memlab.core.similarity import content_tokens, normalize_text
 from memlab.matching.base import MatchResult
 
 __all__ = ["JUDGE_PROMPTS", "JudgeAgreement", "LLMJudgeMatcher"]
 
-JUDGE_PROMPTS: Mapping[str, str] = {
-    "lenient": """You compare two facts about the same user.
+_LENIENT = """You compare two facts about the same user.
 Does the STORED fact state the GOLD fact (the same meaning, possibly in other words, with more
 or less detail)? Answer with one word: yes or no.
 
 GOLD: {gold}
 STORED: {stored}
-Answer:""",
-    "strict": """You compare two facts about the same user.
+Answer:"""
+
+_STRICT = """You compare two facts about the same user.
 Answer yes only if the STORED fact states every claim of the GOLD fact with the same polarity
 (liking vs disliking, doing vs not doing) and the same values (names, places, numbers, dates,
 brands, diets). The STORED fact may leave out reasons and examples and may add detail. If it
@@ -38,9 +39,13 @@ Answer with one word: yes or no.
 
 GOLD: {gold}
 STORED: {stored}
-Answer:""",
-}
-"""Judge prompts by name; ``{gold}`` and ``{stored}`` are filled in."""
+Answer:"""
+
+JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare("judge_prompt", "judge prompt")
+"""Judge prompts by name; ``{gold}`` and ``{stored}`` are filled in. Plugins add theirs with
+``JUDGE_PROMPTS.register(name, template)``."""
+JUDGE_PROMPTS.register("lenient", _LENIENT)
+JUDGE_PROMPTS.register("strict", _STRICT)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ Names (``memlab matcher calibrate --matcher NAME``, ``memlab rescore --matcher N
 - ``judge:<backend spec>``: :class:`~memlab.matching.judge.LLMJudgeMatcher` with the lenient and
   strict prompts, e.g. ``judge:openai:gpt-4o-mini``.
 
-Nothing here is a global that the evaluation reads: every call builds a new matcher.
+Plugins add matchers to :data:`MATCHERS` (see :mod:`memlab.plugins`). Nothing here is a
+global that the evaluation reads: every call builds a new matcher.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from memlab import plugins
 from memlab.core.llm import Backend
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, LexicalMatcher
@@ -24,7 +27,15 @@ from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher, op
 from memlab.matching.embeddings import WordLlamaEmbedder
 from memlab.matching.judge import LLMJudgeMatcher
 
-__all__ = ["MATCHERS", "BackendFactory", "MatcherError", "default_matcher", "resolve_matcher"]
+__all__ = [
+    "MATCHERS",
+    "BackendFactory",
+    "MatcherError",
+    "MatcherPlugin",
+    "default_matcher",
+    "matcher_help",
+    "resolve_matcher",
+]
 
 BackendFactory = Callable[[str], Backend]
 """Builds a backend from its spec (e.g. ``"openai:gpt-4o-mini"``)."""
@@ -57,22 +68,71 @@ def _judge(argument: str, backend_factory: BackendFactory | None) -> FactMatcher
     return LLMJudgeMatcher(backend_factory(argument))
 
 
-_FACTORIES: Mapping[str, Callable[[str, BackendFactory | None], FactMatcher]] = {
-    "default": lambda _arg, _bf: default_matcher(),
-    "default-lexical": lambda _arg, _bf: DefaultMatcher(),
-    "lexical": lambda _arg, _bf: LexicalMatcher(),
-    "embeddings": lambda _arg, _bf: EmbeddingMatcher(WordLlamaEmbedder()),
-    "judge": _judge,
-}
+@dataclass(frozen=True)
+class MatcherPlugin:
+    """A matcher by name: how to build it and what it is.
 
-MATCHERS: Mapping[str, str] = {
-    "default": "lemmas, polarity and value vetoes, embeddings when installed (the default)",
-    "default-lexical": "the default matcher without word embeddings",
-    "lexical": "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)",
-    "embeddings": "cosine similarity of the bundled word embeddings alone",
-    "judge:BACKEND": "an LLM asked under a lenient and a strict prompt (costs calls)",
-}
-"""Matcher names and what they are, for help texts."""
+    Attributes:
+        factory: ``factory(argument, backend_factory) -> FactMatcher``; ``argument`` is the
+            text after ``NAME:`` ("" when the spec has none).
+        description: One line for help texts and ``memlab matcher list``.
+        argument: What follows ``NAME:`` (``"BACKEND"`` for the judge); "" when the matcher
+            takes no argument.
+    """
+
+    factory: Callable[[str, BackendFactory | None], FactMatcher]
+    description: str
+    argument: str = ""
+
+
+def _unknown(name: str, known: Sequence[str]) -> MatcherError:
+    usages = ", ".join(matcher_help())
+    return MatcherError(f"unknown matcher {name!r}; known matchers: {usages}")
+
+
+MATCHERS: plugins.Registry[MatcherPlugin] = plugins.declare("matcher", "matcher", unknown=_unknown)
+"""Every matcher by name, built-ins and plugins (``MATCHERS.register(name, MatcherPlugin())``)."""
+MATCHERS.register(
+    "default",
+    MatcherPlugin(
+        lambda _arg, _bf: default_matcher(),
+        "lemmas, polarity and value vetoes, embeddings when installed (the default)",
+    ),
+)
+MATCHERS.register(
+    "default-lexical",
+    MatcherPlugin(
+        lambda _arg, _bf: DefaultMatcher(), "the default matcher without word embeddings"
+    ),
+)
+MATCHERS.register(
+    "lexical",
+    MatcherPlugin(
+        lambda _arg, _bf: LexicalMatcher(),
+        "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)",
+    ),
+)
+MATCHERS.register(
+    "embeddings",
+    MatcherPlugin(
+        lambda _arg, _bf: EmbeddingMatcher(WordLlamaEmbedder()),
+        "cosine similarity of the bundled word embeddings alone",
+    ),
+)
+MATCHERS.register(
+    "judge",
+    MatcherPlugin(
+        _judge, "an LLM asked under a lenient and a strict prompt (costs calls)", "BACKEND"
+    ),
+)
+
+
+def matcher_help() -> dict[str, str]:
+    """How to name each matcher (``judge:BACKEND``) -> what it is, for help texts."""
+    return {
+        f"{name}:{plugin.argument}" if plugin.argument else name: plugin.description
+        for name, plugin in MATCHERS.items()
+    }
 
 
 def resolve_matcher(spec: str, *, backend_factory: BackendFactory | None = None) -> FactMatcher:
@@ -87,9 +147,8 @@ def resolve_matcher(spec: str, *, backend_factory: BackendFactory | None = None)
         MatcherError: Unknown name (the message lists the known ones).
         EmbeddingsUnavailableError: ``embeddings`` without the optional extra.
     """
-    name, _, argument = spec.strip().partition(":")
-    factory = _FACTORIES.get(name)
-    if factory is None or (argument and name != "judge"):
-        known = ", ".join(MATCHERS)
-        raise MatcherError(f"unknown matcher {spec!r}; known matchers: {known}")
-    return factory(argument, backend_factory)
+    name, argument = plugins.split_spec(spec)
+    plugin = MATCHERS.lookup(name)
+    if argument and not plugin.argument:
+        raise _unknown(spec, list(MATCHERS))
+    return plugin.factory(argument, backend_factory)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -50,6 +51,7 @@ from memlab.core.config import (
 )
 from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
 from memlab.core.llm import OutputMode
+from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
 
@@ -68,7 +70,13 @@ MAX_LANES = 10_000
 """Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
 
 ReplayMode = Literal["debounce", "per_session"]
-ParsePreset = Literal["default", "deerflow", "strict_only", "repair"]
+def _known_preset(name: str) -> str:
+    parse_options_for(name)  # an unknown name raises, listing the known ones
+    return name
+
+
+ParsePreset = Annotated[str, AfterValidator(_known_preset)]
+"""A name of :data:`memlab.core.parsing.PARSE_PRESETS`."""
 InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
 """Which stored facts reach the agent first under the injection budget (see
 :mod:`memlab.scoring.injection_audit`)."""
@@ -118,6 +126,8 @@ class LaneConfig(BaseModel):
         30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
     )
     parse: ParsePreset = "default"
+    """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
+    ``strict_only``, ``repair``, or one a plugin registers)."""
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0

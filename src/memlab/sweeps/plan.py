@@ -39,7 +39,7 @@ from memlab.core.config import MemoryConfig
 from memlab.core.jsontext import canonical_hash
 from memlab.core.llm import Backend, GenerationParams, OutputMode
 from memlab.core.merge import MergeStrategy, get_merge_strategy
-from memlab.core.parsing import ParseOptions
+from memlab.core.parsing import ParseOptions, parse_options_for
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
 from memlab.core.safe_names import ensure_inside, safe_component
 from memlab.core.storage import InMemoryStorage
@@ -66,7 +66,6 @@ __all__ = [
     "identity_changes",
     "injection_identity",
     "load_grid",
-    "parse_options_for",
     "plan_sweep",
     "prompt_registry",
     "registry_backend",
@@ -80,19 +79,6 @@ PromptSource = (
     PromptRegistry | Mapping[str, str] | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 )
 """Extra prompts for a sweep: a registry, ``{name: template}``, or prompt file/directory paths."""
-
-_PARSE_PRESETS: dict[str, Callable[[], ParseOptions]] = {
-    "default": ParseOptions,
-    "deerflow": ParseOptions.deerflow,
-    "strict_only": ParseOptions.strict_only,
-    "repair": lambda: ParseOptions(lenient=True, repair=True),
-}
-
-
-def parse_options_for(name: str) -> ParseOptions:
-    """Return the parse-ladder options of a lane's ``parse`` preset."""
-    return _PARSE_PRESETS[name]()
-
 
 class LaneBackends:
     """One backend per spec, built on first use and shared by all lanes (thread-safe).
