@@ -33,7 +33,6 @@ if TYPE_CHECKING:
         figure_to_data_uri,
     )
     from memlab.reporting.tables import (
-        METRICS,
         Metric,
         compare_table,
         config_table,
@@ -59,7 +58,6 @@ _EXPORTS: dict[str, str] = {
     "ReportPaths": "memlab.reporting.report",
     "build_report": "memlab.reporting.report",
     "figure_to_data_uri": "memlab.reporting.report",
-    "METRICS": "memlab.reporting.tables",
     "Metric": "memlab.reporting.tables",
     "compare_table": "memlab.reporting.tables",
     "config_table": "memlab.reporting.tables",
@@ -73,7 +71,6 @@ _EXPORTS: dict[str, str] = {
 
 
 __all__ = [
-    "METRICS",
     "GateFailure",
     "Metric",
     "PromptTrial",

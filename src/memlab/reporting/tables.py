@@ -21,7 +21,6 @@ from memlab.sweeps.run import Run
 
 __all__ = [
     "MEMORY_METRICS",
-    "METRICS",
     "OPERATION_METRICS",
     "Metric",
     "compare_table",
@@ -41,10 +40,6 @@ logger = logging.getLogger(__name__)
 
 Metric = MetricSpec
 """A headline metric (the name reports have used; see :class:`MetricSpec`)."""
-
-METRICS: tuple[MetricSpec, ...] = report_specs()
-"""The report's metric table as declared in :data:`memlab.scoring.metric_specs.METRIC_SPECS`."""
-
 
 OPERATION_METRICS: tuple[str, ...] = (
     "op_add_precision",

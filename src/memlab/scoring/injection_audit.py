@@ -33,6 +33,7 @@ from memlab.core.injection import FactRank, by_confidence, render_injection
 from memlab.core.similarity import relevance_score
 from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
+from memlab.scoring.metric_specs import count_columns
 from memlab.sweeps.grid import InjectionPolicy
 
 __all__ = [
@@ -54,15 +55,9 @@ POLICIES: tuple[InjectionPolicy, ...] = (
 """Every injection policy, in the order reports list them."""
 
 
-INJECTION_COUNTS = (
-    "injections",
-    "injection_tokens",
-    "injection_facts",
-    "injection_dropped",
-    "gold_injected",
-    "gold_injectable",
-)
-"""Session-row counts of the audit, summed over an owner's sessions."""
+INJECTION_COUNTS = count_columns(by="injection")
+"""Session-row counts of the audit, summed over an owner's sessions (declared in
+:data:`memlab.scoring.metric_specs.COUNT_SPECS`)."""
 
 
 def policy_embedder(policy: str) -> Embedder | None:

@@ -1,15 +1,23 @@
-"""Every headline metric, declared once.
+"""Every per-owner count and every headline metric, declared once.
 
-A :class:`MetricSpec` says how a summary column is computed from per-owner counts (see
-:func:`memlab.scoring.metrics.owner_counts`), how it is shown, which direction is better, whether
-it is a rate that gets a bootstrap interval and paired tests, its valid range, and its gate
-threshold. The run summary, the report tables, the gate's thresholds and checks and the
-``memlab gate`` flags are all built from :data:`METRIC_SPECS`.
+A :class:`CountSpec` declares one per-owner count: its column, how an owner's value is formed
+(the memory after its last session, a sum over its sessions, its LLM calls, or derived from
+other counts) and the step that computes it. The session rows' types
+(:class:`memlab.sweeps.records.SessionRow`), :func:`memlab.scoring.metrics.owner_counts` and
+the metric specs below all read :data:`COUNT_SPECS`.
 
-Adding a metric is one entry below, plus its per-owner count in ``owner_counts`` when it needs
-a count that does not exist yet. Every value is a sum over owners of a per-owner count, or a
-ratio of two such sums (micro-averaged: recall = covered gold facts of all owners / active
-gold facts of all owners), which is also what the bootstrap resamples.
+A :class:`MetricSpec` says how a summary column is computed from per-owner counts, how it is
+shown, which direction is better, whether it is a rate that gets a bootstrap interval and
+paired tests, its valid range, and its gate threshold. The run summary, the report tables,
+the gate's thresholds and checks and the ``memlab gate`` flags are all built from the
+registry :data:`METRICS` (the built-ins of :data:`METRIC_SPECS`, and any a plugin registers).
+
+Adding a metric is one entry below (or ``METRICS.register(spec.column, spec)`` from a plugin);
+a metric that needs a new count also declares it in :data:`COUNT_SPECS` and computes it where
+its step does (:mod:`memlab.scoring.metrics` for the memory state). Every value is a sum over
+owners of a per-owner count, or a ratio of two such sums (micro-averaged: recall = covered gold
+facts of all owners / active gold facts of all owners), which is also what the bootstrap
+resamples; a spec naming an undeclared count fails at import.
 
 This module imports neither pandas nor matplotlib.
 """
@@ -17,12 +25,19 @@ This module imports neither pandas nor matplotlib.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memlab import plugins
+
 __all__ = [
+    "COUNT_SPECS",
+    "METRICS",
     "METRIC_SPECS",
+    "CountSpec",
     "MetricSpec",
+    "count_columns",
     "gate_specs",
     "interval_specs",
     "metric_spec",
@@ -33,6 +48,93 @@ __all__ = [
 
 Direction = Literal["higher", "lower"]
 Unit = Literal["percent", "count", "number", "usd"]
+Over = Literal["last_session", "sessions", "calls", "derived"]
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """One per-owner count (a column of :func:`memlab.scoring.metrics.owner_counts`).
+
+    Attributes:
+        column: The count's column in the session rows and the per-owner counts.
+        over: How an owner's value is formed: from the memory after its ``last_session``, as
+            the sum over its ``sessions``, from its LLM ``calls``, or ``derived`` from other
+            counts.
+        by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
+            metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
+            (:mod:`~memlab.scoring.operations`), ``injection``
+            (:mod:`~memlab.scoring.injection_audit`), ``embeddings``, ``calls`` or ``owner``.
+        in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
+            others only appear when measured (embeddings, operations of newer runs).
+    """
+
+    column: str
+    over: Over
+    by: str
+    in_rows: bool = False
+
+
+def _counts(over: Over, by: str, columns: str, *, in_rows: bool = False) -> tuple[CountSpec, ...]:
+    return tuple(CountSpec(column, over, by, in_rows) for column in columns.split())
+
+
+COUNT_SPECS: tuple[CountSpec, ...] = (
+    *_counts(
+        "last_session",
+        "state",
+        "facts gold_active gold_covered stored_precise retracted_held gold_retracted "
+        "forbidden_stored dup_exact dup_normalized dup_near",
+        in_rows=True,
+    ),
+    CountSpec("dup_embedding", "last_session", "embeddings"),
+    CountSpec("gold_regret", "last_session", "operations"),
+    CountSpec("agent_runs", "sessions", "replay", in_rows=True),
+    *_counts(
+        "sessions",
+        "merge",
+        "added removed evicted skipped_below_threshold skipped_duplicate",
+        in_rows=True,
+    ),
+    *_counts(
+        "sessions",
+        "operations",
+        "op_adds op_adds_expected op_adds_correct op_adds_missed op_adds_redundant "
+        "op_adds_spurious op_removals op_removals_expected op_removals_correct "
+        "op_removals_missed op_removals_wrong gold_evicted gold_below_threshold stale_facts "
+        "stale_sessions stale_days",
+    ),
+    *_counts(
+        "sessions",
+        "injection",
+        "injections injection_tokens injection_facts injection_dropped gold_injected "
+        "gold_injectable",
+    ),
+    # llm_calls is also in every session row: the calls of that session.
+    CountSpec("llm_calls", "calls", "calls", in_rows=True),
+    *_counts(
+        "calls",
+        "calls",
+        "replies parse_failures backend_errors prompt_tokens completion_tokens tokens cost_usd "
+        "cache_hits",
+    ),
+    *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
+    *_counts(
+        "derived",
+        "operations",
+        "op_adds_judged op_removals_judged op_add_f1_num op_add_f1_den op_remove_f1_num "
+        "op_remove_f1_den",
+    ),
+)
+"""Every per-owner count, in the column order of the per-owner counts."""
+
+
+def count_columns(*, over: Over | None = None, by: str | None = None) -> tuple[str, ...]:
+    """The declared count columns formed ``over`` that way and computed ``by`` that step."""
+    return tuple(
+        c.column
+        for c in COUNT_SPECS
+        if (over is None or c.over == over) and (by is None or c.by == by)
+    )
 
 _RATE = (0.0, 1.0)
 _COUNT = (0.0, math.inf)
@@ -363,45 +465,67 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("injection_dropped", "facts dropped by the budget", None),
 )
-"""Summary metrics in column order; the report's metric table keeps this order too."""
+"""The built-in summary metrics in column order; the report's metric table keeps this order."""
 
-# The functions below read METRIC_SPECS when called (no copies made at import), so every
-# consumer sees the same list.
+
+def _unknown_metric(column: str, known: Sequence[str]) -> KeyError:
+    return KeyError(f"unknown metric {column!r}; known metrics: {', '.join(known)}")
+
+
+METRICS: plugins.Registry[MetricSpec] = plugins.declare(
+    "metric", "metric", unknown=_unknown_metric
+)
+"""Every summary metric by column: the built-ins, then those plugins register
+(``METRICS.register(spec.column, spec)``), in column order."""
+
+
+def _check_counts(spec: MetricSpec) -> MetricSpec:
+    """A spec whose counts are not declared fails where it is declared, not in a report."""
+    declared = {count.column for count in COUNT_SPECS}
+    missing = [column for column in spec.sources if column not in declared]
+    if missing:
+        raise ValueError(
+            f"metric {spec.column}: per-owner counts {missing} are not declared in COUNT_SPECS"
+        )
+    return spec
+
+
+for _spec in METRIC_SPECS:
+    METRICS.register(_spec.column, _check_counts(_spec))
+
+# The functions below read METRICS when called (no copies made at import), so every consumer
+# sees the same list, plugins' metrics included.
 
 
 def summary_specs() -> tuple[MetricSpec, ...]:
     """Every summary metric, in column order."""
-    return METRIC_SPECS
+    return tuple(_check_counts(spec) for spec in METRICS.values())
 
 
 def metric_spec(column: str) -> MetricSpec:
     """The spec of a summary column; a clear error listing the known ones otherwise."""
-    for spec in METRIC_SPECS:
-        if spec.column == column:
-            return spec
-    known = ", ".join(spec.column for spec in METRIC_SPECS)
-    raise KeyError(f"unknown metric {column!r}; known metrics: {known}")
+    return METRICS.lookup(column)
 
 
 def interval_specs() -> tuple[MetricSpec, ...]:
     """The rates that get intervals and paired tests, in column order."""
-    return tuple(spec for spec in METRIC_SPECS if spec.interval)
+    return tuple(spec for spec in summary_specs() if spec.interval)
 
 
 def report_specs() -> tuple[MetricSpec, ...]:
     """The metrics of the report's metric table, in order."""
-    return tuple(spec for spec in METRIC_SPECS if spec.report)
+    return tuple(spec for spec in summary_specs() if spec.report)
 
 
 def gate_specs() -> dict[str, MetricSpec]:
     """Gated metrics by threshold name (``max_parse_failure`` -> its spec)."""
-    return {spec.threshold: spec for spec in METRIC_SPECS if spec.threshold is not None}
+    return {spec.threshold: spec for spec in summary_specs() if spec.threshold is not None}
 
 
 def summary_columns() -> tuple[str, ...]:
     """Every summary column in order: each interval metric followed by ``_lo`` and ``_hi``."""
     columns: list[str] = []
-    for spec in METRIC_SPECS:
+    for spec in summary_specs():
         columns.append(spec.column)
         if spec.interval:
             columns += [f"{spec.column}_lo", f"{spec.column}_hi"]

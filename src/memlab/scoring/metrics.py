@@ -41,9 +41,14 @@ from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
-from memlab.scoring.injection_audit import INJECTION_COUNTS, injection_counts
-from memlab.scoring.metric_specs import MetricSpec, summary_columns, summary_specs
-from memlab.scoring.operations import OPERATION_COUNTS, score_operations
+from memlab.scoring.injection_audit import injection_counts
+from memlab.scoring.metric_specs import (
+    MetricSpec,
+    count_columns,
+    summary_columns,
+    summary_specs,
+)
+from memlab.scoring.operations import score_operations
 from memlab.scoring.stats import StatOptions, bootstrap_ratios, ratio
 
 __all__ = [
@@ -100,7 +105,7 @@ def session_rows(
         session_calls = [c for c in calls if c.get("session_index") == index]
         row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
         row["llm_calls"] = len(session_calls)
-        for key in ("added", "removed", "evicted", "skipped_below_threshold", "skipped_duplicate"):
+        for key in count_columns(by="merge"):  # each call record's n_<count>, summed
             row[key] = sum(int(c.get(f"n_{key}", 0) or 0) for c in session_calls)
         if operations is not None:
             row.update(operations[index])
@@ -206,45 +211,6 @@ def _price(model: object, prices: Mapping[str, tuple[float, float]]) -> tuple[fl
     return (0.0, 0.0)
 
 
-# Per-owner counts: from the owner's last session (the memory as it ends), summed over all
-# its sessions, and from its LLM calls. Metric specs name these columns.
-_FINAL_COUNTS = (
-    "facts",
-    "gold_active",
-    "gold_covered",
-    "stored_precise",
-    "retracted_held",
-    "gold_retracted",
-    "forbidden_stored",
-    "dup_exact",
-    "dup_normalized",
-    "dup_near",
-    "dup_embedding",
-    "gold_regret",
-)
-_SESSION_COUNTS = (
-    "agent_runs",
-    "added",
-    "removed",
-    "evicted",
-    "skipped_below_threshold",
-    "skipped_duplicate",
-    *OPERATION_COUNTS,
-    *INJECTION_COUNTS,
-)
-_CALL_COUNTS = (
-    "llm_calls",
-    "replies",
-    "parse_failures",
-    "backend_errors",
-    "prompt_tokens",
-    "completion_tokens",
-    "tokens",
-    "cost_usd",
-    "cache_hits",
-)
-
-
 def owner_counts(
     calls: pd.DataFrame,
     sessions: pd.DataFrame,
@@ -266,10 +232,11 @@ def owner_counts(
             computed per (owner, sample) and averaged over the owner's samples, so an owner
             replayed five times weighs as much as one replayed once. ``None``: one sample.
 
-    Columns: ``owners`` (1), ``sessions``, the last session's state (``facts``,
-    ``gold_active``, ``gold_covered``, ...), the sums over sessions (``agent_runs``, ``added``,
-    ...), the call counts (``llm_calls``, ``replies``, ``parse_failures``, ``tokens``,
-    ``cost_usd``, ...) and ``calls_saved_by_debounce``. A count the session rows lack
+    Columns: the counts of :data:`memlab.scoring.metric_specs.COUNT_SPECS`: the last
+    session's state (``facts``, ``gold_active``, ``gold_covered``, ...), the sums over
+    sessions (``agent_runs``, ``added``, ...), the call counts (``llm_calls``, ``replies``,
+    ``parse_failures``, ``tokens``, ``cost_usd``, ...) and the derived ones (``owners`` (1),
+    ``sessions``, ``calls_saved_by_debounce``, the F1 terms). A count the session rows lack
     (``dup_embedding`` without an embedding measure) is left out.
     """
     prices = price_table() if prices is None else prices
@@ -280,13 +247,14 @@ def owner_counts(
     if missing:
         raise ValueError(f"owner_counts: the rows have no {missing[0]!r} column")
     ordered = sessions.sort_values("session_index", kind="stable")
-    final_columns = [c for c in _FINAL_COUNTS if c in sessions.columns]
+    final_columns = [c for c in count_columns(over="last_session") if c in sessions.columns]
     # tail(1), not last(): last() would skip a NaN (an unmeasured count) in the last session.
     final = ordered.groupby(unit, sort=False).tail(1).set_index(unit)[final_columns]
     grouped = sessions.groupby(unit, sort=False)
-    totals = grouped[[c for c in _SESSION_COUNTS if c in sessions.columns]].sum()
+    totals = grouped[[c for c in count_columns(over="sessions") if c in sessions.columns]].sum()
     counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
-    counts = counts.join(_call_counts(calls, unit, prices)).fillna({c: 0 for c in _CALL_COUNTS})
+    call_columns = count_columns(over="calls")
+    counts = counts.join(_call_counts(calls, unit, prices)).fillna(dict.fromkeys(call_columns, 0))
     counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
     counts = _f1_counts(counts)
     if nested:
@@ -318,7 +286,7 @@ def _call_counts(
     calls: pd.DataFrame, unit: list[str], prices: Mapping[str, tuple[float, float]]
 ) -> pd.DataFrame:
     if calls.empty:
-        return pd.DataFrame(columns=[*unit, *_CALL_COUNTS]).set_index(unit)
+        return pd.DataFrame(columns=[*unit, *count_columns(over="calls")]).set_index(unit)
     replied = calls["reply"].notna()
     models = calls["model"].map(lambda m: m if isinstance(m, str) else "")
     rates = {model: _price(model, prices) for model in models.unique()}

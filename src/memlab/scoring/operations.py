@@ -52,30 +52,15 @@ from typing import Any
 
 from memlab.core.document import parse_utc
 from memlab.datasets.models import Owner
+from memlab.scoring.metric_specs import count_columns
 
 __all__ = ["OPERATION_COUNTS", "score_operations"]
 
 Covers = Callable[[str, str], bool]
 
-OPERATION_COUNTS = (
-    "op_adds",
-    "op_adds_expected",
-    "op_adds_correct",
-    "op_adds_missed",
-    "op_adds_redundant",
-    "op_adds_spurious",
-    "op_removals",
-    "op_removals_expected",
-    "op_removals_correct",
-    "op_removals_missed",
-    "op_removals_wrong",
-    "gold_evicted",
-    "gold_below_threshold",
-    "stale_facts",
-    "stale_sessions",
-    "stale_days",
-)
-"""Per-session counts summed over an owner's sessions (see the module docstring)."""
+OPERATION_COUNTS = count_columns(over="sessions", by="operations")
+"""Per-session counts summed over an owner's sessions (see the module docstring), as declared
+in :data:`memlab.scoring.metric_specs.COUNT_SPECS`."""
 
 _LOST_TO_LIMITS = frozenset({"cap", "threshold"})
 

@@ -1,8 +1,10 @@
 """Typed rows of a run's tables: one LLM call (``calls.jsonl``) and one session
 (``sessions.jsonl``).
 
-The models name and type the columns every row has; measures that only some runs take
-(embedding duplicates, repeated ``sample`` indexes, later metrics) are kept as extra fields.
+The models name and type the columns every row has (a session row's counts are those
+:data:`memlab.scoring.metric_specs.COUNT_SPECS` declares ``in_rows``); measures that only some
+runs take (embedding duplicates, repeated ``sample`` indexes, later metrics) are kept as extra
+fields.
 Rows are validated when a sweep writes them and when a run is loaded, so a hand-edited or
 foreign table fails with the file, line and column instead of a wrong number downstream.
 """
@@ -13,10 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from memlab.core.jsontext import loads_json
 from memlab.errors import MemlabError, excerpt
+from memlab.scoring.metric_specs import COUNT_SPECS
 
 __all__ = ["CallRow", "RecordError", "SessionRow", "read_rows", "typed_rows"]
 
@@ -64,30 +67,22 @@ class CallRow(_Row):
     n_violations: int
 
 
-class SessionRow(_Row):
-    """The memory after one session of one owner under one lane, scored against the labels."""
-
+class _SessionLabels(_Row):
     noise: bool
     tags: str
-    facts: int
-    gold_active: int
-    gold_covered: int
-    stored_precise: int
     recall: float
     precision: float
-    retracted_held: int
-    gold_retracted: int
-    forbidden_stored: int
-    dup_exact: int
-    dup_normalized: int
-    dup_near: int
-    agent_runs: int
-    llm_calls: int
-    added: int
-    removed: int
-    evicted: int
-    skipped_below_threshold: int
-    skipped_duplicate: int
+
+
+_ROW_COUNTS: dict[str, Any] = {c.column: (int, ...) for c in COUNT_SPECS if c.in_rows}
+
+SessionRow = create_model(
+    "SessionRow",
+    __base__=_SessionLabels,
+    __doc__="The memory after one session of one owner under one lane, scored against the "
+    "labels: its labels, recall and precision, and every count COUNT_SPECS declares in_rows.",
+    **_ROW_COUNTS,
+)
 
 
 _R = TypeVar("_R", bound=_Row)
