@@ -10,9 +10,9 @@ metric and lane compared in the same call, and the minimum detectable effect
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -21,12 +21,12 @@ from memlab.errors import MemlabError
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec
 from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import StatOptions, holm, paired_ratio_test, ratio
-from memlab.sweeps.run import Run
 
 __all__ = [
     "COMPARE_COLUMNS",
     "CompareError",
     "Lane",
+    "ScoredRun",
     "compare",
     "compare_lanes",
     "comparison_text",
@@ -34,6 +34,44 @@ __all__ = [
     "describe_mde",
     "owner_deltas",
 ]
+
+
+class ScoredRun(Protocol):
+    """What scoring reads of a run; a sweep's :class:`~memlab.sweeps.run.Run` is one."""
+
+    @property
+    def name(self) -> str:
+        """The run's name, for tables and messages."""
+        ...
+
+    @property
+    def lanes(self) -> Mapping[str, Any]:
+        """Lane configurations by lane id, in order."""
+        ...
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per LLM call."""
+        ...
+
+    @property
+    def sessions(self) -> pd.DataFrame:
+        """One row per (lane, owner, session)."""
+        ...
+
+    @property
+    def prices(self) -> Mapping[str, tuple[float, float]] | None:
+        """Price table for the cost columns (``None``: the backends' own)."""
+        ...
+
+    @property
+    def stats(self) -> StatOptions:
+        """Resamples, seed and levels of intervals and comparisons."""
+        ...
+
+    def label(self, lane_id: str) -> str:
+        """A short label of a lane."""
+        ...
 
 
 class CompareError(MemlabError, ValueError):
@@ -44,7 +82,7 @@ class CompareError(MemlabError, ValueError):
 class Lane:
     """One lane of one run."""
 
-    run: Run
+    run: ScoredRun
     lane_id: str
 
     @property
@@ -79,8 +117,8 @@ COMPARE_COLUMNS: tuple[str, ...] = (
 
 
 def compare(
-    run_a: Run,
-    run_b: Run | None = None,
+    run_a: ScoredRun,
+    run_b: ScoredRun | None = None,
     *,
     baseline_lane: str | None = None,
     metrics: Sequence[str] | None = None,
@@ -110,7 +148,7 @@ def compare(
     return compare_lanes(pairs, metrics=metrics, options=options or run_a.stats)
 
 
-def _find_lane(run: Run, wanted: str) -> str:
+def _find_lane(run: ScoredRun, wanted: str) -> str:
     for lane_id in run.lanes:
         if wanted in (lane_id, run.label(lane_id)):
             return lane_id
@@ -118,7 +156,8 @@ def _find_lane(run: Run, wanted: str) -> str:
     raise CompareError(f"run {run.name}: no lane {wanted!r}; lanes: {known}")
 
 
-def _pair_runs(run_a: Run, run_b: Run, baseline_lane: str | None) -> list[tuple[Lane, Lane]]:
+def _pair_runs(
+    run_a: ScoredRun, run_b: ScoredRun, baseline_lane: str | None) -> list[tuple[Lane, Lane]]:
     if baseline_lane is not None or len(run_a.lanes) == 1:
         base = Lane(run_a, _find_lane(run_a, baseline_lane or next(iter(run_a.lanes))))
         return [(base, Lane(run_b, lid)) for lid in run_b.lanes]
@@ -153,7 +192,7 @@ def _pick_metrics(metrics: Sequence[str] | None) -> list[MetricSpec]:
     return chosen
 
 
-def _counts(run: Run, cache: dict[int, pd.DataFrame]) -> pd.DataFrame:
+def _counts(run: ScoredRun, cache: dict[int, pd.DataFrame]) -> pd.DataFrame:
     if id(run) not in cache:
         sessions = run.sessions
         nested = "sample" if "sample" in sessions.columns else None

@@ -23,7 +23,7 @@ nothing injected, coverage 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,17 +34,21 @@ from memlab.core.similarity import relevance_score
 from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
 from memlab.scoring.metric_specs import count_columns
-from memlab.sweeps.grid import InjectionPolicy
 
 __all__ = [
     "INJECTION_COUNTS",
     "POLICIES",
+    "InjectionPolicy",
     "audit_injection",
     "injection_counts",
     "next_query",
     "policy_embedder",
     "policy_identity",
 ]
+
+InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
+"""Which stored facts reach the agent first under the injection budget (see the module
+docstring)."""
 
 POLICIES: tuple[InjectionPolicy, ...] = (
     "confidence",

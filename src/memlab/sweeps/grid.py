@@ -54,6 +54,7 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
+from memlab.scoring.injection_audit import InjectionPolicy
 
 __all__ = [
     "AXES",
@@ -77,9 +78,6 @@ def _known_preset(name: str) -> str:
 
 ParsePreset = Annotated[str, AfterValidator(_known_preset)]
 """A name of :data:`memlab.core.parsing.PARSE_PRESETS`."""
-InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
-"""Which stored facts reach the agent first under the injection budget (see
-:mod:`memlab.scoring.injection_audit`)."""
 
 INJECTION_FIELDS = frozenset(
     {"injection_enabled", "max_injection_tokens", "token_counting", "injection_policy"}

@@ -39,6 +39,7 @@ from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.grid import Grid, LaneConfig
 from memlab.sweeps.records import CallRow, SessionRow, read_rows
+from memlab.sweeps.views import RUN_VIEWS
 
 __all__ = [
     "RUN_FORMAT",
@@ -57,17 +58,6 @@ RUN_FORMAT = 2
 """Version of the run directory layout; :func:`load_run` reads this version only."""
 
 _TABLES = ("calls.jsonl", "sessions.jsonl")
-_DISPLAY_COLUMNS = (
-    "label",
-    "llm_calls",
-    "parse_failure_rate",
-    "final_facts",
-    "recall",
-    "precision",
-    "duplicate_rate",
-    "backend_errors",
-)
-
 logger = logging.getLogger(__name__)
 
 
@@ -293,26 +283,12 @@ class Run:
             return None
         return Path(dataset)
 
-    def _repr_html_(self) -> str:
-        """In Jupyter: the headline metrics, what the sweep reused, and the key charts."""
-        # Imported here: charts need matplotlib, which a run does not need otherwise.
-        from html import escape
-
-        from memlab.reporting.charts import fact_growth_chart, parse_failure_chart
-        from memlab.reporting.report import figure_to_data_uri
-
-        columns = [c for c in _DISPLAY_COLUMNS if c in self.summary.columns]
-        parts = [
-            f"<h4>Run {escape(self.name)}: {len(self.lanes)} lane(s)"
-            f"{'' if self.complete else ' (incomplete: some replays had backend errors)'}</h4>",
-            self.summary[columns].to_html(float_format=lambda v: f"{v:.3g}"),
-        ]
-        if not self.lane_status.empty:
-            parts.append(self.lane_status[["label", "reused", "replayed", "why"]].to_html())
-        for chart in (parse_failure_chart, fact_growth_chart):
-            figure = chart(self)
-            parts.append(f'<img src="{figure_to_data_uri(figure)}" style="max-width:48%">')
-        return "".join(parts)
+    def _repr_html_(self) -> str | None:
+        """In Jupyter: the run's registered HTML view (:data:`~memlab.sweeps.views.RUN_VIEWS`;
+        memlab.reporting registers the headline metrics, what the sweep reused and the key
+        charts), or ``None`` (the text repr) without one."""
+        view = RUN_VIEWS.get("html")
+        return view(self) if view is not None else None
 
     def label(self, lane_id: str) -> str:
         """A short label for a lane naming only the axes that vary in this run."""
