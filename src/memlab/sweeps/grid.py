@@ -22,6 +22,7 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import itertools
@@ -44,12 +45,8 @@ from pydantic import (
 )
 
 from memlab.backends.registry import is_simulated, spec_short_name
-from memlab.core.config import (
-    DEBOUNCE_SECONDS_BOUNDS,
-    MAX_FACTS_BOUNDS,
-    MAX_INJECTION_TOKENS_BOUNDS,
-)
-from memlab.core.contract import CONFIDENCE_BOUNDS, SchemaBounds
+from memlab.core.config import MemoryConfig
+from memlab.core.contract import SchemaBounds
 from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
@@ -60,6 +57,7 @@ __all__ = [
     "AXES",
     "INJECTION_FIELDS",
     "MAX_LANES",
+    "MEMORY_SETTINGS",
     "ForkSpec",
     "Grid",
     "GridError",
@@ -106,34 +104,46 @@ class GridError(MemlabError, ValueError):
         super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
 
 
+MEMORY_SETTINGS: tuple[str, ...] = (
+    "fact_confidence_threshold",
+    "max_facts",
+    "debounce_seconds",
+    "injection_enabled",
+    "max_injection_tokens",
+    "token_counting",
+)
+"""Lane settings that are :class:`~memlab.core.config.MemoryConfig` fields: each lane field of
+that name takes the config field's default, bounds and description, and a replay's config is
+built from them (:meth:`LaneConfig.memory_config`)."""
+
+
+def _memory_setting(name: str) -> Any:
+    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane."""
+    return copy.copy(MemoryConfig.model_fields[name])
+
+
 class LaneConfig(BaseModel):
     """One pipeline configuration (by names) replayed over every memory owner of a dataset."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = "default"
-    fact_confidence_threshold: float = Field(
-        0.7, ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high
-    )
-    max_facts: int = Field(100, ge=MAX_FACTS_BOUNDS.low, le=MAX_FACTS_BOUNDS.high)
+    fact_confidence_threshold: float = _memory_setting("fact_confidence_threshold")
+    max_facts: int = _memory_setting("max_facts")
     backend: str = "scripted"
     output_mode: OutputMode = OutputMode.FREE
     merge: str = "baseline"
     merge_params: dict[str, Any] = Field(default_factory=dict)
-    debounce_seconds: int = Field(
-        30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
-    )
+    debounce_seconds: int = _memory_setting("debounce_seconds")
     parse: ParsePreset = "default"
     """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
     ``strict_only``, ``repair``, or one a plugin registers)."""
     max_tokens: int = Field(1024, ge=16, le=32768)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     seed: int = 0
-    injection_enabled: bool = True
-    max_injection_tokens: int = Field(
-        2000, ge=MAX_INJECTION_TOKENS_BOUNDS.low, le=MAX_INJECTION_TOKENS_BOUNDS.high
-    )
-    token_counting: Literal["tiktoken", "char"] = "tiktoken"
+    injection_enabled: bool = _memory_setting("injection_enabled")
+    max_injection_tokens: int = _memory_setting("max_injection_tokens")
+    token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
     injection_policy: InjectionPolicy = "confidence"
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
@@ -146,6 +156,11 @@ class LaneConfig(BaseModel):
                 f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
             )
         return self
+
+    def memory_config(self, **settings: Any) -> MemoryConfig:
+        """The pipeline configuration of a replay of this lane: its memory settings
+        (:data:`MEMORY_SETTINGS`) and ``settings`` (e.g. ``storage_path``)."""
+        return MemoryConfig(**{name: getattr(self, name) for name in MEMORY_SETTINGS}, **settings)
 
     @property
     def readable(self) -> str:
@@ -200,6 +215,11 @@ _SHORT = {
     "token_counting": "tokens",
     "injection_policy": "policy",
 }
+
+# A lane setting and the config field it copies must hold the same type.
+for _name in MEMORY_SETTINGS:
+    if LaneConfig.model_fields[_name].annotation != MemoryConfig.model_fields[_name].annotation:
+        raise TypeError(f"LaneConfig.{_name} and MemoryConfig.{_name} have different types")
 
 AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
 """Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too)."""

@@ -127,15 +127,7 @@ class _Replayer:
         start = self._fork_start(lane, owner.user_id)
         self.first = len(start.snapshots) if start is not None else 0
         self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
-        self.memory_config = MemoryConfig(
-            debounce_seconds=config.debounce_seconds,
-            max_facts=config.max_facts,
-            fact_confidence_threshold=config.fact_confidence_threshold,
-            storage_path=str(store_path),
-            injection_enabled=config.injection_enabled,
-            max_injection_tokens=config.max_injection_tokens,
-            token_counting=config.token_counting,
-        )
+        self.memory_config = config.memory_config(storage_path=str(store_path))
         self.policy = config.injection_policy
         self.embedder = policy_embedder(self.policy)
         store_path.parent.mkdir(parents=True, exist_ok=True)
