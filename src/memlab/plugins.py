@@ -4,20 +4,21 @@ Each kind of named thing has one :class:`Registry`, declared by the module that 
 that module registers its built-ins in it through :meth:`Registry.register`, the same call a
 plugin makes:
 
-==============  ===========================================  ==================================
-kind            declared in                                  an entry is
-==============  ===========================================  ==================================
-backend         :mod:`memlab.backends.registry`              a ``BackendPlugin`` (factory and
-                                                             capabilities)
-matcher         :mod:`memlab.matching.matchers`              a ``MatcherPlugin``
-judge_prompt    :mod:`memlab.matching.judge`                 a judge prompt template
-merge           :mod:`memlab.core.merge`                     a merge strategy factory
-parse_preset    :mod:`memlab.core.parsing`                   a ``ParseOptions`` factory
-prompt          :mod:`memlab.core.prompts`                   a built-in ``PromptVariant`` loader
-sim_profile     :mod:`memlab.simulation.profile`             a simulated-model profile loader
-metric          :mod:`memlab.scoring.metric_specs`           a ``MetricSpec``
-display         :mod:`memlab.sweeps.run`                     how a ``Run`` shows itself (HTML)
-==============  ===========================================  ==================================
+==============  =====================================  ========================================
+kind            declared in                            an entry is
+==============  =====================================  ========================================
+backend         :mod:`memlab.backends.registry`        a ``BackendPlugin`` (factory and
+                                                       capabilities), by spec prefix
+script          :mod:`memlab.backends.scripted`        a reply function (``scripted:NAME``)
+merge           :mod:`memlab.core.merge`               a merge strategy factory
+parse_preset    :mod:`memlab.core.parsing`             a ``ParseOptions`` factory
+prompt          :mod:`memlab.core.prompts`             a function returning a ``PromptVariant``
+matcher         :mod:`memlab.matching.matchers`        a ``MatcherPlugin``
+judge_prompt    :mod:`memlab.matching.judge`           a judge prompt template
+sim_profile     :mod:`memlab.simulation.profile`       a simulated-model profile (or its file)
+metric          :mod:`memlab.scoring.metric_specs`     a ``MetricSpec``, by summary column
+run_view        :mod:`memlab.sweeps.views`             how a ``Run`` shows itself (``html``)
+==============  =====================================  ========================================
 
 **Plugins** are installed packages that declare entry points in the group ``memlab.plugins``;
 each names a module (importing it registers its entries) or a function of no arguments
@@ -29,8 +30,10 @@ each names a module (importing it registers its entries) or a function of no arg
 The first read of any registry imports every plugin once per process, so the command line and
 each Dask worker process see an installed plugin without any configuration. memlab declares its
 own entry points the same way for the entries a lower layer must find without importing a
-higher one: the simulated model (``sim:``, from :mod:`memlab.simulation`) and the HTML view of a
-run (from :mod:`memlab.reporting`). A plugin that fails to import is reported once and skipped;
+higher one: the backends (the core's updater without a backend uses ``auto``), the simulated
+model (``sim:``, from :mod:`memlab.simulation`) and the HTML view of a run (from
+:mod:`memlab.reporting`). ``memlab plugins`` lists every registry's entries and who
+registered them. A plugin that fails to import is reported once and skipped;
 the error of a name it would have provided mentions it.
 """
 

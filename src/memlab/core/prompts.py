@@ -17,17 +17,19 @@ add variants without touching code::
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from memlab import plugins
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
 from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
@@ -35,6 +37,7 @@ from memlab.errors import MemlabError, excerpt
 __all__ = [
     "BUILTIN_PROMPTS",
     "PLACEHOLDERS",
+    "PROMPTS",
     "PromptError",
     "PromptRegistry",
     "PromptVariant",
@@ -174,15 +177,24 @@ def _load_builtin(name: str) -> PromptVariant:
     return PromptVariant(name, text, description, source=f"memlab/core/{resource}")
 
 
+PROMPTS: plugins.Registry[Callable[[], PromptVariant]] = plugins.declare(
+    "prompt", "prompt variant"
+)
+"""The variants every :class:`PromptRegistry` starts with: name -> a function returning the
+variant (the built-ins of :data:`BUILTIN_PROMPTS`, then those plugins register)."""
+for _name in BUILTIN_PROMPTS:
+    PROMPTS.register(_name, functools.partial(_load_builtin, _name))
+
+
 class PromptRegistry:
-    """A set of prompt variants by name; starts with the built-in variants."""
+    """A set of prompt variants by name; starts with the registered variants (:data:`PROMPTS`)."""
 
     def __init__(self, *, builtins: bool = True) -> None:
         self._variants: dict[str, PromptVariant] = {}
         self._lock = threading.Lock()
         if builtins:
-            self.register(_load_builtin("default"))
-            self.register(_load_builtin("concise"))
+            for load in PROMPTS.values():
+                self.register(load())
 
     def register(self, variant: PromptVariant, replace: bool = False) -> PromptVariant:
         """Add `variant`; an existing name is an error unless `replace` is true."""
