@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
         "prompts, matchers, judge prompts, simulated-model profiles, metrics, run views) with "
         "its entries; an entry an installed plugin registered names the plugin. Plugins are "
         "packages with entry points in the 'memlab.plugins' group (see docs/architecture.md).",
+        epilog="examples:\n  memlab plugins\n  memlab plugins backend",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("kind", nargs="?", help="list only this kind (e.g. backend, metric)")
