@@ -29,10 +29,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from memlab import plugins
-from memlab.core.contract import TOP_LEVEL_KEYS, Violation, validate_update
+from memlab.core.contract import TOP_LEVEL_KEYS, MemoryUpdateDict, Violation, validate_update
 from memlab.core.json_repair import repair_scan
 
 __all__ = [
@@ -178,7 +178,7 @@ class ParseResult:
     """
 
     ok: bool
-    data: dict[str, Any] | None = None
+    data: MemoryUpdateDict | None = None
     rung: Rung | None = None
     category: FailureCategory | None = None
     violations: tuple[Violation, ...] = ()
@@ -372,7 +372,9 @@ def _finish(
                 error=f"reply breaks the contract: {shown}{more}",
                 repairs=repairs,
             )
-    return ParseResult(ok=True, data=value, rung=rung, wrappers=wrappers, repairs=repairs)
+    # Valid against the contract: the document has the typed dict's shape.
+    data = cast(MemoryUpdateDict, value)
+    return ParseResult(ok=True, data=data, rung=rung, wrappers=wrappers, repairs=repairs)
 
 
 def _fail(category: FailureCategory, error: str, **extra: Any) -> ParseResult:

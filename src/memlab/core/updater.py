@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
-from memlab.core.document import random_fact_ids, utc_iso, utc_now
+from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
+from memlab.core.document import MemoryDocument, random_fact_ids, utc_iso, utc_now
 from memlab.core.llm import (
     Backend,
     BackendError,
@@ -254,10 +254,10 @@ class MemoryUpdater:
     def _ask(
         self,
         result: UpdateResult,
-        current: dict[str, Any],
+        current: MemoryDocument,
         conversation: str,
         config: MemoryConfig,
-    ) -> dict[str, Any] | None:
+    ) -> MemoryUpdateDict | None:
         """Render the prompt, call the backend, parse the reply: the update, or ``None``."""
         result.prompt = self.prompt.render(current, conversation)
         request = self.build_request(result.prompt, config)
@@ -277,14 +277,14 @@ class MemoryUpdater:
         self,
         result: UpdateResult,
         storage: MemoryStorage,
-        update: dict[str, Any],
+        update: MemoryUpdateDict,
         config: MemoryConfig,
         thread_id: str | None,
     ) -> None:
         """Merge ``update`` into the stored memory and save it."""
         merge = _merge_function(self.merge)
 
-        def apply(fresh: dict[str, Any]) -> dict[str, Any]:
+        def apply(fresh: MemoryDocument) -> MemoryDocument:
             # Applied to the freshly reloaded document under the store's lock, so a concurrent
             # writer's facts are kept.
             applied: ApplyResult = merge(
@@ -355,7 +355,7 @@ def _merge_function(strategy: MergeStrategy) -> Callable[..., ApplyResult]:
     return strategy.apply
 
 
-def _detached(applied: ApplyResult, saved: dict[str, Any]) -> ApplyResult:
+def _detached(applied: ApplyResult, saved: MemoryDocument) -> ApplyResult:
     """``applied`` with the saved copy as its memory and its own copies of the fact lists.
 
     Falls back to ``applied`` itself (memory replaced) for a custom result that cannot be

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from memlab.core.document import MemoryDocument
 from memlab.core.jsontext import canonical_hash, loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
@@ -39,11 +40,11 @@ class ForkStart:
         sha256: Hash of the starting memory.
     """
 
-    snapshots: tuple[dict[str, Any], ...]
+    snapshots: tuple[MemoryDocument, ...]
     sha256: str
 
     @property
-    def memory(self) -> dict[str, Any]:
+    def memory(self) -> MemoryDocument:
         """The memory the first forked session starts from."""
         return self.snapshots[-1]
 
@@ -152,7 +153,8 @@ def _start(
             f"owner {owner.user_id!r}: the first {k} sessions differ from the ones the "
             "reference run replayed; fork a run of the same dataset",
         )
-    start = tuple(dict(s) for s in snapshots[:k])
+    # Documents the reference replay's pipeline wrote (the record is checked above).
+    start = tuple(cast(MemoryDocument, dict(s)) for s in snapshots[:k])
     return ForkStart(start, canonical_hash(start[-1]))
 
 

@@ -27,11 +27,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from memlab.core.clock import VirtualScheduler
 from memlab.core.config import MemoryConfig
-from memlab.core.document import SeededFactIds, parse_utc, utc_iso
+from memlab.core.document import (
+    MemoryDocument,
+    SeededFactIds,
+    copy_document,
+    parse_utc,
+    utc_iso,
+)
 from memlab.core.llm import Backend
 from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
@@ -67,10 +73,10 @@ class OwnerReplay:
 
     user_id: str
     calls: list[dict[str, Any]] = field(default_factory=list)
-    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    snapshots: list[MemoryDocument] = field(default_factory=list)
     agent_runs: list[int] = field(default_factory=list)
     coalesced: int = 0
-    final_memory: dict[str, Any] = field(default_factory=dict)
+    final_memory: MemoryDocument = field(default_factory=lambda: cast(MemoryDocument, {}))
     injections: list[dict[str, Any] | None] = field(default_factory=list)
     fork: dict[str, Any] | None = None
 
@@ -165,7 +171,7 @@ class _Replayer:
             return None
         start = lane.fork.start(user_id)
         skipped = len(start.snapshots)
-        self.out.snapshots = [dict(s) for s in start.snapshots]
+        self.out.snapshots = [copy_document(s) for s in start.snapshots]
         self.out.agent_runs = [0] * skipped
         self.out.injections = [None] * skipped
         self.out.fork = lane.fork.record(user_id)
@@ -197,7 +203,7 @@ class _Replayer:
             )
         self.out.injections.append(audit)
 
-    def write_store_file(self, memory: dict[str, Any]) -> None:
+    def write_store_file(self, memory: MemoryDocument) -> None:
         now = parse_utc(memory.get("lastUpdated")) or self.scheduler.now()
         try:
             self.store_file.save(memory, now=now)
