@@ -1,0 +1,214 @@
+"""Words of two facts that the default matcher counts as one word although they differ.
+
+Exact canonical tokens (:func:`memlab.eval.fact_lexicon.canon`) already fold inflections,
+British spellings and a few synonyms. :func:`link_words` finds four more kinds of link between
+the tokens of a gold fact and a stored fact, each with a credit in (0, 1]:
+
+- **abbreviations**: a word written as an abbreviation ("IBS", "PvP", "RPGs", "WFH") and the
+  consecutive words of the other fact whose initials spell it ("irritable bowel syndrome",
+  "player versus player", "role-playing games", "work from home"); function words may be
+  skipped. Credit 1.
+- **clippings**: a word of 4+ letters that begins a longer word of the other fact ("keto" /
+  "ketogenic", "carbs" / "carbohydrates"), and hyphenated clippings whose parts begin
+  consecutive words ("sci-fi" / "science fiction", "rom-coms" / "romantic comedies"). Credit 1.
+- **derivations**: two words whose roots agree once a derivational suffix and a final vowel
+  are taken off ("nausea" / "nauseous", "wool" / "woollen", "humid" / "humidity"); the
+  suffixes are data in ``fact_words.yaml``. Credit ``derivation_credit``.
+- **similar words**: with word embeddings, two content words whose vectors have a cosine of at
+  least ``similar_threshold`` ("film" / "movie"). Credit ``similar_credit``.
+
+Values (names, numbers, dates, class members) link only by abbreviation, clipping or
+derivation, never by similarity: "halal" and "kosher" are different diets however close their
+vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memlab.eval.fact_lexicon import canon, is_known_word, words
+from memlab.eval.fact_types import FactReading
+
+__all__ = ["Links", "WordSimilarity", "derivation_root", "link_words", "spells"]
+
+WordSimilarity = Callable[[str, str], float]
+"""Cosine similarity of two words (lemmas)."""
+
+_MIN_ROOT = 3
+_MIN_CLIPPED = 4
+_CLIPPING_SIMILARITY = 0.6
+
+
+@dataclass
+class Links:
+    """Links between the tokens of a gold fact and those of a stored fact.
+
+    ``gold[t]`` maps a gold token to the stored tokens it is linked to, with the credit of each
+    link; ``stored`` is the same from the stored side.
+    """
+
+    gold: dict[str, dict[str, float]] = field(default_factory=dict)
+    stored: dict[str, dict[str, float]] = field(default_factory=dict)
+    forms: set[tuple[str, str]] = field(default_factory=set)
+    """(gold token, stored token) linked as forms of one word (not by similarity)."""
+
+    def add(self, gold_token: str, stored_token: str, credit: float, *, form: bool) -> None:
+        if gold_token == stored_token:
+            return
+        if form:
+            self.forms.add((gold_token, stored_token))
+        for side, a, b in (
+            (self.gold, gold_token, stored_token),
+            (self.stored, stored_token, gold_token),
+        ):
+            known = side.setdefault(a, {})
+            known[b] = max(credit, known.get(b, 0.0))
+
+    def credit(self, token: str, other: Iterable[str], *, gold: bool) -> float:
+        """Credit of ``token`` (a gold token when ``gold``) against the other side's tokens."""
+        linked = (self.gold if gold else self.stored).get(token)
+        if not linked:
+            return 0.0
+        return max((c for t, c in linked.items() if t in other), default=0.0)
+
+    def same(self, gold_token: str, stored_token: str) -> bool:
+        """Whether the two tokens are equal or forms of one word (values compare this way)."""
+        return gold_token == stored_token or (gold_token, stored_token) in self.forms
+
+
+def link_words(
+    gold: FactReading,
+    stored: FactReading,
+    *,
+    derivation_credit: float,
+    similar: WordSimilarity | None = None,
+    similar_threshold: float = 1.0,
+    similar_credit: float = 0.0,
+) -> Links:
+    """Every link between the tokens of ``gold`` and ``stored`` (see the module docstring)."""
+    links = Links()
+    if gold.cjk or stored.cjk:
+        return links
+    _abbreviations(gold, stored, links, gold_side=True)
+    _abbreviations(stored, gold, links, gold_side=False)
+    gold_forms, stored_forms = gold.form_of, stored.form_of
+    loose_gold = [t for t in gold_forms if t not in stored_forms]
+    loose_stored = [t for t in stored_forms if t not in gold_forms]
+    values = gold.value_tokens | stored.value_tokens
+    for g in loose_gold:
+        g_form = gold_forms[g]
+        if g[0].isdigit():
+            continue  # "eight" and "eighteen" are two numbers
+        for s in loose_stored:
+            s_form = stored_forms[s]
+            if s[0].isdigit():
+                continue
+            if _clipped(g_form, s_form, similar) or _clipped(s_form, g_form, similar):
+                links.add(g, s, 1.0, form=True)
+            elif derivation_root(g_form) == derivation_root(s_form):
+                links.add(g, s, derivation_credit, form=True)
+            elif similar is not None and g not in values and s not in values:
+                if similar(g_form, s_form) >= similar_threshold:
+                    links.add(g, s, similar_credit, form=False)
+    return links
+
+
+def _abbreviations(short: FactReading, long: FactReading, links: Links, *, gold_side: bool) -> None:
+    """Link each abbreviation or hyphenated clipping of ``short`` to the words of ``long``
+    that spell it."""
+    spelled = [(token, list(letters)) for token, letters in short.acronyms]
+    spelled += [(token, list(parts)) for token, parts in short.compounds]
+    for token, parts in spelled:
+        if token in long.form_of:
+            continue
+        span = spells(parts, long.words)
+        if span is None:
+            continue
+        for word in long.words[span[0] : span[1]]:
+            other = _token_of(long, word)
+            if other is None:
+                continue
+            if gold_side:
+                links.add(token, other, 1.0, form=True)
+            else:
+                links.add(other, token, 1.0, form=True)
+
+
+def _token_of(reading: FactReading, word: str) -> str | None:
+    token = canon(word)
+    if token is not None and token in reading.form_of:
+        return token
+    # A part of a hyphenated word: the token of the whole word holds it.
+    for candidate, form in reading.forms:
+        if word in form and len(word) >= 2:
+            return candidate
+    return None
+
+
+def spells(parts: Sequence[str], text_words: Sequence[str]) -> tuple[int, int] | None:
+    """The span ``(start, end)`` of consecutive ``text_words`` whose beginnings spell
+    ``parts`` in order (each part the beginning of one word), function words in between
+    skipped or used; None when there is none. A span has at least two words."""
+    stop = words().stop
+    for start in range(len(text_words)):
+        if not _begins(text_words[start], parts[0]):
+            continue
+        end = _spell_from(parts, 1, text_words, start + 1, stop)
+        if end is not None and end - start >= 2:
+            return start, end
+    return None
+
+
+def _spell_from(
+    parts: Sequence[str], part: int, text_words: Sequence[str], index: int, stop: frozenset[str]
+) -> int | None:
+    if part == len(parts):
+        return index
+    while index < len(text_words):
+        word = text_words[index]
+        if _begins(word, parts[part]):
+            end = _spell_from(parts, part + 1, text_words, index + 1, stop)
+            if end is not None:
+                return end
+        if word not in stop:
+            return None
+        index += 1
+    return None
+
+
+def _begins(word: str, part: str) -> bool:
+    """``word`` begins with ``part``; a one-letter part may also be the second letter after
+    a vowel ("UX" for "user experience")."""
+    if word.startswith(part):
+        return True
+    return len(part) == 1 and len(word) > 2 and word[0] in "aeiou" and word[1] == part
+
+
+def _clipped(short: str, long: str, similar: WordSimilarity | None) -> bool:
+    """``short`` is a clipping of ``long`` ("keto" of "ketogenic", "carb" of "carbohydrate"):
+    it begins ``long``, which is at least 1.6 times as long, and it is no word of its own (4+
+    letters), or (with embeddings) its vector is close to that of ``long`` ("vet" /
+    "veterinarian"; but "work" / "workshop" are two words)."""
+    if len(short) < 3 or len(long) < 1.6 * len(short) or not long.startswith(short):
+        return False
+    if len(short) >= _MIN_CLIPPED and not is_known_word(short):
+        return True
+    return similar is not None and similar(short, long) >= _CLIPPING_SIMILARITY
+
+
+@lru_cache(maxsize=65536)
+def derivation_root(form: str) -> str:
+    """The root of a word form once a derivational suffix and final vowels are taken off
+    ("nauseous" -> "naus", "woollen" -> "wool", "humidity" -> "humid")."""
+    root = form
+    for suffix in words().derivation_suffixes:
+        if root.endswith(suffix) and len(root) - len(suffix) >= _MIN_ROOT:
+            root = root[: -len(suffix)]
+            break
+    while len(root) > _MIN_ROOT and root[-1] in "aeiouy":
+        root = root[:-1]
+    if len(root) > _MIN_ROOT and root[-1] == root[-2]:  # "wooll" -> "wool"
+        root = root[:-1]
+    return root
