@@ -190,13 +190,17 @@ def _gold_coverage(
     gold: FactReading, stored_tokens: frozenset[str], links: Links, clause_weight: float
 ) -> float:
     """Coverage of the gold claim's tokens, mixed with that of its least covered claim
-    clause: "has a cat and a dog" is not stated by "has a cat"."""
-    overall = _coverage(gold.core_tokens, stored_tokens, links, gold=True)
-    clauses = [c for c in gold.clauses if not c.optional] or list(gold.clauses)
-    weakest = min(
-        (_coverage(c.tokens, stored_tokens, links, gold=True) for c in clauses), default=overall
-    )
-    return (1 - clause_weight) * overall + clause_weight * weakest
+    clause ("has a cat and a dog" is not stated by "has a cat"); of the best covered segment
+    when the claim restates itself ("I don't like cats much, I'm a dog person")."""
+    claim = [c for c in gold.clauses if not c.optional] or list(gold.clauses)
+    best = 0.0
+    for segment in sorted({c.segment for c in claim}):
+        clauses = [c for c in claim if c.segment == segment]
+        tokens = frozenset().union(*(c.tokens for c in clauses))
+        overall = _coverage(tokens, stored_tokens, links, gold=True)
+        weakest = min(_coverage(c.tokens, stored_tokens, links, gold=True) for c in clauses)
+        best = max(best, (1 - clause_weight) * overall + clause_weight * weakest)
+    return best
 
 
 def _coverage(tokens: Iterable[str], other: frozenset[str], links: Links, *, gold: bool) -> float:
@@ -213,7 +217,9 @@ def _coverage(tokens: Iterable[str], other: frozenset[str], links: Links, *, gol
     return found / total if total else 1.0
 
 
-def value_conflict(gold: FactReading, stored: FactReading, links: Links | None = None) -> str | None:
+def value_conflict(
+    gold: FactReading, stored: FactReading, links: Links | None = None
+) -> str | None:
     """Why the two facts name different values in the same slot, or None."""
     links = links or Links()
     # The gold fact's support may name values a stored fact leaves out or words otherwise

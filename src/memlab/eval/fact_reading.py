@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memlab.eval.fact_lexicon import PREF, canon, is_known_word, lemma, tables, words
@@ -198,10 +198,16 @@ def _clipped_parts(parts: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _clauses(words_: list[_Word]) -> list[Clause]:
-    """Clauses with content, the first sentence that has one being the claim."""
+    """Clauses with content, the first sentence that has one being the claim.
+
+    Within the claim, a clause after a comma that opens with a subject ("I don't like cats
+    much, I'm a dog person"; "As a vegan, I avoid animal products") starts a new *segment*:
+    segments restate one claim, and stating one of them states the claim.
+    """
     has_prefer = any(w.lower.startswith("prefer") for w in words_)
     claim_sentence: int | None = None
-    out = []
+    segment = 0
+    out: list[Clause] = []
     for piece, opened, sentence in _split(words_, has_prefer):
         clause = _clause(piece, opened)
         if not clause.tokens:
@@ -209,9 +215,14 @@ def _clauses(words_: list[_Word]) -> list[Clause]:
         if claim_sentence is None:
             claim_sentence = sentence
         if sentence != claim_sentence and not clause.optional:
-            clause = Clause(clause.tokens, clause.negative, True, clause.mood, clause.flipped)
-        out.append(clause)
+            clause = replace(clause, optional=True)
+        elif opened == "punct" and piece[0] in _SUBJECTS and out:
+            segment += 1
+        out.append(replace(clause, segment=segment))
     return out
+
+
+_SUBJECTS = frozenset({"i", "we", "my", "our", "it", "they", "he", "she", "me"})
 
 
 _OWNER_WORDS = frozenset({"my", "her", "his", "their", "our", "user", "users", "the"})
@@ -353,7 +364,7 @@ def _past_tense(word: str) -> bool:
 
 @lru_cache(maxsize=16384)
 def _negated_by_un(word: str) -> bool:
-    """"unscheduled", "unhealthy": "un" before a known word of 4+ letters."""
+    """ "unscheduled", "unhealthy": "un" before a known word of 4+ letters."""
     return word.startswith("un") and len(word) >= 6 and is_known_word(word[2:])
 
 
@@ -393,7 +404,7 @@ def _values(words_: list[_Word], names: frozenset[str]) -> tuple[tuple[str, froz
         else:  # "low-carb": a part of a hyphenated word may name the value
             for part in word.parts:
                 part_token = canon(part)
-                if part_token in table.class_of:
+                if part_token is not None and part_token in table.class_of:
                     slots.setdefault(table.class_of[part_token], set()).add(token)
     if names:
         slots["name"] = set(names)

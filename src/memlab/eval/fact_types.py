@@ -21,6 +21,8 @@ class Clause:
             when it says something was done (a past tense), else ``""``.
         flipped: Tokens read through an antonym ("large" as ``small``): each one the other
             fact also names negates the clause for that comparison.
+        segment: Which restatement of the claim the clause belongs to (see
+            :func:`memlab.eval.fact_reading.read_fact`).
     """
 
     tokens: frozenset[str]
@@ -28,6 +30,7 @@ class Clause:
     optional: bool
     mood: str = ""
     flipped: frozenset[str] = frozenset()
+    segment: int = 0
 
     def negative_against(self, other: Clause) -> bool:
         """The clause's polarity where it meets ``other``: its own, flipped once for each

@@ -109,9 +109,13 @@ def link_words(
                 links.add(g, s, 1.0, form=True)
             elif derivation_root(g_form) == derivation_root(s_form):
                 links.add(g, s, derivation_credit, form=True)
-            elif similar is not None and g not in values and s not in values:
-                if similar(g_form, s_form) >= similar_threshold:
-                    links.add(g, s, similar_credit, form=False)
+            elif (
+                similar is not None
+                and g not in values
+                and s not in values
+                and similar(g_form, s_form) >= similar_threshold
+            ):
+                links.add(g, s, similar_credit, form=False)
     return links
 
 
