@@ -12,14 +12,16 @@ the tokens of a gold fact and a stored fact, each with a credit in (0, 1]:
   "ketogenic", "carbs" / "carbohydrates"), and hyphenated clippings whose parts begin
   consecutive words ("sci-fi" / "science fiction", "rom-coms" / "romantic comedies"). Credit 1.
 - **derivations**: two words whose roots agree once a derivational suffix and a final vowel
-  are taken off ("nausea" / "nauseous", "wool" / "woollen", "humid" / "humidity"); the
-  suffixes are data in ``fact_words.yaml``. Credit ``derivation_credit``.
+  are taken off, or one of which is the other's root ("nausea" / "nauseous", "wool" /
+  "woollen", "humid" / "humidity", "garden" / "gardener"); the suffixes are data in
+  ``fact_words.yaml``. With embeddings the two words' vectors must also be close (a cosine
+  of 0.5: "series" / "serious" share a root by accident). Credit ``derivation_credit``.
 - **similar words**: with word embeddings, two content words whose vectors have a cosine of at
   least ``similar_threshold`` ("film" / "movie"). Credit ``similar_credit``.
 
-Values (names, numbers, dates, class members) link only by abbreviation, clipping or
-derivation, never by similarity: "halal" and "kosher" are different diets however close their
-vectors.
+Values (names, numbers, dates, class members) link only by abbreviation or clipping, never
+by derivation or similarity: "halal" and "kosher" are different diets however close their
+vectors, and "vegetarian" is not a form of "vegetable".
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from functools import lru_cache
 from memlab.eval.fact_lexicon import canon, is_known_word, words
 from memlab.eval.fact_types import FactReading
 
-__all__ = ["Links", "WordSimilarity", "derivation_root", "link_words", "spells"]
+__all__ = ["Links", "WordSimilarity", "derivation_root", "derived", "link_words", "spells"]
 
 WordSimilarity = Callable[[str, str], float]
 """Cosine similarity of two words (lemmas)."""
@@ -39,6 +41,7 @@ WordSimilarity = Callable[[str, str], float]
 _MIN_ROOT = 3
 _MIN_CLIPPED = 4
 _CLIPPING_SIMILARITY = 0.6
+_DERIVATION_SIMILARITY = 0.5
 
 
 @dataclass
@@ -107,7 +110,12 @@ def link_words(
                 continue
             if _clipped(g_form, s_form, similar) or _clipped(s_form, g_form, similar):
                 links.add(g, s, 1.0, form=True)
-            elif derivation_root(g_form) == derivation_root(s_form):
+            elif (
+                g not in values
+                and s not in values
+                and derived(g_form, s_form)
+                and (similar is None or similar(g_form, s_form) >= _DERIVATION_SIMILARITY)
+            ):
                 links.add(g, s, derivation_credit, form=True)
             elif (
                 similar is not None
@@ -200,6 +208,13 @@ def _clipped(short: str, long: str, similar: WordSimilarity | None) -> bool:
     if len(short) >= _MIN_CLIPPED and not is_known_word(short):
         return True
     return similar is not None and similar(short, long) >= _CLIPPING_SIMILARITY
+
+
+def derived(a: str, b: str) -> bool:
+    """Whether two word forms are forms of one word: the same root, or one is the other's
+    root ("garden" / "gardener", "danger" / "dangerous")."""
+    root_a, root_b = derivation_root(a), derivation_root(b)
+    return root_a == root_b or a == root_b or root_a == b
 
 
 @lru_cache(maxsize=65536)
