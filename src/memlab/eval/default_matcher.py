@@ -34,7 +34,7 @@ import numpy as np
 
 from memlab.core.similarity import normalize_text
 from memlab.eval.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
-from memlab.eval.fact_lexicon import token_weight
+from memlab.eval.fact_lexicon import PREF, token_weight
 from memlab.eval.fact_reading import read_fact
 from memlab.eval.fact_types import Clause, FactReading
 from memlab.eval.matching import MatchResult
@@ -279,9 +279,10 @@ def polarity_conflict(
 
 
 def mood_conflict(gold: FactReading, stored: FactReading, links: Links | None = None) -> str | None:
-    """Why one fact states a goal and the other its outcome ("Wants to apply for the course"
-    vs "Was accepted onto the course"), or None (clauses aligned as for polarity)."""
-    found = _conflict(gold, stored, links or Links(), lambda g, s: {g.mood, s.mood} == _GOAL)
+    """Why one fact states a goal and the other does not: its outcome ("Wants to apply for
+    the course" vs "Was accepted onto the course") or a plain fact ("Wants to pass the exam"
+    vs "Is booked for the exam"); None otherwise (clauses aligned as for polarity)."""
+    found = _conflict(gold, stored, links or Links(), _goal_and_other)
     if found is None:
         return None
     g, s = found
@@ -292,8 +293,16 @@ def _opposite(gold: Clause, stored: Clause) -> bool:
     return gold.negative_against(stored) != stored.negative_against(gold)
 
 
-_GOAL = {"want", "done"}
-_MOODS = {"want": "wants or plans it", "done": "says it was done"}
+def _goal_and_other(gold: Clause, stored: Clause) -> bool:
+    """A goal against its outcome, or against a plain fact that is no preference (a
+    preference and a want are close: "Prefers to be called Sam" / "Wants to be called Sam")."""
+    if gold.mood == stored.mood or "want" not in (gold.mood, stored.mood):
+        return False
+    other = stored if gold.mood == "want" else gold
+    return other.mood == "done" or PREF not in other.tokens
+
+
+_MOODS = {"want": "wants or plans it", "done": "says it was done", "": "says it is so"}
 _PLAIN_VALUES = frozenset({"name", "number", "date"})
 Differ = Callable[[Clause, Clause], bool]
 

@@ -56,6 +56,7 @@ class WordLists:
     reason_as_followers: frozenset[str]
     subject_followers: frozenset[str]
     irregular_past: frozenset[str]
+    intent_nouns: frozenset[str]
     derivation_suffixes: tuple[str, ...]
     raw: Mapping[str, Any]
 
@@ -76,6 +77,7 @@ def words() -> WordLists:
         reason_as_followers=frozenset(raw["reason_as_followers"].split()),
         subject_followers=frozenset(raw["subject_followers"].split()),
         irregular_past=frozenset(raw["irregular_past"].split()),
+        intent_nouns=frozenset(raw["intent_nouns"].split()),
         # Longest first, so "ation" is tried before "ion".
         derivation_suffixes=tuple(sorted(raw["derivation_suffixes"].split(), key=len)[::-1]),
         raw=raw,

@@ -322,9 +322,9 @@ def _clause(words_: list[str], opened: str) -> Clause:
     negations = 1 if opened == "negate" else 0
     tokens: set[str] = set()
     flipped: set[str] = set()
-    done = False
+    done = intent = False
     previous = ""
-    for word in words_:
+    for position, word in enumerate(words_):
         if word in lists.negators:
             negations += 1
             previous = word
@@ -335,6 +335,10 @@ def _clause(words_: list[str], opened: str) -> Clause:
         previous = word
         if token is None:
             continue
+        if token in table.intent:
+            # A goal: "wants to ...", "plans to ...", "goal: ..." (not "planning apps").
+            following = words_[position + 1] if position + 1 < len(words_) else ""
+            intent = intent or following in ("to", "") or word in lists.intent_nouns
         if _negated_by_un(word):
             negations += 1
             token = canon(word[2:]) or token
@@ -349,7 +353,7 @@ def _clause(words_: list[str], opened: str) -> Clause:
         tokens.add(token)
         if token in table.implies:
             tokens.add(table.implies[token])
-    mood = "want" if tokens & table.intent else "done" if done else ""
+    mood = "want" if intent else "done" if done else ""
     return Clause(
         frozenset(tokens), negations % 2 == 1, opened == "optional", mood, frozenset(flipped)
     )
