@@ -328,6 +328,9 @@ def calibrate(
     """
     pairs = list(pairs)
     result = Calibration(matcher=matcher_name(matcher), split=split or _split_name(pairs))
+    warm = getattr(matcher, "warm", None)
+    if callable(warm):  # read and embed every text in one batch first
+        warm(text for pair in pairs for text in (pair.gold, pair.stored))
     for pair in pairs:
         accepted = matcher.covers(pair.stored, pair.gold)
         result.total.add(pair.label, accepted)

@@ -29,14 +29,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from memlab.eval.fact_lexicon import canon, is_known_word, words
 from memlab.eval.fact_types import FactReading
 
-__all__ = ["Links", "WordSimilarity", "derivation_root", "derived", "link_words", "spells"]
+if TYPE_CHECKING:
+    import numpy as np
 
-WordSimilarity = Callable[[str, str], float]
-"""Cosine similarity of two words (lemmas)."""
+__all__ = ["Links", "SimilarityMatrix", "derivation_root", "derived", "link_words", "spells"]
+
+SimilarityMatrix = Callable[[Sequence[str], Sequence[str]], "np.ndarray"]
+"""Cosine similarities of two lists of words (lemmas): a matrix, rows for the first list."""
 
 _MIN_ROOT = 3
 _MIN_CLIPPED = 4
@@ -86,43 +90,45 @@ def link_words(
     stored: FactReading,
     *,
     derivation_credit: float,
-    similar: WordSimilarity | None = None,
+    similarity: SimilarityMatrix | None = None,
     similar_threshold: float = 1.0,
     similar_credit: float = 0.0,
 ) -> Links:
-    """Every link between the tokens of ``gold`` and ``stored`` (see the module docstring)."""
+    """Every link between the tokens of ``gold`` and ``stored`` (see the module docstring).
+
+    ``similarity`` gives the cosine similarities of two lists of words (word embeddings);
+    without it, clippings of known words and similar words are not linked, and derivations
+    are not checked against the vectors.
+    """
     links = Links()
     if gold.cjk or stored.cjk:
         return links
     _abbreviations(gold, stored, links, gold_side=True)
     _abbreviations(stored, gold, links, gold_side=False)
     gold_forms, stored_forms = gold.form_of, stored.form_of
-    loose_gold = [t for t in gold_forms if t not in stored_forms]
-    loose_stored = [t for t in stored_forms if t not in gold_forms]
+    # Numbers never link: "eight" and "eighteen" are two numbers.
+    loose_gold = [t for t in gold_forms if t not in stored_forms and not t[0].isdigit()]
+    loose_stored = [t for t in stored_forms if t not in gold_forms and not t[0].isdigit()]
+    if not loose_gold or not loose_stored:
+        return links
+    cosines = (
+        similarity([gold_forms[t] for t in loose_gold], [stored_forms[t] for t in loose_stored])
+        if similarity is not None
+        else None
+    )
     values = gold.value_tokens | stored.value_tokens
-    for g in loose_gold:
+    for i, g in enumerate(loose_gold):
         g_form = gold_forms[g]
-        if g[0].isdigit():
-            continue  # "eight" and "eighteen" are two numbers
-        for s in loose_stored:
+        for j, s in enumerate(loose_stored):
             s_form = stored_forms[s]
-            if s[0].isdigit():
-                continue
-            if _clipped(g_form, s_form, similar) or _clipped(s_form, g_form, similar):
+            cosine = float(cosines[i, j]) if cosines is not None else None
+            if _clipped(g_form, s_form, cosine) or _clipped(s_form, g_form, cosine):
                 links.add(g, s, 1.0, form=True)
-            elif (
-                g not in values
-                and s not in values
-                and derived(g_form, s_form)
-                and (similar is None or similar(g_form, s_form) >= _DERIVATION_SIMILARITY)
-            ):
+            elif g in values or s in values:
+                continue  # values link as abbreviations and clippings only
+            elif derived(g_form, s_form) and (cosine is None or cosine >= _DERIVATION_SIMILARITY):
                 links.add(g, s, derivation_credit, form=True)
-            elif (
-                similar is not None
-                and g not in values
-                and s not in values
-                and similar(g_form, s_form) >= similar_threshold
-            ):
+            elif cosine is not None and cosine >= similar_threshold:
                 links.add(g, s, similar_credit, form=False)
     return links
 
@@ -198,7 +204,7 @@ def _begins(word: str, part: str) -> bool:
     return len(part) == 1 and len(word) > 2 and word[0] in "aeiou" and word[1] == part
 
 
-def _clipped(short: str, long: str, similar: WordSimilarity | None) -> bool:
+def _clipped(short: str, long: str, cosine: float | None) -> bool:
     """``short`` is a clipping of ``long`` ("keto" of "ketogenic", "carb" of "carbohydrate"):
     it begins ``long``, which is at least 1.6 times as long, and it is no word of its own (4+
     letters), or (with embeddings) its vector is close to that of ``long`` ("vet" /
@@ -207,14 +213,14 @@ def _clipped(short: str, long: str, similar: WordSimilarity | None) -> bool:
         return False
     if len(short) >= _MIN_CLIPPED and not is_known_word(short):
         return True
-    return similar is not None and similar(short, long) >= _CLIPPING_SIMILARITY
+    return cosine is not None and cosine >= _CLIPPING_SIMILARITY
 
 
 def derived(a: str, b: str) -> bool:
     """Whether two word forms are forms of one word: the same root, or one is the other's
     root ("garden" / "gardener", "danger" / "dangerous")."""
     root_a, root_b = derivation_root(a), derivation_root(b)
-    return root_a == root_b or a == root_b or root_a == b
+    return root_a in (root_b, b) or a == root_b
 
 
 @lru_cache(maxsize=65536)
