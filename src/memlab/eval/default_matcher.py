@@ -83,8 +83,6 @@ class DefaultMatcher:
         similar_word: Cosine similarity of two words' vectors from which they count as the
             same word (with embeddings; "film" / "movie").
         similar_credit: Credit for such a word.
-        value_weight: Weight in coverage of a number or date (other words weigh 1, light
-            verbs 0.5).
     """
 
     embedder: Embedder | None = None
@@ -97,7 +95,6 @@ class DefaultMatcher:
     cosine_ceiling: float = 0.9
     similar_word: float = 0.8
     similar_credit: float = 0.75
-    value_weight: float = 0.5
     _vectors: _Vectors | None = field(default=None, init=False, repr=False)
     _verdicts: dict[tuple[str, str], MatchResult] = field(
         default_factory=dict, init=False, repr=False
@@ -150,9 +147,8 @@ class DefaultMatcher:
         links = self._links(g, s)
         veto = value_conflict(g, s, links) or polarity_conflict(g, s, links)
         veto = veto or mood_conflict(g, s, links)
-        light = (g.plain_values | s.plain_values, self.value_weight)
-        gold_cov = _gold_coverage(g, s.tokens, links, self.clause_weight, light)
-        stored_cov = _coverage(s.core_tokens, g.tokens, links, light, gold=False)
+        gold_cov = _gold_coverage(g, s.tokens, links, self.clause_weight)
+        stored_cov = _coverage(s.core_tokens, g.tokens, links, gold=False)
         score = self.gold_weight * gold_cov + (1 - self.gold_weight) * stored_cov
         parts = [f"coverage gold {gold_cov:.2f} stored {stored_cov:.2f}"]
         # Embeddings: English only, and not needed once a veto has decided.
@@ -208,16 +204,11 @@ class _Vectors:
             self._rows.update(zip(missing, self._source.vectors(missing), strict=True))
 
 
-Light = tuple[frozenset[str], float]
-"""Tokens that weigh less in coverage (numbers and dates), and their weight."""
-
-
 def _gold_coverage(
     gold: FactReading,
     stored_tokens: frozenset[str],
     links: Links,
     clause_weight: float,
-    light: Light,
 ) -> float:
     """Coverage of the gold claim's tokens, mixed with that of its least covered claim
     clause ("has a cat and a dog" is not stated by "has a cat"); of the best covered segment
@@ -227,23 +218,18 @@ def _gold_coverage(
     for segment in sorted({c.segment for c in claim}):
         clauses = [c for c in claim if c.segment == segment]
         tokens = frozenset().union(*(c.tokens for c in clauses))
-        overall = _coverage(tokens, stored_tokens, links, light, gold=True)
-        weakest = min(_coverage(c.tokens, stored_tokens, links, light, gold=True) for c in clauses)
+        overall = _coverage(tokens, stored_tokens, links, gold=True)
+        weakest = min(_coverage(c.tokens, stored_tokens, links, gold=True) for c in clauses)
         best = max(best, (1 - clause_weight) * overall + clause_weight * weakest)
     return best
 
 
-def _coverage(
-    tokens: Iterable[str], other: frozenset[str], links: Links, light: Light, *, gold: bool
-) -> float:
+def _coverage(tokens: Iterable[str], other: frozenset[str], links: Links, *, gold: bool) -> float:
     """Weighted share of ``tokens`` found in ``other``, directly or through a link (1.0 when
-    ``tokens`` is empty). Numbers and dates weigh ``light[1]``: the value veto already
-    compares them, and a shared date says little about whether the claims agree ("Wants to
-    pass the exam in June" / "Is booked for the exam in June")."""
-    values, value_weight = light
+    ``tokens`` is empty)."""
     total = found = 0.0
     for token in tokens:
-        weight = value_weight if token in values else token_weight(token)
+        weight = token_weight(token)
         total += weight
         if token in other:
             found += weight

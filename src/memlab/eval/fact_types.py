@@ -79,11 +79,6 @@ class FactReading:
         return dict(self.values)
 
     @cached_property
-    def plain_values(self) -> frozenset[str]:
-        """Number and date tokens."""
-        return frozenset().union(*(v for slot, v in self.values if slot in ("number", "date")))
-
-    @cached_property
     def claim_value_map(self) -> dict[str, frozenset[str]]:
         """Values by slot, of the claim clauses only."""
         return dict(self.claim_values)
