@@ -81,45 +81,8 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = group.add_subparsers(dest="matcher_command", metavar="COMMAND", required=True)
-    c = commands.add_parser(
-        "calibrate",
-        help="agreement, precision, recall and a confusion table per kind",
-        description="Measure a matcher against the labeled calibration pairs.",
-        epilog=_CALIBRATE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_matcher_options(c)
-    c.add_argument("--pairs", help="pairs file (default: the bundled calibration set)")
-    c.add_argument(
-        "--split",
-        choices=[*SPLITS, "all"],
-        default="test",
-        help="which pairs to use (default: test)",
-    )
-    c.add_argument("--errors", action="store_true", help="also list the pairs it got wrong")
-    c.add_argument("--json", action="store_true", help="print the numbers as JSON")
-    c.add_argument(
-        "--judge",
-        metavar="BACKEND",
-        help="with a labelling sheet: an LLM judge (backend spec) labels it too",
-    )
-    c.set_defaults(func=_calibrate)
-
-    a = commands.add_parser(
-        "audit",
-        help="draw a labelling sheet of (stored, gold) pairs from a run",
-        description="Draw a labelling sheet from a finished run, stratified by verdict.",
-        epilog=_AUDIT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    a.add_argument("run", type=_args.existing_directory, help="run directory")
-    a.add_argument("--sample", type=_args.count, default=60, help="pairs to draw (default 60)")
-    a.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    a.add_argument("-o", "--output", help=f"sheet path (default: RUN/{sheet_path('.').name})")
-    a.add_argument("--force", action="store_true", help="replace an existing sheet")
-    _add_matcher_options(a)
-    a.set_defaults(func=_audit)
-
+    _register_calibrate(commands)
+    _register_audit(commands)
     ls = commands.add_parser(
         "list",
         help="the matcher names",
@@ -139,6 +102,51 @@ def register(subparsers: Any) -> None:
     r.add_argument("run", type=_args.directory, help="run directory")
     _add_matcher_options(r)
     r.set_defaults(func=_rescore)
+
+
+def _register_calibrate(commands: Any) -> None:
+    c = commands.add_parser(
+        "calibrate",
+        help="agreement, precision, recall and kappa per style and kind",
+        description="Measure a matcher against the labeled calibration pairs.",
+        epilog=_CALIBRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_matcher_options(c)
+    c.add_argument(
+        "--pairs", help="pairs file (.jsonl) or labelling sheet (.csv) (default: the bundled sets)"
+    )
+    c.add_argument(
+        "--split",
+        choices=[*SPLITS, "all"],
+        default="test",
+        help="which pairs to use (default: test)",
+    )
+    c.add_argument("--errors", action="store_true", help="also list the pairs it got wrong")
+    c.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    c.add_argument(
+        "--judge",
+        metavar="BACKEND",
+        help="with a labelling sheet: an LLM judge (backend spec) labels it too",
+    )
+    c.set_defaults(func=_calibrate)
+
+
+def _register_audit(commands: Any) -> None:
+    a = commands.add_parser(
+        "audit",
+        help="draw a labelling sheet of (stored, gold) pairs from a run",
+        description="Draw a labelling sheet from a finished run, stratified by verdict.",
+        epilog=_AUDIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument("run", type=_args.existing_directory, help="run directory")
+    a.add_argument("--sample", type=_args.count, default=60, help="pairs to draw (default 60)")
+    a.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    a.add_argument("-o", "--output", help=f"sheet path (default: RUN/{sheet_path('.').name})")
+    a.add_argument("--force", action="store_true", help="replace an existing sheet")
+    _add_matcher_options(a)
+    a.set_defaults(func=_audit)
 
 
 def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
