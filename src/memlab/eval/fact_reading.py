@@ -52,6 +52,8 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"cuts? (?:out|down on|back on)", "cut"),
         (r"fed up with", "hate"),
         (r"stay(?:s|ed|ing)? away from", "avoid"),
+        (r"(?:do|does|did|would) not mind", "tolerate"),
+        (r"(?:never|not) miss(?:es|ed)?", "always"),
         (r"(?:big|huge|great|massive|die-hard|avid) fan", "fan"),
         (r"(\w+)-free", r"no \1"),
         (r"non-(?=\w)", "non "),
@@ -222,7 +224,9 @@ def _clauses(words_: list[_Word]) -> list[Clause]:
     return out
 
 
-_SUBJECTS = frozenset({"i", "we", "my", "our", "it", "they", "he", "she", "me"})
+_SUBJECTS = frozenset(
+    {"i", "we", "my", "our", "it", "they", "he", "she", "me", "the", "this", "that", "there"}
+)
 
 
 _OWNER_WORDS = frozenset({"my", "her", "his", "their", "our", "user", "users", "the"})
@@ -252,6 +256,8 @@ def _opens_with_subject_name(text: str, words_: list[_Word]) -> bool:
         return False
     if text.lstrip().startswith((f"{words_[0].raw}'s", f"{words_[0].raw}\u2019s")):
         return True
+    if is_known_word(first):
+        return False  # "Woollen jumpers make ...", "Photography has been ...": no name
     inflected = second.endswith("ed") or (
         second.endswith("s") and not second.endswith("ss") and lemma(second) != second
     )
@@ -288,7 +294,7 @@ def _split(words_: list[_Word], has_prefer: bool) -> Iterator[tuple[list[str], s
             or (word == "as" and current and following in lists.reason_as_followers)
         ):
             opener = "optional"
-        elif word in lists.plain_openers:
+        elif word in lists.plain_openers and not _compound_subject(current, following):
             opener = "plain"
         if opener is None:
             current.append(word)
@@ -308,12 +314,23 @@ def _split(words_: list[_Word], has_prefer: bool) -> Iterator[tuple[list[str], s
         yield current, opened, sentence
 
 
+def _compound_subject(current: list[str], following: str) -> bool:
+    """ "My partner and I ...": the "and" joins a subject, not two claims."""
+    return following in ("i", "we") and 0 < len(current) <= 3 and current[0] in _POSSESSIVES
+
+
+_POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
+
+
 def _prefer_to(current: list[str], lower: list[str], index: int) -> bool:
     """True at the ``to`` of "prefer X to Y" (not "prefer to X")."""
     if not current or index + 1 >= len(lower):
         return False
     starts = [i for i, w in enumerate(current) if w.startswith("prefer")]
-    return bool(starts) and any(canon(w) is not None for w in current[starts[0] + 1 :])
+    negators = words().negators
+    return bool(starts) and any(
+        w not in negators and canon(w) is not None for w in current[starts[0] + 1 :]
+    )
 
 
 def _clause(words_: list[str], opened: str) -> Clause:
