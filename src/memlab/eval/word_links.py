@@ -19,8 +19,8 @@ the tokens of a gold fact and a stored fact, each with a credit in (0, 1]:
 - **similar words**: with word embeddings, two content words whose vectors have a cosine of at
   least ``similar_threshold`` ("film" / "movie"). Credit ``similar_credit``.
 
-Values link only by abbreviation or clipping, and names also by derivation ("Buddhist" /
-"Buddhism"), never by similarity: "halal" and "kosher" are different diets however close their
+Values (names, numbers, dates, class members) link only by abbreviation or clipping, never
+by derivation or similarity: "halal" and "kosher" are different diets however close their
 vectors, and "vegetarian" is not a form of "vegetable".
 """
 
@@ -116,11 +116,7 @@ def link_words(
         if similarity is not None
         else None
     )
-    # Class values (diets, instruments ...) never link as derivations ("vegetarian" is not a
-    # form of "vegetable"); names may ("Buddhist" / "Buddhism", "Italian" / "Italy").
-    values = (gold.value_tokens | stored.value_tokens) - (
-        gold.value_map.get("name", frozenset()) | stored.value_map.get("name", frozenset())
-    )
+    values = gold.value_tokens | stored.value_tokens
     for i, g in enumerate(loose_gold):
         g_form = gold_forms[g]
         for j, s in enumerate(loose_stored):
@@ -129,7 +125,7 @@ def link_words(
             if _clipped(g_form, s_form, cosine) or _clipped(s_form, g_form, cosine):
                 links.add(g, s, 1.0, form=True)
             elif g in values or s in values:
-                continue  # class values link as abbreviations and clippings only
+                continue  # values link as abbreviations and clippings only
             elif derived(g_form, s_form) and (cosine is None or cosine >= _DERIVATION_SIMILARITY):
                 links.add(g, s, derivation_credit, form=True)
             elif cosine is not None and cosine >= similar_threshold:
