@@ -81,7 +81,7 @@ def test_the_report_counts_this_runs_replies(
     result = demo[0]
     html = result.paths.html.read_text(encoding="utf-8")
     intro = html.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
-    bound = bounded_reply_tokens(SchemaBounds(**BOUNDS), "local:smollm2")
+    bound = bounded_reply_tokens(SchemaBounds(**BOUNDS), "compact")
     for run in result.real:
         for lane_id, lane in run.lanes.items():
             replies = int(((run.calls["lane_id"] == lane_id) & run.calls["reply"].notna()).sum())

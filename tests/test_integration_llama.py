@@ -16,7 +16,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import CachedBackend
 from memlab.backends.grammar import bounded_reply_tokens, worst_case_tokens
 from memlab.backends.llama_local import LocalLlamaBackend
@@ -25,6 +24,7 @@ from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.core.contract import SchemaBounds, bounded_schema
 from memlab.core.document import SeededFactIds
+from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.parsing import FailureCategory, Rung, parse_reply
 from memlab.core.storage import JsonFileStorage
 from memlab.core.updater import MemoryUpdater, UpdateResult
@@ -191,7 +191,7 @@ def test_real_replies_hold_their_properties(
     bound as max_tokens, a bounded reply always ends with ``stop`` and parses; a free reply
     ends in one of the taxonomy's outcomes, recorded."""
     backend = LocalLlamaBackend(n_threads=threads, n_ctx=N_CTX)
-    bound = bounded_reply_tokens(BOUNDS, "local:smollm2")
+    bound = bounded_reply_tokens(BOUNDS, "compact")
     max_tokens = bound if mode is OutputMode.JSON_SCHEMA else 32
     store_file = tmp_path / "memory.json"
     updater = MemoryUpdater(
@@ -222,7 +222,7 @@ def test_local_schema_constrained_contract_reply(
     reply closes, is compact JSON and satisfies the contract and its bounds."""
     schema = bounded_schema(contract(), BOUNDS)
     bound = worst_case_tokens(schema)
-    assert bound == bounded_reply_tokens(BOUNDS, "local:smollm2")
+    assert bound == bounded_reply_tokens(BOUNDS, "compact")
     completion = local.complete(chat(update_prompt(), OutputMode.JSON_SCHEMA, bound, schema))
     record_property("schema_outcome", f"{completion.completion_tokens} tokens")
     assert completion.finish_reason == "stop"

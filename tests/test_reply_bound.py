@@ -186,16 +186,16 @@ def oracle() -> GrammarOracle:
     return GrammarOracle()
 
 
-DIALECTS: dict[GrammarDialect, str] = {"compact": "local:smollm2", "server": "openai:smollm2"}
+DIALECTS: list[GrammarDialect] = ["compact", "server"]
 
 
-@pytest.mark.parametrize("dialect", list(DIALECTS))
+@pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("bounds", SETTINGS, ids=lambda b: str(b).replace(" ", ","))
 def test_the_bound_is_the_longest_reply_brute_force_finds(
     oracle: GrammarOracle, bounds: SchemaBounds, dialect: GrammarDialect
 ) -> None:
     grammar = compile_grammar(bounded_schema(contract_schema(), bounds), dialect)
-    bound = bounded_reply_tokens(bounds, DIALECTS[dialect])
+    bound = bounded_reply_tokens(bounds, dialect)
     admitted = admitted_choices(oracle, grammar, bounds)
     spelled = oracle.byte_spelling(longest(admitted).text())
     assert oracle.accepts(grammar, spelled)  # a model may emit it one byte per token

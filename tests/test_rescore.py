@@ -10,18 +10,18 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.eval.grid import Grid
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher, LexicalMatcher
-from memlab.eval.rescore import RescoreError, rescore
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest
+from memlab.matching.base import FactMatcher, LexicalMatcher
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matchers import default_matcher
 from memlab.reporting.report import build_report
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.rescoring import RescoreError, rescore
+from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
@@ -178,10 +178,10 @@ def test_rescore_command_and_report_note(
     out = capsys.readouterr().out
     assert "rescored with matcher lexical" in out and "recall" in out
     paths = build_report([run], tmp_path / "report")
-    note = (
-        "fact matcher of a: lexical, agreement 59.5% with hand labels on the calibration test split"
-    )
-    assert note in paths.markdown.read_text(encoding="utf-8")
+    text = paths.markdown.read_text(encoding="utf-8")
+    assert "fact matcher of a: lexical, agreement " in text
+    assert "with hand labels on the calibration test split (428 pairs; by style: " in text
+    assert "compact 59.5% (wrong pairs accepted 42.6%); longform " in text
     assert main(["rescore", str(tmp_path / "no-run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1

@@ -9,8 +9,8 @@ import pytest
 from builders import update
 from jsonschema import Draft202012Validator
 
-from memlab.backends.base import OutputMode
 from memlab.backends.grammar import bounded_reply_tokens, longest_text_bytes
+from memlab.backends.registry import dialect_for
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.contract import (
@@ -20,10 +20,12 @@ from memlab.core.contract import (
     minimal_update,
     validate_update,
 )
+from memlab.core.llm import OutputMode
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
-from memlab.eval.grid import Grid, GridError, LaneConfig, load_grid
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid, GridError, LaneConfig
+from memlab.sweeps.plan import load_grid
 
 BOUNDS = SchemaBounds(summary_chars=20, fact_chars=30, max_new_facts=2, max_removals=1)
 
@@ -202,9 +204,17 @@ def test_the_worst_case_depends_on_the_backends_grammar() -> None:
     pytest.importorskip("llama_cpp")
     bounds = SchemaBounds(summary_chars=60, max_new_facts=3)
     # llama.cpp's own grammar allows spaces, six-byte escapes and long numbers
-    assert bounded_reply_tokens(bounds, "openai:x") > bounded_reply_tokens(bounds, "local:x")
+    assert bounded_reply_tokens(bounds, "server") > bounded_reply_tokens(bounds, "compact")
     lane = LaneConfig(backend="openai:x", output_mode="json_schema", schema_bounds=bounds)
-    assert lane.max_tokens == bounded_reply_tokens(bounds, "openai:x")
+    assert lane.max_tokens == bounded_reply_tokens(bounds, "server")
+    local = LaneConfig(backend="local:smollm2", output_mode="json_schema", schema_bounds=bounds)
+    assert local.max_tokens == bounded_reply_tokens(bounds, "compact")
+    # the backend's plugin names its grammar; an unknown prefix gets the larger bound
+    assert [dialect_for(spec) for spec in ("local:x", "openai:x", "nope:x")] == [
+        "compact",
+        "server",
+        "server",
+    ]
     # more room in the bounds, more room in the worst case
     wider = SchemaBounds(summary_chars=61, max_new_facts=3)
     assert bounded_reply_tokens(wider) > bounded_reply_tokens(bounds)
@@ -244,6 +254,6 @@ def test_the_cli_prints_the_worst_case(capsys: pytest.CaptureFixture[str]) -> No
     prompt = Path(__file__).parent.parent / "notebooks" / "prompts" / "terse.txt"
     assert main(["prompts", "check", str(prompt), *flags, "--backend", "openai:x"]) == 0
     last = capsys.readouterr().out.rstrip("\n").rsplit("\n", 1)[-1]
-    assert f"(server grammar): {bounded_reply_tokens(bounds, 'openai:x')} tokens" in last
+    assert f"(server grammar): {bounded_reply_tokens(bounds, 'server')} tokens" in last
     assert main(["validate", "--schema", "--bounds", "max_new_facts=-1"]) == 2
     assert "max_new_facts must be at least 0" in capsys.readouterr().err

@@ -20,15 +20,14 @@ import pandas as pd
 import pytest
 from sim_truth import Expected, expected_counts
 
-from memlab.backends.sim_profile import load_profile
-from memlab.backends.simulated import SimDecision, SimulatedBackend
-from memlab.core.parsing import FailureCategory
+from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid
-from memlab.eval.plan import parse_options_for
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.simulation.model import SimDecision, SimulatedBackend
+from memlab.simulation.profile import load_profile
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 SEEDS = list(range(6))
 #: (profile, threshold, parse preset): one lane per seed each.
@@ -211,6 +210,10 @@ def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
     assert summary["removed"] == retracted
     assert summary["final_facts"] == gold - retracted
     assert summary["dup_near"] == 0 and summary["forbidden_stored"] == 0
+    # No remaining fact may "state" a retracted one, and no add may "state" a fact already
+    # held: the real matcher, not only the labels, must read the personas facts apart.
+    assert summary["retracted_held"] == 0
+    assert summary["op_add_precision"] == 1.0 and summary["op_adds_redundant"] == 0
 
 
 def test_the_pipeline_counts_exactly_the_failures_the_model_produced(tmp_path: Path) -> None:

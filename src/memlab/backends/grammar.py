@@ -39,9 +39,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from memlab.backends.base import BackendError
 from memlab.backends.schema_walk import SchemaTransformer
 from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.llm import BackendError
 
 __all__ = [
     "COMPACT_CHAR_RULE",
@@ -49,7 +49,6 @@ __all__ = [
     "GrammarDialect",
     "bounded_reply_tokens",
     "compile_grammar",
-    "dialect_for",
     "longest_text_bytes",
     "to_grammar_schema",
     "worst_case_tokens",
@@ -102,12 +101,6 @@ def to_grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     the grammar only narrows decoding.
     """
     return _GrammarSchema()(schema)
-
-
-def dialect_for(backend_spec: str) -> GrammarDialect:
-    """The grammar a lane's backend decodes with: memlab's compact one for ``local:`` models,
-    llama.cpp's own (the larger bound) for everything else."""
-    return "compact" if str(backend_spec).strip().partition(":")[0] == "local" else "server"
 
 
 def compile_grammar(schema: Mapping[str, Any], dialect: GrammarDialect = "compact") -> str:
@@ -193,13 +186,12 @@ def worst_case_tokens(schema: Mapping[str, Any], dialect: GrammarDialect = "comp
 
 
 @functools.cache
-def bounded_reply_tokens(bounds: SchemaBounds, backend_spec: str = "local:smollm2") -> int:
+def bounded_reply_tokens(bounds: SchemaBounds, dialect: GrammarDialect = "compact") -> int:
     """The most tokens a contract reply can take under ``bounds`` (the end of generation
-    included) when a lane of ``backend_spec`` decodes it: :func:`worst_case_tokens` of the
-    bounded contract schema the updater sends, in the backend's dialect."""
-    tokens = worst_case_tokens(
-        bounded_schema(contract_schema(), bounds), dialect_for(backend_spec)
-    )
+    included) when decoded with ``dialect``'s grammar: :func:`worst_case_tokens` of the
+    bounded contract schema the updater sends. (A lane's dialect comes from its backend:
+    :func:`memlab.backends.registry.dialect_for`.)"""
+    tokens = worst_case_tokens(bounded_schema(contract_schema(), bounds), dialect)
     if tokens is None:  # every string and list of the contract is bounded: cannot happen
         raise ValueError(f"the contract's grammar under {bounds!r} admits replies of any length")
     return tokens

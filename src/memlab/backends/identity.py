@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend
+from memlab.core.llm import Backend
 
 __all__ = ["backend_identity", "file_digest"]
 

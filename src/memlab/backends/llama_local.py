@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import (
+from memlab.backends.grammar import compile_grammar
+from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,
     OutputMode,
     check_model_requests_allowed,
 )
-from memlab.backends.grammar import compile_grammar
 
 __all__ = [
     "BUNDLED_MODEL_FILE",

@@ -33,16 +33,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from memlab.backends.base import (
+from memlab.backends.grammar import to_grammar_schema
+from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
+from memlab.backends.schema_walk import SchemaTransformer
+from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,
     OutputMode,
     check_model_requests_allowed,
 )
-from memlab.backends.grammar import to_grammar_schema
-from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
-from memlab.backends.schema_walk import SchemaTransformer
 
 if TYPE_CHECKING:
     import openai

@@ -19,7 +19,7 @@ from memlab.errors import excerpt
 
 if TYPE_CHECKING:
     from memlab.core.contract import SchemaBounds
-    from memlab.eval.executors import DaskSpec
+    from memlab.sweeps.executors import DaskSpec
 
 __all__ = [
     "MAX_WORKERS",
@@ -58,8 +58,8 @@ def workers(text: str) -> int:
 
 
 def executor(text: str) -> DaskSpec:
-    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.eval.executors`)."""
-    from memlab.eval.executors import ExecutorError, parse_executor
+    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.sweeps.executors`)."""
+    from memlab.sweeps.executors import ExecutorError, parse_executor
 
     try:
         return parse_executor(text)
@@ -139,7 +139,7 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.eval.stats import DEFAULT_RESAMPLES
+    from memlab.scoring.stats import DEFAULT_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
@@ -186,20 +186,22 @@ def add_bounds_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="local:smollm2",
-        help="the lane's backend: local:... decodes with memlab's compact grammar, any other "
-        "with llama.cpp's (default: local:smollm2)",
+        help="the lane's backend: its plugin names the grammar the bound is computed for "
+        "(local:... memlab's compact one, others llama.cpp's; default: local:smollm2)",
     )
 
 
 def reply_bound_line(bounds: SchemaBounds | None, backend: str) -> str:
     """The worst-case reply length of bounded json_schema output, as one line."""
-    from memlab.backends.grammar import bounded_reply_tokens, dialect_for
+    from memlab.backends.grammar import bounded_reply_tokens
+    from memlab.backends.registry import dialect_for
     from memlab.core.contract import SchemaBounds
 
     bounds = bounds if bounds is not None else SchemaBounds.model_validate({})
     settings = " ".join(f"{key}={value}" for key, value in bounds.model_dump().items())
+    dialect = dialect_for(backend)
     return (
         f"worst case of a reply under schema_bounds {settings} with {backend} "
-        f"({dialect_for(backend)} grammar): {bounded_reply_tokens(bounds, backend)} tokens, the "
+        f"({dialect} grammar): {bounded_reply_tokens(bounds, dialect)} tokens, the "
         "end of generation included; a lane's max_tokens must be at least that (auto sets it)"
     )
