@@ -40,13 +40,13 @@ def test_second_run_replays_from_cache_with_identical_metrics(tmp_path: Path) ->
 
     first = sweep("smoke", grid, runs_dir=tmp_path / "a", backend_factory=factory, progress=False)
     # One call per agent run, 7 per lane. What the model replies differs between CPUs and
-    # builds; what holds on all of them: a reply cut at max_tokens never parses, a parsed
-    # reply is saved, and the failure rate counts the failed parses.
+    # builds; what holds on all of them: a reply cut at max_tokens has exactly max_tokens
+    # tokens, a parsed reply is saved, and the failure rate counts the failed parses. (A cut
+    # reply usually fails to parse, but one whose JSON closes on the last token would parse.)
     assert built[0].counters.backend_calls == len(first.calls) == 14
     calls = first.calls
     cut = calls["finish_reason"] == "length"
     assert (calls.loc[cut, "completion_tokens"] == 96).all()
-    assert not calls.loc[cut, "parse_ok"].any()
     assert (calls["saved"] == calls["parse_ok"]).all()
     summary = first.summary
     assert list(summary["llm_calls"]) == list(summary["agent_runs"]) == [7, 7]
