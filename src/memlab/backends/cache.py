@@ -439,9 +439,7 @@ def _iter_files(cache_dir: Path) -> Iterator[tuple[str, Path]]:
             )
         for shard in names:
             with os.scandir(cache_dir / shard) as files:
-                found = sorted(
-                    (f.name for f in files if f.is_file(follow_symlinks=False)), key=str
-                )
+                found = sorted((f.name for f in files if f.is_file(follow_symlinks=False)), key=str)
             for name in found:
                 kind = _file_kind(shard, name)
                 if kind is not None:

@@ -237,7 +237,9 @@ def read_text(
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FileReadError(
-            path, what, f"it is not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8"
+            path,
+            what,
+            f"it is not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8",
         ) from None
 
 
@@ -263,9 +265,7 @@ def iter_lines(
             return
         number += 1
         if len(line) > max_line_bytes:
-            raise FileReadError(
-                path, what, f"line {number} is longer than {max_line_bytes} bytes"
-            )
+            raise FileReadError(path, what, f"line {number} is longer than {max_line_bytes} bytes")
         total += len(line)
         if max_total_bytes is not None and total > max_total_bytes:
             raise FileReadError(path, what, f"it is larger than {max_total_bytes} bytes")

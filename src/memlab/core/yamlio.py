@@ -191,7 +191,9 @@ def read_text_limited(
         raise YamlInputError(str(exc)) from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise YamlInputError(f"{one_line(os.fspath(path), 300)}: cannot read {what}: {reason}") from None
+        raise YamlInputError(
+            f"{one_line(os.fspath(path), 300)}: cannot read {what}: {reason}"
+        ) from None
 
 
 def read_yaml(
