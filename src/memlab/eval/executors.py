@@ -35,7 +35,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
+import signal
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
@@ -172,10 +174,34 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         ) from None
     try:
         yield client
-    finally:
-        client.close()
+    except BaseException:
+        # Interrupted or failed: do not wait for replays still running on the workers.
+        _close_quickly(client, cluster)
+        raise
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def _close_quickly(client: Any, cluster: Any) -> None:
+    """Close a client (and a local cluster) within about a second, killing busy workers."""
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # "worker process still alive, killing" is expected here
+    try:
+        if cluster is not None:  # our own worker processes: a replay may wait on a server
+            for nanny in list(getattr(cluster, "workers", {}).values()):
+                pid = getattr(getattr(nanny, "process", None), "pid", None)
+                if isinstance(pid, int):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            client.close(timeout=1)
         if cluster is not None:
-            cluster.close()
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=1)
+    finally:
+        quiet.setLevel(level)
 
 
 def _factory_token(backends: LaneBackends) -> str:
@@ -224,7 +250,9 @@ class DaskPool:
     def __enter__(self) -> DaskPool:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
+        if kind is KeyboardInterrupt and getattr(self._client, "cluster", None) is not None:
+            return  # a local cluster that is shut down next: nothing to cancel
         pending = [future for future in self._names if not future.done()]
         if pending:
             self._client.cancel(pending)

@@ -223,7 +223,7 @@ class Grid(BaseModel):
 
     name: str = "sweep"
     dataset: str = "smoke"
-    owners: list[str] | None = None
+    owners: list[str] | None = Field(None, min_length=1)
     """Restrict to these user ids (``None`` = all)."""
     max_owners: int | None = Field(None, ge=1)
     max_sessions: int | None = Field(None, ge=1)
