@@ -25,7 +25,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from io import BufferedReader
 
 from memlab.errors import MemlabError, one_line
 
@@ -153,7 +153,7 @@ def open_regular(
     what: str,
     max_bytes: int | None = None,
     inside: str | os.PathLike[str] | None = None,
-) -> BinaryIO:
+) -> BufferedReader:
     """Open a regular file for reading in binary mode (see the module docstring).
 
     Args:
@@ -192,7 +192,8 @@ def open_regular(
                 "(is this the right file?)",
             )
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        handle: BufferedReader = os.fdopen(fd, "rb")
+        return handle
     except BaseException:
         os.close(fd)
         raise
@@ -244,7 +245,7 @@ def read_text(
 
 
 def iter_lines(
-    handle: BinaryIO,
+    handle: BufferedReader,
     *,
     path: str | os.PathLike[str],
     what: str,

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.jsontext import loads_json
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.eval.grid import ForkSpec, Grid
 from memlab.eval.plan import canonical_hash
-from memlab.eval.run import Run, load_run, record_path
+from memlab.eval.run import Run, RunError, load_run, read_owner_record, record_path
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 
@@ -133,9 +132,9 @@ def _start(
         )
     where = record_path(reference.path, spec.lane, owner.user_id)
     try:
-        record = loads_json(where.read_bytes())
+        record = read_owner_record(reference.path, spec.lane, owner.user_id)
         snapshots = record["snapshots"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except RunError:
         raise grid.error(
             "fork.run",
             f"no replay of owner {owner.user_id!r} at {where}; fork a run that "
