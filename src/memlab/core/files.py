@@ -24,8 +24,8 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path
 from io import BufferedReader
+from pathlib import Path
 
 from memlab.errors import MemlabError, one_line
 
