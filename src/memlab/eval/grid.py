@@ -108,24 +108,25 @@ class LaneConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = "default"
+    # Numbers are strict: a YAML `true` is not 1, and a quoted "0.7" is a mistake to report.
     fact_confidence_threshold: float = Field(
-        0.7, ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high
+        0.7, ge=CONFIDENCE_BOUNDS.low, le=CONFIDENCE_BOUNDS.high, strict=True
     )
-    max_facts: int = Field(100, ge=MAX_FACTS_BOUNDS.low, le=MAX_FACTS_BOUNDS.high)
+    max_facts: int = Field(100, ge=MAX_FACTS_BOUNDS.low, le=MAX_FACTS_BOUNDS.high, strict=True)
     backend: str = "scripted"
     output_mode: OutputMode = OutputMode.FREE
     merge: str = "baseline"
     merge_params: dict[str, Any] = Field(default_factory=dict)
     debounce_seconds: int = Field(
-        30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high
+        30, ge=DEBOUNCE_SECONDS_BOUNDS.low, le=DEBOUNCE_SECONDS_BOUNDS.high, strict=True
     )
     parse: ParsePreset = "default"
-    max_tokens: int = Field(1024, ge=16, le=32768)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    max_tokens: int = Field(1024, ge=16, le=32768, strict=True)
+    temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
+    seed: int = Field(0, strict=True)
     injection_enabled: bool = True
     max_injection_tokens: int = Field(
-        2000, ge=MAX_INJECTION_TOKENS_BOUNDS.low, le=MAX_INJECTION_TOKENS_BOUNDS.high
+        2000, ge=MAX_INJECTION_TOKENS_BOUNDS.low, le=MAX_INJECTION_TOKENS_BOUNDS.high, strict=True
     )
     token_counting: Literal["tiktoken", "char"] = "tiktoken"
     injection_policy: InjectionPolicy = "confidence"
@@ -225,10 +226,10 @@ class Grid(BaseModel):
     dataset: str = "smoke"
     owners: list[str] | None = Field(None, min_length=1)
     """Restrict to these user ids (``None`` = all)."""
-    max_owners: int | None = Field(None, ge=1)
-    max_sessions: int | None = Field(None, ge=1)
+    max_owners: int | None = Field(None, ge=1, strict=True)
+    max_sessions: int | None = Field(None, ge=1, strict=True)
     replay_mode: ReplayMode = "debounce"
-    samples: int = Field(1, ge=1, le=50)
+    samples: int = Field(1, ge=1, le=50, strict=True)
     """Replays per (lane, owner), each with its own seed (``seed + k``); metrics average over
     an owner's samples. Set ``temperature`` above 0 for samples to differ."""
     prompts: list[str] = Field(default_factory=list)
