@@ -7,15 +7,18 @@ credentials in what is shown.
 - :func:`completion_fields` reads a chat completion from the raw body and says exactly what is
   wrong when the body is not one (not JSON, empty, wrongly shaped): an HTTP 200 is not a
   reply until its body says so.
-- :func:`display_url` is a base URL without its ``user:password@`` part.
+- :func:`split_credentials` takes ``user:password@`` out of a base URL (they are sent as
+  HTTP Basic authentication instead, so no logged URL carries them); :func:`display_url`
+  is a URL without them, for messages.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from memlab.backends.base import BackendError
 from memlab.core.jsontext import loads_json
@@ -24,11 +27,12 @@ from memlab.errors import excerpt
 __all__ = [
     "CompletionFields",
     "ReplyTooLargeError",
+    "basic_token",
     "bounded_http_client",
     "completion_fields",
     "display_url",
+    "split_credentials",
     "too_large",
-    "url_credentials",
 ]
 
 
@@ -55,19 +59,33 @@ def display_url(url: str | None) -> str:
         return "(an unparsable URL)"
 
 
-def url_credentials(url: str | None) -> list[str]:
-    """The user name and password of ``url`` (to be redacted), if it has them."""
+def split_credentials(url: str | None) -> tuple[str | None, tuple[str, str] | None]:
+    """``url`` without its user information, and ``(user, password)`` when it had them.
+
+    The credentials are then sent as HTTP Basic authentication, as they would have been from
+    the URL, while the URL that libraries log and errors show carries none.
+    """
     if not url:
-        return []
+        return url, None
     try:
         parts = urlsplit(url)
+        user, password = parts.username, parts.password
     except ValueError:
-        return []
-    return [value for value in (parts.username, parts.password) if value]
+        return url, None
+    if user is None and password is None:
+        return url, None
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return bare, (unquote(user or ""), unquote(password or ""))
 
 
-def bounded_http_client(max_bytes: int) -> Any | None:
-    """The ``openai`` SDK's default HTTP client with every response body bounded.
+def basic_token(user: str, password: str) -> str:
+    """The token of an HTTP Basic ``Authorization`` header (what a server may echo)."""
+    return base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def bounded_http_client(max_bytes: int, auth: tuple[str, str] | None = None) -> Any | None:
+    """The ``openai`` SDK's default HTTP client with every response body bounded (and HTTP
+    Basic authentication with ``auth``).
 
     Returns ``None`` when this SDK version does not expose its client (the SDK's own client
     is then used, unbounded).
@@ -101,7 +119,7 @@ def bounded_http_client(max_bytes: int) -> Any | None:
             raise ReplyTooLargeError(max_bytes)
         response.stream = _Bounded(response.stream)
 
-    return client_class(event_hooks={"response": [limit]})
+    return client_class(event_hooks={"response": [limit]}, auth=auth)
 
 
 def too_large(exc: BaseException) -> ReplyTooLargeError | None:

@@ -291,9 +291,10 @@ class CachedBackend:
             setattr(self.counters, name, getattr(self.counters, name) + 1)
 
     def _inside(self, path: Path) -> Path:
-        """``path`` checked to lie in the cache directory with no symbolic link on the way."""
+        """``path`` checked to lie in a real shard directory of the cache (no symbolic link
+        on the way; the entry itself is opened without following links)."""
         try:
-            return contained(path, self.cache_dir, "cache entry")
+            return contained(path.parent, self.cache_dir, "cache entry") / path.name
         except FileReadError as exc:
             raise CacheError(
                 f"{exc.reason}: refusing to use {path}; remove the link from the cache "

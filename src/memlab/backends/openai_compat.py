@@ -36,11 +36,12 @@ from urllib.parse import urlsplit
 
 from memlab.backends._http import (
     ReplyTooLargeError,
+    basic_token,
     bounded_http_client,
     completion_fields,
     display_url,
+    split_credentials,
     too_large,
-    url_credentials,
 )
 from memlab.backends.base import (
     BackendError,
@@ -210,9 +211,13 @@ class OpenAICompatibleBackend:
                 f"{schema_transport!r}."
             )
         self._model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        for credential in url_credentials(self.base_url):
-            remember_secret(credential)  # a user:password@ in the URL never reaches a file
+        # A user:password@ in the URL is sent as Basic authentication and never shown.
+        self.base_url, self._auth = split_credentials(
+            base_url or os.environ.get("OPENAI_BASE_URL") or None
+        )
+        if self._auth is not None:
+            for credential in (*self._auth, basic_token(*self._auth)):
+                remember_secret(credential)
         self._where = display_url(self.base_url)
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
@@ -241,7 +246,7 @@ class OpenAICompatibleBackend:
             base_url=self.base_url,
             timeout=timeout,
             max_retries=0,
-            http_client=bounded_http_client(MAX_REPLY_BYTES),
+            http_client=bounded_http_client(MAX_REPLY_BYTES, self._auth),
         )
 
     @property

@@ -73,12 +73,47 @@ def _error(message: str) -> None:
     print(f"error: {one_line(redact_text(message))}", file=sys.stderr)
 
 
+class _FewOfEach(logging.Filter):
+    """Show the first few warnings of each repetitive kind (a failed update, a corrupt cache
+    entry, a retried request), then one line saying the rest are not shown: a sweep of
+    10,000 failing updates must not print 20,000 lines (``-v`` shows every one; the run's
+    tables count the failed updates and ``calls.jsonl`` holds each error)."""
+
+    LOGGERS = frozenset(
+        {
+            "memlab.core.updater",
+            "memlab.core.queue",
+            "memlab.backends.cache",
+            "memlab.backends.retry",
+        }
+    )
+    SHOWN = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name not in self.LOGGERS or record.levelno != logging.WARNING:
+            return True
+        count = self._seen[record.name] = self._seen.get(record.name, 0) + 1
+        if count == self.SHOWN + 1:
+            record.msg = "more warnings like these are not shown (-v shows every one)"
+            record.args = None
+            return True
+        return count <= self.SHOWN
+
+
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # no credential reaches a log line
+    for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
+            handler.addFilter(RedactingFilter())  # no credential reaches a log line
+        for old in [f for f in handler.filters if isinstance(f, _FewOfEach)]:
+            handler.removeFilter(old)
+        if not verbose:
+            handler.addFilter(_FewOfEach())
     # Dask (--executor) logs each connection at INFO: shown from -vv on, unless set otherwise.
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if verbose >= 2 else "warning")
 

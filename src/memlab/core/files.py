@@ -73,11 +73,13 @@ class FileReadError(MemlabError, OSError):
         reason: Why it is refused.
     """
 
-    def __init__(self, path: str | os.PathLike[str], what: str, reason: str) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], what: str, reason: str, action: str = "read"
+    ) -> None:
         self.path = os.fspath(path)
         self.what = what
         self.reason = reason
-        super().__init__(f"{one_line(self.path, 300)}: cannot read {what}: {reason}")
+        super().__init__(f"{one_line(self.path, 300)}: cannot {action} {what}: {reason}")
 
 
 def _kind(mode: int) -> str:
@@ -93,7 +95,10 @@ def _kind(mode: int) -> str:
 
 
 def contained(
-    path: str | os.PathLike[str], root: str | os.PathLike[str], what: str = "file"
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    what: str = "file",
+    action: str = "use",
 ) -> Path:
     """``path`` as a path under ``root`` (resolved), checked to stay inside it.
 
@@ -103,7 +108,8 @@ def contained(
     open, write or delete.
 
     Raises:
-        FileReadError: The path leaves ``root`` or passes through a symbolic link.
+        FileReadError: The path leaves ``root`` or passes through a symbolic link (the
+            message says ``cannot <action> <what>``).
     """
     try:
         base = Path(root).resolve()
@@ -112,9 +118,9 @@ def contained(
         candidates = (os.path.relpath(target, anchor) for anchor in (os.path.abspath(root), base))
         relative = next((r for r in candidates if not _escapes(r)), None)
     except ValueError:  # a NUL in the path
-        raise FileReadError(path, what, "the path contains a NUL character") from None
+        raise FileReadError(path, what, "the path contains a NUL character", action) from None
     if relative is None:
-        raise FileReadError(path, what, f"it lies outside {base}")
+        raise FileReadError(path, what, f"it lies outside {base}", action)
     if relative == os.curdir:
         return base
     current = base
@@ -125,12 +131,13 @@ def contained(
         except FileNotFoundError:
             break  # nothing below a missing component exists
         except OSError as exc:
-            raise FileReadError(path, what, exc.strerror or type(exc).__name__) from None
+            raise FileReadError(path, what, exc.strerror or type(exc).__name__, action) from None
         if stat.S_ISLNK(mode):
             raise FileReadError(
                 path,
                 what,
                 f"{current} is a symbolic link; memlab does not follow links inside {base}",
+                action,
             )
     return base / relative
 
@@ -166,7 +173,7 @@ def open_regular(
         FileReadError: Not a regular file, too large, or outside ``inside``.
         OSError: The file is missing or cannot be opened (``FileNotFoundError``, ...).
     """
-    target = contained(path, inside, what) if inside is not None else Path(path)
+    target = contained(path, inside, what, "read") if inside is not None else Path(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if inside is not None:
         flags |= getattr(os, "O_NOFOLLOW", 0)

@@ -46,7 +46,7 @@ from memlab.eval.executors import (
 from memlab.eval.plan import ResolvedLane, canonical_hash, identity_changes
 from memlab.eval.remote import RemoteResult
 from memlab.eval.replay import OwnerReplay, replay_owner
-from memlab.eval.run import record_path, record_problem
+from memlab.eval.run import owned_path, record_path, record_problem
 
 if TYPE_CHECKING:
     from memlab.eval.sweep import SweepPlan
@@ -128,7 +128,7 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
 
 def _store_path(plan: SweepPlan, job: _Job) -> Path:
     lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
-    return lane_dir / "stores" / f"{job.owner.user_id}.json"
+    return owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
 
 
 def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> Outcome:
@@ -173,7 +173,7 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
         **vars(replay),
     }
     record = redact(record)  # a secret a server echoed must not reach the run directory
-    path = plan.record_path(job.lane, job.owner, job.sample)
+    path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)
     # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
     atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
     lane_id, user_id = job.lane.lane_id, job.owner.user_id

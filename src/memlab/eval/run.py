@@ -36,6 +36,7 @@ from memlab.core.files import (
     MAX_RUN_FILE_BYTES,
     MAX_TABLE_BYTES,
     FileReadError,
+    contained,
     open_regular,
     read_bytes,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "RunError",
     "flatten_call",
     "load_run",
+    "owned_path",
     "read_owner_record",
     "read_run_json",
     "record_path",
@@ -115,6 +117,19 @@ def _file_facts(path: Path, run_path: Path) -> dict[str, Any]:
     return {"rows": rows, "sha256": digest.hexdigest()}
 
 
+def owned_path(path: Path, run_path: Path, what: str = "run file") -> Path:
+    """``path`` checked to lie inside the run directory, no symbolic link on the way: where
+    a sweep may write.
+
+    Raises:
+        RunError: The path leaves the run directory (a planted link).
+    """
+    try:
+        return contained(path, run_path, what, "write")
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
+
+
 def read_run_json(path: Path, run_path: Path, what: str) -> Any:
     """A JSON file of a run directory: bounded, inside the run directory, no links followed.
 
@@ -134,7 +149,16 @@ def read_run_json(path: Path, run_path: Path, what: str) -> Any:
         raise RunError(f"{path}: {what} is not valid JSON: {excerpt(str(exc), 200)}") from None
 
 
-_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+_JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "text",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+_RECORD_FIELDS: dict[str, type] = {
     "user_id": str,
     "calls": list,
     "snapshots": list,
@@ -148,9 +172,8 @@ def record_problem(data: Any) -> str | None:
         return f"expected a JSON object, got {type(data).__name__}"
     for name, kind in _RECORD_FIELDS.items():
         if not isinstance(data.get(name), kind):
-            return f"field '{name}': expected {getattr(kind, '__name__', kind)}, got " + (
-                "nothing" if name not in data else type(data[name]).__name__
-            )
+            got = "nothing" if name not in data else _JSON_KINDS.get(type(data[name]), "a value")
+            return f"field '{name}': expected {_JSON_KINDS[kind]}, got {got}"
     for name in ("calls", "snapshots"):
         if not all(isinstance(item, dict) for item in data[name]):
             return f"field '{name}': expected a list of objects"
@@ -433,7 +456,7 @@ def load_run(path: str | Path) -> Run:
 
 def _read_manifest(path: Path) -> dict[str, Any]:
     manifest_file = path / "manifest.json"
-    if not manifest_file.is_file():
+    if not manifest_file.exists() and not manifest_file.is_symlink():
         raise RunError(
             f"{path}: the run did not finish (no manifest.json; a sweep stopped, or an older "
             "memlab wrote it); rerun the sweep to resume it"

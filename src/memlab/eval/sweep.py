@@ -69,6 +69,7 @@ from memlab.eval.run import (
     Run,
     RunError,
     flatten_call,
+    owned_path,
     record_path,
     write_jsonl,
     write_manifest,
@@ -336,7 +337,7 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
     for lane in plan.lanes:
         atomic_write_text(
-            run_path / "lanes" / lane.lane_id / "config.json",
+            owned_path(run_path / "lanes" / lane.lane_id / "config.json", run_path),
             json.dumps(lane.describe(), indent=2, ensure_ascii=False),
         )
 
@@ -360,6 +361,8 @@ def _score(
             calls.extend(
                 {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
             )
+            if len(replay.snapshots) != len(owner.sessions):
+                continue  # a replay that broke off (recorded as unfinished): nothing to score
             rows = replay_rows(
                 owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
             )
