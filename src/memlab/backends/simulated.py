@@ -19,6 +19,10 @@ the current memory (fact ids and contents), and answers as the profile declares
 - Each ``must_not_store`` string of the session is proposed as a fact with ``leak_rate``.
 - Every reply, final or not, is broken with the rate of each failure category.
 
+Prompts that ask a question of the dataset, or ask to grade an answer, are answered and judged
+as the profile's ``qa`` section declares (:mod:`memlab.backends.sim_qa`; :meth:`decide_qa`
+gives the provenance).
+
 Every random choice is a hash of the backend seed, the request seed, the owner and what the
 choice is about (the gold fact id for fact decisions, the thread and how much of it the
 prompt holds for reply-level decisions), never a global RNG: the same prompt gives the same
@@ -46,10 +50,14 @@ from memlab.backends.sim_profile import (
     load_profile,
     restated,
     worded,
+    wordings,
 )
+from memlab.backends.sim_profile import uniform as _uniform
+from memlab.backends.sim_qa import AnswerDecision, JudgeDecision, SimQA
 from memlab.core.contract import minimal_update
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
+from memlab.core.qa_prompts import JudgePrompt
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
     from memlab.datasets.models import Owner, Session
@@ -76,12 +84,6 @@ def is_simulated(spec: str) -> bool:
 def dataset_options(spec: str, dataset: str | Path) -> dict[str, Any]:
     """Backend options a spec needs from the sweep: the dataset path for ``sim:`` specs."""
     return {"dataset": dataset} if is_simulated(spec) else {}
-
-
-def _uniform(*key: object) -> float:
-    """A uniform number in [0, 1) determined by ``key``."""
-    digest = hashlib.sha256("\x1f".join(str(k) for k in key).encode("utf-8")).digest()
-    return int.from_bytes(digest[:7], "big") / float(1 << 56)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: an index key
@@ -125,6 +127,7 @@ class SimulatedBackend:
         profile: A :class:`SimProfile`, a built-in profile name or a YAML profile path.
         dataset: The dataset the sweep replays (path, bundled name, or loaded owners).
         seed: Mixed into every draw with the request's seed (repeated samples differ).
+        judges: Judge prompts whose prompts it grades (default: the built-in ones).
     """
 
     name = "sim"
@@ -135,10 +138,12 @@ class SimulatedBackend:
         *,
         dataset: str | Path | Sequence[Owner],
         seed: int = 0,
+        judges: Sequence[JudgePrompt] | None = None,
     ) -> None:
         self.profile = profile if isinstance(profile, SimProfile) else load_profile(profile)
         self.seed = seed
         owners = _load_owners(dataset)
+        self._qa = SimQA(owners, self.profile.qa, seed, judges)
         self._views = [
             _SessionView(owner, i, session, _blocks(session))
             for owner in owners
@@ -167,8 +172,11 @@ class SimulatedBackend:
 
     def complete(self, request: CompletionRequest) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
-        decision = self.decide(prompt, request.params.seed)
-        text, finish = _render(decision)
+        qa = self._qa.decide(prompt, request.params.seed)
+        if qa is not None:
+            text, finish = qa.text, "stop"
+        else:
+            text, finish = _render(self.decide(prompt, request.params.seed))
         return Completion(
             text=text,
             prompt_tokens=max(1, len(prompt) // 4),
@@ -180,6 +188,12 @@ class SimulatedBackend:
         )
 
     # ------------------------------------------------------------------ decisions
+
+    def decide_qa(
+        self, prompt: str, request_seed: int | None = 0
+    ) -> AnswerDecision | JudgeDecision | None:
+        """The answer or verdict for a QA prompt with its provenance; None for other prompts."""
+        return self._qa.decide(prompt, request_seed)
 
     def decide(self, prompt: str, request_seed: int | None = 0) -> SimDecision:
         """Decide the reply to ``prompt`` (what :meth:`complete` renders as text).
@@ -360,10 +374,8 @@ def _wording_index(owner: Owner) -> dict[str, tuple[str, str]]:
     index: dict[str, tuple[str, str]] = {}
     for session in owner.sessions:
         for gold in session.labels.facts:
-            for style in ("verbatim", "terse"):
-                text = worded(gold.content, style)
-                index.setdefault(_key(text), (gold.id, "original"))
-                index.setdefault(_key(restated(text)), (gold.id, "restated"))
+            for text, kind in wordings(gold.content).items():
+                index.setdefault(_key(text), (gold.id, kind))
     return index
 
 

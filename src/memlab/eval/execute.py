@@ -75,7 +75,8 @@ class Outcome:
 
 
 def _owner_sha(owner: Owner) -> str:
-    return canonical_hash(owner.model_dump(mode="json"))
+    # Questions are asked after a replay and never change it.
+    return canonical_hash(owner.model_dump(mode="json", exclude={"questions"}))
 
 
 def read_record(path: Path, root: Path | None = None) -> dict[str, Any] | None:
