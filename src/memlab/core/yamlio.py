@@ -178,7 +178,11 @@ def parse_yaml(
 
 
 def read_text_limited(
-    path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_YAML_BYTES
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    max_bytes: int = MAX_YAML_BYTES,
+    inside: str | os.PathLike[str] | None = None,
 ) -> str:
     """Read a UTF-8 text file of at most ``max_bytes`` bytes.
 
@@ -186,7 +190,7 @@ def read_text_limited(
         YamlInputError: The file cannot be read, is too large, or is not UTF-8.
     """
     try:
-        return read_text(path, what=what, max_bytes=max_bytes)
+        return read_text(path, what=what, max_bytes=max_bytes, inside=inside)
     except FileReadError as exc:
         raise YamlInputError(str(exc)) from None
     except OSError as exc:
@@ -201,13 +205,15 @@ def read_yaml(
     *,
     what: str = "YAML file",
     max_bytes: int = MAX_YAML_BYTES,
+    inside: str | os.PathLike[str] | None = None,
 ) -> YamlDocument:
-    """Read and parse a YAML file within memlab's limits (size, values, depth).
+    """Read and parse a YAML file within memlab's limits (size, values, depth); ``inside``:
+    a directory memlab owns that the file must stay in (see :mod:`memlab.core.files`).
 
     Raises:
         YamlInputError: One line naming the file and what is wrong.
     """
-    text = read_text_limited(path, what=what, max_bytes=max_bytes)
+    text = read_text_limited(path, what=what, max_bytes=max_bytes, inside=inside)
     return parse_yaml(text, os.fspath(Path(path)))
 
 

@@ -371,7 +371,7 @@ class Run:
         """The dataset file the run replayed (as recorded in ``grid.yaml``), if it still exists."""
         grid_file = self.path / "grid.yaml"
         try:
-            data = read_yaml(grid_file).data
+            data = read_yaml(grid_file, inside=self.path).data
         except MemlabError:
             return None
         dataset = data.get("dataset") if isinstance(data, dict) else None
@@ -443,7 +443,7 @@ def load_run(path: str | Path) -> Run:
         raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
     manifest = _read_manifest(path)
     try:
-        data = read_yaml(grid_file).data
+        data = read_yaml(grid_file, inside=path).data
         grid = Grid.from_mapping(data["grid"], source=str(grid_file))
         configs = data["lanes"]
         lanes = {
