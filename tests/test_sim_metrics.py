@@ -211,6 +211,10 @@ def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
     assert summary["removed"] == retracted
     assert summary["final_facts"] == gold - retracted
     assert summary["dup_near"] == 0 and summary["forbidden_stored"] == 0
+    # No remaining fact may "state" a retracted one, and no add may "state" a fact already
+    # held: the real matcher, not only the labels, must read the personas facts apart.
+    assert summary["retracted_held"] == 0
+    assert summary["op_add_precision"] == 1.0 and summary["op_adds_redundant"] == 0
 
 
 def test_the_pipeline_counts_exactly_the_failures_the_model_produced(tmp_path: Path) -> None:

@@ -45,6 +45,12 @@ from memlab.eval.grid import (
 )
 from memlab.eval.injection_audit import POLICIES, audit_injection
 from memlab.eval.judge import LLMJudgeMatcher
+from memlab.eval.matcher_audit import (
+    AuditSheet,
+    draw_sheet,
+    judge_sheet,
+    read_sheet,
+)
 from memlab.eval.matchers import (
     MATCHERS,
     default_matcher,
@@ -105,6 +111,7 @@ __all__ = [
     "MATCHERS",
     "METRIC_SPECS",
     "POLICIES",
+    "AuditSheet",
     "BackendFactory",
     "Calibration",
     "CompareError",
@@ -145,8 +152,10 @@ __all__ = [
     "default_matcher",
     "describe_fork",
     "dice",
+    "draw_sheet",
     "failure_table",
     "flatten_call",
+    "judge_sheet",
     "load_grid",
     "load_pairs",
     "load_run",
@@ -157,6 +166,7 @@ __all__ = [
     "parse_executor",
     "parse_options_for",
     "plan_sweep",
+    "read_sheet",
     "replay_owner",
     "replay_rows",
     "rescore",

@@ -66,7 +66,7 @@ _FACTORIES: Mapping[str, Callable[[str, BackendFactory | None], FactMatcher]] = 
 }
 
 MATCHERS: Mapping[str, str] = {
-    "default": "lemmas, polarity and value vetoes, embeddings when installed (the default)",
+    "default": "claims apart from reasons, word forms, polarity/goal/value vetoes, embeddings",
     "default-lexical": "the default matcher without word embeddings",
     "lexical": "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)",
     "embeddings": "cosine similarity of the bundled word embeddings alone",
