@@ -785,6 +785,9 @@ CASES += [
          {"p.jsonl": b'{"id": "\xff"}\n'}, expect="UTF-8"),
     Case("calibrate pairs nested 10,000 levels", ["matcher", "calibrate", "--pairs", "p.jsonl"],
          {"p.jsonl": "[" * 10_000 + "]" * 10_000 + "\n"}, expect="nested more than"),
+    Case("calibrate a labelling sheet of invalid UTF-8",
+         ["matcher", "calibrate", "--pairs", "s.csv"], {"s.csv": b"id,kind\n\xff\xfe,x\n"},
+         expect="UTF-8"),
     # 6. Failure is never reported as success.
     Case("cache prune --all of a read-only cache", ["cache", "prune", "cache", "--all"],
          {"setup": cache_entry_for_smoke}, read_only="cache", exit=1,
