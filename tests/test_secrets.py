@@ -29,19 +29,27 @@ EXECUTORS = [
 ]
 
 
-def _sweep(tmp_path: Path, executor: str | None, **options: Any) -> Any:
+@pytest.fixture(params=EXECUTORS)
+def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """The executor under test, with the secret key in the environment (also the workers')."""
+    if request.param is not None:
+        pytest.importorskip("distributed")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    value: str | None = request.param
+    return value
+
+
+def _sweep(tmp_path: Path, executor: str | None, grid: Grid = GRID) -> Any:
     return sweep(
         "smoke",
-        GRID,
+        grid,
         runs_dir=tmp_path / "runs",
         cache_dir=tmp_path / "cache",
         executor=executor,
         progress=False,
-        **options,
     )
 
 
-@pytest.mark.parametrize("executor", EXECUTORS)
 def test_an_echoed_key_reaches_memory_redacted_and_no_file(
     executor: str | None,
     tmp_path: Path,
@@ -49,9 +57,6 @@ def test_an_echoed_key_reaches_memory_redacted_and_no_file(
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    if executor is not None:
-        pytest.importorskip("distributed")
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with HostileServer("echo") as server, caplog.at_level(logging.DEBUG):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         run = _sweep(tmp_path, executor)
@@ -66,7 +71,6 @@ def test_an_echoed_key_reaches_memory_redacted_and_no_file(
     assert leaks(tmp_path, [out, err, caplog.text]) == []
 
 
-@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("mode", ["status:401", "status:500"])
 def test_keys_in_error_bodies_and_url_passwords_reach_no_file_or_line(
     executor: str | None,
@@ -76,22 +80,12 @@ def test_keys_in_error_bodies_and_url_passwords_reach_no_file_or_line(
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    if executor is not None:
-        pytest.importorskip("distributed")
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     grid = GRID.model_copy(update={"max_owners": 1, "max_sessions": 1})
     with HostileServer(mode) as server, caplog.at_level(logging.DEBUG):
         port = server.httpd.server_address[1]
         monkeypatch.setenv("OPENAI_BASE_URL", f"http://probe-user:{PASSWORD}@127.0.0.1:{port}/v1")
         with pytest.raises(IncompleteSweepError) as failed:
-            sweep(
-                "smoke",
-                grid,
-                runs_dir=tmp_path / "runs",
-                cache_dir=tmp_path / "cache",
-                executor=executor,
-                progress=False,
-            )
+            _sweep(tmp_path, executor, grid)
     message = str(failed.value)
     assert mode.split(":")[1] in message and REDACTED in message
     out, err = capfd.readouterr()

@@ -48,7 +48,13 @@ from typing import Any
 
 from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest, OutputMode
 from memlab.core.atomic import atomic_write_text
-from memlab.core.files import MAX_CACHE_ENTRY_BYTES, FileReadError, contained, read_bytes
+from memlab.core.files import (
+    MAX_CACHE_ENTRY_BYTES,
+    FileReadError,
+    contained,
+    io_reason,
+    read_bytes,
+)
 from memlab.core.jsontext import loads_json
 from memlab.core.redact import redact, secret_values
 
@@ -119,10 +125,6 @@ class CacheMissError(CacheError):
 
 class CacheCorruptError(CacheError):
     """A cache entry is corrupt while the cache is read-only (it is left as it is)."""
-
-
-def _io_reason(exc: OSError) -> str:
-    return getattr(exc, "reason", None) or exc.strerror or type(exc).__name__
 
 
 def _utc_now_iso() -> str:
@@ -319,7 +321,7 @@ class CachedBackend:
             ) from None
         except OSError as exc:  # a directory in its place, no permission, a file as parent
             raise CacheError(
-                f"cache entry {path} cannot be read ({_io_reason(exc)}); remove or fix it, "
+                f"cache entry {path} cannot be read ({io_reason(exc)}); remove or fix it, "
                 f"or check that {self.cache_dir} is a cache directory"
             ) from None
         problem, completion = _decode_entry(raw, key)
@@ -343,7 +345,7 @@ class CachedBackend:
         except OSError as exc:
             raise CacheError(
                 f"cache entry {path} is corrupt ({problem}) and cannot be moved aside "
-                f"({_io_reason(exc)}); remove it by hand"
+                f"({io_reason(exc)}); remove it by hand"
             ) from None
         logger.warning("cache entry %s is corrupt (%s); moved aside to %s", path, problem, aside)
 
@@ -378,7 +380,7 @@ class CachedBackend:
             atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
         except OSError as exc:
             raise CacheError(
-                f"cannot write cache entry {path} ({_io_reason(exc)}); check that "
+                f"cannot write cache entry {path} ({io_reason(exc)}); check that "
                 f"{self.cache_dir} is a writable directory"
             ) from None
 
@@ -446,7 +448,7 @@ def _iter_files(cache_dir: Path) -> Iterator[tuple[str, Path]]:
                 if kind is not None:
                     yield kind, cache_dir / shard / name
     except OSError as exc:
-        raise CacheError(f"cannot list cache directory {cache_dir}: {_io_reason(exc)}") from None
+        raise CacheError(f"cannot list cache directory {cache_dir}: {io_reason(exc)}") from None
 
 
 def _file_kind(shard: str, name: str) -> str | None:
@@ -490,7 +492,7 @@ def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | st
         try:
             raw = read_entry_file(path, root)
         except OSError as exc:
-            entries[key] = f"cannot be read ({_io_reason(exc)})"
+            entries[key] = f"cannot be read ({io_reason(exc)})"
             continue
         problem, completion = _decode_entry(raw, key)
         entries[key] = completion if completion is not None else problem

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 # The entry file layout (names, decoding) is defined once, in the cache module.
-from memlab.backends.cache import _decode_entry, _io_reason, _iter_files, read_entry_file
-from memlab.core.files import FileReadError, contained
+from memlab.backends.cache import _decode_entry, _iter_files, read_entry_file
+from memlab.core.files import FileReadError, contained, io_reason
 
 __all__ = ["CacheStats", "PruneResult", "cache_stats", "prune_cache"]
 
@@ -272,6 +272,6 @@ def _remove(root: Path, path: Path, failed: list[tuple[str, str]]) -> bool:
     except FileNotFoundError:
         return False  # removed by someone else meanwhile
     except OSError as exc:
-        failed.append((str(path), _io_reason(exc)))
+        failed.append((str(path), io_reason(exc)))
         return False
     return True

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from memlab.core.files import io_reason
 from memlab.core.redact import RedactingFilter, redact_text
 from memlab.errors import MemlabError, one_line
 
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except OSError as exc:  # a file or directory memlab cannot use (read-only, full disk)
         where = f"{exc.filename}: " if exc.filename else ""
-        _error(f"{where}{exc.strerror or exc}")
+        _error(f"{where}{io_reason(exc)}")
         return 2
     except Exception as exc:
         logger.debug("unexpected error", exc_info=True)

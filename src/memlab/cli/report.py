@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from memlab.cli import _args
-from memlab.core.files import MAX_REPLY_BYTES, read_text
+from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.errors import excerpt
 from memlab.eval.compare import describe
@@ -192,7 +192,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             text = read_text(args.file, what="reply file", max_bytes=MAX_REPLY_BYTES)
         except OSError as exc:  # FileReadError too: a FIFO, a device, invalid UTF-8, a NUL
-            reason = getattr(exc, "reason", None) or exc.strerror or exc
+            reason = io_reason(exc)
             print(f"error: cannot read reply file {excerpt(args.file)}: {reason}", file=sys.stderr)
             return 2
     if args.strict:

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "FileReadError",
     "contained",
+    "io_reason",
     "is_plain_file",
     "iter_lines",
     "open_regular",
@@ -80,6 +81,12 @@ class FileReadError(MemlabError, OSError):
         self.what = what
         self.reason = reason
         super().__init__(f"{one_line(self.path, 300)}: cannot {action} {what}: {reason}")
+
+
+def io_reason(exc: OSError) -> str:
+    """Why an I/O operation failed, in words (a refusal's reason, the system's message, or
+    the error's name)."""
+    return getattr(exc, "reason", None) or exc.strerror or str(exc) or type(exc).__name__
 
 
 def _kind(mode: int) -> str:
@@ -131,7 +138,7 @@ def contained(
         except FileNotFoundError:
             break  # nothing below a missing component exists
         except OSError as exc:
-            raise FileReadError(path, what, exc.strerror or type(exc).__name__, action) from None
+            raise FileReadError(path, what, io_reason(exc), action) from None
         if stat.S_ISLNK(mode):
             raise FileReadError(
                 path,

@@ -41,7 +41,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
-from memlab.core.files import MAX_RUN_FILE_BYTES, open_regular
+from memlab.core.files import MAX_RUN_FILE_BYTES, io_reason, open_regular
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json, scan_json
 from memlab.errors import MemlabError
 
@@ -272,8 +272,7 @@ class JsonFileStorage:
             self._forget()
             return create_empty_memory(self._clock())
         except OSError as exc:
-            reason = getattr(exc, "reason", None) or exc  # FileReadError says why it refused
-            raise StorageError(f"cannot read memory file {self.path}: {reason}") from exc
+            raise StorageError(f"cannot read memory file {self.path}: {io_reason(exc)}") from exc
         document, problem = self._decode(raw)
         if problem is not None:
             self._quarantine(signature, problem)

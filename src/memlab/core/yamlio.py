@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from memlab.core.files import MAX_TEXT_BYTES, FileReadError, read_text
+from memlab.core.files import MAX_TEXT_BYTES, FileReadError, io_reason, read_text
 from memlab.core.jsontext import MAX_JSON_DEPTH
 from memlab.errors import MemlabError, one_line
 
@@ -194,7 +194,7 @@ def read_text_limited(
     except FileReadError as exc:
         raise YamlInputError(str(exc)) from None
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
+        reason = io_reason(exc)
         raise YamlInputError(
             f"{one_line(os.fspath(path), 300)}: cannot read {what}: {reason}"
         ) from None

@@ -30,6 +30,7 @@ from memlab.core.files import (
     MAX_DATASET_BYTES,
     MAX_LINE_BYTES,
     FileReadError,
+    io_reason,
     iter_lines,
     open_regular,
 )
@@ -267,11 +268,8 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
     name = _display(path)
     try:
         handle = open_regular(path, what="dataset", max_bytes=MAX_DATASET_BYTES)
-    except FileReadError as exc:
-        yield None, [DatasetError(name, 0, "", f"cannot open dataset: {exc.reason}")]
-        return
-    except OSError as exc:
-        yield None, [DatasetError(name, 0, "", f"cannot open dataset: {exc.strerror or exc}")]
+    except OSError as exc:  # FileReadError too: a FIFO, a device, a file too large
+        yield None, [DatasetError(name, 0, "", f"cannot open dataset: {io_reason(exc)}")]
         return
     first_line_of: dict[str, int] = {}
     count = 0

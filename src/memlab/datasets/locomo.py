@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.core.files import FileReadError, read_bytes
+from memlab.core.files import FileReadError, io_reason, read_bytes
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.core.safe_names import encode_component
 from memlab.datasets.loader import parse_owner_line, write_dataset
@@ -391,7 +391,7 @@ def _read_source(src: str | os.PathLike[str]) -> list[Any]:
     except FileReadError as exc:
         raise LocomoFormatError(str(exc)) from None
     except OSError as exc:
-        reason = exc.strerror or str(exc)
+        reason = io_reason(exc)
         raise LocomoFormatError(f"{excerpt(str(path), 200)}: cannot read: {reason}") from None
     try:
         data = loads_json(raw.decode("utf-8"))
@@ -531,7 +531,7 @@ def import_locomo(
     try:
         write_dataset(owners, target)
     except OSError as exc:
-        raise LocomoFormatError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        raise LocomoFormatError(f"cannot write {shown}: {io_reason(exc)}") from None
     sessions = [s for o in owners for s in o.sessions]
     summary = ImportSummary(
         source=source,

@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
-from memlab.core.files import MAX_RUN_FILE_BYTES, read_bytes
-from memlab.core.jsontext import loads_json
 from memlab.core.redact import redact, redact_text
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
@@ -46,7 +44,7 @@ from memlab.eval.executors import (
 from memlab.eval.plan import ResolvedLane, canonical_hash, identity_changes
 from memlab.eval.remote import RemoteResult
 from memlab.eval.replay import OwnerReplay, replay_owner
-from memlab.eval.run import owned_path, record_path, record_problem
+from memlab.eval.run import RunError, owned_path, read_run_json, record_path, record_problem
 
 if TYPE_CHECKING:
     from memlab.eval.sweep import SweepPlan
@@ -79,14 +77,12 @@ def _owner_sha(owner: Owner) -> str:
     return canonical_hash(owner.model_dump(mode="json", exclude={"questions"}))
 
 
-def read_record(path: Path, root: Path | None = None) -> dict[str, Any] | None:
-    """A JSON object an earlier sweep wrote at ``path``, or ``None`` when there is none that
-    can be read (missing, refused, not JSON). ``root``: the run directory it must stay in."""
+def read_record(path: Path, root: Path) -> dict[str, Any] | None:
+    """A JSON object an earlier sweep wrote at ``path`` in the run directory ``root``, or
+    ``None`` when there is none that can be read (missing, refused, not JSON)."""
     try:
-        data = loads_json(
-            read_bytes(path, what="run file", max_bytes=MAX_RUN_FILE_BYTES, inside=root)
-        )
-    except (OSError, ValueError):  # FileReadError is an OSError, JsonDepthError a ValueError
+        data = read_run_json(path, root, "run file")
+    except RunError:
         return None
     return data if isinstance(data, dict) else None
 

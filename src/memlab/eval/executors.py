@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from memlab.backends.base import Completion
 from memlab.backends.cache import CacheMode, read_entries
+from memlab.core.files import io_reason
 from memlab.core.machine import available_memory, cpu_count
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
@@ -275,7 +276,7 @@ def _expect_handshake(address: str) -> None:
         first = b""
     except OSError as exc:
         raise ExecutorError(
-            f"cannot reach the Dask scheduler at {address}: {exc.strerror or exc} (start one "
+            f"cannot reach the Dask scheduler at {address}: {io_reason(exc)} (start one "
             "with 'dask scheduler' and workers with 'dask worker ADDRESS', see the README)"
         ) from None
     if not first:

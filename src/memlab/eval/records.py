@@ -15,7 +15,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memlab.core.files import MAX_TABLE_BYTES, FileReadError, iter_lines, open_regular
+from memlab.core.files import (
+    MAX_TABLE_BYTES,
+    FileReadError,
+    io_reason,
+    iter_lines,
+    open_regular,
+)
 from memlab.core.jsontext import loads_json
 from memlab.errors import MemlabError, excerpt
 
@@ -139,5 +145,5 @@ def read_rows(path: Path, model: type[_R], *, inside: Path | None = None) -> lis
     except FileReadError as exc:
         raise RecordError(str(exc)) from None
     except OSError as exc:
-        raise RecordError(f"{path}: cannot read the table: {exc.strerror or exc}") from None
+        raise RecordError(f"{path}: cannot read the table: {io_reason(exc)}") from None
     return rows

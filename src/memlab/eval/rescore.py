@@ -25,6 +25,7 @@ import pandas as pd
 
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.core.files import io_reason
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
@@ -202,7 +203,7 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
         refresh_manifest(run.path, run.manifest)  # the tables changed: so do their checksums
     except OSError as exc:
         raise RescoreError(
-            f"{run.path}: cannot rewrite the run's files ({exc.strerror or exc}); rerun the "
+            f"{run.path}: cannot rewrite the run's files ({io_reason(exc)}); rerun the "
             "rescore once the directory is writable"
         ) from None
     logger.info("rescored %s with %s", run.path, matcher_name(matcher))

@@ -37,6 +37,7 @@ from memlab.core.files import (
     MAX_TABLE_BYTES,
     FileReadError,
     contained,
+    io_reason,
     open_regular,
     read_bytes,
 )
@@ -144,7 +145,7 @@ def read_run_json(path: Path, run_path: Path, what: str) -> Any:
     except FileReadError as exc:
         raise RunError(str(exc)) from None
     except OSError as exc:
-        raise RunError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+        raise RunError(f"{path}: cannot read {what}: {io_reason(exc)}") from None
     except ValueError as exc:  # not UTF-8, not JSON, too deep
         raise RunError(f"{path}: {what} is not valid JSON: {excerpt(str(exc), 200)}") from None
 
@@ -477,7 +478,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         except FileNotFoundError:
             raise RunError(f"{path / name}: missing; rerun the sweep") from None
         except OSError as exc:
-            raise RunError(str(exc) if isinstance(exc, FileReadError) else f"{exc}") from None
+            raise RunError(f"{path / name}: cannot read the table: {io_reason(exc)}") from None
         if actual != expected:
             raise RunError(
                 f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
