@@ -32,10 +32,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import CachedBackend
 from memlab.backends.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
 from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
 
 CONVERSATION = (
     "User: I'm a data engineer at Acme and I prefer Python over Java.\n\n"

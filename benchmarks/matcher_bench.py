@@ -9,7 +9,7 @@ Side by side in one run, for the ``lexical``, ``default-lexical`` and ``default`
 - **calibration**: every pair of the bundled calibration sets (both styles), with a new
   matcher and the fact reader's caches cleared (cold), then the same matcher again
   (memoised verdicts);
-- **replay scoring**: :func:`memlab.eval.metrics.session_rows` over every owner of
+- **replay scoring**: :func:`memlab.scoring.metrics.session_rows` over every owner of
   ``personas`` with a perfect memory (each session's snapshot holds the gold facts active
   after it), which scores recall, precision, retracted-held and the memory operations; the
   number of (stored, gold) questions the metrics ask is printed beside it.
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from memlab.datasets.loader import load_dataset
-from memlab.eval.calibration import calibrate, load_pairs
-from memlab.eval.matchers import resolve_matcher
-from memlab.eval.metrics import session_rows
+from memlab.matching.calibration import calibrate, load_pairs
+from memlab.matching.matchers import resolve_matcher
+from memlab.scoring.metrics import session_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIR_FILES = sorted((ROOT / "datasets" / "matching").glob("*.jsonl"))
@@ -44,7 +44,7 @@ def _clear_caches() -> None:
     """Forget every text the fact reader has read (in whichever modules this version has)."""
     import importlib
 
-    for module_name in ("memlab.eval.fact_reading", "memlab.eval.fact_lexicon"):
+    for module_name in ("memlab.matching.fact_reading", "memlab.matching.fact_lexicon"):
         try:
             module = importlib.import_module(module_name)
         except ImportError:

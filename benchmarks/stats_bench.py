@@ -35,15 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import minimal_update
-from memlab.eval.grid import Grid
-from memlab.eval.run import Run, load_run
-from memlab.eval.stats import StatOptions, bootstrap_ratios, paired_ratio_test
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest
 from memlab.reporting.report import build_report
 from memlab.reporting.statistics import statistics_section
+from memlab.scoring.stats import StatOptions, bootstrap_ratios, paired_ratio_test
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run, load_run
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 FACTS = ["Collects stamps", "Plays the violin", "Speaks Danish", "Grows tomatoes"]

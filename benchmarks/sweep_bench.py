@@ -55,7 +55,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.registry import resolve_backend
@@ -63,14 +62,15 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import minimal_update
 from memlab.core.document import create_empty_memory, utc_iso
+from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.core.merge import BaselineMerge
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import parse_reply
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
 from memlab.core.updater import MemoryUpdater
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
 
 __all__ = [
     "Measurement",
@@ -609,7 +609,7 @@ def bench_dask(
     factory is a picklable ``functools.partial``). A first sweep of 8 owners warms the
     workers up (imports, the first connection), as the thread measurement's ping does.
     """
-    from memlab.eval.executors import DaskSpec, dask_client
+    from memlab.sweeps.executors import DaskSpec, dask_client
 
     base = workdir / "dask"
     dataset = write_dataset(base / "data.jsonl", owners=calls, sessions=1)
@@ -790,19 +790,19 @@ def _profiled_replay(
 
 # (label, file suffix, function name); indented labels are part of the stage above them.
 _STAGES = [
-    ("whole sweep", "memlab/eval/sweep.py", "sweep"),
+    ("whole sweep", "memlab/sweeps/driver.py", "sweep"),
     ("load + validate the dataset", "memlab/datasets/loader.py", "load_dataset"),
-    ("replay owners", "memlab/eval/replay.py", "replay_owner"),
+    ("replay owners", "memlab/sweeps/replay.py", "replay_owner"),
     ("  pipeline updates (MemoryUpdater.run_update)", "memlab/core/updater.py", "run_update"),
     ("    cache lookups (CachedBackend.complete)", "memlab/backends/cache.py", "complete"),
     ("    prompt rendering", "memlab/core/prompts.py", "render"),
     ("    parse + validate replies", "memlab/core/parsing.py", "parse_reply"),
     ("    merge + save in memory", "memlab/core/storage.py", "modify"),
     ("  snapshot store files (JsonFileStorage.save)", "memlab/core/storage.py", "save"),
-    ("collect rows + metrics (sweep._collect)", "memlab/eval/sweep.py", "_collect"),
-    ("  session metrics (metrics.session_rows)", "memlab/eval/metrics.py", "session_rows"),
+    ("collect rows + metrics (sweep._collect)", "memlab/sweeps/driver.py", "_collect"),
+    ("  session metrics (metrics.session_rows)", "memlab/scoring/metrics.py", "session_rows"),
     ("atomic file writes (fsynced run files)", "memlab/core/atomic.py", "atomic_write_bytes"),
-    ("summary table (Run.summary)", "memlab/eval/run.py", "summary"),
+    ("summary table (Run.summary)", "memlab/sweeps/run.py", "summary"),
 ]
 
 

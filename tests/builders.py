@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlab.backends.base import Backend, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.eval.grid import Grid
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import Backend, CompletionRequest
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 if TYPE_CHECKING:
     from memlab.cli.demo import DemoResult

@@ -110,9 +110,9 @@ def hollow_runs(root: Path, before: Mapping[str, bytes] | None = None) -> list[s
     ``before``: :func:`manifests` taken before the command; manifests it did not write or
     change (a hostile input planted by a test) are not memlab's claims and are skipped.
     """
-    from memlab.eval.execute import unfinished
-    from memlab.eval.replay import OwnerReplay
-    from memlab.eval.run import record_path, record_problem
+    from memlab.sweeps.execute import unfinished
+    from memlab.sweeps.replay import OwnerReplay
+    from memlab.sweeps.run import record_path, record_problem
 
     hollow: list[str] = []
     for name, content in manifests(root).items():

@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from memlab.backends.sim_profile import SimProfile, leaked, worded
 from memlab.core.parsing import FailureCategory, ParseOptions
 from memlab.datasets.models import Owner
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher
+from memlab.matching.base import FactMatcher
+from memlab.matching.matchers import default_matcher
+from memlab.simulation.profile import SimProfile, leaked, worded
 
 __all__ = ["Expected", "expected_counts", "failing_categories"]
 

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from memlab.backends.sim_qa import ABSTAIN_TEXT
 from memlab.core.qa_prompts import ABSTAIN_REFERENCE
 from memlab.qa import (
     answer_tokens,
@@ -18,6 +17,7 @@ from memlab.qa import (
     parse_verdict,
     token_f1,
 )
+from memlab.simulation.qa import ABSTAIN_TEXT
 
 
 def test_normalisation_is_locomos_plus_unicode_punctuation() -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.base import (
+from memlab.backends.openai_compat import OpenAICompatibleBackend, to_strict_schema
+from memlab.backends.retry import RetryExhaustedError, RetryPolicy
+from memlab.core.llm import (
     BackendError,
     CompletionRequest,
     GenerationParams,
@@ -19,8 +21,6 @@ from memlab.backends.base import (
     OutputMode,
     allow_model_requests,
 )
-from memlab.backends.openai_compat import OpenAICompatibleBackend, to_strict_schema
-from memlab.backends.retry import RetryExhaustedError, RetryPolicy
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from test_backend_openai import FakeServer, chat_body, request
 
-from memlab.backends.base import allow_model_requests
 from memlab.backends.cache import CachedBackend
 from memlab.backends.cache_admin import cache_stats
 from memlab.backends.openai_compat import OpenAICompatibleBackend
@@ -19,6 +18,7 @@ from memlab.backends.retry import (
     RetryPolicy,
     parse_retry_after,
 )
+from memlab.core.llm import allow_model_requests
 
 
 def test_parse_retry_after_seconds_ms_and_http_date() -> None:

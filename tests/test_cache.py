@@ -14,12 +14,6 @@ from typing import Any
 import pytest
 from test_backend_openai import FakeServer, chat_body
 
-from memlab.backends.base import (
-    CompletionRequest,
-    GenerationParams,
-    OutputMode,
-    allow_model_requests,
-)
 from memlab.backends.cache import (
     CacheCorruptError,
     CachedBackend,
@@ -33,6 +27,12 @@ from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli import cache as cache_cli
+from memlab.core.llm import (
+    CompletionRequest,
+    GenerationParams,
+    OutputMode,
+    allow_model_requests,
+)
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 

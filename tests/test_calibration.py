@@ -13,7 +13,8 @@ import pytest
 from builders import CALIBRATION_KINDS
 
 from memlab.cli.main import main
-from memlab.eval.calibration import (
+from memlab.matching.base import LexicalMatcher
+from memlab.matching.calibration import (
     CalibrationSetError,
     KindCounts,
     bundled_pair_files,
@@ -21,7 +22,6 @@ from memlab.eval.calibration import (
     calibration_of,
     load_pairs,
 )
-from memlab.eval.matching import LexicalMatcher
 
 KINDS = {
     "compact": CALIBRATION_KINDS,

@@ -19,10 +19,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting import charts
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

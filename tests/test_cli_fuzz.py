@@ -25,8 +25,8 @@ from hostile import (
     tree,
 )
 
-from memlab.backends.base import allow_model_requests
 from memlab.cli.main import main
+from memlab.core.llm import allow_model_requests
 
 INTERRUPT_S = 2.0
 """Longest time from Ctrl-C to the exit."""

@@ -26,14 +26,14 @@ import pytest
 from builders import one_turn, sweep_scripted, update, write_owners
 
 from memlab import compare
-from memlab.backends.base import CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.eval.compare import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
-from memlab.eval.metric_specs import interval_specs
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
+from memlab.core.llm import CompletionRequest, OutputMode
 from memlab.reporting.report import build_report
+from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
+from memlab.scoring.metric_specs import interval_specs
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 OWNERS = 16

@@ -22,11 +22,11 @@ import pytest
 
 from memlab.backends.registry import resolve_backend
 from memlab.cli.main import main
-from memlab.eval.executors import DaskSpec, ExecutorError, dask_client
-from memlab.eval.grid import Grid
-from memlab.eval.remote import WorkerBackendError
-from memlab.eval.run import Run, load_run
-from memlab.eval.sweep import IncompleteSweepError, sweep
+from memlab.sweeps.driver import IncompleteSweepError, sweep
+from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.remote import WorkerBackendError
+from memlab.sweeps.run import Run, load_run
 
 pytest.importorskip("distributed", reason="the Dask executor needs memlab[dask] (distributed)")
 

@@ -22,7 +22,6 @@ import pytest
 
 import memlab
 from memlab.backends import registry as backend_registry
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import entry_path, request_key
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.scripted import ScriptedBackend
@@ -31,10 +30,11 @@ from memlab.core.config import ConfigError, MemoryConfig
 from memlab.core.contract import TOP_LEVEL_KEYS, NewFact
 from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
 from memlab.core.injection import format_memory_for_injection
+from memlab.core.llm import CompletionRequest
 from memlab.core.merge import apply_updates
 from memlab.core.prompts import PromptRegistry
-from memlab.eval.grid import load_grid
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.plan import load_grid
 
 PACKAGE = Path(memlab.__file__).resolve().parent
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)
@@ -106,7 +106,7 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
 
 
 def check_sim_profile(block: str, tmp_path: Path) -> None:
-    from memlab.backends.sim_profile import load_profile
+    from memlab.simulation.profile import load_profile
 
     path = tmp_path / "mine.yaml"
     path.write_text(block, encoding="utf-8")
@@ -115,7 +115,7 @@ def check_sim_profile(block: str, tmp_path: Path) -> None:
 
 
 def check_calibration_pair(block: str, tmp_path: Path) -> None:
-    from memlab.eval.calibration import bundled_pair_files
+    from memlab.matching.calibration import bundled_pair_files
 
     shown = json.loads(" ".join(block.split()))
     lines = [line for path in bundled_pair_files() for line in path.read_text("utf-8").splitlines()]
@@ -123,7 +123,7 @@ def check_calibration_pair(block: str, tmp_path: Path) -> None:
 
 
 def check_labelling_form(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memlab.eval.matcher_audit import AuditRow, AuditSheet, read_sheet
+    from memlab.matching.matcher_audit import AuditRow, AuditSheet, read_sheet
 
     monkeypatch.chdir(tmp_path)
     Path("runs/demo").mkdir(parents=True)
@@ -193,15 +193,13 @@ def check_register_backend(block: str, tmp_path: Path) -> None:
         def __init__(self, arg: str, **options: Any) -> None:
             super().__init__(["hi"], model=arg, **options)
 
-    saved = dict(backend_registry._registry)
     try:
         namespace = {"register_backend": backend_registry.register_backend, "MyBackend": MyBackend}
         exec(block, namespace)
         backend = backend_registry.resolve_backend("mybackend:m1")
         assert isinstance(backend, MyBackend) and backend.model == "m1"
     finally:
-        backend_registry._registry.clear()
-        backend_registry._registry.update(saved)
+        backend_registry.BACKENDS.unregister("mybackend")
 
 
 def check_cache_layout(block: str, tmp_path: Path) -> None:
@@ -280,17 +278,31 @@ def check_document_shape(block: str, tmp_path: Path) -> None:
     assert re.findall(r'"(\w+)":', facts_line) == list(fact)
 
 
+def check_plugin_entry_point(block: str, tmp_path: Path) -> None:
+    import tomllib
+
+    from memlab.plugins import PLUGIN_GROUP
+
+    declared = tomllib.loads(block)["project"]["entry-points"][PLUGIN_GROUP]
+    assert declared == {"echo": "memlab_echo:register"}
+    # The example plugin under tests/plugins/ is declared the same way.
+    example = Path(__file__).parent / "plugins" / "memlab-echo" / "pyproject.toml"
+    project = tomllib.loads(example.read_text(encoding="utf-8"))["project"]
+    assert project["entry-points"][PLUGIN_GROUP] == declared
+
+
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
-    ("memlab.eval.grid", "name: prompt-vs-mode"): check_grid_yaml,
-    ("memlab.backends.sim_profile", "name: mine"): check_sim_profile,
+    ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
+    ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
+    ("memlab.simulation.profile", "name: mine"): check_sim_profile,
     (
-        "memlab.eval.calibration",
+        "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',
     ): check_calibration_pair,
-    ("memlab.eval.audit_form", "from memlab.eval.audit_form import labelling_form"): (
+    ("memlab.matching.audit_form", "from memlab.matching.audit_form import labelling_form"): (
         check_labelling_form
     ),
-    ("memlab.eval.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
+    ("memlab.sweeps.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
         check_run_layout
     ),
     ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (

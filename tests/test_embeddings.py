@@ -14,17 +14,17 @@ from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.eval import embeddings as embeddings_module
-from memlab.eval.embeddings import (
+from memlab.matching import embeddings as embeddings_module
+from memlab.matching.embeddings import (
     EmbeddingDuplicates,
     EmbeddingsUnavailableError,
     WordLlamaEmbedder,
 )
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import sweep
 from memlab.reporting.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
 
 
 class TableEmbedder:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import Completion, CompletionRequest
 from memlab.backends.cache import (
     CacheCorruptError,
     CachedBackend,
@@ -22,10 +21,11 @@ from memlab.backends.cache import (
 from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
-from memlab.eval.executors import DaskSpec, ExecutorError, dask_client, parse_executor
-from memlab.eval.grid import Grid
-from memlab.eval.remote import RemoteTask, WorkerBackendError, WorkerBackends, run_remote
-from memlab.eval.sweep import plan_sweep
+from memlab.core.llm import Completion, CompletionRequest
+from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client, parse_executor
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.plan import plan_sweep
+from memlab.sweeps.remote import RemoteTask, WorkerBackendError, WorkerBackends, run_remote
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,14 @@ import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid, GridError, load_grid
-from memlab.eval.rescore import rescore
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid, GridError
+from memlab.sweeps.plan import load_grid
+from memlab.sweeps.rescoring import rescore
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

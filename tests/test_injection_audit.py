@@ -13,12 +13,11 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 
 from memlab.core.config import MemoryConfig
 from memlab.core.injection import format_memory_for_injection, render_injection
-from memlab.eval.embeddings import EmbeddingsUnavailableError
-from memlab.eval.grid import Grid
-from memlab.eval.injection_audit import audit_injection, policy_embedder
-from memlab.eval.plan import identity_changes
-from memlab.eval.run import Run
-from memlab.eval.sweep import plan_sweep
+from memlab.matching.embeddings import EmbeddingsUnavailableError
+from memlab.scoring.injection_audit import audit_injection, policy_embedder
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.plan import identity_changes, plan_sweep
+from memlab.sweeps.run import Run
 
 
 def fact(fact_id: str, content: str, confidence: float, created: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import CachedBackend
 from memlab.backends.llama_local import LocalLlamaBackend
 from memlab.backends.llama_server import LlamaServer
@@ -22,6 +21,7 @@ from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.document import SeededFactIds
+from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.parsing import FailureCategory, Rung, parse_reply
 from memlab.core.storage import JsonFileStorage
 from memlab.core.updater import MemoryUpdater

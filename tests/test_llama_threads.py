@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memlab.backends import llama_local
-from memlab.backends.base import BackendError
+from memlab.core.llm import BackendError
 
 
 @pytest.mark.parametrize(("cpus", "threads"), [(1, 1), (2, 1), (4, 3), (16, 8), (None, 1)])

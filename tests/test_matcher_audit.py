@@ -9,28 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.backends.sim_profile import restated, worded
 from memlab.cli.main import main
+from memlab.core.llm import CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval import sweep
-from memlab.eval.audit_form import labelling_form
-from memlab.eval.calibration import KindCounts
-from memlab.eval.grid import Grid
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matcher_audit import (
-    AuditError,
-    draw_sheet,
-    judge_sheet,
-    parse_label,
-    read_sheet,
-    sheet_path,
-)
-from memlab.eval.matchers import default_matcher
-from memlab.eval.run import Run
+from memlab.matching.audit_form import labelling_form
+from memlab.matching.calibration import KindCounts
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matcher_audit import AuditError, judge_sheet, parse_label, read_sheet
+from memlab.matching.matchers import default_matcher
 from memlab.reporting.report import build_report
+from memlab.simulation.profile import restated, worded
+from memlab.sweeps import sweep
+from memlab.sweeps.audit import draw_sheet, sheet_path
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 SAMPLE = 40
 

@@ -6,15 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import CompletionRequest
 from memlab.core.similarity import count_duplicates, dice
 from memlab.errors import MemlabError
-from memlab.eval.default_matcher import DefaultMatcher, EmbeddingMatcher
-from memlab.eval.judge import JUDGE_PROMPTS, LLMJudgeMatcher
-from memlab.eval.matchers import MATCHERS, MatcherError, default_matcher, resolve_matcher
-from memlab.eval.matching import LexicalMatcher, MatchResult, explain, matcher_name
+from memlab.matching.base import LexicalMatcher, MatchResult, explain, matcher_name
+from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher
+from memlab.matching.judge import JUDGE_PROMPTS, LLMJudgeMatcher
+from memlab.matching.matchers import (
+    MATCHERS,
+    MatcherError,
+    default_matcher,
+    matcher_help,
+    resolve_matcher,
+)
 
 
 def test_lexical_coverage_is_asymmetric() -> None:
@@ -96,7 +102,7 @@ def test_registry_resolves_every_name() -> None:
     backend = judge_backend()
     judge = resolve_matcher("judge:scripted", backend_factory=lambda spec: backend)
     assert isinstance(judge, LLMJudgeMatcher) and matcher_name(judge) == "judge:scripted"
-    assert "judge:BACKEND" in MATCHERS
+    assert "judge:BACKEND" in matcher_help() and "judge" in MATCHERS
     with pytest.raises(MatcherError, match="known matchers: default, default-lexical"):
         resolve_matcher("fuzzy")
     with pytest.raises(MatcherError, match="judge matcher needs a backend"):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from builders import CALIBRATION_KINDS
 
-from memlab.eval.default_matcher import DefaultMatcher
-from memlab.eval.matchers import default_matcher
+from memlab.matching.default_matcher import DefaultMatcher
+from memlab.matching.matchers import default_matcher
 
 # (kind, gold, stored, a careful reader's verdict)
 TABLE: list[tuple[str, str, str, bool]] = [

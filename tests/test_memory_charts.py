@@ -12,10 +12,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting import charts
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 NURSE = {"id": "nurse", "content": "Works as a nurse in Leeds", "category": "context"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import build_parser, main
-from memlab.eval import metric_specs
-from memlab.eval.compare import compare
-from memlab.eval.metric_specs import (
+from memlab.reporting import tables
+from memlab.reporting.gate import Thresholds, check_gate
+from memlab.scoring import metric_specs
+from memlab.scoring.comparison import compare
+from memlab.scoring.metric_specs import (
     METRIC_SPECS,
     MetricSpec,
     gate_specs,
@@ -22,10 +25,9 @@ from memlab.eval.metric_specs import (
     report_specs,
     summary_columns,
 )
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run, load_run
-from memlab.reporting import tables
-from memlab.reporting.gate import Thresholds, check_gate
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.records import SessionRow
+from memlab.sweeps.run import Run, load_run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 REPLIES = {"[s:job]": update("Works as a nurse", ("Has a cat", 0.8)), "[s:hike]": "Sure."}
@@ -99,7 +101,7 @@ def test_summary_columns_follow_the_specs(run: Run) -> None:
 
 
 def test_report_gate_and_cli_are_built_from_the_specs() -> None:
-    assert report_specs() == tables.METRICS
+    assert report_specs() == tables.report_specs()
     gate = next(
         action
         for action in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
@@ -125,10 +127,17 @@ CACHE_RATE = MetricSpec(
 )
 
 
-def test_adding_a_metric_is_one_spec_entry(
-    run: Run, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.fixture
+def cache_rate() -> Iterator[MetricSpec]:
+    """CACHE_RATE registered as a plugin would register it, for one test."""
+    metric_specs.METRICS.register(CACHE_RATE.column, CACHE_RATE)
+    yield CACHE_RATE
+    metric_specs.METRICS.unregister(CACHE_RATE.column)
+
+
+def test_adding_a_metric_is_one_registration(
+    run: Run, cache_rate: MetricSpec, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(metric_specs, "METRIC_SPECS", (*METRIC_SPECS, CACHE_RATE))
     fresh = load_run(run.path)  # summaries are cached per Run object
     summary = fresh.summary
     assert {"cache_hit_rate", "cache_hit_rate_lo", "cache_hit_rate_hi"} <= set(summary.columns)
@@ -139,6 +148,24 @@ def test_adding_a_metric_is_one_spec_entry(
     assert [f.threshold for f in failures] == ["min_cache_hit_rate"] * 2
     assert main(["gate", str(run.path), "--min-cache-hit-rate", "0.5"]) == 1
     assert "cache_hit_rate = 0, required >= 0.5 [--min-cache-hit-rate]" in capsys.readouterr().out
+
+
+def test_a_metric_over_an_undeclared_count_fails_where_it_is_read() -> None:
+    spec = MetricSpec("miss_rate", "miss rate", "lower", ratio=("cache_misses", "llm_calls"))
+    metric_specs.METRICS.register(spec.column, spec)
+    try:
+        with pytest.raises(ValueError, match=r"counts \['cache_misses'\] are not declared"):
+            metric_specs.summary_specs()
+    finally:
+        metric_specs.METRICS.unregister(spec.column)
+
+
+def test_session_rows_type_the_declared_counts() -> None:
+    typed = set(SessionRow.model_fields)
+    declared = {c.column for c in metric_specs.COUNT_SPECS if c.in_rows}
+    assert declared <= typed
+    assert typed - declared == {"lane_id", "user_id", "session_index", "thread_id", "noise",
+                                "tags", "recall", "precision"}  # fmt: skip
 
 
 def test_spec_formatting() -> None:

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -180,7 +180,7 @@ def test_old_records_without_bookkeeping_leave_the_metrics_out(run: Run) -> None
     calls = [dict(c) for c in json.loads(_record(run, "fix").read_text())["calls"]]
     for call in calls:
         call.pop("applied")
-    from memlab.eval.operations import score_operations
+    from memlab.scoring.operations import score_operations
 
     owner = _owner(run, "fix")
     assert score_operations(owner, calls, lambda s, g: s == g) is None
@@ -208,7 +208,7 @@ def test_stale_details_follow_the_order_of_the_retractions() -> None:
     """The row's stale episodes come in the labels' order, not a set's (which varies with
     PYTHONHASHSEED and made tables differ between identical runs)."""
     from memlab.datasets.models import Owner
-    from memlab.eval.operations import score_operations
+    from memlab.scoring.operations import score_operations
 
     golds = [{"id": f"g{k:02d}", "content": f"Owns gadget number {k}", "category": "context"}
              for k in range(16)]  # fmt: skip

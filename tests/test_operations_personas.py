@@ -10,10 +10,10 @@ from builders import marker_backend, update
 
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 PERSONAS = resolve_dataset("personas")
 GOLD = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -58,8 +59,9 @@ def test_importing_the_core_loads_neither_pandas_nor_matplotlib() -> None:
         import memlab.core
         # jsonschema too: its import alone takes most of a second; it loads when a reply
         # fails the fast contract check.
-        heavy = [m for m in ("pandas", "matplotlib", "memlab.eval", "memlab.reporting",
-                             "jsonschema") if m in sys.modules]
+        heavy = [m for m in ("pandas", "matplotlib", "memlab.sweeps", "memlab.scoring",
+                             "memlab.matching", "memlab.reporting", "jsonschema")
+                 if m in sys.modules]
         assert not heavy, heavy
         """
     )
@@ -88,11 +90,26 @@ def test_unknown_top_level_name_is_an_attribute_error() -> None:
         memlab.nothing_here  # noqa: B018
 
 
-@pytest.mark.parametrize("module", [memlab.core, memlab.compat], ids=lambda m: m.__name__)
-def test_every_listed_name_exists(module: object) -> None:
-    names = module.__all__  # type: ignore[attr-defined]
+FACES = ["memlab.core", "memlab.compat", "memlab.backends", "memlab.datasets", "memlab.matching",
+         "memlab.scoring", "memlab.sweeps", "memlab.reporting"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FACES)
+def test_every_listed_name_exists(name: str) -> None:
+    module = importlib.import_module(name)
+    names = module.__all__
     assert len(names) == len(set(names))
     assert [n for n in names if not hasattr(module, n)] == []
+    lazy = getattr(module, "_EXPORTS", None)  # a face that imports its names on first use
+    assert lazy is None or sorted(lazy) == sorted(names)
+
+
+def test_the_old_eval_face_still_resolves_with_a_deprecation_warning() -> None:
+    import memlab.eval
+
+    with pytest.warns(DeprecationWarning, match=r"memlab\.eval\.rescore moved to memlab\.sweeps"):
+        rescore = memlab.eval.rescore
+    assert rescore is memlab.rescore
 
 
 def test_core_is_curated_and_keeps_the_seed_names() -> None:

@@ -12,10 +12,10 @@ import pytest
 from builders import marker_backend, one_turn, update, write_owners
 from inline_snapshot import snapshot
 
-from memlab.eval.grid import Grid
-from memlab.eval.records import CallRow, RecordError, read_rows
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.records import CallRow, RecordError, read_rows
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 

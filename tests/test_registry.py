@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from memlab.backends import registry
-from memlab.backends.base import BackendError, Completion, CompletionRequest
 from memlab.backends.llama_local import LocalLlamaBackend, bundled_model_path
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.registry import (
@@ -23,14 +22,13 @@ from memlab.backends.registry import (
     resolve_backend,
 )
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import BackendError, Completion, CompletionRequest
 
 
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
-    saved = dict(registry._registry)
     yield
-    registry._registry.clear()
-    registry._registry.update(saved)
+    registry.BACKENDS.unregister("parrot")
 
 
 def test_openai_spec(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,17 +95,17 @@ def test_third_party_registration(clean_registry: None) -> None:
         seen.update(argument=argument, **options)
         return EchoBackend()
 
-    register_backend("echo", factory)
-    assert "echo" in available_backends()
-    backend = resolve_backend("echo:loud", volume=11)
+    register_backend("parrot", factory)
+    assert "parrot" in available_backends()
+    backend = resolve_backend("parrot:loud", volume=11)
     assert seen == {"argument": "loud", "volume": 11}
     assert (
         backend.complete(CompletionRequest(messages=[{"role": "user", "content": "hi"}])).text
         == "hi"
     )
     with pytest.raises(ValueError, match="already registered"):
-        register_backend("echo", factory)
-    register_backend("echo", factory, replace=True)
+        register_backend("parrot", factory)
+    register_backend("parrot", factory, replace=True)
     for bad in ("", "a:b", "auto", "sp ace"):
         with pytest.raises(ValueError, match="Invalid backend prefix"):
             register_backend(bad, factory)

@@ -13,9 +13,9 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.eval.run import Run
 from memlab.reporting.report import ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 2, 3, 9, 0, tzinfo=UTC)
 XSS_SCRIPT = "<script>alert(1)</script>"
@@ -262,7 +262,7 @@ def test_report_command_names_a_bad_run_directory(
 
 
 def test_loaded_run_reports_like_the_returned_run(runs: tuple[Run, Run], tmp_path: Path) -> None:
-    from memlab.eval.run import load_run
+    from memlab.sweeps.run import load_run
 
     loaded = [load_run(r.path) for r in runs]
     pd.testing.assert_frame_equal(

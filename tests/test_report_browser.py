@@ -26,9 +26,9 @@ import pytest
 import websocket  # websocket-client (dev extra)
 from builders import marker_backend, one_turn, small_demo, update, write_owners
 
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import sweep
 from memlab.reporting.report import CHARTS, build_report
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -10,18 +10,18 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.eval.grid import Grid
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matchers import default_matcher
-from memlab.eval.matching import FactMatcher, LexicalMatcher
-from memlab.eval.rescore import RescoreError, rescore
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest
+from memlab.matching.base import FactMatcher, LexicalMatcher
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matchers import default_matcher
 from memlab.reporting.report import build_report
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.rescoring import RescoreError, rescore
+from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

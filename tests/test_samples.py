@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from builders import city_owners, update, write_owners
 
-from memlab.backends.base import CompletionRequest, GenerationParams
 from memlab.backends.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.rescore import rescore
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest, GenerationParams
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.rescoring import rescore
+from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 

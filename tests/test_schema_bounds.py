@@ -9,7 +9,6 @@ import pytest
 from builders import update
 from jsonschema import Draft202012Validator
 
-from memlab.backends.base import OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import (
     SchemaBounds,
@@ -18,10 +17,11 @@ from memlab.core.contract import (
     minimal_update,
     validate_update,
 )
+from memlab.core.llm import OutputMode
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
-from memlab.eval.grid import Grid, GridError, LaneConfig
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid, GridError, LaneConfig
 
 BOUNDS = SchemaBounds(summary_chars=20, fact_chars=30, max_new_facts=2, max_removals=1)
 

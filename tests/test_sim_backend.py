@@ -7,10 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, GenerationParams
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import resolve_backend
-from memlab.backends.sim_profile import (
+from memlab.backends.registry import backend_options, is_simulated, resolve_backend
+from memlab.cli.main import main
+from memlab.core.document import create_empty_memory
+from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
+from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.parsing import ParseOptions, parse_reply
+from memlab.core.prompts import get_prompt
+from memlab.core.similarity import count_duplicates
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.registry import resolve_dataset
+from memlab.matching.base import LexicalMatcher
+from memlab.simulation.model import SimulatedBackend
+from memlab.simulation.profile import (
     BUILTIN_PROFILES,
     INVENTED_FACTS,
     SimProfileError,
@@ -18,18 +28,8 @@ from memlab.backends.sim_profile import (
     restated,
     worded,
 )
-from memlab.backends.simulated import SimulatedBackend, dataset_options, is_simulated
-from memlab.cli.main import main
-from memlab.core.document import create_empty_memory
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.parsing import ParseOptions, parse_reply
-from memlab.core.prompts import get_prompt
-from memlab.core.similarity import count_duplicates
-from memlab.datasets.loader import load_dataset
-from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid, LaneConfig
-from memlab.eval.matching import LexicalMatcher
-from memlab.eval.sweep import sweep
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid, LaneConfig
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 
@@ -89,8 +89,8 @@ def test_the_registry_builds_the_simulated_model_only_with_a_dataset() -> None:
     with pytest.raises(SimProfileError, match="careful, sloppy, chatty"):
         resolve_backend("sim:nonexistent", dataset="personas")
     assert is_simulated("sim:chatty") and not is_simulated("simple:x")
-    assert dataset_options("sim:chatty", "d") == {"dataset": "d"}
-    assert dataset_options("local:smollm2", "d") == {}
+    assert backend_options("sim:chatty", "d") == {"dataset": "d"}
+    assert backend_options("local:smollm2", "d") == {}
 
 
 def test_a_bad_profile_on_the_command_line_exits_2_with_one_line(

@@ -20,15 +20,14 @@ import pandas as pd
 import pytest
 from sim_truth import Expected, expected_counts
 
-from memlab.backends.sim_profile import load_profile
-from memlab.backends.simulated import SimDecision, SimulatedBackend
-from memlab.core.parsing import FailureCategory
+from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid
-from memlab.eval.plan import parse_options_for
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.simulation.model import SimDecision, SimulatedBackend
+from memlab.simulation.profile import load_profile
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 SEEDS = list(range(6))
 #: (profile, threshold, parse preset): one lane per seed each.

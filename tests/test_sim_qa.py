@@ -15,19 +15,8 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, GenerationParams
-from memlab.backends.sim_profile import (
-    SimProfile,
-    SimProfileError,
-    SimQAProfile,
-    leaked,
-    load_profile,
-    restated,
-    worded,
-)
-from memlab.backends.sim_qa import ABSTAIN_TEXT, AnswerDecision, JudgeDecision
-from memlab.backends.simulated import SimulatedBackend
 from memlab.core.document import create_empty_memory
+from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.prompts import get_prompt
 from memlab.core.qa_prompts import (
@@ -38,6 +27,17 @@ from memlab.core.qa_prompts import (
     judge_prompts,
 )
 from memlab.datasets import Owner, Question, load_dataset, resolve_dataset
+from memlab.simulation.model import SimulatedBackend
+from memlab.simulation.profile import (
+    SimProfile,
+    SimProfileError,
+    SimQAProfile,
+    leaked,
+    load_profile,
+    restated,
+    worded,
+)
+from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision, JudgeDecision
 
 SEEDS = range(40)
 RATES = SimQAProfile(

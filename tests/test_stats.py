@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.eval.metrics import owner_counts, summarize
-from memlab.eval.stats import (
+from memlab.scoring.metrics import owner_counts, summarize
+from memlab.scoring.stats import (
     StatOptions,
     StatsError,
     _t_quantile,

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from builders import marker_backend, sweep_scripted, write_owners
 
-from memlab.backends.base import BackendError, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.eval.grid import Grid
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import BackendError, CompletionRequest
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
@@ -256,7 +256,7 @@ def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
 def test_a_fresh_sweep_never_deletes_a_directory_that_is_not_a_run(
     dataset: Path, tmp_path: Path
 ) -> None:
-    from memlab.eval.run import RunError
+    from memlab.sweeps.run import RunError
 
     keep = tmp_path / "runs" / "t" / "precious.txt"
     keep.parent.mkdir(parents=True)
@@ -276,7 +276,7 @@ def test_a_fresh_sweep_never_deletes_a_directory_that_is_not_a_run(
 def test_a_rerun_retries_exactly_the_replays_that_had_backend_errors(
     dataset: Path, tmp_path: Path
 ) -> None:
-    from memlab.eval.sweep import IncompleteSweepError
+    from memlab.sweeps.driver import IncompleteSweepError
 
     good = marker_backend(REPLIES)
     down = {"value": True}

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from builders import update
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.run import load_run
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import load_run
 
 GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 
@@ -26,10 +26,10 @@ GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from memlab.backends.base import BackendError
+    from memlab.core.llm import BackendError
     from memlab.backends.scripted import ScriptedBackend
-    from memlab.eval.grid import Grid
-    from memlab.eval.sweep import sweep
+    from memlab.sweeps.grid import Grid
+    from memlab.sweeps.driver import sweep
 
     FAILING = ("paediatric nurse", "Frachtwerk")  # amara's and daniel's first sessions
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from builders import city_owners, update, write_owners
 
-from memlab.backends.base import CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import sweep
+from memlab.core.llm import CompletionRequest
 from memlab.reporting.trial import TrialError, try_prompt
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 

@@ -13,13 +13,13 @@ import pytest
 from builders import city_owners, update, write_owners
 from hostile import hollow_runs
 
-from memlab.backends.base import Completion, CompletionRequest
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core.llm import Completion, CompletionRequest
 from memlab.core.merge import BaselineMerge
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import UNFINISHED_STAGES, MemoryUpdater
-from memlab.eval.grid import Grid
-from memlab.eval.sweep import IncompleteSweepError, sweep
+from memlab.sweeps.driver import IncompleteSweepError, sweep
+from memlab.sweeps.grid import Grid
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 GRID = Grid.from_mapping({"name": "u", "replay_mode": "per_session"})
@@ -104,7 +104,7 @@ def test_a_replay_that_raises_is_recorded_unfinished(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the replay broke")
 
-    monkeypatch.setattr("memlab.eval.execute.replay_owner", broken)
+    monkeypatch.setattr("memlab.sweeps.execute.replay_owner", broken)
     with pytest.raises(IncompleteSweepError, match="the replay broke"):
         _sweep(tmp_path, ScriptedBackend([update()], repeat_last=True))
     records = sorted((tmp_path / "runs" / "u").glob("lanes/*/owners/*.json"))
@@ -113,8 +113,8 @@ def test_a_replay_that_raises_is_recorded_unfinished(
 
 
 def test_a_replay_that_lost_an_update_is_unfinished() -> None:
-    from memlab.eval.execute import unfinished
-    from memlab.eval.replay import OwnerReplay
+    from memlab.sweeps.execute import unfinished
+    from memlab.sweeps.replay import OwnerReplay
 
     call = {"error_stage": None, "error": None}
     assert unfinished(OwnerReplay("u", calls=[call], updates=1)) == ""

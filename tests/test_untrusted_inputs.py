@@ -21,7 +21,6 @@ from builders import (
     write_owners,
 )
 
-from memlab.backends.base import CompletionRequest, GenerationParams, OutputMode
 from memlab.backends.cache import (
     CacheCorruptError,
     CachedBackend,
@@ -34,6 +33,7 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.core.atomic import atomic_write_text, default_file_mode
 from memlab.core.config import ConfigError, MemoryConfig
 from memlab.core.jsontext import MAX_JSON_DEPTH, JsonDepthError, loads_json, nesting_path
+from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
 from memlab.core.prompts import PromptError, PromptRegistry
 from memlab.core.redact import REDACTED, redact, redact_text
 from memlab.core.storage import CorruptMemoryError, JsonFileStorage, clear_storage_cache
@@ -41,10 +41,11 @@ from memlab.core.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, read_
 from memlab.datasets.loader import validate_dataset
 from memlab.datasets.locomo import LocomoFormatError, convert_locomo, import_locomo
 from memlab.errors import excerpt, one_line
-from memlab.eval.grid import Grid, GridError, load_grid
-from memlab.eval.sweep import sweep
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.report import build_report
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid, GridError
+from memlab.sweeps.plan import load_grid
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

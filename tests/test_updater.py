@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.base import BackendError, CompletionRequest, OutputMode
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.document import SeededFactIds
+from memlab.core.llm import BackendError, CompletionRequest, OutputMode
 from memlab.core.storage import JsonFileStorage
 from memlab.core.updater import MemoryUpdater
 

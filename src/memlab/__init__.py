@@ -3,10 +3,13 @@
 Replay labeled conversation datasets through the memory pipeline under different prompts,
 thresholds and limits; validate every LLM reply against the JSON contract; chart and compare.
 
-The most used names are exported here; subpackages hold the rest:
-``memlab.core`` (the pipeline), ``memlab.backends`` (LLMs and the response cache),
-``memlab.datasets`` (labeled data), ``memlab.eval`` (replay, sweeps, metrics) and
-``memlab.reporting`` (charts, reports, the CI gate).
+The names most users need are exported here; the subpackages hold the rest (the layers are
+described in ``docs/architecture.md``): ``memlab.core`` (the pipeline, and the seed's names
+such as ``get_memory_queue``), ``memlab.backends`` (LLMs and the response cache),
+``memlab.datasets`` (labeled data), ``memlab.matching`` (fact matchers),
+``memlab.scoring`` (metrics and statistics), ``memlab.sweeps`` (grids, replays, run
+directories), ``memlab.reporting`` (charts, reports, the CI gate) and ``memlab.plugins``
+(the registries that built-ins and installed plugins share).
 
 Names are imported on first use (PEP 562), so ``import memlab.core`` loads neither pandas nor
 matplotlib; the ``TYPE_CHECKING`` imports below tell type checkers and IDEs what each is.
@@ -14,9 +17,9 @@ matplotlib; the ``TYPE_CHECKING`` imports below tell type checkers and IDEs what
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memlab._lazy import lazy_face
 from memlab._version import __version__ as __version__
 
 if TYPE_CHECKING:
@@ -34,29 +37,22 @@ if TYPE_CHECKING:
     from memlab.core import (
         JsonFileStorage,
         MemoryConfig,
-        MemoryMiddleware,
-        MemoryUpdateQueue,
         MemoryUpdater,
         ParseOptions,
         PromptVariant,
         UpdateResult,
-        format_conversation_for_update,
-        format_memory_for_injection,
-        get_memory_queue,
         get_prompt,
         parse_reply,
-        reset_memory_queue,
-        update_memory_from_conversation,
         validate_update,
     )
     from memlab.datasets import dataset_stats, load_dataset
     from memlab.errors import MemlabError
-    from memlab.eval import Grid, LaneConfig, Run, load_grid, load_run
-    from memlab.eval.compare import compare
-    from memlab.eval.sweep import sweep
+    from memlab.matching import resolve_matcher
     from memlab.reporting import build_report, check_gate, try_prompt
+    from memlab.scoring import compare
+    from memlab.sweeps import Grid, LaneConfig, Run, load_grid, load_run, rescore, sweep
 
-# Where each exported name lives; the subpackage is imported when the name is first used.
+# Where each exported name lives; its module is imported when the name is first used.
 _EXPORTS: dict[str, str] = {
     "Backend": "memlab.backends",
     "CacheMode": "memlab.backends",
@@ -69,33 +65,28 @@ _EXPORTS: dict[str, str] = {
     "resolve_backend": "memlab.backends",
     "JsonFileStorage": "memlab.core",
     "MemoryConfig": "memlab.core",
-    "MemoryMiddleware": "memlab.core",
-    "MemoryUpdateQueue": "memlab.core",
     "MemoryUpdater": "memlab.core",
     "ParseOptions": "memlab.core",
     "PromptVariant": "memlab.core",
     "UpdateResult": "memlab.core",
-    "format_conversation_for_update": "memlab.core",
-    "format_memory_for_injection": "memlab.core",
-    "get_memory_queue": "memlab.core",
     "get_prompt": "memlab.core",
     "parse_reply": "memlab.core",
-    "reset_memory_queue": "memlab.core",
-    "update_memory_from_conversation": "memlab.core",
     "validate_update": "memlab.core",
     "dataset_stats": "memlab.datasets",
     "load_dataset": "memlab.datasets",
     "MemlabError": "memlab.errors",
-    "Grid": "memlab.eval",
-    "LaneConfig": "memlab.eval",
-    "Run": "memlab.eval",
-    "load_grid": "memlab.eval",
-    "load_run": "memlab.eval",
-    "sweep": "memlab.eval",
-    "compare": "memlab.eval",
+    "resolve_matcher": "memlab.matching",
     "build_report": "memlab.reporting",
     "check_gate": "memlab.reporting",
     "try_prompt": "memlab.reporting",
+    "compare": "memlab.scoring",
+    "Grid": "memlab.sweeps",
+    "LaneConfig": "memlab.sweeps",
+    "Run": "memlab.sweeps",
+    "load_grid": "memlab.sweeps",
+    "load_run": "memlab.sweeps",
+    "rescore": "memlab.sweeps",
+    "sweep": "memlab.sweeps",
 }
 
 __all__ = [
@@ -110,8 +101,6 @@ __all__ = [
     "LaneConfig",
     "MemlabError",
     "MemoryConfig",
-    "MemoryMiddleware",
-    "MemoryUpdateQueue",
     "MemoryUpdater",
     "OutputMode",
     "ParseOptions",
@@ -123,38 +112,17 @@ __all__ = [
     "check_gate",
     "compare",
     "dataset_stats",
-    "format_conversation_for_update",
-    "format_memory_for_injection",
-    "get_memory_queue",
     "get_prompt",
     "load_dataset",
     "load_grid",
     "load_run",
     "parse_reply",
-    "reset_memory_queue",
+    "rescore",
     "resolve_backend",
+    "resolve_matcher",
     "sweep",
     "try_prompt",
-    "update_memory_from_conversation",
     "validate_update",
 ]
 
-# ``import memlab`` then ``memlab.reporting.charts`` works as with eager imports.
-_SUBPACKAGES = frozenset(
-    {"backends", "cli", "compat", "core", "datasets", "errors", "eval", "reporting"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"memlab.{name}")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

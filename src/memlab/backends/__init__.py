@@ -1,22 +1,11 @@
-"""LLM backends: one small interface, OpenAI-compatible and local llama.cpp implementations,
-a scripted test double, a known-truth simulated model (a test instrument), a response cache
-and a registry resolving names like ``local:smollm2``.
+"""LLM backends: OpenAI-compatible and local llama.cpp implementations of the pipeline's one
+small interface (:mod:`memlab.core.llm`), a scripted test double, a response cache and the
+registry resolving specs like ``local:smollm2`` (built-ins and plugins, each declaring its
+capabilities). The simulated model (``sim:``) lives in :mod:`memlab.simulation`.
 
 The heavy optional modules (``openai_compat``, ``llama_local``) import their SDKs lazily.
 """
 
-from memlab.backends.base import (
-    Backend,
-    BackendError,
-    Completion,
-    CompletionRequest,
-    GenerationParams,
-    ModelRequestsBlockedError,
-    OutputMode,
-    allow_model_requests,
-    block_model_requests,
-    check_model_requests_allowed,
-)
 from memlab.backends.cache import (
     CACHE_FORMAT,
     CacheCorruptError,
@@ -51,11 +40,15 @@ from memlab.backends.openai_compat import (
     to_strict_schema,
 )
 from memlab.backends.registry import (
+    BACKENDS,
     MINIMAL_CONTRACT_REPLY,
     BackendFactory,
+    BackendPlugin,
     UnknownBackendError,
     available_backends,
+    backend_plugin,
     default_backend_spec,
+    is_simulated,
     register_backend,
     resolve_backend,
 )
@@ -69,31 +62,31 @@ from memlab.backends.scripted import (
     ScriptedBackend,
     ScriptExhaustedError,
 )
-from memlab.backends.sim_profile import (
-    BUILTIN_PROFILES,
-    SimProfile,
-    SimProfileError,
-    load_profile,
-)
-from memlab.backends.simulated import (
-    SIM_PREFIX,
-    SimDecision,
-    SimulatedBackend,
-    is_simulated,
+from memlab.core.llm import (
+    Backend,
+    BackendError,
+    Completion,
+    CompletionRequest,
+    GenerationParams,
+    ModelRequestsBlockedError,
+    OutputMode,
+    allow_model_requests,
+    block_model_requests,
+    check_model_requests_allowed,
 )
 
 __all__ = [
-    "BUILTIN_PROFILES",
+    "BACKENDS",
     "BUNDLED_MODEL_FILE",
     "BUNDLED_MODEL_ID",
     "CACHE_FORMAT",
     "DEFAULT_N_CTX",
     "DEFAULT_OPENAI_MODEL",
     "MINIMAL_CONTRACT_REPLY",
-    "SIM_PREFIX",
     "Backend",
     "BackendError",
     "BackendFactory",
+    "BackendPlugin",
     "CacheCorruptError",
     "CacheCounters",
     "CacheMissError",
@@ -115,13 +108,10 @@ __all__ = [
     "SchemaTransport",
     "ScriptExhaustedError",
     "ScriptedBackend",
-    "SimDecision",
-    "SimProfile",
-    "SimProfileError",
-    "SimulatedBackend",
     "UnknownBackendError",
     "allow_model_requests",
     "available_backends",
+    "backend_plugin",
     "block_model_requests",
     "bundled_model_path",
     "cache_stats",
@@ -134,7 +124,6 @@ __all__ = [
     "free_port",
     "is_simulated",
     "load_model",
-    "load_profile",
     "parse_retry_after",
     "prune_cache",
     "register_backend",

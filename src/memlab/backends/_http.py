@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from memlab.backends.base import BackendError
 from memlab.core.jsontext import loads_json
+from memlab.core.llm import BackendError
 from memlab.errors import excerpt
 
 __all__ = [

@@ -46,7 +46,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend, BackendError, Completion, CompletionRequest, OutputMode
 from memlab.core.atomic import atomic_write_text
 from memlab.core.files import (
     MAX_CACHE_ENTRY_BYTES,
@@ -56,6 +55,7 @@ from memlab.core.files import (
     read_bytes,
 )
 from memlab.core.jsontext import loads_json
+from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest, OutputMode
 from memlab.core.redact import redact, secret_values
 
 __all__ = [
@@ -99,7 +99,7 @@ class CacheMode(StrEnum):
 class CacheError(BackendError):
     """The cache directory or one of its entries cannot be used; the message says why.
 
-    A :class:`~memlab.backends.base.BackendError`, so a replay records the failed call (and
+    A :class:`~memlab.core.llm.BackendError`, so a replay records the failed call (and
     the run reports it) instead of losing it in a worker thread.
     """
 
@@ -196,7 +196,7 @@ class CachedBackend:
     """Wrap ``backend`` with the file response cache.
 
     Args:
-        backend: Any :class:`~memlab.backends.base.Backend`.
+        backend: Any :class:`~memlab.core.llm.Backend`.
         cache_dir: Directory of the cache (created on first write).
         mode: :class:`CacheMode` or its value (``"read_write"``, ``"read_only"``, ``"off"``).
         secret_values: Extra strings never to be written (``OPENAI_API_KEY`` always is).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import (
+from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,

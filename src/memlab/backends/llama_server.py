@@ -25,8 +25,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from memlab.backends.base import BackendError
 from memlab.backends.llama_local import DEFAULT_N_CTX, bundled_model_path, default_threads
+from memlab.core.llm import BackendError
 
 __all__ = ["LlamaServer", "free_port"]
 

@@ -1,7 +1,7 @@
 """The response cache for a process that cannot see the cache directory.
 
 A sweep on a Dask cluster replays owners in worker processes on other machines, while the
-response cache lives on the driver's disk (see :mod:`memlab.eval.executors`). The driver reads
+response cache lives on the driver's disk (see :mod:`memlab.sweeps.executors`). The driver reads
 the cache once (:func:`~memlab.backends.cache.read_entries`) and sends that snapshot to every
 worker; a :class:`SnapshotCache` serves hits from it with the same keys and the same modes as
 :class:`~memlab.backends.cache.CachedBackend`, calls the backend on a miss in read-write mode
@@ -20,7 +20,6 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from memlab.backends.base import Backend, Completion, CompletionRequest
 from memlab.backends.cache import (
     CacheCorruptError,
     CacheMissError,
@@ -28,6 +27,7 @@ from memlab.backends.cache import (
     entry_path,
     request_key,
 )
+from memlab.core.llm import Backend, Completion, CompletionRequest
 
 __all__ = ["SnapshotCache"]
 

@@ -43,16 +43,16 @@ from memlab.backends._http import (
     split_credentials,
     too_large,
 )
-from memlab.backends.base import (
+from memlab.backends.llama_local import to_grammar_schema
+from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
+from memlab.core.files import MAX_REPLY_BYTES
+from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,
     OutputMode,
     check_model_requests_allowed,
 )
-from memlab.backends.llama_local import to_grammar_schema
-from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
-from memlab.core.files import MAX_REPLY_BYTES
 from memlab.core.redact import redact_text, remember_secret
 
 if TYPE_CHECKING:

@@ -1,7 +1,10 @@
 """Resolve backend specs such as ``openai:gpt-4o-mini`` or ``local:smollm2`` to backends.
 
-A spec is ``PREFIX`` or ``PREFIX:ARGUMENT``; the prefix selects a factory from an explicit
-registry and the argument (possibly empty) is passed to it with any keyword options:
+A spec is ``PREFIX`` or ``PREFIX:ARGUMENT``; the prefix selects a :class:`BackendPlugin` from
+the backend registry (:mod:`memlab.plugins`) and the argument (possibly empty) is passed to its
+factory with any keyword options. This module is the only place that reads a spec: everyone
+else asks it (:func:`backend_plugin`, :func:`is_simulated`, :func:`backend_options`,
+:func:`spec_short_name`).
 
 ========================  ===============================================================
 ``openai:MODEL``          :class:`~memlab.backends.openai_compat.OpenAICompatibleBackend`
@@ -12,18 +15,24 @@ registry and the argument (possibly empty) is passed to it with any keyword opti
                           reply (all sections unchanged, no facts) every time
 ``scripted:user-lines``   a test instrument: each user line becomes a fact
                           (:func:`~memlab.backends.scripted.user_lines_reply`)
-``sim:PROFILE``           :class:`~memlab.backends.simulated.SimulatedBackend`, the
-                          known-truth simulated model (``careful``, ``sloppy``, ``chatty``
-                          or a YAML profile path); needs ``dataset=`` (a sweep passes it)
+``sim:PROFILE``           the known-truth simulated model (:mod:`memlab.simulation`, a
+                          test instrument registered through memlab's own entry point);
+                          needs ``dataset=`` (a sweep passes it)
 ``auto``                  :func:`default_backend_spec`
 ========================  ===============================================================
 
-Third-party backends register through the same path as the built-ins::
+A backend declares what it can do once, in its :class:`BackendPlugin`: the output modes it
+supports, how it enforces a JSON schema, the prices of the models it serves, whether it is the
+simulated model (labelled in every report, never cached) and whether it answers from the
+dataset a sweep replays. Third-party backends register through the same path as the
+built-ins, in a notebook::
 
     register_backend("mybackend", lambda arg, **options: MyBackend(arg, **options))
 
-Optional dependencies are imported lazily inside the factories; a missing package gives a
-:class:`~memlab.backends.base.BackendError` saying what to install.
+or from an installed package, through an entry point in the ``memlab.plugins`` group (see
+:mod:`memlab.plugins` and ``docs/architecture.md``), which the command line and Dask workers
+load too. Optional dependencies are imported lazily inside the factories; a missing package
+gives a :class:`~memlab.core.llm.BackendError` saying what to install.
 """
 
 from __future__ import annotations
@@ -32,22 +41,34 @@ import json
 import logging
 import os
 import re
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend, BackendError
+from memlab import plugins
 from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.llm import Backend, OutputMode
 from memlab.errors import MemlabError
 
 __all__ = [
+    "BACKENDS",
     "MINIMAL_CONTRACT_REPLY",
     "BackendFactory",
+    "BackendPlugin",
     "UnknownBackendError",
     "available_backends",
+    "backend_options",
+    "backend_plugin",
+    "cacheable",
     "default_backend_spec",
+    "environment_packages",
+    "find_backend_plugin",
+    "is_simulated",
+    "price_table",
     "register_backend",
     "resolve_backend",
+    "spec_short_name",
 ]
 
 logger = logging.getLogger(__name__)
@@ -58,9 +79,63 @@ BackendFactory = Callable[..., Backend]
 MINIMAL_CONTRACT_REPLY = json.dumps(MINIMAL_VALID_UPDATE)
 """The smallest reply that satisfies the memory-update contract (the ``scripted`` default)."""
 
+Prices = Mapping[str, tuple[float, float]]
+"""Model id prefix -> (USD per 1M prompt tokens, USD per 1M completion tokens)."""
+
 
 class UnknownBackendError(MemlabError, ValueError):
     """A backend spec names a prefix nobody registered."""
+
+
+@dataclass(frozen=True)
+class BackendPlugin:
+    """A kind of backend and what it can do, declared in one place.
+
+    Attributes:
+        factory: ``factory(argument, **options) -> Backend``.
+        description: One line for listings (``memlab plugins``).
+        example: A spec that works, for messages (``"openai:gpt-4o-mini"``).
+        output_modes: The output modes its backends honour; a grid asking for another is
+            rejected before anything runs.
+        schema_decoding: How ``json_schema`` mode constrains the reply ("" when it does not).
+        prices: What its models cost (model id prefix -> USD per 1M prompt and completion
+            tokens); the run summary's cost columns read every backend's prices.
+        simulated: The simulated model: labelled "[simulated]" in every table, chart and
+            report, and never cached.
+        needs_dataset: Its factory needs ``dataset=`` (the file a sweep replays).
+        packages: Distributions whose versions a run records in ``environment.json``.
+    """
+
+    factory: BackendFactory
+    description: str
+    example: str
+    output_modes: frozenset[OutputMode] = frozenset(OutputMode)
+    schema_decoding: str = ""
+    prices: Prices = field(default_factory=dict)
+    simulated: bool = False
+    needs_dataset: bool = False
+    packages: tuple[str, ...] = ()
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether its replies belong in the response cache: not the simulated model's (it
+        answers instantly and deterministically)."""
+        return not self.simulated
+
+
+def _unknown(prefix: str, known: Sequence[str]) -> UnknownBackendError:
+    return UnknownBackendError(
+        f"the prefix {prefix!r} is not registered. Known prefixes: {', '.join(sorted(known))} "
+        "(e.g. 'openai:gpt-4o-mini', 'local:smollm2', 'local:/path/model.gguf', 'scripted'), "
+        "or register one with register_backend() or a memlab.plugins entry point."
+        + plugins.failure_hint()
+    )
+
+
+BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
+    "backend", "backend prefix", unknown=_unknown
+)
+"""Every backend kind by spec prefix."""
 
 
 def _openai_factory(argument: str, **options: Any) -> Backend:
@@ -88,40 +163,70 @@ def _scripted_factory(argument: str, **options: Any) -> Backend:
     return ScriptedBackend(**options)
 
 
-def _sim_factory(argument: str, **options: Any) -> Backend:
-    from memlab.backends.sim_profile import BUILTIN_PROFILES
-    from memlab.backends.simulated import SimulatedBackend
-
-    if not argument:
-        raise BackendError(
-            f"the simulated model needs a profile: 'sim:NAME' with NAME one of "
-            f"{', '.join(BUILTIN_PROFILES)}, or 'sim:/path/profile.yaml'"
-        )
-    if "dataset" not in options:
-        raise BackendError(
-            f"'sim:{argument}' answers from the labels of the dataset it replays: pass "
-            "dataset=... (a sweep does this itself), e.g. resolve_backend('sim:careful', "
-            "dataset='personas')"
-        )
-    return SimulatedBackend(argument, **options)
+def _auto_factory(argument: str, **options: Any) -> Backend:
+    return resolve_backend(default_backend_spec(), **options)
 
 
-_registry: dict[str, BackendFactory] = {
-    "openai": _openai_factory,
-    "local": _local_factory,
-    "scripted": _scripted_factory,
-    "sim": _sim_factory,
-}
-_registry_lock = threading.Lock()
+BACKENDS.register(
+    "openai",
+    BackendPlugin(
+        _openai_factory,
+        "any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp server)",
+        "openai:gpt-4o-mini",
+        schema_decoding="response_format json_schema (strict), or a schema in json_object",
+        prices={
+            "gpt-4o-mini": (0.15, 0.60),
+            "gpt-4o": (2.50, 10.00),
+            "gpt-4.1-mini": (0.40, 1.60),
+        },
+        packages=("openai",),
+    ),
+)
+BACKENDS.register(
+    "local",
+    BackendPlugin(
+        _local_factory,
+        "a GGUF model through llama-cpp-python (local:smollm2 is bundled)",
+        "local:smollm2",
+        schema_decoding="llama.cpp grammar compiled from the schema",
+        packages=("llama-cpp-python",),
+    ),
+)
+BACKENDS.register(
+    "scripted",
+    BackendPlugin(
+        _scripted_factory,
+        "canned replies (a test double); scripted:user-lines stores each user line",
+        "scripted",
+    ),
+)
+BACKENDS.register(
+    "auto",
+    BackendPlugin(
+        _auto_factory,
+        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else "
+        "local:smollm2",
+        "auto",
+    ),
+)
 
 
-def register_backend(prefix: str, factory: BackendFactory, *, replace: bool = False) -> None:
-    """Register ``factory`` for specs starting with ``prefix``.
+def register_backend(
+    prefix: str,
+    factory: BackendFactory | BackendPlugin,
+    *,
+    replace: bool = False,
+    **capabilities: Any,
+) -> BackendPlugin:
+    """Register a backend for specs starting with ``prefix``.
 
     Args:
         prefix: Spec prefix (letters, digits, ``_``, ``-``, ``.``), e.g. ``"anthropic"``.
-        factory: ``factory(argument, **options) -> Backend``.
+        factory: ``factory(argument, **options) -> Backend``, or a whole
+            :class:`BackendPlugin`.
         replace: Allow replacing an existing registration (including a built-in).
+        **capabilities: :class:`BackendPlugin` fields besides the factory
+            (``output_modes``, ``prices``, ...).
 
     Raises:
         ValueError: Bad prefix, or the prefix is taken and ``replace`` is false.
@@ -131,19 +236,80 @@ def register_backend(prefix: str, factory: BackendFactory, *, replace: bool = Fa
             f"Invalid backend prefix {prefix!r}: use letters, digits, '_', '-' or '.', "
             "without ':' ('auto' is reserved)."
         )
-    with _registry_lock:
-        if prefix in _registry and not replace:
-            raise ValueError(
-                f"Backend prefix {prefix!r} is already registered; pass replace=True to "
-                "override it."
-            )
-        _registry[prefix] = factory
+    if isinstance(factory, BackendPlugin):
+        plugin = factory
+    else:
+        capabilities.setdefault("description", f"{prefix} (registered in code)")
+        capabilities.setdefault("example", prefix)
+        plugin = BackendPlugin(factory, **capabilities)
+    try:
+        return BACKENDS.register(prefix, plugin, replace=replace)
+    except plugins.PluginError as exc:
+        raise ValueError(f"Backend {exc}") from None
 
 
 def available_backends() -> list[str]:
     """Return the registered prefixes, sorted."""
-    with _registry_lock:
-        return sorted(_registry)
+    return sorted(BACKENDS)
+
+
+def backend_plugin(spec: str) -> BackendPlugin:
+    """The plugin that builds ``spec`` (by its prefix).
+
+    Raises:
+        UnknownBackendError: No backend has that prefix.
+    """
+    try:
+        return BACKENDS.lookup(plugins.split_spec(spec)[0])
+    except UnknownBackendError as exc:
+        raise UnknownBackendError(f"Unknown backend {spec.strip()!r}: {exc}") from None
+
+
+def find_backend_plugin(spec: str) -> BackendPlugin | None:
+    """The plugin that builds ``spec``, or ``None`` for an unknown prefix."""
+    return BACKENDS.get(plugins.split_spec(spec)[0])
+
+
+def is_simulated(spec: str) -> bool:
+    """True when ``spec`` names the simulated model (false for an unknown prefix)."""
+    plugin = find_backend_plugin(spec)
+    return plugin is not None and plugin.simulated
+
+
+def cacheable(spec: str) -> bool:
+    """Whether replies of ``spec`` belong in the response cache (see
+    :attr:`BackendPlugin.cacheable`); drivers and remote workers both ask this."""
+    plugin = find_backend_plugin(spec)
+    return plugin is None or plugin.cacheable
+
+
+def backend_options(spec: str, dataset: str | Path) -> dict[str, Any]:
+    """Options a spec needs from the sweep: the dataset path for backends that answer from
+    it (the simulated model)."""
+    plugin = find_backend_plugin(spec)
+    return {"dataset": dataset} if plugin is not None and plugin.needs_dataset else {}
+
+
+def spec_short_name(spec: str) -> str:
+    """A few characters naming the model of ``spec``, for lane ids: the argument's last path
+    component without ``.gguf`` (``local:/m/tiny.gguf`` -> ``tiny``), else the spec."""
+    return spec.split(":", 1)[-1].rsplit("/", 1)[-1].replace(".gguf", "")
+
+
+def price_table() -> dict[str, tuple[float, float]]:
+    """Every registered backend's model prices (model id prefix -> USD per 1M tokens)."""
+    table: dict[str, tuple[float, float]] = {}
+    for name in BACKENDS:
+        table.update(BACKENDS[name].prices)
+    return table
+
+
+def environment_packages() -> tuple[str, ...]:
+    """The distributions of every registered backend, in registration order."""
+    found: dict[str, None] = {}
+    for name in BACKENDS:
+        found.update(dict.fromkeys(BACKENDS[name].packages))
+    return tuple(found)
 
 
 def default_backend_spec(environ: Mapping[str, str] | None = None) -> str:
@@ -180,19 +346,6 @@ def resolve_backend(spec: str, **options: Any) -> Backend:
         UnknownBackendError: The prefix is not registered.
         BackendError: The backend cannot be built (missing package, no key, bad path).
     """
-    spec = spec.strip()
-    if spec == "auto":
-        spec = default_backend_spec()
-    prefix, _, argument = spec.partition(":")
-    with _registry_lock:
-        factory = _registry.get(prefix)
-        known = sorted(_registry)
-    if factory is None:
-        raise UnknownBackendError(
-            f"Unknown backend {spec!r}: the prefix {prefix!r} is not registered. Known "
-            f"prefixes: {', '.join(known)} (e.g. 'openai:gpt-4o-mini', 'local:smollm2', "
-            "'local:/path/model.gguf', 'scripted'), or register one with register_backend()."
-        )
-    backend = factory(argument, **options)
+    backend = backend_plugin(spec).factory(plugins.split_spec(spec)[1], **options)
     logger.debug("resolved backend %r to %r", spec, backend)
     return backend

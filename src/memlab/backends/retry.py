@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from memlab.backends.base import BackendError
+from memlab.core.llm import BackendError
 from memlab.errors import MemlabError
 
 __all__ = [

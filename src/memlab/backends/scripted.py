@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memlab.backends.base import BackendError, Completion, CompletionRequest
+from memlab import plugins
 from memlab.core.contract import FACT_CATEGORIES, minimal_update
+from memlab.core.llm import BackendError, Completion, CompletionRequest
 
 __all__ = ["SCRIPTS", "ScriptExhaustedError", "ScriptedBackend", "user_lines_reply"]
 
@@ -171,5 +172,6 @@ def user_lines_reply(request: CompletionRequest) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-SCRIPTS: dict[str, ReplyFunction] = {"user-lines": user_lines_reply}
-"""Built-in reply functions by name: the spec ``scripted:NAME`` answers with ``SCRIPTS[NAME]``."""
+SCRIPTS: plugins.Registry[ReplyFunction] = plugins.declare("script", "scripted reply function")
+"""Reply functions by name: the spec ``scripted:NAME`` answers with ``SCRIPTS[NAME]``."""
+SCRIPTS.register("user-lines", user_lines_reply)

@@ -18,7 +18,7 @@ from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
 
 if TYPE_CHECKING:
-    from memlab.eval.executors import DaskSpec
+    from memlab.sweeps.executors import DaskSpec
 
 __all__ = [
     "MAX_WORKERS",
@@ -56,14 +56,14 @@ def workers(text: str) -> int:
 
 def resamples(text: str) -> int:
     """Bootstrap and permutation resamples: 0 (off) to ``MAX_RESAMPLES``."""
-    from memlab.eval.stats import MAX_RESAMPLES
+    from memlab.scoring.stats import MAX_RESAMPLES
 
     return _int_between(text, 0, MAX_RESAMPLES, "the number of resamples")
 
 
 def executor(text: str) -> DaskSpec:
-    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.eval.executors`)."""
-    from memlab.eval.executors import ExecutorError, check_local_size, parse_executor
+    """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.sweeps.executors`)."""
+    from memlab.sweeps.executors import ExecutorError, check_local_size, parse_executor
 
     try:
         spec = parse_executor(text)
@@ -144,7 +144,7 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.eval.stats import DEFAULT_RESAMPLES, MAX_RESAMPLES
+    from memlab.scoring.stats import DEFAULT_RESAMPLES, MAX_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"

@@ -7,10 +7,10 @@ from typing import Any
 
 from memlab.cli import _args
 from memlab.core.files import io_reason
-from memlab.eval.compare import CompareError, compare, comparison_text
-from memlab.eval.metric_specs import interval_specs
-from memlab.eval.run import load_run
-from memlab.eval.stats import StatOptions
+from memlab.scoring.comparison import CompareError, compare, comparison_text
+from memlab.scoring.metric_specs import interval_specs
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.run import load_run
 
 __all__ = ["register"]
 

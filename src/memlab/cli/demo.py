@@ -22,15 +22,14 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import resolve_backend
-from memlab.backends.simulated import dataset_options, is_simulated
+from memlab.backends.registry import backend_options, is_simulated, resolve_backend
+from memlab.core.llm import Backend
 from memlab.datasets.registry import resolve_dataset
-from memlab.eval.grid import Grid
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
 from memlab.reporting.report import ReportPaths, build_report
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 __all__ = ["BOUNDS", "FREE_GRID", "SCHEMA_GRID", "SIM_GRID", "DemoResult", "register", "run_demo"]
 
@@ -136,7 +135,7 @@ def run_demo(
 
     def factory(spec: str) -> Backend:
         if backend_factory is None or is_simulated(spec):
-            return resolve_backend(spec, **dataset_options(spec, dataset))
+            return resolve_backend(spec, **backend_options(spec, dataset))
         return backend_factory(spec)
 
     real = []

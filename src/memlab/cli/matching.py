@@ -9,23 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.cli import _args
-from memlab.eval.calibration import SPLITS, Calibration, calibrate, load_pairs
-from memlab.eval.judge import LLMJudgeMatcher
-from memlab.eval.matcher_audit import (
-    AuditSheet,
-    agreement_counts,
-    draw_sheet,
-    judge_sheet,
-    read_sheet,
-    sheet_path,
-)
-from memlab.eval.matchers import MATCHERS, BackendFactory, resolve_matcher
-from memlab.eval.matching import FactMatcher
-from memlab.eval.rescore import rescore
-from memlab.eval.run import load_run
+from memlab.core.llm import Backend
+from memlab.matching.base import FactMatcher
+from memlab.matching.calibration import SPLITS, Calibration, calibrate, load_pairs
+from memlab.matching.judge import LLMJudgeMatcher
+from memlab.matching.matcher_audit import AuditSheet, agreement_counts, judge_sheet, read_sheet
+from memlab.matching.matchers import BackendFactory, matcher_help, resolve_matcher
+from memlab.sweeps.audit import draw_sheet, sheet_path
+from memlab.sweeps.rescoring import rescore
+from memlab.sweeps.run import load_run
 
 __all__ = ["matcher_from_args", "register"]
 
@@ -49,7 +43,7 @@ examples:
 _AUDIT_EPILOG = """\
 Draws (stored, gold) pairs from every memory snapshot of a finished run into a labelling
 sheet: half from the pairs the matcher accepts, half from the nearest pairs it rejects. Fill
-the 'label' column with yes or no (a spreadsheet, or memlab.eval.audit_form.labelling_form in
+the 'label' column with yes or no (a spreadsheet, or memlab.matching.audit_form.labelling_form in
 a notebook), then measure the matcher on it with 'memlab matcher calibrate --pairs SHEET'.
 Reports of the run show the measured agreement once the sheet has labels.
 
@@ -153,7 +147,7 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="matcher name: " + ", ".join(MATCHERS) + " (default: default)",
+        help="matcher name: " + ", ".join(matcher_help()) + " (default: default)",
     )
     _args.add_cache_options(parser, "response cache for a judge matcher's calls")
 
@@ -176,7 +170,7 @@ def _backend_factory(args: argparse.Namespace) -> BackendFactory:
 
 
 def _list(args: argparse.Namespace) -> int:
-    for name, description in MATCHERS.items():
+    for name, description in matcher_help().items():
         print(f"{name:<16} {description}")
     return 0
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlab.cli import _args
-from memlab.core.document import create_empty_memory
+from memlab.core.document import MemoryDocument, create_empty_memory
 from memlab.core.injection import get_token_counter
 from memlab.core.prompts import PromptRegistry, resolve_prompt, template_diff
 
@@ -21,7 +21,7 @@ SAMPLE_CONVERSATION = (
 """The conversation ``memlab prompts check`` renders a template with."""
 
 
-def sample_memory() -> dict[str, Any]:
+def sample_memory() -> MemoryDocument:
     """A small memory document (two facts) that ``check`` renders a template with."""
     now = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
     memory = create_empty_memory(now)

@@ -10,10 +10,6 @@ from memlab.cli import _args
 from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.errors import excerpt
-from memlab.eval.compare import describe
-from memlab.eval.metric_specs import gate_specs, interval_specs
-from memlab.eval.run import load_run
-from memlab.eval.stats import StatOptions
 from memlab.reporting.gate import (
     Regression,
     ThresholdError,
@@ -22,6 +18,10 @@ from memlab.reporting.gate import (
     check_regressions,
 )
 from memlab.reporting.report import build_report
+from memlab.scoring.comparison import describe
+from memlab.scoring.metric_specs import gate_specs, interval_specs
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.run import load_run
 
 __all__ = ["register"]
 

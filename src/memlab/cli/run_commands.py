@@ -12,13 +12,14 @@ from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
 from memlab.core.prompts import looks_like_path as _looks_like_path
 from memlab.core.prompts import resolve_prompt
-from memlab.eval.embeddings import (
+from memlab.matching.embeddings import (
     EmbeddingDuplicates,
     WordLlamaEmbedder,
 )
-from memlab.eval.grid import Grid, load_grid
-from memlab.eval.matchers import MATCHERS
-from memlab.eval.sweep import IncompleteSweepError, sweep
+from memlab.matching.matchers import matcher_help
+from memlab.sweeps.driver import IncompleteSweepError, sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.plan import load_grid
 
 __all__ = ["register"]
 
@@ -86,7 +87,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="fact matcher for recall and precision: " + ", ".join(MATCHERS) + " (default: "
+        help="fact matcher for recall and precision: " + ", ".join(matcher_help()) + " (default: "
         "default; a judge's calls are cached in --cache-dir); memlab rescore changes it later",
     )
     parser.add_argument(

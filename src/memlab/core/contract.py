@@ -26,7 +26,16 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, get_args
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NamedTuple,
+    NotRequired,
+    TypedDict,
+    get_args,
+)
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -51,10 +60,13 @@ __all__ = [
     "HistorySection",
     "HistorySections",
     "MemoryUpdate",
+    "MemoryUpdateDict",
     "NewFact",
+    "NewFactDict",
     "SchemaBounds",
     "SectionName",
     "SectionUpdate",
+    "SectionUpdateDict",
     "UserSection",
     "UserSections",
     "Violation",
@@ -178,6 +190,45 @@ class MemoryUpdate(_Strict):
     def to_json_dict(self) -> dict[str, Any]:
         """Return the reply as a plain dict in contract form (absent `sourceError` omitted)."""
         return self.model_dump(exclude_none=True)
+
+
+# --------------------------------------------------------------------------- typed dicts
+
+
+class SectionUpdateDict(TypedDict):
+    """:class:`SectionUpdate` as the parsed JSON holds it."""
+
+    summary: str
+    shouldUpdate: bool
+
+
+class NewFactDict(TypedDict):
+    """:class:`NewFact` as the parsed JSON holds it."""
+
+    content: str
+    category: FactCategory
+    confidence: float
+    sourceError: NotRequired[str]
+
+
+class MemoryUpdateDict(TypedDict):
+    """A valid reply as the parsed JSON holds it (what the parse ladder returns and the merge
+    strategies apply); :class:`MemoryUpdate` is the same document as a model."""
+
+    user: dict[UserSection, SectionUpdateDict]
+    history: dict[HistorySection, SectionUpdateDict]
+    newFacts: list[NewFactDict]
+    factsToRemove: list[str]
+
+
+# The typed dicts and the models name the same keys (declaration mistakes fail at import).
+for _typed, _model in (
+    (SectionUpdateDict, SectionUpdate),
+    (NewFactDict, NewFact),
+    (MemoryUpdateDict, MemoryUpdate),
+):
+    if set(_typed.__annotations__) != set(_model.model_fields):
+        raise TypeError(f"{_typed.__name__} and {_model.__name__} name different keys")
 
 
 # --------------------------------------------------------------------------- JSON Schema

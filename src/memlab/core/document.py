@@ -20,7 +20,7 @@ import random
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import NotRequired, Protocol, TypedDict, TypeVar
 
 # The document's sections are the contract's: one definition for both.
 from memlab.core.contract import HISTORY_SECTIONS, USER_SECTIONS
@@ -32,7 +32,10 @@ __all__ = [
     "REQUIRED_DOCUMENT_KEYS",
     "USER_SECTIONS",
     "FactIdGenerator",
+    "MemoryDocument",
+    "SectionState",
     "SeededFactIds",
+    "StoredFact",
     "copy_document",
     "create_empty_memory",
     "document_problems",
@@ -50,6 +53,37 @@ _T = TypeVar("_T")
 DOCUMENT_VERSION = "1.0"
 # Keys a stored document must have (with these JSON types) to be accepted by a store.
 REQUIRED_DOCUMENT_KEYS: dict[str, type] = {"user": dict, "history": dict, "facts": list}
+
+
+
+class SectionState(TypedDict):
+    """A stored summary section."""
+
+    summary: str
+    updatedAt: str
+
+
+class StoredFact(TypedDict):
+    """A stored fact (see the module docstring)."""
+
+    id: str
+    content: str
+    category: str
+    confidence: float
+    createdAt: str
+    source: str
+    sourceError: NotRequired[str]
+
+
+class MemoryDocument(TypedDict):
+    """The memory document (see the module docstring)."""
+
+    version: str
+    lastUpdated: str
+    user: dict[str, SectionState]
+    history: dict[str, SectionState]
+    facts: list[StoredFact]
+
 
 _FACT_PREFIX = "fact_"
 _HEX = frozenset("0123456789abcdef")
@@ -106,7 +140,7 @@ def copy_document(document: _T) -> _T:
     return copy_json(document)
 
 
-def create_empty_memory(now: datetime | None = None) -> dict[str, Any]:
+def create_empty_memory(now: datetime | None = None) -> MemoryDocument:
     """Return a new empty memory document whose ``lastUpdated`` is ``now`` (default: now)."""
     return {
         "version": DOCUMENT_VERSION,

@@ -24,6 +24,7 @@ what validation accepts, a replay can process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ from memlab.errors import MemlabError
 __all__ = [
     "MAX_JSON_DEPTH",
     "JsonDepthError",
+    "canonical_hash",
     "copy_json",
     "dumps_indented",
     "loads_json",
@@ -201,6 +203,13 @@ def scan_json(value: Any) -> tuple[bool, float | None]:
             elif item_kind not in _SCALARS:
                 return False, None
     return True, None
+
+
+def canonical_hash(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (sorted keys, no whitespace): the content
+    address of lanes, fingerprints and snapshots."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def dumps_indented(value: Any, indent: int | str | None = 2) -> str:

@@ -24,14 +24,18 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
+from memlab import plugins
+from memlab.core.contract import MemoryUpdateDict, NewFactDict
 from memlab.core.document import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
+    MemoryDocument,
+    StoredFact,
     copy_document,
     normalize_fact_text,
     parse_utc,
@@ -46,6 +50,7 @@ __all__ = [
     "ApplyResult",
     "BaselineMerge",
     "CategoryCapMerge",
+    "MergeRecord",
     "MergeStrategy",
     "NearDuplicateMerge",
     "TimeDecayMerge",
@@ -54,6 +59,16 @@ __all__ = [
 ]
 
 _ID_ATTEMPTS = 1000
+
+
+class MergeRecord(TypedDict):
+    """One near-duplicate merge (:class:`NearDuplicateMerge`)."""
+
+    keptId: str
+    keptContent: str
+    droppedContent: str
+    similarity: float
+    replaced: bool
 
 
 @dataclass
@@ -75,15 +90,15 @@ class ApplyResult:
         merged: Near-duplicate merges (strategies that merge; empty for the baseline).
     """
 
-    memory: dict[str, Any]
-    added: list[dict[str, Any]] = field(default_factory=list)
-    skipped_below_threshold: list[dict[str, Any]] = field(default_factory=list)
-    skipped_duplicate: list[dict[str, Any]] = field(default_factory=list)
-    removed: list[dict[str, Any]] = field(default_factory=list)
+    memory: MemoryDocument
+    added: list[StoredFact] = field(default_factory=list)
+    skipped_below_threshold: list[NewFactDict] = field(default_factory=list)
+    skipped_duplicate: list[NewFactDict] = field(default_factory=list)
+    removed: list[StoredFact] = field(default_factory=list)
     unknown_removals: list[str] = field(default_factory=list)
-    evicted: list[dict[str, Any]] = field(default_factory=list)
+    evicted: list[StoredFact] = field(default_factory=list)
     sections_updated: list[str] = field(default_factory=list)
-    merged: list[dict[str, Any]] = field(default_factory=list)
+    merged: list[MergeRecord] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Return the length of every bookkeeping list, keyed by field name."""
@@ -94,10 +109,12 @@ class ApplyResult:
 
         Stored facts as ``{id, content, confidence}``, proposals as ``{content, confidence}``,
         ``unknown_removals`` and ``merged`` as they are. Operation scoring
-        (:mod:`memlab.eval.operations`) replays memory changes from it.
+        (:mod:`memlab.scoring.operations`) replays memory changes from it.
         """
 
-        def brief(facts: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+        def brief(
+            facts: Sequence[Mapping[str, Any]], keys: tuple[str, ...]
+        ) -> list[dict[str, Any]]:
             return [{k: f.get(k) for k in keys} for f in facts if _is_mapping(f)]
 
         stored = ("id", "content", "confidence")
@@ -121,8 +138,8 @@ class MergeStrategy(Protocol):
 
     def apply(
         self,
-        current_memory: dict[str, Any],
-        update: Mapping[str, Any],
+        current_memory: MemoryDocument,
+        update: MemoryUpdateDict,
         *,
         thread_id: str | None,
         threshold: float,
@@ -152,7 +169,7 @@ def _content_key(fact: Mapping[str, Any]) -> str | None:
     return normalize_fact_text(content) if isinstance(content, str) else None
 
 
-def _content_keys(facts: list[dict[str, Any]]) -> set[str]:
+def _content_keys(facts: list[StoredFact]) -> set[str]:
     return {k for f in facts if _is_mapping(f) and (k := _content_key(f)) is not None}
 
 
@@ -171,8 +188,8 @@ class BaselineMerge:
 
     def apply(
         self,
-        current_memory: dict[str, Any],
-        update: Mapping[str, Any],
+        current_memory: MemoryDocument,
+        update: MemoryUpdateDict,
         *,
         thread_id: str | None,
         threshold: float,
@@ -198,8 +215,8 @@ class BaselineMerge:
 
     def apply_in_place(
         self,
-        memory: dict[str, Any],
-        update: Mapping[str, Any],
+        memory: MemoryDocument,
+        update: MemoryUpdateDict,
         *,
         thread_id: str | None,
         threshold: float,
@@ -217,7 +234,7 @@ class BaselineMerge:
         if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
             raise ValueError(f"max_facts must be an integer >= 1, got {max_facts!r}")
         now_iso = utc_iso(now)
-        update = copy_document(dict(update))
+        update = copy_document(update)
         result = ApplyResult(memory=memory)
         self._apply_sections(memory, update, now_iso, result)
         facts = memory.setdefault("facts", [])
@@ -231,7 +248,7 @@ class BaselineMerge:
     # -- step 1 ------------------------------------------------------------------------------
     @staticmethod
     def _apply_sections(
-        memory: dict[str, Any], update: Mapping[str, Any], now_iso: str, result: ApplyResult
+        memory: MemoryDocument, update: MemoryUpdateDict, now_iso: str, result: ApplyResult
     ) -> None:
         for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
             proposed = update.get(group)
@@ -245,21 +262,22 @@ class BaselineMerge:
                 if section.get("shouldUpdate") is True and isinstance(summary, str) and summary:
                     target = memory.get(group)
                     if not isinstance(target, dict):
-                        target = memory[group] = {}
+                        target = {}
+                        memory[group] = target  # type: ignore[literal-required]  # user|history
                     target[name] = {"summary": summary, "updatedAt": now_iso}
                     result.sections_updated.append(f"{group}.{name}")
 
     # -- step 2 ------------------------------------------------------------------------------
     @staticmethod
     def _apply_removals(
-        memory: dict[str, Any], update: Mapping[str, Any], result: ApplyResult
+        memory: MemoryDocument, update: MemoryUpdateDict, result: ApplyResult
     ) -> None:
         ids = update.get("factsToRemove") or []
         if not isinstance(ids, list):
             raise ValueError(f"factsToRemove must be a list of fact ids, got {ids!r}")
-        for index, fact_id in enumerate(ids):
-            if not isinstance(fact_id, str):
-                raise ValueError(f"factsToRemove/{index}: fact ids are strings, got {fact_id!r}")
+        for index, given in enumerate(ids):
+            if not isinstance(given, str):
+                raise ValueError(f"factsToRemove/{index}: fact ids are strings, got {given!r}")
         if not ids:
             return
         wanted = set(ids)
@@ -280,8 +298,8 @@ class BaselineMerge:
     # -- step 3 ------------------------------------------------------------------------------
     def _apply_additions(
         self,
-        memory: dict[str, Any],
-        update: Mapping[str, Any],
+        memory: MemoryDocument,
+        update: MemoryUpdateDict,
         thread_id: str | None,
         threshold: float,
         now_iso: str,
@@ -291,7 +309,7 @@ class BaselineMerge:
         proposals = update.get("newFacts") or []
         if not isinstance(proposals, list):
             raise ValueError(f"newFacts must be a list, got {type(proposals).__name__}")
-        facts: list[dict[str, Any]] = memory["facts"]
+        facts: list[StoredFact] = memory["facts"]
         keys = _content_keys(facts)
         taken_ids = {f.get("id") for f in facts if _is_mapping(f)}
         for index, proposal in enumerate(proposals):
@@ -314,8 +332,8 @@ class BaselineMerge:
 
     def _merge_into_existing(
         self,
-        facts: list[dict[str, Any]],
-        proposal: Mapping[str, Any],
+        facts: list[StoredFact],
+        proposal: NewFactDict,
         thread_id: str | None,
         result: ApplyResult,
     ) -> bool:
@@ -324,7 +342,7 @@ class BaselineMerge:
 
     # -- step 4 ------------------------------------------------------------------------------
     def _enforce_cap(
-        self, memory: dict[str, Any], max_facts: int, now: datetime, result: ApplyResult
+        self, memory: MemoryDocument, max_facts: int, now: datetime, result: ApplyResult
     ) -> None:
         facts = memory["facts"]
         if len(facts) <= max_facts:
@@ -356,9 +374,9 @@ def _check_proposal(index: int, proposal: object) -> tuple[str, float]:
 
 
 def _stored_fact(
-    proposal: Mapping[str, Any], fact_id: str, now_iso: str, thread_id: str | None
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+    proposal: NewFactDict, fact_id: str, now_iso: str, thread_id: str | None
+) -> StoredFact:
+    entry: StoredFact = {
         "id": fact_id,
         "content": str(proposal["content"]).strip(),
         "category": proposal.get("category", "context"),
@@ -404,13 +422,13 @@ class NearDuplicateMerge(BaselineMerge):
 
     def _merge_into_existing(
         self,
-        facts: list[dict[str, Any]],
-        proposal: Mapping[str, Any],
+        facts: list[StoredFact],
+        proposal: NewFactDict,
         thread_id: str | None,
         result: ApplyResult,
     ) -> bool:
         new_content = str(proposal["content"]).strip()
-        best: dict[str, Any] | None = None
+        best: StoredFact | None = None
         best_score = -1.0
         for fact in facts:
             content = fact.get("content") if _is_mapping(fact) else None
@@ -462,7 +480,7 @@ class CategoryCapMerge(BaselineMerge):
         return {"per_category": self.per_category}
 
     def _enforce_cap(
-        self, memory: dict[str, Any], max_facts: int, now: datetime, result: ApplyResult
+        self, memory: MemoryDocument, max_facts: int, now: datetime, result: ApplyResult
     ) -> None:
         by_category: dict[str, list[int]] = {}
         for position, fact in enumerate(memory["facts"]):
@@ -506,12 +524,20 @@ class TimeDecayMerge(BaselineMerge):
         return _confidence(fact) * decay
 
 
-MERGE_STRATEGIES: dict[str, Callable[..., MergeStrategy]] = {
-    "baseline": BaselineMerge,
-    "near_duplicate": NearDuplicateMerge,
-    "category_cap": CategoryCapMerge,
-    "time_decay": TimeDecayMerge,
-}
+def _unknown_strategy(name: str, known: Sequence[str]) -> ValueError:
+    return ValueError(
+        f"unknown merge strategy {name!r}; known strategies: {', '.join(sorted(known))}"
+        + plugins.failure_hint()
+    )
+
+
+MERGE_STRATEGIES: plugins.Registry[Callable[..., MergeStrategy]] = plugins.declare(
+    "merge", "merge strategy", unknown=_unknown_strategy
+)
+"""Merge strategy factories by name (a lane's ``merge``; its ``merge_params`` are their
+keyword arguments). Plugins add theirs with ``MERGE_STRATEGIES.register(name, factory)``."""
+for _strategy in (BaselineMerge, NearDuplicateMerge, CategoryCapMerge, TimeDecayMerge):
+    MERGE_STRATEGIES.register(_strategy.name, _strategy)
 
 
 def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:
@@ -520,11 +546,7 @@ def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:
     Raises:
         ValueError: Unknown name (the message lists the known ones) or bad parameters.
     """
-    try:
-        factory = MERGE_STRATEGIES[name]
-    except KeyError:
-        known = ", ".join(sorted(MERGE_STRATEGIES))
-        raise ValueError(f"unknown merge strategy {name!r}; known strategies: {known}") from None
+    factory = MERGE_STRATEGIES.lookup(name)
     try:
         inspect.signature(factory).bind(**params)
     except TypeError as exc:
@@ -536,8 +558,8 @@ def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:
 
 
 def apply_updates(
-    current_memory: dict[str, Any],
-    update: Mapping[str, Any],
+    current_memory: MemoryDocument,
+    update: MemoryUpdateDict,
     *,
     thread_id: str | None = None,
     threshold: float = 0.7,

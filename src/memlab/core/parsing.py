@@ -26,19 +26,23 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
-from memlab.core.contract import TOP_LEVEL_KEYS, Violation, validate_update
+from memlab import plugins
+from memlab.core.contract import TOP_LEVEL_KEYS, MemoryUpdateDict, Violation, validate_update
 from memlab.core.json_repair import repair_scan
 
 __all__ = [
+    "PARSE_PRESETS",
     "WRAPPERS",
     "FailureCategory",
     "ParseOptions",
     "ParseResult",
     "Rung",
+    "parse_options_for",
     "parse_reply",
 ]
 
@@ -130,6 +134,32 @@ class ParseOptions:
         }
 
 
+def _unknown_preset(name: str, known: Sequence[str]) -> ValueError:
+    return ValueError(
+        f"unknown parse preset {name!r}; known presets: {', '.join(known)}"
+        + plugins.failure_hint()
+    )
+
+
+PARSE_PRESETS: plugins.Registry[Callable[[], ParseOptions]] = plugins.declare(
+    "parse_preset", "parse preset", unknown=_unknown_preset
+)
+"""Named parse-ladder options (a lane's ``parse``): name -> a function returning them."""
+PARSE_PRESETS.register("default", ParseOptions)
+PARSE_PRESETS.register("deerflow", ParseOptions.deerflow)
+PARSE_PRESETS.register("strict_only", ParseOptions.strict_only)
+PARSE_PRESETS.register("repair", lambda: ParseOptions(lenient=True, repair=True))
+
+
+def parse_options_for(name: str) -> ParseOptions:
+    """The parse-ladder options of the preset ``name``.
+
+    Raises:
+        ValueError: Unknown name (the message lists the known ones).
+    """
+    return PARSE_PRESETS.lookup(name)()
+
+
 @dataclass(frozen=True)
 class ParseResult:
     """Outcome of `parse_reply`.
@@ -148,7 +178,7 @@ class ParseResult:
     """
 
     ok: bool
-    data: dict[str, Any] | None = None
+    data: MemoryUpdateDict | None = None
     rung: Rung | None = None
     category: FailureCategory | None = None
     violations: tuple[Violation, ...] = ()
@@ -342,7 +372,9 @@ def _finish(
                 error=f"reply breaks the contract: {shown}{more}",
                 repairs=repairs,
             )
-    return ParseResult(ok=True, data=value, rung=rung, wrappers=wrappers, repairs=repairs)
+    # Valid against the contract: the document has the typed dict's shape.
+    data = cast(MemoryUpdateDict, value)
+    return ParseResult(ok=True, data=data, rung=rung, wrappers=wrappers, repairs=repairs)
 
 
 def _fail(category: FailureCategory, error: str, **extra: Any) -> ParseResult:

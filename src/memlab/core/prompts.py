@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from memlab import plugins
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
 from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
@@ -41,12 +43,14 @@ from memlab.errors import MemlabError, excerpt
 __all__ = [
     "BUILTIN_PROMPTS",
     "PLACEHOLDERS",
+    "PROMPTS",
     "PromptError",
     "PromptRegistry",
     "PromptTemplate",
     "PromptVariant",
     "TemplateRegistry",
     "UnknownPromptError",
+    "builtin_templates",
     "default_registry",
     "get_prompt",
     "looks_like_path",
@@ -225,22 +229,37 @@ def _load_builtin(variant_type: type[T], name: str, resource: str, description: 
     return variant_type(name, text, description, source=f"memlab/core/{resource}")
 
 
+def builtin_templates(
+    kind: str, variant_type: type[T], files: Mapping[str, tuple[str, str]]
+) -> plugins.Registry[Callable[[], T]]:
+    """The registry of one kind of template (:mod:`memlab.plugins`), with the built-ins of
+    ``files`` (name -> (file under ``memlab/core``, description)) as loaders: every
+    :class:`TemplateRegistry` of the kind starts with its entries, plugins' included."""
+    registry: plugins.Registry[Callable[[], T]] = plugins.declare(kind, f"{kind} template")
+    for name, (resource, description) in files.items():
+        registry.register(
+            name, functools.partial(_load_builtin, variant_type, name, resource, description)
+        )
+    return registry
+
+
 class TemplateRegistry(Generic[T]):
     """A set of templates of one kind by name, starting with built-ins.
 
     Args:
         variant_type: The template class (its placeholders are checked on every template).
-        builtins: Built-in templates: name -> (file under ``memlab/core``, description).
+        builtins: The templates it starts with: name -> a function returning the template
+            (the registry of the kind, see :func:`builtin_templates`).
     """
 
     def __init__(
-        self, variant_type: type[T], builtins: Mapping[str, tuple[str, str]] | None = None
+        self, variant_type: type[T], builtins: Mapping[str, Callable[[], T]] | None = None
     ) -> None:
         self.variant_type = variant_type
         self._variants: dict[str, T] = {}
         self._lock = threading.Lock()
-        for name, (resource, description) in (builtins or {}).items():
-            self.register(_load_builtin(variant_type, name, resource, description))
+        for load in (builtins or {}).values():
+            self.register(load())
 
     def register(self, variant: T, replace: bool = False) -> T:
         """Add `variant`; an existing name is an error unless `replace` is true."""
@@ -360,11 +379,17 @@ class TemplateRegistry(Generic[T]):
         return loaded
 
 
+PROMPTS = builtin_templates("prompt", PromptVariant, BUILTIN_PROMPTS)
+"""The update prompt variants every :class:`PromptRegistry` starts with (the built-ins of
+:data:`BUILTIN_PROMPTS`, then those plugins register): name -> a function returning it."""
+
+
 class PromptRegistry(TemplateRegistry[PromptVariant]):
-    """A set of update prompt variants by name; starts with the built-in variants."""
+    """A set of update prompt variants by name; starts with the registered variants
+    (:data:`PROMPTS`)."""
 
     def __init__(self, *, builtins: bool = True) -> None:
-        super().__init__(PromptVariant, BUILTIN_PROMPTS if builtins else None)
+        super().__init__(PromptVariant, PROMPTS if builtins else None)
 
 
 def _parse_data(text: str, source: str, suffix: str) -> Any:

@@ -22,14 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memlab.core.prompts import PromptTemplate, TemplateRegistry
+from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
 
 __all__ = [
     "ABSTAIN_REFERENCE",
     "ANSWER_PLACEHOLDERS",
+    "ANSWER_PROMPTS",
     "BUILTIN_ANSWER_PROMPTS",
     "BUILTIN_JUDGE_PROMPTS",
     "JUDGE_PLACEHOLDERS",
+    "JUDGE_PROMPTS",
     "AnswerPrompt",
     "JudgePrompt",
     "answer_prompts",
@@ -90,11 +92,17 @@ class JudgePrompt(PromptTemplate):
         return [{"role": "user", "content": self.render(question, gold_answer, answer)}]
 
 
+ANSWER_PROMPTS = builtin_templates("answer_prompt", AnswerPrompt, BUILTIN_ANSWER_PROMPTS)
+"""Answer prompts every registry of them starts with (built-ins, then plugins')."""
+JUDGE_PROMPTS = builtin_templates("judge_prompt", JudgePrompt, BUILTIN_JUDGE_PROMPTS)
+"""QA judge prompts every registry of them starts with (built-ins, then plugins')."""
+
+
 def answer_prompts(*, builtins: bool = True) -> TemplateRegistry[AnswerPrompt]:
-    """A new registry of answer prompts (with the built-in ones unless ``builtins=False``)."""
-    return TemplateRegistry(AnswerPrompt, BUILTIN_ANSWER_PROMPTS if builtins else None)
+    """A new registry of answer prompts (with the registered ones unless ``builtins=False``)."""
+    return TemplateRegistry(AnswerPrompt, ANSWER_PROMPTS if builtins else None)
 
 
 def judge_prompts(*, builtins: bool = True) -> TemplateRegistry[JudgePrompt]:
-    """A new registry of judge prompts (with the built-in ones unless ``builtins=False``)."""
-    return TemplateRegistry(JudgePrompt, BUILTIN_JUDGE_PROMPTS if builtins else None)
+    """A new registry of judge prompts (with the registered ones unless ``builtins=False``)."""
+    return TemplateRegistry(JudgePrompt, JUDGE_PROMPTS if builtins else None)

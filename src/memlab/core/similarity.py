@@ -1,7 +1,7 @@
 """Near-duplicate facts: the one lexical measure used by merge strategies and metrics.
 
 Both the ``near_duplicate`` merge strategy (:mod:`memlab.core.merge`) and the duplicate
-metrics (:func:`count_duplicates`, used by :mod:`memlab.eval.metrics` and the reports) decide
+metrics (:func:`count_duplicates`, used by :mod:`memlab.scoring.metrics` and the reports) decide
 "these two stored facts say the same thing" with :func:`near_duplicate_score`, so a strategy
 is scored by the measure it uses.
 
@@ -23,7 +23,7 @@ message (the cosine of the two token sets), which ranks facts for injection.
 
 This measure compares stored facts with each other. Deciding whether a stored fact states a
 gold fact is a different question (paraphrase, polarity, values): see
-:mod:`memlab.eval.matching`.
+:mod:`memlab.matching.base`.
 """
 
 from __future__ import annotations

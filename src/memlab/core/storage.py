@@ -29,12 +29,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 import filelock
 
 from memlab.core.atomic import default_file_mode, fsync_directory
 from memlab.core.document import (
+    MemoryDocument,
     copy_document,
     create_empty_memory,
     document_problems,
@@ -56,7 +57,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Document = dict[str, Any]
+Document = MemoryDocument
 
 
 class StorageError(MemlabError):
@@ -152,7 +153,7 @@ def _adopted(memory: Document, now: datetime | None, clock: Callable[[], datetim
 def _checked_result(value: object) -> Document:
     if not isinstance(value, dict):
         raise TypeError(f"modify() callback must return the new document dict, got {value!r}")
-    return value
+    return cast(Document, value)  # its shape is checked where it is written
 
 
 # (st_mtime_ns, st_size, st_ino) of the file a cached document was read from or written to.

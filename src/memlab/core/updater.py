@@ -21,17 +21,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from memlab.backends.base import (
+from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
+from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
+from memlab.core.document import MemoryDocument, random_fact_ids, utc_iso, utc_now
+from memlab.core.llm import (
     Backend,
     BackendError,
     Completion,
     CompletionRequest,
     GenerationParams,
     OutputMode,
+    default_backend,
 )
-from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
-from memlab.core.document import random_fact_ids, utc_iso, utc_now
 from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
@@ -159,7 +160,7 @@ class MemoryUpdater:
         fact_ids: Returns a new fact id per call (seeded in replays).
         model_name: Model override; the config's ``model_name`` wins when set.
         sample: Index of a repeated sample (sent with every request; see
-            :class:`~memlab.backends.base.CompletionRequest`).
+            :class:`~memlab.core.llm.CompletionRequest`).
         schema_bounds: In ``json_schema`` mode, length limits added to the schema sent (the
             grammar), so a small model cannot loop until ``max_tokens``; replies are still
             validated against the unbounded contract.
@@ -203,9 +204,7 @@ class MemoryUpdater:
         """The backend, resolved on first use when none was given."""
         with self._lock:
             if self._backend is None:
-                from memlab.backends.registry import default_backend_spec, resolve_backend
-
-                self._backend = resolve_backend(default_backend_spec())
+                self._backend = default_backend()
             return self._backend
 
     def storage_for(self, config: MemoryConfig) -> MemoryStorage:
@@ -277,10 +276,10 @@ class MemoryUpdater:
     def _ask(
         self,
         result: UpdateResult,
-        current: dict[str, Any],
+        current: MemoryDocument,
         conversation: str,
         config: MemoryConfig,
-    ) -> dict[str, Any] | None:
+    ) -> MemoryUpdateDict | None:
         """Render the prompt, call the backend, parse the reply: the update, or ``None``."""
         result.prompt = self.prompt.render(current, conversation)
         request = self.build_request(result.prompt, config)
@@ -311,14 +310,14 @@ class MemoryUpdater:
         self,
         result: UpdateResult,
         storage: MemoryStorage,
-        update: dict[str, Any],
+        update: MemoryUpdateDict,
         config: MemoryConfig,
         thread_id: str | None,
     ) -> None:
         """Merge ``update`` into the stored memory and save it."""
         merge = _merge_function(self.merge)
 
-        def apply(fresh: dict[str, Any]) -> dict[str, Any]:
+        def apply(fresh: MemoryDocument) -> MemoryDocument:
             # Applied to the freshly reloaded document under the store's lock, so a concurrent
             # writer's facts are kept.
             applied: ApplyResult = merge(
@@ -393,7 +392,7 @@ def _merge_function(strategy: MergeStrategy) -> Callable[..., ApplyResult]:
     return strategy.apply
 
 
-def _detached(applied: ApplyResult, saved: dict[str, Any]) -> ApplyResult:
+def _detached(applied: ApplyResult, saved: MemoryDocument) -> ApplyResult:
     """``applied`` with the saved copy as its memory and its own copies of the fact lists.
 
     Falls back to ``applied`` itself (memory replaced) for a custom result that cannot be

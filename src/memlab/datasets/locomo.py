@@ -46,6 +46,7 @@ from memlab.datasets.loader import parse_owner_line, write_dataset
 from memlab.datasets.locomo_qa import (
     AnswerKey,
     AuditFinding,
+    LocomoFormatError,
     QuestionCounts,
     check_audit_matches,
     default_audit_path,
@@ -64,7 +65,7 @@ from memlab.datasets.models import (
     TagName,
     TextPart,
 )
-from memlab.errors import MemlabError, excerpt
+from memlab.errors import excerpt
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -87,10 +88,6 @@ MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
-
-
-class LocomoFormatError(MemlabError, ValueError):
-    """The source file does not have the LoCoMo structure expected here."""
 
 
 @dataclass(frozen=True)

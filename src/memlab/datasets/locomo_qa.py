@@ -53,6 +53,7 @@ __all__ = [
     "AnswerKey",
     "AuditFinding",
     "LocomoAuditError",
+    "LocomoFormatError",
     "QuestionCounts",
     "check_audit_matches",
     "default_audit_path",
@@ -84,13 +85,15 @@ _AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
 _MAX_AUDIT_BYTES = 64 * 1024 * 1024
 
 
+class LocomoFormatError(MemlabError, ValueError):
+    """The source file does not have the LoCoMo structure expected here."""
+
+
 class LocomoAuditError(MemlabError, ValueError):
     """The audit file cannot be read, has an unexpected shape or belongs to another source."""
 
 
 def _format_error(message: str) -> MemlabError:
-    from memlab.datasets.locomo import LocomoFormatError  # that module imports this one
-
     return LocomoFormatError(message)
 
 

@@ -7,7 +7,6 @@ import os
 import re
 from pathlib import Path
 
-import memlab
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -39,7 +38,8 @@ def dataset_dirs() -> list[Path]:
     env = os.environ.get(DATASETS_ENV)
     if env:
         dirs.append(Path(env).expanduser())
-    dirs.append(Path(memlab.__file__).resolve().parents[2] / "datasets")
+    # This file is src/memlab/datasets/registry.py: four levels below the checkout's root.
+    dirs.append(Path(__file__).resolve().parents[3] / "datasets")
     return dirs
 
 

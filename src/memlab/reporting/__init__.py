@@ -1,39 +1,76 @@
-"""Charts, comparison reports and the CI gate."""
+"""Charts, comparison reports, prompt trials and the CI gate.
 
-from memlab.reporting.charts import (
-    duplication_chart,
-    fact_growth_chart,
-    operating_curve_chart,
-    parse_failure_chart,
-    tokens_chart,
-    violation_heatmap,
-)
-from memlab.reporting.gate import (
-    GateFailure,
-    Regression,
-    ThresholdError,
-    Thresholds,
-    check_gate,
-    check_regressions,
-)
-from memlab.reporting.report import (
-    ReportPaths,
-    build_report,
-    figure_to_data_uri,
-)
-from memlab.reporting.tables import (
-    METRICS,
-    Metric,
-    compare_table,
-    config_table,
-    fact_diff,
-    metrics_in,
-    worst_failures,
-)
-from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
+Names are imported on first use (see :mod:`memlab._lazy`): the gate's thresholds load without
+matplotlib, the charts with it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlab._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from memlab.reporting.charts import (
+        duplication_chart,
+        fact_growth_chart,
+        operating_curve_chart,
+        parse_failure_chart,
+        tokens_chart,
+        violation_heatmap,
+    )
+    from memlab.reporting.gate import (
+        GateFailure,
+        Regression,
+        ThresholdError,
+        Thresholds,
+        check_gate,
+        check_regressions,
+    )
+    from memlab.reporting.report import (
+        ReportPaths,
+        build_report,
+        figure_to_data_uri,
+    )
+    from memlab.reporting.tables import (
+        Metric,
+        compare_table,
+        config_table,
+        fact_diff,
+        metrics_in,
+        worst_failures,
+    )
+    from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
+
+_EXPORTS: dict[str, str] = {
+    "duplication_chart": "memlab.reporting.charts",
+    "fact_growth_chart": "memlab.reporting.charts",
+    "operating_curve_chart": "memlab.reporting.charts",
+    "parse_failure_chart": "memlab.reporting.charts",
+    "tokens_chart": "memlab.reporting.charts",
+    "violation_heatmap": "memlab.reporting.charts",
+    "GateFailure": "memlab.reporting.gate",
+    "Regression": "memlab.reporting.gate",
+    "ThresholdError": "memlab.reporting.gate",
+    "Thresholds": "memlab.reporting.gate",
+    "check_gate": "memlab.reporting.gate",
+    "check_regressions": "memlab.reporting.gate",
+    "ReportPaths": "memlab.reporting.report",
+    "build_report": "memlab.reporting.report",
+    "figure_to_data_uri": "memlab.reporting.report",
+    "Metric": "memlab.reporting.tables",
+    "compare_table": "memlab.reporting.tables",
+    "config_table": "memlab.reporting.tables",
+    "fact_diff": "memlab.reporting.tables",
+    "metrics_in": "memlab.reporting.tables",
+    "worst_failures": "memlab.reporting.tables",
+    "PromptTrial": "memlab.reporting.trial",
+    "TrialError": "memlab.reporting.trial",
+    "try_prompt": "memlab.reporting.trial",
+}
+
 
 __all__ = [
-    "METRICS",
     "GateFailure",
     "Metric",
     "PromptTrial",
@@ -59,3 +96,5 @@ __all__ = [
     "violation_heatmap",
     "worst_failures",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

@@ -15,8 +15,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from memlab.backends.simulated import is_simulated
-from memlab.eval.run import Run
+from memlab.backends.registry import is_simulated
+from memlab.sweeps.run import Run
 
 __all__ = [
     "duplication_chart",

@@ -1,6 +1,6 @@
 """A CI gate over a run: thresholds on headline metrics, and no significant regressions.
 
-Thresholds are named after the metric specs (:data:`memlab.eval.metric_specs.METRIC_SPECS`):
+Thresholds are named after the metric specs (:data:`memlab.scoring.metric_specs.METRIC_SPECS`):
 ``max_parse_failure``, ``min_recall``, ... and every configuration of the run must meet them,
 on the metric's value or, with ``use_bound``, on the pessimistic end of its 95% interval.
 Against a baseline run, :func:`check_regressions` fails a metric only when the paired test
@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import MemlabError
-from memlab.eval.compare import compare, describe
-from memlab.eval.metric_specs import MetricSpec, gate_specs
-from memlab.eval.run import Run
-from memlab.eval.stats import StatOptions
+from memlab.scoring.comparison import compare, describe
+from memlab.scoring.metric_specs import MetricSpec, gate_specs
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.run import Run
 
 __all__ = [
     "GateFailure",
@@ -56,7 +56,7 @@ class Thresholds:
     """Limits a run must meet, by name (``Thresholds(max_parse_failure=0.05)``).
 
     A limit left out or ``None`` is not checked. Names and ranges come from the metric specs
-    (:func:`memlab.eval.metric_specs.gate_specs`); an unknown name, NaN, infinity or a value
+    (:func:`memlab.scoring.metric_specs.gate_specs`); an unknown name, NaN, infinity or a value
     outside the metric's range (a rate above 1, a negative count) raises
     :class:`ThresholdError`.
     """
@@ -208,7 +208,7 @@ def check_regressions(
     """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
 
     Returns the regressions and the full comparison (one row per lane and metric, see
-    :func:`memlab.eval.compare.compare`). A metric that cannot be compared (NaN, e.g. no
+    :func:`memlab.scoring.comparison.compare`). A metric that cannot be compared (NaN, e.g. no
     labeled facts) counts as a regression: a gate never passes on a missing number.
     """
     table = compare(

@@ -15,9 +15,6 @@ from html import escape
 
 import pandas as pd
 
-from memlab.eval.fork import describe_fork
-from memlab.eval.metric_specs import MetricSpec, metric_spec
-from memlab.eval.run import Run
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.tables import (
     MEMORY_METRICS,
@@ -27,6 +24,9 @@ from memlab.reporting.tables import (
     metric_table_markdown,
     operations_table,
 )
+from memlab.scoring.metric_specs import MetricSpec, metric_spec
+from memlab.sweeps.fork import describe_fork
+from memlab.sweeps.run import Run
 
 __all__ = ["OperationsSection", "operations_section", "section_html", "section_markdown"]
 

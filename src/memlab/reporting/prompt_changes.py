@@ -10,9 +10,9 @@ from html import escape
 import pandas as pd
 
 from memlab.core.prompts import PromptVariant, template_diff
-from memlab.eval.run import Run, RunError
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
+from memlab.sweeps.run import Run, RunError
 
 __all__ = ["PromptChange", "prompt_changes", "prompt_changes_html", "prompt_changes_markdown"]
 

@@ -18,12 +18,11 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.backends.simulated import is_simulated
+from memlab.backends.registry import is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
-from memlab.eval.calibration import calibration_of
-from memlab.eval.matcher_audit import AuditError, read_sheet, sheet_path
-from memlab.eval.run import Run
+from memlab.matching.calibration import calibration_of
+from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
@@ -49,6 +48,8 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
+from memlab.sweeps.audit import sheet_path
+from memlab.sweeps.run import Run
 
 __all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"]
 

@@ -16,12 +16,12 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from memlab.eval.compare import Lane, compare_lanes, comparison_text
-from memlab.eval.metric_specs import MetricSpec, interval_specs
-from memlab.eval.metrics import owner_counts
-from memlab.eval.run import Run
-from memlab.eval.stats import StatOptions, bootstrap_ratios, min_detectable_effect
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
+from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
+from memlab.scoring.metric_specs import MetricSpec, interval_specs
+from memlab.scoring.metrics import owner_counts
+from memlab.scoring.stats import StatOptions, bootstrap_ratios, min_detectable_effect
+from memlab.sweeps.run import Run
 
 __all__ = ["StatisticsSection", "section_html", "section_markdown", "statistics_section"]
 
@@ -36,7 +36,7 @@ class StatisticsSection:
     """run, configuration, owners, then one ``value [lo, hi]`` column per rate title."""
     baseline: str
     comparisons: pd.DataFrame
-    """:func:`memlab.eval.compare.comparison_text` of the comparisons with the baseline."""
+    """:func:`memlab.scoring.comparison.comparison_text` of the comparisons with the baseline."""
     notes: list[str] = field(default_factory=list)
 
 

@@ -15,13 +15,12 @@ from memlab.core.similarity import (
     normalize_text,
 )
 from memlab.datasets.loader import load_dataset
-from memlab.eval.metric_specs import MetricSpec, metric_spec, report_specs
-from memlab.eval.run import Run
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
+from memlab.scoring.metric_specs import MetricSpec, metric_spec, report_specs
+from memlab.sweeps.run import Run
 
 __all__ = [
     "MEMORY_METRICS",
-    "METRICS",
     "OPERATION_METRICS",
     "Metric",
     "compare_table",
@@ -42,10 +41,6 @@ logger = logging.getLogger(__name__)
 Metric = MetricSpec
 """A headline metric (the name reports have used; see :class:`MetricSpec`)."""
 
-METRICS: tuple[MetricSpec, ...] = report_specs()
-"""The report's metric table as declared in :data:`memlab.eval.metric_specs.METRIC_SPECS`."""
-
-
 OPERATION_METRICS: tuple[str, ...] = (
     "op_add_precision",
     "op_add_recall",
@@ -61,7 +56,7 @@ OPERATION_METRICS: tuple[str, ...] = (
     "op_removals_missed",
     "op_wrong_removals",
 )
-"""The report's operations table (see :mod:`memlab.eval.operations`)."""
+"""The report's operations table (see :mod:`memlab.scoring.operations`)."""
 
 MEMORY_METRICS: tuple[str, ...] = (
     "stale_sessions_mean",

@@ -17,15 +17,15 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from memlab.backends.base import Backend
 from memlab.backends.cache import CacheMode
+from memlab.core.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
-from memlab.eval.grid import Grid
-from memlab.eval.matching import FactMatcher
-from memlab.eval.run import Run
-from memlab.eval.sweep import sweep
+from memlab.matching.base import FactMatcher
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.run import Run
 
 __all__ = ["PromptTrial", "TrialError", "try_prompt"]
 

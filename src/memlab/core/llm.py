@@ -1,0 +1,203 @@
+"""The one small interface every LLM backend implements.
+
+A backend takes a :class:`CompletionRequest` (chat messages, an output mode, an optional JSON
+Schema and sampling parameters) and returns a :class:`Completion` (raw text, token usage,
+latency, finish reason, model id). Provider concerns (auth, clients, retries) live inside each
+backend; the wire format the pipeline cares about is only this.
+
+Unit tests block real model requests with :func:`block_model_requests` (the test suite's
+``conftest.py`` does it for every test not marked ``integration``); scripted backends ignore it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from memlab import plugins
+from memlab.errors import MemlabError
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Completion",
+    "CompletionRequest",
+    "GenerationParams",
+    "ModelRequestsBlockedError",
+    "OutputMode",
+    "allow_model_requests",
+    "block_model_requests",
+    "check_model_requests_allowed",
+    "default_backend",
+]
+
+
+class OutputMode(StrEnum):
+    """How the backend is asked to shape its reply."""
+
+    FREE = "free"
+    """Plain text; the prompt alone asks for JSON."""
+    JSON_OBJECT = "json_object"
+    """The server's JSON mode: any syntactically valid JSON object."""
+    JSON_SCHEMA = "json_schema"
+    """Constrained to the request's JSON Schema (OpenAI strict schema, llama.cpp grammar)."""
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Sampling parameters. Deterministic by default so replays are reproducible."""
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = 0
+    top_p: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the parameters as a plain dict (stable key order, used in cache keys)."""
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "top_p": self.top_p,
+        }
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One chat completion request.
+
+    Attributes:
+        messages: OpenAI-style chat messages, each ``{"role": ..., "content": str}``.
+        mode: Requested output mode.
+        schema: JSON Schema for :attr:`OutputMode.JSON_SCHEMA` (ignored by other modes).
+        params: Sampling parameters.
+        model: Model override; ``None`` uses the backend's default model.
+        sample: Index of a repeated sample of the same request (a sweep's ``samples``);
+            backends ignore it, the response cache keeps samples apart by it.
+    """
+
+    messages: Sequence[Mapping[str, str]]
+    mode: OutputMode = OutputMode.FREE
+    schema: Mapping[str, Any] | None = None
+    params: GenerationParams = field(default_factory=GenerationParams)
+    model: str | None = None
+    sample: int = 0
+
+
+@dataclass
+class Completion:
+    """What a backend returned for one request.
+
+    Attributes:
+        text: The raw reply text, unmodified.
+        prompt_tokens: Tokens in the prompt as reported by the backend (0 if unknown).
+        completion_tokens: Tokens generated (0 if unknown).
+        latency_s: Wall-clock seconds the call took (0.0 for cache hits' replay).
+        finish_reason: ``"stop"``, ``"length"``, ... or ``None`` if unknown.
+        model: Model id that answered.
+        backend: Backend name (``"openai"``, ``"local"``, ``"scripted"``, ...).
+        cached: True when the reply came from the response cache.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    model: str = ""
+    backend: str = ""
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict of every field."""
+        return {
+            "text": self.text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "finish_reason": self.finish_reason,
+            "model": self.model,
+            "backend": self.backend,
+            "cached": self.cached,
+        }
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An LLM backend: one call, request in, completion out."""
+
+    name: str
+    """Short backend name used in registries, cache keys and results."""
+
+    @property
+    def model(self) -> str:
+        """The default model id this backend answers with."""
+        ...
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """Run one completion. Raises :class:`BackendError` on failure."""
+        ...
+
+
+class BackendError(MemlabError, RuntimeError):
+    """A backend call failed (after any retries the backend performs)."""
+
+
+class ModelRequestsBlockedError(BackendError):
+    """A real model request was attempted while requests are blocked (unit tests)."""
+
+
+_lock = threading.Lock()
+_allowed = True
+
+
+def check_model_requests_allowed(backend_name: str) -> None:
+    """Raise :class:`ModelRequestsBlockedError` if real model requests are blocked.
+
+    Every backend that talks to a real model calls this before each request.
+    """
+    if not _allowed:
+        raise ModelRequestsBlockedError(
+            f"Real model request to backend {backend_name!r} blocked: model requests are "
+            "disabled (unit tests). Use memlab.backends.ScriptedBackend, or mark the test "
+            "'integration' to allow real requests."
+        )
+
+
+@contextlib.contextmanager
+def _set_allowed(value: bool) -> Iterator[None]:
+    global _allowed
+    with _lock:
+        previous = _allowed
+        _allowed = value
+    try:
+        yield
+    finally:
+        with _lock:
+            _allowed = previous
+
+
+def block_model_requests() -> contextlib.AbstractContextManager[None]:
+    """Context manager that makes every real model request fail."""
+    return _set_allowed(False)
+
+
+def allow_model_requests() -> contextlib.AbstractContextManager[None]:
+    """Context manager that re-allows real model requests (inside a blocked region)."""
+    return _set_allowed(True)
+
+
+def default_backend() -> Backend:
+    """The backend of a pipeline built without one (the seed's ``MemoryUpdater()``).
+
+    It is the ``auto`` entry of the backend registry: OpenAI-compatible when
+    ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` is set, else the bundled local model. The core
+    finds it through :mod:`memlab.plugins` because it knows no backend implementation.
+    """
+    entry = plugins.registry("backend").lookup("auto")
+    backend: Backend = entry.factory("")
+    return backend

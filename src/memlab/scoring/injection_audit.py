@@ -1,0 +1,175 @@
+"""Injection audit: what the next session's agent would receive from memory, per lane.
+
+After each session the replay renders the memory the user returns to with the pipeline's
+injection (:func:`memlab.core.injection.render_injection`) under the settings the pipeline
+reads (``MemoryConfig.injection_enabled``, ``max_injection_tokens``, ``token_counting``) and the
+lane's injection policy, and records the tokens used, the facts injected and the facts the
+budget dropped. Scoring then asks which active gold facts reach the agent
+(``injected_gold_coverage``).
+
+Policies (the order in which stored facts are offered to the budget):
+
+- ``confidence``: highest confidence first (the pipeline's own order);
+- ``recency``: newest ``createdAt`` first;
+- ``relevance``: most relevant first to the next session's first human message, by the lexical
+  :func:`memlab.core.similarity.relevance_score`;
+- ``relevance_embeddings``: the same by cosine similarity of the bundled word embeddings
+  (needs ``memlab[embeddings]``).
+
+Ties keep the confidence order. A disabled injection gives the agent nothing: 0 tokens,
+nothing injected, coverage 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from memlab.core.config import MemoryConfig
+from memlab.core.document import parse_utc
+from memlab.core.injection import FactRank, by_confidence, render_injection
+from memlab.core.similarity import relevance_score
+from memlab.datasets.models import Session
+from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
+from memlab.scoring.metric_specs import count_columns
+
+__all__ = [
+    "INJECTION_COUNTS",
+    "POLICIES",
+    "InjectionPolicy",
+    "audit_injection",
+    "injection_counts",
+    "next_query",
+    "policy_embedder",
+    "policy_identity",
+]
+
+InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
+"""Which stored facts reach the agent first under the injection budget (see the module
+docstring)."""
+
+POLICIES: tuple[InjectionPolicy, ...] = (
+    "confidence",
+    "recency",
+    "relevance",
+    "relevance_embeddings",
+)
+"""Every injection policy, in the order reports list them."""
+
+
+INJECTION_COUNTS = count_columns(by="injection")
+"""Session-row counts of the audit, summed over an owner's sessions (declared in
+:data:`memlab.scoring.metric_specs.COUNT_SPECS`)."""
+
+
+def policy_embedder(policy: str) -> Embedder | None:
+    """The embedder a policy needs (``None`` for the lexical ones).
+
+    Raises:
+        EmbeddingsUnavailableError: ``relevance_embeddings`` without the embeddings extra.
+    """
+    return WordLlamaEmbedder() if policy == "relevance_embeddings" else None
+
+
+def policy_identity(policy: str) -> dict[str, Any]:
+    """What a policy's audit depends on: its name, and the embedding model when it has one."""
+    embedder = policy_embedder(policy)
+    return {"name": policy, **({"embedder": embedder.name} if embedder is not None else {})}
+
+
+def next_query(session: Session) -> str:
+    """The first human message of ``session`` (what ``relevance`` ranks facts against)."""
+    return next((m.text for m in session.messages if m.role == "human"), "")
+
+
+def _content(fact: Mapping[str, Any]) -> str:
+    content = fact.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _created(fact: Mapping[str, Any]) -> float:
+    moment = parse_utc(fact.get("createdAt"))
+    return moment.timestamp() if moment is not None else float("-inf")
+
+
+def _rank(
+    policy: str, facts: Sequence[Mapping[str, Any]], query: str, embedder: Embedder | None
+) -> FactRank:
+    if policy == "recency":
+        return _created
+    if policy == "relevance":
+        return lambda fact: relevance_score(_content(fact), query)
+    if policy == "relevance_embeddings":
+        if embedder is None:
+            raise ValueError("the relevance_embeddings policy needs an embedder")
+        texts = [_content(f) for f in facts]
+        vectors = np.asarray(embedder.embed([query, *texts]), dtype=float)
+        scores = dict(zip(texts, (vectors[1:] @ vectors[0]).tolist(), strict=True))
+        return lambda fact: float(scores.get(_content(fact), 0.0))
+    if policy == "confidence":
+        return by_confidence
+    raise ValueError(f"unknown injection policy {policy!r}; known policies: {POLICIES}")
+
+
+def audit_injection(
+    memory: Mapping[str, Any],
+    config: MemoryConfig,
+    policy: str,
+    query: str,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
+    """What an agent starting with ``query`` receives from ``memory`` under ``config``.
+
+    Returns a JSON-ready record: ``enabled``, ``policy``, ``tokens`` (of the injected text,
+    counted with the config's counter), ``facts`` (facts offered), ``injected`` and
+    ``dropped`` (fact ids, in ranked order).
+    """
+    raw = memory.get("facts")
+    facts = [f for f in raw if isinstance(f, Mapping)] if isinstance(raw, list) else []
+    record: dict[str, Any] = {"enabled": config.injection_enabled, "policy": policy}
+    if not config.injection_enabled:
+        return {**record, "tokens": 0, "facts": len(facts), "injected": [], "dropped": []}
+    # Ties of the other policies keep the pipeline's order: confidence, highest first.
+    ordered = sorted(facts, key=by_confidence, reverse=True)
+    injection = render_injection(
+        {**memory, "facts": ordered},
+        config.max_injection_tokens,
+        token_counting=config.token_counting,
+        rank=_rank(policy, ordered, query, embedder),
+    )
+    return {
+        **record,
+        "tokens": injection.tokens,
+        "facts": len(injection.injected) + len(injection.dropped),
+        "injected": [f.get("id") for f in injection.injected],
+        "dropped": [f.get("id") for f in injection.dropped],
+    }
+
+
+def injection_counts(
+    audit: Mapping[str, Any] | None,
+    snapshot: Mapping[str, Any],
+    active: Mapping[str, str],
+    covers: Callable[[str, str], bool],
+) -> dict[str, int]:
+    """Session-row counts of one audit (zeros when the session has none: the last one).
+
+    ``gold_injected``: active gold facts (``active``: id -> text) stated by an injected fact;
+    ``gold_injectable``: the active gold facts; ``injection_tokens``, ``injection_facts``
+    (offered) and ``injection_dropped`` (left out by the budget).
+    """
+    if audit is None:
+        return dict.fromkeys(INJECTION_COUNTS, 0)
+    contents = {f.get("id"): _content(f) for f in snapshot.get("facts", []) if isinstance(f, dict)}
+    injected = [contents[i] for i in audit.get("injected", []) if i in contents]
+    reached = sum(1 for gold in active.values() if any(covers(c, gold) for c in injected))
+    return {
+        "injections": 1,
+        "injection_tokens": int(audit.get("tokens", 0)),
+        "injection_facts": int(audit.get("facts", 0)),
+        "injection_dropped": len(audit.get("dropped", [])),
+        "gold_injected": reached,
+        "gold_injectable": len(active),
+    }

@@ -1,0 +1,532 @@
+"""Every per-owner count and every headline metric, declared once.
+
+A :class:`CountSpec` declares one per-owner count: its column, how an owner's value is formed
+(the memory after its last session, a sum over its sessions, its LLM calls, or derived from
+other counts) and the step that computes it. The session rows' types
+(:class:`memlab.sweeps.records.SessionRow`), :func:`memlab.scoring.metrics.owner_counts` and
+the metric specs below all read :data:`COUNT_SPECS`.
+
+A :class:`MetricSpec` says how a summary column is computed from per-owner counts, how it is
+shown, which direction is better, whether it is a rate that gets a bootstrap interval and
+paired tests, its valid range, and its gate threshold. The run summary, the report tables,
+the gate's thresholds and checks and the ``memlab gate`` flags are all built from the
+registry :data:`METRICS` (the built-ins of :data:`METRIC_SPECS`, and any a plugin registers).
+
+Adding a metric is one entry below (or ``METRICS.register(spec.column, spec)`` from a plugin);
+a metric that needs a new count also declares it in :data:`COUNT_SPECS` and computes it where
+its step does (:mod:`memlab.scoring.metrics` for the memory state). Every value is a sum over
+owners of a per-owner count, or a ratio of two such sums (micro-averaged: recall = covered gold
+facts of all owners / active gold facts of all owners), which is also what the bootstrap
+resamples; a spec naming an undeclared count fails at import.
+
+This module imports neither pandas nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memlab import plugins
+
+__all__ = [
+    "COUNT_SPECS",
+    "METRICS",
+    "METRIC_SPECS",
+    "CountSpec",
+    "MetricSpec",
+    "count_columns",
+    "gate_specs",
+    "interval_specs",
+    "metric_spec",
+    "report_specs",
+    "summary_columns",
+    "summary_specs",
+]
+
+Direction = Literal["higher", "lower"]
+Unit = Literal["percent", "count", "number", "usd"]
+Over = Literal["last_session", "sessions", "calls", "derived"]
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """One per-owner count (a column of :func:`memlab.scoring.metrics.owner_counts`).
+
+    Attributes:
+        column: The count's column in the session rows and the per-owner counts.
+        over: How an owner's value is formed: from the memory after its ``last_session``, as
+            the sum over its ``sessions``, from its LLM ``calls``, or ``derived`` from other
+            counts.
+        by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
+            metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
+            (:mod:`~memlab.scoring.operations`), ``injection``
+            (:mod:`~memlab.scoring.injection_audit`), ``embeddings``, ``calls`` or ``owner``.
+        in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
+            others only appear when measured (embeddings, operations of newer runs).
+    """
+
+    column: str
+    over: Over
+    by: str
+    in_rows: bool = False
+
+
+def _counts(over: Over, by: str, columns: str, *, in_rows: bool = False) -> tuple[CountSpec, ...]:
+    return tuple(CountSpec(column, over, by, in_rows) for column in columns.split())
+
+
+COUNT_SPECS: tuple[CountSpec, ...] = (
+    *_counts(
+        "last_session",
+        "state",
+        "facts gold_active gold_covered stored_precise retracted_held gold_retracted "
+        "forbidden_stored dup_exact dup_normalized dup_near",
+        in_rows=True,
+    ),
+    CountSpec("dup_embedding", "last_session", "embeddings"),
+    CountSpec("gold_regret", "last_session", "operations"),
+    CountSpec("agent_runs", "sessions", "replay", in_rows=True),
+    *_counts(
+        "sessions",
+        "merge",
+        "added removed evicted skipped_below_threshold skipped_duplicate",
+        in_rows=True,
+    ),
+    *_counts(
+        "sessions",
+        "operations",
+        "op_adds op_adds_expected op_adds_correct op_adds_missed op_adds_redundant "
+        "op_adds_spurious op_removals op_removals_expected op_removals_correct "
+        "op_removals_missed op_removals_wrong gold_evicted gold_below_threshold stale_facts "
+        "stale_sessions stale_days",
+    ),
+    *_counts(
+        "sessions",
+        "injection",
+        "injections injection_tokens injection_facts injection_dropped gold_injected "
+        "gold_injectable",
+    ),
+    # llm_calls is also in every session row: the calls of that session.
+    CountSpec("llm_calls", "calls", "calls", in_rows=True),
+    *_counts(
+        "calls",
+        "calls",
+        "replies parse_failures backend_errors prompt_tokens completion_tokens tokens cost_usd "
+        "cache_hits",
+    ),
+    *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
+    *_counts(
+        "derived",
+        "operations",
+        "op_adds_judged op_removals_judged op_add_f1_num op_add_f1_den op_remove_f1_num "
+        "op_remove_f1_den",
+    ),
+)
+"""Every per-owner count, in the column order of the per-owner counts."""
+
+
+def count_columns(*, over: Over | None = None, by: str | None = None) -> tuple[str, ...]:
+    """The declared count columns formed ``over`` that way and computed ``by`` that step."""
+    return tuple(
+        c.column
+        for c in COUNT_SPECS
+        if (over is None or c.over == over) and (by is None or c.by == by)
+    )
+
+_RATE = (0.0, 1.0)
+_COUNT = (0.0, math.inf)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One summary metric.
+
+    Attributes:
+        column: Summary column (and the name used by ``memlab compare`` and the gate).
+        title: Display name in reports.
+        direction: ``"higher"`` or ``"lower"`` is better; ``None`` for counts that are neither
+            (no best-value marker, no gate).
+        unit: ``percent`` (a share, shown as 12.5%), ``count``, ``number`` or ``usd``.
+        ratio: Per-owner count columns ``(numerator, denominator)``: the metric is the ratio
+            of their sums over owners. ``None``: the sum of the per-owner count ``total``.
+        total: Per-owner count column summed (default: ``column``); only without ``ratio``.
+        interval: A rate that gets ``<column>_lo``/``<column>_hi`` (bootstrap over owners)
+            and is compared between configurations by the paired test. Needs ``ratio``.
+        empty: The value of a ratio whose denominator is 0 (NaN: not computable).
+        valid: The range a value (and a gate threshold) can take.
+        gate: Threshold name without its ``max_``/``min_`` prefix (``"parse_failure"`` gives
+            ``max_parse_failure`` and ``--max-parse-failure``); ``None``: not gated.
+        report: Shown in the report's metric table (every interval metric is also shown with
+            its interval and paired tests).
+        requires: How to get the metric when a run lacks its counts (then the summary leaves
+            it out); "" for metrics every run has.
+    """
+
+    column: str
+    title: str
+    direction: Direction | None
+    unit: Unit = "count"
+    ratio: tuple[str, str] | None = None
+    total: str | None = None
+    interval: bool = False
+    empty: float = math.nan
+    valid: tuple[float, float] = _COUNT
+    gate: str | None = None
+    report: bool = False
+    requires: str = ""
+
+    def __post_init__(self) -> None:
+        # Declaration mistakes fail at import, not in a report months later.
+        if self.interval and self.ratio is None:
+            raise ValueError(f"metric {self.column}: an interval needs a ratio")
+        if self.ratio is not None and self.total is not None:
+            raise ValueError(f"metric {self.column}: give ratio or total, not both")
+        if self.gate is not None and self.direction is None:
+            raise ValueError(f"metric {self.column}: a gated metric needs a direction")
+
+    @property
+    def higher_is_better(self) -> bool:
+        """True when larger values are better."""
+        return self.direction == "higher"
+
+    @property
+    def ranked(self) -> bool:
+        """False for counts that are not better or worse in themselves (no best marker)."""
+        return self.direction is not None
+
+    @property
+    def percent(self) -> bool:
+        """True for shares shown as percentages."""
+        return self.unit == "percent"
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The per-owner count columns the metric is computed from."""
+        return self.ratio if self.ratio is not None else (self.total or self.column,)
+
+    @property
+    def bound(self) -> Literal["max", "min"]:
+        """``max`` when lower is better (a gate sets a ceiling), else ``min``."""
+        return "max" if self.direction == "lower" else "min"
+
+    @property
+    def threshold(self) -> str | None:
+        """The gate threshold's name (``max_parse_failure``), or None when not gated."""
+        return f"{self.bound}_{self.gate}" if self.gate else None
+
+    @property
+    def flag(self) -> str | None:
+        """The ``memlab gate`` flag (``--max-parse-failure``), or None when not gated."""
+        return f"--{self.threshold.replace('_', '-')}" if self.threshold else None
+
+    def gate_help(self) -> str:
+        """Help text of the gate flag."""
+        low, high = self.valid
+        what = "highest" if self.bound == "max" else "lowest"
+        span = f"{low:g}-{high:g}" if math.isfinite(high) else f">= {low:g}"
+        hint = f"; {self.requires}" if self.requires else ""
+        return f"{what} allowed {self.title} ({span}){hint}"
+
+    def fmt(self, value: Any) -> str:
+        """Format a value for display ("-" for missing)."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        if self.unit == "percent":
+            return f"{value:.1%}"
+        if isinstance(value, float) and not float(value).is_integer():
+            return f"{value:.4g}"
+        return f"{int(value)}"
+
+    def fmt_delta(self, delta: float) -> str:
+        """A signed difference: percentage points for rates (``+6.2 pts``), else the unit."""
+        if math.isnan(delta):
+            return "-"
+        if self.unit == "percent":
+            return f"{delta * 100:+.1f} pts"
+        return f"{delta:+.4g}"
+
+    def fmt_bounds(self, lo: float, hi: float, *, points: bool = False) -> str:
+        """``[lo, hi]``; with ``points``, a delta of a rate in percentage points."""
+        if math.isnan(lo) or math.isnan(hi):
+            return "[-]"
+        if self.unit == "percent":
+            if points:
+                return f"[{lo * 100:.1f}, {hi * 100:.1f}]"
+            return f"[{lo:.1%}, {hi:.1%}]"
+        return f"[{lo:.4g}, {hi:.4g}]"
+
+
+_EMB_HINT = "not measured (sweep with --embedding-duplicates)"
+_OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
+
+
+def _rate(
+    column: str,
+    title: str,
+    direction: Direction,
+    ratio: tuple[str, str],
+    *,
+    gate: str = "",
+    empty: float = math.nan,
+    report: bool = False,
+    requires: str = "",
+) -> MetricSpec:
+    """A share with a bootstrap interval and paired tests, gated (by default under its column
+    name): the shape most headline metrics have."""
+    return MetricSpec(
+        column,
+        title,
+        direction,
+        "percent",
+        ratio=ratio,
+        interval=True,
+        empty=empty,
+        valid=_RATE,
+        gate=gate or column,
+        report=report,
+        requires=requires,
+    )
+
+
+def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]:
+    """Precision, recall and F1 of one operation type (see :mod:`memlab.scoring.operations`).
+
+    F1 is the ratio ``2 correct / (2 correct + false + missed)`` of per-owner sums: the
+    harmonic mean of the micro-averaged precision and recall, so its interval is a bootstrap
+    interval like the others.
+    """
+    ratios = {
+        "precision": (f"op_{kind}_correct", f"op_{kind}_judged"),
+        "recall": (f"op_{kind}_correct", f"op_{kind}_expected"),
+        "f1": (f"op_{short}_f1_num", f"op_{short}_f1_den"),
+    }
+    return tuple(
+        _rate(
+            f"op_{short}_{measure}",
+            f"{name} {'F1' if measure == 'f1' else measure}",
+            "higher",
+            ratio,
+            requires=_OPS_HINT,
+        )
+        for measure, ratio in ratios.items()
+    )
+
+
+METRIC_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec("owners", "owners", None),
+    MetricSpec("sessions", "sessions", None),
+    MetricSpec("agent_runs", "agent runs", None),
+    MetricSpec("parse_failures", "parse failures", "lower"),
+    _rate(
+        "parse_failure_rate",
+        "parse failure rate",
+        "lower",
+        ("parse_failures", "replies"),
+        gate="parse_failure",
+        report=True,
+    ),
+    MetricSpec("backend_errors", "backend errors", "lower"),
+    _rate("backend_error_rate", "backend error rate", "lower", ("backend_errors", "llm_calls")),
+    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True),
+    _rate("precision", "precision", "higher", ("stored_precise", "facts"), report=True),
+    MetricSpec("dup_exact", "exact duplicates", "lower"),
+    MetricSpec("dup_normalized", "normalized duplicates", "lower"),
+    MetricSpec("dup_near", "near duplicates", "lower"),
+    _rate(
+        "duplicate_rate", "duplicate rate", "lower", ("dup_near", "facts"), empty=0.0, report=True
+    ),
+    MetricSpec("dup_embedding", "duplicates (embeddings)", "lower", requires=_EMB_HINT),
+    _rate(
+        "duplicate_rate_embedding",
+        "duplicate rate (embeddings)",
+        "lower",
+        ("dup_embedding", "facts"),
+        empty=0.0,
+        report=True,
+        requires=_EMB_HINT,
+    ),
+    MetricSpec("final_facts", "final facts", None, total="facts", report=True),
+    MetricSpec(
+        "retracted_held", "retracted facts held", "lower", gate="retracted_held", report=True
+    ),
+    _rate(
+        "retracted_held_rate",
+        "retracted-held rate",
+        "lower",
+        ("retracted_held", "gold_retracted"),
+        requires="not recorded in this run (rerun the sweep to score it)",
+    ),
+    MetricSpec(
+        "forbidden_stored",
+        "forbidden content stored",
+        "lower",
+        gate="forbidden_stored",
+        report=True,
+    ),
+    _rate(
+        "forbidden_stored_rate",
+        "forbidden-stored rate",
+        "lower",
+        ("forbidden_stored", "facts"),
+        empty=0.0,
+    ),
+    MetricSpec("llm_calls", "LLM calls", "lower", report=True),
+    MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
+    MetricSpec("cache_hits", "cache hits", None),
+    MetricSpec("added", "facts added", None),
+    MetricSpec("removed", "facts removed", None),
+    MetricSpec("evicted", "facts evicted by the cap", None),
+    MetricSpec("skipped_below_threshold", "facts below the threshold", None),
+    MetricSpec("skipped_duplicate", "duplicate facts skipped", None),
+    MetricSpec("prompt_tokens", "prompt tokens", None),
+    MetricSpec("completion_tokens", "completion tokens", None),
+    MetricSpec(
+        "tokens_per_update",
+        "tokens / update",
+        "lower",
+        "number",
+        ratio=("tokens", "llm_calls"),
+        empty=0.0,
+        report=True,
+    ),
+    MetricSpec("cost_usd", "cost (USD)", "lower", "usd", report=True),
+    MetricSpec(
+        "cost_per_retained_fact",
+        "cost per retained fact (USD)",
+        "lower",
+        "usd",
+        ratio=("cost_usd", "facts"),
+    ),
+    # Memory operations, stale facts, eviction regret (memlab.scoring.operations).
+    *_operation_rates("add", "adds", "add"),
+    *_operation_rates("remove", "removals", "removal"),
+    MetricSpec(
+        "op_wrong_removals",
+        "wrong removals",
+        "lower",
+        total="op_removals_wrong",
+        gate="op_wrong_removals",
+        requires=_OPS_HINT,
+    ),
+    *(
+        MetricSpec(column, title, None, requires=_OPS_HINT)
+        for column, title in (
+            ("op_adds_correct", "correct adds"),
+            ("op_adds_missed", "missed adds"),
+            ("op_adds_redundant", "redundant adds"),
+            ("op_adds_spurious", "spurious adds"),
+            ("op_removals_correct", "correct removals"),
+            ("op_removals_missed", "missed removals"),
+        )
+    ),
+    MetricSpec(
+        "stale_sessions_mean",
+        "sessions a retracted fact survives",
+        "lower",
+        "number",
+        ratio=("stale_sessions", "stale_facts"),
+        interval=True,
+        gate="stale_sessions_mean",
+        requires=_OPS_HINT,
+    ),
+    MetricSpec(
+        "stale_days_mean",
+        "virtual days a retracted fact survives",
+        "lower",
+        "number",
+        ratio=("stale_days", "stale_facts"),
+        requires=_OPS_HINT,
+    ),
+    _rate(
+        "eviction_regret",
+        "eviction regret",
+        "lower",
+        ("gold_regret", "gold_active"),
+        requires=_OPS_HINT,
+    ),
+    # What the next session's agent receives (memlab.scoring.injection_audit).
+    _rate(
+        "injected_gold_coverage",
+        "injected gold coverage",
+        "higher",
+        ("gold_injected", "gold_injectable"),
+        requires="not recorded in this run (rerun the sweep to audit injection)",
+    ),
+    MetricSpec(
+        "injection_tokens_mean",
+        "injected tokens / session",
+        None,
+        "number",
+        ratio=("injection_tokens", "injections"),
+        empty=0.0,
+    ),
+    MetricSpec("injection_dropped", "facts dropped by the budget", None),
+)
+"""The built-in summary metrics in column order; the report's metric table keeps this order."""
+
+
+def _unknown_metric(column: str, known: Sequence[str]) -> KeyError:
+    return KeyError(f"unknown metric {column!r}; known metrics: {', '.join(known)}")
+
+
+METRICS: plugins.Registry[MetricSpec] = plugins.declare(
+    "metric", "metric", unknown=_unknown_metric
+)
+"""Every summary metric by column: the built-ins, then those plugins register
+(``METRICS.register(spec.column, spec)``), in column order."""
+
+
+def _check_counts(spec: MetricSpec) -> MetricSpec:
+    """A spec whose counts are not declared fails where it is declared, not in a report."""
+    declared = {count.column for count in COUNT_SPECS}
+    missing = [column for column in spec.sources if column not in declared]
+    if missing:
+        raise ValueError(
+            f"metric {spec.column}: per-owner counts {missing} are not declared in COUNT_SPECS"
+        )
+    return spec
+
+
+for _spec in METRIC_SPECS:
+    METRICS.register(_spec.column, _check_counts(_spec))
+
+# The functions below read METRICS when called (no copies made at import), so every consumer
+# sees the same list, plugins' metrics included.
+
+
+def summary_specs() -> tuple[MetricSpec, ...]:
+    """Every summary metric, in column order."""
+    return tuple(_check_counts(spec) for spec in METRICS.values())
+
+
+def metric_spec(column: str) -> MetricSpec:
+    """The spec of a summary column; a clear error listing the known ones otherwise."""
+    return METRICS.lookup(column)
+
+
+def interval_specs() -> tuple[MetricSpec, ...]:
+    """The rates that get intervals and paired tests, in column order."""
+    return tuple(spec for spec in summary_specs() if spec.interval)
+
+
+def report_specs() -> tuple[MetricSpec, ...]:
+    """The metrics of the report's metric table, in order."""
+    return tuple(spec for spec in summary_specs() if spec.report)
+
+
+def gate_specs() -> dict[str, MetricSpec]:
+    """Gated metrics by threshold name (``max_parse_failure`` -> its spec)."""
+    return {spec.threshold: spec for spec in summary_specs() if spec.threshold is not None}
+
+
+def summary_columns() -> tuple[str, ...]:
+    """Every summary column in order: each interval metric followed by ``_lo`` and ``_hi``."""
+    columns: list[str] = []
+    for spec in summary_specs():
+        columns.append(spec.column)
+        if spec.interval:
+            columns += [f"{spec.column}_lo", f"{spec.column}_hi"]
+    return tuple(columns)

@@ -1,0 +1,420 @@
+"""Turn replays into numbers: per-session rows, per-call rows and a per-lane summary.
+
+Definitions (all per lane; "gold" = labeled facts of the dataset):
+- *active gold* after session *i*: gold facts revealed in sessions ``<= i`` minus those retracted
+  in sessions ``<= i``.
+- *recall*: active gold facts covered by at least one stored fact / active gold facts.
+- *precision*: stored facts that cover at least one active gold fact / stored facts.
+- *retracted held*: retracted gold facts still covered by a stored fact; *retracted-held rate*
+  = retracted held / gold facts retracted so far.
+- *forbidden stored*: stored facts containing (case-insensitively) a ``must_not_store`` string
+  of any session so far; *forbidden-stored rate* = forbidden stored / stored facts.
+- *covered*: decided by a fact matcher (default :func:`memlab.matching.matchers.default_matcher`;
+  its name and calibration are recorded with the run, see :mod:`memlab.matching.base`).
+- *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
+  :mod:`memlab.core.similarity`); *duplicate rate* = near duplicates / stored facts. When an
+  :class:`~memlab.matching.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
+  *duplicate rate (embeddings)* = its count / stored facts.
+- *parse-failure rate*: LLM replies whose parse failed / LLM replies.
+- *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
+- *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
+  *eviction regret*: each update scored against the labels, see :mod:`memlab.scoring.operations`.
+- *injected gold coverage*: active gold facts in what the next session's agent receives, see
+  :mod:`memlab.scoring.injection_audit`.
+Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
+and carries a 95% bootstrap interval over owners (:mod:`memlab.scoring.stats`); which column is
+which is declared once in :mod:`memlab.scoring.metric_specs`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.backends.registry import price_table
+from memlab.core.similarity import count_duplicates
+from memlab.datasets.models import Owner, Session
+from memlab.matching.base import FactMatcher
+from memlab.matching.embeddings import EmbeddingDuplicates
+from memlab.matching.matchers import default_matcher
+from memlab.scoring.injection_audit import injection_counts
+from memlab.scoring.metric_specs import (
+    MetricSpec,
+    count_columns,
+    summary_columns,
+    summary_specs,
+)
+from memlab.scoring.operations import score_operations
+from memlab.scoring.stats import StatOptions, bootstrap_ratios, ratio
+
+__all__ = [
+    "failure_table",
+    "owner_counts",
+    "replay_rows",
+    "session_rows",
+    "summarize",
+    "violation_table",
+]
+
+def session_rows(
+    owner: Owner,
+    snapshots: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    agent_runs: Sequence[int],
+    *,
+    matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
+    injections: Sequence[Mapping[str, Any] | None] | None = None,
+    start: int = 0,
+) -> list[dict[str, Any]]:
+    """One row per session: memory state after it, scored against the labels so far.
+
+    ``matcher`` decides whether a stored fact states a gold fact (default:
+    :func:`memlab.matching.matchers.default_matcher`). With ``embedding_duplicates``, rows also
+    get ``dup_embedding``: facts whose embedding is
+    close to an earlier fact's (see :mod:`memlab.matching.embeddings`). Rows also carry the
+    session's memory operations (:mod:`memlab.scoring.operations`) and, with ``injections``
+    (the replay's audits), what reached the next session's agent
+    (:mod:`memlab.scoring.injection_audit`). ``start`` (a fork's session) drops the rows of
+    earlier sessions, whose labels still count.
+    """
+    matcher = matcher if matcher is not None else default_matcher()
+    if len(snapshots) != len(owner.sessions):
+        raise ValueError(
+            f"owner {owner.user_id!r}: {len(snapshots)} memory snapshots for "
+            f"{len(owner.sessions)} sessions; the replay does not belong to this dataset"
+        )
+    warm = getattr(matcher, "warm", None)
+    if callable(warm):  # read and embed the owner's texts in one batch (the default matcher)
+        warm(
+            [f.content for s in owner.sessions for f in s.labels.facts]
+            + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
+        )
+    operations = score_operations(
+        owner,
+        calls,
+        matcher.covers,
+        start=start,
+        start_memory=snapshots[start - 1] if start > 0 else None,
+    )
+    labels_so_far = _LabelsSoFar()
+    rows: list[dict[str, Any]] = []
+    for index, (session, snapshot) in enumerate(zip(owner.sessions, snapshots, strict=True)):
+        labels_so_far.add(session)
+        if index < start:
+            continue
+        row = _state_row(owner, index, snapshot, labels_so_far, matcher, embedding_duplicates)
+        session_calls = [c for c in calls if c.get("session_index") == index]
+        row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
+        row["llm_calls"] = len(session_calls)
+        for key in count_columns(by="merge"):  # each call record's n_<count>, summed
+            row[key] = sum(int(c.get(f"n_{key}", 0) or 0) for c in session_calls)
+        if operations is not None:
+            row.update(operations[index])
+        audit = injections[index] if injections is not None and index < len(injections) else None
+        active = labels_so_far.active()
+        row.update(injection_counts(audit, snapshot, active, matcher.covers))
+        rows.append(row)
+    return rows
+
+
+def replay_rows(
+    owner: Owner,
+    record: Mapping[str, Any],
+    *,
+    matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`session_rows` of an owner record (``lanes/<lane>/owners/<user>.json``)."""
+    fork = record.get("fork")
+    return session_rows(
+        owner,
+        record.get("snapshots", []),
+        record.get("calls", []),
+        record.get("agent_runs", []),
+        matcher=matcher,
+        embedding_duplicates=embedding_duplicates,
+        injections=record.get("injections"),
+        start=int(fork.get("at_session", 0)) if isinstance(fork, Mapping) else 0,
+    )
+
+
+class _LabelsSoFar:
+    """Gold facts revealed, retracted and forbidden strings up to the current session."""
+
+    def __init__(self) -> None:
+        self.gold: dict[str, str] = {}
+        self.retracted: set[str] = set()
+        self.forbidden: list[str] = []
+
+    def add(self, session: Session) -> None:
+        labels = session.labels
+        for fact in labels.facts:
+            self.gold[fact.id] = fact.content
+        self.retracted.update(labels.retracts)
+        self.forbidden.extend(s.casefold() for s in labels.must_not_store)
+
+    def active(self) -> dict[str, str]:
+        return {gid: text for gid, text in self.gold.items() if gid not in self.retracted}
+
+
+def _state_row(
+    owner: Owner,
+    index: int,
+    snapshot: Mapping[str, Any],
+    so_far: _LabelsSoFar,
+    matcher: FactMatcher,
+    embedding_duplicates: EmbeddingDuplicates | None,
+) -> dict[str, Any]:
+    """The memory state after session ``index`` scored against the labels so far."""
+    session = owner.sessions[index]
+    gold, retracted = so_far.gold, so_far.retracted
+    stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
+    active = so_far.active()
+    covered = {gid for gid, text in active.items() if any(matcher.covers(s, text) for s in stored)}
+    precise = sum(1 for s in stored if any(matcher.covers(s, t) for t in active.values()))
+    held = sum(
+        1 for gid in retracted if gid in gold and any(matcher.covers(s, gold[gid]) for s in stored)
+    )
+    bad = sum(1 for s in stored if any(f and f in s.casefold() for f in so_far.forbidden))
+    dups = count_duplicates(stored)
+    return {
+        "user_id": owner.user_id,
+        "session_index": index,
+        "thread_id": session.thread_id,
+        "noise": session.labels.noise,
+        "tags": ",".join(session.labels.tags),
+        "facts": len(stored),
+        "gold_active": len(active),
+        "gold_covered": len(covered),
+        "stored_precise": precise,
+        "recall": len(covered) / len(active) if active else float("nan"),
+        "precision": precise / len(stored) if stored else float("nan"),
+        "retracted_held": held,
+        "gold_retracted": sum(1 for gid in retracted if gid in gold),
+        "forbidden_stored": bad,
+        "dup_exact": dups.exact,
+        "dup_normalized": dups.normalized,
+        "dup_near": dups.near,
+        **(
+            {"dup_embedding": embedding_duplicates.count(stored)}
+            if embedding_duplicates is not None
+            else {}
+        ),
+    }
+
+
+def _price(model: object, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
+    if not isinstance(model, str) or not model:  # None, or NaN from a call that failed early
+        return (0.0, 0.0)
+    for prefix in sorted(prices, key=len, reverse=True):
+        if model.startswith(prefix):
+            return prices[prefix]
+    return (0.0, 0.0)
+
+
+def owner_counts(
+    calls: pd.DataFrame,
+    sessions: pd.DataFrame,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    cluster: str = "user_id",
+    nested: str | None = None,
+) -> pd.DataFrame:
+    """Per-owner counts every summary metric is built from, indexed by (``lane_id``, owner).
+
+    Args:
+        calls: Call rows (:attr:`memlab.sweeps.run.Run.calls`).
+        sessions: Session rows (:attr:`memlab.sweeps.run.Run.sessions`).
+        prices: Price table for ``cost_usd`` (default: the prices every registered backend
+            declares, :func:`memlab.backends.registry.price_table`).
+        cluster: The column naming the unit of independence: intervals resample its values
+            and paired tests pair on them.
+        nested: A column of repeated samples within an owner (e.g. ``"sample"``): counts are
+            computed per (owner, sample) and averaged over the owner's samples, so an owner
+            replayed five times weighs as much as one replayed once. ``None``: one sample.
+
+    Columns: the counts of :data:`memlab.scoring.metric_specs.COUNT_SPECS`: the last
+    session's state (``facts``, ``gold_active``, ``gold_covered``, ...), the sums over
+    sessions (``agent_runs``, ``added``, ...), the call counts (``llm_calls``, ``replies``,
+    ``parse_failures``, ``tokens``, ``cost_usd``, ...) and the derived ones (``owners`` (1),
+    ``sessions``, ``calls_saved_by_debounce``, the F1 terms). A count the session rows lack
+    (``dup_embedding`` without an embedding measure) is left out.
+    """
+    prices = price_table() if prices is None else prices
+    if sessions.empty or "lane_id" not in sessions.columns:
+        return pd.DataFrame()
+    unit = ["lane_id", cluster] + ([nested] if nested else [])
+    missing = [c for c in unit if c not in sessions.columns or (len(calls) and c not in calls)]
+    if missing:
+        raise ValueError(f"owner_counts: the rows have no {missing[0]!r} column")
+    ordered = sessions.sort_values("session_index", kind="stable")
+    final_columns = [c for c in count_columns(over="last_session") if c in sessions.columns]
+    # tail(1), not last(): last() would skip a NaN (an unmeasured count) in the last session.
+    final = ordered.groupby(unit, sort=False).tail(1).set_index(unit)[final_columns]
+    grouped = sessions.groupby(unit, sort=False)
+    totals = grouped[[c for c in count_columns(over="sessions") if c in sessions.columns]].sum()
+    counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
+    call_columns = count_columns(over="calls")
+    counts = counts.join(_call_counts(calls, unit, prices)).fillna(dict.fromkeys(call_columns, 0))
+    counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
+    counts = _f1_counts(counts)
+    if nested:
+        counts = counts.groupby(["lane_id", cluster], sort=False).mean()
+    # Sorted, so that resampling draws the same owners whatever the order of the rows.
+    return counts.sort_index()
+
+
+def _f1_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """``op_*_f1_num`` = 2 correct and ``op_*_f1_den`` = 2 correct + false ops + missed.
+
+    Their ratio of sums is the harmonic mean of the micro-averaged precision and recall, so
+    F1 is a ratio like every other rate (and gets a bootstrap interval).
+    """
+    if "op_adds_correct" not in counts.columns:
+        return counts
+    add_false = counts["op_adds_spurious"] + counts["op_adds_redundant"]
+    counts["op_adds_judged"] = counts["op_adds_correct"] + add_false
+    counts["op_removals_judged"] = counts["op_removals_correct"] + counts["op_removals_wrong"]
+    for kind, false in (("adds", add_false), ("removals", counts["op_removals_wrong"])):
+        short = "add" if kind == "adds" else "remove"
+        correct = counts[f"op_{kind}_correct"]
+        counts[f"op_{short}_f1_num"] = 2 * correct
+        counts[f"op_{short}_f1_den"] = 2 * correct + false + counts[f"op_{kind}_missed"]
+    return counts
+
+
+def _call_counts(
+    calls: pd.DataFrame, unit: list[str], prices: Mapping[str, tuple[float, float]]
+) -> pd.DataFrame:
+    if calls.empty:
+        return pd.DataFrame(columns=[*unit, *count_columns(over="calls")]).set_index(unit)
+    replied = calls["reply"].notna()
+    models = calls["model"].map(lambda m: m if isinstance(m, str) else "")
+    rates = {model: _price(model, prices) for model in models.unique()}
+    frame = calls[unit].assign(
+        llm_calls=1,
+        replies=replied.astype(int),
+        parse_failures=(replied & ~calls["parse_ok"].astype(bool)).astype(int),
+        backend_errors=(calls["error_stage"] == "backend").astype(int),
+        prompt_tokens=calls["prompt_tokens"],
+        completion_tokens=calls["completion_tokens"],
+        tokens=calls["prompt_tokens"] + calls["completion_tokens"],
+        cost_usd=(
+            calls["prompt_tokens"] * models.map(lambda m: rates[m][0])
+            + calls["completion_tokens"] * models.map(lambda m: rates[m][1])
+        )
+        / 1e6,
+        cache_hits=calls["cached"].astype(bool).astype(int),
+    )
+    return frame.groupby(unit, sort=False).sum()
+
+
+def summarize(
+    calls: pd.DataFrame,
+    sessions: pd.DataFrame,
+    *,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    options: StatOptions | None = None,
+    cluster: str = "user_id",
+    nested: str | None = None,
+) -> pd.DataFrame:
+    """One row per lane with the headline metrics (see the module docstring).
+
+    The columns are :func:`memlab.scoring.metric_specs.summary_columns`: each metric of
+    :func:`~memlab.scoring.metric_specs.summary_specs` is a sum over owners of a count from
+    :func:`owner_counts`, or a ratio of two such sums; each rate with an interval is followed
+    by ``<metric>_lo`` and ``<metric>_hi``, a bootstrap interval over owners (``options``:
+    resamples, seed, level; ``cluster`` and ``nested`` as in :func:`owner_counts`).
+    Metrics whose counts the run lacks (embedding duplicates) are left out.
+    """
+    counts = owner_counts(calls, sessions, prices=prices, cluster=cluster, nested=nested)
+    if counts.empty:
+        # Keep the columns so callers can merge and select on an empty run.
+        return pd.DataFrame(columns=["lane_id", *summary_columns()])
+    specs = [s for s in summary_specs() if all(c in counts.columns for c in s.sources)]
+    rows = []
+    for lane, lane_counts in counts.groupby(level="lane_id", sort=True):
+        rows.append({"lane_id": lane, **_lane_metrics(lane_counts, specs, options)})
+    return pd.DataFrame(rows)
+
+
+def _lane_metrics(
+    counts: pd.DataFrame, specs: Sequence[MetricSpec], options: StatOptions | None
+) -> dict[str, Any]:
+    """One lane's metric values (and intervals) from its per-owner counts."""
+    row: dict[str, Any] = {}
+    for spec in specs:
+        if spec.ratio is None:
+            row[spec.column] = _total(counts[spec.sources[0]], spec)
+        else:
+            top, bottom = (counts[c].to_numpy(dtype=float).sum() for c in spec.ratio)
+            row[spec.column] = float(ratio(top, bottom, spec.empty))
+    rates = [s for s in specs if s.interval]
+    if rates:
+        found = bootstrap_ratios(
+            counts[[s.sources[0] for s in rates]].to_numpy(dtype=float),
+            counts[[s.sources[1] for s in rates]].to_numpy(dtype=float),
+            empty=np.array([s.empty for s in rates]),
+            options=options,
+        )
+        for i, spec in enumerate(rates):
+            row[f"{spec.column}_lo"] = float(found.lo[i])
+            row[f"{spec.column}_hi"] = float(found.hi[i])
+    return {c: row[c] for c in summary_columns() if c in row}
+
+
+def _total(values: pd.Series, spec: MetricSpec) -> Any:
+    """A sum over owners; NaN when any owner's count is unknown, a whole number for counts."""
+    total = float(values.to_numpy(dtype=float).sum())
+    if spec.unit == "count" and total.is_integer():
+        return int(total)
+    return total
+
+
+def failure_table(calls: pd.DataFrame) -> pd.DataFrame:
+    """Parse outcomes per lane: rows lane_id, columns ``category`` (or ``ok:<rung>``), counts."""
+    if calls.empty:
+        return pd.DataFrame()
+    replied = calls[calls["reply"].notna()].copy()
+    replied["outcome"] = [
+        f"ok:{rung}" if ok else str(category)
+        for ok, rung, category in zip(
+            replied["parse_ok"], replied["parse_rung"], replied["parse_category"], strict=True
+        )
+    ]
+    return replied.pivot_table(
+        index="lane_id", columns="outcome", values="reply", aggfunc="count", fill_value=0
+    )
+
+
+_INDEX = re.compile(r"/\d+(?=/|$)")
+
+
+def violation_table(calls: pd.DataFrame) -> pd.DataFrame:
+    """Schema violations by (pointer with list indexes as ``*``, keyword) per lane."""
+    rows: list[dict[str, Any]] = []
+    for lane, violations in zip(
+        calls.get("lane_id", []), calls.get("violations", []), strict=False
+    ):
+        for violation in _iter_violations(violations):
+            rows.append(
+                {
+                    "lane_id": lane,
+                    "pointer": _INDEX.sub("/*", violation.get("pointer", "")) or "/",
+                    "keyword": violation.get("keyword", ""),
+                }
+            )
+    if not rows:
+        return pd.DataFrame(columns=["lane_id", "pointer", "keyword", "count"])
+    frame = pd.DataFrame(rows)
+    return frame.groupby(["lane_id", "pointer", "keyword"]).size().reset_index(name="count")
+
+
+def _iter_violations(value: Any) -> Iterable[Mapping[str, Any]]:
+    if isinstance(value, list):
+        yield from (v for v in value if isinstance(v, Mapping))

@@ -1,0 +1,28 @@
+"""The simulated model: a test instrument with declared behaviour that answers from a labeled
+dataset, so every metric can be checked against the value its profile implies.
+
+``sim:PROFILE`` resolves to a :class:`SimulatedBackend` through the backend registry (this
+package registers it through memlab's own ``memlab.plugins`` entry point, see
+:mod:`memlab.simulation.plugin`); profiles are YAML files or entries of :data:`PROFILES`.
+"""
+
+from memlab.simulation.model import SimDecision, SimulatedBackend
+from memlab.simulation.plugin import SIM_PREFIX
+from memlab.simulation.profile import (
+    BUILTIN_PROFILES,
+    PROFILES,
+    SimProfile,
+    SimProfileError,
+    load_profile,
+)
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "PROFILES",
+    "SIM_PREFIX",
+    "SimDecision",
+    "SimProfile",
+    "SimProfileError",
+    "SimulatedBackend",
+    "load_profile",
+]

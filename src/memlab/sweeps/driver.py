@@ -1,0 +1,299 @@
+"""Run a grid of lanes over a dataset: planned up front, concurrent, cached, honestly resumed.
+
+A sweep has three steps:
+
+1. **plan** (:func:`~memlab.sweeps.plan.plan_sweep`): load the dataset, select owners,
+   resolve every name in the grid (prompts, merge strategies, backends) into a
+   :class:`~memlab.sweeps.plan.SweepPlan` of :class:`~memlab.sweeps.plan.ResolvedLane`\\ s.
+   Bad input fails here, before anything is written.
+2. **execute** (:mod:`memlab.sweeps.execute`): each (lane, owner) pair is one task on a bounded
+   pool (4 threads by default, any ``concurrent.futures.Executor``, or a Dask cluster:
+   :mod:`memlab.sweeps.executors`). A finished task's record is written to
+   ``lanes/<lane>/owners/<user>.json`` atomically (by the thread that ran it, or by this
+   process when a remote result arrives) with a fingerprint of everything the replay depended
+   on. A resumed sweep reuses a record only when its fingerprint is unchanged and the replay
+   had no backend errors; otherwise it replays and says why ("prompt text changed").
+3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
+   of this sweep and the row counts and hashes of the tables; :func:`memlab.sweeps.run.load_run`
+   refuses a run whose files disagree with it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import platform
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from memlab.backends.cache import CacheMode
+from memlab.backends.registry import environment_packages
+from memlab.core.atomic import atomic_write_text
+from memlab.core.document import utc_iso
+from memlab.core.safe_names import ensure_inside
+from memlab.errors import MemlabError
+from memlab.matching.base import FactMatcher
+from memlab.matching.embeddings import EmbeddingDuplicates
+from memlab.matching.matchers import default_matcher
+from memlab.scoring.metrics import replay_rows
+from memlab.sweeps.execute import Outcome, execute, lane_status
+from memlab.sweeps.executors import SweepExecutor
+from memlab.sweeps.grid import ForkSpec, Grid
+from memlab.sweeps.lane_backends import BackendFactory
+from memlab.sweeps.plan import PromptSource, SweepPlan, plan_sweep
+from memlab.sweeps.records import CallRow, SessionRow, typed_rows
+from memlab.sweeps.replay import OwnerReplay
+from memlab.sweeps.rescoring import matcher_record
+from memlab.sweeps.run import (
+    RUN_FORMAT,
+    Run,
+    RunError,
+    flatten_call,
+    owned_path,
+    read_record,
+    write_jsonl,
+    write_manifest,
+)
+
+__all__ = ["IncompleteSweepError", "sweep"]
+
+logger = logging.getLogger(__name__)
+
+_PACKAGES = ("pydantic", "jsonschema", "pandas")
+"""Versions recorded in ``environment.json`` besides memlab's and the backends' packages."""
+
+
+class IncompleteSweepError(MemlabError, RuntimeError):
+    """Some replays had backend errors (a read-only cache miss, a refused connection).
+
+    The run directory is written and marked incomplete; rerunning the sweep retries exactly
+    those replays.
+
+    Attributes:
+        run: The run, with the failed calls in its tables.
+        failed: ``(lane_id, user_id)`` of every incomplete replay.
+    """
+
+    def __init__(self, run: Run, failed: Sequence[tuple[str, str]], first_error: str) -> None:
+        self.run = run
+        self.failed = list(failed)
+        super().__init__(
+            f"{len(self.failed)} replay(s) in {run.path} did not finish: backend errors or "
+            f"failed updates (first: "
+            f"{first_error}); fix the backend or record the responses, then rerun the sweep to "
+            "retry them (or allow an incomplete run: --allow-incomplete, allow_incomplete=True)"
+        )
+
+
+def sweep(
+    dataset: str | Path,
+    grid: Grid,
+    *,
+    runs_dir: str | Path = "runs",
+    run_name: str | None = None,
+    prompts: PromptSource | None = None,
+    backend_factory: BackendFactory | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    executor: SweepExecutor | None = None,
+    max_workers: int = 4,
+    progress: bool = True,
+    matcher: FactMatcher | None = None,
+    embedding_duplicates: EmbeddingDuplicates | None = None,
+    resume: bool = True,
+    allow_incomplete: bool = False,
+    fork: ForkSpec | Mapping[str, Any] | None = None,
+) -> Run:
+    """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
+
+    Args:
+        dataset: A bundled dataset name or a JSONL path (relative paths are looked up next to
+            the grid file first).
+        grid: The lanes to compare.
+        runs_dir: Parent directory of run directories.
+        run_name: Run directory name (default: the grid's name). An existing run directory
+            is resumed: replays whose inputs are unchanged are kept (see the module docstring).
+        prompts: Prompt variants the grid may name besides the built-ins and its ``prompts:``
+            files: a :class:`~memlab.core.prompts.PromptRegistry`, ``{name: template}``, or
+            prompt file/directory paths.
+        backend_factory: Builds a backend from a lane's backend spec (default: the registry,
+            :func:`memlab.backends.registry.resolve_backend`). Pass ``lambda spec: my_backend``
+            to use one backend object for every lane.
+        cache_dir: Response cache directory; ``None`` disables caching.
+        cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a backend error) or ``OFF``.
+        executor: Where the replays run (see :mod:`memlab.sweeps.executors`): default a
+            thread pool of ``max_workers``; any ``concurrent.futures.Executor``; a Dask
+            cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
+            or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
+        max_workers: Pool size when no executor is given.
+        progress: Show a tqdm progress bar (terminal or notebook).
+        matcher: Gold-fact matcher for recall/precision (default
+            :func:`memlab.matching.matchers.default_matcher`); its name goes to environment.json.
+        embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.
+            ``EmbeddingDuplicates(WordLlamaEmbedder())`` (needs ``memlab[embeddings]``).
+        resume: Keep unchanged replays of an existing run directory. ``False`` deletes the run
+            directory first (a notebook re-executed top to bottom starts clean).
+        allow_incomplete: Return a run some of whose replays had backend errors instead of
+            raising :class:`IncompleteSweepError`.
+        fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
+            :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
+            reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
+            (see :mod:`memlab.sweeps.fork`).
+    """
+    if max_workers < 1:
+        raise RunError(f"max_workers must be at least 1, got {max_workers}")
+    started = datetime.now(UTC)
+    plan = plan_sweep(
+        dataset,
+        grid,
+        runs_dir=runs_dir,
+        run_name=run_name,
+        prompts=prompts,
+        backend_factory=backend_factory,
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+        fork=fork,
+    )
+    _prepare_run_dir(plan, Path(runs_dir), resume)
+    outcomes = execute(plan, executor, max_workers, progress)
+    matcher = matcher if matcher is not None else default_matcher()
+    run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
+    if not allow_incomplete:
+        _raise_if_incomplete(run, outcomes)
+    return run
+
+
+def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:
+    failed = [o for o in outcomes if not o.complete]
+    if failed:
+        first = failed[0]
+        raise IncompleteSweepError(
+            run,
+            [(o.lane_id, o.user_id) for o in failed],
+            f"{first.lane_id} / {first.user_id}: {first.error}",
+        )
+
+
+def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
+    run_path = plan.run_path
+    if not resume and run_path.exists():
+        if not (run_path / "grid.yaml").is_file() and any(run_path.iterdir()):
+            raise RunError(
+                f"{run_path}: refusing to delete a directory that is not a memlab run "
+                "(no grid.yaml); choose another run name"
+            )
+        shutil.rmtree(ensure_inside(run_path, runs_dir, "run directory"))
+    try:
+        run_path.mkdir(parents=True, exist_ok=True)
+        # Until this sweep finishes, the directory is not a finished run.
+        (run_path / "manifest.json").unlink(missing_ok=True)
+    except OSError as exc:
+        raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
+    grid_doc = {
+        "dataset": str(plan.dataset_path),
+        "grid": plan.grid.model_dump(mode="json"),
+        "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
+    }
+    atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
+    for lane in plan.lanes:
+        atomic_write_text(
+            owned_path(run_path / "lanes" / lane.lane_id / "config.json", run_path),
+            json.dumps(lane.describe(), indent=2, ensure_ascii=False),
+        )
+
+
+def _score(
+    plan: SweepPlan,
+    matcher: FactMatcher,
+    embedding_duplicates: EmbeddingDuplicates | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Call rows and scored session rows of every (lane, owner) record of the plan."""
+    calls: list[dict[str, Any]] = []
+    sessions: list[dict[str, Any]] = []
+    # With repeated samples, rows say which sample they belong to (averaged per owner later).
+    repeated = plan.samples > 1
+    for lane in plan.lanes:
+        for owner, sample in itertools.product(plan.owners, range(plan.samples)):
+            record = read_record(plan.record_path(lane, owner, sample), plan.run_path) or {}
+            fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
+            replay = OwnerReplay(**fields)
+            tag = {"sample": sample} if repeated else {}
+            calls.extend(
+                {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
+            )
+            if len(replay.snapshots) != len(owner.sessions):
+                continue  # a replay that broke off (recorded as unfinished): nothing to score
+            rows = replay_rows(
+                owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
+            )
+            sessions.extend({"lane_id": lane.lane_id, **row, **tag} for row in rows)
+    return calls, sessions
+
+
+def _collect(
+    plan: SweepPlan,
+    outcomes: Sequence[Outcome],
+    matcher: FactMatcher,
+    embedding_duplicates: EmbeddingDuplicates | None,
+    started: datetime,
+) -> Run:
+    """Write the run's tables, environment, summary and (last) manifest."""
+    calls, sessions = _score(plan, matcher, embedding_duplicates)
+    calls = typed_rows(CallRow, calls, "calls")
+    sessions = typed_rows(SessionRow, sessions, "sessions")
+    run_path = plan.run_path
+    write_jsonl(run_path / "calls.jsonl", calls)
+    write_jsonl(run_path / "sessions.jsonl", sessions)
+    run = Run(
+        path=run_path,
+        grid=plan.grid,
+        lanes={lane.lane_id: lane.config for lane in plan.lanes},
+        _calls=pd.DataFrame(calls),
+        _sessions=pd.DataFrame(sessions),
+    )
+    env = {
+        **_environment(),
+        "run_format": RUN_FORMAT,
+        "started_at": utc_iso(started),
+        "finished_at": utc_iso(datetime.now(UTC)),
+        # Which measure produced dup_embedding: the model and the threshold.
+        "embedding_duplicates": embedding_duplicates.name if embedding_duplicates else None,
+        # Which matcher scored the run (a judge adds its per-prompt metrics).
+        "matcher": matcher_record(matcher, run),
+    }
+    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
+    atomic_write_text(run_path / "summary.csv", run.summary.to_csv())
+    run.manifest = write_manifest(
+        run_path,
+        lanes=[lane.lane_id for lane in plan.lanes],
+        owners=[owner.user_id for owner in plan.owners],
+        status=lane_status(plan, outcomes),
+        samples=plan.samples,
+    )
+    logger.info(
+        "sweep %s: %d lanes x %d owners -> %s",
+        plan.name,
+        len(plan.lanes),
+        len(plan.owners),
+        run_path,
+    )
+    return run
+
+
+def _environment() -> dict[str, Any]:
+    versions: dict[str, str | None] = {}
+    for name in ("memlab", *environment_packages(), *_PACKAGES):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": versions}

@@ -1,0 +1,295 @@
+"""The execute step of a sweep: run every (lane, owner, sample) replay and record it.
+
+:func:`execute` takes a :class:`~memlab.sweeps.driver.SweepPlan` and runs each replay as one task
+on a bounded pool: a thread pool by default, any ``concurrent.futures.Executor``, or a Dask
+cluster (:mod:`memlab.sweeps.executors`). For every replay it first *prepares* a job: the
+fingerprint of everything the replay depends on (the lane's identity, the owner's data, the
+sample, :data:`RECORD_FORMAT`). An owner record an earlier sweep wrote with the same
+fingerprint and no backend errors is reused; otherwise the replay runs and the outcome says
+why ("prompt text changed", "owner data changed", "new").
+
+A finished replay's record goes to ``lanes/<lane>/owners/<user>.json`` atomically, written by
+the thread that ran it, or by this process when a remote result comes back (with the cache
+entries and the store file the worker could not write). :func:`lane_status` sums the outcomes
+per lane for the run's manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlab.backends.cache import CachedBackend
+from memlab.core.atomic import atomic_write_text
+from memlab.core.document import parse_utc
+from memlab.core.jsontext import canonical_hash
+from memlab.core.redact import redact, redact_text
+from memlab.core.storage import JsonFileStorage, StorageError
+from memlab.core.updater import UNFINISHED_STAGES
+from memlab.datasets.models import Owner
+from memlab.sweeps.executors import (
+    DaskPool,
+    DaskSpec,
+    ExecutorError,
+    SweepExecutor,
+    dask_client,
+    is_dask_client,
+    parse_executor,
+)
+from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
+from memlab.sweeps.remote import RemoteResult
+from memlab.sweeps.replay import OwnerReplay, replay_owner
+from memlab.sweeps.run import owned_path, read_record, record_path, record_problem
+
+__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
+
+logger = logging.getLogger(__name__)
+
+RECORD_FORMAT = 3
+"""Version of what an owner record holds (2: call records keep the merge's fact bookkeeping;
+3: the count of updates the queue handed over). Part of every record's fingerprint, so
+records of an older layout are replayed, not reused."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one replay: reused or replayed (and why), complete or not."""
+
+    lane_id: str
+    user_id: str
+    sample: int
+    replayed: bool
+    reason: str
+    complete: bool
+    error: str = ""
+
+
+def _owner_sha(owner: Owner) -> str:
+    # Questions are asked after a replay and never change it.
+    return canonical_hash(owner.model_dump(mode="json", exclude={"questions"}))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A replay to run: its inputs and what its record will say."""
+
+    lane: ResolvedLane
+    owner: Owner
+    sample: int
+    fingerprint: str
+    owner_sha: str
+    reason: str
+
+
+def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> _Job | Outcome:
+    """The replay to run, or the outcome of reusing the record an earlier sweep wrote."""
+    owner_sha = _owner_sha(owner)
+    fingerprint = canonical_hash(
+        {
+            "lane": lane.identity_hash,
+            "owner": owner_sha,
+            "sample": sample,
+            "record_format": RECORD_FORMAT,
+        }
+    )
+    old = read_record(plan.record_path(lane, owner, sample), plan.run_path)
+    done = (
+        old is not None
+        and old.get("fingerprint") == fingerprint
+        and old.get("complete") is True
+        and record_problem(old) is None
+    )
+    if done:
+        return Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
+    reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
+    return _Job(lane, owner, sample, fingerprint, owner_sha, reason)
+
+
+def _store_path(plan: SweepPlan, job: _Job) -> Path:
+    lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
+    return owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
+
+
+def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> Outcome:
+    """Prepare, replay and record one (lane, owner, sample) in this process."""
+    job = _prepare(plan, lane, owner, sample)
+    if isinstance(job, Outcome):
+        return job
+    try:
+        replay = replay_owner(
+            owner,
+            lane,
+            backend=plan.backends.get(lane.config.backend),
+            store_path=_store_path(plan, job),
+            replay_mode=plan.replay_mode,
+            sample=sample,
+        )
+    except Exception as exc:  # a replay that broke: recorded as unfinished, retried on resume
+        logger.debug("replay of %s under %s raised", owner.user_id, lane.lane_id, exc_info=True)
+        return _write_failure(plan, job, f"unexpected {type(exc).__name__}: {exc}")
+    return _write_record(plan, job, replay)
+
+
+def unfinished(replay: OwnerReplay) -> str:
+    """Why ``replay`` is not a finished result ("" when it is): a call that failed for a
+    reason other than the model's reply, or fewer call records than updates."""
+    failed = [c for c in replay.calls if c.get("error_stage") in UNFINISHED_STAGES]
+    if failed:
+        return str(failed[0].get("error") or f"{failed[0].get('error_stage')} error")
+    if len(replay.calls) != replay.updates:
+        return f"{replay.updates} updates ran but {len(replay.calls)} were recorded"
+    return ""
+
+
+def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = "") -> Outcome:
+    """Write the owner record of a replay (``error``: why it broke off); its outcome."""
+    error = error or unfinished(replay)
+    record = {
+        "fingerprint": job.fingerprint,
+        "owner_sha256": job.owner_sha,
+        "complete": not error,
+        **({"error": redact_text(error)[:2000]} if error else {}),
+        **vars(replay),
+    }
+    record = redact(record)  # a secret a server echoed must not reach the run directory
+    path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)
+    # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
+    atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
+    lane_id, user_id = job.lane.lane_id, job.owner.user_id
+    message = redact_text(error)[:300]
+    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message)
+
+
+def _write_failure(plan: SweepPlan, job: _Job, error: str) -> Outcome:
+    """Record a replay that raised: no calls, marked incomplete (replayed on resume)."""
+    return _write_record(plan, job, OwnerReplay(user_id=job.owner.user_id), error)
+
+
+def _finish_remote(plan: SweepPlan, job: _Job, result: RemoteResult) -> Outcome:
+    """Store what a remote replay sent back: new cache entries, the store file, the record."""
+    cache = plan.backends.get(job.lane.config.backend)
+    if isinstance(cache, CachedBackend):
+        for request, completion in result.recorded:
+            cache.put(request, completion)
+        for key in result.used:
+            cache.mark_used(key)
+    final = result.replay.final_memory
+    store = JsonFileStorage(_store_path(plan, job), durable=False)
+    try:
+        store.save(final, now=parse_utc(final.get("lastUpdated")))
+    except StorageError as exc:  # as in a local replay: the record is what the metrics use
+        logger.warning("could not write the lane's store file: %s", exc)
+    return _write_record(plan, job, result.replay)
+
+
+def _why_replay(
+    plan: SweepPlan,
+    lane: ResolvedLane,
+    owner: Owner,
+    sample: int,
+    old: dict[str, Any] | None,
+    owner_sha: str,
+) -> str:
+    """Why the replay of ``owner`` under ``lane`` cannot be reused, in words."""
+    if old is not None:
+        if not old.get("complete", True):
+            return "earlier replay had backend errors"
+        return "owner data changed" if old.get("owner_sha256") != owner_sha else "record changed"
+    before = plan.predecessors.get(lane.lane_id)
+    if before is None:
+        return "new"
+    reasons = identity_changes(before.get("identity", {}), lane.identity)
+    old_record = read_record(
+        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample),
+        plan.run_path,
+    )
+    if old_record is not None and old_record.get("owner_sha256") != owner_sha:
+        reasons.append("owner data changed")
+    return ", ".join(reasons) or "new"
+
+
+def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
+    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"sweep {plan.name}", unit="replay", disable=not progress)
+
+
+def execute(
+    plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
+) -> list[Outcome]:
+    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`)."""
+    if isinstance(executor, str | DaskSpec):
+        spec = parse_executor(executor) if isinstance(executor, str) else executor
+        with dask_client(spec) as client:
+            return _execute_remote(plan, client, progress)
+    if is_dask_client(executor):
+        return _execute_remote(plan, executor, progress)
+    if executor is not None and not isinstance(executor, Executor):
+        raise ExecutorError(
+            f"executor must be a concurrent.futures.Executor, a distributed.Client or a "
+            f"string such as 'dask-local:2', got {type(executor).__name__}"
+        )
+    own_pool = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
+    jobs = plan.jobs()
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    finished = False
+    try:
+        futures: dict[Future[Outcome], int] = {
+            pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
+        }
+        with _progress_bar(plan, len(futures), progress) as bar:
+            for future in as_completed(futures):
+                outcomes[futures[future]] = future.result()
+                bar.update(1)
+        finished = True
+    finally:
+        if own_pool:
+            # Interrupted (Ctrl-C): drop queued replays and do not wait for running ones,
+            # which may be waiting on a server; each writes its record atomically or not.
+            pool.shutdown(wait=finished, cancel_futures=True)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcome]:
+    """Run the replays on a Dask cluster; write their records here as they come back."""
+    jobs = plan.jobs()
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    with (
+        DaskPool(client, plan.backends, plan.replay_mode) as pool,
+        _progress_bar(plan, len(jobs), progress) as bar,
+    ):
+        submitted: dict[Any, tuple[int, _Job]] = {}
+        for index, (lane, owner, sample) in enumerate(jobs):
+            job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
+            if isinstance(job, Outcome):
+                outcomes[index] = job
+                bar.update(1)
+            else:
+                submitted[pool.submit(lane, owner, sample)] = (index, job)
+        for future, result in pool.completed(submitted):
+            index, job = submitted.pop(future)  # dropped: the workers free the result
+            outcomes[index] = _finish_remote(plan, job, result)
+            bar.update(1)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def lane_status(plan: SweepPlan, outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
+    status: dict[str, dict[str, Any]] = {}
+    for lane in plan.lanes:
+        mine = [o for o in outcomes if o.lane_id == lane.lane_id]
+        reasons = Counter(o.reason for o in mine if o.replayed)
+        status[lane.lane_id] = {
+            "reused": sum(1 for o in mine if not o.replayed),
+            "replayed": sum(1 for o in mine if o.replayed),
+            "reasons": dict(reasons.most_common()),
+            "incomplete": sorted({o.user_id for o in mine if not o.complete}),
+        }
+    return status

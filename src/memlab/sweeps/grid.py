@@ -1,0 +1,441 @@
+"""Sweep grids: the configurations a sweep compares, from YAML or Python.
+
+A grid names a list of values per axis; its lanes are the cartesian product. Each
+:class:`LaneConfig` is one grid point: a pipeline configuration by *names* (prompt variant,
+merge strategy, backend spec). :mod:`memlab.sweeps.plan` resolves those names into what a replay
+actually depends on (template text, schema, model file) and gives each lane its
+content-addressed id.
+
+Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares)::
+
+    name: prompt-vs-mode
+    dataset: smoke
+    prompts: [prompts/mine.txt]       # prompt files or directories, relative to this file
+    base: {backend: scripted, max_tokens: 512}
+    axes:
+      prompt: [default, mine]
+      output_mode: [free, json_schema]
+      fact_confidence_threshold: [0.7]
+      max_facts: [100]
+    replay_mode: debounce
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from memlab.backends.registry import is_simulated, spec_short_name
+from memlab.core.config import MemoryConfig
+from memlab.core.contract import SchemaBounds
+from memlab.core.llm import OutputMode
+from memlab.core.parsing import parse_options_for
+from memlab.core.safe_names import unsafe_reason
+from memlab.errors import MemlabError, excerpt
+from memlab.scoring.injection_audit import InjectionPolicy
+
+__all__ = [
+    "AXES",
+    "INJECTION_FIELDS",
+    "MAX_LANES",
+    "MEMORY_SETTINGS",
+    "ForkSpec",
+    "Grid",
+    "GridError",
+    "InjectionPolicy",
+    "LaneConfig",
+]
+
+MAX_LANES = 10_000
+"""Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
+
+ReplayMode = Literal["debounce", "per_session"]
+def _known_preset(name: str) -> str:
+    parse_options_for(name)  # an unknown name raises, listing the known ones
+    return name
+
+
+ParsePreset = Annotated[str, AfterValidator(_known_preset)]
+"""A name of :data:`memlab.core.parsing.PARSE_PRESETS`."""
+
+INJECTION_FIELDS = frozenset(
+    {"injection_enabled", "max_injection_tokens", "token_counting", "injection_policy"}
+)
+"""Lane settings of what the next agent receives; they change nothing the pipeline writes, so
+they do not seed a lane's fact ids (:attr:`LaneConfig.point_id`)."""
+
+
+class GridError(MemlabError, ValueError):
+    """A grid file or mapping is invalid.
+
+    Attributes:
+        source: The grid file (or ``<grid>`` for a mapping built in code).
+        key: The key path of the offending value, e.g. ``axes.prompt[1]`` (``""`` when the
+            whole grid is at fault).
+        line: The value's 1-based line in the grid file, when known.
+        problem: What is wrong and how to fix it.
+    """
+
+    def __init__(self, source: str, key: str, problem: str, line: int | None = None) -> None:
+        self.source = source
+        self.key = key
+        self.line = line
+        self.problem = problem
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
+
+
+MEMORY_SETTINGS: tuple[str, ...] = (
+    "fact_confidence_threshold",
+    "max_facts",
+    "debounce_seconds",
+    "injection_enabled",
+    "max_injection_tokens",
+    "token_counting",
+)
+"""Lane settings that are :class:`~memlab.core.config.MemoryConfig` fields: each lane field of
+that name takes the config field's default, bounds and description, and a replay's config is
+built from them (:meth:`LaneConfig.memory_config`)."""
+
+
+def _memory_setting(name: str) -> Any:
+    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane.
+
+    Numbers are strict: in a grid, a YAML ``true`` is not 1 and a quoted "0.7" is a mistake
+    to report.
+    """
+    field = copy.copy(MemoryConfig.model_fields[name])
+    if field.annotation in (int, float):
+        field.metadata = [*field.metadata, Strict()]
+    return field
+
+
+class LaneConfig(BaseModel):
+    """One pipeline configuration (by names) replayed over every memory owner of a dataset."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: str = "default"
+    fact_confidence_threshold: float = _memory_setting("fact_confidence_threshold")
+    max_facts: int = _memory_setting("max_facts")
+    backend: str = "scripted"
+    output_mode: OutputMode = OutputMode.FREE
+    merge: str = "baseline"
+    merge_params: dict[str, Any] = Field(default_factory=dict)
+    debounce_seconds: int = _memory_setting("debounce_seconds")
+    parse: ParsePreset = "default"
+    """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
+    ``strict_only``, ``repair``, or one a plugin registers)."""
+    max_tokens: int = Field(1024, ge=16, le=32768, strict=True)
+    temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
+    seed: int = Field(0, strict=True)
+    injection_enabled: bool = _memory_setting("injection_enabled")
+    max_injection_tokens: int = _memory_setting("max_injection_tokens")
+    token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
+    injection_policy: InjectionPolicy = "confidence"
+    schema_bounds: SchemaBounds | None = None
+    """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
+
+    @model_validator(mode="after")
+    def _bounds_need_a_schema(self) -> LaneConfig:
+        if self.schema_bounds is not None and self.output_mode is not OutputMode.JSON_SCHEMA:
+            raise ValueError(
+                "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
+                f"remove it or set output_mode: json_schema (got {self.output_mode.value})"
+            )
+        return self
+
+    def memory_config(self, **settings: Any) -> MemoryConfig:
+        """The pipeline configuration of a replay of this lane: its memory settings
+        (:data:`MEMORY_SETTINGS`) and ``settings`` (e.g. ``storage_path``)."""
+        return MemoryConfig(**{name: getattr(self, name) for name in MEMORY_SETTINGS}, **settings)
+
+    @property
+    def readable(self) -> str:
+        """The configuration in a few words, safe as part of a file name."""
+        mode = {"free": "free", "json_object": "json", "json_schema": "schema"}[
+            self.output_mode.value
+        ]
+        backend = spec_short_name(self.backend)
+        readable = (
+            f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
+            f"-{self.merge}-d{self.debounce_seconds}-{backend}"
+        )
+        # Bounded: a long prompt or backend name must not make an over-long file name.
+        return "".join(c if c.isalnum() or c in "-._" else "_" for c in readable[:100])
+
+    @property
+    def point_id(self) -> str:
+        """A stable id of this grid point (its names and values, not what they resolve to).
+
+        It seeds the replay's fact ids, so the memory JSON inside prompts (and with it the
+        response cache) stays the same when only, say, a prompt's text changes. The injection
+        settings are left out: lanes that differ only in them write the same memory.
+        """
+        dumped = self.model_dump(mode="json", exclude=set(INJECTION_FIELDS))
+        if dumped["schema_bounds"] is None:
+            del dumped["schema_bounds"]  # lanes without bounds keep their earlier ids
+        digest = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:6]
+        return f"{self.readable}-{digest}"
+
+    def label(self, varying: Sequence[str]) -> str:
+        """A short label naming only the given (varying) fields, for charts and tables.
+
+        Lanes of the simulated model are labelled "simulated" wherever they appear.
+        """
+        if not varying:
+            text = self.prompt
+        else:
+            dumped = self.model_dump(mode="json")
+            dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
+            text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
+        return f"[simulated] {text}" if is_simulated(self.backend) else text
+
+
+_SHORT = {
+    "fact_confidence_threshold": "thr",
+    "max_facts": "max",
+    "output_mode": "mode",
+    "debounce_seconds": "debounce",
+    "schema_bounds": "bounds",
+    "injection_enabled": "inject",
+    "max_injection_tokens": "budget",
+    "token_counting": "tokens",
+    "injection_policy": "policy",
+}
+
+# A lane setting and the config field it copies must hold the same type.
+for _name in MEMORY_SETTINGS:
+    if LaneConfig.model_fields[_name].annotation != MemoryConfig.model_fields[_name].annotation:
+        raise TypeError(f"LaneConfig.{_name} and MemoryConfig.{_name} have different types")
+
+AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
+"""Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too)."""
+
+
+class ForkSpec(BaseModel):
+    """Start every lane at one session from a reference lane's memory (grid key ``fork``).
+
+    Each owner's session ``at_session`` (a 0-based session index, as in the session rows) starts
+    from the memory the reference lane held after session ``at_session - 1``; earlier sessions
+    are not replayed (no LLM calls) and metrics cover sessions from ``at_session`` on.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str = Field(min_length=1)
+    """The reference run directory (relative paths are read from the grid file's folder)."""
+    lane: str = Field(min_length=1)
+    """The reference lane's id in that run."""
+    at_session: int = Field(ge=1)
+
+
+class Grid(BaseModel):
+    """A sweep definition: dataset, fixed settings, the axes to vary and extra prompt files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "sweep"
+    dataset: str = "smoke"
+    owners: list[str] | None = Field(None, min_length=1)
+    """Restrict to these user ids (``None`` = all)."""
+    max_owners: int | None = Field(None, ge=1, strict=True)
+    max_sessions: int | None = Field(None, ge=1, strict=True)
+    replay_mode: ReplayMode = "debounce"
+    samples: int = Field(1, ge=1, le=50, strict=True)
+    """Replays per (lane, owner), each with its own seed (``seed + k``); metrics average over
+    an owner's samples. Set ``temperature`` above 0 for samples to differ."""
+    prompts: list[str] = Field(default_factory=list)
+    """Prompt files or directories (``.txt``/``.yaml``/``.json``), relative to the grid file;
+    their variants can be named in ``base.prompt`` and ``axes.prompt``."""
+    base: dict[str, Any] = Field(default_factory=dict)
+    """Settings shared by every lane (any :class:`LaneConfig` field)."""
+    axes: dict[str, list[Any]] = Field(default_factory=dict)
+    fork: ForkSpec | None = None
+    """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
+
+    _source: str = PrivateAttr(default="<grid>")
+    _base_dir: Path = PrivateAttr(default_factory=Path)
+    _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, name: str) -> str:
+        reason = unsafe_reason(name)
+        if reason is not None:  # the name becomes the run directory's name
+            raise ValueError(f"the run name {excerpt(name)} cannot be a directory name: {reason}")
+        return name
+
+    @property
+    def source(self) -> str:
+        """The grid file (``<grid>`` for a grid built in code), for messages."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        """Directory that relative prompt paths are resolved against (the grid file's)."""
+        return self._base_dir
+
+    def error(self, key: str, problem: str) -> GridError:
+        """A :class:`GridError` for the value at ``key``, located in the grid file."""
+        return GridError(self._source, key, problem, self._lines.get(key))
+
+    def lanes(self) -> list[LaneConfig]:
+        """Expand the grid into lane configs (cartesian product, in axis order).
+
+        Raises:
+            GridError: Naming the base key or axis value that is invalid.
+        """
+        self._check_values()
+        names = list(self.axes)
+        count = math.prod(len(values) for values in self.axes.values())
+        if count > MAX_LANES:
+            raise self.error(
+                "axes",
+                f"{count} lanes (the product of the axes); memlab runs at most {MAX_LANES}: "
+                "split the grid or remove axis values",
+            )
+        configs: list[LaneConfig] = []
+        seen: set[str] = set()
+        for values in itertools.product(*(self.axes[n] for n in names)):
+            point = {**self.base, **dict(zip(names, values, strict=True))}
+            try:
+                config = LaneConfig.model_validate(point)
+            except ValidationError as exc:  # a rule across settings, e.g. schema_bounds
+                where = "axes" if self.axes else "base"
+                raise self.error(where, _describe(exc.errors()[0])) from None
+            # Every setting, injection included (the point id leaves those out).
+            key = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                configs.append(config)
+        return configs
+
+    def values(self, field: str) -> Iterator[tuple[str, Any]]:
+        """Every ``(key path, value)`` the grid gives ``field``: its axis values, else base."""
+        if field in self.axes:
+            for index, value in enumerate(self.axes[field]):
+                yield f"axes.{field}[{index}]", value
+        elif field in self.base:
+            yield f"base.{field}", self.base[field]
+        else:
+            yield (
+                f"base.{field}",
+                LaneConfig.model_fields[field].get_default(call_default_factory=True),
+            )
+
+    def _check_values(self) -> None:
+        """Validate base and each axis value alone, so an error names exactly one key."""
+        for key, value in self.base.items():
+            _validate_field(self, f"base.{key}", key, value)
+        for axis, values in self.axes.items():
+            if axis not in AXES:
+                raise self.error(f"axes.{axis}", f"unknown axis; known axes: {', '.join(AXES)}")
+            if not isinstance(values, list) or not values:
+                raise self.error(f"axes.{axis}", "an axis needs a non-empty list of values")
+            for index, value in enumerate(values):
+                _validate_field(self, f"axes.{axis}[{index}]", axis, value)
+
+    def with_settings(self, **settings: Any) -> Grid:
+        """A copy with ``settings`` fixed for every lane (replacing axes of the same names)."""
+        data = self.model_dump()
+        data["base"] = {**self.base, **settings}
+        data["axes"] = {k: v for k, v in self.axes.items() if k not in settings}
+        return Grid.from_mapping(data, self._source, base_dir=self._base_dir, lines=self._lines)
+
+    def varying(self) -> list[str]:
+        """Axes with more than one value (what distinguishes the lanes)."""
+        return [name for name, values in self.axes.items() if len(values) > 1]
+
+    @classmethod
+    def from_mapping(
+        cls,
+        data: Mapping[str, Any],
+        source: str = "<grid>",
+        *,
+        base_dir: str | Path | None = None,
+        lines: Mapping[str, int] | None = None,
+    ) -> Grid:
+        """Validate a mapping, raising :class:`GridError` naming ``source`` and the key.
+
+        Args:
+            data: The grid's keys.
+            source: Where it came from, for messages.
+            base_dir: Directory for relative prompt paths (default: the working directory).
+            lines: Key path -> line number in ``source`` (filled by :func:`load_grid`).
+        """
+        if not isinstance(data, Mapping):
+            raise GridError(source, "", "a grid must be a mapping of keys (name, dataset, axes...)")
+        line_map = dict(lines or {})
+        try:
+            grid = cls.model_validate(dict(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = _key_path(err["loc"])
+            more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+            raise GridError(source, key, _describe(err) + more, line_map.get(key)) from None
+        grid._source = source
+        grid._base_dir = Path(base_dir) if base_dir is not None else Path()
+        grid._lines = line_map
+        grid.lanes()
+        return grid
+
+
+def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
+    if field not in LaneConfig.model_fields:
+        raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
+    try:
+        _field_adapter(field).validate_python(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        inner = _key_path(err["loc"])  # a nested setting, e.g. schema_bounds.fact_chars
+        where = f"{key}.{inner}" if inner and not inner.startswith("[") else key + inner
+        raise grid.error(where, _describe(err)) from None
+
+
+@functools.cache
+def _field_adapter(field: str) -> TypeAdapter[Any]:
+    """A validator of one lane setting alone (its type and bounds, no cross-field rules)."""
+    info = LaneConfig.model_fields[field]
+    field_type: Any = Annotated[info.annotation, info]  # the FieldInfo carries the bounds
+    return TypeAdapter(field_type)
+
+
+def _key_path(loc: Sequence[int | str]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+_EXCERPT = 60
+
+
+def _describe(err: Mapping[str, Any]) -> str:
+    """One pydantic error as a short sentence, quoting at most a short excerpt of the input."""
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(Grid.model_fields)
+        return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"
+    shown = excerpt(err.get("input"), _EXCERPT)  # bounded however large the input is
+    message = str(err["msg"]).replace("Value error, ", "")
+    return f"{message} (got {shown})"

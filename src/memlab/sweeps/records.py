@@ -1,0 +1,144 @@
+"""Typed rows of a run's tables: one LLM call (``calls.jsonl``) and one session
+(``sessions.jsonl``).
+
+The models name and type the columns every row has (a session row's counts are those
+:data:`memlab.scoring.metric_specs.COUNT_SPECS` declares ``in_rows``); measures that only some
+runs take (embedding duplicates, repeated ``sample`` indexes, later metrics) are kept as extra
+fields.
+Rows are validated when a sweep writes them and when a run is loaded, so a hand-edited or
+foreign table fails with the file, line and column instead of a wrong number downstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from memlab.core.files import (
+    MAX_TABLE_BYTES,
+    FileReadError,
+    io_reason,
+    iter_lines,
+    open_regular,
+)
+from memlab.core.jsontext import loads_json
+from memlab.errors import MemlabError, excerpt
+from memlab.scoring.metric_specs import COUNT_SPECS
+
+__all__ = ["CallRow", "RecordError", "SessionRow", "read_rows", "typed_rows"]
+
+
+class RecordError(MemlabError, ValueError):
+    """A row of a run table does not have the columns memlab writes."""
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    lane_id: str
+    user_id: str
+    session_index: int
+    thread_id: str | None
+
+
+class CallRow(_Row):
+    """One LLM call (or skipped update) of a replay, flattened for a DataFrame."""
+
+    started_at: str
+    skipped: str | None
+    saved: bool
+    error: str | None
+    error_stage: str | None
+    prompt_chars: int
+    prompt_sha256: str
+    reply: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    finish_reason: str | None
+    model: str | None
+    backend: str | None
+    cached: bool
+    facts_before: int
+    facts_after: int
+    duration_s: float
+    virtual_time: str
+    parse_ok: bool
+    parse_rung: str | None
+    parse_category: str | None
+    parse_wrappers: str
+    violations: list[dict[str, Any]]
+    n_violations: int
+
+
+class _SessionLabels(_Row):
+    noise: bool
+    tags: str
+    recall: float
+    precision: float
+
+
+_ROW_COUNTS: dict[str, Any] = {c.column: (int, ...) for c in COUNT_SPECS if c.in_rows}
+
+SessionRow = create_model(
+    "SessionRow",
+    __base__=_SessionLabels,
+    __doc__="The memory after one session of one owner under one lane, scored against the "
+    "labels: its labels, recall and precision, and every count COUNT_SPECS declares in_rows.",
+    **_ROW_COUNTS,
+)
+
+
+_R = TypeVar("_R", bound=_Row)
+
+
+def _check(model: type[_R], row: Any, where: str) -> dict[str, Any]:
+    try:
+        return model.model_validate(row).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        column = ".".join(str(p) for p in err["loc"]) or "(row)"
+        raise RecordError(
+            f"{where}: column '{column}': {err['msg']} (got {excerpt(err.get('input'))}); "
+            "this table was not written by this memlab, or was edited: rerun the sweep"
+        ) from None
+
+
+def typed_rows(
+    model: type[_R], rows: Iterable[dict[str, Any]], source: str
+) -> list[dict[str, Any]]:
+    """``rows`` checked against ``model`` (extra columns kept), as plain dicts."""
+    return [_check(model, row, f"{source} row {i + 1}") for i, row in enumerate(rows)]
+
+
+def read_rows(path: Path, model: type[_R], *, inside: Path | None = None) -> list[dict[str, Any]]:
+    """Read a JSON-lines table, checking each row against ``model``.
+
+    Args:
+        path: The table.
+        model: The row model.
+        inside: The run directory the table must stay in (no links followed).
+
+    Raises:
+        RecordError: Naming the file, the line and the column; or the file cannot be read
+            (not a regular file, larger than memlab reads, a line too long).
+    """
+    rows: list[dict[str, Any]] = []
+    try:
+        with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=inside) as f:
+            for number, raw in enumerate(iter_lines(f, path=path, what="run table"), start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    value = loads_json(raw)
+                except ValueError as exc:
+                    raise RecordError(f"{path}:{number}: not a JSON row: {excerpt(exc)}") from None
+                rows.append(_check(model, value, f"{path}:{number}"))
+    except FileReadError as exc:
+        raise RecordError(str(exc)) from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the table: {io_reason(exc)}") from None
+    return rows

@@ -1,0 +1,266 @@
+"""Replay one memory owner's sessions through the real pipeline on a virtual clock.
+
+Per session, the agent "finishes a run" at each AI message without tool calls; at that moment
+the real :class:`MemoryMiddleware` sees the thread's messages so far and enqueues them in the
+real :class:`MemoryUpdateQueue`, whose debounce timer runs on a :class:`VirtualScheduler`
+driven by the dataset's timestamps. Coalesced runs therefore cost one LLM call, exactly as in
+production, while a month of conversations replays in milliseconds.
+
+In ``per_session`` mode the queue is flushed after every session instead (one update per
+session, no debounce effects).
+
+Memory snapshots: in ``debounce`` mode the snapshot for a session is taken just before the next
+session starts (the memory the user returns to) and after the final timers for the last one;
+in ``per_session`` mode right after the flush. With each snapshot but the last, the replay
+audits what the next session's agent would receive from that memory under the lane's
+injection settings (see :mod:`memlab.scoring.injection_audit`).
+
+A lane whose grid forks (:mod:`memlab.sweeps.fork`) starts each owner at the fork's session from
+the reference memory: earlier sessions are not played, and their snapshots are the
+reference's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+from memlab.core.clock import VirtualScheduler
+from memlab.core.config import MemoryConfig
+from memlab.core.document import (
+    MemoryDocument,
+    SeededFactIds,
+    copy_document,
+    parse_utc,
+    utc_iso,
+)
+from memlab.core.llm import Backend
+from memlab.core.middleware import MemoryMiddleware
+from memlab.core.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.redact import redact
+from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
+from memlab.core.updater import UpdateResult
+from memlab.datasets.models import Owner, Session
+from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
+from memlab.sweeps.fork import ForkStart
+from memlab.sweeps.grid import ReplayMode
+from memlab.sweeps.plan import ResolvedLane, build_updater
+
+__all__ = ["OwnerReplay", "replay_owner"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class OwnerReplay:
+    """What replaying one owner under one lane produced.
+
+    Attributes:
+        user_id: The memory owner.
+        calls: One record per LLM update (``UpdateResult.to_record()`` plus session index).
+        snapshots: The memory document after each session (index-aligned with sessions).
+        agent_runs: Agent runs seen by the middleware per session (updates requested).
+        coalesced: Updates the debounce merged into a later one (LLM calls saved).
+        final_memory: The memory document at the end.
+        injections: Per session, what the next session's agent would receive from the
+            snapshot (:func:`~memlab.scoring.injection_audit.audit_injection`); ``None`` for
+            the last session and for sessions before a fork.
+        fork: The fork this replay started from (run, lane, session, snapshot hash), or
+            ``None`` for a replay from an empty memory.
+        updates: Updates the queue handed to the updater: each gives exactly one record in
+            ``calls``, so a replay whose counts differ lost one and is not finished.
+    """
+
+    user_id: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    snapshots: list[MemoryDocument] = field(default_factory=list)
+    agent_runs: list[int] = field(default_factory=list)
+    coalesced: int = 0
+    final_memory: MemoryDocument = field(default_factory=lambda: cast(MemoryDocument, {}))
+    injections: list[dict[str, Any] | None] = field(default_factory=list)
+    fork: dict[str, Any] | None = None
+    updates: int = 0
+
+
+def replay_owner(
+    owner: Owner,
+    lane: ResolvedLane,
+    *,
+    backend: Backend,
+    store_path: Path,
+    replay_mode: ReplayMode = "debounce",
+    sample: int = 0,
+) -> OwnerReplay:
+    """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
+
+    A replay starts from an empty memory (or, when the lane forks, from the reference memory
+    at the fork's session); ids and timestamps come from the id generator
+    seeded by the lane's grid point and the virtual clock, so the same dataset and lane build
+    byte-identical prompts (and hit the response cache). The lane's memory lives in memory
+    while the replay runs (no other process shares it, and every update would otherwise
+    serialise and rename a file); ``store_path`` receives the final memory when the replay
+    ends (writing it at every snapshot took half of a cached replay's time). ``sample`` is the
+    index of a repeated sample: it shifts the generation seed (see
+    :func:`~memlab.sweeps.plan.build_updater`).
+    """
+    replayer = _Replayer(owner, lane, backend, store_path, replay_mode, sample)
+    replayer.run(owner.sessions)
+    out = replayer.out
+    logger.debug(
+        "replayed %s under %s: %d calls, %d facts",
+        owner.user_id,
+        lane.lane_id,
+        len(out.calls),
+        len(out.final_memory.get("facts", [])),
+    )
+    return out
+
+
+class _Replayer:
+    """The pipeline of one (lane, owner) replay: middleware, queue, updater, virtual clock."""
+
+    def __init__(
+        self,
+        owner: Owner,
+        lane: ResolvedLane,
+        backend: Backend,
+        store_path: Path,
+        replay_mode: ReplayMode,
+        sample: int,
+    ) -> None:
+        config = lane.config
+        self.sessions = owner.sessions
+        self.out = OwnerReplay(user_id=owner.user_id)
+        start = self._fork_start(lane, owner.user_id)
+        self.first = len(start.snapshots) if start is not None else 0
+        self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
+        self.memory_config = config.memory_config(storage_path=str(store_path))
+        self.policy = config.injection_policy
+        self.embedder = policy_embedder(self.policy)
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+        store_path.unlink(missing_ok=True)
+        self.store_path = store_path
+        self.storage = InMemoryStorage(
+            start.memory if start is not None else None, clock=scheduler.now
+        )
+        # A scratch file rebuilt on every replay: atomic writes, but no fsync.
+        self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
+        self.updater = build_updater(
+            config,
+            lane.prompt,
+            backend,
+            sample,
+            storage=self.storage,
+            config_provider=self.config,
+            clock=scheduler.now,
+            fact_ids=SeededFactIds(f"{config.point_id}/{owner.user_id}"),
+        )
+        self.replay_mode = replay_mode
+        self.debounce_seconds = config.debounce_seconds
+        self.session_of = {s.thread_id: i for i, s in enumerate(owner.sessions)}
+        self.queue = MemoryUpdateQueue(
+            self.process, scheduler=scheduler, config_provider=self.config
+        )
+        self.middleware = MemoryMiddleware(
+            queue_provider=lambda: self.queue, config_provider=self.config
+        )
+
+    def _fork_start(self, lane: ResolvedLane, user_id: str) -> ForkStart | None:
+        """The fork's start for ``user_id``; the sessions before it take the reference's
+        snapshots (no agent runs, no audits)."""
+        if lane.fork is None:
+            return None
+        start = lane.fork.start(user_id)
+        skipped = len(start.snapshots)
+        self.out.snapshots = [copy_document(s) for s in start.snapshots]
+        self.out.agent_runs = [0] * skipped
+        self.out.injections = [None] * skipped
+        self.out.fork = lane.fork.record(user_id)
+        return start
+
+    def config(self) -> MemoryConfig:
+        return self.memory_config
+
+    def process(self, context: ConversationContext) -> bool:
+        self.out.updates += 1
+        try:
+            result = self.updater.run_update(context.messages, context.thread_id)
+            record = result.to_record()
+        except Exception as exc:  # the queue would only log it: record it as a failed call
+            result = UpdateResult(context.thread_id, self.scheduler.now())
+            result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
+            record = result.to_record()
+        record["session_index"] = self.session_of.get(context.thread_id, -1)
+        record["virtual_time"] = utc_iso(self.scheduler.now())
+        self.out.calls.append(record)
+        return result.saved
+
+    def snapshot(self) -> None:
+        memory = self.storage.load()  # a private copy
+        self.out.snapshots.append(memory)
+        upcoming = len(self.out.snapshots)
+        audit = None
+        if upcoming < len(self.sessions):
+            audit = audit_injection(
+                memory,
+                self.memory_config,
+                self.policy,
+                next_query(self.sessions[upcoming]),
+                self.embedder,
+            )
+        self.out.injections.append(audit)
+
+    def write_store_file(self, memory: MemoryDocument) -> None:
+        now = parse_utc(memory.get("lastUpdated")) or self.scheduler.now()
+        try:
+            self.store_file.save(memory, now=now)
+        except StorageError as exc:  # the snapshots in memory are what the metrics use
+            logger.warning("could not write the lane's store file %s: %s", self.store_path, exc)
+
+    def move_to(self, moment: datetime) -> None:
+        if self.replay_mode == "debounce":
+            self.scheduler.advance_to(moment)  # due debounce timers fire on the way
+        else:
+            # Only the flush after each session processes: move time without firing timers.
+            self.scheduler.sleep(max(0.0, (moment - self.scheduler.now()).total_seconds()))
+
+    def run(self, sessions: Sequence[Session]) -> None:
+        debounce = self.replay_mode == "debounce"
+        for index, session in enumerate(sessions):
+            if index < self.first:
+                continue  # before the fork: the reference's memory stands in
+            self.move_to(session.started_at)
+            if index > self.first and debounce:
+                self.snapshot()  # the memory the user returns to
+            self.out.agent_runs.append(self.play(session))
+            if not debounce:
+                self.queue.flush()
+                self.snapshot()
+        if debounce:
+            self.scheduler.advance(timedelta(seconds=self.debounce_seconds + 1).total_seconds())
+            self.scheduler.run_until_idle()
+            self.queue.flush()
+            self.snapshot()
+        self.queue.close()
+        self.out.coalesced = self.queue.stats.coalesced
+        # What leaves the replay is redacted once more (the updater redacts each reply).
+        self.out.final_memory = redact(self.storage.load())
+        self.write_store_file(self.out.final_memory)
+
+    def play(self, session: Session) -> int:
+        """Feed one session's messages; return the agent runs that requested an update."""
+        history: list[dict[str, Any]] = []
+        runs = 0
+        for message in session.messages:
+            self.move_to(message.timestamp)
+            history.append(message.to_pipeline_message())
+            if message.role == "ai" and not message.tool_calls:
+                runs += 1
+                self.middleware.after_agent(
+                    {"messages": list(history)}, {"context": {"thread_id": session.thread_id}}
+                )
+        return runs

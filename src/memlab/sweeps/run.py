@@ -1,0 +1,509 @@
+"""A run directory and the DataFrames a notebook works with.
+
+Layout of ``runs/<name>/``::
+
+    grid.yaml            the sweep definition as resolved (lanes listed)
+    environment.json     python, platform, package versions, start and end times
+    manifest.json        written last: run format, this sweep's lanes and owners, what was
+                         reused or replayed and why, row counts and hashes of the tables
+    lanes/<lane_id>/config.json             grid point, identity, prompt template
+    lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
+                                            written when that owner's replay finished)
+    lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
+    lanes/<lane_id>/stores/<user_id>.json.lock   the store's inter-process lock file
+    calls.jsonl          one row per LLM call
+    sessions.jsonl       one row per (lane, owner, session)
+    summary.csv          one row per lane
+
+``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
+lane id); ``manifest.json`` names the lanes that belong to the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.core.atomic import atomic_write_text
+from memlab.core.files import (
+    MAX_RUN_FILE_BYTES,
+    MAX_TABLE_BYTES,
+    FileReadError,
+    contained,
+    io_reason,
+    open_regular,
+    read_bytes,
+)
+from memlab.core.jsontext import loads_json
+from memlab.core.safe_names import unsafe_reason
+from memlab.core.yamlio import read_yaml
+from memlab.errors import MemlabError, excerpt
+from memlab.scoring.metrics import failure_table, summarize, violation_table
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.grid import Grid, LaneConfig
+from memlab.sweeps.records import CallRow, SessionRow, read_rows
+from memlab.sweeps.views import RUN_VIEWS
+
+__all__ = [
+    "RUN_FORMAT",
+    "Run",
+    "RunError",
+    "flatten_call",
+    "load_run",
+    "owned_path",
+    "read_owner_record",
+    "read_record",
+    "read_run_json",
+    "record_path",
+    "record_problem",
+    "refresh_manifest",
+    "write_jsonl",
+    "write_manifest",
+]
+
+RUN_FORMAT = 2
+"""Version of the run directory layout; :func:`load_run` reads this version only."""
+
+_TABLES = ("calls.jsonl", "sessions.jsonl")
+logger = logging.getLogger(__name__)
+
+
+class RunError(MemlabError, ValueError):
+    """A run directory is missing or incomplete."""
+
+
+def flatten_call(record: dict[str, Any], lane_id: str, user_id: str) -> dict[str, Any]:
+    """Flatten an update record into a call-table row (parse fields become columns)."""
+    row = {"lane_id": lane_id, "user_id": user_id, **record}
+    row.pop("applied", None)  # fact-level bookkeeping stays in the owner records
+    parse = row.pop("parse", None) or {}
+    row["parse_ok"] = bool(parse.get("ok", False))
+    row["parse_rung"] = parse.get("rung")
+    row["parse_category"] = parse.get("category")
+    row["parse_wrappers"] = ",".join(parse.get("wrappers", []) or [])
+    row["violations"] = parse.get("violations", []) or []
+    row["n_violations"] = len(row["violations"])
+    return row
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Atomically write ``rows`` as JSON lines."""
+    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+    atomic_write_text(path, text)
+
+
+def _file_facts(path: Path, run_path: Path) -> dict[str, Any]:
+    """Row count and SHA-256 of a table, read in chunks (no link out of the run directory)."""
+    digest, rows = hashlib.sha256(), 0
+    with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=run_path) as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            rows += chunk.count(b"\n")
+    return {"rows": rows, "sha256": digest.hexdigest()}
+
+
+def owned_path(path: Path, run_path: Path, what: str = "run file") -> Path:
+    """``path`` checked to lie inside the run directory, no symbolic link on the way: where
+    a sweep may write.
+
+    Raises:
+        RunError: The path leaves the run directory (a planted link).
+    """
+    try:
+        return contained(path, run_path, what, "write")
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
+
+
+def read_run_json(path: Path, run_path: Path, what: str) -> Any:
+    """A JSON file of a run directory: bounded, inside the run directory, no links followed.
+
+    Raises:
+        RunError: The file is missing, refused (a link, a FIFO, too large) or not JSON.
+    """
+    try:
+        raw = read_bytes(path, what=what, max_bytes=MAX_RUN_FILE_BYTES, inside=run_path)
+        return loads_json(raw)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing {what}; rerun the sweep") from None
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read {what}: {io_reason(exc)}") from None
+    except ValueError as exc:  # not UTF-8, not JSON, too deep
+        raise RunError(f"{path}: {what} is not valid JSON: {excerpt(str(exc), 200)}") from None
+
+
+_JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "text",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+_RECORD_FIELDS: dict[str, type] = {
+    "user_id": str,
+    "calls": list,
+    "snapshots": list,
+    "final_memory": dict,
+}
+
+
+def record_problem(data: Any) -> str | None:
+    """Why ``data`` is not an owner record a sweep writes (field and type), or ``None``."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {type(data).__name__}"
+    for name, kind in _RECORD_FIELDS.items():
+        if not isinstance(data.get(name), kind):
+            got = "nothing" if name not in data else _JSON_KINDS.get(type(data[name]), "a value")
+            return f"field '{name}': expected {_JSON_KINDS[kind]}, got {got}"
+    for name in ("calls", "snapshots"):
+        if not all(isinstance(item, dict) for item in data[name]):
+            return f"field '{name}': expected a list of objects"
+    facts = data["final_memory"].get("facts", [])
+    if not isinstance(facts, list) or not all(isinstance(f, dict) for f in facts):
+        return "field 'final_memory.facts': expected a list of objects"
+    return None
+
+
+def read_owner_record(
+    run_path: Path, lane_id: str, user_id: str, sample: int = 0
+) -> dict[str, Any]:
+    """The owner record of ``user_id`` under ``lane_id``, checked to be one a sweep writes.
+
+    Raises:
+        RunError: Naming the file and the field that is missing or of the wrong type.
+    """
+    path = record_path(run_path, lane_id, user_id, sample)
+    data = read_run_json(path, run_path, "owner record")
+    problem = record_problem(data)
+    if problem is not None:
+        raise RunError(f"{path}: not an owner record memlab writes: {problem}; rerun the sweep")
+    result: dict[str, Any] = data
+    return result
+
+
+def read_record(path: Path, root: Path) -> dict[str, Any] | None:
+    """A JSON object an earlier sweep wrote at ``path`` in the run directory ``root`` (an
+    owner record, a lane description, the manifest), or ``None`` when there is none that can
+    be read (missing, refused, not a JSON object)."""
+    try:
+        data = read_run_json(path, root, "run file")
+    except RunError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def record_path(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> Path:
+    """Where the replay of ``user_id`` under ``lane_id`` (repeated sample ``sample``) is kept."""
+    lane = run_path / "lanes" / lane_id
+    if sample == 0:
+        return lane / "owners" / f"{user_id}.json"
+    return lane / "samples" / str(sample) / f"{user_id}.json"
+
+
+def write_manifest(
+    run_path: Path,
+    *,
+    lanes: list[str],
+    owners: list[str],
+    status: dict[str, dict[str, Any]],
+    samples: int = 1,
+) -> dict[str, Any]:
+    """Write ``manifest.json`` (the last file of a sweep) and return it."""
+    manifest = {
+        "run_format": RUN_FORMAT,
+        "complete": not any(s.get("incomplete") for s in status.values()),
+        "lanes": lanes,
+        "owners": owners,
+        "samples": samples,
+        "status": status,
+        "files": {name: _file_facts(run_path / name, run_path) for name in _TABLES},
+    }
+    atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
+    return manifest
+
+
+def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite ``manifest.json`` after the tables changed in place (a rescore)."""
+    return write_manifest(
+        run_path,
+        lanes=manifest["lanes"],
+        owners=manifest["owners"],
+        status=manifest["status"],
+        samples=manifest.get("samples", 1),
+    )
+
+
+@dataclass
+class Run:
+    """A finished (or loaded) sweep: its lanes and the tables computed from its records.
+
+    Attributes:
+        path: The run directory.
+        grid: The sweep definition.
+        lanes: Lane configs by lane id, in grid order.
+        prices: Optional price table for the cost columns.
+    """
+
+    path: Path
+    grid: Grid
+    lanes: dict[str, LaneConfig]
+    _calls: pd.DataFrame | None = field(default=None, repr=False)
+    _sessions: pd.DataFrame | None = field(default=None, repr=False)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """``manifest.json``: lanes, owners, per-lane reuse status, table checksums."""
+    prices: dict[str, tuple[float, float]] | None = None
+    """Price table for cost columns (model id prefix -> USD per 1M prompt/completion tokens);
+    ``None`` uses the prices the backends declare (:func:`memlab.backends.registry.price_table`).
+    Set it before reading ``summary``."""
+    stats: StatOptions = field(default_factory=StatOptions)
+    """Resamples, seed and levels of the summary's intervals and of comparisons."""
+
+    def __repr__(self) -> str:  # the tables and the manifest are too large for a repr
+        return f"Run({self.name!r}, lanes={len(self.lanes)}, path={str(self.path)!r})"
+
+    @property
+    def name(self) -> str:
+        """The run's name (its directory name)."""
+        return self.path.name
+
+    @cached_property
+    def calls(self) -> pd.DataFrame:
+        """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
+        if self._calls is not None:
+            return self._calls
+        return pd.DataFrame(read_rows(self.path / "calls.jsonl", CallRow, inside=self.path))
+
+    @cached_property
+    def sessions(self) -> pd.DataFrame:
+        """One row per (lane, owner, session): facts, recall, precision, duplicates, ..."""
+        if self._sessions is not None:
+            return self._sessions
+        return pd.DataFrame(read_rows(self.path / "sessions.jsonl", SessionRow, inside=self.path))
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per lane with the headline metrics and the lane's config columns."""
+        sessions = self.sessions
+        # Repeated samples of a lane (a "sample" column) are averaged within each owner.
+        nested = "sample" if "sample" in sessions.columns else None
+        summary = summarize(
+            self.calls, sessions, prices=self.prices, options=self.stats, nested=nested
+        )
+        configs = pd.DataFrame(
+            [
+                {
+                    "lane_id": lid,
+                    "label": self.label(lid),
+                    **c.model_dump(mode="json"),
+                    "prompt_sha256": self.prompt_sha(lid),
+                }
+                for lid, c in self.lanes.items()
+            ]
+        )
+        merged = configs.merge(summary, on="lane_id", how="left")
+        return merged.set_index("lane_id")
+
+    @property
+    def complete(self) -> bool:
+        """False when some replays had backend errors (see :attr:`lane_status`)."""
+        return bool(self.manifest.get("complete", True))
+
+    @cached_property
+    def lane_status(self) -> pd.DataFrame:
+        """Per lane: replays reused and replayed by the sweep that wrote the run, and why."""
+        rows = []
+        for lane_id in self.lanes:
+            status = self.manifest.get("status", {}).get(lane_id, {})
+            reasons = status.get("reasons", {})
+            rows.append(
+                {
+                    "lane_id": lane_id,
+                    "label": self.label(lane_id),
+                    "reused": status.get("reused", 0),
+                    "replayed": status.get("replayed", 0),
+                    "why": "; ".join(f"{reason} ({n})" for reason, n in reasons.items()),
+                    "incomplete": len(status.get("incomplete", [])),
+                }
+            )
+        return pd.DataFrame(rows).set_index("lane_id") if rows else pd.DataFrame()
+
+    def prompt_sha(self, lane_id: str) -> str:
+        """Short content hash of the lane's prompt template ("" when not recorded)."""
+        try:
+            return str(self.lane_info(lane_id).get("prompt", {}).get("sha256", ""))[:8]
+        except RunError:
+            return ""
+
+    def lane_info(self, lane_id: str) -> dict[str, Any]:
+        """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
+        path = self.path / "lanes" / lane_id / "config.json"
+        data = read_run_json(path, self.path, "lane description")
+        return data if isinstance(data, dict) else {}
+
+    @cached_property
+    def environment(self) -> dict[str, Any]:
+        """``environment.json``: versions, times and optional measures ({} when absent)."""
+        try:
+            data = read_run_json(self.path / "environment.json", self.path, "environment")
+        except RunError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @cached_property
+    def failures(self) -> pd.DataFrame:
+        """Parse outcomes (failure category or ``ok:<rung>``) per lane."""
+        return failure_table(self.calls)
+
+    @cached_property
+    def violations(self) -> pd.DataFrame:
+        """Schema violations counted by lane, pointer and keyword."""
+        return violation_table(self.calls)
+
+    @cached_property
+    def dataset_path(self) -> Path | None:
+        """The dataset file the run replayed (as recorded in ``grid.yaml``), if it still exists."""
+        grid_file = self.path / "grid.yaml"
+        try:
+            data = read_yaml(grid_file, inside=self.path).data
+        except MemlabError:
+            return None
+        dataset = data.get("dataset") if isinstance(data, dict) else None
+        if not dataset or not Path(dataset).is_file():
+            return None
+        return Path(dataset)
+
+    def _repr_html_(self) -> str | None:
+        """In Jupyter: the run's registered HTML view (:data:`~memlab.sweeps.views.RUN_VIEWS`;
+        memlab.reporting registers the headline metrics, what the sweep reused and the key
+        charts), or ``None`` (the text repr) without one."""
+        view = RUN_VIEWS.get("html")
+        return view(self) if view is not None else None
+
+    def label(self, lane_id: str) -> str:
+        """A short label for a lane naming only the axes that vary in this run."""
+        return self.lanes[lane_id].label(self.grid.varying())
+
+    def final_memory(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
+        """The memory document of ``user_id`` at the end of ``lane_id``'s replay."""
+        return dict(read_owner_record(self.path, lane_id, user_id, sample)["final_memory"])
+
+    @property
+    def owner_ids(self) -> list[str]:
+        """The owners this run replayed (from the manifest: a lane directory may still hold
+        records of owners an earlier sweep of the same name had)."""
+        owners = self.manifest.get("owners")
+        if owners is not None:
+            return [str(owner) for owner in owners]
+        found = self.path.glob("lanes/*/owners/*.json")  # a run built in memory: no manifest
+        return sorted({path.stem for path in found})
+
+    def final_facts(self, lane_id: str) -> pd.DataFrame:
+        """Every stored fact at the end of a lane, one row per (owner, fact)."""
+        rows = []
+        for user_id in self.owner_ids:
+            if not record_path(self.path, lane_id, user_id).exists():
+                continue
+            data = read_owner_record(self.path, lane_id, user_id)
+            for fact in data["final_memory"].get("facts", []):
+                rows.append({"user_id": data["user_id"], **fact})
+        return pd.DataFrame(rows)
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run directory written by :func:`memlab.sweep`.
+
+    Raises:
+        RunError: The directory is not a finished run of this format, or its tables differ
+            from what the manifest recorded (a truncated or edited file, a sweep that stopped).
+    """
+    path = Path(path)
+    grid_file = path / "grid.yaml"
+    if not grid_file.is_file():
+        raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
+    manifest = _read_manifest(path)
+    try:
+        data = read_yaml(grid_file, inside=path).data
+        grid = Grid.from_mapping(data["grid"], source=str(grid_file))
+        configs = data["lanes"]
+        lanes = {
+            lane_id: LaneConfig.model_validate(configs[lane_id]) for lane_id in manifest["lanes"]
+        }
+    except (OSError, MemlabError, KeyError, TypeError, ValueError) as exc:
+        raise RunError(f"{grid_file}: unreadable or does not match manifest.json: {exc}") from exc
+    return Run(path=path, grid=grid, lanes=lanes, manifest=manifest)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    manifest_file = path / "manifest.json"
+    if not manifest_file.exists() and not manifest_file.is_symlink():
+        raise RunError(
+            f"{path}: the run did not finish (no manifest.json; a sweep stopped, or an older "
+            "memlab wrote it); rerun the sweep to resume it"
+        )
+    manifest = read_run_json(manifest_file, path, "manifest")
+    run_format = manifest.get("run_format") if isinstance(manifest, dict) else None
+    if run_format != RUN_FORMAT:
+        raise RunError(
+            f"{manifest_file}: run format {excerpt(run_format)}, this memlab reads format "
+            f"{RUN_FORMAT}; rerun the sweep with this memlab"
+        )
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise RunError(f"{manifest_file}: {problem}; it was edited or not written by memlab")
+    for name, expected in manifest["files"].items():
+        try:
+            actual = _file_facts(path / name, path)
+        except FileNotFoundError:
+            raise RunError(f"{path / name}: missing; rerun the sweep") from None
+        except OSError as exc:
+            raise RunError(f"{path / name}: cannot read the table: {io_reason(exc)}") from None
+        if actual != expected:
+            raise RunError(
+                f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
+                "and another checksum: the file changed after the sweep; rerun the sweep"
+            )
+    return dict(manifest)
+
+
+def _manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with a manifest's fields (names, counts, table checksums), or ``None``."""
+    for key in ("lanes", "owners"):
+        names = manifest.get(key)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return f"'{key}' is not a list of names"
+    for lane_id in manifest["lanes"]:
+        if not lane_id or lane_id.startswith(".") or any(c in lane_id for c in "/\\\x00"):
+            return f"lane id {excerpt(lane_id)} is not a directory name"
+    for owner in manifest["owners"]:
+        reason = unsafe_reason(owner)
+        if reason is not None:
+            return f"owner {excerpt(owner)} cannot be a file name ({reason})"
+    if not manifest["owners"]:
+        return "it lists no owners"
+    samples = manifest.get("samples", 1)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 1000:
+        return f"'samples' is {excerpt(samples)}, not a count"
+    if not isinstance(manifest.get("status", {}), dict):
+        return "'status' is not an object"
+    files = manifest.get("files")
+    if not isinstance(files, dict) or sorted(files) != sorted(_TABLES):
+        return f"'files' must record {' and '.join(_TABLES)} (their rows and checksums)"
+    for name, facts in files.items():
+        if not (
+            isinstance(facts, dict)
+            and isinstance(facts.get("rows"), int)
+            and isinstance(facts.get("sha256"), str)
+        ):
+            return f"'files.{name}' must hold 'rows' and 'sha256'"
+    return None

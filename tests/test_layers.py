@@ -1,0 +1,79 @@
+"""The layers contract (pyproject.toml, checked by lint-imports in scripts/test.sh) holds for
+the code and fails on a planted upward or sideways import."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import memlab
+
+ROOT = Path(memlab.__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+pytestmark = pytest.mark.skipif(
+    not LINT_IMPORTS.exists(), reason="import-linter is in the dev extra"
+)
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports over the memlab package under ``tree/src``, with the repository's contract."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package and its contract, to plant imports in."""
+    copy = tmp_path_factory.mktemp("layers")
+    shutil.copytree(
+        ROOT / "src" / "memlab", copy / "src" / "memlab", ignore=shutil.ignore_patterns("*.pyc")
+    )
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+def test_the_code_keeps_the_contract(tree: Path) -> None:
+    done = _lint(tree)
+    assert done.returncode == 0, done.stdout
+    assert "Contracts: 2 kept, 0 broken." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        # Upward: the pipeline importing the run directory code.
+        ("core/config.py", "import memlab.sweeps.run", "memlab.core is not allowed to import "
+         "memlab.sweeps"),
+        # Sideways: a backend reading datasets (the simulated model lives above both).
+        ("backends/cache.py", "from memlab.datasets import models", "memlab.backends is not "
+         "allowed to import memlab.datasets"),
+        # A cycle between two modules of one package.
+        ("sweeps/grid.py", "from memlab.sweeps import driver", "No cycles are allowed in "
+         "memlab.sweeps"),
+    ],
+)  # fmt: skip
+def test_a_planted_import_breaks_the_contract(
+    tree: Path, module: str, planted: str, broken: str
+) -> None:
+    path = tree / "src" / "memlab" / module
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(f"{original}\n{planted}  # planted\n", encoding="utf-8")
+        done = _lint(tree)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    assert done.returncode == 1
+    assert broken in " ".join(done.stdout.split()), done.stdout
