@@ -649,6 +649,13 @@ def entries_kept(sandbox: Path) -> None:
     assert "removed 0 entries" in (sandbox / ".stdout").read_text("utf-8")
 
 
+def records_rewritten(sandbox: Path) -> None:
+    """Every owner record is a regular file again (replayed, not read through a FIFO or
+    a link)."""
+    records = sorted(run_dir(sandbox).glob("lanes/*/owners/*.json"))
+    assert records and all(r.is_file() and not r.is_symlink() for r in records)
+
+
 def incomplete_run(sandbox: Path) -> None:
     manifest = json.loads((sandbox / "runs" / "run" / "manifest.json").read_text("utf-8"))
     assert manifest["complete"] is False
@@ -734,6 +741,14 @@ CASES += [
          expect="'files' must record", bomb=True),
     Case("report with the manifest a FIFO", ["report", "runs/r", "-o", "o"],
          {"setup": finished_run(run_file("manifest.json", fifo))}, expect="FIFO", bomb=True),
+    Case("rerun of a run whose owner records are FIFOs", ["run", "smoke", "--name", "r",
+                                                          *SANDBOX_RUN],
+         {"setup": finished_run(owner_record(fifo))}, exit=0, bomb=True,
+         check=records_rewritten),
+    Case("rerun of a run whose owner records link to /dev/zero",
+         ["run", "smoke", "--name", "r", *SANDBOX_RUN],
+         {"setup": finished_run(owner_record(link_to(DEV_ZERO)))}, expect="symbolic link",
+         bomb=True),
     Case("run of /dev/zero as a dataset", ["run", "/dev/zero", *SANDBOX_RUN],
          expect="dataset", bomb=True),
     Case("run of a FIFO as a dataset", ["run", "d.jsonl", *SANDBOX_RUN], {"d.jsonl": fifo},
