@@ -32,6 +32,7 @@ __all__ = [
     "executor",
     "existing_directory",
     "reply_bound_line",
+    "resamples",
     "run_name",
     "schema_bounds",
     "workers",
@@ -57,12 +58,20 @@ def workers(text: str) -> int:
     return _int_between(text, 1, MAX_WORKERS, "the number of workers")
 
 
+def resamples(text: str) -> int:
+    """Bootstrap and permutation resamples: 0 (off) to ``MAX_RESAMPLES``."""
+    from memlab.scoring.stats import MAX_RESAMPLES
+
+    return _int_between(text, 0, MAX_RESAMPLES, "the number of resamples")
+
+
 def executor(text: str) -> DaskSpec:
     """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.sweeps.executors`)."""
-    from memlab.sweeps.executors import ExecutorError, parse_executor
+    from memlab.sweeps.executors import ExecutorError, check_local_size, parse_executor
 
     try:
-        return parse_executor(text)
+        spec = parse_executor(text)
+        return spec if spec.address else check_local_size(spec)
     except ExecutorError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -139,16 +148,17 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.scoring.stats import DEFAULT_RESAMPLES
+    from memlab.scoring.stats import DEFAULT_RESAMPLES, MAX_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
     )
     parser.add_argument(
         "--resamples",
-        type=int,
+        type=resamples,
         default=DEFAULT_RESAMPLES,
-        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
+        help=f"bootstrap and permutation resamples, 0 to {MAX_RESAMPLES} "
+        f"(default {DEFAULT_RESAMPLES})",
     )
 
 

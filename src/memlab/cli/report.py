@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from memlab.cli import _args
 from memlab.core.contract import bounded_schema, contract_schema
+from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.errors import excerpt
 from memlab.reporting.gate import (
@@ -202,9 +202,10 @@ def _validate(args: argparse.Namespace) -> int:
         text = sys.stdin.read()
     else:
         try:
-            text = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, ValueError) as exc:  # also invalid UTF-8 and a NUL in the path
-            print(f"error: cannot read reply file {excerpt(args.file)}: {exc}", file=sys.stderr)
+            text = read_text(args.file, what="reply file", max_bytes=MAX_REPLY_BYTES)
+        except OSError as exc:  # FileReadError too: a FIFO, a device, invalid UTF-8, a NUL
+            reason = io_reason(exc)
+            print(f"error: cannot read reply file {excerpt(args.file)}: {reason}", file=sys.stderr)
             return 2
     if args.strict:
         options = ParseOptions.strict_only()

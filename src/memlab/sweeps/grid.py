@@ -38,6 +38,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -124,8 +125,15 @@ built from them (:meth:`LaneConfig.memory_config`)."""
 
 
 def _memory_setting(name: str) -> Any:
-    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane."""
-    return copy.copy(MemoryConfig.model_fields[name])
+    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane.
+
+    Numbers are strict: in a grid, a YAML ``true`` is not 1 and a quoted "0.7" is a mistake
+    to report.
+    """
+    field = copy.copy(MemoryConfig.model_fields[name])
+    if field.annotation in (int, float):
+        field.metadata = [*field.metadata, Strict()]
+    return field
 
 
 class LaneConfig(BaseModel):
@@ -144,12 +152,12 @@ class LaneConfig(BaseModel):
     parse: ParsePreset = "default"
     """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
     ``strict_only``, ``repair``, or one a plugin registers)."""
-    max_tokens: int = Field(1024, ge=16, le=_MAX_TOKENS_LIMIT)
+    max_tokens: int = Field(1024, ge=16, le=_MAX_TOKENS_LIMIT, strict=True)
     """Most tokens a reply may take. With ``schema_bounds`` it defaults to (and ``auto``
     computes) the longest reply the bounded grammar admits; a smaller value is an error, so a
     bounded lane's reply always ends before the limit."""
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
+    seed: int = Field(0, strict=True)
     injection_enabled: bool = _memory_setting("injection_enabled")
     max_injection_tokens: int = _memory_setting("max_injection_tokens")
     token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
@@ -304,12 +312,12 @@ class Grid(BaseModel):
 
     name: str = "sweep"
     dataset: str = "smoke"
-    owners: list[str] | None = None
+    owners: list[str] | None = Field(None, min_length=1)
     """Restrict to these user ids (``None`` = all)."""
-    max_owners: int | None = Field(None, ge=1)
-    max_sessions: int | None = Field(None, ge=1)
+    max_owners: int | None = Field(None, ge=1, strict=True)
+    max_sessions: int | None = Field(None, ge=1, strict=True)
     replay_mode: ReplayMode = "debounce"
-    samples: int = Field(1, ge=1, le=50)
+    samples: int = Field(1, ge=1, le=50, strict=True)
     """Replays per (lane, owner), each with its own seed (``seed + k``); metrics average over
     an owner's samples. Set ``temperature`` above 0 for samples to differ."""
     prompts: list[str] = Field(default_factory=list)
