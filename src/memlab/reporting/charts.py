@@ -335,9 +335,8 @@ def stale_survival_chart(run: Run) -> Figure:
         label = run.label(lane_id)
         if "stale_rmst" in summary.columns:
             spec = metric_spec("stale_rmst")
-            value, lo, hi = summary.loc[
-                lane_id, ["stale_rmst", "stale_rmst_lo", "stale_rmst_hi"]
-            ].to_numpy(dtype=float)
+            found = summary.loc[lane_id, ["stale_rmst", "stale_rmst_lo", "stale_rmst_hi"]]
+            value, lo, hi = (float(v) for v in found.to_numpy(dtype=float))
             label += f" (RMST {spec.fmt(value)} {spec.fmt_bounds(lo, hi)})"
         xs = np.arange(horizon + 1)
         ax.step(xs, np.r_[1.0, curve], where="post", color=color, label=label)
