@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.metric_specs import COUNT_SPECS
 from memlab.scoring.stats import StatOptions
 
 OWNERS = 14
@@ -75,11 +76,10 @@ def _frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFrame, p
     return pd.DataFrame(calls), frame
 
 
-_ROW_COUNTS = (
-    "facts gold_active gold_covered stored_precise retracted_held gold_retracted "
-    "forbidden_stored dup_exact dup_normalized dup_near added removed evicted "
-    "skipped_below_threshold skipped_duplicate"
-).split()
+# Every count a session row has (the scripted calls give llm_calls, agent_runs is set above).
+_ROW_COUNTS = tuple(
+    spec.column for spec in COUNT_SPECS if spec.in_rows and spec.column != "llm_calls"
+)
 
 
 def recall_gain(rng: np.random.Generator, gain: float = 0.10) -> FakeRun:
