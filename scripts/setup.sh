@@ -13,7 +13,8 @@ fi
 # llama-cpp-python builds from source (about 1.5 min on 2 cores) the first time.
 EXTRAS="${MEMLAB_EXTRAS:-local,embeddings,dask,dev}"
 .venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
-if [[ ",$EXTRAS," == *",dev,"* ]]; then
-    # The example plugin the tests use: a backend memlab finds through its entry point only.
+if [[ ",$EXTRAS," == *",dev,"* ]] && ! .venv/bin/python -m pip show --quiet memlab-echo; then
+    # The example plugin the tests use: a backend memlab finds through its entry point only
+    # (editable: its code is read from tests/plugins/, its entry point from the install).
     .venv/bin/python -m pip install --quiet -e tests/plugins/memlab-echo
 fi

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from dsl import Msg, Session, User
+from dsl import Msg, Question, Session, User
+from questions import QUESTIONS
 from users_a import USERS as USERS_A
 from users_b import USERS as USERS_B
 from users_c import USERS as USERS_C
@@ -182,11 +183,47 @@ def _session_json(user: User, idx: int, sess: Session, not_before: datetime) -> 
     }
 
 
+def _question_json(user: User, q: Question, sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    where = f"{user.user_id} question {q.id}"
+    assert q.id.startswith(user.user_id + ".q."), f"{where}: id prefix"
+    assert q.kind in {"answerable", "abstain", "adversarial"}, f"{where}: kind"
+    assert (q.answer is not None) == (q.kind == "answerable"), f"{where}: answer vs kind"
+    asked = (q.after or len(sessions)) - 1
+    known = {f["id"] for s in sessions[: asked + 1] for f in s["labels"]["facts"]}
+    retracted = {r for s in sessions[: asked + 1] for r in s["labels"]["retracts"]}
+    for fid in q.facts:
+        assert fid in known and fid not in retracted, f"{where}: {fid} is not active then"
+    turns = []
+    for number, snippet in q.turns:
+        messages = sessions[number - 1]["messages"]
+        found = [k for k, m in enumerate(messages) if snippet in _text(m["content"])]
+        assert len(found) == 1, f"{where}: turn {snippet!r} found {len(found)} times"
+        turns.append({"session": sessions[number - 1]["thread_id"], "message": found[0]})
+    out: dict[str, Any] = {"id": q.id, "question": q.question}
+    if q.answer is not None:
+        out["answer"] = q.answer
+    out |= {"category": q.category, "kind": q.kind, "after_session": sessions[asked]["thread_id"]}
+    evidence: dict[str, Any] = {}
+    if q.facts:
+        evidence["facts"] = q.facts
+    if turns:
+        evidence["turns"] = turns
+    if evidence:
+        out["evidence"] = evidence
+    if q.wrong is not None:
+        out["wrong_answer"] = q.wrong
+    return out
+
+
 def build() -> str:
     """Validate the sources and return the JSONL text."""
     lines = []
     ids = [u.user_id for u in USERS]
     assert len(ids) == len(set(ids)), "duplicate user ids"
+    assert set(QUESTIONS) == set(ids), "questions for unknown users, or users without questions"
+    texts = [q.question for qs in QUESTIONS.values() for q in qs]
+    assert len(texts) == len(set(texts)), "question texts repeat (the simulated model tells "
+    "questions apart by their text)"
     for user in USERS:
         seen: dict[str, int] = {}
         sessions = []
@@ -205,7 +242,9 @@ def build() -> str:
             "persona": user.persona,
             "language": user.language,
             "sessions": sessions,
+            "questions": [_question_json(user, q, sessions) for q in QUESTIONS[user.user_id]],
         }
+        assert len(owner["questions"]) >= 4, f"{user.user_id}: fewer than 4 questions"
         lines.append(json.dumps(owner, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
@@ -221,6 +260,9 @@ def _report() -> None:
     print(f"facts: {sum(facts.values())}  by category: {dict(sorted(facts.items()))}")
     print(f"retracted ids: {sum(len(s.retracts) for s in sessions)}")
     print(f"sessions per tag: {dict(sorted(tags.items()))}")
+    questions = [q for qs in QUESTIONS.values() for q in qs]
+    by_category = Counter(q.category for q in questions)
+    print(f"questions: {len(questions)}  by category: {dict(sorted(by_category.items()))}")
     for uid, (a, b) in months.items():
         print(f"  {uid}: {a} .. {b}")
 

@@ -18,6 +18,8 @@ __all__ = [
     "F",
     "H",
     "Msg",
+    "Q",
+    "Question",
     "S",
     "Session",
     "T",
@@ -76,6 +78,22 @@ class User:
     sessions: list[Session]
 
 
+@dataclass
+class Question:
+    """One question about the owner's memory; ``after`` is a 1-based session number (None:
+    the last session); ``turns`` are (1-based session number, text the message contains)."""
+
+    id: str
+    question: str
+    answer: str | None
+    category: str
+    kind: str = "answerable"
+    after: int | None = None
+    facts: list[str] = field(default_factory=list)
+    turns: list[tuple[int, str]] = field(default_factory=list)
+    wrong: str | None = None
+
+
 def H(content: str | list[dict[str, Any]], gap: int | None = None) -> Msg:
     """A human message."""
     return Msg("human", content, gap)
@@ -117,6 +135,19 @@ def upload(*names: str) -> str:
 def F(fid: str, content: str, category: str, evidence: list[str] | None = None) -> Fact:
     """A gold fact."""
     return Fact(fid, content, category, evidence)
+
+
+def Q(
+    qid: str,
+    question: str,
+    answer: str | None,
+    category: str,
+    *facts: str,
+    **options: Any,
+) -> Question:
+    """A question whose evidence is the gold facts ``facts``; options: ``kind``, ``after``,
+    ``turns``, ``wrong`` (see :class:`Question`)."""
+    return Question(qid, question, answer, category, facts=list(facts), **options)
 
 
 def S(start: str, msgs: list[Msg], **labels: Any) -> Session:

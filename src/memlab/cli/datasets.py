@@ -15,6 +15,7 @@ from memlab.datasets.loader import (
     validate_dataset,
 )
 from memlab.datasets.locomo import import_locomo
+from memlab.datasets.locomo_qa import ANSWER_KEYS
 from memlab.datasets.registry import DatasetNotFoundError, resolve_dataset
 
 __all__ = ["register"]
@@ -27,6 +28,8 @@ examples:
   memlab datasets stats datasets/personas.jsonl
   memlab datasets stats smoke --json
   memlab datasets import-locomo ../shared/datasets/locomo/locomo10.json --out /tmp/locomo.jsonl
+  memlab datasets import-locomo ../shared/datasets/locomo/locomo10.json --out /tmp/audited.jsonl \
+      --answer-key audited
 
 The format is described in docs/dataset-format.md.
 """
@@ -72,14 +75,29 @@ def register(subparsers: Any) -> None:
         "import-locomo",
         help="convert LoCoMo's locomo10.json into this format",
         description="Convert the LoCoMo benchmark (CC BY-NC 4.0) into a JSONL dataset: two "
-        "memory owners per conversation, observations as gold facts. Write the output outside "
-        "the repository (the data must not be committed).",
-        epilog="example:\n  memlab datasets import-locomo "
-        "../shared/datasets/locomo/locomo10.json --out /tmp/locomo.jsonl",
+        "memory owners per conversation, observations as gold facts, the QA items as "
+        "questions. Write the output outside the repository (the data must not be committed).",
+        epilog="examples:\n  memlab datasets import-locomo "
+        "../shared/datasets/locomo/locomo10.json --out /tmp/locomo.jsonl\n"
+        "  memlab datasets import-locomo ../shared/datasets/locomo/locomo10.json "
+        "--out /tmp/audited.jsonl --answer-key audited",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     locomo.add_argument("src", metavar="SRC", help="path of locomo10.json")
     locomo.add_argument("--out", required=True, metavar="DEST", help="JSONL file to write")
+    locomo.add_argument(
+        "--answer-key",
+        choices=ANSWER_KEYS,
+        default="original",
+        help="the questions' answers: LoCoMo's own, or corrected by the answer-key audit "
+        "(default: original)",
+    )
+    locomo.add_argument(
+        "--audit",
+        metavar="PATH",
+        help="the audit's errors.json for --answer-key audited "
+        "(default: audit/errors.json beside SRC)",
+    )
     locomo.set_defaults(func=_cmd_import_locomo)
 
 
@@ -134,7 +152,11 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_import_locomo(args: argparse.Namespace) -> int:
-    # A LocomoFormatError (bad source, --out equal to it) reaches main: one line, exit 2.
-    summary = import_locomo(args.src, args.out)
+    # A LocomoFormatError or LocomoAuditError (bad source or audit, --out equal to one of
+    # them) reaches main: one line, exit 2.
+    if args.audit is not None and args.answer_key != "audited":
+        _err("error: --audit is only read with --answer-key audited")
+        return 2
+    summary = import_locomo(args.src, args.out, answer_key=args.answer_key, audit=args.audit)
     print(summary)
     return 0

@@ -17,6 +17,7 @@ _DECLARING_MODULES = (
     "memlab.core.merge",
     "memlab.core.parsing",
     "memlab.core.prompts",
+    "memlab.core.qa_prompts",
     "memlab.matching.matchers",
     "memlab.matching.judge",
     "memlab.simulation.profile",

@@ -12,10 +12,15 @@ add variants without touching code::
     registry.load_file("my_prompts/terse.txt")        # variant "terse"
     registry.load_file("my_prompts/variants.yaml")    # {name: {template, description}} or a list
     prompt = get_prompt("terse").render(memory, conversation)
+
+Other prompt kinds (the QA answer and judge prompts of :mod:`memlab.core.qa_prompts`) are
+:class:`PromptTemplate` subclasses with their own placeholders, kept in a
+:class:`TemplateRegistry` of their own: the same files, validation and content hashes.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import hashlib
@@ -25,9 +30,10 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from memlab import plugins
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
@@ -40,13 +46,17 @@ __all__ = [
     "PROMPTS",
     "PromptError",
     "PromptRegistry",
+    "PromptTemplate",
     "PromptVariant",
+    "TemplateRegistry",
     "UnknownPromptError",
+    "builtin_templates",
     "default_registry",
     "get_prompt",
     "looks_like_path",
     "render_prompt",
     "resolve_prompt",
+    "resolve_template",
     "template_diff",
     "validate_template",
 ]
@@ -64,9 +74,7 @@ BUILTIN_PROMPTS: dict[str, tuple[str, str]] = {
     ),
 }
 
-_PLACEHOLDER_RE = re.compile(r"\{(current_memory|conversation)\}")
 _IDENTIFIER_RE = re.compile(r"\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
-_DOUBLED_RE = re.compile(r"\{\{\s*(current_memory|conversation)\s*\}\}")
 _SUFFIXES_TEXT = (".txt",)
 _SUFFIXES_DATA = (".yaml", ".yml", ".json")
 
@@ -79,23 +87,36 @@ class UnknownPromptError(PromptError, LookupError):
     """No prompt variant is registered under the requested name."""
 
 
-def validate_template(template: str, source: str) -> None:
+@cache
+def _placeholder_re(placeholders: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\{(" + "|".join(map(re.escape, placeholders)) + r")\}")
+
+
+@cache
+def _doubled_re(placeholders: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\{\{\s*(" + "|".join(map(re.escape, placeholders)) + r")\s*\}\}")
+
+
+def validate_template(
+    template: str, source: str, placeholders: tuple[str, ...] = PLACEHOLDERS
+) -> None:
     """Check that `template` has each placeholder exactly once and no look-alikes.
 
     Args:
         template: The template text.
         source: Where it came from (file path or variant name), used in the error message.
+        placeholders: The names substituted (default: the update prompt's).
 
     Raises:
         PromptError: Listing every problem found.
     """
     problems: list[str] = []
-    for match in _DOUBLED_RE.finditer(template):
+    for match in _doubled_re(placeholders).finditer(template):
         problems.append(
             f"{match.group(0)!r} uses doubled braces; write {{{match.group(1)}}} "
             "(templates are not str.format strings)"
         )
-    for name in PLACEHOLDERS:
+    for name in placeholders:
         count = template.count("{" + name + "}")
         if count == 0:
             problems.append(f"missing the placeholder {{{name}}}; add it exactly once")
@@ -103,12 +124,12 @@ def validate_template(template: str, source: str) -> None:
             problems.append(f"has the placeholder {{{name}}} {count} times; use it exactly once")
     for match in _IDENTIFIER_RE.finditer(template):
         text, name = match.group(0), match.group(1)
-        if name in PLACEHOLDERS and text == "{" + name + "}":
+        if name in placeholders and text == "{" + name + "}":
             continue
-        if name in PLACEHOLDERS:
+        if name in placeholders:
             problems.append(f"{text!r} has spaces inside the braces; write {{{name}}}")
         elif not _inside_doubled(template, match.start()):
-            known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+            known = ", ".join("{" + p + "}" for p in placeholders)
             problems.append(
                 f"unknown placeholder {text!r} at line {_line_of(template, match.start())}; "
                 f"only {known} are substituted"
@@ -127,15 +148,17 @@ def _line_of(text: str, index: int) -> int:
 
 
 @dataclass(frozen=True)
-class PromptVariant:
-    """A named prompt template.
+class PromptTemplate:
+    """A named template with each of ``placeholders`` exactly once (see the subclasses).
 
     Attributes:
         name: Registry key (e.g. ``"default"``).
-        template: Text with exactly one ``{current_memory}`` and one ``{conversation}``.
+        template: The text, with each placeholder exactly once.
         description: One line for listings and reports.
         source: Where the template was loaded from (for error messages; not compared).
     """
+
+    placeholders: ClassVar[tuple[str, ...]] = PLACEHOLDERS
 
     name: str
     template: str
@@ -148,7 +171,7 @@ class PromptVariant:
             raise PromptError(f"{where}: prompt name must be a non-empty string")
         if not isinstance(self.template, str):
             raise PromptError(f"{self.where}: template must be a string")
-        validate_template(self.template, self.where)
+        validate_template(self.template, self.where, self.placeholders)
 
     @property
     def sha256(self) -> str:
@@ -160,46 +183,89 @@ class PromptVariant:
         """The source file, or ``prompt '<name>'`` for variants built in code."""
         return self.source or f"prompt {self.name!r}"
 
+    def fill(self, values: Mapping[str, str]) -> str:
+        """The template with each placeholder replaced by its value, in one pass (text inside
+        a value is never substituted again)."""
+        return _placeholder_re(self.placeholders).sub(lambda m: values[m.group(1)], self.template)
+
+    def parse(self, text: str) -> dict[str, str] | None:
+        """The values :meth:`fill` was given to produce ``text``, or None when this template
+        did not produce it (the literal text around the placeholders must match exactly)."""
+        match = _parse_re(self.template, self.placeholders).fullmatch(text)
+        return None if match is None else match.groupdict()
+
+
+@lru_cache(maxsize=64)
+def _parse_re(template: str, placeholders: tuple[str, ...]) -> re.Pattern[str]:
+    pieces = _placeholder_re(placeholders).split(template)
+    # split() alternates literal text and placeholder names: lit, name, lit, name, ..., lit.
+    # A value ends at the first occurrence of the literal text after it.
+    pattern = "".join(
+        re.escape(piece) if k % 2 == 0 else f"(?P<{piece}>.*?)" for k, piece in enumerate(pieces)
+    )
+    return re.compile(pattern, re.DOTALL)
+
+
+@dataclass(frozen=True)
+class PromptVariant(PromptTemplate):
+    """A named update prompt: one ``{current_memory}`` and one ``{conversation}``."""
+
     def render(self, current_memory: Mapping[str, Any], conversation: str) -> str:
         """Return the prompt with the memory document (as indented JSON) and conversation."""
-        values = {
-            # Same text as json.dumps(indent=2, ensure_ascii=False), which is slow.
-            "current_memory": dumps_indented(current_memory, indent=2),
-            "conversation": conversation,
-        }
-        # One pass: text inside the substituted values is never substituted again.
-        return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], self.template)
+        return self.fill(
+            {
+                # Same text as json.dumps(indent=2, ensure_ascii=False), which is slow.
+                "current_memory": dumps_indented(current_memory, indent=2),
+                "conversation": conversation,
+            }
+        )
 
 
-def _load_builtin(name: str) -> PromptVariant:
-    resource, description = BUILTIN_PROMPTS[name]
+T = TypeVar("T", bound=PromptTemplate)
+
+
+def _load_builtin(variant_type: type[T], name: str, resource: str, description: str) -> T:
     text = resources.files("memlab.core").joinpath(resource).read_text(encoding="utf-8")
-    return PromptVariant(name, text, description, source=f"memlab/core/{resource}")
+    return variant_type(name, text, description, source=f"memlab/core/{resource}")
 
 
-PROMPTS: plugins.Registry[Callable[[], PromptVariant]] = plugins.declare(
-    "prompt", "prompt variant"
-)
-"""The variants every :class:`PromptRegistry` starts with: name -> a function returning the
-variant (the built-ins of :data:`BUILTIN_PROMPTS`, then those plugins register)."""
-for _name in BUILTIN_PROMPTS:
-    PROMPTS.register(_name, functools.partial(_load_builtin, _name))
+def builtin_templates(
+    kind: str, variant_type: type[T], files: Mapping[str, tuple[str, str]]
+) -> plugins.Registry[Callable[[], T]]:
+    """The registry of one kind of template (:mod:`memlab.plugins`), with the built-ins of
+    ``files`` (name -> (file under ``memlab/core``, description)) as loaders: every
+    :class:`TemplateRegistry` of the kind starts with its entries, plugins' included."""
+    registry: plugins.Registry[Callable[[], T]] = plugins.declare(kind, f"{kind} template")
+    for name, (resource, description) in files.items():
+        registry.register(
+            name, functools.partial(_load_builtin, variant_type, name, resource, description)
+        )
+    return registry
 
 
-class PromptRegistry:
-    """A set of prompt variants by name; starts with the registered variants (:data:`PROMPTS`)."""
+class TemplateRegistry(Generic[T]):
+    """A set of templates of one kind by name, starting with built-ins.
 
-    def __init__(self, *, builtins: bool = True) -> None:
-        self._variants: dict[str, PromptVariant] = {}
+    Args:
+        variant_type: The template class (its placeholders are checked on every template).
+        builtins: The templates it starts with: name -> a function returning the template
+            (the registry of the kind, see :func:`builtin_templates`).
+    """
+
+    def __init__(
+        self, variant_type: type[T], builtins: Mapping[str, Callable[[], T]] | None = None
+    ) -> None:
+        self.variant_type = variant_type
+        self._variants: dict[str, T] = {}
         self._lock = threading.Lock()
-        if builtins:
-            for load in PROMPTS.values():
-                self.register(load())
+        for load in (builtins or {}).values():
+            self.register(load())
 
-    def register(self, variant: PromptVariant, replace: bool = False) -> PromptVariant:
+    def register(self, variant: T, replace: bool = False) -> T:
         """Add `variant`; an existing name is an error unless `replace` is true."""
-        if not isinstance(variant, PromptVariant):
-            raise TypeError(f"register expects a PromptVariant, got {type(variant).__name__}")
+        if not isinstance(variant, self.variant_type):
+            wanted = self.variant_type.__name__
+            raise TypeError(f"register expects a {wanted}, got {type(variant).__name__}")
         with self._lock:
             existing = self._variants.get(variant.name)
             if existing is not None and not replace:
@@ -210,7 +276,7 @@ class PromptRegistry:
             self._variants[variant.name] = variant
         return variant
 
-    def get(self, name: str) -> PromptVariant:
+    def get(self, name: str) -> T:
         """Return the variant called `name`.
 
         Raises:
@@ -226,14 +292,15 @@ class PromptRegistry:
             )
         return variant
 
-    def copy(self) -> PromptRegistry:
+    def copy(self) -> Self:
         """A new registry holding the same variants (adding to it leaves this one unchanged)."""
-        clone = PromptRegistry(builtins=False)
+        clone = copy.copy(self)
+        clone._lock = threading.Lock()
         with self._lock:
             clone._variants = dict(self._variants)
         return clone
 
-    def load_path(self, path: str | os.PathLike[str], replace: bool = False) -> list[PromptVariant]:
+    def load_path(self, path: str | os.PathLike[str], replace: bool = False) -> list[T]:
         """Load a prompt file or every prompt file of a directory (see :meth:`load_file`)."""
         if Path(path).is_dir():
             return self.load_directory(path, replace=replace)
@@ -252,7 +319,7 @@ class PromptRegistry:
         with self._lock:
             return len(self._variants)
 
-    def load_file(self, path: str | os.PathLike[str], replace: bool = False) -> list[PromptVariant]:
+    def load_file(self, path: str | os.PathLike[str], replace: bool = False) -> list[T]:
         """Load and register the variants in one file.
 
         A ``.txt`` file is one template named after the file stem. A ``.yaml``/``.yml``/
@@ -280,9 +347,10 @@ class PromptRegistry:
         except YamlInputError as exc:
             raise PromptError(str(exc)) from None
         if suffix in _SUFFIXES_TEXT:
-            variants = [PromptVariant(file_path.stem, text, source=source)]
+            variants = [self.variant_type(file_path.stem, text, source=source)]
         else:
-            variants = list(_variants_from_data(_parse_data(text, source, suffix), source))
+            data = _parse_data(text, source, suffix)
+            variants = list(_variants_from_data(self.variant_type, data, source))
         # Validate every entry before registering any, so a bad file changes nothing.
         with self._lock:
             clashes = [v.name for v in variants if v.name in self._variants]
@@ -299,18 +367,29 @@ class PromptRegistry:
             self.register(variant, replace=replace)
         return variants
 
-    def load_directory(
-        self, path: str | os.PathLike[str], replace: bool = False
-    ) -> list[PromptVariant]:
+    def load_directory(self, path: str | os.PathLike[str], replace: bool = False) -> list[T]:
         """Load every ``.txt``/``.yaml``/``.yml``/``.json`` file of a directory (sorted)."""
         directory = Path(path)
         if not directory.is_dir():
             raise PromptError(f"{os.fspath(path)}: not a directory")
-        loaded: list[PromptVariant] = []
+        loaded: list[T] = []
         for file_path in sorted(directory.iterdir()):
             if file_path.is_file() and file_path.suffix.lower() in _SUFFIXES_TEXT + _SUFFIXES_DATA:
                 loaded.extend(self.load_file(file_path, replace=replace))
         return loaded
+
+
+PROMPTS = builtin_templates("prompt", PromptVariant, BUILTIN_PROMPTS)
+"""The update prompt variants every :class:`PromptRegistry` starts with (the built-ins of
+:data:`BUILTIN_PROMPTS`, then those plugins register): name -> a function returning it."""
+
+
+class PromptRegistry(TemplateRegistry[PromptVariant]):
+    """A set of update prompt variants by name; starts with the registered variants
+    (:data:`PROMPTS`)."""
+
+    def __init__(self, *, builtins: bool = True) -> None:
+        super().__init__(PromptVariant, PROMPTS if builtins else None)
 
 
 def _parse_data(text: str, source: str, suffix: str) -> Any:
@@ -327,13 +406,13 @@ def _parse_data(text: str, source: str, suffix: str) -> Any:
         raise PromptError(message) from None
 
 
-def _variants_from_data(data: Any, source: str) -> Iterable[PromptVariant]:
+def _variants_from_data(variant_type: type[T], data: Any, source: str) -> Iterable[T]:
     if isinstance(data, Mapping):
         for name, entry in data.items():
             if isinstance(entry, str):
-                yield PromptVariant(str(name), entry, source=source)
+                yield variant_type(str(name), entry, source=source)
             elif isinstance(entry, Mapping):
-                yield _variant_from_entry({"name": str(name), **entry}, source)
+                yield _variant_from_entry(variant_type, {"name": str(name), **entry}, source)
             else:
                 raise PromptError(
                     f"{source}: prompt {name!r}: expected a template string or a mapping "
@@ -346,7 +425,7 @@ def _variants_from_data(data: Any, source: str) -> Iterable[PromptVariant]:
                     f"{source}: entry {index}: expected a mapping with 'name' and 'template', "
                     f"got {type(entry).__name__}"
                 )
-            yield _variant_from_entry(entry, source, index)
+            yield _variant_from_entry(variant_type, entry, source, index)
     else:
         raise PromptError(
             f"{source}: expected a mapping of prompt names or a list of prompts, "
@@ -355,8 +434,8 @@ def _variants_from_data(data: Any, source: str) -> Iterable[PromptVariant]:
 
 
 def _variant_from_entry(
-    entry: Mapping[str, Any], source: str, index: int | None = None
-) -> PromptVariant:
+    variant_type: type[T], entry: Mapping[str, Any], source: str, index: int | None = None
+) -> T:
     label = f"entry {index}" if index is not None else f"prompt {entry.get('name')!r}"
     unknown = sorted(set(entry) - {"name", "template", "description"})
     if unknown:
@@ -370,7 +449,7 @@ def _variant_from_entry(
     description = entry.get("description", "")
     if not isinstance(description, str):
         raise PromptError(f"{source}: {label}: 'description' must be a string")
-    return PromptVariant(entry["name"], entry["template"], description, source=source)
+    return variant_type(entry["name"], entry["template"], description, source=source)
 
 
 _default_registry: PromptRegistry | None = None
@@ -421,13 +500,26 @@ def resolve_prompt(
         PromptError: An invalid template or file, or a file with several variants.
         UnknownPromptError: A name nobody registered.
     """
-    if isinstance(spec, PromptVariant):
+    return resolve_template(spec, registry or PromptRegistry(), name=name)
+
+
+def resolve_template(
+    spec: str | os.PathLike[str] | T, registry: TemplateRegistry[T], *, name: str = "inline"
+) -> T:
+    """:func:`resolve_prompt` for any kind of template: names are looked up in ``registry``,
+    and an inline template is one that holds a placeholder of the registry's kind."""
+    variant_type = registry.variant_type
+    if isinstance(spec, PromptTemplate):
+        if not isinstance(spec, variant_type):
+            raise PromptError(
+                f"{spec.where}: a {type(spec).__name__}, not a {variant_type.__name__}"
+            )
         return spec
     text = os.fspath(spec)
-    if any("{" + p + "}" in text for p in PLACEHOLDERS):
-        return PromptVariant(name, text, source="<inline template>")
+    if any("{" + p + "}" in text for p in variant_type.placeholders):
+        return variant_type(name, text, source="<inline template>")
     if looks_like_path(text):
-        variants = PromptRegistry(builtins=False).load_file(text)
+        variants = TemplateRegistry(variant_type).load_file(text)
         if len(variants) != 1:
             names = ", ".join(v.name for v in variants)
             raise PromptError(
@@ -435,7 +527,7 @@ def resolve_prompt(
                 "the file as a prompt source (--prompts FILE)"
             )
         return variants[0]
-    return (registry or PromptRegistry()).get(text)
+    return registry.get(text)
 
 
 def template_diff(a: PromptVariant, b: PromptVariant) -> str:

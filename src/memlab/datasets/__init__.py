@@ -1,4 +1,4 @@
-"""Labeled conversation datasets: format, loader, statistics, bundled sets, LoCoMo importer."""
+"""Labeled conversation datasets: format, questions, loader, statistics, bundled sets, LoCoMo."""
 
 from memlab.datasets.loader import (
     DatasetError,
@@ -20,6 +20,12 @@ from memlab.datasets.locomo import (
     convert_locomo,
     import_locomo,
     parse_locomo_datetime,
+)
+from memlab.datasets.locomo_qa import (
+    ANSWER_KEYS,
+    LOCOMO_CATEGORIES,
+    AnswerKey,
+    LocomoAuditError,
 )
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
@@ -43,6 +49,14 @@ from memlab.datasets.models import (
     ToolCall,
     contains_cjk,
 )
+from memlab.datasets.questions import (
+    QUESTION_KINDS,
+    AnswerAudit,
+    Evidence,
+    Question,
+    QuestionKind,
+    TurnRef,
+)
 from memlab.datasets.registry import (
     DATASETS_ENV,
     DatasetNotFoundError,
@@ -53,25 +67,34 @@ from memlab.datasets.registry import (
 )
 
 __all__ = [
+    "ANSWER_KEYS",
     "DATASETS_ENV",
+    "LOCOMO_CATEGORIES",
     "LONG_MESSAGE_CHARS",
     "PIPELINE_ROLES",
+    "QUESTION_KINDS",
     "SECTION_NAMES",
     "TAG_NAMES",
     "TURN_SPACING",
     "UPLOAD_MARKER",
+    "AnswerAudit",
+    "AnswerKey",
     "DatasetError",
     "DatasetNotFoundError",
     "DatasetValidationError",
+    "Evidence",
     "FactCategory",
     "GoldFact",
     "ImagePart",
     "ImageURL",
     "ImportSummary",
+    "LocomoAuditError",
     "LocomoFormatError",
     "Message",
     "Owner",
     "Part",
+    "Question",
+    "QuestionKind",
     "Role",
     "SectionName",
     "Session",
@@ -79,6 +102,7 @@ __all__ = [
     "TagName",
     "TextPart",
     "ToolCall",
+    "TurnRef",
     "bundled_dataset_names",
     "bundled_dataset_path",
     "contains_cjk",

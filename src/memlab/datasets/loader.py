@@ -34,6 +34,7 @@ from memlab.datasets.models import (
     Owner,
     Session,
 )
+from memlab.datasets.questions import question_stats
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -385,7 +386,8 @@ def dataset_stats(owners: Sequence[Owner]) -> dict[str, Any]:
 
     ``special_cases`` maps each tag to ``{"tagged": sessions carrying the tag, "detected":
     sessions whose content shows it}``; ``detected`` is None for tags that cannot be derived
-    from content (``restatement``, ``injection``).
+    from content (``restatement``, ``injection``). Question counts (``questions``,
+    ``questions_by_kind``, ...) come from :func:`~memlab.datasets.questions.question_stats`.
     """
     roles: Counter[str] = Counter({r: 0 for r in _ROLES})
     categories: Counter[str] = Counter({c: 0 for c in FACT_CATEGORIES})
@@ -439,6 +441,7 @@ def dataset_stats(owners: Sequence[Owner]) -> dict[str, Any]:
             }
             for tag in TAG_NAMES
         },
+        **question_stats([q for owner in owners for q in owner.questions]),
     }
 
 
@@ -468,6 +471,15 @@ def format_stats(stats: dict[str, Any]) -> str:
     add("must_not_store strings", stats["must_not_store"])
     add_group("section updates", stats["section_updates"], stats["section_updates_by_name"])
     add_group("sessions by language", stats["sessions"], stats["sessions_by_language"])
+    add_group("questions", stats["questions"], stats["questions_by_kind"])
+    for key, value in stats["questions_by_category"].items():
+        add(f"  category {key}", value)
+    add("  with gold fact evidence", stats["questions_with_fact_evidence"])
+    add("  with turn evidence", stats["questions_with_turn_evidence"])
+    add("  without evidence", stats["questions_without_evidence"])
+    if stats["questions_audited"]:
+        add("  audited", stats["questions_audited"])
+        add("  answer changed by the audit", stats["questions_answer_changed"])
     width = max(len(label) for label, _ in rows)
     num = max(len(value) for _, value in rows)
     lines = [f"{label:<{width}}  {value:>{num}}" for label, value in rows]

@@ -16,7 +16,9 @@ turns are ``human`` and B's are ``ai``, and the mirror image. Mapping:
 - image turns (``blip_caption``, usually ``img_url``) become multimodal content: the turn's
   text, one ``image_url`` part per URL carrying the caption (``locomo:<sample_id>/<dia_id>``
   when the turn has no URL), and a text part ``[image: <caption>]`` so that the pipeline,
-  which reads only text parts, still sees what the image shows.
+  which reads only text parts, still sees what the image shows;
+- the ``qa`` items become questions of the owner they are asked of, with the original or the
+  audited answer key (:mod:`memlab.datasets.locomo_qa`).
 
 The source is untrusted input: every shape the mapping does not expect is a
 :class:`LocomoFormatError` naming the sample and field, and the owners are validated like a
@@ -29,6 +31,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +42,16 @@ from pydantic import ValidationError
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.core.safe_names import encode_component
 from memlab.datasets.loader import parse_owner_line, write_dataset
+from memlab.datasets.locomo_qa import (
+    AnswerKey,
+    AuditFinding,
+    LocomoFormatError,
+    QuestionCounts,
+    check_audit_matches,
+    default_audit_path,
+    load_audit,
+    locomo_questions,
+)
 from memlab.datasets.models import (
     GoldFact,
     ImagePart,
@@ -51,7 +64,7 @@ from memlab.datasets.models import (
     TagName,
     TextPart,
 )
-from memlab.errors import MemlabError, excerpt
+from memlab.errors import excerpt
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -76,10 +89,6 @@ _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y")
 
 
-class LocomoFormatError(MemlabError, ValueError):
-    """The source file does not have the LoCoMo structure expected here."""
-
-
 @dataclass(frozen=True)
 class ImportSummary:
     """What :func:`import_locomo` wrote."""
@@ -92,12 +101,21 @@ class ImportSummary:
     messages: int
     gold_facts: int
     image_turns: int
+    questions: int = 0
+    answer_key: str = "original"
+    audited: int = 0
+    answers_changed: int = 0
+    unresolved_evidence: int = 0
 
     def __str__(self) -> str:
+        key = f"answer key {self.answer_key}"
+        if self.answer_key == "audited":
+            key += f": {self.audited} questions audited, {self.answers_changed} answers changed"
         return (
             f"{self.conversations} conversations -> {self.owners} owners, "
             f"{self.sessions} sessions, {self.messages} messages, {self.gold_facts} gold facts, "
-            f"{self.image_turns} image turns; written to {self.dest}"
+            f"{self.image_turns} image turns, {self.questions} questions ({key}; "
+            f"{self.unresolved_evidence} evidence ids name no turn); written to {self.dest}"
         )
 
 
@@ -239,12 +257,21 @@ def _header(sample: Any, where: str) -> tuple[str, dict[str, Any], tuple[str, st
     return sample_id, conv, speakers
 
 
-def convert_conversation(sample: Any, where: str = "sample") -> list[Owner]:
+def convert_conversation(
+    sample: Any,
+    where: str = "sample",
+    *,
+    findings: Mapping[int, AuditFinding] | None = None,
+    counts: QuestionCounts | None = None,
+) -> list[Owner]:
     """Convert one LoCoMo sample into two owners (speaker A first, then speaker B).
 
     Args:
         sample: One element of the LoCoMo list.
         where: How errors name the sample (e.g. ``"locomo10.json: [3]"``).
+        findings: The answer-key audit's findings for this sample by qa index (the audited
+            key); None keeps the original key.
+        counts: Receives the question counts (questions, audited, unresolved evidence).
 
     Raises:
         LocomoFormatError: The sample does not have the expected shape.
@@ -256,14 +283,18 @@ def convert_conversation(sample: Any, where: str = "sample") -> list[Owner]:
         raise _fail(f"{where}.conversation", "no session_<n> turns found")
     observations = _observations(sample, speakers, where)
     try:
-        return [
+        owners = [
             _owner(sample_id, conv, speakers, owner, numbers, observations, where)
             for owner in speakers
         ]
+        questions, found = locomo_questions(sample, owners, numbers, findings, where)
     except ValidationError as exc:  # a value the dataset models refuse
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise _fail(where, f"{field}: {first['msg']}") from None
+    if counts is not None:
+        counts.add(found)
+    return [o.model_copy(update={"questions": q}) for o, q in zip(owners, questions, strict=True)]
 
 
 def _owner(
@@ -380,11 +411,21 @@ def _read_source(src: str | os.PathLike[str]) -> list[Any]:
     return data
 
 
-def _convert_samples(samples: list[Any], source: str) -> list[Owner]:
+def _convert_samples(
+    samples: list[Any],
+    source: str,
+    findings: Mapping[tuple[int, int], AuditFinding] | None = None,
+    counts: QuestionCounts | None = None,
+) -> list[Owner]:
     owners: list[Owner] = []
     first_index: dict[str, int] = {}
+    if findings is not None:
+        check_audit_matches(findings, samples, source)
     for index, sample in enumerate(samples):
-        converted = convert_conversation(sample, where=f"{source}: [{index}]")
+        mine = None if findings is None else {n: f for (c, n), f in findings.items() if c == index}
+        converted = convert_conversation(
+            sample, where=f"{source}: [{index}]", findings=mine, counts=counts
+        )
         sample_id = str(sample["sample_id"])
         earlier = first_index.setdefault(sample_id, index)
         if earlier != index:
@@ -415,13 +456,37 @@ def _validate_owners(owners: list[Owner], source: str) -> None:
             )
 
 
-def convert_locomo(src_path: str | os.PathLike[str]) -> list[Owner]:
+def convert_locomo(
+    src_path: str | os.PathLike[str],
+    *,
+    answer_key: AnswerKey = "original",
+    audit: str | os.PathLike[str] | None = None,
+) -> list[Owner]:
     """Convert a LoCoMo JSON file into owners (two per conversation, in file order).
+
+    Args:
+        src_path: ``locomo10.json``.
+        answer_key: ``original``, or ``audited`` to apply the answer-key audit.
+        audit: The audit file (default: ``audit/errors.json`` beside the source).
 
     Raises:
         LocomoFormatError: The file cannot be read or has an unexpected shape.
+        LocomoAuditError: The audit cannot be read or belongs to another source.
     """
-    return _convert_samples(_read_source(src_path), os.fspath(src_path))
+    findings = _findings(src_path, answer_key, audit)
+    return _convert_samples(_read_source(src_path), os.fspath(src_path), findings)
+
+
+def _findings(
+    src: str | os.PathLike[str], answer_key: str, audit: str | os.PathLike[str] | None
+) -> dict[tuple[int, int], AuditFinding] | None:
+    if answer_key == "original":
+        return None
+    if answer_key != "audited":
+        raise LocomoFormatError(
+            f"unknown answer key {excerpt(answer_key)}; use 'original' or 'audited'"
+        )
+    return load_audit(audit if audit is not None else default_audit_path(src))
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -431,13 +496,21 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def import_locomo(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> ImportSummary:
+def import_locomo(
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    answer_key: AnswerKey = "original",
+    audit: str | os.PathLike[str] | None = None,
+) -> ImportSummary:
     """Convert ``src`` and write the owners to ``dest`` as JSONL (atomically).
 
-    Nothing is written unless every owner is valid; ``dest`` may not be ``src``.
+    Nothing is written unless every owner is valid; ``dest`` may not be ``src`` (nor the
+    audit). ``answer_key`` and ``audit`` are as in :func:`convert_locomo`.
 
     Raises:
         LocomoFormatError: Bad source, or ``dest`` is the source or a directory.
+        LocomoAuditError: The audit cannot be read or belongs to another source.
     """
     source, target = Path(src), Path(dest)
     shown = excerpt(str(target), 200)
@@ -450,8 +523,12 @@ def import_locomo(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> 
         raise LocomoFormatError(f"--out {shown} cannot be used: {reason}") from None
     if is_dir:
         raise LocomoFormatError(f"--out {shown} is a directory; name a .jsonl file")
+    findings = _findings(source, answer_key, audit)
+    if audit is not None and _same_file(Path(audit), target):
+        raise LocomoFormatError(f"--out {shown} is the audit file; write to another file")
     samples = _read_source(source)
-    owners = _convert_samples(samples, os.fspath(source))
+    counts = QuestionCounts()
+    owners = _convert_samples(samples, os.fspath(source), findings, counts)
     try:
         write_dataset(owners, target)
     except OSError as exc:
@@ -467,6 +544,13 @@ def import_locomo(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> 
         gold_facts=sum(len(s.labels.facts) for s in sessions),
         # Each image turn appears once per owner of its conversation.
         image_turns=sum(1 for s in sessions for m in s.messages if m.images) // 2,
+        questions=counts.questions,
+        answer_key=answer_key,
+        audited=counts.audited,
+        answers_changed=counts.answers_changed,
+        unresolved_evidence=len(counts.unresolved_evidence),
     )
+    for ref in counts.unresolved_evidence:
+        logger.info("LoCoMo evidence id that names no turn, dropped: %s", ref)
     logger.info("imported LoCoMo: %s", summary)
     return summary

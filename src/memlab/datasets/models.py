@@ -25,6 +25,7 @@ from memlab.core.contract import (
     SectionName,
 )
 from memlab.core.safe_names import UnsafeNameError, safe_component
+from memlab.datasets.questions import Question, question_problems, resolve_session
 from memlab.errors import excerpt
 
 __all__ = [
@@ -275,14 +276,42 @@ class Owner(_Model):
     persona: str | None = None
     language: str = Field(default="en", pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
     sessions: list[Session] = Field(min_length=1)
+    questions: list[Question] = Field(default_factory=list)
 
     def gold_facts(self) -> dict[str, GoldFact]:
         """All gold facts of the owner by id (later duplicates overwrite earlier ones)."""
         return {f.id: f for s in self.sessions for f in s.labels.facts}
 
+    def active_gold_facts(self, through: int) -> list[GoldFact]:
+        """Gold facts revealed by ``sessions[through]`` and not retracted by then, in order."""
+        revealed: dict[str, GoldFact] = {}
+        retracted: set[str] = set()
+        for session in self.sessions[: through + 1]:
+            for fact in session.labels.facts:
+                revealed.setdefault(fact.id, fact)
+            retracted.update(session.labels.retracts)
+        return [fact for gold_id, fact in revealed.items() if gold_id not in retracted]
+
+    def session_index(self, ref: int | str) -> int:
+        """The index of the session ``ref`` names (an index or a thread id).
+
+        Raises:
+            KeyError: No session has that index or thread id.
+        """
+        index = resolve_session(self.sessions, ref)
+        if index is None:
+            raise KeyError(f"{self.user_id}: no session {excerpt(ref)}")
+        return index
+
+    def questions_after(self, index: int) -> list[Question]:
+        """The questions asked right after ``sessions[index]``, in file order."""
+        return [q for q in self.questions if self.session_index(q.after_session) == index]
+
     def to_json_line(self) -> str:
         """Serialize as one compact JSONL line (no trailing newline)."""
-        data = self.model_dump(mode="json", exclude_none=True)
+        # An owner without questions is written as before questions existed.
+        exclude = None if self.questions else {"questions"}
+        data = self.model_dump(mode="json", exclude_none=True, exclude=exclude)
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def consistency_problems(self) -> list[tuple[str, str]]:
@@ -293,7 +322,8 @@ class Owner(_Model):
         non-overlap, message timestamps
         non-decreasing and not before ``started_at``, tool messages answer an earlier tool
         call of the session, unique gold ids, retractions name a gold id of an earlier
-        session, noise sessions reveal no facts, tags are backed by content.
+        session, noise sessions reveal no facts, tags are backed by content, and the questions
+        fit the sessions (:func:`~memlab.datasets.questions.question_problems`).
         """
         problems: list[tuple[str, str]] = []
         try:
@@ -327,6 +357,7 @@ class Owner(_Model):
             problems.extend(_label_problems(self.sessions, i, gold_session))
             problems.extend((f"{at}.{field}", msg) for field, msg in session.tag_problems())
             prev_end = session.ended_at
+        problems.extend(question_problems(self.sessions, self.questions))
         return problems
 
 

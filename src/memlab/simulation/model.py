@@ -23,6 +23,10 @@ The model records where every wording it proposes came from (:meth:`SimulatedBac
 the gold fact, ``invented`` or ``leak``): the truth that metrics and matchers are checked
 against (:class:`~memlab.simulation.provenance.ProvenanceMatcher`).
 
+Prompts that ask a question of the dataset, or ask to grade an answer, are answered and judged
+as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa`; :meth:`decide_qa`
+gives the provenance).
+
 Every random choice is a hash of the backend seed, the request seed, the owner and what the
 choice is about (the gold fact id for fact decisions, the thread and how much of it the
 prompt holds for reply-level decisions), never a global RNG: the same prompt gives the same
@@ -48,6 +52,7 @@ from memlab.core.contract import minimal_update
 from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
+from memlab.core.qa_prompts import JudgePrompt
 from memlab.simulation.profile import (
     INVENTED_FACTS,
     SimProfile,
@@ -55,7 +60,10 @@ from memlab.simulation.profile import (
     load_profile,
     restated,
     worded,
+    wordings,
 )
+from memlab.simulation.profile import uniform as _uniform
+from memlab.simulation.qa import AnswerDecision, JudgeDecision, SimQA
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
     from memlab.datasets.models import Owner, Session
@@ -65,10 +73,6 @@ __all__ = ["SimDecision", "SimulatedBackend"]
 _DECODER = json.JSONDecoder()
 
 
-def _uniform(*key: object) -> float:
-    """A uniform number in [0, 1) determined by ``key``."""
-    digest = hashlib.sha256("\x1f".join(str(k) for k in key).encode("utf-8")).digest()
-    return int.from_bytes(digest[:7], "big") / float(1 << 56)
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class SimulatedBackend:
         profile: A :class:`SimProfile`, a built-in profile name or a YAML profile path.
         dataset: The dataset the sweep replays (path, bundled name, or loaded owners).
         seed: Mixed into every draw with the request's seed (repeated samples differ).
+        judges: Judge prompts whose prompts it grades (default: the built-in ones).
     """
 
     name = "sim"
@@ -122,10 +127,12 @@ class SimulatedBackend:
         *,
         dataset: str | Path | Sequence[Owner],
         seed: int = 0,
+        judges: Sequence[JudgePrompt] | None = None,
     ) -> None:
         self.profile = profile if isinstance(profile, SimProfile) else load_profile(profile)
         self.seed = seed
         owners = _load_owners(dataset)
+        self._qa = SimQA(owners, self.profile.qa, seed, judges)
         self._views = [
             _SessionView(owner, i, session, _blocks(session))
             for owner in owners
@@ -174,8 +181,11 @@ class SimulatedBackend:
 
     def complete(self, request: CompletionRequest) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
-        decision = self.decide(prompt, request.params.seed)
-        text, finish = _render(decision)
+        qa = self._qa.decide(prompt, request.params.seed)
+        if qa is not None:
+            text, finish = qa.text, "stop"
+        else:
+            text, finish = _render(self.decide(prompt, request.params.seed))
         return Completion(
             text=text,
             prompt_tokens=max(1, len(prompt) // 4),
@@ -187,6 +197,12 @@ class SimulatedBackend:
         )
 
     # ------------------------------------------------------------------ decisions
+
+    def decide_qa(
+        self, prompt: str, request_seed: int | None = 0
+    ) -> AnswerDecision | JudgeDecision | None:
+        """The answer or verdict for a QA prompt with its provenance; None for other prompts."""
+        return self._qa.decide(prompt, request_seed)
 
     def decide(self, prompt: str, request_seed: int | None = 0) -> SimDecision:
         """Decide the reply to ``prompt`` (what :meth:`complete` renders as text).
@@ -328,10 +344,8 @@ def _wording_index(owner: Owner) -> dict[str, tuple[str, str]]:
     index: dict[str, tuple[str, str]] = {}
     for session in owner.sessions:
         for gold in session.labels.facts:
-            for style in ("verbatim", "terse"):
-                text = worded(gold.content, style)
-                index.setdefault(_key(text), (gold.id, "original"))
-                index.setdefault(_key(restated(text)), (gold.id, "restated"))
+            for text, kind in wordings(gold.content).items():
+                index.setdefault(_key(text), (gold.id, kind))
     return index
 
 

@@ -16,12 +16,19 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
     remove_retracted: 0.9                   # P(the ids of a retracted fact are removed)
     leak_rate: 0.1                          # P(a must_not_store string is proposed as a fact)
     failures: {fenced: 0.05, truncated: 0.02}   # reply failure category -> rate per reply
+    qa:                                     # answering and judging (memlab.simulation.qa)
+      answer_rate: 0.9     # P(the answer | its evidence is in the prompt)
+      abstain_rate: 0.7    # P(abstain | the evidence is not); otherwise a wrong guess
+      trap_rate: 0.3       # abstain/adversarial question, its evidence in the prompt: P(trap)
+      judge_leniency: {lenient: 0.6, strict: 0.05}   # judge prompt -> P(accept a wrong
+      default_leniency: 0.3                          # but on-topic answer)
 
 Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -44,11 +51,14 @@ __all__ = [
     "WORDING_STYLES",
     "SimProfile",
     "SimProfileError",
+    "SimQAProfile",
     "WordingStyle",
     "leaked",
     "load_profile",
     "restated",
+    "uniform",
     "worded",
+    "wordings",
 ]
 
 WordingStyle = Literal["verbatim", "terse"]
@@ -74,8 +84,46 @@ class SimProfileError(MemlabError, ValueError):
     """A simulated-model profile is missing or invalid; the message names the file and field."""
 
 
+def uniform(*key: object) -> float:
+    """A uniform number in [0, 1) determined by ``key`` (every draw of the simulated model)."""
+    digest = hashlib.sha256("\x1f".join(str(k) for k in key).encode("utf-8")).digest()
+    return int.from_bytes(digest[:7], "big") / float(1 << 56)
+
+
 def _verbatim_only() -> dict[WordingStyle, float]:
     return {"verbatim": 1.0}
+
+
+def _default_leniency() -> dict[str, float]:
+    return {"lenient": 0.6, "strict": 0.05}
+
+
+class SimQAProfile(BaseModel):
+    """How the simulated model answers questions and judges answers (:mod:`.sim_qa`).
+
+    Attributes:
+        answer_rate: P(stating the answer) for an answerable question whose evidence is in
+            the prompt; otherwise a wrong but on-topic guess.
+        abstain_rate: P(saying it does not know) when the question's evidence is not in the
+            prompt; otherwise a wrong guess.
+        trap_rate: P(giving the wrong answer) to an abstain or adversarial question whose
+            evidence is in the prompt (an injected claim the memory kept); otherwise it
+            abstains.
+        judge_leniency: Judge prompt name -> P(accepting a wrong but on-topic answer).
+        default_leniency: The same for judge prompts not named in ``judge_leniency``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    answer_rate: Probability = 0.9
+    abstain_rate: Probability = 0.7
+    trap_rate: Probability = 0.3
+    judge_leniency: dict[str, Probability] = Field(default_factory=_default_leniency)
+    default_leniency: Probability = 0.3
+
+    def leniency(self, judge: str) -> float:
+        """P(the judge prompt ``judge`` accepts a wrong but on-topic answer)."""
+        return self.judge_leniency.get(judge, self.default_leniency)
 
 
 class SimProfile(BaseModel):
@@ -100,6 +148,7 @@ class SimProfile(BaseModel):
     remove_retracted: Probability = 1.0
     leak_rate: Probability = 0.0
     failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
+    qa: SimQAProfile = Field(default_factory=SimQAProfile)
 
     @field_validator("wording")
     @classmethod
@@ -257,6 +306,17 @@ def restated(content: str) -> str:
     if content.casefold().startswith("user "):
         return "The user " + content[5:]
     return "User " + content[:1].lower() + content[1:]
+
+
+def wordings(content: str) -> dict[str, str]:
+    """Every wording the simulated model may store for a gold fact -> ``original`` or
+    ``restated`` (each style of :func:`worded`, and each of those :func:`restated`)."""
+    out: dict[str, str] = {}
+    for style in WORDING_STYLES:
+        text = worded(content, style)
+        out.setdefault(text, "original")
+        out.setdefault(restated(text), "restated")
+    return out
 
 
 def leaked(text: str) -> str:

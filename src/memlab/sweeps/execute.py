@@ -69,7 +69,8 @@ class Outcome:
 
 
 def _owner_sha(owner: Owner) -> str:
-    return canonical_hash(owner.model_dump(mode="json"))
+    # Questions are asked after a replay and never change it.
+    return canonical_hash(owner.model_dump(mode="json", exclude={"questions"}))
 
 
 @dataclass(frozen=True)
