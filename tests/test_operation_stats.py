@@ -35,6 +35,7 @@ def f1_coverage(
     return hits / trials
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("owners", [14, 30])
 def test_f1_interval_coverage(owners: int) -> None:
     assert 0.93 <= f1_coverage(owners, seed=owners) <= 0.97

@@ -81,8 +81,8 @@ def _noncentrality(df: int, alpha: float, power: float) -> float:
 @pytest.mark.parametrize("owners", [8, 14, 40])
 def test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners(owners: int) -> None:
     se, df = 0.05, owners - 1
-    # Stated for 85% nominal power: the margin the two-test verdict needs (see stats.py).
-    expected = _noncentrality(df, 0.05, 0.85) * se * math.sqrt(owners / df)
+    # Stated for 88% nominal power: the margin the two-test verdict needs (see stats.py).
+    expected = _noncentrality(df, 0.05, 0.88) * se * math.sqrt(owners / df)
     found = min_detectable_effect([se], owners, alpha=0.05, power=0.80)[0]
     assert found == pytest.approx(expected, rel=1e-3)
     assert math.isinf(min_detectable_effect([se], 5)[0])  # 2 / 2**5 > 0.05

@@ -107,10 +107,12 @@ def rmst_coverage(owners: int, trials: int, seed: int, a: float = 2.0, b: float 
     return hits / trials
 
 
+@pytest.mark.simulation
 def test_restricted_mean_interval_covers_the_censored_truth_at_30_owners() -> None:
     assert 0.93 <= rmst_coverage(30, trials=1000, seed=30) <= 0.97
 
 
+@pytest.mark.simulation
 def test_kaplan_meier_recovers_the_truth_on_many_owners() -> None:
     rng = np.random.default_rng(5)
     columns = _owner_counts(rng, 3000, 2.0, 3.0)

@@ -121,6 +121,7 @@ def _consistent(row: pd.Series) -> bool:
     return math.isnan(row["delta_lo"]) or not excludes  # no change, not applicable, ...
 
 
+@pytest.mark.simulation
 def test_a_true_10_point_recall_gain_is_significant_and_never_contradicts_its_interval() -> None:
     rng = np.random.default_rng(2024)
     significant, contradictions, rows = 0, [], 0
@@ -140,6 +141,7 @@ def test_a_true_10_point_recall_gain_is_significant_and_never_contradicts_its_in
     assert rows == 8 * REPLICATIONS  # a sentinel: every rate these counts give was checked
 
 
+@pytest.mark.simulation
 def test_macro_precision_does_not_move_when_only_fact_counts_do() -> None:
     """Every owner keeps its precision; the candidate stores 3x the facts of the owners with
     the best precision. Pooled precision rises (exploratory); the verdict (macro) sees no
