@@ -332,7 +332,7 @@ def _counts(workdir: Path, stats_file: Path, output: str) -> tuple[int, int]:
     found = re.findall(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)", output)
     if not found:
         return 0, 0
-    _done, total, killed, no_tests, timeout, suspicious, survived = map(int, found[-1])
+    _done, _total, killed, no_tests, timeout, suspicious, survived = map(int, found[-1])
     return killed + timeout, killed + timeout + suspicious + survived + no_tests
 
 
