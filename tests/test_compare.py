@@ -29,10 +29,12 @@ from memlab import compare
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
+from memlab.reporting.gate import check_regressions
 from memlab.reporting.report import build_report
 from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.grid import Grid, GridError
 from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -414,3 +416,20 @@ def test_single_configuration_report_states_the_detectable_effect(bad: Run, tmp_
     se = float((bad.summary["recall_hi"] - bad.summary["recall_lo"]).iloc[0]) / (2 * 2.1)
     assert 0.5 * 2.8 * math.sqrt(2) * se < float(found.group(1)) / 100 < 2 * 2.8 * 1.5 * se
     assert "these 16 owners" in line
+
+
+def test_a_grids_primary_set_is_the_family_and_the_gate_follows_it(good: Run, bad: Run) -> None:
+    grid = bad.grid.model_copy(update={"primary": ["recall"]})
+    chosen = Run(path=bad.path, grid=grid, lanes=bad.lanes)
+    assert chosen.primary == ("recall",)
+    table = compare(chosen, good).set_index("metric")  # run A's primary set
+    assert table.loc["recall", "role"] == "primary"
+    assert table.loc["parse_failure_rate", "role"] == "secondary"
+    assert table["p_holm"].notna().sum() == 1
+    regressions, checked = check_regressions(chosen, good)
+    assert [r.metric for r in regressions] == ["recall"]
+    assert checked["metric"].tolist() == ["recall"]
+    with pytest.raises(GridError, match="primary"):
+        Grid.from_mapping({"name": "x", "primary": ["final_facts"]})
+    with pytest.raises(CompareError, match="not a rate with an interval"):
+        compare(good, bad, primary=["nope"])
