@@ -291,8 +291,31 @@ def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
     )
 
 
-def run_module(name: str) -> tuple[int, int]:
-    """mutmut on one module: (killed, tested)."""
+def _survivors(workdir: Path) -> str:
+    """The diff of every surviving mutant (``mutmut show``), for the log."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    names = [line.split(":")[0].strip() for line in listed.splitlines() if "survived" in line]
+    shown = []
+    for mutant in names:
+        diff = subprocess.run(
+            [sys.executable, "-m", "mutmut", "show", mutant],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        shown.append(f"# {mutant}\n{diff}")
+    return "\n".join(shown)
+
+
+def run_module(name: str, survivors: Path | None = None) -> tuple[int, int]:
+    """mutmut on one module: (killed, tested); the survivors' diffs appended to ``survivors``."""
     module, tests = MODULES[name]
     with tempfile.TemporaryDirectory(prefix=f"memlab-mutmut-{name}-") as tmp:
         workdir = Path(tmp)
@@ -310,6 +333,9 @@ def run_module(name: str) -> tuple[int, int]:
                 check=False,
             )
         counts = _counts(workdir, stats_file, done.stdout)
+        if survivors is not None:
+            with survivors.open("a", encoding="utf-8") as log:
+                log.write(f"## {name}\n{_survivors(workdir)}\n")
         killed, tested = counts
         rate = killed / tested if tested else float("nan")
         print(
@@ -342,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", help=f"comma-separated modules: {', '.join(MODULES)}")
     parser.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
     parser.add_argument("--list", action="store_true", help="list modules and named mutants")
+    parser.add_argument("--survivors", type=Path, help="append surviving mutants' diffs here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.list:
@@ -358,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown module {unknown[0]!r}; modules: {', '.join(MODULES)}")
     killed = tested = 0
     for name in names:
-        k, t = run_module(name)
+        k, t = run_module(name, args.survivors)
         killed, tested = killed + k, tested + t
     rate = killed / tested if tested else 0.0
     print(f"total {killed:4d} / {tested:4d} killed ({rate:6.1%}); target {args.target:.0%}")
