@@ -335,3 +335,48 @@ def test_a_cache_entry_of_another_format_is_not_read() -> None:
 
 
 _T0 = pd.Timestamp("2025-01-06T09:00:00Z").to_pydatetime()
+
+
+# ---------------------------------------------------------------------- estimators
+
+
+def test_the_bootstrap_p_value_inverts_the_interval_tail() -> None:
+    from memlab.scoring.stats import _alpha_of_tail
+
+    for owners in (3, 14, 40):
+        for level in (0.8, 0.95, 0.99):
+            assert _alpha_of_tail(_tail(level, owners), owners) == pytest.approx(1 - level)
+    assert _alpha_of_tail(0.0, 14) == 0.0 and _alpha_of_tail(0.5, 14) == 1.0
+
+
+def test_paired_bookkeeping() -> None:
+    den = np.full(6, 4.0)
+    counts = [1, 2, 3, 1, 2, 3]
+    same = paired(ratio_estimator(counts, den), ratio_estimator(counts, den))
+    assert not same.changed and same.delta == 0 and same.owners == 6
+    assert same.se == 0 and same.planning_se > 0  # the MDE plans with two spreads
+    better = paired(ratio_estimator([0] * 6, den), ratio_estimator([4] * 6, den))
+    # All six owners better: the sign flip's two most extreme of 64 arrangements.
+    assert better.p_perm == pytest.approx(2 / 64) and better.p_boot == 0.0
+    assert better.p_value == better.p_perm and better.changed
+    lo, hi = better.at(0.01)  # the permutation test cannot reject at 0.01: extended to 0
+    assert lo == 0.0 and hi == 1.0
+    assert better.at(0.05) == (1.0, 1.0)
+
+
+def test_ratio_and_macro_estimators_by_hand() -> None:
+    from memlab.scoring.estimators import estimator, missing_owners
+    from memlab.scoring.metric_specs import metric_spec
+
+    counts = pd.DataFrame(
+        {"stored_precise": [1.0, 9.0, 0.0], "facts": [2.0, 10.0, 0.0]}, index=["a", "b", "c"]
+    )
+    micro = estimator(metric_spec("precision"), counts)
+    macro = estimator(metric_spec("precision_macro"), counts)
+    assert micro.value() == pytest.approx(10 / 12)
+    assert macro.value() == pytest.approx((0.5 + 0.9) / 2)  # c stored nothing: left out
+    assert micro.mask().tolist() == macro.mask().tolist() == [True, True, False]
+    assert micro.value(rows=np.array([True, False, False])) == pytest.approx(0.5)
+    counts.loc["b", "facts"] = math.nan
+    assert missing_owners(metric_spec("precision"), counts) == ["b"]
+    assert math.isnan(estimator(metric_spec("precision_macro"), counts).value())

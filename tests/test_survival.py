@@ -118,3 +118,31 @@ def test_kaplan_meier_recovers_the_truth_on_many_owners() -> None:
     columns = _owner_counts(rng, 3000, 2.0, 3.0)
     estimate = _estimator(columns).value()
     assert estimate == pytest.approx(_true_rmst(2.0, 3.0, HORIZON), abs=0.04)
+
+
+def test_an_episode_from_a_session_row() -> None:
+    detail = {"gold": "g", "sessions": 2, "days": 3.5, "censored": True}
+    assert Episode.from_detail(detail) == Episode(2, True)
+    assert Episode.from_detail({"gold": "g"}) == Episode(0, False)
+
+
+def test_nan_counts_give_nan_and_empty_times_stay_flat() -> None:
+    assert np.isnan(rmst_from_counts([[1, math.nan, 0]], [[2, 1, 0]])[0])
+    assert np.isnan(survival_from_counts([[0, 0]], [[math.nan, 0]])).all()
+    # Nobody at risk at t = 1 and 2: the curve stays where t = 0 left it.
+    curve = survival_from_counts([[1, 0, 0]], [[4, 0, 0]])[0]
+    assert curve.tolist() == [0.75, 0.75, 0.75]
+    # Rows are resamples: each is estimated on its own.
+    both = rmst_from_counts([[1, 0, 0], [2, 0, 0]], [[4, 0, 0], [4, 0, 0]])
+    assert both.tolist() == pytest.approx([2.25, 1.5])
+
+
+def test_kaplan_meier_edges() -> None:
+    assert np.isnan(kaplan_meier([], HORIZON)).all()
+    # Everyone removed at once: 0 from the first session end on.
+    assert kaplan_meier([Episode(0, False)] * 3, HORIZON).tolist() == [0.0, 0.0, 0.0]
+    # One removed at 1 of two at risk; the other censored after 2 session ends.
+    curve = kaplan_meier([Episode(1, False), Episode(2, True)], HORIZON)
+    assert curve.tolist() == pytest.approx([1.0, 0.5, 0.5])
+    removed, at_risk = episode_counts([Episode(1, False), Episode(2, True)], HORIZON)
+    assert (removed, at_risk) == ([0, 1, 0], [2, 2, 0])

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
@@ -209,7 +208,7 @@ def _tail(level: float, owners: int) -> float:
     ``Phi(-sqrt(n / (n - 1)) * t[n - 1])`` instead of ``(1 - level) / 2`` corrects both.
     """
     t = _t_quantile(1 - (1 - level) / 2, owners - 1)
-    return NormalDist().cdf(-math.sqrt(owners / (owners - 1)) * t)
+    return float(special.ndtr(-math.sqrt(owners / (owners - 1)) * t))
 
 
 def _alpha_of_tail(share: float, owners: int) -> float:
@@ -218,7 +217,7 @@ def _alpha_of_tail(share: float, owners: int) -> float:
         return 0.0
     if share >= 0.5:
         return 1.0
-    t = -NormalDist().inv_cdf(share) / math.sqrt(owners / (owners - 1))
+    t = -float(special.ndtri(share)) / math.sqrt(owners / (owners - 1))
     return float(min(1.0, 2.0 * (1.0 - special.stdtr(owners - 1, t))))
 
 
