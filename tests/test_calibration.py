@@ -1,4 +1,5 @@
-"""The calibration set and ``memlab matcher calibrate``: the default matcher's acceptance bar."""
+"""The calibration sets and ``memlab matcher calibrate``: the default matcher's acceptance bar,
+per style."""
 
 from __future__ import annotations
 
@@ -15,13 +16,29 @@ from memlab.cli.main import main
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.calibration import (
     CalibrationSetError,
+    KindCounts,
+    bundled_pair_files,
     calibrate,
     calibration_of,
-    default_pairs_path,
     load_pairs,
 )
 
-KINDS = CALIBRATION_KINDS
+KINDS = {
+    "compact": CALIBRATION_KINDS,
+    "longform": {
+        "negative_phrasing",
+        "reasons",
+        "double_negation",
+        "abbreviation",
+        "derivation",
+        "domain_term",
+        "reason_kept",
+        "polarity_flip",
+        "other_value",
+        "reason_only",
+    },
+}
+TEST_PAIRS = {"compact": 227, "longform": 201}
 
 
 def calibrate_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
@@ -30,52 +47,63 @@ def calibrate_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, o
     return data
 
 
-def test_default_matcher_meets_the_bar_on_the_test_split(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("matcher", ["default", "default-lexical"])
+def test_default_matcher_meets_the_bar_in_every_style(
+    capsys: pytest.CaptureFixture[str], matcher: str
 ) -> None:
-    result = calibrate_cli(capsys, "--matcher", "default", "--split", "test")
-    assert result["split"] == "test" and result["pairs"] == 227
-    assert result["agreement"] >= 0.90  # type: ignore[operator]
-    assert result["wrong_accepted"] <= 0.05  # type: ignore[operator]
-    assert result["recall"] >= 0.85  # type: ignore[operator]  # true pairs accepted
-    by_kind = result["by_kind"]
-    assert isinstance(by_kind, dict) and set(by_kind) == KINDS
-
-
-def test_default_matcher_without_embeddings_meets_the_bar_too(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    result = calibrate_cli(capsys, "--matcher", "default-lexical")
-    assert result["matcher"] == "default-lexical"
-    assert result["agreement"] >= 0.90  # type: ignore[operator]
-    assert result["wrong_accepted"] <= 0.05  # type: ignore[operator]
-    assert result["recall"] >= 0.85  # type: ignore[operator]
+    result = calibrate_cli(capsys, "--matcher", matcher, "--split", "test")
+    assert result["matcher"] == matcher and result["split"] == "test"
+    styles = result["by_style"]
+    assert isinstance(styles, dict) and set(styles) == set(KINDS)
+    for style, numbers in styles.items():
+        assert numbers["pairs"] == TEST_PAIRS[style]
+        assert numbers["agreement"] >= 0.90, style
+        assert numbers["wrong_accepted"] <= 0.05, style
+        assert set(numbers["by_kind"]) == KINDS[style]
 
 
 def test_lexical_matcher_numbers_are_pinned() -> None:
     result = calibrate(LexicalMatcher(), load_pairs(split="test"))
-    total = result.total
-    counts = (total.true_accepted, total.true_rejected, total.wrong_accepted, total.wrong_rejected)
+    compact = result.by_style["compact"]
+    counts = (
+        compact.true_accepted,
+        compact.true_rejected,
+        compact.wrong_accepted,
+        compact.wrong_rejected,
+    )
     assert counts == (65, 40, 52, 70)
-    assert result.agreement == pytest.approx(135 / 227)
-    assert result.precision == pytest.approx(65 / 117)
-    assert result.recall == pytest.approx(65 / 105)
-    assert result.wrong_accepted_rate == pytest.approx(52 / 122)
-    flips = result.by_kind["polarity_flip"]
+    assert compact.agreement == pytest.approx(135 / 227)
+    assert compact.precision == pytest.approx(65 / 117)
+    assert compact.recall == pytest.approx(65 / 105)
+    assert compact.wrong_accepted_rate == pytest.approx(52 / 122)
+    flips = result.by_kind[("compact", "polarity_flip")]
     assert (flips.wrong_accepted, flips.wrong_rejected) == (14, 11)
+    # Long first-person gold facts: almost no gold fact has 60% of its words in a stored one.
+    longform = result.by_style["longform"]
+    assert (longform.true_accepted, longform.wrong_accepted) == (2, 0)
+    assert result.total.pairs == compact.pairs + longform.pairs
 
 
-def test_the_set_is_large_split_by_gold_and_up_to_date() -> None:
+def test_kappa_is_cohens() -> None:
+    counts = KindCounts(true_accepted=20, true_rejected=5, wrong_accepted=10, wrong_rejected=15)
+    # Observed 0.7; chance 0.6 * 0.5 + 0.4 * 0.5 = 0.5.
+    assert counts.kappa == pytest.approx((0.7 - 0.5) / (1 - 0.5))
+    assert KindCounts(true_accepted=3).kappa != KindCounts(true_accepted=3).kappa  # NaN
+
+
+def test_the_sets_are_large_split_by_gold_and_up_to_date() -> None:
     pairs = load_pairs()
-    assert len(pairs) >= 400
-    assert {p.kind for p in pairs} == KINDS
-    per_split = Counter((p.kind, p.split) for p in pairs)
-    assert all(per_split[(kind, split)] >= 10 for kind in KINDS for split in ("dev", "test"))
-    dev = {p.gold for p in pairs if p.split == "dev"}
-    test = {p.gold for p in pairs if p.split == "test"}
-    assert not dev & test
-    labels = Counter(p.label for p in pairs)
-    assert min(labels.values()) >= 0.4 * len(pairs)  # both verdicts well represented
+    for style, kinds in KINDS.items():
+        mine = [p for p in pairs if p.style == style]
+        assert len(mine) >= (400 if style == "compact" else 300)
+        assert {p.kind for p in mine} == kinds
+        per_split = Counter((p.kind, p.split) for p in mine)
+        assert all(per_split[(kind, split)] >= 4 for kind in kinds for split in ("dev", "test"))
+        dev = {p.gold for p in mine if p.split == "dev"}
+        test = {p.gold for p in mine if p.split == "test"}
+        assert not dev & test
+        labels = Counter(p.label for p in mine)
+        assert min(labels.values()) >= 0.4 * len(mine)  # both verdicts well represented
     assert {p.slot for p in pairs if p.kind == "other_value"} >= {
         "city",
         "date",
@@ -83,29 +111,39 @@ def test_the_set_is_large_split_by_gold_and_up_to_date() -> None:
         "brand",
         "diet",
     }
-    build = default_pairs_path().parents[1] / "matching_src" / "build.py"
-    check = subprocess.run(
-        [sys.executable, str(build), "--check"], capture_output=True, text=True, check=False
-    )
-    assert check.returncode == 0, check.stderr
+    for data in bundled_pair_files():
+        source = "matching_src" if data.name == "pairs.jsonl" else "matching_longform_src"
+        build = data.parents[1] / source / "build.py"
+        check = subprocess.run(
+            [sys.executable, str(build), "--check"], capture_output=True, text=True, check=False
+        )
+        assert check.returncode == 0, check.stderr
 
 
-def test_the_table_lists_every_kind_and_the_totals(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_table_lists_every_style_and_kind_and_the_totals(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["matcher", "calibrate", "--matcher", "lexical", "--errors"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["kind", "pairs", "true"]
+    assert lines[0].split()[:5] == ["style", "/", "kind", "pairs", "true"]
+    for style, kinds in KINDS.items():
+        for kind in kinds:
+            assert any(line.startswith(f"{style} / {kind} ") for line in lines), (style, kind)
     assert any(
-        line.startswith("all") and line.split()[1:6] == ["227", "65", "40", "52", "70"]
+        line.startswith("compact (all kinds)")
+        and line.split()[3:8] == ["227", "65", "40", "52", "70"]
         for line in lines
     )
-    assert "matcher lexical on test: agreement 59.5%" in out
+    assert "compact: agreement 59.5%" in out
+    assert "matcher lexical on test: agreement" in out
     assert "[polarity_flip-" in out and "wrongly accepted" in out
 
 
 def test_calibration_of_is_what_reports_show() -> None:
     lexical = calibration_of("lexical")
-    assert lexical is not None and lexical.total.pairs == 227
+    assert lexical is not None and lexical.total.pairs == sum(TEST_PAIRS.values())
+    assert {style: c.pairs for style, c in lexical.by_style.items()} == TEST_PAIRS
     assert calibration_of("judge:openai:gpt-4o") is None
     assert calibration_of("no-such-matcher") is None
 
@@ -123,6 +161,11 @@ def test_calibration_of_is_what_reports_show() -> None:
             r":2: field 'split'",
         ),
         ("[1, 2]", r":2: expected a JSON object"),
+        (
+            '{"id": "x", "kind": "k", "gold": "g", "stored": "s", "label": true, "split": "dev",'
+            ' "style": 3}',
+            r":2: field 'style' must be a non-empty string",
+        ),
     ],
 )
 def test_a_bad_pairs_file_names_file_line_and_field(

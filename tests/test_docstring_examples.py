@@ -115,11 +115,37 @@ def check_sim_profile(block: str, tmp_path: Path) -> None:
 
 
 def check_calibration_pair(block: str, tmp_path: Path) -> None:
-    from memlab.matching.calibration import default_pairs_path
+    from memlab.matching.calibration import bundled_pair_files
 
     shown = json.loads(" ".join(block.split()))
-    lines = default_pairs_path().read_text(encoding="utf-8").splitlines()
+    lines = [line for path in bundled_pair_files() for line in path.read_text("utf-8").splitlines()]
     assert shown in [json.loads(line) for line in lines]
+
+
+def check_labelling_form(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlab.matching.matcher_audit import AuditRow, AuditSheet, read_sheet
+
+    monkeypatch.chdir(tmp_path)
+    Path("runs/demo").mkdir(parents=True)
+    row = AuditRow(
+        "a001",
+        "accepted",
+        1,
+        "default",
+        True,
+        1.0,
+        "same text",
+        "lane",
+        "ann",
+        0,
+        "Lives in Leeds",
+        "Lives in Leeds",
+    )
+    AuditSheet([row]).write("runs/demo/matcher_audit.csv")
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)
+    namespace["form"].answer(True)
+    assert read_sheet("runs/demo/matcher_audit.csv").rows[0].label is True
 
 
 def check_run_layout(block: str, tmp_path: Path) -> None:
@@ -271,8 +297,11 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
     (
         "memlab.matching.calibration",
-        '{"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don\'t enjoy classical',
+        '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',
     ): check_calibration_pair,
+    ("memlab.matching.audit_form", "from memlab.matching.audit_form import labelling_form"): (
+        check_labelling_form
+    ),
     ("memlab.sweeps.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
         check_run_layout
     ),

@@ -80,6 +80,95 @@ TABLE: list[tuple[str, str, str, bool]] = [
     ("locomo", "Ines's son plays the drums.", "Plays the drums", False),
 ]
 
+# The long-form style: first-person gold facts with framing, reasons and consequences against
+# compressed third-person stored facts (written for the tests; not in the calibration sets).
+LONGFORM_TABLE: list[tuple[str, str, str, bool]] = [
+    (
+        "reasons",
+        "To be fair, I've been a pescatarian since college, mostly because of the environment.",
+        "Has been pescatarian since college",
+        True,
+    ),
+    (
+        "reasons",
+        "I'm a night-shift nurse. It means I sleep during the day and eat dinner at 7 am.",
+        "Works night shifts as a nurse",
+        True,
+    ),
+    (
+        "reason_only",
+        "I quit caffeine last spring because it was giving me heart palpitations.",
+        "Gets heart palpitations",
+        False,
+    ),
+    (
+        "negative_phrasing",
+        "I won't eat anything with mushrooms in it - the texture makes me gag.",
+        "Dislikes mushrooms",
+        True,
+    ),
+    (
+        "negative_phrasing",
+        "Frankly, I'm quite averse to karaoke nights since I can't sing.",
+        "Avoids karaoke",
+        True,
+    ),
+    (
+        "polarity_flip",
+        "Frankly, I'm quite averse to karaoke nights since I can't sing.",
+        "Loves karaoke nights",
+        False,
+    ),
+    (
+        "double_negation",
+        "I don't like living far away from my sister.",
+        "Wants to live near her sister",
+        True,
+    ),
+    (
+        "double_negation",
+        "I don't like living far away from my sister.",
+        "Prefers to live far from her sister",
+        False,
+    ),
+    ("abbreviation", "I'm in treatment for obsessive compulsive disorder.", "Has OCD", True),
+    ("abbreviation", "My doctor says I have GERD.", "Has IBS", False),
+    (
+        "abbreviation",
+        "I only play player versus environment modes in online games.",
+        "Only plays PvE modes online",
+        True,
+    ),
+    ("derivation", "Crowds make me anxious, so I shop online.", "Has anxiety about crowds", True),
+    ("derivation", "I knit woollen hats for charity.", "Knits wool hats for charity", True),
+    ("domain_term", "I keep kosher, so no shellfish or pork.", "Follows a kosher diet", True),
+    ("domain_term", "I've been on keto for a year.", "Follows a ketogenic diet", True),
+    ("other_value", "I've been on keto for a year.", "Follows a paleo diet", False),
+    (
+        "other_value",
+        "I'm learning Dutch because my partner's family lives in Utrecht.",
+        "Learning German",
+        False,
+    ),
+    # A goal is not its outcome, nor a plain fact (the personas owners' own facts).
+    (
+        "goal",
+        "Wants to pass the HSK 3 Mandarin exam in June 2025",
+        "Is booked for the HSK 3 exam on 14 June 2025",
+        False,
+    ),
+    (
+        "goal",
+        "Wants to apply for a non-medical prescribing course starting in September",
+        "Accepted onto the non-medical prescribing course, starting 22 September 2025",
+        False,
+    ),
+    ("goal", "Plans to adopt a rescue dog", "Wants to adopt a dog from a rescue", True),
+    # A word is not a form of another that merely shares its first letters.
+    ("derivation", "Is vegetarian", "Has an allotment where she grows vegetables", False),
+    ("chinese", "计划2025年开第二家店", "放弃开第二家店（房租太高），改做外卖厨房", False),
+]
+
 # Pairs the default matcher gets wrong today: (gold, stored, its current verdict).
 KNOWN_MISSES: list[tuple[str, str, bool]] = [
     # A synonym it does not know (lexical reading).
@@ -88,6 +177,10 @@ KNOWN_MISSES: list[tuple[str, str, bool]] = [
     ("Keeps bees in the back garden", "Is a hobby beekeeper with hives in the garden", False),
     # Abbreviation vs full brand name reads as two different names.
     ("I drive a Volkswagen Polo.", "Drives a VW Polo", False),
+    # A domain term it cannot unfold.
+    ("I'm teetotal, alcohol runs in my family.", "Doesn't drink alcohol", False),
+    # Two things of one sort that share the rest of the sentence ("board" / "video").
+    ("I really enjoy playing board games.", "Enjoys playing video games", True),
 ]
 
 
@@ -104,6 +197,16 @@ def test_default_matcher_verdict(
     assert result.matched is expected, f"[{kind}] {result.reason}"
     assert matcher.covers(stored, gold) is expected
     assert result.reason
+
+
+@pytest.mark.parametrize(
+    ("kind", "gold", "stored", "expected"), LONGFORM_TABLE, ids=lambda v: str(v)[:40]
+)
+def test_default_matcher_verdict_long_form(
+    matcher: DefaultMatcher, kind: str, gold: str, stored: str, expected: bool
+) -> None:
+    result = matcher.match(stored, gold)
+    assert result.matched is expected, f"[{kind}] {result.reason}"
 
 
 def test_every_kind_has_rows_of_its_own() -> None:
@@ -128,6 +231,10 @@ def test_vetoes_say_why(matcher: DefaultMatcher) -> None:
     assert relative.reason.startswith("subject: the gold fact is about the user's sister")
     same = matcher.match("Loves hiking", "loves hiking!")
     assert (same.score, same.matched, same.reason) == (1.0, True, "same text")
+    goal = matcher.match("Passed the HSK 3 exam in June", "Wants to pass the HSK 3 exam in June")
+    assert goal.reason.startswith("mood: gold wants or plans it, stored says it was done")
+    acronym = matcher.match("Avoids PvE games", "I don't enjoy player versus player games")
+    assert not acronym.matched
 
 
 def test_without_embeddings_the_name_says_so() -> None:

@@ -178,10 +178,10 @@ def test_rescore_command_and_report_note(
     out = capsys.readouterr().out
     assert "rescored with matcher lexical" in out and "recall" in out
     paths = build_report([run], tmp_path / "report")
-    note = (
-        "fact matcher of a: lexical, agreement 59.5% with hand labels on the calibration test split"
-    )
-    assert note in paths.markdown.read_text(encoding="utf-8")
+    text = paths.markdown.read_text(encoding="utf-8")
+    assert "fact matcher of a: lexical, agreement " in text
+    assert "with hand labels on the calibration test split (428 pairs; by style: " in text
+    assert "compact 59.5% (wrong pairs accepted 42.6%); longform " in text
     assert main(["rescore", str(tmp_path / "no-run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1

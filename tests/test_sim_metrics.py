@@ -253,15 +253,14 @@ def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
     assert summary["stale_rmst"] == 0.0  # every retracted fact removed in its session
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the default matcher counts some personas facts as stating retracted ones (e.g. "
-    "a fact about growing vegetables as 'is vegetarian'); remove this mark when it does not",
-)
 def test_the_default_matcher_agrees_on_the_perfect_profile(tmp_path: Path) -> None:
+    """The real metric, not only provenance: no remaining fact may "state" a retracted one,
+    and no add may "state" a fact already held: the default matcher must read the personas
+    facts apart."""
     summary = _perfect_run(tmp_path, "default").summary.iloc[0]
     assert summary["retracted_held"] == 0 and summary["recall"] == 1.0
     assert summary["precision"] == 1.0
+    assert summary["op_add_precision"] == 1.0 and summary["op_adds_redundant"] == 0
 
 
 def test_default_matcher_agreement_with_provenance(

@@ -5,7 +5,9 @@ Usage::
     .venv/bin/python datasets/matching_src/build.py           # write the JSONL and print counts
     .venv/bin/python datasets/matching_src/build.py --check  # fail if the JSONL is out of date
 
-Each line is one labeled pair: ``{"id", "kind", "slot"?, "gold", "stored", "label", "split"}``
+Each line is one labeled pair: ``{"id", "style", "kind", "slot"?, "gold", "stored", "label",
+"split"}`` (``style`` is ``compact``: these pairs were written one by one; the ``longform`` set
+beside it is rendered from claims by ``datasets/matching_longform_src/build.py``)
 (``label`` true = a careful reader counts the stored fact as stating the gold fact). The split
 is fixed by the gold text, not by any matcher: within each kind the distinct gold facts are
 ordered by their SHA-256 and alternate between ``dev`` and ``test`` (a gold fact placed by an
@@ -28,6 +30,7 @@ from kinds_styles import CHINESE, LOCOMO
 __all__ = ["build", "main"]
 
 OUT = Path(__file__).resolve().parent.parent / "matching" / "pairs.jsonl"
+STYLE = "compact"
 
 
 def _entries() -> list[dict[str, Any]]:
@@ -78,6 +81,7 @@ def build() -> list[dict[str, Any]]:
         out.append(
             {
                 "id": f"{row['kind']}-{counters[row['kind']]:03d}",
+                "style": STYLE,
                 **row,
                 "split": splits[row["gold"]],
             }

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         WordLlamaEmbedder,
     )
     from memlab.matching.judge import LLMJudgeMatcher
+    from memlab.matching.matcher_audit import AuditSheet, judge_sheet, read_sheet
     from memlab.matching.matchers import MATCHERS, MatcherPlugin, default_matcher, resolve_matcher
 
 _EXPORTS: dict[str, str] = {
@@ -43,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "EmbeddingsUnavailableError": "memlab.matching.embeddings",
     "WordLlamaEmbedder": "memlab.matching.embeddings",
     "LLMJudgeMatcher": "memlab.matching.judge",
+    "AuditSheet": "memlab.matching.matcher_audit",
+    "judge_sheet": "memlab.matching.matcher_audit",
+    "read_sheet": "memlab.matching.matcher_audit",
     "MATCHERS": "memlab.matching.matchers",
     "MatcherPlugin": "memlab.matching.matchers",
     "default_matcher": "memlab.matching.matchers",
@@ -51,6 +55,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "MATCHERS",
+    "AuditSheet",
     "Calibration",
     "DefaultMatcher",
     "Embedder",
@@ -65,7 +70,9 @@ __all__ = [
     "WordLlamaEmbedder",
     "calibrate",
     "default_matcher",
+    "judge_sheet",
     "load_pairs",
+    "read_sheet",
     "resolve_matcher",
 ]
 

@@ -5,16 +5,18 @@ Every recall, precision and retracted-held number rests on a *matcher*: an objec
 why also have a ``name`` and ``match(stored, gold) -> MatchResult`` (score, verdict, reason).
 The built-in ones, resolvable by name through :mod:`memlab.matching.matchers`:
 
-- ``default`` (:class:`~memlab.matching.default_matcher.DefaultMatcher`): lemmas, coverage in
-  both directions, polarity and value vetoes, word embeddings blended in when installed;
+- ``default`` (:class:`~memlab.matching.default_matcher.DefaultMatcher`): a fact's claim read
+  apart from its support, lemmas and linked word forms, coverage in both directions,
+  polarity, goal and value vetoes, word embeddings blended in when installed;
 - ``lexical`` (:class:`LexicalMatcher`, below): memlab's first matcher, kept for comparison;
 - ``embeddings`` (:class:`~memlab.matching.default_matcher.EmbeddingMatcher`): cosine similarity
   of the bundled word embeddings alone;
 - ``judge:<backend>`` (:class:`~memlab.matching.judge.LLMJudgeMatcher`): an LLM asked under two
   judge prompts.
 
-``memlab matcher calibrate`` measures each against the labeled pairs in
-``datasets/matching/pairs.jsonl`` (see ``docs/matching.md``).
+``memlab matcher calibrate`` measures each against the labeled pairs of the bundled sets
+(``datasets/matching/pairs.jsonl`` and ``longform.jsonl``), or a run's own labelling sheet
+(:mod:`memlab.matching.matcher_audit`); see ``docs/matching.md``.
 """
 
 from __future__ import annotations

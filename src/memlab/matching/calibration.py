@@ -1,16 +1,24 @@
 """Calibrating a fact matcher against labeled (gold, stored) pairs.
 
-The bundled set ``datasets/matching/pairs.jsonl`` (written for memlab; see
-``docs/matching.md``) has one pair per line::
+memlab bundles two calibration sets in two styles (see ``docs/matching.md``), one pair per
+line::
 
-    {"id": "polarity_flip-001", "kind": "polarity_flip", "gold": "I don't enjoy classical
-     music at all.", "stored": "Enjoys classical music", "label": false, "split": "dev"}
+    {"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",
+     "gold": "I don't enjoy classical music at all.", "stored": "Enjoys classical music",
+     "label": false, "split": "dev"}
+
+- ``datasets/matching/pairs.jsonl`` (style ``compact``): pairs written one by one, gold facts
+  in the short styles labeled datasets use;
+- ``datasets/matching/longform.jsonl`` (style ``longform``): pairs rendered from claims,
+  long first-person gold facts with reasons against compressed third-person stored facts.
 
 ``label`` is true when a careful reader counts the stored fact as stating the gold fact.
 :func:`calibrate` runs a matcher over the pairs and reports its *agreement* with the labels,
-its *precision* (accepted pairs that are true) and *recall* (true pairs accepted), the share of
-wrong pairs it accepts, and the same counts per kind. Matchers are tuned on ``dev`` and
-reported on ``test``.
+its *precision* (accepted pairs that are true), *recall* (true pairs accepted), the share of
+wrong pairs it accepts and Cohen's kappa, for all pairs, per style and per kind within a
+style, so a matcher that wins one style by losing another shows it. Matchers are tuned on
+``dev`` and reported on ``test``. A labelling sheet of a run's own pairs
+(:mod:`memlab.matching.matcher_audit`, ``.csv``) loads as pairs of style ``run``.
 """
 
 from __future__ import annotations
@@ -26,20 +34,20 @@ from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 
 __all__ = [
-    "PAIRS_FILE",
+    "PAIR_FILES",
     "SPLITS",
     "Calibration",
     "CalibrationPair",
     "CalibrationSetError",
     "KindCounts",
+    "bundled_pair_files",
     "calibrate",
     "calibration_of",
-    "default_pairs_path",
     "load_pairs",
 ]
 
-PAIRS_FILE = Path("matching") / "pairs.jsonl"
-"""Where the calibration set lives under a datasets directory."""
+PAIR_FILES = (Path("matching") / "pairs.jsonl", Path("matching") / "longform.jsonl")
+"""The bundled calibration sets, under a datasets directory."""
 
 SPLITS = ("dev", "test")
 
@@ -61,28 +69,35 @@ class CalibrationPair:
     label: bool
     split: str
     slot: str | None = None
+    style: str = "compact"
 
 
-def default_pairs_path() -> Path:
-    """The bundled calibration set (searched like the bundled datasets).
+def bundled_pair_files() -> list[Path]:
+    """The bundled calibration sets (searched like the bundled datasets).
 
     Raises:
-        CalibrationSetError: No datasets directory holds ``matching/pairs.jsonl``.
+        CalibrationSetError: A datasets directory lacks one of :data:`PAIR_FILES`.
     """
-    for directory in dataset_dirs():
-        candidate = directory / PAIRS_FILE
-        if candidate.is_file():
-            return candidate
-    searched = ", ".join(str(d) for d in dataset_dirs())
-    raise CalibrationSetError(
-        f"calibration set {PAIRS_FILE} not found (searched: {searched}); pass --pairs FILE"
-    )
+    found = []
+    for name in PAIR_FILES:
+        for directory in dataset_dirs():
+            if (directory / name).is_file():
+                found.append(directory / name)
+                break
+        else:
+            searched = ", ".join(str(d) for d in dataset_dirs())
+            raise CalibrationSetError(
+                f"calibration set {name} not found (searched: {searched}); pass --pairs FILE"
+            )
+    return found
 
 
 def load_pairs(
     path: str | Path | None = None, *, split: str | None = None
 ) -> list[CalibrationPair]:
-    """Read and check a pairs file, keeping ``split`` only (all pairs when None).
+    """Read and check a pairs file (every bundled set when ``path`` is None), keeping
+    ``split`` only (all pairs when None). A ``.csv`` file is read as a labelling sheet
+    (:func:`memlab.matching.matcher_audit.read_sheet`): its labelled rows, split ``run``.
 
     Raises:
         CalibrationSetError: Unreadable file, bad JSON or a missing/mistyped field; the
@@ -90,7 +105,18 @@ def load_pairs(
     """
     if split is not None and split not in SPLITS:
         raise CalibrationSetError(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
-    path = Path(path) if path is not None else default_pairs_path()
+    if path is None:
+        pairs = [p for file in bundled_pair_files() for p in _read_jsonl(file)]
+    elif Path(path).suffix.casefold() == ".csv":
+        from memlab.matching.matcher_audit import read_sheet  # the sheet module reads pairs too
+
+        return read_sheet(path).pairs()
+    else:
+        pairs = _read_jsonl(Path(path))
+    return [p for p in pairs if split is None or p.split == split]
+
+
+def _read_jsonl(path: Path) -> list[CalibrationPair]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -98,7 +124,7 @@ def load_pairs(
     pairs = [_pair(path, number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not pairs:
         raise CalibrationSetError(f"{path}: no pairs")
-    return [p for p in pairs if split is None or p.split == split]
+    return pairs
 
 
 def _pair(path: Path, number: int, line: str) -> CalibrationPair:
@@ -116,7 +142,9 @@ def _pair(path: Path, number: int, line: str) -> CalibrationPair:
             )
     if data["split"] not in SPLITS:
         raise CalibrationSetError(f"{where}: field 'split' must be one of {', '.join(SPLITS)}")
-    slot = data.get("slot")
+    slot, style = data.get("slot"), data.get("style", path.stem)
+    if not isinstance(style, str) or not style:
+        raise CalibrationSetError(f"{where}: field 'style' must be a non-empty string")
     return CalibrationPair(
         id=data["id"],
         kind=data["kind"],
@@ -125,6 +153,7 @@ def _pair(path: Path, number: int, line: str) -> CalibrationPair:
         label=data["label"],
         split=data["split"],
         slot=slot if isinstance(slot, str) else None,
+        style=style,
     )
 
 
@@ -158,15 +187,61 @@ class KindCounts:
         agreed = self.true_accepted + self.wrong_rejected
         return agreed / self.pairs if self.pairs else float("nan")
 
+    @property
+    def precision(self) -> float:
+        """Accepted pairs that are true."""
+        accepted = self.true_accepted + self.wrong_accepted
+        return self.true_accepted / accepted if accepted else float("nan")
+
+    @property
+    def recall(self) -> float:
+        """True pairs accepted."""
+        true = self.true_accepted + self.true_rejected
+        return self.true_accepted / true if true else float("nan")
+
+    @property
+    def wrong_accepted_rate(self) -> float:
+        """Wrong pairs accepted."""
+        wrong = self.wrong_accepted + self.wrong_rejected
+        return self.wrong_accepted / wrong if wrong else float("nan")
+
+    @property
+    def kappa(self) -> float:
+        """Cohen's kappa between the verdicts and the labels: agreement beyond what their
+        marginal rates give by chance (NaN when chance agreement is 1)."""
+        n = self.pairs
+        if not n:
+            return float("nan")
+        accepted = (self.true_accepted + self.wrong_accepted) / n
+        true = (self.true_accepted + self.true_rejected) / n
+        chance = accepted * true + (1 - accepted) * (1 - true)
+        return (self.agreement - chance) / (1 - chance) if chance < 1 else float("nan")
+
+    def summary(self) -> dict[str, float | int]:
+        """Pairs, agreement, precision, recall, wrong pairs accepted and kappa (rounded)."""
+        return {
+            "pairs": self.pairs,
+            "agreement": _round(self.agreement),
+            "precision": _round(self.precision),
+            "recall": _round(self.recall),
+            "wrong_accepted": _round(self.wrong_accepted_rate),
+            "kappa": _round(self.kappa),
+        }
+
+
+def _round(value: float) -> float:
+    return round(value, 4) if value == value else value
+
 
 @dataclass
 class Calibration:
-    """A matcher's agreement with the labels (see the module docstring)."""
+    """A matcher's agreement with the labels, overall, per style and per (style, kind)."""
 
     matcher: str
     split: str
     total: KindCounts = field(default_factory=KindCounts)
-    by_kind: dict[str, KindCounts] = field(default_factory=dict)
+    by_style: dict[str, KindCounts] = field(default_factory=dict)
+    by_kind: dict[tuple[str, str], KindCounts] = field(default_factory=dict)
     errors: list[tuple[CalibrationPair, str]] = field(default_factory=list)
 
     @property
@@ -175,51 +250,70 @@ class Calibration:
 
     @property
     def precision(self) -> float:
-        """Accepted pairs that are true."""
-        accepted = self.total.true_accepted + self.total.wrong_accepted
-        return self.total.true_accepted / accepted if accepted else float("nan")
+        return self.total.precision
 
     @property
     def recall(self) -> float:
-        """True pairs accepted."""
-        true = self.total.true_accepted + self.total.true_rejected
-        return self.total.true_accepted / true if true else float("nan")
+        return self.total.recall
 
     @property
     def wrong_accepted_rate(self) -> float:
-        """Wrong pairs accepted."""
-        wrong = self.total.wrong_accepted + self.total.wrong_rejected
-        return self.total.wrong_accepted / wrong if wrong else float("nan")
+        return self.total.wrong_accepted_rate
 
-    def summary(self) -> dict[str, float | int | str]:
-        """The headline numbers (what a run's ``environment.json`` records)."""
+    def worst_style(self) -> tuple[str, KindCounts]:
+        """The style with the lowest agreement (what a report quotes beside the total)."""
+        return min(self.by_style.items(), key=lambda item: item[1].agreement)
+
+    def summary(self) -> dict[str, object]:
+        """The headline numbers and those of each style (what ``--json`` prints)."""
         return {
             "matcher": self.matcher,
             "split": self.split,
-            "pairs": self.total.pairs,
-            "agreement": round(self.agreement, 4),
-            "precision": round(self.precision, 4),
-            "recall": round(self.recall, 4),
-            "wrong_accepted": round(self.wrong_accepted_rate, 4),
+            **self.total.summary(),
+            "by_style": {
+                style: {
+                    **counts.summary(),
+                    "by_kind": {
+                        kind: vars(c) for (s, kind), c in sorted(self.by_kind.items()) if s == style
+                    },
+                }
+                for style, counts in sorted(self.by_style.items())
+            },
         }
 
     def table(self) -> str:
-        """The per-kind confusion table and the totals, as aligned text."""
-        header = f"{'kind':<18} {'pairs':>5} {'true acc':>8} {'true rej':>8} "
-        header += f"{'wrong acc':>9} {'wrong rej':>9} {'agree':>6}"
+        """Per style: the per-kind confusion table and the style's totals; then all pairs."""
+        header = f"{'style / kind':<28} {'pairs':>5} {'true acc':>8} {'true rej':>8} "
+        header += f"{'wrong acc':>9} {'wrong rej':>9} {'agree':>6} {'kappa':>6}"
         rows = [header]
-        for kind, counts in [*sorted(self.by_kind.items()), ("all", self.total)]:
-            rows.append(
-                f"{kind:<18} {counts.pairs:>5} {counts.true_accepted:>8} "
-                f"{counts.true_rejected:>8} {counts.wrong_accepted:>9} "
-                f"{counts.wrong_rejected:>9} {counts.agreement:>6.1%}"
-            )
-        rows.append(
-            f"matcher {self.matcher} on {self.split}: agreement {self.agreement:.1%}, "
-            f"precision {self.precision:.1%}, recall (true pairs accepted) {self.recall:.1%}, "
-            f"wrong pairs accepted {self.wrong_accepted_rate:.1%}"
-        )
+        for style, counts in sorted(self.by_style.items()):
+            for (s, kind), kind_counts in sorted(self.by_kind.items()):
+                if s == style:
+                    rows.append(_row(f"{style} / {kind}", kind_counts))
+            rows.append(_row(f"{style} (all kinds)", counts))
+        rows.append(_row("all", self.total))
+        for style, counts in sorted(self.by_style.items()):
+            rows.append(_headline(f"{style}:", counts))
+        rows.append(_headline(f"matcher {self.matcher} on {self.split}:", self.total))
         return "\n".join(rows)
+
+
+def _row(label: str, c: KindCounts) -> str:
+    # Kappa says nothing about a group whose labels are all one way: shown as "-".
+    one_way = c.true_accepted + c.true_rejected in (0, c.pairs)
+    kappa = "-" if one_way or c.kappa != c.kappa else f"{c.kappa:.2f}"
+    return (
+        f"{label:<28} {c.pairs:>5} {c.true_accepted:>8} {c.true_rejected:>8} "
+        f"{c.wrong_accepted:>9} {c.wrong_rejected:>9} {c.agreement:>6.1%} {kappa:>6}"
+    )
+
+
+def _headline(label: str, c: KindCounts) -> str:
+    return (
+        f"{label} agreement {c.agreement:.1%}, precision {c.precision:.1%}, recall (true "
+        f"pairs accepted) {c.recall:.1%}, wrong pairs accepted {c.wrong_accepted_rate:.1%}, "
+        f"kappa {c.kappa:.2f}"
+    )
 
 
 def calibrate(
@@ -234,10 +328,14 @@ def calibrate(
     """
     pairs = list(pairs)
     result = Calibration(matcher=matcher_name(matcher), split=split or _split_name(pairs))
+    warm = getattr(matcher, "warm", None)
+    if callable(warm):  # read and embed every text in one batch first
+        warm(text for pair in pairs for text in (pair.gold, pair.stored))
     for pair in pairs:
         accepted = matcher.covers(pair.stored, pair.gold)
         result.total.add(pair.label, accepted)
-        result.by_kind.setdefault(pair.kind, KindCounts()).add(pair.label, accepted)
+        result.by_style.setdefault(pair.style, KindCounts()).add(pair.label, accepted)
+        result.by_kind.setdefault((pair.style, pair.kind), KindCounts()).add(pair.label, accepted)
         if accepted != pair.label:
             result.errors.append((pair, "accepted" if accepted else "rejected"))
     return result
@@ -250,7 +348,7 @@ def _split_name(pairs: Sequence[CalibrationPair]) -> str:
 
 @lru_cache(maxsize=16)
 def calibration_of(name: str, split: str = "test") -> Calibration | None:
-    """The calibration of the registry matcher ``name`` on the bundled set, or None when
+    """The calibration of the registry matcher ``name`` on the bundled sets, or None when
     ``name`` does not resolve offline (a judge, a changed parameter, a missing extra).
 
     Cached per process: reports ask once per run for the same few names.

@@ -1,29 +1,33 @@
 """The default fact matcher, and the word-embedding matcher it blends in.
 
-:class:`DefaultMatcher` decides whether a stored fact states a gold fact in four steps, each
+:class:`DefaultMatcher` decides whether a stored fact states a gold fact in five steps, each
 of which a careful reader also takes (see ``docs/matching.md`` for the rules and the
 calibration):
 
-1. **Read** both facts (:func:`memlab.matching.fact_reading.read_fact`): canonical tokens per
-   clause, each clause's polarity, and the value slots.
+1. **Read** both facts (:func:`memlab.matching.fact_reading.read_fact`): the claim and its
+   support (reasons, consequences, later sentences), each clause's polarity and mood, the
+   value slots; then **link** words that differ but are one word (abbreviations, clippings,
+   derivations, similar words: :func:`memlab.matching.word_links.link_words`).
 2. **Veto on values**: when both facts fill a slot (number, date, name, or a closed class such
    as diet or instrument) and each has a value the other lacks, they state different facts
-   ("halal" vs "kosher", "two kids" vs "three kids", "Lisbon" vs "Porto").
-3. **Veto on polarity**: each stored clause is aligned with the gold clause it shares most
-   tokens with (and each required gold clause with its stored clause); opposite polarities on
-   an aligned pair mean one fact denies the other ("Enjoys classical music" vs "I don't enjoy
-   classical music").
-4. **Score** = ``gold_weight`` x *gold coverage* (share of the gold fact's required tokens
-   found in the stored fact) + (1 - ``gold_weight``) x *stored coverage* (share of the stored
-   fact's tokens found in the gold fact); with word embeddings installed, blended with their
-   rescaled cosine similarity (English only). A match needs ``score >= threshold``.
+   ("halal" vs "kosher", "two kids" vs "three kids", "Lisbon" vs "Porto", "PvE" vs "PvP").
+3. **Veto on polarity and mood**: each stored claim clause is aligned with the gold claim
+   clause it shares most tokens with (and back); opposite polarities on an aligned pair mean
+   one fact denies the other ("Enjoys classical music" vs "I don't enjoy classical music"),
+   and "wants" against "done" means a goal against its outcome ("Wants to pass the exam" vs
+   "Passed the exam").
+4. **Score** = ``gold_weight`` x *gold coverage* (share of the gold claim's tokens found in the
+   stored fact, mixed with its least covered claim clause) + (1 - ``gold_weight``) x *stored
+   coverage* (share of the stored claim's tokens found in the gold fact); with word embeddings
+   installed, blended with their rescaled cosine similarity (English only).
+5. A match needs ``score >= threshold``.
 
-The parameters were tuned on the ``dev`` split of the calibration set only.
+The parameters were tuned on the ``dev`` splits of the calibration sets only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -31,11 +35,15 @@ import numpy as np
 from memlab.core.similarity import normalize_text
 from memlab.matching.base import MatchResult
 from memlab.matching.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
-from memlab.matching.fact_reading import Clause, FactReading, read_fact, token_weight
+from memlab.matching.fact_lexicon import PREF, token_weight
+from memlab.matching.fact_reading import read_fact
+from memlab.matching.fact_types import Clause, FactReading
+from memlab.matching.word_links import Links, link_words
 
 __all__ = [
     "DefaultMatcher",
     "EmbeddingMatcher",
+    "mood_conflict",
     "optional_embedder",
     "polarity_conflict",
     "value_conflict",
@@ -43,9 +51,6 @@ __all__ = [
 
 _MEMO_SIZE = 200_000
 """Verdicts kept per matcher (a few tens of MB at most); the memo restarts when full."""
-_PREFIX_CREDIT = 0.75
-"""Credit for a token that shares a long prefix with a token of the other fact
-("nausea"/"nauseous"), where stemming leaves two forms of one word."""
 
 
 def optional_embedder() -> Embedder | None:
@@ -68,20 +73,28 @@ class DefaultMatcher:
             installed.
         threshold: Score from which a stored fact states the gold fact.
         gold_weight: Weight of gold coverage against stored coverage.
-        clause_weight: Weight, within gold coverage, of the least covered required clause
-            (every coordinated claim must be stated) against all required tokens.
+        clause_weight: Weight, within gold coverage, of the least covered claim clause
+            (every coordinated claim must be stated) against all claim tokens.
+        derivation_credit: Credit for a word matched by another form of it ("nauseous" for
+            "nausea").
         embedding_weight: Weight of the rescaled embedding similarity in the blend.
         cosine_floor: Cosine similarity rescaled to 0 (unrelated facts sit below it).
         cosine_ceiling: Cosine similarity rescaled to 1.
+        similar_word: Cosine similarity of two words' vectors from which they count as the
+            same word (with embeddings; "film" / "movie").
+        similar_credit: Credit for such a word.
     """
 
     embedder: Embedder | None = None
     threshold: float = 0.6
     gold_weight: float = 0.8
     clause_weight: float = 0.5
+    derivation_credit: float = 0.75
     embedding_weight: float = 0.1
     cosine_floor: float = 0.3
     cosine_ceiling: float = 0.9
+    similar_word: float = 0.8
+    similar_credit: float = 0.75
     _vectors: _Vectors | None = field(default=None, init=False, repr=False)
     _verdicts: dict[tuple[str, str], MatchResult] = field(
         default_factory=dict, init=False, repr=False
@@ -106,6 +119,16 @@ class DefaultMatcher:
     def covers(self, stored: str, gold: str) -> bool:
         return self.match(stored, gold).matched
 
+    def warm(self, texts: Iterable[str]) -> None:
+        """Read ``texts`` and embed them and their words in one batch, ahead of matching them
+        (embedding texts one at a time costs several times as much)."""
+        readings = [read_fact(text) for text in dict.fromkeys(texts)]
+        if self._vectors is not None:
+            english = [r for r in readings if not r.cjk]
+            self._vectors.prepare(
+                [*(r.text for r in english), *(f for r in english for f in r.form_of.values())]
+            )
+
     def match(self, stored: str, gold: str) -> MatchResult:
         """Score ``stored`` against ``gold`` and say why it matches or not (memoised: a run
         asks about the same pairs after every session)."""
@@ -121,9 +144,11 @@ class DefaultMatcher:
         if normalize_text(stored) == normalize_text(gold):
             return MatchResult(1.0, True, "same text")
         g, s = read_fact(gold), read_fact(stored)
-        veto = value_conflict(g, s) or polarity_conflict(g, s)
-        gold_cov = _gold_coverage(g, s.tokens, self.clause_weight)
-        stored_cov = _coverage(s.core_tokens, g.tokens)
+        links = self._links(g, s)
+        veto = value_conflict(g, s, links) or polarity_conflict(g, s, links)
+        veto = veto or mood_conflict(g, s, links)
+        gold_cov = _gold_coverage(g, s.tokens, links, self.clause_weight)
+        stored_cov = _coverage(s.core_tokens, g.tokens, links, gold=False)
         score = self.gold_weight * gold_cov + (1 - self.gold_weight) * stored_cov
         parts = [f"coverage gold {gold_cov:.2f} stored {stored_cov:.2f}"]
         # Embeddings: English only, and not needed once a veto has decided.
@@ -141,6 +166,16 @@ class DefaultMatcher:
             score, matched, f"{', '.join(parts)}: {score:.2f} {sign} {self.threshold:g}"
         )
 
+    def _links(self, gold: FactReading, stored: FactReading) -> Links:
+        return link_words(
+            gold,
+            stored,
+            derivation_credit=self.derivation_credit,
+            similarity=self._vectors.matrix if self._vectors is not None else None,
+            similar_threshold=self.similar_word,
+            similar_credit=self.similar_credit,
+        )
+
 
 class _Vectors:
     """Unit vectors per text: embedded once each (through the embeddings module's cache),
@@ -151,58 +186,73 @@ class _Vectors:
         self._rows: dict[str, np.ndarray] = {}
 
     def cosine(self, a: str, b: str) -> float:
-        return float(np.dot(self._row(a), self._row(b)))
+        self.prepare((a, b))
+        return float(np.dot(self._rows[a], self._rows[b]))
 
-    def _row(self, text: str) -> np.ndarray:
-        row = self._rows.get(text)
-        if row is None:
-            row = self._rows[text] = self._source.vectors([text])[0]
-        return row
+    def matrix(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Cosine similarities of every text of ``a`` (rows) with every text of ``b``."""
+        self.prepare([*a, *b])
+        product: np.ndarray = (
+            np.stack([self._rows[t] for t in a]) @ np.stack([self._rows[t] for t in b]).T
+        )
+        return product
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        """Embed the texts not seen yet, in one batch (one call per text costs ~1 ms)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._rows]
+        if missing:
+            self._rows.update(zip(missing, self._source.vectors(missing), strict=True))
 
 
-def _gold_coverage(gold: FactReading, stored_tokens: frozenset[str], clause_weight: float) -> float:
-    """Coverage of the gold fact's required tokens, mixed with that of its least covered
-    required clause: "has a cat and a dog" is not stated by "has a cat"."""
-    overall = _coverage(gold.core_tokens, stored_tokens)
-    clauses = [c for c in gold.clauses if not c.optional] or list(gold.clauses)
-    weakest = min((_coverage(c.tokens, stored_tokens) for c in clauses), default=overall)
-    return (1 - clause_weight) * overall + clause_weight * weakest
+def _gold_coverage(
+    gold: FactReading,
+    stored_tokens: frozenset[str],
+    links: Links,
+    clause_weight: float,
+) -> float:
+    """Coverage of the gold claim's tokens, mixed with that of its least covered claim
+    clause ("has a cat and a dog" is not stated by "has a cat"); of the best covered segment
+    when the claim restates itself ("I don't like cats much, I'm a dog person")."""
+    claim = [c for c in gold.clauses if not c.optional] or list(gold.clauses)
+    best = 0.0
+    for segment in sorted({c.segment for c in claim}):
+        clauses = [c for c in claim if c.segment == segment]
+        tokens = frozenset().union(*(c.tokens for c in clauses))
+        overall = _coverage(tokens, stored_tokens, links, gold=True)
+        weakest = min(_coverage(c.tokens, stored_tokens, links, gold=True) for c in clauses)
+        best = max(best, (1 - clause_weight) * overall + clause_weight * weakest)
+    return best
 
 
-def _coverage(tokens: Iterable[str], other: frozenset[str]) -> float:
-    """Weighted share of ``tokens`` found in ``other`` (1.0 when ``tokens`` is empty)."""
+def _coverage(tokens: Iterable[str], other: frozenset[str], links: Links, *, gold: bool) -> float:
+    """Weighted share of ``tokens`` found in ``other``, directly or through a link (1.0 when
+    ``tokens`` is empty)."""
     total = found = 0.0
     for token in tokens:
         weight = token_weight(token)
         total += weight
         if token in other:
             found += weight
-        elif len(token) >= 5 and any(_share_prefix(token, o) for o in other):
-            found += weight * _PREFIX_CREDIT
+        else:
+            found += weight * links.credit(token, other, gold=gold)
     return found / total if total else 1.0
 
 
-def _share_prefix(a: str, b: str) -> bool:
-    """Two stems with a common prefix of 5+ characters covering 80% of the shorter one."""
-    if len(b) < 5 or a[:5] != b[:5]:
-        return False
-    common = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        common += 1
-    return common >= 0.8 * min(len(a), len(b))
-
-
-def value_conflict(gold: FactReading, stored: FactReading) -> str | None:
+def value_conflict(
+    gold: FactReading, stored: FactReading, links: Links | None = None
+) -> str | None:
     """Why the two facts name different values in the same slot, or None."""
-    gold_values, stored_values = gold.value_map(), stored.value_map()
-    for reading, other, side in ((gold, stored_values, "gold"), (stored, gold_values, "stored")):
+    links = links or Links()
+    # The gold fact's support may name values a stored fact leaves out or words otherwise
+    # ("... so I'm usually awake until 3 am"): only the claim's values count.
+    gold_values, stored_values = gold.claim_value_map, stored.value_map
+    for reading, other, side in ((gold, stored_values, "gold"), (stored, gold.value_map, "stored")):
         if reading.subject and reading.subject not in other.get("relative", frozenset()):
             return f"subject: the {side} fact is about the user's {reading.subject}"
     for slot in sorted(gold_values.keys() & stored_values.keys()):
-        only_gold = gold_values[slot] - stored_values[slot]
-        only_stored = stored_values[slot] - gold_values[slot]
+        ours, theirs = gold_values[slot], stored_values[slot]
+        only_gold = {v for v in ours if not any(links.same(v, w) for w in theirs)}
+        only_stored = {w for w in theirs if not any(links.same(v, w) for v in ours)}
         if only_gold and only_stored:
             return (
                 f"value ({slot}): gold {', '.join(sorted(only_gold))} vs "
@@ -211,29 +261,70 @@ def value_conflict(gold: FactReading, stored: FactReading) -> str | None:
     return None
 
 
-def polarity_conflict(gold: FactReading, stored: FactReading) -> str | None:
+def polarity_conflict(
+    gold: FactReading, stored: FactReading, links: Links | None = None
+) -> str | None:
     """Why one fact denies what the other asserts, or None.
 
     Only clauses that carry the claim take part: not optional ones (reasons, examples) and
     not those made of values alone (an appended name or number). Two clauses are aligned
-    when each is the other's best match by shared tokens (light words counting half, at least one
-    whole token); an aligned pair of opposite polarity is a conflict.
+    when each is the other's best match by shared tokens (light words counting half, at least
+    one whole token); an aligned pair of opposite polarity is a conflict.
     """
+    found = _conflict(gold, stored, links or Links(), _opposite)
+    if found is None:
+        return None
+    g, s = found
+    gold_mood = "negative" if g.negative_against(s) else "positive"
+    stored_mood = "negative" if s.negative_against(g) else "positive"
+    return f"polarity: gold {gold_mood}, stored {stored_mood}"
+
+
+def mood_conflict(gold: FactReading, stored: FactReading, links: Links | None = None) -> str | None:
+    """Why one fact states a goal and the other does not: its outcome ("Wants to apply for
+    the course" vs "Was accepted onto the course") or a plain fact ("Wants to pass the exam"
+    vs "Is booked for the exam"); None otherwise (clauses aligned as for polarity)."""
+    found = _conflict(gold, stored, links or Links(), _goal_and_other)
+    if found is None:
+        return None
+    g, s = found
+    return f"mood: gold {_MOODS[g.mood]}, stored {_MOODS[s.mood]}"
+
+
+def _opposite(gold: Clause, stored: Clause) -> bool:
+    return gold.negative_against(stored) != stored.negative_against(gold)
+
+
+def _goal_and_other(gold: Clause, stored: Clause) -> bool:
+    """A goal against its outcome, or against a plain fact that is no preference (a
+    preference and a want are close: "Prefers to be called Sam" / "Wants to be called Sam")."""
+    if gold.mood == stored.mood or "want" not in (gold.mood, stored.mood):
+        return False
+    other = stored if gold.mood == "want" else gold
+    return other.mood == "done" or PREF not in other.tokens
+
+
+_MOODS = {"want": "wants or plans it", "done": "says it was done", "": "says it is so"}
+_PLAIN_VALUES = frozenset({"name", "number", "date"})
+Differ = Callable[[Clause, Clause], bool]
+
+
+def _conflict(
+    gold: FactReading, stored: FactReading, links: Links, differ: Differ
+) -> tuple[Clause, Clause] | None:
+    """A gold claim clause and a stored claim clause that are each other's best match and
+    ``differ``: every stored clause best matching the gold one differs from it, and every gold
+    clause best matching that stored clause agrees with the gold one."""
     gold_clauses, stored_clauses = _claim_clauses(gold), _claim_clauses(stored)
     for g in gold_clauses:
-        best_stored = _best(g, stored_clauses)
-        if not best_stored or any(s.negative == g.negative for s in best_stored):
+        best_stored = _best(g, stored_clauses, links, gold=True)
+        if not best_stored or not all(differ(g, s) for s in best_stored):
             continue
         for s in best_stored:
-            back = _best(s, gold_clauses)
-            if g in back and all(c.negative == g.negative for c in back):
-                gold_mood = "negative" if g.negative else "positive"
-                stored_mood = "negative" if s.negative else "positive"
-                return f"polarity: gold {gold_mood}, stored {stored_mood}"
+            back = _best(s, gold_clauses, links, gold=False)
+            if g in back and not any(differ(c, s) != differ(g, s) for c in back):
+                return g, s
     return None
-
-
-_PLAIN_VALUES = frozenset({"name", "number", "date"})
 
 
 def _claim_clauses(reading: FactReading) -> list[Clause]:
@@ -241,9 +332,17 @@ def _claim_clauses(reading: FactReading) -> list[Clause]:
     return [c for c in reading.clauses if not c.optional and c.tokens - values]
 
 
-def _best(clause: Clause, candidates: list[Clause]) -> list[Clause]:
+def _best(clause: Clause, candidates: list[Clause], links: Links, *, gold: bool) -> list[Clause]:
     """The candidates sharing most tokens with ``clause`` (none when under one token)."""
-    scored = [(sum(token_weight(t) for t in clause.tokens & c.tokens), c) for c in candidates]
+    scored = []
+    for candidate in candidates:
+        shared = 0.0
+        for token in clause.tokens:
+            if token in candidate.tokens:
+                shared += token_weight(token)
+            else:
+                shared += token_weight(token) * links.credit(token, candidate.tokens, gold=gold)
+        scored.append((shared, candidate))
     top = max((score for score, _ in scored), default=0.0)
     return [c for score, c in scored if score == top] if top >= 1.0 else []
 

@@ -1,63 +1,62 @@
-"""How the default matcher reads a fact: content tokens, clauses with a polarity, value slots.
+"""How the default matcher reads a fact: its claim and support, polarity, mood and values.
 
-:func:`read_fact` turns a fact into a :class:`FactReading`:
+:func:`read_fact` turns a fact into a :class:`~memlab.matching.fact_types.FactReading`:
 
-- **Clauses.** The text is cut at punctuation and at connectives. Each clause has canonical
-  content tokens (lemmatized by ``simplemma``, stemmed by ``snowballstemmer``, with British
-  spellings, number words and a few synonyms folded), a polarity and an *optional* flag.
-  Clauses that give a reason, purpose, consequence or example (``because``, ``since``, ``so``,
-  ``which``, ``, especially``, ``, like`` ...) are optional: a stored fact need not repeat them
-  (the compound-fact rule of ``docs/matching.md``).
+- **Claim and support.** The text is cut into sentences (at ``.``, ``!``, ``?``, ``;`` and a
+  dash between spaces) and each sentence into clauses at punctuation and connectives. Each
+  clause has canonical content tokens (:func:`memlab.matching.fact_lexicon.canon`). The claim is
+  the first sentence that says something; clauses that give a reason, purpose, consequence or
+  example (``because``, ``since``, ``so``, ``which``, ``as it ...``, ``, especially`` ...) and
+  every later sentence are *optional* support: a stored fact need not repeat them (the
+  compound-fact rule of ``docs/matching.md``). Hedges and framings ("Honestly,", "I think",
+  "Just so you know") are stop words.
 - **Polarity.** A clause is negative when it holds an odd number of negations: negators (not,
-  never, no, without, no longer, non-, -free), negative verbs (dislike, hate, avoid, refuse,
-  quit, stop, allergic, afraid, ...), the object of ``instead of`` / ``rather than`` /
-  ``prefer X over Y`` / ``prefer X to Y``, and antonym folding (``large`` is read as "not
-  small", ``warm`` as "not cold", ...), so "prefers large breeds" and "doesn't like small
-  dogs" read alike. Liking and disliking verbs both become the token ``pref``, so the two
-  differ only in polarity.
+  never, no, without, rarely, no longer, non-, -free, un- before a known word), aversion words
+  (dislike, hate, avoid, refuse, averse, quit, allergic, afraid, ...), the object of
+  ``instead of`` / ``rather than`` / ``prefer X over Y`` / ``prefer X to Y``, and antonym
+  folding (``large`` is read as the token ``small`` marked *flipped*, ``far`` as ``near``
+  flipped): a flipped token negates the clause wherever the other fact names the same thing,
+  so "prefers large breeds" and "doesn't like small dogs" read alike, and so do "doesn't like
+  being far from the sea" and "likes living near the sea", while "productive late at night"
+  and "night owl" do not disagree. Liking and disliking words all become the token ``pref``.
+- **Mood.** A clause holding a word of intent (want, plan, hope ...) wants something; one with
+  a past tense (not after a form of "be") says it was done.
 - **Value slots.** Numbers (digits and number words), dates (months, weekdays, seasons,
-  next/last), proper nouns (capitalized words not starting a sentence) and small closed
-  classes (diets and foods, instruments, sports, animals, colours, relatives, vehicles, ...).
+  next/last), proper nouns and abbreviations (capitalized words not starting a sentence) and
+  small closed classes (diets and foods, instruments, sports, animals, relatives, jobs ...).
 
-Chinese (any CJK character) is read as character bigrams after removing the subject (我, 用户,
-...) and polarity words (不, 没, 讨厌, 喜欢, ...); digits and Chinese numerals are values, and
-``3月8日`` is a date.
+Chinese facts are read by :mod:`memlab.matching.fact_reading_zh`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import resources
-from typing import Any
 
-import yaml
+from memlab.matching.fact_lexicon import PREF, canon, is_known_word, lemma, tables, words
+from memlab.matching.fact_reading_zh import CJK, read_chinese
+from memlab.matching.fact_types import Clause, FactReading
 
-__all__ = ["PREF", "WORDS_FILE", "Clause", "FactReading", "read_fact", "token_weight"]
-
-PREF = "pref"
-"""The token every liking or disliking verb becomes (polarity tells them apart)."""
-
-WORDS_FILE = "fact_words.yaml"
-"""The word lists (stop words, negations, antonyms, synonyms, value classes ...), as data."""
+__all__ = ["read_fact"]
 
 # Multi-word expressions rewritten before reading (after contractions are expanded).
 _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(rf"\b{pattern}\b", re.IGNORECASE), replacement)
     for pattern, replacement in (
-        (r"can not stand", "hate"),
-        (r"could not stand", "hate"),
+        (r"(?:can|could) not (?:stand|bear|tolerate|handle|deal with|cope with)", "hate"),
         (r"no longer", "not"),
         (r"not anymore", "not"),
         (r"gives? up|gave up|giving up", "quit"),
         (r"cuts? (?:out|down on|back on)", "cut"),
         (r"fed up with", "hate"),
+        (r"stay(?:s|ed|ing)? away from", "avoid"),
+        (r"(?:do|does|did|would) not mind", "tolerate"),
+        (r"(?:never|not) miss(?:es|ed)?", "always"),
         (r"(?:big|huge|great|massive|die-hard|avid) fan", "fan"),
         (r"(\w+)-free", r"no \1"),
-        (r"non-(\w)", r"non \1"),
-        (r"([a-z])-(\w+)", r"\1\2"),  # e-book, x-ray
+        (r"non-(?=\w)", "non "),
         (r"e\.g\.", "eg"),
         (r"i\.e\.", "ie"),
     )
@@ -77,79 +76,36 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"s'(?=\s|$)", "s"),
     )
 )
-_ORDINAL_SUFFIX = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
-
+_HYPHENATED = re.compile(r"\b([A-Za-z]+)-(?=[A-Za-z])")
+_DASH = re.compile(r"\s+[-\u2013\u2014]+\s+|[\u2013\u2014]")
 _NEGATING_OPENERS = ("instead of", "rather than", "than")
+_SENTENCE_END = frozenset(".!?;")
 _CLAUSE_PUNCT = frozenset(',;:.!?()[]"')
 _WORD_RE = re.compile(
-    r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.:]\d+)*[a-z]*|[a-z]+|[,;:.!?()\[\]\"]",
+    r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.:]\d+)*[a-z]*|[a-z]+(?:\u00b7[a-z]+)*|[,;:.!?()\[\]\"]",
     re.IGNORECASE,
 )
-
-
-@dataclass(frozen=True)
-class Clause:
-    """One clause of a fact.
-
-    Attributes:
-        tokens: Canonical content tokens.
-        negative: The clause denies or rejects what its tokens name.
-        optional: A reason, purpose, consequence or example (need not be matched).
-    """
-
-    tokens: frozenset[str]
-    negative: bool
-    optional: bool
-
-
-@dataclass(frozen=True)
-class FactReading:
-    """A fact as the default matcher reads it (see the module docstring)."""
-
-    text: str
-    cjk: bool
-    clauses: tuple[Clause, ...]
-    values: tuple[tuple[str, frozenset[str]], ...]
-    subject: str | None = None
-    """The relative the fact is about when it opens with one ("My sister ...", "Her son ...",
-    "Nadia's brother ..."); None when it is about the user."""
-
-    @property
-    def tokens(self) -> frozenset[str]:
-        """Tokens of every clause."""
-        return frozenset().union(*(c.tokens for c in self.clauses))
-
-    @property
-    def core_tokens(self) -> frozenset[str]:
-        """Tokens of the clauses that are not optional (all tokens when every one is)."""
-        core = frozenset().union(*(c.tokens for c in self.clauses if not c.optional))
-        return core or self.tokens
-
-    def value_map(self) -> dict[str, frozenset[str]]:
-        """Values by slot (``number``, ``date``, ``name``, or a closed class such as ``food``)."""
-        return dict(self.values)
+_BE = frozenset({"am", "is", "are", "was", "were", "be", "been", "being", "get", "got"})
+_ACRONYM = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Za-z]{2,6}$")
 
 
 @lru_cache(maxsize=65536)
 def read_fact(text: str) -> FactReading:
     """Read ``text`` (cached: a run reads the same facts many times)."""
-    if _CJK.search(text):
-        return _read_chinese(text)
+    if CJK.search(text):
+        return read_chinese(text)
     return _read_english(text)
-
-
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
-# -- English ---------------------------------------------------------------------------------
 
 
 def _prepare(text: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"')
-    text = text.replace("\u201d", '"').replace("\u2013", " - ").replace("\u2014", " - ")
+    text = text.replace("\u201d", '"')
+    text = _DASH.sub(" ; ", text)
     for pattern, replacement in (*_CONTRACTIONS, *_PHRASES):
         text = pattern.sub(replacement, text)
-    return text
+    # A hyphenated word is read as one token ("e-book"), its parts kept apart by a middle dot
+    # so that abbreviations can still be read against them ("post-traumatic" for PTSD).
+    return _HYPHENATED.sub(lambda m: m.group(1) + "\u00b7", text)
 
 
 @dataclass
@@ -157,6 +113,8 @@ class _Word:
     raw: str
     lower: str
     sentence_start: bool
+    parts: tuple[str, ...] = ()
+    """The parts of a hyphenated word."""
 
 
 def _words(text: str) -> list[_Word]:
@@ -165,71 +123,160 @@ def _words(text: str) -> list[_Word]:
     start = True
     for match in _WORD_RE.finditer(text):
         raw = match.group()
-        out.append(_Word(raw, raw.casefold(), start))
-        if raw in ".!?:":
+        if raw == "." and out and _is_title(out[-1].raw):
+            continue  # "St. Mary's", "Dr. Okafor": not the end of a sentence
+        parts = tuple(raw.casefold().split("\u00b7")) if "\u00b7" in raw else ()
+        out.append(
+            _Word(raw.replace("\u00b7", ""), raw.casefold().replace("\u00b7", ""), start, parts)
+        )
+        if raw in ".!?:;":
             start = True
         elif raw not in '"([':
             start = False
     return out
 
 
+def _is_title(word: str) -> bool:
+    return word in ("St", "Dr", "Mr", "Mrs", "Ms", "Jr", "Sr", "Prof", "Mt")
+
+
 def _read_english(text: str) -> FactReading:
-    words = _words(_prepare(text))
-    if _opens_with_subject_name(text, words):
-        words = words[1:]
-    subject = _relative_subject(words)
-    names = _proper_nouns(words)
-    has_prefer = any(w.lower.startswith("prefer") for w in words)
-    clauses = [_clause(piece, opened) for piece, opened in _split(words, has_prefer)]
-    clauses = [c for c in clauses if c.tokens]
-    values = _values(words, names)
-    return FactReading(text=text, cjk=False, clauses=tuple(clauses), values=values, subject=subject)
+    prepared = _prepare(text)
+    words_ = _words(prepared)
+    if _opens_with_subject_name(text, words_):
+        words_ = words_[1:]
+    subject = _relative_subject(words_)
+    names = _proper_nouns(words_)
+    clauses = _clauses(words_)
+    values = _values(words_, names)
+    claim_tokens = frozenset().union(*(c.tokens for c in clauses if not c.optional))
+    claim_values = tuple(
+        (slot, kept) for slot, members in values if (kept := members & claim_tokens)
+    )
+    plain = [w for w in re.split(r"[^a-z0-9]+", prepared.casefold().replace("\u00b7", " ")) if w]
+    acronyms = tuple(
+        (token, _letters(w.raw))
+        for w in words_
+        if _ACRONYM.match(w.raw) and (token := canon(w.lower)) is not None
+    )
+    compounds = tuple(
+        (token, _clipped_parts(w.parts))
+        for w in words_
+        if w.parts and all(len(p) >= 2 for p in w.parts) and (token := canon(w.lower)) is not None
+    )
+    content = frozenset().union(*(c.tokens for c in clauses))
+    forms = {}
+    for w in words_:
+        token = canon(w.lower)
+        if token is not None and token in content and token not in forms:
+            forms[token] = lemma(w.lower)
+    return FactReading(
+        text=text,
+        cjk=False,
+        clauses=tuple(clauses),
+        values=values,
+        claim_values=claim_values,
+        subject=subject,
+        forms=tuple(forms.items()),
+        words=tuple(plain),
+        acronyms=acronyms,
+        compounds=compounds,
+    )
+
+
+def _letters(acronym: str) -> str:
+    """The letters an abbreviation stands for ("RPGs" -> "rpg", "IBS" -> "ibs")."""
+    if acronym.endswith("s") and acronym[:-1].isupper():
+        acronym = acronym[:-1]
+    return acronym.casefold()
+
+
+def _clipped_parts(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """Parts of a hyphenated word, a plural "s" taken off the last ("rom-coms" -> rom, com)."""
+    last = parts[-1]
+    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        last = last[:-1]
+    return (*parts[:-1], last)
+
+
+def _clauses(words_: list[_Word]) -> list[Clause]:
+    """Clauses with content, the first sentence that has one being the claim.
+
+    Within the claim, a clause after a comma that opens with a subject ("I don't like cats
+    much, I'm a dog person"; "As a vegan, I avoid animal products") starts a new *segment*:
+    segments restate one claim, and stating one of them states the claim.
+    """
+    has_prefer = any(w.lower.startswith("prefer") for w in words_)
+    claim_sentence: int | None = None
+    segment = 0
+    out: list[Clause] = []
+    for piece, opened, sentence in _split(words_, has_prefer):
+        clause = _clause(piece, opened)
+        if not clause.tokens:
+            continue
+        if claim_sentence is None:
+            claim_sentence = sentence
+        if sentence != claim_sentence and not clause.optional:
+            clause = replace(clause, optional=True)
+        elif opened == "punct" and piece[0] in _SUBJECTS and out:
+            segment += 1
+        out.append(replace(clause, segment=segment))
+    return out
+
+
+_SUBJECTS = frozenset(
+    {"i", "we", "my", "our", "it", "they", "he", "she", "me", "the", "this", "that", "there"}
+)
 
 
 _OWNER_WORDS = frozenset({"my", "her", "his", "their", "our", "user", "users", "the"})
 
 
-def _relative_subject(words: list[_Word]) -> str | None:
+def _relative_subject(words_: list[_Word]) -> str | None:
     """The relative opening the fact ("My sister", "User's son", "Daughter Maya"), if any."""
     position = 0
-    while position < len(words) - 1 and words[position].lower in _OWNER_WORDS:
+    while position < len(words_) - 1 and words_[position].lower in _OWNER_WORDS:
         position += 1
-    token = _canon(words[position].lower) if words else None
-    if token is not None and _tables().class_of.get(token) == "relative":
+    token = canon(words_[position].lower) if words_ else None
+    if token is not None and tables().class_of.get(token) == "relative":
         return token
     return None
 
 
-def _opens_with_subject_name(text: str, words: list[_Word]) -> bool:
+def _opens_with_subject_name(text: str, words_: list[_Word]) -> bool:
     """True when the fact opens with the name of the person it is about ("Nadia started ...",
     "Tomas's father ..."): third-person gold facts name their owner, stored facts say "User"
     or nothing, and the name is not part of the claim."""
-    if len(words) < 2 or not words[0].raw[:1].isupper() or words[0].raw == "I":
+    if len(words_) < 2 or not words_[0].raw[:1].isupper() or words_[0].raw == "I":
         return False
-    first, second = words[0].lower, words[1].lower
-    if _canon(first) is None or first in _words_data().negators or first.endswith("ly"):
+    first, second = words_[0].lower, words_[1].lower
+    if canon(first) is None or first in words().negators or first.endswith("ly"):
         return False
-    if _lemma(first) != first:  # an inflected verb: "Works as ...", "Loves ..."
+    if lemma(first) != first or _ACRONYM.match(words_[0].raw):  # "Works as ...", "UX designer"
         return False
-    if text.lstrip().startswith((f"{words[0].raw}'s", f"{words[0].raw}\u2019s")):
+    if text.lstrip().startswith((f"{words_[0].raw}'s", f"{words_[0].raw}\u2019s")):
         return True
+    if is_known_word(first):
+        return False  # "Woollen jumpers make ...", "Photography has been ...": no name
     inflected = second.endswith("ed") or (
-        second.endswith("s") and not second.endswith("ss") and _lemma(second) != second
+        second.endswith("s") and not second.endswith("ss") and lemma(second) != second
     )
-    return second in _words_data().subject_followers or inflected
+    return second in words().subject_followers or inflected
 
 
-def _split(words: list[_Word], has_prefer: bool) -> Iterator[tuple[list[str], str]]:
-    """Cut the word list into clauses; yield (words, how the clause was opened)."""
-    lists = _words_data()
+def _split(words_: list[_Word], has_prefer: bool) -> Iterator[tuple[list[str], str, int]]:
+    """Cut the word list into clauses; yield (words, how the clause was opened, sentence)."""
+    lists = words()
     current: list[str] = []
     opened = "start"
     after_comma = False
+    sentence = 0
+    lower = [w.lower for w in words_]
     index = 0
-    lower = [w.lower for w in words]
     while index < len(lower):
         word = lower[index]
         pair = " ".join(lower[index : index + 2])
+        following = lower[index + 1] if index + 1 < len(lower) else ""
         opener = None
         if word == "(":
             opener = "optional"  # a parenthesis adds detail
@@ -241,23 +288,38 @@ def _split(words: list[_Word], has_prefer: bool) -> Iterator[tuple[list[str], st
             word == "to" and _prefer_to(current, lower, index)
         ):
             opener = "negate"
-        elif word in lists.optional_openers or (
-            after_comma and not current and word in lists.after_comma_optional
+        elif (
+            word in lists.optional_openers
+            or (after_comma and not current and word in lists.after_comma_optional)
+            or (word == "as" and current and following in lists.reason_as_followers)
         ):
             opener = "optional"
-        elif word in lists.plain_openers:
+        elif word in lists.plain_openers and not _compound_subject(current, following):
             opener = "plain"
         if opener is None:
             current.append(word)
             after_comma = False
         else:
             if current:
-                yield current, opened
+                yield current, opened, sentence
+            # "because it upsets my stomach and makes me sweat": a coordinated clause inside
+            # support is support too.
+            if not (opener == "plain" and opened == "optional" and current):
+                opened = opener
             current = []
-            opened = opener
+            if word in _SENTENCE_END:
+                sentence += 1
         index += 1
     if current:
-        yield current, opened
+        yield current, opened, sentence
+
+
+def _compound_subject(current: list[str], following: str) -> bool:
+    """ "My partner and I ...": the "and" joins a subject, not two claims."""
+    return following in ("i", "we") and 0 < len(current) <= 3 and current[0] in _POSSESSIVES
+
+
+_POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
 
 
 def _prefer_to(current: list[str], lower: list[str], index: int) -> bool:
@@ -265,266 +327,106 @@ def _prefer_to(current: list[str], lower: list[str], index: int) -> bool:
     if not current or index + 1 >= len(lower):
         return False
     starts = [i for i, w in enumerate(current) if w.startswith("prefer")]
-    return bool(starts) and any(_canon(w) is not None for w in current[starts[0] + 1 :])
+    negators = words().negators
+    return bool(starts) and any(
+        w not in negators and canon(w) is not None for w in current[starts[0] + 1 :]
+    )
 
 
-def _clause(words: list[str], opened: str) -> Clause:
-    tables = _tables()
+def _clause(words_: list[str], opened: str) -> Clause:
+    table = tables()
+    lists = words()
     negations = 1 if opened == "negate" else 0
     tokens: set[str] = set()
-    for word in words:
-        if word in _words_data().negators:
+    flipped: set[str] = set()
+    done = intent = False
+    previous = ""
+    for position, word in enumerate(words_):
+        if word in lists.negators:
             negations += 1
+            previous = word
             continue
-        token = _canon(word)
+        if _past_tense(word) and previous not in _BE:
+            done = True
+        token = canon(word)
+        previous = word
         if token is None:
             continue
-        if token in tables.negative:
+        if token in table.intent:
+            # A goal: "wants to ...", "plans to ...", "goal: ..." (not "planning apps").
+            following = words_[position + 1] if position + 1 < len(words_) else ""
+            intent = intent or following in ("to", "") or word in lists.intent_nouns
+        if _negated_by_un(word):
             negations += 1
-            token = tables.negative[token]
-        elif token in tables.positive:
+            token = canon(word[2:]) or token
+        if token in table.negative:
+            negations += 1
+            token = table.negative[token]
+        elif token in table.positive:
             token = PREF
-        elif token in tables.antonyms:
-            negations += 1
-            token = tables.antonyms[token]
+        elif token in table.antonyms:
+            token = table.antonyms[token]
+            flipped.add(token)
         tokens.add(token)
-        if token in tables.implies:
-            tokens.add(tables.implies[token])
-    return Clause(frozenset(tokens), negations % 2 == 1, opened == "optional")
-
-
-@lru_cache(maxsize=65536)
-def _canon(word: str) -> str | None:
-    """The canonical token of one lower-case word (a stem or a number), None if a stop word."""
-    words = _words_data()
-    if word in words.stop or word in _CLAUSE_PUNCT:
-        return None
-    if word in words.numbers:
-        return words.numbers[word]
-    if word[0].isdigit():
-        return _number(word)
-    if len(word) < 2:
-        return None
-    lemma = words.synonyms.get(word) or _lemma(word)
-    return _stem(words.synonyms.get(lemma, lemma))
-
-
-def _number(word: str) -> str:
-    """Digits as written ("1,500" -> "1500", "10pm" -> "10"), ordinals as "3rd"."""
-    ordinal = _ORDINAL_SUFFIX.match(word)
-    if ordinal:
-        number = int(ordinal.group(1))
-        suffix = "th" if number % 100 in (11, 12, 13) else _SUFFIX.get(number % 10, "th")
-        return f"{number}{suffix}"
-    digits = re.match(r"[\d.,:]+", word)
-    number_text = digits.group().rstrip(".,:") if digits else word
-    return number_text.replace(",", "")
-
-
-_SUFFIX = {1: "st", 2: "nd", 3: "rd"}
-
-
-def _lemma(word: str) -> str:
-    lemma: str = _simplemma().lemmatize(word, lang="en")
-    return lemma.casefold()
-
-
-def _stem(word: str) -> str:
-    stem: str = _stemmer().stemWord(word)
-    return stem
-
-
-@lru_cache(maxsize=1)
-def _simplemma() -> Any:
-    import simplemma  # imported on first use: its dictionary takes ~0.1 s to load
-
-    return simplemma
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
-
-
-def token_weight(token: str) -> float:
-    """How much a token counts in coverage: 0.5 for ``pref`` and light verbs, else 1."""
-    return 0.5 if token == PREF or token in _tables().light else 1.0
-
-
-@dataclass(frozen=True)
-class _WordLists:
-    """``fact_words.yaml`` as loaded (plain words)."""
-
-    stop: frozenset[str]
-    negators: frozenset[str]
-    synonyms: Mapping[str, str]
-    numbers: Mapping[str, str]
-    optional_openers: frozenset[str]
-    after_comma_optional: frozenset[str]
-    plain_openers: frozenset[str]
-    subject_followers: frozenset[str]
-    raw: Mapping[str, Any]
-
-
-@lru_cache(maxsize=1)
-def _words_data() -> _WordLists:
-    text = resources.files("memlab.matching").joinpath(WORDS_FILE).read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
-    return _WordLists(
-        stop=frozenset(raw["stop"].split()),
-        negators=frozenset(raw["negators"].split()),
-        synonyms=dict(raw["synonyms"]),
-        numbers={word: str(value) for word, value in raw["numbers"].items()},
-        optional_openers=frozenset(raw["optional_openers"].split()),
-        after_comma_optional=frozenset(raw["after_comma_optional"].split()),
-        plain_openers=frozenset(raw["plain_openers"].split()),
-        subject_followers=frozenset(raw["subject_followers"].split()),
-        raw=raw,
+        if token in table.implies:
+            tokens.add(table.implies[token])
+    mood = "want" if intent else "done" if done else ""
+    return Clause(
+        frozenset(tokens), negations % 2 == 1, opened == "optional", mood, frozenset(flipped)
     )
 
 
-@dataclass(frozen=True)
-class _Tables:
-    """The word lists keyed by canonical token (built on first use)."""
-
-    negative: Mapping[str, str]
-    positive: frozenset[str]
-    light: frozenset[str]
-    antonyms: Mapping[str, str]
-    implies: Mapping[str, str]
-    dates: frozenset[str]
-    class_of: Mapping[str, str]
+@lru_cache(maxsize=16384)
+def _past_tense(word: str) -> bool:
+    if word in words().irregular_past:
+        return True
+    return len(word) > 4 and word.endswith("ed") and lemma(word) != word
 
 
-@lru_cache(maxsize=1)
-def _tables() -> _Tables:
-    raw = _words_data().raw
-
-    def canon(word: str) -> str:
-        if word == PREF:
-            return PREF
-        token = _canon(word)
-        return token if token is not None else word
-
-    negative = {canon(w): canon(t) for w, t in raw["negative"].items()}
-    return _Tables(
-        negative=negative,
-        positive=frozenset(canon(w) for w in raw["positive"].split()) - set(negative),
-        light=frozenset(canon(w) for w in raw["light"].split()),
-        antonyms={canon(w): canon(t) for w, t in raw["antonyms"].items()},
-        implies={canon(w): canon(t) for w, t in raw["implies"].items()},
-        dates=frozenset(canon(w) for w in raw["dates"].split()),
-        class_of={
-            canon(word): slot
-            for slot, members in raw["classes"].items()
-            for word in members.split()
-        },
-    )
+@lru_cache(maxsize=16384)
+def _negated_by_un(word: str) -> bool:
+    """ "unscheduled", "unhealthy": "un" before a known word of 4+ letters."""
+    return word.startswith("un") and len(word) >= 6 and is_known_word(word[2:])
 
 
-def _proper_nouns(words: list[_Word]) -> frozenset[str]:
-    """Capitalized words that do not start a sentence (names, places, brands, acronyms)."""
+def _proper_nouns(words_: list[_Word]) -> frozenset[str]:
+    """Capitalized words that do not start a sentence (names, places, brands, acronyms), and
+    abbreviations anywhere ("IBS", "PvP")."""
     names = set()
-    dates = _tables().dates
-    for word in words:
+    dates = tables().dates
+    for word in words_:
         raw = word.raw
-        if word.sentence_start or not raw[:1].isalpha() or raw == "I":
+        if not raw[:1].isalpha() or raw == "I":
+            continue
+        if word.sentence_start and not _ACRONYM.match(raw):
             continue
         if any(c.isupper() for c in raw) and word.lower not in ("am", "pm", "user", "may"):
-            token = _canon(word.lower)
+            token = canon(word.lower)
             if token is not None and token not in dates:
                 names.add(token)
     return frozenset(names)
 
 
-def _values(words: list[_Word], names: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
-    tables = _tables()
+def _values(words_: list[_Word], names: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    table = tables()
     slots: dict[str, set[str]] = {}
-    for word in words:
-        token = "may" if word.raw == "May" else _canon(word.lower)
+    for word in words_:
+        token = "may" if word.raw == "May" else canon(word.lower)
         if token is None:
             continue
         if token[0].isdigit():
             slots.setdefault("number", set()).add(token)
-        elif token in tables.dates or token == "may":
+        elif token in table.dates or token == "may":
             slots.setdefault("date", set()).add(token)
-        elif token in tables.class_of:
-            slots.setdefault(tables.class_of[token], set()).add(token)
-            if token in tables.implies:
-                slots[tables.class_of[token]].add(tables.implies[token])
+        elif token in table.class_of:
+            slots.setdefault(table.class_of[token], set()).add(token)
+            if token in table.implies:
+                slots[table.class_of[token]].add(table.implies[token])
+        else:  # "low-carb": a part of a hyphenated word may name the value
+            for part in word.parts:
+                part_token = canon(part)
+                if part_token is not None and part_token in table.class_of:
+                    slots.setdefault(table.class_of[part_token], set()).add(token)
     if names:
         slots["name"] = set(names)
     return tuple(sorted((slot, frozenset(v)) for slot, v in slots.items()))
-
-
-# -- Chinese ---------------------------------------------------------------------------------
-
-_ZH_CLAUSE = re.compile(r"[，,。；;！!？?、（）()]|但是|不过")
-_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
-# "一般" (usually), "一直" (always) ... are not numbers.
-_ZH_NUMBER = re.compile(r"[零一二三四五六七八九两十百]+(?![般直起些下样定])|\d+(?:\.\d+)?")
-_ZH_DATE = re.compile(r"(\d+|[一二三四五六七八九十]+)月(\d+|[一二三四五六七八九十]+)[日号]")
-
-
-def _zh_number(text: str) -> str:
-    """A Chinese or Arabic numeral as digits ("十一" -> "11", "四十" -> "40")."""
-    if text[0].isdigit():
-        return text
-    if "百" in text:
-        head, _, tail = text.partition("百")
-        return str(_ZH_DIGITS.get(head, 1) * 100 + int(_zh_number(tail) if tail else 0))
-    if "十" in text:
-        head, _, tail = text.partition("十")
-        return str(_ZH_DIGITS.get(head, 1) * 10 + (_ZH_DIGITS.get(tail, 0) if tail else 0))
-    return "".join(str(_ZH_DIGITS[c]) for c in text if c in _ZH_DIGITS)
-
-
-def _read_chinese(text: str) -> FactReading:
-    values: dict[str, set[str]] = {}
-    for month, day in _ZH_DATE.findall(text):
-        values.setdefault("date", set()).add(f"{_zh_number(month)}-{_zh_number(day)}")
-    body = _ZH_DATE.sub(" ", text)
-    for number in _ZH_NUMBER.findall(body):
-        values.setdefault("number", set()).add(_zh_number(number))
-    latin = {w.casefold() for w in re.findall(r"[A-Za-z]+", body)}
-    if latin:
-        values["name"] = latin
-    clauses = []
-    for piece in _ZH_CLAUSE.split(body):
-        # "A而不是B": B is what the user does not want.
-        for position, part in enumerate(piece.split("而不是")):
-            clause = _zh_clause(part, negated=position > 0)
-            if clause.tokens:
-                clauses.append(clause)
-    slots = tuple(sorted((slot, frozenset(v)) for slot, v in values.items()))
-    return FactReading(text=text, cjk=True, clauses=tuple(clauses), values=slots)
-
-
-def _zh_clause(piece: str, *, negated: bool) -> Clause:
-    negations = 1 if negated else 0
-    raw = _words_data().raw
-    for cue in raw["zh_negative"].split():
-        while cue in piece:
-            negations += 1
-            piece = piece.replace(cue, " ", 1)
-    for cue in (raw["zh_positive"] + " " + raw["zh_subjects"] + " " + raw["zh_fillers"]).split():
-        piece = piece.replace(cue, " ")
-    for word, canonical in raw["zh_synonyms"].items():
-        piece = piece.replace(word, canonical)
-    piece = _ZH_NUMBER.sub(lambda m: f" {_zh_number(m.group())} ", piece)
-    tokens: set[str] = set()
-    for run in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+|[a-z0-9.]+", piece.casefold()):
-        if not _CJK.match(run):
-            tokens.add(run)
-            continue
-        run = "".join(c for c in run if c not in raw["zh_filler_chars"]) or run
-        tokens.update(_bigrams(run))
-    return Clause(frozenset(tokens), negations % 2 == 1, False)
-
-
-def _bigrams(run: str) -> Iterable[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]

@@ -96,7 +96,7 @@ MATCHERS.register(
     "default",
     MatcherPlugin(
         lambda _arg, _bf: default_matcher(),
-        "lemmas, polarity and value vetoes, embeddings when installed (the default)",
+        "claims apart from reasons, word forms, polarity/goal/value vetoes, embeddings",
     ),
 )
 MATCHERS.register(

@@ -22,6 +22,7 @@ from memlab.backends.registry import is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.matching.calibration import calibration_of
+from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
@@ -47,6 +48,7 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
+from memlab.sweeps.audit import sheet_path
 from memlab.sweeps.run import Run
 
 __all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"]
@@ -137,20 +139,27 @@ def _measure_notes(runs: Sequence[Run]) -> list[str]:
 
 
 def _matcher_notes(run: Run) -> list[str]:
-    """Which fact matcher scored recall and precision, and how well it agrees with people."""
+    """Which fact matcher scored recall and precision, and how well it agrees with people:
+    on the bundled calibration sets, and on the run's own pairs when its sheet is labelled."""
     record = run.environment.get("matcher")
     name = record.get("name") if isinstance(record, dict) else None
     if not isinstance(name, str):
         return [f"fact matcher of {run.name}: not recorded (memlab rescore records it)"]
     calibration = calibration_of(name)
-    agreement = (
-        f"agreement {calibration.agreement:.1%} with hand labels on the calibration test "
-        f"split ({calibration.total.pairs} pairs; wrong pairs accepted "
-        f"{calibration.wrong_accepted_rate:.1%})"
-        if calibration is not None
-        else "not calibrated here (memlab matcher calibrate --matcher NAME)"
-    )
+    if calibration is not None:
+        styles = "; ".join(
+            f"{style} {counts.agreement:.1%} (wrong pairs accepted "
+            f"{counts.wrong_accepted_rate:.1%})"
+            for style, counts in sorted(calibration.by_style.items())
+        )
+        agreement = (
+            f"agreement {calibration.agreement:.1%} with hand labels on the calibration test "
+            f"split ({calibration.total.pairs} pairs; by style: {styles})"
+        )
+    else:
+        agreement = "not calibrated here (memlab matcher calibrate --matcher NAME)"
     notes = [f"fact matcher of {run.name}: {name}, {agreement}"]
+    notes.extend(_audit_notes(run, name))
     judge = record.get("judge") if isinstance(record, dict) else None
     if isinstance(judge, dict):
         rate = judge.get("agreement")
@@ -164,6 +173,30 @@ def _matcher_notes(run: Run) -> list[str]:
             )
         )
     return notes
+
+
+def _audit_notes(run: Run, name: str) -> list[str]:
+    """The matcher's measured agreement on the run's own labelled pairs, if any."""
+    path = sheet_path(run)
+    if not path.is_file():
+        return []
+    try:
+        sheet = read_sheet(path)
+    except AuditError as exc:
+        return [f"labelling sheet of {run.name} unreadable: {exc}"]
+    estimate = sheet.estimate()
+    if not estimate.sample.pairs:
+        return [f"labelling sheet of {run.name}: no labels yet ({path})"]
+    sample = estimate.sample
+    note = (
+        f"measured on {run.name}'s own pairs ({sample.pairs} labelled, matcher "
+        f"{sheet.matcher}): agreement {sample.agreement:.1%}, kappa {sample.kappa:.2f}; "
+        f"estimated over the run: agreement {estimate.run_agreement:.1%}, precision "
+        f"{estimate.run_precision:.1%}, recall {estimate.run_recall:.1%}"
+    )
+    if sheet.matcher != name:
+        note += f" (the run is now scored with {name})"
+    return [note]
 
 
 def simulated_note(runs: Sequence[Run]) -> str:

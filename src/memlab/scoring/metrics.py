@@ -92,6 +92,12 @@ def session_rows(
             f"owner {owner.user_id!r}: {len(snapshots)} memory snapshots for "
             f"{len(owner.sessions)} sessions; the replay does not belong to this dataset"
         )
+    warm = getattr(matcher, "warm", None)
+    if callable(warm):  # read and embed the owner's texts in one batch (the default matcher)
+        warm(
+            [f.content for s in owner.sessions for f in s.labels.facts]
+            + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
+        )
     operations = score_operations(
         owner,
         calls,

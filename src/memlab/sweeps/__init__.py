@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
+    from memlab.sweeps.audit import draw_sheet
     from memlab.sweeps.driver import IncompleteSweepError, sweep
     from memlab.sweeps.executors import DaskSpec, ExecutorError, SweepExecutor, parse_executor
     from memlab.sweeps.fork import describe_fork
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from memlab.sweeps.run import Run, RunError, load_run
 
 _EXPORTS: dict[str, str] = {
+    "draw_sheet": "memlab.sweeps.audit",
     "IncompleteSweepError": "memlab.sweeps.driver",
     "SweepPlan": "memlab.sweeps.plan",
     "plan_sweep": "memlab.sweeps.plan",
@@ -82,6 +84,7 @@ __all__ = [
     "SweepExecutor",
     "SweepPlan",
     "describe_fork",
+    "draw_sheet",
     "load_grid",
     "load_run",
     "parse_executor",

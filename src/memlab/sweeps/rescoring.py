@@ -34,7 +34,7 @@ from memlab.matching.matchers import default_matcher
 from memlab.scoring.metrics import replay_rows, summarize
 from memlab.sweeps.run import Run, load_run, record_path, refresh_manifest, write_jsonl
 
-__all__ = ["RescoreError", "matcher_record", "rescore", "score_sessions"]
+__all__ = ["Replay", "RescoreError", "matcher_record", "replays", "rescore", "score_sessions"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,17 @@ class RescoreError(MemlabError, ValueError):
 
 
 @dataclass(frozen=True)
-class _Replay:
+class Replay:
+    """One finished (lane, owner, sample) replay of a run, with the owner's labeled sessions
+    (as many as the replay covered) and its record (memory snapshots, calls ...)."""
+
     lane_id: str
     owner: Owner
     record: dict[str, Any]
     sample: int
 
 
-def _replays(run: Run) -> Iterator[_Replay]:
+def replays(run: Run) -> Iterator[Replay]:
     """Every finished (lane, owner) replay of ``run`` with the owner's labeled sessions."""
     dataset = run.dataset_path
     if dataset is None:
@@ -81,7 +84,7 @@ def _replays(run: Run) -> Iterator[_Replay]:
                 )
             # A run may have replayed the first sessions only (grid max_sessions).
             owner = owner.model_copy(update={"sessions": owner.sessions[: len(snapshots)]})
-            yield _Replay(lane_id, owner, record, sample)
+            yield Replay(lane_id, owner, record, sample)
 
 
 def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
@@ -93,7 +96,7 @@ def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
     kept = _carried_columns(run)
     repeated = int(run.manifest.get("samples", 1)) > 1
     rows: list[dict[str, Any]] = []
-    for replay in _replays(run):
+    for replay in replays(run):
         tag = {"sample": replay.sample} if repeated else {}
         for row in replay_rows(replay.owner, replay.record, matcher=matcher):
             key = (replay.lane_id, row["user_id"], row["session_index"], replay.sample)
