@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from memlab.sweeps.executors import DaskSpec, ExecutorError, SweepExecutor, parse_executor
     from memlab.sweeps.fork import describe_fork
     from memlab.sweeps.grid import AXES, ForkSpec, Grid, GridError, LaneConfig
+    from memlab.sweeps.lane_backends import BackendFactory
     from memlab.sweeps.plan import (
-        BackendFactory,
         PromptSource,
         ResolvedLane,
         SweepPlan,
@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "GridError": "memlab.sweeps.grid",
     "LaneConfig": "memlab.sweeps.grid",
     "load_grid": "memlab.sweeps.plan",
-    "BackendFactory": "memlab.sweeps.plan",
+    "BackendFactory": "memlab.sweeps.lane_backends",
     "PromptSource": "memlab.sweeps.plan",
     "ResolvedLane": "memlab.sweeps.plan",
     "RecordError": "memlab.sweeps.records",

@@ -48,7 +48,8 @@ from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
 from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.plan import BackendFactory, PromptSource, SweepPlan, plan_sweep
+from memlab.sweeps.lane_backends import BackendFactory
+from memlab.sweeps.plan import PromptSource, SweepPlan, plan_sweep
 from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
 from memlab.sweeps.rescoring import matcher_record

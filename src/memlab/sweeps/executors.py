@@ -46,7 +46,8 @@ from memlab.core.llm import Completion
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
 from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.plan import LaneBackends, ResolvedLane
+from memlab.sweeps.lane_backends import LaneBackends
+from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote
 
 if TYPE_CHECKING:

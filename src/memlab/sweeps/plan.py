@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import (
     UnknownBackendError,
     available_backends,
-    backend_options,
     backend_plugin,
-    cacheable,
     find_backend_plugin,
-    resolve_backend,
 )
 from memlab.core.config import MemoryConfig
 from memlab.core.jsontext import canonical_hash
@@ -52,6 +48,7 @@ from memlab.errors import MemlabError
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
 from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.sweeps.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.sweeps.run import read_record, record_path
 
 __all__ = [
@@ -72,68 +69,10 @@ __all__ = [
     "resolve_lanes",
 ]
 
-BackendFactory = Callable[[str], Backend]
-"""Builds the backend for a lane's backend spec (e.g. ``"local:smollm2"``)."""
-
 PromptSource = (
     PromptRegistry | Mapping[str, str] | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 )
 """Extra prompts for a sweep: a registry, ``{name: template}``, or prompt file/directory paths."""
-
-class LaneBackends:
-    """One backend per spec, built on first use and shared by all lanes (thread-safe).
-
-    With a ``cache_dir`` every backend is wrapped in the response cache.
-    """
-
-    def __init__(
-        self, factory: BackendFactory, cache_dir: Path | None, cache_mode: CacheMode
-    ) -> None:
-        self._factory = factory
-        self._cache_dir = cache_dir
-        self._cache_mode = cache_mode
-        self._built: dict[str, Backend] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def factory(self) -> BackendFactory:
-        """What builds a backend from a spec (remote workers build their own with it)."""
-        return self._factory
-
-    @property
-    def cache_dir(self) -> Path | None:
-        """The response cache directory, or ``None``."""
-        return self._cache_dir
-
-    @property
-    def cache_mode(self) -> CacheMode:
-        """How the response cache is used."""
-        return self._cache_mode
-
-    def caches(self, spec: str) -> bool:
-        """Whether replies of ``spec`` go through the response cache."""
-        return (
-            self._cache_dir is not None
-            and self._cache_mode is not CacheMode.OFF
-            and cacheable(spec)
-        )
-
-    def get(self, spec: str) -> Backend:
-        """The (cached) backend for ``spec``."""
-        with self._lock:
-            if spec not in self._built:
-                backend = self._factory(spec)
-                if self._cache_dir is not None and self.caches(spec):
-                    backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
-                self._built[spec] = backend
-            return self._built[spec]
-
-
-def registry_backend(spec: str, dataset: Path) -> Backend:
-    """The default backend factory of a sweep: the registry, giving backends that answer
-    from the dataset (``sim:``) its path. Module-level so that a ``functools.partial`` of it pickles
-    (remote workers build their backends with it)."""
-    return resolve_backend(spec, **backend_options(spec, dataset))
 
 
 def prompt_registry(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:

@@ -34,7 +34,8 @@ from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.plan import BackendFactory, ResolvedLane
+from memlab.sweeps.lane_backends import BackendFactory
+from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 
 __all__ = ["RemoteResult", "RemoteTask", "WorkerBackendError", "WorkerBackends", "run_remote"]
