@@ -212,13 +212,19 @@ NAMED: tuple[Named, ...] = (
 _FAST = ("tests/test_rule_boundaries.py",)
 
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "stats": (f"{_SCORING}/stats.py", ("tests/test_stats.py", "tests/test_survival.py", *_FAST)),
+    "stats": (
+        f"{_SCORING}/stats.py",
+        ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
+    ),
     "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
     "comparison": (
         f"{_SCORING}/comparison.py",
         ("tests/test_verdicts.py", *_FAST),
     ),
-    "estimators": (f"{_SCORING}/estimators.py", ("tests/test_verdicts.py", *_FAST)),
+    "estimators": (
+        f"{_SCORING}/estimators.py",
+        ("tests/test_verdicts.py", "tests/test_survival.py", *_FAST),
+    ),
     "metric_specs": (f"{_SCORING}/metric_specs.py", ("tests/test_metric_specs.py",)),
     "operations": (f"{_SCORING}/operations.py", ("tests/test_operations.py",)),
     "injection_audit": (

@@ -11,11 +11,15 @@ computed in closed form from the hazard distribution (Beta), never from memlab c
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import betaln
 
+from memlab.scoring.estimators import estimator
+from memlab.scoring.metric_specs import metric_spec
 from memlab.scoring.stats import Estimator, StatOptions, bootstrap
 from memlab.scoring.survival import (
     Episode,
@@ -87,10 +91,13 @@ def _owner_counts(rng: np.random.Generator, owners: int, a: float, b: float) -> 
 
 
 def _estimator(columns: np.ndarray) -> Estimator:
-    def statistic(sums: np.ndarray) -> np.ndarray:
-        return rmst_from_counts(sums[:, :HORIZON], sums[:, HORIZON:])
-
-    return Estimator(columns, statistic, columns[:, HORIZON] > 0)
+    """memlab's own estimator of ``stale_rmst`` over these per-owner counts."""
+    spec = metric_spec("stale_rmst")
+    assert spec.sources == (
+        *(f"stale_removed_{t}" for t in range(HORIZON)),
+        *(f"stale_at_risk_{t}" for t in range(HORIZON)),
+    )
+    return estimator(spec, pd.DataFrame(columns, columns=list(spec.sources)))
 
 
 def rmst_coverage(owners: int, trials: int, seed: int, a: float = 2.0, b: float = 3.0) -> float:
@@ -135,6 +142,15 @@ def test_nan_counts_give_nan_and_empty_times_stay_flat() -> None:
     # Rows are resamples: each is estimated on its own.
     both = rmst_from_counts([[1, 0, 0], [2, 0, 0]], [[4, 0, 0], [4, 0, 0]])
     assert both.tolist() == pytest.approx([2.25, 1.5])
+
+
+def test_times_nobody_reaches_are_silent() -> None:
+    """Most resamples have times with nobody at risk (0 / 0): thousands of them per interval
+    must not each raise a numpy warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        curve = survival_from_counts([[1, 0, 0]] * 2000, [[4, 0, 0]] * 2000)
+    assert curve.shape == (2000, HORIZON) and (curve == 0.75).all()
 
 
 def test_kaplan_meier_edges() -> None:
