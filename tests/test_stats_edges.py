@@ -175,3 +175,89 @@ def test_shape_errors_say_what_is_wrong() -> None:
     with pytest.raises(StatsError) as raised:
         _as_matrix(np.zeros((2, 2, 2)))
     assert str(raised.value) == "expected an (owners, metrics) array, got shape (2, 2, 2)"
+
+
+def test_the_interval_is_taken_between_order_statistics() -> None:
+    from memlab.scoring.stats import _order_interval
+
+    # j = ceil(0.025 * 1000) - 1 = 24: the 25th smallest and the 25th largest draw.
+    assert _order_interval(np.arange(1000.0), 0.025) == (24.0, 975.0)
+    assert _order_interval(np.arange(1000.0), 0.0001) == (0.0, 999.0)
+    # A tail past the middle stops at the median.
+    assert _order_interval(np.arange(5.0), 0.9) == (2.0, 2.0)
+
+
+def test_bootstrap_draws_are_seeded_and_reach_every_owner() -> None:
+    from memlab.scoring.stats import _bootstrap_weights
+
+    weights = _bootstrap_weights(5, 4000, 1)
+    assert (weights.sum(axis=1) == 5).all()
+    assert weights.mean(axis=0) == pytest.approx(np.ones(5), abs=0.1)
+    est = ratio_estimator([1, 2, 3, 1, 0], [4, 4, 4, 4, 4])
+    options = StatOptions(resamples=500, seed=2)
+    assert bootstrap(est, options) == bootstrap(est, options)
+    assert bootstrap(est, options).lo != bootstrap(est, StatOptions(500, seed=3)).lo or (
+        bootstrap(est, options).hi != bootstrap(est, StatOptions(500, seed=3)).hi
+    )
+
+
+def test_two_owners_get_an_interval_and_a_nan_owner_is_not_dropped() -> None:
+    two = bootstrap(ratio_estimator([1, 3], [4, 4]))
+    assert two.owners == 2 and not math.isnan(two.lo) and two.lo <= 0.5 <= two.hi
+    # An owner with a NaN count and no denominator stays in: the interval is NaN, not one
+    # computed from the other owners.
+    nan = bootstrap(ratio_estimator([1, 2, math.nan], [2, 2, 0]))
+    assert nan.owners == 3 and math.isnan(nan.estimate) and math.isnan(nan.lo)
+
+
+def test_the_standard_error_is_the_draws_sample_deviation() -> None:
+    den = np.full(10, 5.0)
+    test = paired(ratio_estimator(np.arange(10) % 5, den), ratio_estimator(np.full(10, 3), den))
+    assert test.se == pytest.approx(float(np.std(test.draws, ddof=1)))
+
+
+def test_an_estimators_relevant_rows_are_a_mask() -> None:
+    from memlab.scoring.stats import Estimator
+
+    columns = np.ones((3, 2))
+    assert Estimator(columns, lambda s: s[:, 0]).mask().tolist() == [True] * 3
+    chosen = Estimator(columns, lambda s: s[:, 0], np.array([1, 0, 1]))
+    assert chosen.mask().tolist() == [True, False, True]
+
+
+def test_the_mde_is_infinite_exactly_when_the_permutation_cannot_reach_the_level() -> None:
+    # 6 owners: the smallest sign-flip p-value is 2 / 64.
+    assert math.isinf(min_detectable_effect([0.05], 6, alpha=2 / 64)[0])
+    assert math.isfinite(min_detectable_effect([0.05], 6, alpha=0.04)[0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"resamples": 1.5}, "resamples must be a whole number, got 1.5"),
+        ({"resamples": -1}, "resamples must be 0 (off) or more, got -1"),
+        ({"level": 1.0}, "level must be a number between 0 and 1, got 1.0"),
+    ],
+)
+def test_invalid_options_say_which_and_why(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(StatsError) as raised:
+        StatOptions(**kwargs)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_ratio_estimator_needs_one_value_per_owner() -> None:
+    with pytest.raises(StatsError) as raised:
+        ratio_estimator([1, 2], [2, 2, 2])
+    assert str(raised.value) == "numerators and denominators need one value per owner each"
+
+
+def test_empty_denominators_are_silent() -> None:
+    """Resamples with no denominator are routine (thousands per interval): no numpy warning."""
+    import warnings
+
+    from memlab.scoring.stats import ratio
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = ratio(np.array([1.0, 0.0, 2.0]), np.array([0.0, 0.0, 4.0]), empty=0.0)
+    assert found.tolist() == [0.0, 0.0, 0.5]
