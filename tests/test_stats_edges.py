@@ -152,13 +152,20 @@ def test_paired_ratio_test_is_paired_at_the_options_levels() -> None:
     a, b = rng.binomial(den.astype(int), 0.4), rng.binomial(den.astype(int), 0.6)
     options = StatOptions(resamples=499, seed=3, level=0.9, alpha=0.02, power=0.7)
     found = paired_ratio_test((a, den), (b, den), options=options)
-    assert len(found.tests) == 2
+    assert len(found.tests) == 2 and found.owners == 15
     for j in range(2):
         test = paired(
             ratio_estimator(a[:, j], den[:, j]), ratio_estimator(b[:, j], den[:, j]), options
         )
         assert (found.lo[j], found.hi[j]) == test.at(0.1)
         assert found.p_value[j] == test.p_value and found.mde[j] == test.mde(0.02, 0.7)
+        assert found.se[j] == test.se
+
+
+def test_paired_ratio_test_uses_the_rate_of_an_empty_denominator() -> None:
+    # The baseline stored nothing anywhere: with empty=0 its rate is 0, not undefined.
+    found = paired_ratio_test(([0, 0, 0], [0, 0, 0]), ([1, 1, 2], [2, 2, 2]), empty=0.0)
+    assert found.delta[0] == pytest.approx(4 / 6)
 
 
 def test_shape_errors_say_what_is_wrong() -> None:
