@@ -166,6 +166,8 @@ def test_paired_ratio_test_uses_the_rate_of_an_empty_denominator() -> None:
     # The baseline stored nothing anywhere: with empty=0 its rate is 0, not undefined.
     found = paired_ratio_test(([0, 0, 0], [0, 0, 0]), ([1, 1, 2], [2, 2, 2]), empty=0.0)
     assert found.delta[0] == pytest.approx(4 / 6)
+    mirrored = paired_ratio_test(([1, 1, 2], [2, 2, 2]), ([0, 0, 0], [0, 0, 0]), empty=0.0)
+    assert mirrored.delta[0] == pytest.approx(-4 / 6)
 
 
 def test_shape_errors_say_what_is_wrong() -> None:
