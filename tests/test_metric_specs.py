@@ -18,6 +18,7 @@ from memlab.reporting.gate import Thresholds, check_gate
 from memlab.scoring import metric_specs
 from memlab.scoring.comparison import compare
 from memlab.scoring.metric_specs import (
+    DEFAULT_PRIMARY,
     METRIC_SPECS,
     MetricSpec,
     gate_specs,
@@ -75,9 +76,14 @@ def test_declarations_are_unique_and_consistent() -> None:
         values = [getattr(spec, attribute) for spec in METRIC_SPECS]
         assert len(values) == len(set(values)), attribute
     for spec in interval_specs():
-        # Shares lie in [0, 1]; a mean with an interval (stale sessions) is a count ratio.
+        # Shares lie in [0, 1]; a restricted mean survival time in [0, its horizon].
+        if spec.survival is not None:
+            assert spec.ratio is None and spec.valid == (0.0, spec.survival[2]), spec.column
+            continue
         expected = (0.0, 1.0) if spec.percent else (0.0, math.inf)
         assert spec.ratio is not None and spec.valid == expected, spec.column
+    # The primary family: declared in the specs, one line each.
+    assert DEFAULT_PRIMARY == ("parse_failure_rate", "recall", "precision_macro")
     for name, spec in gate_specs().items():
         assert name.startswith("max_" if spec.direction == "lower" else "min_")
         assert spec.flag == "--" + name.replace("_", "-")

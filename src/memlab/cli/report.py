@@ -21,7 +21,7 @@ from memlab.reporting.gate import (
 )
 from memlab.reporting.report import build_report
 from memlab.scoring.comparison import describe
-from memlab.scoring.metric_specs import gate_specs, interval_specs
+from memlab.scoring.metric_specs import gate_specs, interval_specs, primary_metrics
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import load_run
 
@@ -111,8 +111,12 @@ def _register_gate(subparsers: Any) -> None:
     g.add_argument(
         "--no-significant-regression",
         metavar="METRICS",
-        help="comma-separated rates that must not be significantly worse than the baseline's "
-        f"(Holm-corrected paired test), or 'all'; rates: {', '.join(_rates())}",
+        nargs="?",
+        const="primary",
+        help="rates that must not be significantly worse than the baseline's (Holm step-down "
+        "over them): 'primary' (the default without a value: the run's primary metrics, its "
+        "grid's 'primary:' or those the specs declare), 'all', or comma-separated rates: "
+        f"{', '.join(_rates())}",
     )
     g.add_argument(
         "--baseline-lane",
@@ -135,16 +139,18 @@ def _rates() -> list[str]:
     return [spec.column for spec in interval_specs()]
 
 
-def _regression_metrics(text: str) -> list[str]:
+def _regression_metrics(text: str, primary: tuple[str, ...] | None) -> list[str]:
     rates = _rates()
     if text.strip() == "all":
         return rates
+    if text.strip() == "primary":
+        return list(primary_metrics(primary))
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in rates]
     if unknown or not names:
         raise ThresholdError(
             f"--no-significant-regression: unknown rate {(unknown or [text])[0]!r}; "
-            f"rates: {', '.join(rates)}, or 'all'"
+            f"rates: {', '.join(rates)}, 'primary' or 'all'"
         )
     return names
 
@@ -175,7 +181,7 @@ def _gate(args: argparse.Namespace) -> int:
         regressions, table = check_regressions(
             run,
             baseline,
-            _regression_metrics(regression),
+            _regression_metrics(regression, run.primary),
             baseline_lane=args.baseline_lane,
             options=options,
         )

@@ -33,14 +33,17 @@ from memlab import plugins
 
 __all__ = [
     "COUNT_SPECS",
+    "DEFAULT_PRIMARY",
     "METRICS",
     "METRIC_SPECS",
+    "STALE_HORIZON",
     "CountSpec",
     "MetricSpec",
     "count_columns",
     "gate_specs",
     "interval_specs",
     "metric_spec",
+    "primary_metrics",
     "report_specs",
     "summary_columns",
     "summary_specs",
@@ -49,6 +52,12 @@ __all__ = [
 Direction = Literal["higher", "lower"]
 Unit = Literal["percent", "count", "number", "usd"]
 Over = Literal["last_session", "sessions", "calls", "derived"]
+Average = Literal["micro", "macro"]
+
+STALE_HORIZON = 3
+"""Session ends over which stale-fact survival is restricted: the retracting session's and the
+next two (:data:`METRIC_SPECS` ``stale_rmst``; counts ``stale_removed_<t>`` and
+``stale_at_risk_<t>`` for ``t`` below it)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,8 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "op_adds op_adds_expected op_adds_correct op_adds_missed op_adds_redundant "
         "op_adds_spurious op_removals op_removals_expected op_removals_correct "
         "op_removals_missed op_removals_wrong gold_evicted gold_below_threshold stale_facts "
-        "stale_sessions stale_days",
+        "stale_sessions stale_days "
+        + " ".join(f"stale_removed_{t} stale_at_risk_{t}" for t in range(STALE_HORIZON)),
     ),
     *_counts(
         "sessions",
@@ -154,7 +164,19 @@ class MetricSpec:
             of their sums over owners. ``None``: the sum of the per-owner count ``total``.
         total: Per-owner count column summed (default: ``column``); only without ``ratio``.
         interval: A rate that gets ``<column>_lo``/``<column>_hi`` (bootstrap over owners)
-            and is compared between configurations by the paired test. Needs ``ratio``.
+            and is compared between configurations by the paired test. Needs ``ratio`` or
+            ``survival``.
+        primary: One of the few metrics that answer "is B better": the Holm family of a
+            comparison (:mod:`memlab.scoring.comparison`). Every other interval metric is
+            secondary: shown with its interval and labelled exploratory. A grid's
+            ``primary: [...]`` overrides the set for its runs.
+        average: ``micro`` (the ratio of sums over owners) or ``macro`` (the mean over owners
+            of each owner's ratio, owners with a zero denominator left out): a macro rate does
+            not move because some owners store more facts than others.
+        survival: ``(events, at_risk, horizon)``: the restricted mean survival time up to
+            ``horizon`` from per-owner count columns ``<events>_<t>`` and ``<at_risk>_<t>``
+            (Kaplan-Meier, :mod:`memlab.scoring.survival`), censoring at the data's end
+            taken into account.
         empty: The value of a ratio whose denominator is 0 (NaN: not computable).
         valid: The range a value (and a gate threshold) can take.
         gate: Threshold name without its ``max_``/``min_`` prefix (``"parse_failure"`` gives
@@ -177,11 +199,18 @@ class MetricSpec:
     gate: str | None = None
     report: bool = False
     requires: str = ""
+    primary: bool = False
+    average: Average = "micro"
+    survival: tuple[str, str, int] | None = None
 
     def __post_init__(self) -> None:
         # Declaration mistakes fail at import, not in a report months later.
-        if self.interval and self.ratio is None:
-            raise ValueError(f"metric {self.column}: an interval needs a ratio")
+        if self.interval and self.ratio is None and self.survival is None:
+            raise ValueError(f"metric {self.column}: an interval needs a ratio or a survival")
+        if self.primary and not self.interval:
+            raise ValueError(f"metric {self.column}: a primary metric needs an interval")
+        if self.average == "macro" and self.ratio is None:
+            raise ValueError(f"metric {self.column}: a macro average needs a ratio")
         if self.ratio is not None and self.total is not None:
             raise ValueError(f"metric {self.column}: give ratio or total, not both")
         if self.gate is not None and self.direction is None:
@@ -205,6 +234,9 @@ class MetricSpec:
     @property
     def sources(self) -> tuple[str, ...]:
         """The per-owner count columns the metric is computed from."""
+        if self.survival is not None:
+            events, at_risk, horizon = self.survival
+            return tuple(f"{name}_{t}" for name in (events, at_risk) for t in range(horizon))
         return self.ratio if self.ratio is not None else (self.total or self.column,)
 
     @property
@@ -273,6 +305,8 @@ def _rate(
     empty: float = math.nan,
     report: bool = False,
     requires: str = "",
+    primary: bool = False,
+    average: Average = "micro",
 ) -> MetricSpec:
     """A share with a bootstrap interval and paired tests, gated (by default under its column
     name): the shape most headline metrics have."""
@@ -288,6 +322,8 @@ def _rate(
         gate=gate or column,
         report=report,
         requires=requires,
+        primary=primary,
+        average=average,
     )
 
 
@@ -303,7 +339,7 @@ def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]
         "recall": (f"op_{kind}_correct", f"op_{kind}_expected"),
         "f1": (f"op_{short}_f1_num", f"op_{short}_f1_den"),
     }
-    return tuple(
+    rates = tuple(
         _rate(
             f"op_{short}_{measure}",
             f"{name} {'F1' if measure == 'f1' else measure}",
@@ -313,6 +349,15 @@ def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]
         )
         for measure, ratio in ratios.items()
     )
+    macro = _rate(
+        f"op_{short}_precision_macro",
+        f"{name} precision (macro)",
+        "higher",
+        ratios["precision"],
+        requires=_OPS_HINT,
+        average="macro",
+    )
+    return (*rates, macro)
 
 
 METRIC_SPECS: tuple[MetricSpec, ...] = (
@@ -327,11 +372,22 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("parse_failures", "replies"),
         gate="parse_failure",
         report=True,
+        primary=True,
     ),
     MetricSpec("backend_errors", "backend errors", "lower"),
     _rate("backend_error_rate", "backend error rate", "lower", ("backend_errors", "llm_calls")),
-    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True),
+    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True, primary=True),
     _rate("precision", "precision", "higher", ("stored_precise", "facts"), report=True),
+    # The mean of owners' precision: the one verdicts use (pooled precision moves when owners
+    # that store many facts do better, with no owner's precision changing).
+    _rate(
+        "precision_macro",
+        "precision (macro)",
+        "higher",
+        ("stored_precise", "facts"),
+        primary=True,
+        average="macro",
+    ),
     MetricSpec("dup_exact", "exact duplicates", "lower"),
     MetricSpec("dup_normalized", "normalized duplicates", "lower"),
     MetricSpec("dup_near", "near duplicates", "lower"),
@@ -423,21 +479,14 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         )
     ),
     MetricSpec(
-        "stale_sessions_mean",
-        "sessions a retracted fact survives",
+        "stale_rmst",
+        f"sessions a retracted fact survives (restricted mean, {STALE_HORIZON} sessions)",
         "lower",
         "number",
-        ratio=("stale_sessions", "stale_facts"),
+        survival=("stale_removed", "stale_at_risk", STALE_HORIZON),
         interval=True,
-        gate="stale_sessions_mean",
-        requires=_OPS_HINT,
-    ),
-    MetricSpec(
-        "stale_days_mean",
-        "virtual days a retracted fact survives",
-        "lower",
-        "number",
-        ratio=("stale_days", "stale_facts"),
+        valid=(0.0, float(STALE_HORIZON)),
+        gate="stale_rmst",
         requires=_OPS_HINT,
     ),
     _rate(
@@ -510,6 +559,25 @@ def metric_spec(column: str) -> MetricSpec:
 def interval_specs() -> tuple[MetricSpec, ...]:
     """The rates that get intervals and paired tests, in column order."""
     return tuple(spec for spec in summary_specs() if spec.interval)
+
+
+DEFAULT_PRIMARY: tuple[str, ...] = tuple(spec.column for spec in METRIC_SPECS if spec.primary)
+"""The built-in primary metrics (a comparison's Holm family unless a grid names its own)."""
+
+
+def primary_metrics(chosen: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The primary set: ``chosen`` (checked: rates with intervals), else every registered
+    metric declared primary."""
+    if chosen is None:
+        return tuple(spec.column for spec in summary_specs() if spec.primary)
+    rates = [spec.column for spec in interval_specs()]
+    unknown = [name for name in chosen if name not in rates]
+    if unknown:
+        raise KeyError(
+            f"primary metric {unknown[0]!r} is not a rate with an interval; rates: "
+            + ", ".join(rates)
+        )
+    return tuple(dict.fromkeys(chosen))
 
 
 def report_specs() -> tuple[MetricSpec, ...]:

@@ -37,7 +37,8 @@ gets a bootstrap interval like every other rate).
 Stale survival: for each retracted gold fact held when its session starts, the number of
 consecutive session ends from the retracting one on that still hold it, and the virtual days
 from the retracting session's start until the update that dropped it (or the end of the last
-session: then ``censored``).
+session: then ``censored``), and the episode's Kaplan-Meier counts (removed and at risk at each
+time below the horizon, :mod:`memlab.scoring.survival`).
 
 Eviction regret: active gold facts that memory does not hold at a session's end because the
 ``max_facts`` cap evicted them or the confidence threshold rejected them (the last thing that
@@ -52,7 +53,8 @@ from typing import Any
 
 from memlab.core.document import parse_utc
 from memlab.datasets.models import Owner
-from memlab.scoring.metric_specs import count_columns
+from memlab.scoring.metric_specs import STALE_HORIZON, count_columns
+from memlab.scoring.survival import Episode, episode_counts
 
 __all__ = ["OPERATION_COUNTS", "score_operations"]
 
@@ -268,6 +270,11 @@ class _OwnerScorer:
             row["stale_days"] += episode["days"]
             detail = {k: episode[k] for k in ("gold", "sessions", "days", "censored")}
             row.setdefault("stale_detail", []).append(detail)
+            # The survival counts of this one episode (summed over sessions and owners later).
+            removed, at_risk = episode_counts([Episode.from_detail(detail)], STALE_HORIZON)
+            for t in range(STALE_HORIZON):
+                row[f"stale_removed_{t}"] += removed[t]
+                row[f"stale_at_risk_{t}"] += at_risk[t]
 
 
 def score_operations(

@@ -1,5 +1,7 @@
 """The simulated model: a test instrument with declared behaviour that answers from a labeled
-dataset, so every metric can be checked against the value its profile implies.
+dataset, so every metric can be checked against the value its profile implies; it records
+where each wording it proposes came from (:class:`ProvenanceMatcher` scores a run with that
+truth).
 
 ``sim:PROFILE`` resolves to a :class:`SimulatedBackend` through the backend registry (this
 package registers it through memlab's own ``memlab.plugins`` entry point, see
@@ -15,14 +17,18 @@ from memlab.simulation.profile import (
     SimProfileError,
     load_profile,
 )
+from memlab.simulation.provenance import Agreement, ProvenanceMatcher, matcher_agreement
 
 __all__ = [
     "BUILTIN_PROFILES",
     "PROFILES",
     "SIM_PREFIX",
+    "Agreement",
+    "ProvenanceMatcher",
     "SimDecision",
     "SimProfile",
     "SimProfileError",
     "SimulatedBackend",
     "load_profile",
+    "matcher_agreement",
 ]

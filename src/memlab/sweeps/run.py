@@ -277,6 +277,11 @@ class Run:
         """The run's name (its directory name)."""
         return self.path.name
 
+    @property
+    def primary(self) -> tuple[str, ...] | None:
+        """The grid's primary metrics (``None``: those the metric specs declare)."""
+        return tuple(self.grid.primary) if self.grid.primary is not None else None
+
     @cached_property
     def calls(self) -> pd.DataFrame:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
