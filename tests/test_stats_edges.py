@@ -244,7 +244,7 @@ def test_the_mde_is_infinite_exactly_when_the_permutation_cannot_reach_the_level
     ("kwargs", "message"),
     [
         ({"resamples": 1.5}, "resamples must be a whole number, got 1.5"),
-        ({"resamples": -1}, "resamples must be 0 (off) or more, got -1"),
+        ({"resamples": -1}, "resamples must be from 0 (off) to 100000, got -1 (default 2000)"),
         ({"level": 1.0}, "level must be a number between 0 and 1, got 1.0"),
     ],
 )
