@@ -18,6 +18,7 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
       fact_confidence_threshold: [0.7]
       max_facts: [100]
     replay_mode: debounce
+    qa: {answer_backend: "local:smollm2", judges: [lenient, strict]}   # memory QA
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.injection_audit import InjectionPolicy
+from memlab.sweeps.qa_spec import QASpec
 
 __all__ = [
     "AXES",
@@ -265,6 +267,9 @@ class Grid(BaseModel):
     axes: dict[str, list[Any]] = Field(default_factory=dict)
     fork: ForkSpec | None = None
     """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
+    qa: QASpec | None = None
+    """Ask every lane's memory the dataset's questions after the replays (see
+    :mod:`memlab.sweeps.qa_spec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
