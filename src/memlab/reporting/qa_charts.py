@@ -103,8 +103,8 @@ def qa_causes_chart(run: Run) -> Figure:
         if values.any():
             ax.barh(y, values, left=left, color=color, label=CAUSE_TITLES[cause])
         left += values
-    for i, lane in enumerate(lanes):
-        wrong, answered = int(table.loc[lane, "wrong"]), int(table.loc[lane, "answered"])
+    totals = table.loc[lanes, ["wrong", "answered"]].to_numpy(dtype=int)
+    for i, (wrong, answered) in enumerate(totals):
         ax.text(left[i], i, f" {wrong} of {answered}", va="center", fontsize=8)
     ax.set_yticks(y, [run.label(lane) for lane in lanes])
     ax.set_xlabel(f"wrong answers from memory under the {run.judge} judge")

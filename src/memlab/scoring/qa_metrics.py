@@ -79,7 +79,8 @@ def verdict_table(answers: pd.DataFrame) -> pd.DataFrame:
     columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict", "correct"]
     keep = [*_UNIT, "session_index", "category", "kind"]
     rows: list[dict[str, Any]] = []
-    for record in answers[[*keep, "abstained", "verdicts"]].to_dict("records"):
+    for found in answers[[*keep, "abstained", "verdicts"]].to_dict("records"):
+        record = {str(k): v for k, v in found.items()}
         verdicts = record.pop("verdicts") or {}
         # An adversarial question's right response may also be to say it is not known.
         declined = record["kind"] == "adversarial" and record.pop("abstained") is True
