@@ -22,6 +22,7 @@ __all__ = ["UsageError", "build_parser", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
+    "qa",
     "prompts",
     "datasets",
     "report",

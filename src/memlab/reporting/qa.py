@@ -46,7 +46,15 @@ from memlab.scoring.qa_metrics import (
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run, RunError
 
-__all__ = ["QA_CHARTS", "QASection", "judge_robustness", "qa_html", "qa_markdown", "qa_section"]
+__all__ = [
+    "QA_CHARTS",
+    "QASection",
+    "judge_robustness",
+    "qa_html",
+    "qa_markdown",
+    "qa_section",
+    "qa_text",
+]
 
 QA_CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
     ("Accuracy per condition", qa_accuracy_chart),
@@ -355,3 +363,42 @@ def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[s
             parts.append(f"<h3>{escape(title)}: {escape(run.name)}</h3>")
             parts.append(f"<img alt='{escape(title)}' src='{image(chart(run))}'>")
     return parts
+
+
+def qa_text(run: Run) -> str:
+    """The run's memory QA as plain text (``memlab qa``, ``memlab sweep``): answerable
+    accuracy per configuration and condition under the headline judge, the judge band and
+    the causes of wrong answers from memory ("" without memory QA)."""
+    if run.qa_answers.empty:
+        return ""
+    blocks = [
+        f"memory QA, headline judge {run.judge} (judges: {', '.join(run.judges)}); "
+        "answerable questions, 95% intervals over owners",
+        _accuracy(run).drop(columns="run").to_string(index=False),
+    ]
+    other = _other_kinds(run)
+    if not other.empty:
+        blocks += [
+            "abstain and adversarial questions (apart)",
+            other.drop(columns="run").to_string(index=False),
+        ]
+    band = _band(run)
+    if not band.empty:
+        blocks += ["judge band", band.drop(columns="run").to_string(index=False)]
+    ceiling, warnings = _ceiling(run)
+    if not ceiling.empty:
+        blocks += ["answer-key ceiling", ceiling.drop(columns="run").to_string(index=False)]
+    causes = _causes(run)
+    if not causes.empty:
+        blocks += [
+            f"why answers from memory are wrong ({run.judge} judge)",
+            causes.drop(columns="run").to_string(index=False),
+        ]
+    note = interval_note(
+        accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats),
+        int(run.qa_answers["user_id"].nunique()),
+    )
+    if not run.qa_manifest.get("complete", True):
+        warnings.append("some QA calls failed; their answers count as wrong")
+    blocks += [f"warning: {w}" for w in warnings] + ([note] if note else [])
+    return "\n\n".join(blocks)
