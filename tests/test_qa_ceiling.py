@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memlab.scoring.qa_metrics import key_ceiling
+from memlab.scoring.qa_metrics import key_ceiling, robust_verdicts
 
 # category -> (questions per owner, answers the audit changed per owner)
 CATEGORIES = {"single-hop": (10, 2), "temporal": (5, 0), "multi-hop": (4, 1)}
@@ -76,3 +76,34 @@ def test_no_audited_question_means_no_ceiling_table() -> None:
     rows = _rows()
     rows["audited"] = False
     assert key_ceiling(rows).empty
+
+
+def test_a_difference_is_robust_to_the_judge_only_under_every_judge() -> None:
+    keys = {"baseline_run": "a", "baseline_lane": "base", "run": "b"}
+
+    def table(verdicts: dict[str, str]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {**keys, "lane": lane, "metric": "qa_accuracy", "verdict": v}
+                for lane, v in verdicts.items()
+            ]
+        )
+
+    strict = table({"x": "better", "y": "better", "z": "no significant difference", "w": "worse"})
+    lenient = table(
+        {
+            "x": "better",
+            "y": "no significant difference",
+            "z": "no significant difference",
+            "w": "worse",
+        }
+    )
+    merged = robust_verdicts({"strict": strict, "lenient": lenient}).set_index("lane")
+    assert merged["judge_robust"].to_dict() == {
+        "x": "robust to the judge: better",
+        "y": "depends on the judge",
+        "z": "no difference under any judge",
+        "w": "robust to the judge: worse",
+    }
+    assert merged.loc["y", "verdict:strict"] == "better"
+    assert merged.loc["y", "verdict:lenient"] == "no significant difference"

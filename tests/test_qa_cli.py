@@ -39,9 +39,7 @@ def run_dir(swept: Run, tmp_path: Path) -> Path:
     return target
 
 
-def test_qa_adds_answers_and_prints_them(
-    run_dir: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_qa_adds_answers_and_prints_them(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]
     assert main([*args, "--judges", "strict,lenient", "--conditions", "memory,none"]) == 0
     out = capsys.readouterr().out
@@ -101,3 +99,16 @@ def test_report_has_a_memory_qa_section(run_dir: Path, tmp_path: Path) -> None:
         assert title in markdown
     html = Path(paths.html).read_text(encoding="utf-8")
     assert html.count("<img alt='Why answers from memory are wrong'") == 1
+
+
+def test_compare_says_which_qa_differences_hold_under_every_judge(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(run_dir), "--resamples", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "memory QA under every judge" in out
+    tail = out.split("memory QA under every judge")[1]
+    assert "verdict:strict" in tail and "verdict:lenient" in tail
+    assert "qa_accuracy" in tail

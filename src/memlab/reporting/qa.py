@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import html_table, md_table
-from memlab.scoring.comparison import Lane, compare_lanes
+from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
     accuracy_table,
@@ -49,6 +49,7 @@ from memlab.sweeps.run import Run, RunError
 __all__ = [
     "QA_CHARTS",
     "QASection",
+    "compare_under_judges",
     "judge_robustness",
     "qa_html",
     "qa_markdown",
@@ -243,20 +244,51 @@ def judge_robustness(
     pairs: Sequence[tuple[Lane, Lane]], options: StatOptions | None = None
 ) -> pd.DataFrame:
     """Each ``(baseline, candidate)`` pair compared on the judged QA rates under every judge
-    both runs share (:func:`memlab.scoring.qa_metrics.robust_verdicts`); empty when the runs
-    have no memory QA or share no judge."""
+    the runs share (:func:`memlab.scoring.qa_metrics.robust_verdicts`); empty when the runs
+    have no memory QA or share fewer than two judges."""
     runs = [lane.run for pair in pairs for lane in pair]
     typed = [run for run in runs if isinstance(run, Run)]
     if not pairs or len(typed) < len(runs):
         return pd.DataFrame()
-    shared = [j for j in typed[0].judges if all(j in run.judges for run in typed)]
-    if not shared:
-        return pd.DataFrame()
-    tables = {}
-    for judge in shared:
+
+    def table(judge: str) -> pd.DataFrame:
         judged = [(_under(base, judge), _under(cand, judge)) for base, cand in pairs]
-        tables[judge] = compare_lanes(judged, metrics=judged_metrics(), options=options)
-    return robust_verdicts(tables)
+        return compare_lanes(judged, metrics=judged_metrics(), options=options)
+
+    return _under_every_judge(typed, table)
+
+
+def compare_under_judges(
+    run_a: Run,
+    run_b: Run | None = None,
+    *,
+    baseline_lane: str | None = None,
+    options: StatOptions | None = None,
+) -> pd.DataFrame:
+    """:func:`memlab.scoring.comparison.compare` of the judged QA rates under every judge the
+    runs share, merged by :func:`memlab.scoring.qa_metrics.robust_verdicts` (a difference is
+    robust to the judge only when every judge finds it); empty when they share fewer than two
+    judges."""
+
+    def table(judge: str) -> pd.DataFrame:
+        return compare(
+            run_a.with_judge(judge),
+            run_b.with_judge(judge) if run_b is not None else None,
+            baseline_lane=baseline_lane,
+            metrics=judged_metrics(),
+            options=options,
+        )
+
+    return _under_every_judge([run_a] if run_b is None else [run_a, run_b], table)
+
+
+def _under_every_judge(
+    runs: Sequence[Run], table: Callable[[str], pd.DataFrame]
+) -> pd.DataFrame:
+    shared = [j for j in runs[0].judges if all(j in run.judges for run in runs)]
+    if len(shared) < 2:
+        return pd.DataFrame()
+    return robust_verdicts({judge: table(judge) for judge in shared})
 
 
 def _under(lane: Lane, judge: str) -> Lane:
