@@ -51,12 +51,7 @@ FATES: tuple[str, ...] = (
 """An evidence fact's fates in pipeline order (the earliest loss names a question's fate)."""
 
 CAUSES: tuple[str, ...] = (
-    "never_proposed",
-    "below_threshold",
-    "duplicate",
-    "evicted",
-    "removed",
-    "not_injected",
+    *FATES[: FATES.index("injected")],
     "answered_wrong",
     "wrong_with_gold_memory",
     "no_evidence",
