@@ -38,7 +38,7 @@ from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QASpec
 from memlab.sweeps.qa_step import IncompleteQAError, add_qa, qa_backend
-from memlab.sweeps.run import QA_ANSWERS, Run, load_run, read_record, record_path
+from memlab.sweeps.run import QA_ANSWERS, Run, load_run, read_owner_record
 
 ANSWER_RATE, ABSTAIN_RATE = 0.8, 0.5
 LENIENCY = {"lenient": 0.7, "strict": 0.1}
@@ -113,9 +113,7 @@ def _records(run: Run, owners: list[Owner]) -> dict[tuple[str, str], dict[str, A
     found = {}
     for lane in run.lanes:
         for owner in owners:
-            record = read_record(record_path(run.path, lane, owner.user_id))
-            assert record is not None
-            found[lane, owner.user_id] = record
+            found[lane, owner.user_id] = read_owner_record(run.path, lane, owner.user_id)
     return found
 
 

@@ -17,6 +17,14 @@ from memlab.backends.cache import (
     request_key,
 )
 from memlab.backends.cache_admin import CacheStats, PruneResult, cache_stats, prune_cache
+from memlab.backends.grammar import (
+    GrammarDialect,
+    bounded_reply_tokens,
+    compile_grammar,
+    longest_text_bytes,
+    to_grammar_schema,
+    worst_case_tokens,
+)
 from memlab.backends.llama_local import (
     BUNDLED_MODEL_FILE,
     BUNDLED_MODEL_ID,
@@ -24,10 +32,8 @@ from memlab.backends.llama_local import (
     LocalLlamaBackend,
     bundled_model_path,
     clear_model_cache,
-    compile_grammar,
     default_threads,
     load_model,
-    to_grammar_schema,
 )
 from memlab.backends.llama_server import (
     LlamaServer,
@@ -48,6 +54,7 @@ from memlab.backends.registry import (
     available_backends,
     backend_plugin,
     default_backend_spec,
+    dialect_for,
     is_simulated,
     register_backend,
     resolve_backend,
@@ -96,6 +103,7 @@ __all__ = [
     "Completion",
     "CompletionRequest",
     "GenerationParams",
+    "GrammarDialect",
     "LlamaServer",
     "LocalLlamaBackend",
     "ModelRequestsBlockedError",
@@ -113,6 +121,7 @@ __all__ = [
     "available_backends",
     "backend_plugin",
     "block_model_requests",
+    "bounded_reply_tokens",
     "bundled_model_path",
     "cache_stats",
     "check_model_requests_allowed",
@@ -120,10 +129,12 @@ __all__ = [
     "compile_grammar",
     "default_backend_spec",
     "default_threads",
+    "dialect_for",
     "entry_path",
     "free_port",
     "is_simulated",
     "load_model",
+    "longest_text_bytes",
     "parse_retry_after",
     "prune_cache",
     "register_backend",
@@ -131,4 +142,5 @@ __all__ = [
     "resolve_backend",
     "to_grammar_schema",
     "to_strict_schema",
+    "worst_case_tokens",
 ]

@@ -33,11 +33,13 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from memlab.core.machine import memory_budget
 from memlab.errors import MemlabError
 
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MAX_RESAMPLES",
     "Intervals",
     "PairedTest",
     "StatOptions",
@@ -52,6 +54,8 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 DEFAULT_RESAMPLES = 2000
+MAX_RESAMPLES = 100_000
+"""Upper bound of ``resamples``: 50 times the default, a few seconds per comparison."""
 DEFAULT_SEED = 20250101
 """Fixed so that a run's intervals and p-values are the same every time they are computed."""
 
@@ -82,8 +86,11 @@ class StatOptions:
     def __post_init__(self) -> None:
         if isinstance(self.resamples, bool) or not isinstance(self.resamples, int):
             raise StatsError(f"resamples must be a whole number, got {self.resamples!r}")
-        if self.resamples < 0:
-            raise StatsError(f"resamples must be 0 (off) or more, got {self.resamples}")
+        if not 0 <= self.resamples <= MAX_RESAMPLES:
+            raise StatsError(
+                f"resamples must be from 0 (off) to {MAX_RESAMPLES}, got {self.resamples} "
+                f"(default {DEFAULT_RESAMPLES})"
+            )
         for name in ("level", "alpha", "power"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0 < value < 1):
@@ -186,8 +193,21 @@ def _spread(draws: FloatArray) -> FloatArray:
         return np.asarray(np.nanstd(draws, axis=0, ddof=1), dtype=float)
 
 
+def _check_size(resamples: int, width: int) -> None:
+    """Refuse resample matrices that would not fit in memory (a few float64 copies)."""
+    needed = resamples * width * 8 * 6
+    budget = memory_budget()
+    if needed > budget:
+        raise StatsError(
+            f"{resamples} resamples over {width} owners or metrics need about "
+            f"{needed / 1024**3:.1f} GiB, more than this machine can spare "
+            f"({budget / 1024**3:.1f} GiB); use fewer resamples"
+        )
+
+
 def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
     """How often each owner is drawn in each resample: shape ``(resamples, owners)``."""
+    _check_size(resamples, owners)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, owners, size=(resamples, owners))
     # Count the picks per (resample, owner) in one bincount (rng.multinomial is 20x slower).
@@ -231,6 +251,7 @@ def _swap_masks(owners: int, resamples: int, seed: int) -> tuple[FloatArray, boo
     if owners < 63 and 2**owners <= resamples:
         codes = np.arange(2**owners)[:, None]
         return ((codes >> np.arange(owners)) & 1).astype(float), True
+    _check_size(resamples, owners)
     rng = np.random.default_rng(seed + 1)
     return rng.integers(0, 2, size=(resamples, owners)).astype(float), False
 

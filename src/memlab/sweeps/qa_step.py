@@ -74,8 +74,8 @@ from memlab.sweeps.run import (
     Run,
     file_facts,
     load_run,
-    read_record,
-    record_path,
+    owned_path,
+    read_owner_record,
     write_jsonl,
 )
 
@@ -187,7 +187,8 @@ def add_qa(
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
-    atomic_write_text(run.path / "summary.csv", done.summary.to_csv())  # with the QA metrics
+    summary = owned_path(run.path / "summary.csv", run.path)
+    atomic_write_text(summary, done.summary.to_csv())  # with the QA metrics
     if failed and not allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])
@@ -244,10 +245,7 @@ def _jobs(run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedProm
             if key not in histories and "full_context" in spec.conditions:
                 histories[key] = History(owner, config.token_counting)
             for sample in range(samples):
-                path = record_path(run.path, lane_id, owner.user_id, sample)
-                record = read_record(path)
-                if record is None:
-                    raise QAError(f"{path}: replay record missing; rerun the sweep first")
+                record = read_owner_record(run.path, lane_id, owner.user_id, sample)
                 tasks = _owner_tasks(owner, record, spec, settings, read, histories.get(key))
                 jobs.append(_Job(lane_id, sample, owner, record, tasks))
     return jobs
@@ -398,10 +396,10 @@ def _write(
     complete: bool,
 ) -> None:
     """The answer table, then the QA manifest (last: a QA step that stopped leaves none)."""
-    qa_dir = run.path / QA_ANSWERS.parent
+    qa_dir = owned_path(run.path / QA_ANSWERS.parent, run.path, "QA directory")
     qa_dir.mkdir(parents=True, exist_ok=True)
-    (run.path / QA_MANIFEST).unlink(missing_ok=True)
-    write_jsonl(run.path / QA_ANSWERS, redact(rows))
+    owned_path(run.path / QA_MANIFEST, run.path).unlink(missing_ok=True)
+    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), redact(rows))
     manifest = {
         "qa_format": QA_FORMAT,
         "complete": complete,
@@ -412,7 +410,7 @@ def _write(
         "owners": sorted({r["user_id"] for r in rows}),
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
-        "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS)},
+        "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)},
     }
-    atomic_write_text(run.path / QA_MANIFEST, json.dumps(manifest, indent=2))
+    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
     logger.info("qa: %d answers -> %s", len(rows), run.path / QA_ANSWERS)
