@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
@@ -54,6 +55,9 @@ def personas() -> list[Owner]:
 @pytest.fixture(scope="module")
 def profile_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     careful = load_profile("careful").model_dump(mode="json")
+    for key in ("confidence", "invented_confidence"):  # numbers again, as YAML keys
+        if careful.get(key):
+            careful[key] = {float(k): v for k, v in careful[key].items()}
     careful["name"] = "qa-test"
     careful["qa"] = {
         "answer_rate": ANSWER_RATE,
@@ -61,8 +65,9 @@ def profile_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "trap_rate": 0.3,
         "judge_leniency": LENIENCY,
     }
-    path = tmp_path_factory.mktemp("profile") / "qa-test.json"
-    path.write_text(json.dumps(careful), encoding="utf-8")
+    # YAML keeps the confidence keys numbers (JSON would make them text).
+    path = tmp_path_factory.mktemp("profile") / "qa-test.yaml"
+    path.write_text(yaml.safe_dump(careful), encoding="utf-8")
     return path
 
 
