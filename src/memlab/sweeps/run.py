@@ -348,18 +348,8 @@ class Run:
         if not manifest:
             return pd.DataFrame(columns=list(QARow.model_fields))
         path = self.path / QA_ANSWERS
-        expected = manifest.get("files", {}).get(QA_ANSWERS.name)
-        try:
-            actual = file_facts(path, self.path)
-        except FileNotFoundError:
-            raise RunError(f"{path}: missing; run the QA step again (memlab qa RUN)") from None
-        except OSError as exc:
-            raise RunError(f"{path}: cannot read the table: {io_reason(exc)}") from None
-        if actual != expected:
-            raise RunError(
-                f"{path}: {actual['rows']} rows and another checksum than the QA manifest "
-                "records: the file changed after the QA step; run it again (memlab qa RUN)"
-            )
+        expected = manifest.get("files", {}).get(QA_ANSWERS.name) or {}
+        _check_table(path, self.path, expected, "the QA step", "run it again (memlab qa RUN)")
         rows = read_rows(path, QARow, inside=self.path)
         return pd.DataFrame(rows, columns=list(QARow.model_fields))
 
@@ -561,18 +551,26 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if problem is not None:
         raise RunError(f"{manifest_file}: {problem}; it was edited or not written by memlab")
     for name, expected in manifest["files"].items():
-        try:
-            actual = file_facts(path / name, path)
-        except FileNotFoundError:
-            raise RunError(f"{path / name}: missing; rerun the sweep") from None
-        except OSError as exc:
-            raise RunError(f"{path / name}: cannot read the table: {io_reason(exc)}") from None
-        if actual != expected:
-            raise RunError(
-                f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
-                "and another checksum: the file changed after the sweep; rerun the sweep"
-            )
+        _check_table(path / name, path, expected, "the sweep", "rerun the sweep")
     return dict(manifest)
+
+
+def _check_table(
+    path: Path, run_path: Path, expected: dict[str, Any], writer: str, fix: str
+) -> None:
+    """Raise :class:`RunError` unless ``path`` has the rows and checksum its manifest recorded
+    (``writer`` wrote it; ``fix`` says how to write it again)."""
+    try:
+        actual = file_facts(path, run_path)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing; {fix}") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read the table: {io_reason(exc)}") from None
+    if actual != expected:
+        raise RunError(
+            f"{path}: {actual['rows']} rows, the manifest records {expected.get('rows')} "
+            f"and another checksum: the file changed after {writer}; {fix}"
+        )
 
 
 def _manifest_problem(manifest: dict[str, Any]) -> str | None:
