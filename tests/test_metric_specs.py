@@ -21,6 +21,7 @@ from memlab.scoring.metric_specs import (
     DEFAULT_PRIMARY,
     METRIC_SPECS,
     MetricSpec,
+    count_columns,
     gate_specs,
     interval_specs,
     report_specs,
@@ -91,13 +92,16 @@ def test_declarations_are_unique_and_consistent() -> None:
 
 def test_every_count_a_spec_names_is_computed(run: Run) -> None:
     counts = owner_counts(run.calls, run.sessions)
-    needed = {c for spec in METRIC_SPECS for c in spec.sources} - {"dup_embedding"}
+    # Measured only when asked for: embedding duplicates, memory QA (tests/test_qa_sweep.py).
+    optional = {"dup_embedding", *count_columns(by="qa")}
+    needed = {c for spec in METRIC_SPECS for c in spec.sources} - optional
     assert needed <= set(counts.columns), needed - set(counts.columns)
     assert len(counts) == 6  # 2 lanes x 3 owners
 
 
 def test_summary_columns_follow_the_specs(run: Run) -> None:
-    expected = [c for c in summary_columns() if "embedding" not in c]
+    optional = ("embedding", "qa_")  # not measured in this run
+    expected = [c for c in summary_columns() if not any(o in c for o in optional)]
     assert list(run.summary.columns[-len(expected) :]) == expected
     row = run.summary.set_index("label").loc["thr=0.7"]
     assert row["parse_failure_rate"] == pytest.approx(1 / 3)

@@ -7,6 +7,7 @@ from typing import Any
 
 from memlab.cli import _args
 from memlab.core.files import io_reason
+from memlab.reporting.qa import compare_under_judges
 from memlab.scoring.comparison import CompareError, compare, comparison_text
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.stats import StatOptions
@@ -85,6 +86,13 @@ def _compare(args: argparse.Namespace) -> int:
         f"{options.alpha:g} (the rest exploratory); {options.resamples} resamples over owners"
     )
     print(comparison_text(table).to_string(index=False))
+    robust = compare_under_judges(
+        run_a, run_b, baseline_lane=args.baseline_lane, options=options
+    )
+    if not robust.empty:
+        columns = ["lane", "metric", *(c for c in robust.columns if c.startswith("verdict:"))]
+        print("\nmemory QA under every judge (a difference holds only when every judge finds it):")
+        print(robust[[*columns, "judge_robust"]].to_string(index=False))
     if args.csv:
         try:
             table.to_csv(args.csv, index=False)

@@ -128,6 +128,12 @@ def _register_gate(subparsers: Any) -> None:
         action="store_true",
         help="check thresholds of rates on the pessimistic end of their 95%% interval",
     )
+    g.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="the judge whose verdicts the memory-QA thresholds count (default: the QA "
+        "step's first judge)",
+    )
     _args.add_stat_options(g)
     for name, spec in gate_specs().items():
         metavar = "RATE" if spec.percent else "N"
@@ -173,6 +179,8 @@ def _gate(args: argparse.Namespace) -> int:
     if args.use_bound and not thresholds.limits:
         raise ThresholdError("--use-bound applies to thresholds; pass a --max-*/--min-* flag")
     run = load_run(args.run)
+    if args.judge is not None:
+        run = run.with_judge(args.judge)
     run.stats = options
     missed = check_gate(run, thresholds, use_bound=args.use_bound)
     regressions: list[Regression] = []

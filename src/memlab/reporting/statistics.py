@@ -23,7 +23,14 @@ from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import StatOptions, bootstrap, min_detectable_effect
 from memlab.sweeps.run import Run
 
-__all__ = ["StatisticsSection", "section_html", "section_markdown", "statistics_section"]
+__all__ = [
+    "StatisticsSection",
+    "html_table",
+    "md_table",
+    "section_html",
+    "section_markdown",
+    "statistics_section",
+]
 
 
 @dataclass(frozen=True)
@@ -178,10 +185,11 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
 
 
 # Columns whose text comes from run names and configuration values (data, not our numbers).
-_DATA_COLUMNS = frozenset({"run", "configuration"})
+_DATA_COLUMNS = frozenset({"run", "configuration", "category", "judge", "judges"})
 
 
-def _md_table(frame: pd.DataFrame) -> list[str]:
+def md_table(frame: pd.DataFrame) -> list[str]:
+    """A table of display strings as Markdown lines (run names and configurations escaped)."""
     lines = md_table_head([str(c) for c in frame.columns])
     for _, row in frame.iterrows():
         cells = [md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
@@ -192,16 +200,17 @@ def _md_table(frame: pd.DataFrame) -> list[str]:
 def section_markdown(section: StatisticsSection) -> list[str]:
     """The section as Markdown lines."""
     lines = ["## Statistics", "", section.intro, "", "### Rates with intervals", ""]
-    lines += _md_table(section.intervals)
+    lines += md_table(section.intervals)
     if not section.comparisons.empty:
         lines += ["", f"### Against the baseline ({md_escape(section.baseline)})", ""]
-        lines += _md_table(section.comparisons)
+        lines += md_table(section.comparisons)
     if section.notes:
         lines += ["", *(f"{md_escape(note)}  " for note in section.notes)]
     return [*lines, ""]
 
 
-def _html_table(frame: pd.DataFrame) -> str:
+def html_table(frame: pd.DataFrame) -> str:
+    """A table of display strings as HTML (every cell escaped)."""
     head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{escape(str(row[c]))}</td>" for c in frame.columns) + "</tr>"
@@ -216,10 +225,10 @@ def section_html(section: StatisticsSection) -> list[str]:
         "<h2>Statistics</h2>",
         f"<p class='muted'>{escape(section.intro)}</p>",
         "<h3>Rates with intervals</h3>",
-        _html_table(section.intervals),
+        html_table(section.intervals),
     ]
     if not section.comparisons.empty:
         parts.append(f"<h3>Against the baseline ({escape(section.baseline)})</h3>")
-        parts.append(_html_table(section.comparisons))
+        parts.append(html_table(section.comparisons))
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     return parts

@@ -72,7 +72,8 @@ class CountSpec:
         by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
             metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
             (:mod:`~memlab.scoring.operations`), ``injection``
-            (:mod:`~memlab.scoring.injection_audit`), ``embeddings``, ``calls`` or ``owner``.
+            (:mod:`~memlab.scoring.injection_audit`), ``qa`` (:mod:`~memlab.scoring.
+            qa_metrics`), ``embeddings``, ``calls`` or ``owner``.
         in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
             others only appear when measured (embeddings, operations of newer runs).
     """
@@ -118,6 +119,15 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "injection",
         "injections injection_tokens injection_facts injection_dropped gold_injected "
         "gold_injectable",
+    ),
+    # Memory QA: the questions asked after each session, answered from the lane's memory
+    # and graded by one judge (memlab.scoring.qa_metrics.qa_session_counts).
+    *_counts(
+        "sessions",
+        "qa",
+        "qa_questions qa_answerable qa_correct qa_f1 qa_bleu1 qa_abstain qa_abstain_correct "
+        "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_no_verdict "
+        "qa_errors",
     ),
     # llm_calls is also in every session row: the calls of that session.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),
@@ -292,6 +302,7 @@ class MetricSpec:
 
 
 _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
+_QA_HINT = "no memory QA in this run (memlab qa RUN, or a grid with a qa: key)"
 _OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
 
 
@@ -513,6 +524,50 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         empty=0.0,
     ),
     MetricSpec("injection_dropped", "facts dropped by the budget", None),
+    # Does the memory help the agent answer? (memlab.scoring.qa_metrics): answerable questions
+    # answered from the lane's memory, graded by the run's headline judge; abstain and
+    # adversarial questions apart.
+    _rate(
+        "qa_accuracy",
+        "QA accuracy",
+        "higher",
+        ("qa_correct", "qa_answerable"),
+        report=True,
+        requires=_QA_HINT,
+    ),
+    _rate("qa_f1", "QA token F1", "higher", ("qa_f1", "qa_answerable"), requires=_QA_HINT),
+    _rate("qa_bleu1", "QA BLEU-1", "higher", ("qa_bleu1", "qa_answerable"), requires=_QA_HINT),
+    _rate(
+        "qa_abstain_accuracy",
+        "QA abstention accuracy (never said)",
+        "higher",
+        ("qa_abstain_correct", "qa_abstain"),
+        requires=_QA_HINT,
+    ),
+    _rate(
+        "qa_adversarial_accuracy",
+        "QA adversarial accuracy",
+        "higher",
+        ("qa_adversarial_correct", "qa_adversarial"),
+        requires=_QA_HINT,
+    ),
+    MetricSpec(
+        "qa_read_tokens_per_question",
+        "read tokens / question",
+        "lower",
+        "number",
+        ratio=("qa_read_tokens", "qa_questions"),
+        report=True,
+        requires=_QA_HINT,
+    ),
+    MetricSpec(
+        "qa_read_latency_per_question",
+        "read latency / question (s)",
+        "lower",
+        "number",
+        ratio=("qa_read_latency_s", "qa_questions"),
+        requires=_QA_HINT,
+    ),
 )
 """The built-in summary metrics in column order; the report's metric table keeps this order."""
 

@@ -19,6 +19,7 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
       max_facts: [100]
     replay_mode: debounce
     primary: [recall, parse_failure_rate]   # what "better" means here (default: the specs')
+    qa: {answer_backend: "local:smollm2", judges: [lenient, strict]}   # memory QA
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.injection_audit import InjectionPolicy
 from memlab.scoring.metric_specs import primary_metrics
+from memlab.sweeps.qa_spec import QASpec
 
 __all__ = [
     "AUTO_MAX_TOKENS",
@@ -334,6 +336,9 @@ class Grid(BaseModel):
     """The metrics that answer "is a lane better" for this run's comparisons and gate (the
     Holm family, :mod:`memlab.scoring.comparison`); ``None``: those the metric specs declare
     primary. Every other rate is shown as exploratory."""
+    qa: QASpec | None = None
+    """Ask every lane's memory the dataset's questions after the replays (see
+    :mod:`memlab.sweeps.qa_spec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
