@@ -31,6 +31,7 @@ from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
 from memlab.reporting.gate import check_regressions
 from memlab.reporting.report import build_report
+from memlab.scoring.comparability import MixedComparisonError
 from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
@@ -229,8 +230,10 @@ def test_unknown_lane_metric_and_disjoint_owners(good: Run, both: Run, tmp_path:
     run = sweep_scripted(
         other, {"name": "stranger", "replay_mode": "per_session"}, backend, tmp_path / "runs"
     )
-    with pytest.raises(CompareError, match="share no owners"):
+    with pytest.raises(MixedComparisonError, match="different dataset: sha256 "):
         compare(good, run)
+    with pytest.raises(CompareError, match="share no owners"):
+        compare(good, run, allow_mixed=True)
 
 
 def test_compare_command_prints_the_table(
@@ -293,7 +296,17 @@ def test_gate_passes_when_the_difference_is_noise(
     noisy: tuple[Run, Run], capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = noisy
-    code = main(gate(str(b.path), "--baseline", str(a.path), "--no-significant-regression", "all"))
+    args = gate(str(b.path), "--baseline", str(a.path), "--no-significant-regression", "all")
+    # 16 owners cannot show a 5-point regression of recall: the default tolerance fails.
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert re.search(
+        r"FAILED default: recall: cannot detect a regression of 5\.0 pts with 16 owners "
+        r"\(MDE \d+\.\d pts\)",
+        out,
+    ), out
+    assert "regression(s) undetectable" in out
+    code = main([*args, "--tolerance", "0.45"])  # a regression every MDE here detects
     out = capsys.readouterr().out
     assert code == 0, out
     assert "gate passed" in out

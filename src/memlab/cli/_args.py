@@ -162,6 +162,16 @@ def add_stat_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_allow_mixed(parser: argparse.ArgumentParser) -> None:
+    """``--allow-mixed``: compare lanes measured differently, under a banner."""
+    parser.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="compare lanes of another dataset, owner set, matcher or judge, or simulated "
+        "lanes with real ones (refused otherwise); a banner names what is mixed",
+    )
+
+
 def schema_bounds(text: str) -> SchemaBounds:
     """``KEY=N,...`` of a lane's ``schema_bounds``, e.g. ``summary_chars=60,max_new_facts=3``."""
     from pydantic import ValidationError

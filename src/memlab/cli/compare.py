@@ -25,10 +25,10 @@ def register(subparsers: Any) -> None:
         "configuration with the run's first one) on the owners both share: the delta of each "
         "rate with a paired bootstrap interval, a p-value (significant only when a sign-flip "
         "permutation test and the bootstrap interval both reject), and the minimum detectable "
-        "effect at 80%% power. The primary metrics (the grid's 'primary:', or --primary) form "
+        "effect at 80% power. The primary metrics (the grid's 'primary:', or --primary) form "
         "the Holm family over every configuration in the table; each one's verdict, interval "
         "and MDE use the level of the Holm step that decided it. The other rates are "
-        "exploratory, at 95%%.",
+        "exploratory, at 95%.",
         epilog="examples:\n  memlab compare runs/baseline runs/new-prompt\n"
         "  memlab compare runs/threshold-sweep --baseline-lane thr=0.7\n"
         "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",
@@ -54,6 +54,7 @@ def register(subparsers: Any) -> None:
         help="comma-separated rates forming the Holm family (default: run A's primary metrics)",
     )
     _args.add_stat_options(p)
+    _args.add_allow_mixed(p)
     p.add_argument("--csv", help="also write the full comparison table to this CSV file")
     p.set_defaults(func=_compare)
 
@@ -75,7 +76,10 @@ def _compare(args: argparse.Namespace) -> int:
         metrics=metrics,
         primary=primary,
         options=options,
+        allow_mixed=args.allow_mixed,
     )
+    for banner in table.attrs.get("banners", []):
+        print(banner)
     if table.empty:
         raise CompareError(f"{run_a.path}: one configuration and no run B: nothing to compare")
     first = table.iloc[0]
@@ -87,7 +91,11 @@ def _compare(args: argparse.Namespace) -> int:
     )
     print(comparison_text(table).to_string(index=False))
     robust = compare_under_judges(
-        run_a, run_b, baseline_lane=args.baseline_lane, options=options
+        run_a,
+        run_b,
+        baseline_lane=args.baseline_lane,
+        options=options,
+        allow_mixed=args.allow_mixed,
     )
     if not robust.empty:
         columns = ["lane", "metric", *(c for c in robust.columns if c.startswith("verdict:"))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.cli import _args
 from memlab.core.llm import Backend
-from memlab.matching.base import FactMatcher
+from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.calibration import SPLITS, Calibration, calibrate, load_pairs
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matcher_audit import AuditSheet, agreement_counts, judge_sheet, read_sheet
@@ -22,6 +23,8 @@ from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import load_run
 
 __all__ = ["matcher_from_args", "register"]
+
+logger = logging.getLogger(__name__)
 
 _CALIBRATE_EPILOG = """\
 Runs the matcher over the labeled (gold, stored) pairs and prints its agreement with the
@@ -153,8 +156,21 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
 
 
 def matcher_from_args(args: argparse.Namespace) -> FactMatcher:
-    """The matcher ``--matcher`` names; a judge's calls go through ``--cache-dir``."""
-    return resolve_matcher(args.matcher, backend_factory=_backend_factory(args))
+    """The matcher ``--matcher`` names; a judge's calls go through ``--cache-dir``.
+
+    When the name resolves to another matcher (``default`` without the embeddings extra is
+    ``default-lexical``), a warning says which one scores the run.
+    """
+    matcher = resolve_matcher(args.matcher, backend_factory=_backend_factory(args))
+    became = matcher_name(matcher)
+    if args.matcher == "default" and became != "default":
+        logger.warning(
+            "--matcher default: the embeddings extra is not installed, so the matcher is %s "
+            "(the default matcher without word embeddings); install memlab[embeddings] for "
+            "the full default matcher",
+            became,
+        )
+    return matcher
 
 
 def _backend_factory(args: argparse.Namespace) -> BackendFactory:

@@ -13,9 +13,11 @@ from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.errors import excerpt
 from memlab.reporting.gate import (
+    DEFAULT_TOLERANCE,
     Regression,
     ThresholdError,
     Thresholds,
+    Undetectable,
     check_gate,
     check_regressions,
 )
@@ -99,7 +101,9 @@ def _register_gate(subparsers: Any) -> None:
         epilog="examples:\n  memlab gate runs/nightly --max-parse-failure 0.05 --min-recall 0.6\n"
         "  memlab gate runs/candidate --baseline runs/main "
         "--no-significant-regression recall,parse_failure_rate\n"
-        "  memlab gate runs/nightly --min-recall 0.6 --use-bound   # lower 95%% bound >= 0.6",
+        "  memlab gate runs/nightly --min-recall 0.6 --use-bound   # lower 95% bound >= 0.6\n"
+        "  memlab gate runs/candidate --baseline runs/main --no-significant-regression "
+        "--tolerance 0.1",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g.add_argument("run", type=_args.directory, help="run directory (the candidate)")
@@ -118,6 +122,16 @@ def _register_gate(subparsers: Any) -> None:
         "grid's 'primary:' or those the specs declare), 'all', or comma-separated rates: "
         f"{', '.join(_rates())}",
     )
+    g.add_argument(
+        "--tolerance",
+        metavar="SIZE",
+        type=_tolerance,
+        default=DEFAULT_TOLERANCE,
+        help="the smallest regression --no-significant-regression must be able to detect, in "
+        "the rate's unit (0.05 = 5 points), for every rate or as RATE=SIZE,...; a rate whose "
+        "minimum detectable effect is larger fails the gate (default %(default)s)",
+    )
+    _args.add_allow_mixed(g)
     g.add_argument(
         "--baseline-lane",
         help="compare every configuration with this lane (id or label) of the baseline; "
@@ -139,6 +153,19 @@ def _register_gate(subparsers: Any) -> None:
         metavar = "RATE" if spec.percent else "N"
         g.add_argument(spec.flag, dest=name, type=float, metavar=metavar, help=spec.gate_help())
     g.set_defaults(func=_gate)
+
+
+def _tolerance(text: str) -> float | dict[str, float]:
+    """``SIZE`` or ``RATE=SIZE,...`` of ``--tolerance``."""
+    try:
+        if "=" not in text:
+            return float(text)
+        pairs = (item.partition("=") for item in text.split(",") if item.strip())
+        return {name.strip(): float(size) for name, _, size in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number or RATE=SIZE,..., got {excerpt(text)}"
+        ) from None
 
 
 def _rates() -> list[str]:
@@ -183,7 +210,7 @@ def _gate(args: argparse.Namespace) -> int:
         run = run.with_judge(args.judge)
     run.stats = options
     missed = check_gate(run, thresholds, use_bound=args.use_bound)
-    regressions: list[Regression] = []
+    regressions: list[Regression | Undetectable] = []
     if regression is not None:
         baseline = load_run(args.baseline)
         regressions, table = check_regressions(
@@ -192,15 +219,23 @@ def _gate(args: argparse.Namespace) -> int:
             _regression_metrics(regression, run.primary),
             baseline_lane=args.baseline_lane,
             options=options,
+            tolerance=args.tolerance,
+            allow_mixed=args.allow_mixed,
         )
+        for banner in table.attrs.get("banners", []):
+            print(banner)
+        failed = {(r.lane, r.metric) for r in regressions}
         for _, row in table.iterrows():
-            if row["verdict"] not in ("worse", "not computable"):
+            if (row["lane"], row["metric"]) not in failed:
                 print(f"ok {row['lane']}: {row['metric']} {describe(row)}")
     for failure in [*missed, *regressions]:
         print(f"FAILED {failure}")
+    undetectable = [r for r in regressions if isinstance(r, Undetectable)]
+    regressed = len(regressions) - len(undetectable)
     counts = [
         f"{len(missed)} threshold(s) missed" if missed else "",
-        f"{len(regressions)} regression(s)" if regressions else "",
+        f"{regressed} regression(s)" if regressed else "",
+        f"{len(undetectable)} regression(s) undetectable" if undetectable else "",
     ]
     if missed or regressions:
         print(f"gate failed: {', '.join(c for c in counts if c)}")

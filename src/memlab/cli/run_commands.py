@@ -196,8 +196,11 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
     except (IncompleteSweepError, IncompleteQAError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
+    from memlab.reporting.display import call_lines
+
     columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
     print(run.summary[columns].to_string())
+    print("\n".join(call_lines(run)))
     print()
     print(run.lane_status[["label", "reused", "replayed", "why"]].to_string())
     qa = qa_text(run)

@@ -293,7 +293,9 @@ class MemoryUpdateQueue:
                 result = self._processor(context)
                 if result is False:
                     failed = True
-                    logger.warning("memory update for thread %s was not written", context.thread_id)
+                    # The processor logged why (the updater: at WARNING, or INFO for a reply
+                    # that did not parse); one line per failure is enough.
+                    logger.info("memory update for thread %s was not written", context.thread_id)
             except Exception:
                 failed = True
                 logger.exception("memory update for thread %s failed", context.thread_id)

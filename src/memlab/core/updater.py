@@ -355,7 +355,10 @@ class MemoryUpdater:
         message = redact_text(message)
         result.error = message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS]
         result.error_stage = stage
-        logger.warning(
+        # A reply that does not parse is an outcome the run measures (and counts per lane),
+        # not a fault: logged at INFO (-v). Every other stage is a fault.
+        logger.log(
+            logging.INFO if stage == "parse" else logging.WARNING,
             "memory update for thread %s failed at %s: %s",
             result.thread_id,
             stage,

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from html import escape
 
+import pandas as pd
+
 from memlab.reporting.charts import fact_growth_chart, parse_failure_chart
 from memlab.reporting.report import figure_to_data_uri
 from memlab.sweeps.run import Run
 
-__all__ = ["DISPLAY_COLUMNS", "run_html"]
+__all__ = ["DISPLAY_COLUMNS", "call_lines", "run_html"]
 
 DISPLAY_COLUMNS = (
     "label",
     "llm_calls",
+    "model_calls",
+    "cache_hits",
     "parse_failure_rate",
     "final_facts",
     "recall",
@@ -37,3 +41,34 @@ def run_html(run: Run) -> str:
         figure = chart(run)
         parts.append(f'<img src="{figure_to_data_uri(figure)}" style="max-width:48%">')
     return "".join(parts)
+
+
+def _count(row: pd.Series, column: str) -> int:
+    value = row.get(column, 0)
+    return 0 if pd.isna(value) else int(value)
+
+
+def call_lines(run: Run) -> list[str]:
+    """What the run asked of models, in words: the total (``24 model calls, 112 from cache``)
+    and one line per lane with replies that did not parse (expected outcomes, counted here
+    instead of logged one by one; ``-v`` logs each)."""
+    totals = dict.fromkeys(("model_calls", "cache_hits", "simulated_calls"), 0)
+    for _, row in run.summary.iterrows():
+        for column in totals:
+            totals[column] += _count(row, column)
+    head = f"{totals['model_calls']} model calls, {totals['cache_hits']} from cache"
+    if totals["simulated_calls"]:
+        head += f", {totals['simulated_calls']} simulated (no model asked)"
+    lines = [head]
+    calls = run.calls
+    if calls.empty:
+        return lines
+    replied = calls[calls["reply"].notna()]
+    for lane_id, lane_calls in replied.groupby("lane_id", sort=False):
+        failed = int((~lane_calls["parse_ok"].astype(bool)).sum())
+        if failed and str(lane_id) in run.lanes:
+            lines.append(
+                f"{run.label(str(lane_id))}: {failed} of {len(lane_calls)} replies did not "
+                "parse (counted in the tables; -v logs each)"
+            )
+    return lines

@@ -12,7 +12,7 @@ run's primary metrics (its grid's ``primary:``, else those the specs declare).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,15 +20,17 @@ import pandas as pd
 
 from memlab.errors import MemlabError
 from memlab.scoring.comparison import compare, describe
-from memlab.scoring.metric_specs import MetricSpec, gate_specs, primary_metrics
+from memlab.scoring.metric_specs import MetricSpec, gate_specs, metric_spec, primary_metrics
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run
 
 __all__ = [
+    "DEFAULT_TOLERANCE",
     "GateFailure",
     "Regression",
     "ThresholdError",
     "Thresholds",
+    "Undetectable",
     "check_gate",
     "check_regressions",
 ]
@@ -143,6 +145,79 @@ class Regression:
         return f"{self.lane}: {self.metric} {what} [--no-significant-regression]"
 
 
+@dataclass(frozen=True)
+class Undetectable:
+    """A metric whose regression of ``tolerance`` the comparison cannot detect: its minimum
+    detectable effect (at the level its verdict used, 80% power) is larger, or there is none
+    with so few owners, and the delta's interval does not rule such a regression out. A gate
+    that could not have seen a regression does not pass."""
+
+    lane: str
+    metric: str
+    tolerance: float
+    owners: int
+    mde: float
+
+    def __str__(self) -> str:
+        spec = metric_spec(self.metric)
+        shown = "none" if math.isinf(self.mde) else spec.fmt_delta(self.mde).lstrip("+")
+        size = spec.fmt_delta(self.tolerance).lstrip("+")
+        return (
+            f"{self.lane}: {self.metric}: cannot detect a regression of {size} with "
+            f"{self.owners} owners (MDE {shown}); compare on more owners, or pass a "
+            "--tolerance it can detect [--no-significant-regression]"
+        )
+
+
+DEFAULT_TOLERANCE = 0.05
+"""The regression ``gate --no-significant-regression`` must be able to detect, by default:
+5 percentage points of a rate."""
+
+
+def _tolerances(
+    tolerance: float | Mapping[str, float] | None, family: Sequence[str]
+) -> dict[str, float]:
+    if tolerance is None:
+        return {}
+    if isinstance(tolerance, Mapping):
+        unknown = [name for name in tolerance if name not in family]
+        if unknown:
+            raise ThresholdError(
+                f"--tolerance {unknown[0]}: not a metric the gate checks ({', '.join(family)})"
+            )
+        chosen = dict(tolerance)
+    else:
+        chosen = dict.fromkeys(family, tolerance)
+    for name, value in chosen.items():
+        if isinstance(value, bool) or not (math.isfinite(float(value)) and value > 0):
+            raise ThresholdError(f"--tolerance {name}={value!r}: give a positive number")
+    return {name: float(value) for name, value in chosen.items()}
+
+
+def _ruled_out(row: pd.Series, limit: float) -> bool:
+    """Whether the delta's interval excludes a regression of ``limit`` (its pessimistic end
+    is better than ``-limit``)."""
+    spec = metric_spec(str(row["metric"]))
+    worst = float(row["delta_lo"]) if spec.higher_is_better else -float(row["delta_hi"])
+    return not math.isnan(worst) and worst > -limit
+
+
+def _undetectable(table: pd.DataFrame, tolerances: Mapping[str, float]) -> list[Undetectable]:
+    """Rows where a regression of the tolerance could have gone unseen: the MDE is larger
+    and the interval does not rule such a regression out."""
+    found = []
+    for _, row in table.iterrows():
+        limit = tolerances.get(str(row["metric"]))
+        mde = float(row["mde"])
+        if limit is None or math.isnan(mde) or row["verdict"] in ("worse", "not computable"):
+            continue
+        if mde > limit and not _ruled_out(row, limit):
+            found.append(
+                Undetectable(str(row["lane"]), str(row["metric"]), limit, int(row["owners"]), mde)
+            )
+    return found
+
+
 def _absent(spec: MetricSpec) -> str:
     """Why a run lacks a metric: how to measure it, for metrics only some runs have."""
     return spec.requires or "not in the run summary"
@@ -206,19 +281,26 @@ def check_regressions(
     *,
     baseline_lane: str | None = None,
     options: StatOptions | None = None,
-) -> tuple[list[Regression], pd.DataFrame]:
+    tolerance: float | Mapping[str, float] | None = None,
+    allow_mixed: bool = False,
+) -> tuple[list[Regression | Undetectable], pd.DataFrame]:
     """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
 
     ``metrics`` are the family tested (default: ``candidate.primary``, else the specs'
     primary metrics). Returns the regressions and the full comparison (one row per lane and
     metric, see :func:`memlab.scoring.comparison.compare`). A metric that cannot be compared
     (NaN, e.g. no labeled facts) counts as a regression: a gate never passes on a missing
-    number.
+    number. With ``tolerance`` (a regression size in the metric's unit, for every metric or
+    by metric), a metric whose minimum detectable effect is larger is an
+    :class:`Undetectable` failure: "no significant regression" means nothing when a
+    regression that size could not have been seen. ``allow_mixed`` as for
+    :func:`~memlab.scoring.comparison.compare`.
     """
     try:
         family = list(primary_metrics(metrics if metrics is not None else candidate.primary))
     except KeyError as exc:
         raise ThresholdError(str(exc.args[0])) from None
+    tolerances = _tolerances(tolerance, family)
     table = compare(
         baseline,
         candidate,
@@ -226,10 +308,12 @@ def check_regressions(
         metrics=family,
         primary=family,
         options=options,
+        allow_mixed=allow_mixed,
     )
-    found = []
+    found: list[Regression | Undetectable] = []
     for _, row in table.iterrows():
         base = f"{row['baseline_run']} ({row['baseline_lane']})"
         if row["verdict"] in ("worse", "not computable"):
             found.append(Regression(str(row["lane"]), str(row["metric"]), base, describe(row)))
+    found += _undetectable(table, tolerances)
     return found, table

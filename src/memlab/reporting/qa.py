@@ -264,6 +264,7 @@ def compare_under_judges(
     *,
     baseline_lane: str | None = None,
     options: StatOptions | None = None,
+    allow_mixed: bool = False,
 ) -> pd.DataFrame:
     """:func:`memlab.scoring.comparison.compare` of the judged QA rates under every judge the
     runs share, merged by :func:`memlab.scoring.qa_metrics.robust_verdicts` (a difference is
@@ -277,6 +278,7 @@ def compare_under_judges(
             baseline_lane=baseline_lane,
             metrics=judged_metrics(),
             options=options,
+            allow_mixed=allow_mixed,
         )
 
     return _under_every_judge([run_a] if run_b is None else [run_a, run_b], table)

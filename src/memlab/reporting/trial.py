@@ -8,9 +8,10 @@ changed. In a notebook the trial displays itself as HTML; its parts are DataFram
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any, Literal
@@ -18,16 +19,21 @@ from typing import Any, Literal
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
+from memlab.backends.registry import is_simulated
 from memlab.core.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
+from memlab.matching.matchers import resolve_matcher
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
+from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, check_pairs
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
 
 __all__ = ["PromptTrial", "TrialError", "try_prompt"]
+
+logger = logging.getLogger(__name__)
 
 OwnerChoice = Literal["all", "failed"] | Sequence[str]
 
@@ -47,6 +53,7 @@ class PromptTrial:
         run: The trial's own run (one lane: the baseline's config with the new prompt).
         before: The baseline lane's prompt.
         after: The prompt tried.
+        banners: What the comparison mixes (another matcher...), when allowed.
     """
 
     baseline: Run
@@ -55,6 +62,12 @@ class PromptTrial:
     run: Run
     before: PromptVariant
     after: PromptVariant
+    banners: list[str] = field(default_factory=list)
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the lane replays the simulated model (which ignores prompt text)."""
+        return is_simulated(self.baseline.lanes[self.lane_id].backend)
 
     def __repr__(self) -> str:
         return (
@@ -96,13 +109,24 @@ class PromptTrial:
             columns={"fact_a": "baseline", "fact_b": "trial"}
         )
 
+    @property
+    def title(self) -> str:
+        """``Prompt trial: a (sha) → b (sha), N owner(s) of RUN``, ``[simulated]`` first when
+        the lane replays the simulated model."""
+        label = "[simulated] " if self.simulated else ""
+        return (
+            f"{label}Prompt trial: {self.before.name} ({self.before.sha256[:8]}) → "
+            f"{self.after.name} ({self.after.sha256[:8]}), {len(self.owners)} owner(s) of "
+            f"{self.baseline.name}"
+        )
+
     def _repr_html_(self) -> str:
         diff = self.diff or "(the templates are identical)"
+        notes = [*self.banners, *([SIMULATED_PROMPT_NOTE] if self.simulated else [])]
         return (
-            f"<h4>Prompt trial: {escape(self.before.name)} ({self.before.sha256[:8]}) → "
-            f"{escape(self.after.name)} ({self.after.sha256[:8]}), "
-            f"{len(self.owners)} owner(s) of {escape(self.baseline.name)}</h4>"
-            f"<pre style='max-height:20rem;overflow:auto'>{escape(diff)}</pre>"
+            f"<h4>{escape(self.title)}</h4>"
+            + "".join(f"<p><strong>{escape(note)}</strong></p>" for note in notes)
+            + f"<pre style='max-height:20rem;overflow:auto'>{escape(diff)}</pre>"
             f"{self.metrics.to_html()}"
             f"<h5>Facts that changed</h5>{self.facts.to_html(index=False)}"
         )
@@ -155,6 +179,7 @@ def try_prompt(
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     matcher: FactMatcher | None = None,
+    allow_mixed: bool = False,
 ) -> PromptTrial:
     """Replay some of ``run``'s owners under its baseline lane with ``prompt`` instead.
 
@@ -164,9 +189,18 @@ def try_prompt(
         owners: ``"failed"`` (owners with a failed call in the baseline lane), ``"all"``, or
             a list of user ids.
         lane: The baseline lane id (default: the run's first lane).
-        backend_factory, cache_dir, cache_mode, matcher: As for :func:`memlab.sweep`.
+        backend_factory, cache_dir, cache_mode: As for :func:`memlab.sweep`.
+        matcher: The fact matcher (default: the one that scored ``run``, when it can be
+            built by name; else the default matcher).
+        allow_mixed: Compare even when the trial is measured differently from the baseline
+            (another matcher); :attr:`PromptTrial.banners` then says what is mixed.
 
-    The trial is written under ``<run>/tries/``; rerunning an unchanged trial reuses it.
+    The trial is written under ``<run>/tries/``; rerunning an unchanged trial reuses it. On
+    the simulated model a warning says the trial cannot show a prompt's effect.
+
+    Raises:
+        MixedComparisonError: The trial is measured differently from the baseline lane
+            (:mod:`memlab.scoring.comparability`) and ``allow_mixed`` is false.
     """
     lane_id = lane or next(iter(run.lanes))
     if lane_id not in run.lanes:
@@ -175,6 +209,8 @@ def try_prompt(
     before = PromptVariant(info["name"], info["template"], source=info.get("source", ""))
     after, extra = _trial_prompt(resolve_prompt(prompt, name="trial"))
     selected = _owners(run, lane_id, owners)
+    if is_simulated(run.lanes[lane_id].backend):
+        logger.warning("prompt trial on %s: %s", run.name, SIMULATED_PROMPT_NOTE)
     grid = _trial_grid(run, lane_id, selected, after)
     trial = sweep(
         grid.dataset,
@@ -185,9 +221,24 @@ def try_prompt(
         cache_dir=cache_dir,
         cache_mode=cache_mode,
         progress=False,
-        matcher=matcher,
+        matcher=matcher if matcher is not None else _recorded_matcher(run),
     )
-    return PromptTrial(run, lane_id, selected, trial, before, after)
+    base = _restricted(run, lane_id, selected)
+    pair = (base.lane_facts(lane_id), trial.lane_facts(next(iter(trial.lanes))))
+    banners = check_pairs([pair], allow_mixed=allow_mixed)
+    return PromptTrial(run, lane_id, selected, trial, before, after, banners)
+
+
+def _recorded_matcher(run: Run) -> FactMatcher | None:
+    """The matcher that scored ``run``, rebuilt by name (``None``: the default matcher)."""
+    record = run.environment.get("matcher")
+    name = record.get("name") if isinstance(record, dict) else None
+    if not isinstance(name, str) or name.startswith("judge"):
+        return None
+    try:
+        return resolve_matcher(name)
+    except MemlabError:  # a parameterised or plugin matcher that is not registered by name
+        return None
 
 
 def _trial_prompt(after: PromptVariant) -> tuple[PromptVariant, dict[str, str] | None]:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import MemlabError
+from memlab.scoring.comparability import LaneFacts, check_pairs, same_kind_baselines
 from memlab.scoring.estimators import estimator
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
@@ -87,6 +88,10 @@ class ScoredRun(Protocol):
         """A short label of a lane."""
         ...
 
+    def lane_facts(self, lane_id: str) -> LaneFacts:
+        """What comparisons check of a lane (:mod:`memlab.scoring.comparability`)."""
+        ...
+
 
 class CompareError(MemlabError, ValueError):
     """Two runs or lanes cannot be compared (no shared owners, unknown lane or metric)."""
@@ -103,6 +108,11 @@ class Lane:
     def label(self) -> str:
         """The lane's label within its run."""
         return self.run.label(self.lane_id)
+
+    @property
+    def facts(self) -> LaneFacts:
+        """What comparisons check of the lane (:mod:`memlab.scoring.comparability`)."""
+        return self.run.lane_facts(self.lane_id)
 
 
 COMPARE_COLUMNS: tuple[str, ...] = (
@@ -140,6 +150,7 @@ def compare(
     metrics: Sequence[str] | None = None,
     primary: Sequence[str] | None = None,
     options: StatOptions | None = None,
+    allow_mixed: bool = False,
 ) -> pd.DataFrame:
     """Compare run B's lanes with run A's (or run A's lanes with one of its own).
 
@@ -147,24 +158,41 @@ def compare(
         run_a: The baseline run.
         run_b: The candidate run; ``None`` compares every other lane of ``run_a`` with its
             baseline lane.
-        baseline_lane: Lane id or label in ``run_a`` to compare against. Default: the first
-            lane when ``run_b`` is None or ``run_a`` has one lane; otherwise each lane of
-            ``run_b`` is paired with the lane of ``run_a`` that has the same label.
+        baseline_lane: Lane id or label in ``run_a`` to compare against. Default: with one
+            run, the first lane of the same kind (simulated lanes against the first simulated
+            lane, real ones against the first real one); with two, the first lane when
+            ``run_a`` has one lane, else the lane of ``run_a`` with the same label.
         metrics: Rate columns to compare (default: every rate with an interval).
         primary: The Holm family's metrics (default: ``run_a.primary``, else the specs').
         options: Resamples, seed, level, alpha and power (default: ``run_a.stats``).
+        allow_mixed: Compare lanes measured differently (see :func:`compare_lanes`).
 
     Returns:
         One row per (lane, metric) with the columns :data:`COMPARE_COLUMNS`; ``delta`` is
         candidate minus baseline; see :func:`compare_lanes` for the verdicts.
     """
-    if run_b is None:
-        base = Lane(run_a, _find_lane(run_a, baseline_lane or next(iter(run_a.lanes), "")))
+    if run_b is None and baseline_lane is None:
+        pairs = _pair_by_kind(run_a)
+    elif run_b is None:
+        base = Lane(run_a, _find_lane(run_a, baseline_lane or ""))
         pairs = [(base, Lane(run_a, lid)) for lid in run_a.lanes if lid != base.lane_id]
     else:
         pairs = _pair_runs(run_a, run_b, baseline_lane)
     chosen = primary if primary is not None else run_a.primary
-    return compare_lanes(pairs, metrics=metrics, primary=chosen, options=options or run_a.stats)
+    return compare_lanes(
+        pairs,
+        metrics=metrics,
+        primary=chosen,
+        options=options or run_a.stats,
+        allow_mixed=allow_mixed,
+    )
+
+
+def _pair_by_kind(run: ScoredRun) -> list[tuple[Lane, Lane]]:
+    """Each lane of ``run`` with the first lane of its kind (simulated or real)."""
+    lanes = [Lane(run, lane_id) for lane_id in run.lanes]
+    baselines = same_kind_baselines([lane.facts for lane in lanes])
+    return [(lanes[b], lanes[i]) for i, b in enumerate(baselines) if i != b]
 
 
 def _find_lane(run: ScoredRun, wanted: str) -> str:
@@ -176,7 +204,8 @@ def _find_lane(run: ScoredRun, wanted: str) -> str:
 
 
 def _pair_runs(
-    run_a: ScoredRun, run_b: ScoredRun, baseline_lane: str | None) -> list[tuple[Lane, Lane]]:
+    run_a: ScoredRun, run_b: ScoredRun, baseline_lane: str | None
+) -> list[tuple[Lane, Lane]]:
     if baseline_lane is not None or len(run_a.lanes) == 1:
         base = Lane(run_a, _find_lane(run_a, baseline_lane or next(iter(run_a.lanes))))
         return [(base, Lane(run_b, lid)) for lid in run_b.lanes]
@@ -233,8 +262,14 @@ def compare_lanes(
     metrics: Sequence[str] | None = None,
     primary: Sequence[str] | None = None,
     options: StatOptions | None = None,
+    allow_mixed: bool = False,
 ) -> pd.DataFrame:
     """Compare each ``(baseline, candidate)`` pair; the Holm family spans every pair.
+
+    Pairs measured differently (another dataset, owner set, matcher or judge, or a
+    simulated lane against a real one: :func:`memlab.scoring.comparability.check_pairs`)
+    raise :class:`~memlab.scoring.comparability.MixedComparisonError`; with ``allow_mixed``
+    they are compared and ``table.attrs["banners"]`` says what was mixed.
 
     ``primary`` names the family's metrics (default: those the specs declare primary); the
     other rows are secondary. Verdicts:
@@ -253,6 +288,9 @@ def compare_lanes(
     level, ``p_holm`` the Holm-adjusted p-value of a primary row.
     """
     options = options or StatOptions()
+    banners = check_pairs(
+        [(base.facts, cand.facts) for base, cand in pairs], allow_mixed=allow_mixed
+    )
     specs = _pick_metrics(metrics)
     try:
         family = set(primary_metrics(primary))
@@ -267,6 +305,7 @@ def compare_lanes(
             rows.append(row)
             tests.append(test)
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+    table.attrs["banners"] = banners
     if table.empty:
         return table
     _decide(table, tests, options)
@@ -305,7 +344,11 @@ def _decide(table: pd.DataFrame, tests: Sequence[Paired | None], options: StatOp
             lo, hi = test.at(alpha)
             p_value = test.p_value
         table.loc[i, ["delta_lo", "delta_hi", "mde", "p_value", "level"]] = [
-            lo, hi, mde, p_value, 1 - alpha
+            lo,
+            hi,
+            mde,
+            p_value,
+            1 - alpha,
         ]
     table["significant"] = rejected
     table["verdict"] = [

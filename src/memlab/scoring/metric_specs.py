@@ -135,7 +135,7 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "calls",
         "calls",
         "replies parse_failures backend_errors prompt_tokens completion_tokens tokens cost_usd "
-        "cache_hits",
+        "cache_hits model_calls simulated_calls",
     ),
     *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
     *_counts(
@@ -155,6 +155,7 @@ def count_columns(*, over: Over | None = None, by: str | None = None) -> tuple[s
         for c in COUNT_SPECS
         if (over is None or c.over == over) and (by is None or c.by == by)
     )
+
 
 _RATE = (0.0, 1.0)
 _COUNT = (0.0, math.inf)
@@ -443,6 +444,10 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("llm_calls", "LLM calls", "lower", report=True),
     MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
     MetricSpec("cache_hits", "cache hits", None),
+    # Calls that reached a model (not the cache, not the simulated model), and the simulated
+    # model's: llm_calls = model_calls + cache_hits + simulated_calls + skipped updates.
+    MetricSpec("model_calls", "model calls", None),
+    MetricSpec("simulated_calls", "simulated calls", None),
     MetricSpec("added", "facts added", None),
     MetricSpec("removed", "facts removed", None),
     MetricSpec("evicted", "facts evicted by the cap", None),
@@ -576,9 +581,7 @@ def _unknown_metric(column: str, known: Sequence[str]) -> KeyError:
     return KeyError(f"unknown metric {column!r}; known metrics: {', '.join(known)}")
 
 
-METRICS: plugins.Registry[MetricSpec] = plugins.declare(
-    "metric", "metric", unknown=_unknown_metric
-)
+METRICS: plugins.Registry[MetricSpec] = plugins.declare("metric", "metric", unknown=_unknown_metric)
 """Every summary metric by column: the built-ins, then those plugins register
 (``METRICS.register(spec.column, spec)``), in column order."""
 

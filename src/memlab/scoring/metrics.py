@@ -38,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.backends.registry import price_table
+from memlab.backends.registry import is_simulated, price_table
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
@@ -63,6 +63,7 @@ __all__ = [
     "summarize",
     "violation_table",
 ]
+
 
 def session_rows(
     owner: Owner,
@@ -300,6 +301,12 @@ def _call_counts(
     replied = calls["reply"].notna()
     models = calls["model"].map(lambda m: m if isinstance(m, str) else "")
     rates = {model: _price(model, prices) for model in models.unique()}
+    cached = calls["cached"].astype(bool)
+    # A skipped update asked nothing; the simulated model is an instrument, not a model call.
+    asked = calls["skipped"].isna() if "skipped" in calls.columns else pd.Series(True, calls.index)
+    backends = calls["backend"] if "backend" in calls.columns else pd.Series("", calls.index)
+    sim = {name: isinstance(name, str) and is_simulated(name) for name in backends.unique()}
+    simulated = backends.map(sim).astype(bool)
     frame = calls[unit].assign(
         llm_calls=1,
         replies=replied.astype(int),
@@ -313,7 +320,9 @@ def _call_counts(
             + calls["completion_tokens"] * models.map(lambda m: rates[m][1])
         )
         / 1e6,
-        cache_hits=calls["cached"].astype(bool).astype(int),
+        cache_hits=cached.astype(int),
+        model_calls=(asked & ~cached & ~simulated).astype(int),
+        simulated_calls=(asked & ~cached & simulated).astype(int),
     )
     return frame.groupby(unit, sort=False).sum()
 

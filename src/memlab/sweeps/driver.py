@@ -36,7 +36,8 @@ import pandas as pd
 import yaml
 
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import environment_packages
+from memlab.backends.identity import file_digest
+from memlab.backends.registry import environment_packages, is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
@@ -44,6 +45,7 @@ from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
+from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
 from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
@@ -168,6 +170,7 @@ def sweep(
         cache_mode=cache_mode,
         fork=fork,
     )
+    _warn_simulated_prompts(plan)
     _prepare_run_dir(plan, Path(runs_dir), resume)
     outcomes = execute(plan, executor, max_workers, progress)
     matcher = matcher if matcher is not None else default_matcher()
@@ -217,6 +220,8 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
         raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
     grid_doc = {
         "dataset": str(plan.dataset_path),
+        # What comparisons check two runs replayed (memlab.sweeps.lane_facts).
+        "dataset_sha256": _dataset_digest(plan.dataset_path),
         "grid": plan.grid.model_dump(mode="json"),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
     }
@@ -226,6 +231,23 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
             owned_path(run_path / "lanes" / lane.lane_id / "config.json", run_path),
             json.dumps(lane.describe(), indent=2, ensure_ascii=False),
         )
+
+
+def _warn_simulated_prompts(plan: SweepPlan) -> None:
+    """Warn once when simulated lanes differ in their prompt: the simulated model answers
+    from the dataset's labels, whatever the prompt says."""
+    prompts = {lane.prompt.sha256 for lane in plan.lanes if is_simulated(lane.config.backend)}
+    if len(prompts) > 1:
+        logger.warning(
+            "sweep %s: %s (compare prompts on a real model)", plan.name, SIMULATED_PROMPT_NOTE
+        )
+
+
+def _dataset_digest(path: Path) -> str | None:
+    try:
+        return file_digest(path)
+    except (OSError, MemlabError):
+        return None
 
 
 def _score(

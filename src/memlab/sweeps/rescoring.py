@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab._version import __version__
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.files import io_reason
@@ -134,7 +135,9 @@ def matcher_record(matcher: FactMatcher, run: Run | str | Path | None = None) ->
     retracted-held per lane under each judge prompt, and the prompts' agreement over the pairs
     judged.
     """
-    record: dict[str, Any] = {"name": matcher_name(matcher)}
+    # The matchers ship with memlab: its version is the matcher's, unless a plugin says.
+    version = getattr(matcher, "version", None) or __version__
+    record: dict[str, Any] = {"name": matcher_name(matcher), "version": str(version)}
     if isinstance(matcher, LLMJudgeMatcher) and run is not None:
         record["judge"] = _judge_record(matcher, run if isinstance(run, Run) else load_run(run))
     return record

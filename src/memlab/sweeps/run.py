@@ -50,10 +50,12 @@ from memlab.core.jsontext import loads_json
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
+from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.grid import Grid, LaneConfig
+from memlab.sweeps.lane_facts import read_lane_facts
 from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
 from memlab.sweeps.views import RUN_VIEWS
 
@@ -438,6 +440,11 @@ class Run:
             return str(self.lane_info(lane_id).get("prompt", {}).get("sha256", ""))[:8]
         except RunError:
             return ""
+
+    def lane_facts(self, lane_id: str) -> LaneFacts:
+        """What comparisons check of a lane: dataset, owners, matcher, judge, backend, prompt
+        and settings (:func:`memlab.sweeps.lane_facts.read_lane_facts`)."""
+        return read_lane_facts(self, lane_id)
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""

@@ -1,0 +1,198 @@
+"""What differs between two lanes, checked before any comparison ranks them.
+
+A delta between two lanes means something only when the lanes were measured alike: the same
+dataset and owners, scored by the same matcher (and version), graded by the same judge. And a
+lane that replays the simulated model is an instrument, never a contestant against a real
+model. :class:`LaneFacts` records what a lane is; :func:`differences` lists every way two
+lanes differ, and :func:`check_pairs` refuses the pairs a comparison must not rank
+(:class:`MixedComparisonError`, one line naming the difference) unless ``allow_mixed``, in
+which case it returns the banners to show above the comparison.
+
+``compare``, the regression gate, the prompt trial and the reports all go through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memlab.errors import MemlabError
+
+__all__ = [
+    "BLOCKING",
+    "SIMULATED_PROMPT_NOTE",
+    "Difference",
+    "LaneFacts",
+    "MixedComparisonError",
+    "check_pairs",
+    "differences",
+    "kind_of",
+    "same_kind_baselines",
+]
+
+BLOCKING: tuple[str, ...] = (
+    "dataset",
+    "owners",
+    "matcher",
+    "matcher version",
+    "judge",
+    "backend kind",
+)
+"""Differences that make a delta meaningless: a comparison refuses them unless mixed
+comparisons are allowed. Every other difference (backend, prompt, a setting) is what a
+comparison is for."""
+
+SIMULATED_PROMPT_NOTE = (
+    "the simulated model ignores prompt text: these lanes differ only in their labels"
+)
+"""What a prompt comparison between simulated lanes cannot show."""
+
+
+class MixedComparisonError(MemlabError, ValueError):
+    """Two lanes measured differently (dataset, owners, matcher, judge, simulated vs real).
+
+    Attributes:
+        difference: The first blocking difference found.
+    """
+
+    def __init__(self, message: str, difference: Difference) -> None:
+        super().__init__(message)
+        self.difference = difference
+
+
+@dataclass(frozen=True)
+class LaneFacts:
+    """What a lane is, as far as comparing it goes.
+
+    Attributes:
+        run: The run's name.
+        lane: The lane's label in its run.
+        dataset: The dataset's identity (content hash when recorded, else its path).
+        owners: The owners the run replayed.
+        matcher: The matcher that scored the run ("" when not recorded).
+        matcher_version: Its version ("" when not recorded).
+        judge: The judge grading the run's memory QA ("" without memory QA).
+        backend: The backend's identity in words (name, model, file hash...).
+        simulated: Whether the backend is the simulated model.
+        prompt: The prompt's name.
+        prompt_sha256: The prompt template's content hash ("" when not recorded).
+        settings: Every other lane setting by name.
+    """
+
+    run: str
+    lane: str
+    dataset: str = ""
+    owners: frozenset[str] = frozenset()
+    matcher: str = ""
+    matcher_version: str = ""
+    judge: str = ""
+    backend: str = ""
+    simulated: bool = False
+    prompt: str = ""
+    prompt_sha256: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """``run: lane`` for messages."""
+        return f"{self.run}: {self.lane}"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way two lanes differ: ``what`` (``matcher``, ``prompt``, ``setting max_facts``),
+    and each side's value in words."""
+
+    what: str
+    a: str
+    b: str
+
+    @property
+    def blocking(self) -> bool:
+        """Whether a comparison refuses it (see :data:`BLOCKING`)."""
+        return self.what in BLOCKING
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.a} vs {self.b}"
+
+
+def kind_of(facts: LaneFacts) -> str:
+    """``simulated`` or ``real``: lanes of different kinds are never ranked together."""
+    return "simulated" if facts.simulated else "real"
+
+
+def _owners_text(owners: frozenset[str], other: frozenset[str]) -> str:
+    only = sorted(owners - other)
+    shown = ", ".join(only[:3]) + (", ..." if len(only) > 3 else "")
+    return f"{len(owners)} owners" + (f" ({len(only)} not in the other: {shown})" if only else "")
+
+
+def differences(a: LaneFacts, b: LaneFacts) -> list[Difference]:
+    """Every way ``b`` differs from ``a``, blocking ones first (in :data:`BLOCKING` order),
+    then backend, prompt and each setting. A fact one side did not record ("") is no
+    difference: runs written before it was recorded stay comparable."""
+    found: list[Difference] = []
+
+    def add(what: str, left: str, right: str) -> None:
+        if left and right and left != right:
+            found.append(Difference(what, left, right))
+
+    add("dataset", a.dataset, b.dataset)
+    if a.owners and b.owners and a.owners != b.owners:
+        found.append(
+            Difference("owners", _owners_text(a.owners, b.owners), _owners_text(b.owners, a.owners))
+        )
+    add("matcher", a.matcher, b.matcher)
+    if a.matcher == b.matcher:
+        add("matcher version", a.matcher_version, b.matcher_version)
+    add("judge", a.judge, b.judge)
+    if a.simulated != b.simulated:
+        found.append(Difference("backend kind", kind_of(a), kind_of(b)))
+    add("backend", a.backend, b.backend)
+    if a.prompt_sha256 and b.prompt_sha256 and a.prompt_sha256 != b.prompt_sha256:
+        before, after = (f"{f.prompt} ({f.prompt_sha256[:8]})" for f in (a, b))
+        found.append(Difference("prompt", before, after))
+    for name in dict.fromkeys([*a.settings, *b.settings]):
+        left, right = a.settings.get(name), b.settings.get(name)
+        if left != right:
+            found.append(Difference(f"setting {name}", _shown(left), _shown(right)))
+    return found
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else str(value)
+
+
+def check_pairs(
+    pairs: Iterable[tuple[LaneFacts, LaneFacts]], *, allow_mixed: bool = False
+) -> list[str]:
+    """Refuse pairs a comparison must not rank; return the banners of those allowed.
+
+    Raises:
+        MixedComparisonError: A pair differs in a :data:`BLOCKING` way and ``allow_mixed`` is
+            false; the message names the lanes and the difference and says how to proceed.
+    """
+    banners: list[str] = []
+    for base, cand in pairs:
+        for diff in differences(base, cand):
+            if not diff.blocking:
+                continue
+            line = f"{cand.name} vs {base.name}: different {diff}"
+            if not allow_mixed:
+                raise MixedComparisonError(
+                    f"{line}; the delta would mix in that difference (compare lanes measured "
+                    "alike, or pass --allow-mixed / allow_mixed=True to compare anyway)",
+                    diff,
+                )
+            banner = f"mixed comparison: {line}"
+            if banner not in banners:
+                banners.append(banner)
+    return banners
+
+
+def same_kind_baselines(lanes: Sequence[LaneFacts]) -> list[int]:
+    """For each lane, the index of the first lane of its kind (simulated or real): the
+    baseline a table may rank it against. A report splits its tables by these baselines."""
+    first: dict[str, int] = {}
+    return [first.setdefault(kind_of(lane), i) for i, lane in enumerate(lanes)]
