@@ -196,7 +196,7 @@ def test_report_shows_the_prompt_diff_beside_the_lanes_deltas(workspace: Path) -
     # Configuration table: each prompt's short hash; same-name prompts get it in the label.
     assert f"prompt=mine [mine {sha_a}]" in html and f"prompt=mine [mine {sha_b}]" in html
     assert "<h2>Prompt changes</h2>" in html
-    # Lanes differ from the baseline (default, first run) in prompt; the diff is escaped.
+    # The edited prompt's lane is diffed against its predecessor; the diff is escaped.
     assert "+You manage the memory of one user. Version &lt;b&gt;B&lt;/b&gt;." in html
     assert "<b>B</b>" not in html
     assert "## Prompt changes" in md and "```diff" in md
@@ -204,4 +204,7 @@ def test_report_shows_the_prompt_diff_beside_the_lanes_deltas(workspace: Path) -
     assert heading in md
     section = md.split("## Prompt changes")[1]
     block = section.split(heading)[1]
-    assert "Against the baseline: final facts -2, tokens / update -" in block
+    # The edit is diffed against the earlier version of the same prompt file, not against
+    # the default prompt of the first lane.
+    assert "Against loop: prompt=mine: final facts -2, tokens / update -" in block
+    assert f"--- mine ({sha_a}" in block and f"+++ mine ({sha_b}" in block

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
+from memlab._version import __version__
 from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
@@ -83,7 +84,7 @@ def test_rescoring_gives_the_numbers_of_a_fresh_sweep(dataset: Path, tmp_path: P
     calls_before = (lexical_run.path / "calls.jsonl").read_bytes()
     lexical_final = lexical_run.sessions.set_index(["lane_id", "session_index"])
     calls_made = backend.call_count
-    assert lexical_run.environment["matcher"] == {"name": "lexical"}
+    assert lexical_run.environment["matcher"] == {"name": "lexical", "version": __version__}
 
     rescored = rescore(lexical_run.path, default_matcher())
     fresh, _ = run_sweep(dataset, tmp_path / "runs", "b", default_matcher())
@@ -106,8 +107,8 @@ def test_rescoring_gives_the_numbers_of_a_fresh_sweep(dataset: Path, tmp_path: P
     assert final.loc[(lane, 1), "retracted_held"] == 1  # the retracted VR fact is still held
     assert final.loc[(lane, 1), "gold_covered"] == 1  # vegetarian; Lisbon != Porto
     assert lexical_final.loc[(lane, 1), "gold_covered"] == 2  # flip and "Lives in Porto" count
-    assert rescored.environment["matcher"] == {"name": default_matcher().name}
-    assert fresh.environment["matcher"] == {"name": default_matcher().name}
+    recorded = {"name": default_matcher().name, "version": __version__}
+    assert rescored.environment["matcher"] == fresh.environment["matcher"] == recorded
     assert "rescored_at" in rescored.environment and "packages" in rescored.environment
 
 

@@ -48,6 +48,7 @@ def test_every_chart_labels_simulated_lanes(sim_run: Run) -> None:
         charts.duplication_chart,
         charts.operating_curve_chart,
         charts.tokens_chart,
+        charts.injection_coverage_chart,
     ):
         text = _texts(chart(sim_run))
         assert "[simulated]" in text, chart.__name__

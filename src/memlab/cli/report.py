@@ -53,6 +53,7 @@ def register(subparsers: Any) -> None:
         help="output directory for index.html and summary.md",
     )
     p.add_argument("--title", default="memlab comparison report", help="report title")
+    _args.add_allow_mixed(p)
     p.set_defaults(func=_report)
 
     _register_gate(subparsers)
@@ -84,7 +85,7 @@ def register(subparsers: Any) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     runs = [load_run(path) for path in args.runs]
-    paths = build_report(runs, args.out, title=args.title)
+    paths = build_report(runs, args.out, title=args.title, allow_mixed=args.allow_mixed)
     print(f"wrote {paths.html}\nwrote {paths.markdown}")
     return 0
 

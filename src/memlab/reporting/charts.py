@@ -390,6 +390,8 @@ def injection_coverage_chart(run: Run) -> Figure:
     for values, group in groups:
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+        if group["backend"].map(is_simulated).all():
+            label = f"[simulated] {label}"
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)

@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import html_table, md_table
-from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.comparison import Lane, compare, compare_lanes, pairs_by_kind
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
     accuracy_table,
@@ -241,7 +241,10 @@ def _cost(run: Run) -> pd.DataFrame:
 
 
 def judge_robustness(
-    pairs: Sequence[tuple[Lane, Lane]], options: StatOptions | None = None
+    pairs: Sequence[tuple[Lane, Lane]],
+    options: StatOptions | None = None,
+    *,
+    allow_mixed: bool = False,
 ) -> pd.DataFrame:
     """Each ``(baseline, candidate)`` pair compared on the judged QA rates under every judge
     the runs share (:func:`memlab.scoring.qa_metrics.robust_verdicts`); empty when the runs
@@ -253,7 +256,9 @@ def judge_robustness(
 
     def table(judge: str) -> pd.DataFrame:
         judged = [(_under(base, judge), _under(cand, judge)) for base, cand in pairs]
-        return compare_lanes(judged, metrics=judged_metrics(), options=options)
+        return compare_lanes(
+            judged, metrics=judged_metrics(), options=options, allow_mixed=allow_mixed
+        )
 
     return _under_every_judge(typed, table)
 
@@ -300,8 +305,10 @@ def _under(lane: Lane, judge: str) -> Lane:
     return Lane(lane.run.with_judge(judge), lane.lane_id)
 
 
-def qa_section(runs: Sequence[Run]) -> QASection | None:
-    """The section for the runs that have memory QA; ``None`` when none has."""
+def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection | None:
+    """The section for the runs that have memory QA; ``None`` when none has. Lanes are
+    compared with the first lane of their kind (``allow_mixed`` as for
+    :func:`memlab.scoring.comparison.compare_lanes`)."""
     asked = [run for run in runs if not run.qa_answers.empty]
     if not asked:
         return None
@@ -326,7 +333,7 @@ def qa_section(runs: Sequence[Run]) -> QASection | None:
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
     lanes = [Lane(run, lane_id) for run in asked for lane_id in run.lanes]
-    robust = judge_robustness([(lanes[0], lane) for lane in lanes[1:]], asked[0].stats)
+    robust = judge_robustness(pairs_by_kind(lanes), asked[0].stats, allow_mixed=allow_mixed)
     return QASection(
         runs=asked,
         accuracy=_concat(frames["accuracy"]),

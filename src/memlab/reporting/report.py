@@ -219,15 +219,20 @@ def build_report(
     *,
     title: str = "memlab comparison report",
     intro: str = "",
+    allow_mixed: bool = False,
 ) -> ReportPaths:
     """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline).
 
     ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
-    follows it whenever a run has any.
+    follows it whenever a run has any. Lanes measured differently (another dataset, owner
+    set, matcher or judge) are refused
+    (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
+    the statistics section then names what is mixed.
     """
     if not runs:
         raise ValueError("build_report needs at least one run")
-    intro = " ".join(part for part in (intro, simulated_note(runs)) if part)
+    stats = statistics_section(runs, allow_mixed=allow_mixed)
+    intro = " ".join(part for part in (*stats.banners, intro, simulated_note(runs)) if part)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     configs, changed = config_table(runs)
@@ -244,9 +249,9 @@ def build_report(
         failures,
         diff,
         diff_title,
-        stats=statistics_section(runs),
+        stats=stats,
         operations=operations_section(runs),
-        qa=qa_section(runs),
+        qa=qa_section(runs, allow_mixed=allow_mixed),
     )
     html, md = _html(report), _markdown(report)
     if intro:

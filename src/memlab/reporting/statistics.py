@@ -16,7 +16,7 @@ from html import escape
 import pandas as pd
 
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
-from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
+from memlab.scoring.comparison import Lane, compare_lanes, comparison_text, pairs_by_kind
 from memlab.scoring.estimators import estimator
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
@@ -45,6 +45,8 @@ class StatisticsSection:
     comparisons: pd.DataFrame
     """:func:`memlab.scoring.comparison.comparison_text` of the comparisons with the baseline."""
     notes: list[str] = field(default_factory=list)
+    banners: list[str] = field(default_factory=list)
+    """What a mixed comparison mixes (another matcher, owner set...), for the report's top."""
 
 
 def _rates(runs: Sequence[Run]) -> list[MetricSpec]:
@@ -123,25 +125,33 @@ def _single_lane_mde(lane: Lane, rates: Sequence[MetricSpec], options: StatOptio
     )
 
 
-def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
-    """Intervals of every lane's rates and each lane against the baseline lane."""
+def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> StatisticsSection:
+    """Intervals of every lane's rates and each lane against the baseline lane (the first
+    lane of its kind: simulated lanes against the first simulated one); lanes measured
+    differently are refused unless ``allow_mixed``
+    (:func:`memlab.scoring.comparison.compare_lanes`)."""
     options = runs[0].stats
     rates = _rates(runs)
     lanes = [Lane(run, lane_id) for run in runs for lane_id in run.lanes]
     base, others = lanes[0], lanes[1:]
-    pairs = [(base, lane) for lane in others if _shares_owners(base, lane)]
+    # Simulated lanes are compared with the first simulated lane, real ones with the first.
+    kinds = pairs_by_kind(lanes)
+    pairs = [(b, lane) for b, lane in kinds if _shares_owners(b, lane)]
     notes = [
         f"{lane.run.name}: {lane.label} shares no owners with the baseline: not compared."
-        for lane in others
-        if (base, lane) not in pairs
+        for b, lane in kinds
+        if (b, lane) not in pairs
     ]
     names = [s.column for s in rates]
     primary = runs[0].primary
     table = None
     if pairs and names:
-        table = compare_lanes(pairs, metrics=names, primary=primary, options=options)
-    comparisons = pd.DataFrame()
+        table = compare_lanes(
+            pairs, metrics=names, primary=primary, options=options, allow_mixed=allow_mixed
+        )
+    comparisons, banners = pd.DataFrame(), []
     if table is not None:
+        banners = list(table.attrs.get("banners", []))
         unused = table["verdict"] == "not applicable"
         notes += [
             f"{title}: undefined for every configuration compared (nothing to measure it on)."
@@ -178,9 +188,11 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
         options=options,
         intro=intro,
         intervals=_interval_rows(runs, rates),
-        baseline=f"{base.run.name}: {base.label}",
+        baseline="; ".join(dict.fromkeys(f"{b.run.name}: {b.label}" for b, _ in pairs))
+        or f"{base.run.name}: {base.label}",
         comparisons=comparisons,
         notes=[note for note in notes if note],
+        banners=banners,
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.backends.registry import is_simulated
 from memlab.core.similarity import (
     NEAR_DUPLICATE_THRESHOLD,
     near_duplicate_score,
@@ -122,28 +123,34 @@ def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def compare_table(runs: Sequence[Run], specs: Sequence[MetricSpec] | None = None) -> pd.DataFrame:
-    """Headline metrics per (run, lane) with deltas against the first row (the baseline).
+    """Headline metrics per (run, lane) with deltas against the baseline row.
 
-    Columns: ``run``, ``lane``, then for each metric of ``specs`` (default: the report's
-    metric table) that the runs have, its value, ``<col>_delta`` and ``<col>_best`` (True
-    where the value is the best of the table).
+    Simulated and real lanes are never ranked together: each row's baseline is the first row
+    of its kind (``simulated`` column), and the best value is marked within each kind.
+    Columns: ``run``, ``lane``, ``simulated``, then for each metric of ``specs`` (default:
+    the report's metric table) that the runs have, its value, ``<col>_delta`` and
+    ``<col>_best`` (True where the value is the best of its kind).
     """
     rows = _rows(runs)
     if rows.empty:
         return rows
     out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
+    backends = rows["backend"] if "backend" in rows.columns else pd.Series("", rows.index)
+    out["simulated"] = [is_simulated(str(b)) for b in backends]
+    first = out.groupby("simulated")["simulated"].transform(lambda kind: kind.index[0])
     for metric in report_specs() if specs is None else specs:
         if metric.column not in rows.columns:
             continue
         values = pd.to_numeric(rows[metric.column], errors="coerce")
         out[metric.column] = values
-        out[f"{metric.column}_delta"] = values - values.iloc[0]
-        valid = values.dropna()
-        best = None
-        # No marker when every row ties: nothing is best.
-        if metric.ranked and valid.nunique() > 1:
-            best = valid.max() if metric.higher_is_better else valid.min()
-        out[f"{metric.column}_best"] = (values == best) if best is not None else False
+        out[f"{metric.column}_delta"] = values - values.loc[first].to_numpy()
+        out[f"{metric.column}_best"] = False
+        for _, kind in out.groupby("simulated"):
+            valid = values.loc[kind.index].dropna()
+            # No marker when every row of the kind ties: nothing is best.
+            if metric.ranked and valid.nunique() > 1:
+                best = valid.max() if metric.higher_is_better else valid.min()
+                out.loc[kind.index, f"{metric.column}_best"] = values.loc[kind.index] == best
     return out
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "describe",
     "describe_mde",
     "owner_deltas",
+    "pairs_by_kind",
 ]
 
 
@@ -188,11 +189,16 @@ def compare(
     )
 
 
-def _pair_by_kind(run: ScoredRun) -> list[tuple[Lane, Lane]]:
-    """Each lane of ``run`` with the first lane of its kind (simulated or real)."""
-    lanes = [Lane(run, lane_id) for lane_id in run.lanes]
+def pairs_by_kind(lanes: Sequence[Lane]) -> list[tuple[Lane, Lane]]:
+    """Each lane but the first of its kind paired with the first lane of its kind: simulated
+    lanes with the first simulated lane, real ones with the first real one (a simulated lane
+    is never ranked against a real model). Tables that rank lanes split the same way."""
     baselines = same_kind_baselines([lane.facts for lane in lanes])
     return [(lanes[b], lanes[i]) for i, b in enumerate(baselines) if i != b]
+
+
+def _pair_by_kind(run: ScoredRun) -> list[tuple[Lane, Lane]]:
+    return pairs_by_kind([Lane(run, lane_id) for lane_id in run.lanes])
 
 
 def _find_lane(run: ScoredRun, wanted: str) -> str:
