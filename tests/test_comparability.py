@@ -20,8 +20,10 @@ from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
 from memlab.core.prompts import PromptRegistry
 from memlab.matching.base import LexicalMatcher
+from memlab.matching.default_matcher import DefaultMatcher
 from memlab.reporting.prompt_changes import prompt_changes
 from memlab.reporting.tables import compare_table
+from memlab.reporting.trial import try_prompt
 from memlab.scoring.comparability import (
     BLOCKING,
     Difference,
@@ -334,3 +336,36 @@ def test_simulated_prompt_lanes_say_the_prompt_is_ignored(
     assert [c.note for c in changes] == [
         "the simulated model ignores prompt text: these lanes differ only in their labels"
     ]
+
+
+# --- the prompt trial --------------------------------------------------------------------
+
+
+def test_a_trial_on_the_simulated_model_says_it_shows_nothing(
+    runs_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = _personas("sim-trial", runs_dir, owners=2, base={"backend": "sim:chatty"})
+    with caplog.at_level("WARNING", logger="memlab.reporting.trial"):
+        trial = try_prompt(run, "concise", owners="all")
+    assert trial.title.startswith("[simulated] Prompt trial: default (")
+    assert "ignores prompt text" in trial._repr_html_()
+    assert any("ignores prompt text" in r.getMessage() for r in caplog.records)
+    assert trial.banners == []
+
+
+def test_a_trial_scores_with_the_runs_matcher_and_refuses_another(
+    plain: Run, runs_dir: Path
+) -> None:
+    copy = runs_dir / "plain-trial"
+    shutil.copytree(plain.path, copy)
+    relexed = rescore(copy, LexicalMatcher())
+    trial = try_prompt(relexed, "concise", owners="all")
+    assert trial.run.environment["matcher"]["name"] == "lexical"
+    assert not trial.title.startswith("[simulated]")
+    with pytest.raises(MixedComparisonError, match="different matcher: lexical vs default"):
+        try_prompt(relexed, "concise", owners="all", matcher=DefaultMatcher())
+    mixed_trial = try_prompt(
+        relexed, "concise", owners="all", matcher=DefaultMatcher(), allow_mixed=True
+    )
+    assert mixed_trial.banners and "different matcher" in mixed_trial.banners[0]
+    assert mixed_trial.banners[0] in mixed_trial._repr_html_()

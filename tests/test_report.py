@@ -165,7 +165,7 @@ def test_markdown_metric_row_shows_deltas_and_marks(report: ReportPaths) -> None
         if len(cells) == len(columns)
     }
     assert rows["base"]["parse failure rate"] == "50.0%"  # the baseline shows no delta
-    assert rows["new"]["parse failure rate"] == "**0.0% (-50.0%)** ★"
+    assert rows["new"]["parse failure rate"] == "**0.0% (-50.0 pts)** ★"
     assert rows["new"]["recall"] == "**100.0% (+50.0%)** ★"
     assert rows["base"]["duplicate rate"] == "**0.0%** ★"
     assert rows["new"]["duplicate rate"] == "25.0% (+25.0%)"

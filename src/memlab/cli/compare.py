@@ -22,13 +22,16 @@ def register(subparsers: Any) -> None:
         "compare",
         help="compare configurations paired on owners: deltas, intervals, p-values",
         description="Compare run B's configurations with run A's (or, with one run, every "
-        "configuration with the run's first one) on the owners both share: the delta of each "
+        "configuration with the run's first one of its kind: simulated configurations with "
+        "the first simulated one) on the owners both share: the delta of each "
         "rate with a paired bootstrap interval, a p-value (significant only when a sign-flip "
         "permutation test and the bootstrap interval both reject), and the minimum detectable "
         "effect at 80% power. The primary metrics (the grid's 'primary:', or --primary) form "
         "the Holm family over every configuration in the table; each one's verdict, interval "
         "and MDE use the level of the Holm step that decided it. The other rates are "
-        "exploratory, at 95%.",
+        "exploratory, at 95%. Configurations measured differently (another dataset, owner "
+        "set, matcher or judge, or a simulated one against a real one) are refused with exit "
+        "2 unless --allow-mixed.",
         epilog="examples:\n  memlab compare runs/baseline runs/new-prompt\n"
         "  memlab compare runs/threshold-sweep --baseline-lane thr=0.7\n"
         "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",

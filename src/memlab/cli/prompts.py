@@ -132,7 +132,8 @@ def _list(args: argparse.Namespace) -> int:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + row[4])
+        padded = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        print("  ".join([*padded, row[4]]).rstrip())
     return 0
 
 

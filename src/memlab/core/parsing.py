@@ -444,7 +444,27 @@ def _diagnose(body: _Body, reply: str, truncated_violations: tuple[Violation, ..
             )
         where = " outside the <think> block" if "{" in reply else ""
         return _fail(FailureCategory.NO_JSON, f"reply contains no JSON object{where}")
-    return _fail(FailureCategory.INVALID_JSON, "reply contains malformed JSON")
+    where = _where(body, reply)
+    return _fail(FailureCategory.INVALID_JSON, f"reply contains malformed JSON{where}")
+
+
+def _where(body: _Body, reply: str) -> str:
+    """`` at line L, column C: <reason>`` of the first JSON error in the reply's first object
+    ("" when it cannot be placed in the reply: a <think> block was cut out of its middle)."""
+    offset = reply.find(body.text)
+    start = body.text.find("{")
+    if offset < 0 or start < 0:
+        return ""
+    try:
+        json.JSONDecoder().raw_decode(body.text, start)
+    except json.JSONDecodeError as exc:
+        position = offset + exc.pos
+        line = reply.count("\n", 0, position) + 1
+        column = position - (reply.rfind("\n", 0, position) + 1) + 1
+        return f" at line {line}, column {column}: {exc.msg}"
+    except (ValueError, RecursionError):
+        return ""
+    return ""
 
 
 def parse_reply(text: str, options: ParseOptions | None = None) -> ParseResult:

@@ -167,13 +167,9 @@ def metric_cells(
             text = metric.fmt(value)
             delta = table[f"{metric.column}_delta"].iloc[i]
             if i > 0 and pd.notna(delta) and delta != 0:
-                sign = "+" if delta > 0 else "-"
-                shown = metric.fmt(abs(delta))
-                text += (
-                    f" ({sign}{shown})"
-                    if markdown
-                    else f' <span class="delta">{sign}{shown}</span>'
-                )
+                # Rates change in points (+6.2 pts), as in every other table.
+                shown = metric.fmt_delta(float(delta))
+                text += f" ({shown})" if markdown else f' <span class="delta">{shown}</span>'
             if bool(table[f"{metric.column}_best"].iloc[i]) and len(table) > 1:
                 text = f"**{text}** ★" if markdown else f"{text} ★"
             cells.append(text)
@@ -255,7 +251,14 @@ def worst_failures(
         failed["run"] = run.name
         failed["lane"] = [run.label(x) for x in failed["lane_id"]]
         failed = failed.sort_values(["lane_id", "n_violations"], ascending=[True, False])
+        # One entry per distinct reply of a lane (a retried update repeats it), and the
+        # error without the category the table shows beside it ("truncated: truncated: ...").
+        failed = failed.drop_duplicates(["lane_id", "reply"])
         failed = failed.groupby("lane_id").head(per_lane)
+        failed["error"] = [
+            _without_prefix(str(error), f"{category}: ")
+            for error, category in zip(failed["error"], failed["parse_category"], strict=True)
+        ]
         texts = _conversations(run, conversation_chars)
         failed["conversation"] = [
             texts.get((str(user), str(thread)), "")
@@ -265,6 +268,10 @@ def worst_failures(
     if not frames:
         return pd.DataFrame(columns=_FAILURE_COLUMNS)
     return pd.concat(frames, ignore_index=True)[_FAILURE_COLUMNS]
+
+
+def _without_prefix(text: str, prefix: str) -> str:
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 _SPEAKER = {"human": "User", "ai": "Assistant"}
