@@ -369,3 +369,22 @@ def test_a_trial_scores_with_the_runs_matcher_and_refuses_another(
     )
     assert mixed_trial.banners and "different matcher" in mixed_trial.banners[0]
     assert mixed_trial.banners[0] in mixed_trial._repr_html_()
+
+
+def test_metric_tables_rank_each_kind_apart(mixed: Run) -> None:
+    table = compare_table([mixed])
+    assert table["simulated"].tolist().count(True) == 2
+    for _, kind in table.groupby("simulated"):
+        first = kind.index[0]
+        for column in ("recall", "final_facts"):
+            expected = kind[column] - kind.loc[first, column]
+            assert kind[f"{column}_delta"].tolist() == pytest.approx(expected.tolist())
+        recall = kind["recall"]
+        best = recall.max() if recall.nunique() > 1 else None
+        assert kind["recall_best"].tolist() == [v == best for v in recall]
+    # The simulated model recalls more than the scripted user lines, and within each kind the
+    # lanes tie: ranked together, the simulated lanes would be starred with a positive delta.
+    sim, real = table[table["simulated"]], table[~table["simulated"]]
+    assert sim["recall"].min() > real["recall"].max()
+    assert not table["recall_best"].any()
+    assert (sim["recall_delta"] == 0).all()

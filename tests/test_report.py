@@ -166,9 +166,9 @@ def test_markdown_metric_row_shows_deltas_and_marks(report: ReportPaths) -> None
     }
     assert rows["base"]["parse failure rate"] == "50.0%"  # the baseline shows no delta
     assert rows["new"]["parse failure rate"] == "**0.0% (-50.0 pts)** ★"
-    assert rows["new"]["recall"] == "**100.0% (+50.0%)** ★"
+    assert rows["new"]["recall"] == "**100.0% (+50.0 pts)** ★"
     assert rows["base"]["duplicate rate"] == "**0.0%** ★"
-    assert rows["new"]["duplicate rate"] == "25.0% (+25.0%)"
+    assert rows["new"]["duplicate rate"] == "25.0% (+25.0 pts)"
     assert rows["base"]["final facts"] == "3"
     assert rows["new"]["final facts"] == "4 (+1)"  # counts get deltas but no best marker
 
@@ -179,7 +179,7 @@ def test_html_metric_cells_mark_best(report: ReportPaths) -> None:
     rows = re.findall(r"<tr>(.*?)</tr>", metrics)
     base_row = next(r for r in rows if r.startswith("<td>base</td>"))
     new_row = next(r for r in rows if r.startswith("<td>new</td>"))
-    assert "<td class='num best'>100.0% <span class=\"delta\">+50.0%</span> ★</td>" in new_row
+    assert "<td class='num best'>100.0% <span class=\"delta\">+50.0 pts</span> ★</td>" in new_row
     assert "<td class='num'>50.0%</td>" in base_row  # recall of the baseline: not best
     assert "<td class='num best'>0.0% ★</td>" in base_row  # duplicate rate
 

@@ -237,6 +237,8 @@ def register(subparsers: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from memlab.reporting.display import call_lines
+
     started = time.perf_counter()
     if not getattr(args, "verbose", 0):
         # Failed updates are expected here (a 135M model, simulated reply failures) and counted
@@ -256,8 +258,9 @@ def _demo(args: argparse.Namespace) -> int:
             table = run.failures.rename(index=run.label)
             print(table.to_string() if not table.empty else f"{run.name}: no replies")
             print(outcomes(run))
-            columns = ["label", "llm_calls", "cache_hits", "parse_failure_rate", "final_facts"]
-            print(run.summary[columns].to_string(index=False), "\n")
+            columns = ["label", "model_calls", "cache_hits", "parse_failure_rate", "final_facts"]
+            print(run.summary[columns].to_string(index=False))
+            print("\n".join(call_lines(run)[:1]), "\n")
         print("Part 2, simulated model (sim:chatty): merge policy on all of personas")
         columns = ["label", "final_facts", "added", "evicted", "skipped_below_threshold"]
         columns += ["recall", "precision"]

@@ -128,9 +128,10 @@ def _register_gate(subparsers: Any) -> None:
         metavar="SIZE",
         type=_tolerance,
         default=DEFAULT_TOLERANCE,
-        help="the smallest regression --no-significant-regression must be able to detect, in "
-        "the rate's unit (0.05 = 5 points), for every rate or as RATE=SIZE,...; a rate whose "
-        "minimum detectable effect is larger fails the gate (default %(default)s)",
+        help="the smallest regression --no-significant-regression must be able to detect: a "
+        "fraction for every rate (0.05 = 5 points), or METRIC=SIZE,... in each metric's unit; "
+        "a metric whose minimum detectable effect is larger, and whose interval does not rule "
+        "such a regression out, fails the gate (default %(default)s)",
     )
     _args.add_allow_mixed(g)
     g.add_argument(

@@ -15,8 +15,6 @@ __all__ = ["DISPLAY_COLUMNS", "call_lines", "run_html"]
 DISPLAY_COLUMNS = (
     "label",
     "llm_calls",
-    "model_calls",
-    "cache_hits",
     "parse_failure_rate",
     "final_facts",
     "recall",

@@ -186,8 +186,8 @@ def _tolerances(
                 f"--tolerance {unknown[0]}: not a metric the gate checks ({', '.join(family)})"
             )
         chosen = dict(tolerance)
-    else:
-        chosen = dict.fromkeys(family, tolerance)
+    else:  # one size in points: the rates' (a count such as stale_rmst needs its own)
+        chosen = {name: tolerance for name in family if metric_spec(name).unit == "percent"}
     for name, value in chosen.items():
         if isinstance(value, bool) or not (math.isfinite(float(value)) and value > 0):
             raise ThresholdError(f"--tolerance {name}={value!r}: give a positive number")
