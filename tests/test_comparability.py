@@ -22,6 +22,7 @@ from memlab.core.prompts import PromptRegistry
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.reporting.prompt_changes import prompt_changes
+from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
 from memlab.reporting.trial import try_prompt
 from memlab.scoring.comparability import (
@@ -36,7 +37,7 @@ from memlab.scoring.comparability import (
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import Run
+from memlab.sweeps.run import Run, load_run
 
 BASE = LaneFacts(
     run="a",
@@ -388,3 +389,28 @@ def test_metric_tables_rank_each_kind_apart(mixed: Run) -> None:
     assert sim["recall"].min() > real["recall"].max()
     assert not table["recall_best"].any()
     assert (sim["recall_delta"] == 0).all()
+
+
+def test_a_report_refuses_mixed_runs_and_banners_them_when_allowed(
+    plain: Run, mixed: Run, runs_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Simulated and real lanes in one report: each kind against its own first lane.
+    html = build_report([mixed], tmp_path / "mixed").html.read_text(encoding="utf-8")
+    against = html.split("Against the baseline (", 1)[1].split(")", 1)[0]
+    assert against.count("mixed: ") == 2 and "[simulated]" in against
+    copy = runs_dir / "plain-report"
+    shutil.copytree(plain.path, copy)
+    rescore(copy, LexicalMatcher())
+    with pytest.raises(MixedComparisonError, match="different matcher"):
+        build_report([plain, load_run(copy)], tmp_path / "refused")
+    assert not (tmp_path / "refused" / "index.html").exists()
+    args = ["report", str(plain.path), str(copy), "-o", str(tmp_path / "cli")]
+    assert main(args) == 2
+    assert "different matcher" in capsys.readouterr().err
+    assert main([*args, "--allow-mixed"]) == 0
+    text = (tmp_path / "cli" / "index.html").read_text(encoding="utf-8")
+    intro = text.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
+    assert intro.startswith("mixed comparison: plain-report: ")
+    assert "different matcher" in intro
+    md = (tmp_path / "cli" / "summary.md").read_text(encoding="utf-8")
+    assert "mixed comparison: plain-report: " in md
