@@ -127,11 +127,10 @@ def _register_gate(subparsers: Any) -> None:
         "--tolerance",
         metavar="SIZE",
         type=_tolerance,
-        default=DEFAULT_TOLERANCE,
         help="the smallest regression --no-significant-regression must be able to detect: a "
         "fraction for every rate (0.05 = 5 points), or METRIC=SIZE,... in each metric's unit; "
         "a metric whose minimum detectable effect is larger, and whose interval does not rule "
-        "such a regression out, fails the gate (default %(default)s)",
+        "such a regression out, fails the gate (default: 0.05 for every rate)",
     )
     _args.add_allow_mixed(g)
     g.add_argument(
@@ -221,7 +220,7 @@ def _gate(args: argparse.Namespace) -> int:
             _regression_metrics(regression, run.primary),
             baseline_lane=args.baseline_lane,
             options=options,
-            tolerance=args.tolerance,
+            tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
             allow_mixed=args.allow_mixed,
         )
         for banner in table.attrs.get("banners", []):
