@@ -101,6 +101,10 @@ def test_what_a_comparison_is_for_is_listed_not_refused() -> None:
 def test_facts_a_run_did_not_record_are_no_difference() -> None:
     older = facts(matcher_version="", judge="", dataset="", prompt_sha256="")
     assert differences(BASE, older) == []
+    # A path (a run whose dataset file is gone) is not compared with a content hash.
+    assert differences(BASE, facts(dataset="/gone/owners.jsonl")) == []
+    paths = differences(facts(dataset="/a.jsonl"), facts(dataset="/b.jsonl"))
+    assert [str(d) for d in paths] == ["dataset: /a.jsonl vs /b.jsonl"]
     owners = differences(BASE, facts(owners=frozenset({"u1", "u2", "u3", "u4", "u5", "u6"})))
     assert [str(d) for d in owners] == [
         "owners: 2 owners vs 6 owners (4 not in the other: u3, u4, u5, ...)"

@@ -68,7 +68,8 @@ class LaneFacts:
     Attributes:
         run: The run's name.
         lane: The lane's label in its run.
-        dataset: The dataset's identity (content hash when recorded, else its path).
+        dataset: The dataset's identity: ``sha256 <12 hex>`` of its content, else its path
+            (a hash and a path are not compared).
         owners: The owners the run replayed.
         matcher: The matcher that scored the run ("" when not recorded).
         matcher_version: Its version ("" when not recorded).
@@ -138,7 +139,8 @@ def differences(a: LaneFacts, b: LaneFacts) -> list[Difference]:
         if left and right and left != right:
             found.append(Difference(what, left, right))
 
-    add("dataset", a.dataset, b.dataset)
+    if a.dataset.startswith("sha256 ") == b.dataset.startswith("sha256 "):  # like with like
+        add("dataset", a.dataset, b.dataset)
     if a.owners and b.owners and a.owners != b.owners:
         found.append(
             Difference("owners", _owners_text(a.owners, b.owners), _owners_text(b.owners, a.owners))

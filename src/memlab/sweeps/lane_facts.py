@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
@@ -55,9 +56,13 @@ def dataset_identity(run: Run) -> str:
     if not isinstance(data, dict):
         return ""
     digest = data.get("dataset_sha256")
-    if isinstance(digest, str) and digest:
-        return f"sha256 {digest[:12]}"
-    return str(data.get("dataset") or "")
+    path = str(data.get("dataset") or "")
+    if not (isinstance(digest, str) and digest) and path:
+        try:  # a run recorded before the hash was: the file as it is now, if still there
+            digest = file_digest(path)
+        except (OSError, MemlabError):
+            return path
+    return f"sha256 {digest[:12]}" if isinstance(digest, str) and digest else path
 
 
 def _backend_text(spec: str, identity: Any) -> str:
