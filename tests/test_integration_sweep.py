@@ -56,7 +56,10 @@ def test_second_run_replays_from_cache_with_identical_metrics(tmp_path: Path) ->
     second = sweep("smoke", grid, runs_dir=tmp_path / "b", backend_factory=factory, progress=False)
     assert built[1].counters.backend_calls == 0
     assert second.calls["cached"].all()
-    metric_cols = [c for c in first.summary.columns if c != "cache_hits"]
+    # Where the replies came from differs: the model first, the cache the second time.
+    assert list(first.summary["model_calls"]) == list(second.summary["cache_hits"]) == [7, 7]
+    assert list(second.summary["model_calls"]) == list(first.summary["cache_hits"]) == [0, 0]
+    metric_cols = [c for c in first.summary.columns if c not in ("cache_hits", "model_calls")]
     pd.testing.assert_frame_equal(first.summary[metric_cols], second.summary[metric_cols])
     pd.testing.assert_frame_equal(
         first.sessions.reset_index(drop=True), second.sessions.reset_index(drop=True)
