@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,8 +162,11 @@ def test_parse_failure_chart_stacks_categories(run: Run) -> None:
     ax = fig.axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"no_json", "schema_violation", "parsed ok"} <= set(legend)
-    # 4 lanes, 4 calls each: 2 failures -> 50 % failed per lane.
-    assert texts_of(fig).count("50% failed") == 4
+    # 4 lanes, 4 calls each: 2 failures -> 50 % failed per lane, said in each lane's tick
+    # label (where no bar or whisker crosses it) with the interval when there is one.
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(ticks) == 4
+    assert all(re.search(r"\n50\.0%( \[[-\d.%, ]+\])? failed$", t) for t in ticks), ticks
     widths = [p.get_width() for p in ax.patches if isinstance(p, Rectangle)]
     assert sum(widths) == pytest.approx(4.0)
     # Per lane: prose (no_json) and bad confidence (schema_violation) are 1 of 4 replies each,

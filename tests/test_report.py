@@ -13,7 +13,8 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.reporting.report import ReportPaths, build_report
+from memlab.reporting import charts
+from memlab.reporting.report import CHARTS, ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
 from memlab.sweeps.run import Run
 
@@ -87,7 +88,7 @@ def test_both_files_written(report: ReportPaths) -> None:
         assert f"## {heading}" in md
 
 
-def test_html_is_self_contained(report: ReportPaths) -> None:
+def test_html_is_self_contained(runs: tuple[Run, Run], report: ReportPaths) -> None:
     html = report.html.read_text(encoding="utf-8")
     lowered = html.lower()
     assert "<script" not in lowered
@@ -95,7 +96,16 @@ def test_html_is_self_contained(report: ReportPaths) -> None:
     assert 'src="http' not in lowered and "src='http" not in lowered
     assert "url(" not in lowered  # no external fonts or images in CSS
     sources = re.findall(r"<img [^>]*src='([^']*)'", html)
-    assert len(sources) == 18  # nine charts per run, two runs
+    # Nine charts per run, two runs; a chart with nothing to draw is a line of text instead.
+    drawn = [
+        charts.empty_reason(chart(run)) is None
+        for run in runs
+        for _, row in CHARTS
+        for chart in row
+    ]
+    assert len(drawn) == 18 and 0 < sum(drawn) < 18
+    assert len(sources) == sum(drawn)
+    assert html.count("Not drawn (nothing to show)") == 2  # one line per run
     assert len(sources) == lowered.count("<img")
     for src in sources:
         prefix = "data:image/png;base64,"

@@ -14,7 +14,13 @@ from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
 from memlab.sweeps.run import Run, RunError
 
-__all__ = ["PromptChange", "prompt_changes", "prompt_changes_html", "prompt_changes_markdown"]
+__all__ = [
+    "PromptChange",
+    "diff_html",
+    "prompt_changes",
+    "prompt_changes_html",
+    "prompt_changes_markdown",
+]
 
 
 @dataclass(frozen=True)
@@ -76,19 +82,29 @@ def prompt_changes(runs: Sequence[Run], metrics: pd.DataFrame) -> list[PromptCha
     return changes
 
 
-def prompt_changes_html(changes: Sequence[PromptChange]) -> str:
-    """The section as HTML (every template line escaped)."""
-    if not changes:
-        return ""
-    parts = ["<h2>Prompt changes</h2>"]
+_DIFF_CLASSES = (("+++", ""), ("---", ""), ("@@", "hunk"), ("+", "add"), ("-", "del"))
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as a ``<pre>`` whose added, removed and hunk lines are coloured."""
+    lines = []
+    for line in diff.splitlines():
+        css = next((css for prefix, css in _DIFF_CLASSES if line.startswith(prefix)), "")
+        text = escape(line) or " "
+        lines.append(f"<span class='{css}'>{text}</span>" if css else text)
+    return "<pre class='diff'>" + "\n".join(lines) + "</pre>"
+
+
+def prompt_changes_html(changes: Sequence[PromptChange]) -> list[str]:
+    """The section as HTML parts under its heading (every template line escaped)."""
+    parts = []
     for change in changes:
         deltas = ", ".join(f"{escape(title)} {text}" for title, text in change.deltas)
         parts.append(
             f"<h3>{escape(change.run)}: {escape(change.lane)}</h3>"
-            f"<p>Against the baseline: {deltas or 'no metric changed'}</p>"
-            f"<pre class='diff'>{escape(change.diff)}</pre>"
+            f"<p>Against the baseline: {deltas or 'no metric changed'}</p>" + diff_html(change.diff)
         )
-    return "\n".join(parts)
+    return parts
 
 
 def prompt_changes_markdown(changes: Sequence[PromptChange]) -> list[str]:
