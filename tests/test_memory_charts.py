@@ -13,6 +13,7 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting import charts
+from memlab.reporting.chart_numbers import chart_numbers
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
@@ -64,6 +65,16 @@ def test_eviction_regret_bars(run: Run) -> None:
     ticks = [t.get_text().split("\n")[1] for t in fig.axes[0].get_yticklabels()]
     assert sum(t.startswith("50.0%") and t.endswith("; cap 0, thr 1") for t in ticks) == 2
     assert sum(t.startswith("0.0%") and t.endswith("; cap 0, thr 0") for t in ticks) == 2
+
+
+def test_eviction_regret_numbers_are_the_charts(run: Run) -> None:
+    ticks = [t.get_text() for t in charts.eviction_regret_chart(run).axes[0].get_yticklabels()]
+    numbers = chart_numbers(charts.eviction_regret_chart, run)
+    assert len(numbers) == len(ticks) == len(run.lanes)
+    for tick, (_, row) in zip(ticks, numbers.iterrows(), strict=True):
+        label, shown = tick.split("\n")
+        assert label == row["configuration"]
+        assert shown == f"{row['eviction regret']}; cap {row['cap']}, thr {row['thr']}"
 
 
 def test_stale_survival_curves(run: Run) -> None:

@@ -340,12 +340,21 @@ def test_demo_report_renders_both_parts_inside_the_page(
         for chart in row
     )
     assert browser.evaluate("document.images.length") == drawn
+    # Every chart's numbers are text too, folded under it.
+    assert browser.evaluate("document.querySelectorAll('figure details table').length") == drawn
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
     browser.evaluate(OPEN_ALL)
     text = browser.evaluate("document.body.innerText")
     assert "[simulated] thr=0.5 max=10" in text
+    # The fact diff shows the pair that differs most (the real lanes store the same fact).
+    diff = text.split("Fact-level diff", 1)[1]
+    assert "A = demo-sim: [simulated] thr=0.5 max=10; B = demo-sim:" in diff
+    assert "the one whose final memories differ most" in diff
+    # Prompt diffs colour their added and removed lines.
+    assert browser.evaluate("document.querySelectorAll('pre.diff span.add').length") > 0
+    assert browser.evaluate("document.querySelectorAll('pre.diff span.del').length") > 0
 
 
 def test_demo_report_first_screen_answers_and_the_page_is_short(
@@ -447,3 +456,22 @@ def test_demo_charts_keep_their_labels_whole_and_apart(demo: DemoResult) -> None
                     found[f"{run.name}: {chart.__name__}"] = layout_problems(fig, REPORT_DPI)
     assert len(found) > 10
     assert {name: problems for name, problems in found.items() if problems} == {}
+
+
+def test_demo_charts_fit_their_axes_to_the_data(demo: DemoResult) -> None:
+    """One injection budget: bars per configuration, not points stacked at one x; caps far
+    above the stored facts: a linear axis fitted to the data, the caps named in the title;
+    sessions numbered from 0 as in the tables."""
+    coverage = charts.injection_coverage_chart(demo.simulated).axes[0]
+    assert demo.simulated.summary["max_injection_tokens"].nunique() == 1
+    bars = [p for p in coverage.patches if p.get_width() > 0]
+    assert len(bars) == len(demo.simulated.lanes)
+    assert "max_injection_tokens" not in coverage.get_xlabel()
+    for run in demo.real:
+        growth = charts.fact_growth_chart(run).axes[0]
+        top = float(run.sessions["facts"].max())
+        assert growth.get_yscale() == "linear"
+        assert growth.get_ylim()[1] <= 1.2 * top
+        assert "not reached" in growth.get_title()
+        first = int(run.sessions["session_index"].min())
+        assert min(line.get_xdata()[0] for line in growth.lines) == first

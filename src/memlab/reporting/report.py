@@ -25,6 +25,7 @@ from memlab.core.similarity import normalize_text
 from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
+from memlab.reporting.chart_numbers import chart_numbers
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
@@ -104,7 +105,7 @@ font-size:.85rem}
 details.section{border-top:1px solid #ddd;padding:.2rem 0}
 details.section>summary{cursor:pointer} details.section>summary>h2{display:inline}
 .charts{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:.5rem}
-.charts figure{margin:0} .charts img{width:100%;height:auto}
+.charts figure{margin:0} .charts img{max-width:100%;height:auto}
 .charts figcaption{font-size:.8rem;color:#444}
 .diff .add{background:#e6ffec;display:block} .diff .del{background:#ffebe9;display:block}
 .diff .hunk{color:#6a737d;display:block}
@@ -425,9 +426,16 @@ def _html_charts(runs: Sequence[Run]) -> list[str]:
                 if reason is not None:
                     empty.append(f"{chart_title}: {reason}")
                     continue
+                numbers = chart_numbers(chart, run)
+                table = (
+                    f"<details><summary>{escape(chart_title)}: the numbers</summary>"
+                    f"{_html_table(numbers.astype(str))}</details>"
+                    if not numbers.empty
+                    else f"<figcaption>{escape(chart_title)}</figcaption>"
+                )
                 figures.append(
                     f"<figure><img alt='{escape(chart_title)}' src='{figure_to_data_uri(fig)}'>"
-                    f"<figcaption>{escape(chart_title)}</figcaption></figure>"
+                    f"{table}</figure>"
                 )
         body = [f"<div class='charts'>{''.join(figures)}</div>"] if figures else []
         if empty:
