@@ -13,7 +13,7 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting import charts
-from memlab.reporting.chart_numbers import chart_numbers
+from memlab.reporting.chart_tables import chart_numbers
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run

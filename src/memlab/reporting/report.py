@@ -25,7 +25,7 @@ from memlab.core.similarity import normalize_text
 from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
-from memlab.reporting.chart_numbers import chart_numbers
+from memlab.reporting.chart_tables import chart_numbers
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
@@ -57,6 +57,7 @@ from memlab.reporting.verdict import (
     compared_text,
     verdict,
     verdict_html,
+    verdict_markdown,
 )
 from memlab.sweeps.audit import sheet_path
 from memlab.sweeps.run import Run
@@ -495,15 +496,20 @@ def _markdown(report: _Report) -> str:
     run_names = md_escape(", ".join(r.name for r in report.runs), 500)
     lines = [f"# {md_escape(report.title, 200)}", "", "<!--intro-->"]
     lines += [
-        f"Generated {report.generated} from runs: {run_names}; the first row is the baseline.",
+        f"Generated {report.generated} from runs: {run_names}; the first row of each table is "
+        "its baseline.",
         "",
     ]
+    changes = prompt_changes(report.runs, report.metrics)
+    robust = report.qa.robust if report.qa is not None else None
+    lines += [md_escape(compared_text(report.runs, report.changed), 2000), ""]
+    lines += verdict_markdown(verdict(report.stats, robust), biggest_prompt_change(changes))
     lines += _markdown_configurations(report.configs, report.changed)
     lines += _markdown_metrics(report.runs, report.metrics)
     lines += section_markdown(report.stats)
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
-    lines += prompt_changes_markdown(prompt_changes(report.runs, report.metrics))
+    lines += prompt_changes_markdown(changes)
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)
     return "\n".join(lines) + "\n"
@@ -520,7 +526,7 @@ def _markdown_configurations(configs: pd.DataFrame, changed: list[str]) -> list[
 
 def _markdown_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
     lines = ["", "## Metrics", "", *metric_table_markdown(metrics, metrics_in(metrics))]
-    lines += ["", "★ marks the best value; deltas are against the first row.", ""]
+    lines += ["", "★ marks the best value of its table; deltas are against its first row.", ""]
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{md_escape(note)}  " for note in notes), ""]

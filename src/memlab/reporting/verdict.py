@@ -16,6 +16,7 @@ from html import escape
 import pandas as pd
 
 from memlab.reporting.groups import lane_groups
+from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.reporting.prompt_changes import PromptChange
 from memlab.reporting.statistics import GroupComparison, StatisticsSection
 from memlab.scoring.comparison import describe
@@ -29,6 +30,7 @@ __all__ = [
     "compared_text",
     "verdict",
     "verdict_html",
+    "verdict_markdown",
 ]
 
 FIRST_ROWS = 8
@@ -144,6 +146,13 @@ def biggest_prompt_change(changes: Sequence[PromptChange]) -> PromptChange | Non
     return max(changes, key=_changed_lines, default=None)
 
 
+def _nothing(found: Verdict) -> str:
+    """What a group without a significant difference says."""
+    if not found.tested:
+        return "nothing could be tested (no change, or too few owners for a test)"
+    return f"no significant difference in {found.tested} test(s)"
+
+
 def _table(rows: pd.DataFrame) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in rows.columns)
     body = "".join(
@@ -165,8 +174,8 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
         where = f"{escape(group)}against {escape(found.baseline)}"
         if found.rows.empty:
             parts.append(
-                f"<p><b>{where}</b>: no significant difference in {found.tested} test(s) "
-                "(see Statistics for the intervals and the smallest detectable effects).</p>"
+                f"<p><b>{where}</b>: {escape(_nothing(found))} (see Statistics for the "
+                "intervals and the smallest detectable effects).</p>"
             )
             continue
         parts.append(f"<p class='caption'><b>{where}</b> ({len(found.rows)} of {found.tested} "
@@ -187,3 +196,29 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
             "<a href='#prompt-changes'>The diff and every other prompt change</a>.</p>"
         )
     return parts
+
+
+def verdict_markdown(verdicts: Sequence[Verdict], change: PromptChange | None) -> list[str]:
+    """The verdict and the biggest prompt change as Markdown lines (every row shown)."""
+    lines = ["## Verdict: significant differences", ""]
+    if not verdicts:
+        lines += ["Nothing to compare: one configuration per group.", ""]
+    for found in verdicts:
+        group = f"{found.title}: " if found.title else ""
+        where = md_escape(f"{group}against {found.baseline}")
+        if found.rows.empty:
+            lines += [f"{where}: {_nothing(found)}.", ""]
+            continue
+        lines += [f"{where} ({len(found.rows)} of {found.tested} tests significant)", ""]
+        lines += md_table_head(list(found.rows.columns))
+        lines += [md_table_row([md_escape(str(v)) for v in row]) for row in found.rows.values]
+        lines.append("")
+    if change is not None:
+        deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
+        lines += [
+            f"Biggest prompt change: {md_escape(f'{change.run}: {change.lane}')} "
+            f"({_changed_lines(change)} template lines changed); its effect: "
+            f"{md_escape(deltas or 'no metric changed')}.",
+            "",
+        ]
+    return lines
