@@ -94,6 +94,34 @@ def _value_text(summary: pd.DataFrame, lane_id: str, column: str, value: float) 
     return text
 
 
+def _rate_whiskers(
+    ax: Axes,
+    run: Run,
+    summary: pd.DataFrame,
+    column: str,
+    values: np.ndarray,
+    suffixes: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Horizontal 95% whiskers at ``values`` (one per lane of ``summary``, at y = 0, 1, ...)
+    and tick labels naming each lane with its value, interval and ``suffixes``: the numbers sit
+    in the tick labels, where no bar or whisker can cross them. Returns where each whisker
+    ends on the right."""
+    lanes = [str(lane) for lane in summary.index]
+    y = np.arange(len(lanes))
+    where, below, above = _error_spans(summary, lanes, column, list(values))
+    if len(where):
+        _error_bars(ax, values[where], y[where], (below, above), horizontal=True)
+    ends = values.astype(float).copy()
+    ends[where] += above
+    extra = suffixes if suffixes is not None else [""] * len(lanes)
+    ticks = [
+        f"{label}\n{_value_text(summary, lane, column, value)}{more}"
+        for label, lane, value, more in zip(_labels(run, lanes), lanes, values, extra, strict=True)
+    ]
+    ax.set_yticks(y, ticks, fontsize=7)
+    return ends
+
+
 def _bar_height(lanes: int) -> float:
     """Figure height (inches) of a horizontal bar chart with two-line labels per lane."""
     return max(3.0, 0.5 * lanes + 1.4)
@@ -148,16 +176,8 @@ def parse_failure_chart(run: Run) -> Figure:
         left += values
     ok = shares[ok_cols].sum(axis=1).to_numpy() if ok_cols else np.zeros(len(lanes))
     ax.barh(y, ok, left=left, label="parsed ok", color=_OK_COLOR, alpha=0.35)
-    rates = 1 - ok
-    where, below, above = _error_spans(run.summary, lanes, "parse_failure_rate", list(rates))
-    if len(where):
-        _error_bars(ax, rates[where], y[where], (below, above), horizontal=True)
-    # The rates live in the tick labels, where no bar or whisker can cross them.
-    ticks = [
-        f"{label}\n{_value_text(run.summary, lane, 'parse_failure_rate', rate)} failed"
-        for label, lane, rate in zip(_labels(run, lanes), lanes, rates, strict=True)
-    ]
-    ax.set_yticks(y, ticks, fontsize=8)
+    summary = run.summary.reindex(lanes)
+    _rate_whiskers(ax, run, summary, "parse_failure_rate", 1 - ok, [" failed"] * len(lanes))
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of LLM replies (bars: 95% interval of the failure rate)")
     ax.set_title("Parse outcome per configuration")
@@ -347,19 +367,11 @@ def eviction_regret_chart(run: Run) -> Figure:
     values = summary["eviction_regret"].fillna(0).to_numpy(dtype=float)
     y = np.arange(len(lanes))
     ax.barh(y, values, color="#c97c5d")
-    where, below, above = _error_spans(summary, lanes, "eviction_regret", list(values))
-    if len(where):
-        _error_bars(ax, values[where], y[where], (below, above), horizontal=True)
     events = run.sessions.groupby("lane_id")[["gold_evicted", "gold_below_threshold"]].sum()
-    ticks = []
-    for label, lane_id, value in zip(_labels(run, lanes), lanes, values, strict=True):
-        cap, low = events.loc[lane_id] if lane_id in events.index else (0, 0)
-        shown = _value_text(summary, lane_id, "eviction_regret", value)
-        ticks.append(f"{label}\n{shown}; cap {int(cap)}, thr {int(low)}")
-    ax.set_yticks(y, ticks, fontsize=7)
+    counts = [events.loc[lane] if lane in events.index else (0, 0) for lane in lanes]
+    suffixes = [f"; cap {int(cap)}, thr {int(low)}" for cap, low in counts]
+    ends = _rate_whiskers(ax, run, summary, "eviction_regret", values, suffixes)
     ax.invert_yaxis()
-    ends = values.copy()
-    ends[where] += above
     ax.set_xlim(0, min(1.0, max(0.1, float(ends.max()) * 1.2)))
     ax.set_xlabel("active gold facts lost (bars: 95% interval)")
     ax.set_title("Eviction regret (cap: evicted, thr: below threshold)", fontsize=10)
@@ -464,18 +476,9 @@ def _coverage_bars(run: Run, summary: pd.DataFrame, column: str) -> Figure:
     """Injected coverage per configuration at one budget: horizontal bars with intervals."""
     fig = Figure(figsize=(6.5, _bar_height(len(summary))), layout="constrained")
     ax = fig.subplots()
-    lanes = list(summary.index)
     values = summary[column].to_numpy(dtype=float)
-    y = np.arange(len(lanes))
-    ax.barh(y, values, color="#30638e")
-    where, below, above = _error_spans(summary, lanes, column, list(values))
-    if len(where):
-        _error_bars(ax, values[where], y[where], (below, above), horizontal=True)
-    ticks = [
-        f"{label}\n{_value_text(summary, lane, column, value)}"
-        for label, lane, value in zip(_labels(run, lanes), lanes, values, strict=True)
-    ]
-    ax.set_yticks(y, ticks, fontsize=7)
+    ax.barh(np.arange(len(values)), values, color="#30638e")
+    _rate_whiskers(ax, run, summary, column, values)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.02)
     budget = summary["max_injection_tokens"].iloc[0]

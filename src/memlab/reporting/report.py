@@ -339,7 +339,7 @@ def _html(report: _Report) -> str:
         *verdict_html(verdict(report.stats, robust), biggest_prompt_change(changes)),
         *_section("Metrics", _html_metrics(report.runs, report.metrics), opened=True),
         *_html_charts(report.runs),
-        *_section("Statistics: intervals and every comparison", section_html(report.stats)),
+        *_section("Statistics", section_html(report.stats)),
         *_section("Memory operations", operations_html(report.operations)),
         *_section("Memory QA", qa_html(report.qa, figure_to_data_uri)),
         *_section("Prompt changes", prompt_changes_html(changes), anchor="prompt-changes"),
