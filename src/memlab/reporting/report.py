@@ -2,6 +2,11 @@
 
 The HTML has no external assets: charts are embedded PNG data URIs and the style sheet is
 inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
+
+Its first screen answers (:mod:`memlab.reporting.verdict`): what was compared, the significant
+differences against each baseline, the biggest prompt change. The metric tables and each run's
+charts follow; everything else is folded in ``<details>``. Real and simulated lanes are never
+in one table (:mod:`memlab.reporting.groups`).
 """
 
 from __future__ import annotations
@@ -255,7 +260,8 @@ def build_report(
     title: str = "memlab comparison report",
     intro: str = "",
 ) -> ReportPaths:
-    """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline).
+    """Write ``index.html`` and ``summary.md`` comparing ``runs``: the first real lane is the
+    real lanes' baseline, the first simulated lane the simulated lanes'.
 
     ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
     follows it whenever a run has any.
