@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 FIRST_ROWS = 8
-"""Verdict rows shown before the rest is folded (robust ones first)."""
+"""Verdict rows the first screen shows, shared among the groups (robust ones first); the
+rest of each group's rows are folded."""
 
 SIGNIFICANT = frozenset({"better", "worse", "better (exploratory)", "worse (exploratory)"})
 """The verdicts of :func:`memlab.scoring.comparison.compare_lanes` that reject no difference."""
@@ -169,6 +170,7 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
     parts = ["<h2 id='verdict'>Verdict: significant differences</h2>"]
     if not verdicts:
         parts.append("<p>Nothing to compare: one configuration per group.</p>")
+    first = FIRST_ROWS // max(1, len(verdicts))
     for found in verdicts:
         group = f"{found.title}: " if found.title else ""
         where = f"{escape(group)}against {escape(found.baseline)}"
@@ -180,8 +182,8 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
             continue
         parts.append(f"<p class='caption'><b>{where}</b> ({len(found.rows)} of {found.tested} "
                      "tests significant; robust: primary metric, Holm-corrected)</p>")  # fmt: skip
-        parts.append(_table(found.rows.head(FIRST_ROWS)))
-        rest = found.rows.iloc[FIRST_ROWS:]
+        parts.append(_table(found.rows.head(first)))
+        rest = found.rows.iloc[first:]
         if not rest.empty:
             parts.append(
                 f"<details><summary>{len(rest)} more significant difference(s)</summary>"
