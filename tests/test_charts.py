@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,8 +162,11 @@ def test_parse_failure_chart_stacks_categories(run: Run) -> None:
     ax = fig.axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"no_json", "schema_violation", "parsed ok"} <= set(legend)
-    # 4 lanes, 4 calls each: 2 failures -> 50 % failed per lane.
-    assert texts_of(fig).count("50% failed") == 4
+    # 4 lanes, 4 calls each: 2 failures -> 50 % failed per lane, said in each lane's tick
+    # label (where no bar or whisker crosses it) with the interval when there is one.
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(ticks) == 4
+    assert all(re.search(r"\n50\.0%( \[[-\d.%, ]+\])? failed$", t) for t in ticks), ticks
     widths = [p.get_width() for p in ax.patches if isinstance(p, Rectangle)]
     assert sum(widths) == pytest.approx(4.0)
     # Per lane: prose (no_json) and bad confidence (schema_violation) are 1 of 4 replies each,
@@ -238,14 +242,23 @@ def test_duplication_and_tokens_have_one_group_per_lane(run: Run) -> None:
 def test_operating_curve_joins_thresholds_per_max_facts(run: Run) -> None:
     fig = charts.operating_curve_chart(run)
     ax = fig.axes[0]
-    assert len(ax.lines) == 2  # one per max_facts value
-    labels = sorted(str(line.get_label()) for line in ax.lines)
+    joined = [line for line in ax.lines if line.get_linestyle() != "None"]
+    assert len(joined) == 2  # one per max_facts value
+    labels = sorted(str(line.get_label()) for line in joined)
     assert labels == ["max_facts=10", "max_facts=20"]  # named by the varying axes
-    for line in ax.lines:
+    for line in joined:
         assert len(line.get_xdata()) == 2  # thresholds 0.7 and 0.8
         assert all(0 <= v <= 1 for v in line.get_ydata())
-    annotations = texts_of(fig)
-    assert "t=0.7" in annotations and "t=0.8" in annotations
+    # Each threshold is a marker shape the legend names (no label beside the points).
+    points = [line for line in ax.lines if line.get_linestyle() == "None"]
+    shapes = {str(line.get_label()): line.get_marker() for line in points}
+    assert shapes["threshold 0.7"] != shapes["threshold 0.8"]
+    plotted = [line for line in points if len(line.get_xdata())]
+    assert sorted(line.get_marker() for line in plotted) == sorted(
+        [shapes["threshold 0.7"], shapes["threshold 0.8"]] * 2
+    )
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"threshold 0.7", "threshold 0.8", "max_facts=10"} <= set(legend)
     assert not any(isinstance(c, PatchCollection) for c in ax.collections)
 
 

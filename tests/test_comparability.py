@@ -400,8 +400,11 @@ def test_a_report_refuses_mixed_runs_and_banners_them_when_allowed(
 ) -> None:
     # Simulated and real lanes in one report: each kind against its own first lane.
     html = build_report([mixed], tmp_path / "mixed").html.read_text(encoding="utf-8")
-    against = html.split("Against the baseline (", 1)[1].split(")", 1)[0]
-    assert against.count("mixed: ") == 2 and "[simulated]" in against
+    headings = [part.split("</h3>", 1)[0] for part in html.split("<h3>")[1:]]
+    against = [h for h in headings if "against mixed: " in h]
+    assert len(against) == 2, headings
+    assert against[0].startswith("Real model: ") and "[simulated]" not in against[0]
+    assert against[1].startswith("Simulated model [simulated]: ") and "[simulated]" in against[1]
     copy = runs_dir / "plain-report"
     shutil.copytree(plain.path, copy)
     rescore(copy, LexicalMatcher())

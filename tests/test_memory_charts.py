@@ -13,6 +13,7 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting import charts
+from memlab.reporting.chart_tables import chart_numbers
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
@@ -56,13 +57,24 @@ def texts(fig: Figure) -> str:
 
 def test_eviction_regret_bars(run: Run) -> None:
     fig = charts.eviction_regret_chart(run)
-    heights = [p.get_height() for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+    widths = [p.get_width() for p in fig.axes[0].patches if isinstance(p, Rectangle)]
     # thr 0.8 rejects the cat (0.75): 1 of the 2 active gold facts at the end (teacher, cat).
     expected = [0.5 if c.fact_confidence_threshold == 0.8 else 0.0 for c in run.lanes.values()]
-    assert heights == pytest.approx(expected)
-    # The label counts the rejection (one, in session 0) under each 0.8 lane.
-    assert texts(fig).count("50%\ncap 0, thr 1") == 2
-    assert texts(fig).count("0%\ncap 0, thr 0") == 2
+    assert widths == pytest.approx(expected)
+    # Each lane's tick label gives the value and counts the rejection (one, in session 0).
+    ticks = [t.get_text().split("\n")[1] for t in fig.axes[0].get_yticklabels()]
+    assert sum(t.startswith("50.0%") and t.endswith("; cap 0, thr 1") for t in ticks) == 2
+    assert sum(t.startswith("0.0%") and t.endswith("; cap 0, thr 0") for t in ticks) == 2
+
+
+def test_eviction_regret_numbers_are_the_charts(run: Run) -> None:
+    ticks = [t.get_text() for t in charts.eviction_regret_chart(run).axes[0].get_yticklabels()]
+    numbers = chart_numbers(charts.eviction_regret_chart, run)
+    assert len(numbers) == len(ticks) == len(run.lanes)
+    for tick, (_, row) in zip(ticks, numbers.iterrows(), strict=True):
+        label, shown = tick.split("\n")
+        assert label == row["configuration"]
+        assert shown == f"{row['eviction regret']}; cap {row['cap']}, thr {row['thr']}"
 
 
 def test_stale_survival_curves(run: Run) -> None:

@@ -13,7 +13,8 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.reporting.report import ReportPaths, build_report
+from memlab.reporting import charts
+from memlab.reporting.report import CHARTS, ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
 from memlab.sweeps.run import Run
 
@@ -87,7 +88,7 @@ def test_both_files_written(report: ReportPaths) -> None:
         assert f"## {heading}" in md
 
 
-def test_html_is_self_contained(report: ReportPaths) -> None:
+def test_html_is_self_contained(runs: tuple[Run, Run], report: ReportPaths) -> None:
     html = report.html.read_text(encoding="utf-8")
     lowered = html.lower()
     assert "<script" not in lowered
@@ -95,7 +96,16 @@ def test_html_is_self_contained(report: ReportPaths) -> None:
     assert 'src="http' not in lowered and "src='http" not in lowered
     assert "url(" not in lowered  # no external fonts or images in CSS
     sources = re.findall(r"<img [^>]*src='([^']*)'", html)
-    assert len(sources) == 18  # nine charts per run, two runs
+    # Nine charts per run, two runs; a chart with nothing to draw is a line of text instead.
+    drawn = [
+        charts.empty_reason(chart(run)) is None
+        for run in runs
+        for _, row in CHARTS
+        for chart in row
+    ]
+    assert len(drawn) == 18 and 0 < sum(drawn) < 18
+    assert len(sources) == sum(drawn)
+    assert html.count("Not drawn (nothing to show)") == 2  # one line per run
     assert len(sources) == lowered.count("<img")
     for src in sources:
         prefix = "data:image/png;base64,"
@@ -270,3 +280,45 @@ def test_loaded_run_reports_like_the_returned_run(runs: tuple[Run, Run], tmp_pat
         compare_table(list(runs)).reset_index(drop=True),
         check_dtype=False,
     )
+
+
+def _compared(lane: str, metric: str, verdict: str, *, role: str = "primary") -> dict[str, Any]:
+    """One compare_lanes row; a significant verdict gets an interval above 0."""
+    shown = verdict.removesuffix(" (exploratory)") in ("better", "worse")
+    return {
+        "run": "r", "lane": lane, "metric": metric, "role": role, "baseline": 0.5,
+        "value": 0.7, "delta": 0.2, "delta_lo": 0.1 if shown else -0.1, "delta_hi": 0.3,
+        "level": 0.95, "p_value": 0.001 if shown else 0.4, "p_holm": 0.002 if shown else 0.4,
+        "significant": shown and role == "primary", "verdict": verdict, "mde": 0.1,
+        "owners_better": 9, "owners_worse": 1,
+    }  # fmt: skip
+
+
+def test_the_verdict_keeps_significant_rows_and_marks_robust_ones() -> None:
+    from memlab.reporting.statistics import GroupComparison, StatisticsSection
+    from memlab.reporting.verdict import verdict
+    from memlab.scoring.stats import StatOptions
+
+    rows = [
+        _compared("a", "recall", "better"),
+        _compared("a", "duplicate_rate", "worse (exploratory)", role="secondary"),
+        _compared("b", "recall", "no significant difference"),
+        _compared("b", "precision", "no clear difference (exploratory)", role="secondary"),
+        _compared("c", "qa_accuracy", "better"),  # one judge does not find it
+    ]
+    section = StatisticsSection(
+        StatOptions(), "intro", pd.DataFrame(), [GroupComparison("", "r: base", pd.DataFrame(rows))]
+    )
+    judges = pd.DataFrame(
+        [{"run": "r", "configuration": "c", "metric": "qa_accuracy",
+          "under every judge": "depends on the judge"}]
+    )  # fmt: skip
+    (found,) = verdict(section, judges)
+    shown = found.rows.set_index(["configuration", "metric"])["robust"].to_dict()
+    assert shown == {
+        ("r: a", "recall"): "robust",
+        ("r: c", "QA accuracy"): "exploratory",
+        ("r: a", "duplicate rate"): "exploratory",
+    }
+    assert list(found.rows["robust"]) == ["robust", "exploratory", "exploratory"]  # robust first
+    assert found.tested == 5

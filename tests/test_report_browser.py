@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,8 @@ import pytest
 import websocket  # websocket-client (dev extra)
 from builders import marker_backend, one_turn, small_demo, update, write_owners
 
+from memlab.cli.demo import DemoResult
+from memlab.reporting import charts
 from memlab.reporting.report import CHARTS, build_report
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -221,13 +224,20 @@ def test_harness_detects_executed_markup(browser: Browser, tmp_path: Path) -> No
     assert browser.errors(), "a missing image should be logged as an error"
 
 
+OPEN_ALL = "document.querySelectorAll('details').forEach(d => d.open = true)"
+"""Unfold every folded section (innerText is the rendered text: folded text is not in it)."""
+
+
 def test_report_loads_cleanly_and_shows_hostile_text_as_text(
     browser: Browser, report_html: Path
 ) -> None:
     started = time.monotonic()
     browser.open(report_html.as_uri())
     assert browser.errors() == []
-    assert browser.evaluate("document.images.length") == 9  # nine charts for one run
+    # Nine charts for one run, less those with nothing to draw (a line of text each).
+    assert 0 < browser.evaluate("document.images.length") < 9
+    assert "Not drawn (nothing to show)" in browser.evaluate("document.body.innerText")
+    browser.evaluate(OPEN_ALL)
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -272,7 +282,7 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
     tags = [tag for tag, _ in parser.tags]
     assert "script" not in tags
     images = [attrs for tag, attrs in parser.tags if tag == "img"]
-    assert len(images) == 9
+    assert 0 < len(images) < 9  # charts with nothing to draw are a line of text
     assert all(str(a.get("src", "")).startswith("data:image/png;base64,") for a in images)
     assert not any("onerror" in attrs for _, attrs in parser.tags)
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
@@ -280,18 +290,39 @@ def test_dumped_dom_has_no_live_markup(report_html: Path, tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def demo_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The main job's report, its real-model part answered by a scripted stand-in."""
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    """The main job, its real-model part answered by a scripted stand-in."""
     from memlab.backends.scripted import ScriptedBackend
 
     tmp = tmp_path_factory.mktemp("demo")
     backend = ScriptedBackend(
         [update("Works as a paediatric nurse at St Mary's")], repeat_last=True
     )
-    return small_demo(tmp, backend).paths.html
+    return small_demo(tmp, backend)
 
 
-def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_html: Path) -> None:
+@pytest.fixture(scope="module")
+def demo_html(demo: DemoResult) -> Path:
+    """The main job's report."""
+    return demo.paths.html
+
+
+@pytest.fixture
+def screen(browser: Browser) -> Iterator[Browser]:
+    """The browser with a 1,400 x 900 px window."""
+    browser.call(
+        "Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1,
+        mobile=False,
+    )  # fmt: skip
+    try:
+        yield browser
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+
+
+def test_demo_report_renders_both_parts_inside_the_page(
+    browser: Browser, demo: DemoResult, demo_html: Path
+) -> None:
     browser.open(demo_html.as_uri())
     assert browser.errors() == []
     intro = browser.evaluate("document.querySelector('p.intro').innerText")
@@ -300,17 +331,147 @@ def test_demo_report_renders_both_parts_inside_the_page(browser: Browser, demo_h
         "Array.from(document.querySelectorAll('h2')).map(h => h.innerText).join('|')"
     )
     assert "Charts: demo-free" in headings and "Charts: demo-sim" in headings
-    per_run = sum(len(row) for _, row in CHARTS)  # every chart of the report, per run
-    assert browser.evaluate("document.images.length") == 3 * per_run
     assert "Charts: demo-bounded" in headings
+    runs = [*demo.real, demo.simulated]
+    drawn = sum(
+        charts.empty_reason(chart(run)) is None
+        for run in runs
+        for _, row in CHARTS
+        for chart in row
+    )
+    assert browser.evaluate("document.images.length") == drawn
+    # Every chart's numbers are text too, folded under it.
+    assert browser.evaluate("document.querySelectorAll('figure details table').length") == drawn
     assert browser.evaluate(
         "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
-    # The wide configuration table scrolls inside its box; the page itself never does.
-    assert browser.evaluate(
-        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-    )
-    box = "document.querySelector('div.scroll')"
-    assert browser.evaluate(f"{box}.clientWidth <= document.body.clientWidth")
+    browser.evaluate(OPEN_ALL)
     text = browser.evaluate("document.body.innerText")
     assert "[simulated] thr=0.5 max=10" in text
+    # The fact diff shows the pair that differs most (the real lanes store the same fact).
+    diff = text.split("Fact-level diff", 1)[1]
+    assert "A = demo-sim: [simulated] thr=0.5 max=10; B = demo-sim:" in diff
+    assert "the one whose final memories differ most" in diff
+    # Prompt diffs colour their added and removed lines.
+    assert browser.evaluate("document.querySelectorAll('pre.diff span.add').length") > 0
+    assert browser.evaluate("document.querySelectorAll('pre.diff span.del').length") > 0
+
+
+def test_demo_report_first_screen_answers_and_the_page_is_short(
+    screen: Browser, demo_html: Path
+) -> None:
+    """At 1,400 x 900 px the first screen holds what was compared, the verdict and the
+    biggest prompt change; the page is under 12,000 px."""
+    screen.open(demo_html.as_uri())
+    top = "(s) => document.querySelector(s).getBoundingClientRect()"
+    fold = screen.evaluate(f"({top})('details.section').top")
+    assert fold <= 900, f"the first folded section starts at {fold} px"
+    for selector in ("h1", "p.compared", "#verdict", "table.verdict"):
+        assert screen.evaluate(f"({top})('{selector}').bottom") <= 900, selector
+    text = screen.evaluate("document.body.innerText")
+    assert "Biggest prompt change" in text.split("Metrics")[0]
+    height = screen.evaluate("document.documentElement.scrollHeight")
+    assert height < 12_000, f"the page is {height} px tall"
+    assert screen.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+
+def test_demo_report_tables_and_charts_fit_the_width_unfolded(
+    screen: Browser, demo_html: Path
+) -> None:
+    """Every section unfolded at 1,400 px: no table or chart runs past the right edge, and no
+    chart is drawn larger than its pixels (blurred) or at less than half of them."""
+    screen.open(demo_html.as_uri())
+    screen.evaluate(OPEN_ALL)
+    width = screen.evaluate("document.documentElement.clientWidth")
+    assert screen.evaluate("document.documentElement.scrollWidth") <= width
+    overflowing = screen.evaluate(
+        "Array.from(document.querySelectorAll('table, pre')).filter(t => "
+        f"t.getBoundingClientRect().right > {width} || t.scrollWidth > t.clientWidth + 1)"
+        ".map(t => t.innerText.slice(0, 60))"
+    )
+    assert overflowing == []
+    sizes = screen.evaluate(
+        "Array.from(document.images).map(i => [i.getBoundingClientRect().right, i.width, "
+        "i.naturalWidth])"
+    )
+    assert sizes and all(right <= width for right, _, _ in sizes)
+    assert all(natural / 2 <= shown <= natural for _, shown, natural in sizes), sizes
+
+
+_INTERVAL = re.compile(r"\[(-?[\d.]+), (-?[\d.]+)\]")
+
+
+def test_the_verdict_holds_only_significant_rows_and_every_one(
+    screen: Browser, demo_html: Path
+) -> None:
+    """The verdict tables list exactly the significant rows of the comparisons (whose
+    intervals exclude 0); robust rows are Holm-significant primaries; no table mixes real and
+    simulated configurations."""
+    screen.open(demo_html.as_uri())
+    rows = screen.evaluate(
+        "Array.from(document.querySelectorAll('table.verdict tbody tr'))"
+        ".map(tr => Array.from(tr.cells).map(c => c.textContent))"
+    )
+    assert rows, "the demo's simulated part has significant differences"
+    for *_, delta, _owners, robust in rows:
+        lo, hi = (float(v) for v in _INTERVAL.search(delta).groups())  # type: ignore[union-attr]
+        assert lo > 0 or hi < 0, delta
+        assert "not significant" not in delta and "no clear difference" not in delta
+        assert (robust == "robust") == delta.endswith(", significant"), (delta, robust)
+    verdicts = screen.evaluate(
+        "Array.from(document.querySelectorAll('table')).filter(t => "
+        "Array.from(t.tHead ? t.tHead.rows[0].cells : []).some(c => c.textContent === 'verdict'))"
+        ".flatMap(t => { const i = Array.from(t.tHead.rows[0].cells)"
+        ".findIndex(c => c.textContent === 'verdict');"
+        " return Array.from(t.tBodies[0].rows).map(r => r.cells[i].textContent); })"
+    )
+    significant = [v for v in verdicts if v.removesuffix(" (exploratory)") in ("better", "worse")]
+    assert len(verdicts) > len(significant) > 0
+    assert len(rows) == len(significant)
+    # Real and simulated lanes never share a table (nor its ★).
+    for table in screen.evaluate(
+        "Array.from(document.querySelectorAll('table')).filter(t => t.tHead && "
+        "t.tHead.rows[0].cells[1] && t.tHead.rows[0].cells[1].textContent === 'configuration')"
+        ".map(t => Array.from(t.tBodies[0].rows).map(r => r.cells[1].textContent))"
+    ):
+        kinds = {"[simulated]" in cell for cell in table}
+        assert len(kinds) == 1, table
+
+
+def test_demo_charts_keep_their_labels_whole_and_apart(demo: DemoResult) -> None:
+    """Every drawn chart of the demo, measured at the report's resolution: no label clipped,
+    none covering another, no whisker through a label."""
+    from chart_layout import layout_problems
+
+    from memlab.reporting.report import REPORT_DPI
+
+    found = {}
+    for run in [*demo.real, demo.simulated]:
+        for _, row in CHARTS:
+            for chart in row:
+                fig = chart(run)
+                if charts.empty_reason(fig) is None:
+                    found[f"{run.name}: {chart.__name__}"] = layout_problems(fig, REPORT_DPI)
+    assert len(found) > 10
+    assert {name: problems for name, problems in found.items() if problems} == {}
+
+
+def test_demo_charts_fit_their_axes_to_the_data(demo: DemoResult) -> None:
+    """One injection budget: bars per configuration, not points stacked at one x; caps far
+    above the stored facts: a linear axis fitted to the data, the caps named in the title;
+    sessions numbered from 0 as in the tables."""
+    coverage = charts.injection_coverage_chart(demo.simulated).axes[0]
+    assert demo.simulated.summary["max_injection_tokens"].nunique() == 1
+    bars = [p for p in coverage.patches if p.get_width() > 0]
+    assert len(bars) == len(demo.simulated.lanes)
+    assert "max_injection_tokens" not in coverage.get_xlabel()
+    for run in demo.real:
+        growth = charts.fact_growth_chart(run).axes[0]
+        top = float(run.sessions["facts"].max())
+        assert growth.get_yscale() == "linear"
+        assert growth.get_ylim()[1] <= 1.2 * top
+        assert "not reached" in growth.get_title()
+        first = int(run.sessions["session_index"].min())
+        assert min(line.get_xdata()[0] for line in growth.lines) == first

@@ -36,7 +36,7 @@ from memlab.core.yamlio import (
     read_text_limited,
 )
 from memlab.reporting.markdown import md_escape
-from memlab.reporting.statistics import StatisticsSection, section_markdown
+from memlab.reporting.statistics import GroupComparison, StatisticsSection, section_markdown
 from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.injection_audit import audit_injection
 from memlab.scoring.stats import (
@@ -73,9 +73,7 @@ def test_the_interval_is_the_order_statistics_of_the_draws() -> None:
 def _noncentrality(df: int, alpha: float, power: float) -> float:
     """Independent of memlab: the noncentrality at which a two-sided t test has ``power``."""
     critical = stats.t.ppf(1 - alpha / 2, df)
-    return float(
-        optimize.brentq(lambda nc: stats.nct.sf(critical, df, nc) - power, 0.1, 20.0)
-    )
+    return float(optimize.brentq(lambda nc: stats.nct.sf(critical, df, nc) - power, 0.1, 20.0))
 
 
 @pytest.mark.parametrize("owners", [8, 14, 40])
@@ -250,14 +248,16 @@ def test_a_near_duplicate_of_equal_confidence_keeps_the_stored_fact() -> None:
 
 
 def test_statistics_tables_escape_names_from_the_data() -> None:
+    row = {"run": "a|b <i>", "lane": "l|ane", "metric": "recall", "role": "primary",
+           "baseline": 0.5, "value": 0.5, "delta": 0.0, "verdict": "no change",
+           "p_value": float("nan"), "mde": 0.1, "owners_better": 0, "owners_worse": 0}  # fmt: skip
     section = StatisticsSection(
         options=StatOptions(),
         intro="intro",
         intervals=pd.DataFrame(
             [{"run": "r|un", "configuration": "[x](http://e.x)", "owners": "3"}]
         ),
-        baseline="b|ase",
-        comparisons=pd.DataFrame([{"configuration": "a|b <i>", "metric": "recall"}]),
+        comparisons=[GroupComparison("", "b|ase", pd.DataFrame([row]))],
     )
     text = "\n".join(section_markdown(section))
     assert "r\\|un" in text and "a\\|b" in text and "b\\|ase" in text

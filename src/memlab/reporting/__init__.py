@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
+    from memlab.reporting.chart_tables import chart_numbers
     from memlab.reporting.charts import (
         duplication_chart,
         fact_growth_chart,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
 
 _EXPORTS: dict[str, str] = {
+    "chart_numbers": "memlab.reporting.chart_tables",
     "duplication_chart": "memlab.reporting.charts",
     "fact_growth_chart": "memlab.reporting.charts",
     "operating_curve_chart": "memlab.reporting.charts",
@@ -80,6 +82,7 @@ __all__ = [
     "Thresholds",
     "TrialError",
     "build_report",
+    "chart_numbers",
     "check_gate",
     "check_regressions",
     "compare_table",

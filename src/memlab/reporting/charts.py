@@ -22,6 +22,7 @@ from memlab.sweeps.run import Run
 
 __all__ = [
     "duplication_chart",
+    "empty_reason",
     "eviction_regret_chart",
     "fact_growth_chart",
     "injection_coverage_chart",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 _OK_COLOR = "#4c9a5b"
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 def _error_bars(
@@ -80,6 +82,51 @@ def _error_spans(
     return np.array(keep, dtype=int), np.array(below), np.array(above)
 
 
+def _value_text(summary: pd.DataFrame, lane_id: str, column: str, value: float) -> str:
+    """``value`` formatted with its 95% interval when the run has one (for labels)."""
+    spec = metric_spec(column)
+    text = spec.fmt(value)
+    if f"{column}_lo" in summary.columns and lane_id in summary.index:
+        bounds = summary.loc[lane_id, [f"{column}_lo", f"{column}_hi"]].to_numpy(dtype=float)
+        lo, hi = float(bounds[0]), float(bounds[1])
+        if np.isfinite(lo) and np.isfinite(hi):
+            text += " " + spec.fmt_bounds(lo, hi)
+    return text
+
+
+def _rate_whiskers(
+    ax: Axes,
+    run: Run,
+    summary: pd.DataFrame,
+    column: str,
+    values: np.ndarray,
+    suffixes: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Horizontal 95% whiskers at ``values`` (one per lane of ``summary``, at y = 0, 1, ...)
+    and tick labels naming each lane with its value, interval and ``suffixes``: the numbers sit
+    in the tick labels, where no bar or whisker can cross them. Returns where each whisker
+    ends on the right."""
+    lanes = [str(lane) for lane in summary.index]
+    y = np.arange(len(lanes))
+    where, below, above = _error_spans(summary, lanes, column, list(values))
+    if len(where):
+        _error_bars(ax, values[where], y[where], (below, above), horizontal=True)
+    ends = values.astype(float).copy()
+    ends[where] += above
+    extra = suffixes if suffixes is not None else [""] * len(lanes)
+    ticks = [
+        f"{label}\n{_value_text(summary, lane, column, value)}{more}"
+        for label, lane, value, more in zip(_labels(run, lanes), lanes, values, extra, strict=True)
+    ]
+    ax.set_yticks(y, ticks, fontsize=7)
+    return ends
+
+
+def _bar_height(lanes: int) -> float:
+    """Figure height (inches) of a horizontal bar chart with two-line labels per lane."""
+    return max(3.0, 0.5 * lanes + 1.4)
+
+
 def _plain(text: object) -> str:
     """``text`` drawn as written: a ``$`` from a prompt name or a reply is not mathtext."""
     return str(text).replace("$", r"\$")
@@ -89,7 +136,17 @@ def _labels(run: Run, lane_ids: Sequence[str]) -> list[str]:
     return [_plain(run.label(lane_id)) for lane_id in lane_ids]
 
 
+_EMPTY = "memlab-empty:"
+
+
+def empty_reason(fig: Figure) -> str | None:
+    """Why a chart of this module drew nothing (``None`` when it drew something)."""
+    label = str(fig.get_label())
+    return label.removeprefix(_EMPTY) if label.startswith(_EMPTY) else None
+
+
 def _empty(fig: Figure, message: str) -> Figure:
+    fig.set_label(_EMPTY + message)
     ax = fig.subplots()
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
     ax.set_axis_off()
@@ -101,8 +158,8 @@ def parse_failure_chart(run: Run) -> Figure:
 
     An error bar at the end of the failures shows the failure rate's 95% interval.
     """
-    fig = Figure(figsize=(8, 4.2), layout="constrained")
     table = run.failures
+    fig = Figure(figsize=(8, _bar_height(len(table))), layout="constrained")
     if table.empty:
         return _empty(fig, "no LLM replies in this run")
     shares = table.div(table.sum(axis=1), axis=0)
@@ -119,13 +176,8 @@ def parse_failure_chart(run: Run) -> Figure:
         left += values
     ok = shares[ok_cols].sum(axis=1).to_numpy() if ok_cols else np.zeros(len(lanes))
     ax.barh(y, ok, left=left, label="parsed ok", color=_OK_COLOR, alpha=0.35)
-    rates = 1 - ok
-    where, below, above = _error_spans(run.summary, lanes, "parse_failure_rate", list(rates))
-    if len(where):
-        _error_bars(ax, rates[where], y[where], (below, above), horizontal=True)
-    for i, rate in enumerate(rates):
-        ax.text(min(rate, 0.82) + 0.01, i, f"{rate:.0%} failed", va="center", fontsize=8)
-    ax.set_yticks(y, _labels(run, lanes))
+    summary = run.summary.reindex(lanes)
+    _rate_whiskers(ax, run, summary, "parse_failure_rate", 1 - ok, [" failed"] * len(lanes))
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of LLM replies (bars: 95% interval of the failure rate)")
     ax.set_title("Parse outcome per configuration")
@@ -161,11 +213,19 @@ def violation_heatmap(run: Run) -> Figure:
 
 
 def fact_growth_chart(run: Run) -> Figure:
-    """Mean stored facts per owner after each session, one line per configuration."""
+    """Mean stored facts per owner after each session, one line per configuration.
+
+    Sessions are numbered from 0, as in every table. A ``max_facts`` cap is drawn when the
+    curves come within reach of it (above half of it); caps far above the data are named in
+    the title instead, so the axis stays linear and fitted to the data.
+    """
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     sessions = run.sessions
     if sessions.empty:
         return _empty(fig, "no sessions in this run")
+    top = float(sessions["facts"].max() or 0)
+    if top == 0:
+        return _empty(fig, "no configuration stored a fact")
     ax = fig.subplots()
     caps: set[int] = set()
     for lane_id in run.lanes:
@@ -174,29 +234,28 @@ def fact_growth_chart(run: Run) -> Figure:
             continue
         curve = rows.groupby("session_index")["facts"].mean()
         ax.plot(
-            curve.index + 1,
+            curve.index,
             curve.to_numpy(),
             marker="o",
             markersize=3,
             label=_plain(run.label(lane_id)),
         )
         caps.add(run.lanes[lane_id].max_facts)
-    # The cap is always drawn: how far the curves stay below it is part of the story.
-    first = int(sessions["session_index"].min()) + 1  # a forked run starts later
-    for cap in sorted(caps):
+    first = int(sessions["session_index"].min())  # a forked run starts later
+    drawn = sorted(cap for cap in caps if cap <= 5 * top)
+    for cap in drawn:
         ax.axhline(cap, linestyle="--", color="grey", linewidth=1)
         ax.text(first, cap, f" max_facts={cap}", va="bottom", fontsize=8, color="grey")
-    ax.set_ylim(bottom=0)
-    top = float(sessions["facts"].max() or 0)
-    if top == 0:
-        ax.text(0.5, 0.5, "no configuration stored a fact", ha="center", transform=ax.transAxes)
-    if caps and top * 5 < min(caps):
-        # Far below the cap: a symlog axis keeps both the curves and the cap line readable.
-        ax.set_yscale("symlog", linthresh=10)
+    ax.set_ylim(0, max([top * 1.15, *(cap * 1.08 for cap in drawn)]))
+    title = "Fact growth"
+    far = sorted(caps - set(drawn))
+    if far:
+        listed = ", ".join(str(cap) for cap in far)
+        title += f"\n(max_facts {listed} not reached: the highest mean is {top:.3g})"
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("session")
+    ax.set_xlabel("session (numbered from 0)")
     ax.set_ylabel("stored facts (mean per owner)")
-    ax.set_title("Fact growth")
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
     return fig
 
@@ -230,6 +289,7 @@ def duplication_chart(run: Run) -> Figure:
             if len(where):
                 _error_bars(ax, positions[where], heights[where], (below, above))
     ax.set_xticks(x, [_plain(v) for v in summary["label"]], rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("duplicates / stored facts (bars: 95% interval)")
     ax.set_title("Duplication among stored facts")
     ax.legend(fontsize=8)
@@ -251,18 +311,19 @@ def operating_curve_chart(run: Run) -> Figure:
     keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
     # One line per value of the other varying axes ("max_facts=10", "[simulated] ...").
     lines = summary.index.map(lambda lane_id: _curve_label(run, str(lane_id), keys))
+    # Thresholds are marker shapes (named in the legend), not labels beside the points: points
+    # of several lines often coincide, and the interval crosses pass through them.
+    thresholds = sorted(summary["fact_confidence_threshold"].unique())
+    shapes = {t: _MARKERS[i % len(_MARKERS)] for i, t in enumerate(thresholds)}
     for label, group in summary.groupby(lines, sort=False):
         group = group.sort_values("fact_confidence_threshold")
-        (line,) = ax.plot(group["precision"], group["recall"], marker="o", label=label)
-        _interval_cross(ax, group, to_hex(line.get_color()))
-        for _, row in group.iterrows():
-            ax.annotate(
-                f"t={row['fact_confidence_threshold']:g}",
-                (row["precision"], row["recall"]),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=7,
-            )
+        (line,) = ax.plot(group["precision"], group["recall"], label=label)
+        color = to_hex(line.get_color())
+        for threshold, point in group.groupby("fact_confidence_threshold"):
+            ax.plot(point["precision"], point["recall"], shapes[threshold], color=color)
+        _interval_cross(ax, group, color)
+    for threshold in thresholds:
+        ax.plot([], [], shapes[threshold], color="grey", label=f"threshold {threshold:g}")
     ax.set_xlim(0, 1.02)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("precision")
@@ -294,30 +355,26 @@ def eviction_regret_chart(run: Run) -> Figure:
     """Share of active gold facts lost to ``max_facts`` or the threshold, per configuration.
 
     Shown beside the growth curves: the price of a tighter cap or a higher threshold. Bars
-    carry 95% intervals; the labels count the gold facts the cap evicted and the threshold
-    rejected over all sessions.
+    carry 95% intervals; each label gives the value, its interval and the gold facts the cap
+    evicted and the threshold rejected over all sessions.
     """
-    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     summary = run.summary
+    fig = Figure(figsize=(6.5, _bar_height(len(summary))), layout="constrained")
     if "eviction_regret" not in summary.columns or summary["eviction_regret"].isna().all():
         return _empty(fig, "no eviction regret measured (no labeled facts, or an older run)")
     ax = fig.subplots()
     lanes = list(summary.index)
     values = summary["eviction_regret"].fillna(0).to_numpy(dtype=float)
-    x = np.arange(len(lanes))
-    ax.bar(x, values, color="#c97c5d")
-    where, below, above = _error_spans(summary, lanes, "eviction_regret", list(values))
-    if len(where):
-        _error_bars(ax, x[where], values[where], (below, above))
+    y = np.arange(len(lanes))
+    ax.barh(y, values, color="#c97c5d")
     events = run.sessions.groupby("lane_id")[["gold_evicted", "gold_below_threshold"]].sum()
-    for i, lane_id in enumerate(lanes):
-        cap, low = events.loc[lane_id] if lane_id in events.index else (0, 0)
-        ax.text(i, values[i], f"{values[i]:.0%}\ncap {int(cap)}, thr {int(low)}",
-                ha="center", va="bottom", fontsize=7)  # fmt: skip
-    ax.set_xticks(x, _labels(run, lanes), rotation=30, ha="right", fontsize=8)
-    ax.set_ylim(0, max(1.0, float(values.max()) * 1.2))
-    ax.set_ylabel("active gold lost to cap or threshold (bars: 95% interval)")
-    ax.set_title("Eviction regret")
+    counts = [events.loc[lane] if lane in events.index else (0, 0) for lane in lanes]
+    suffixes = [f"; cap {int(cap)}, thr {int(low)}" for cap, low in counts]
+    ends = _rate_whiskers(ax, run, summary, "eviction_regret", values, suffixes)
+    ax.invert_yaxis()
+    ax.set_xlim(0, min(1.0, max(0.1, float(ends.max()) * 1.2)))
+    ax.set_xlabel("active gold facts lost (bars: 95% interval)")
+    ax.set_title("Eviction regret (cap: evicted, thr: below threshold)", fontsize=10)
     return fig
 
 
@@ -376,14 +433,18 @@ def injection_coverage_chart(run: Run) -> Figure:
     """Share of active gold facts in the next session's injected memory, by token budget.
 
     One line per combination of the other varying settings (e.g. the injection policy), with
-    95% intervals.
+    95% intervals. When every configuration has the same budget there is no axis to draw a
+    line on: one bar per configuration instead, the budget in the title.
     """
-    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
     column = "injected_gold_coverage"
     summary = run.summary
     if column not in summary.columns or summary[column].isna().all():
+        fig = Figure(figsize=(6.5, 4.5), layout="constrained")
         return _empty(fig, "no injection audit in this run (no next session, or an older run)")
     summary = summary.dropna(subset=[column])
+    if summary["max_injection_tokens"].nunique() < 2:
+        return _coverage_bars(run, summary, column)
+    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
     ax = fig.subplots()
     keys = [k for k in run.grid.varying() if k != "max_injection_tokens"]
     groups = summary.groupby(keys) if keys else [((), summary)]
@@ -395,7 +456,7 @@ def injection_coverage_chart(run: Run) -> Figure:
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)
-        (line,) = ax.plot(xs, ys, marker="o", label=_plain(label))
+        (line,) = ax.plot(xs, ys, marker="o", label=_plain(_simulated_label(run, group, label)))
         where, below, above = _error_spans(group, list(group.index), column, list(ys))
         if len(where):
             _error_bars(ax, xs[where], ys[where], (below, above), color=to_hex(line.get_color()))
@@ -404,6 +465,27 @@ def injection_coverage_chart(run: Run) -> Figure:
     ax.set_ylabel("active gold facts injected (bars: 95% interval)")
     ax.set_title("What reaches the agent: injected gold coverage")
     ax.legend(fontsize=7)
+    return fig
+
+
+def _simulated_label(run: Run, group: pd.DataFrame, label: str) -> str:
+    """``label``, marked ``[simulated]`` when the group's lanes replay the simulated model."""
+    simulated = all(is_simulated(run.lanes[str(lane)].backend) for lane in group.index)
+    return f"[simulated] {label}" if simulated and not label.startswith("[simulated]") else label
+
+
+def _coverage_bars(run: Run, summary: pd.DataFrame, column: str) -> Figure:
+    """Injected coverage per configuration at one budget: horizontal bars with intervals."""
+    fig = Figure(figsize=(6.5, _bar_height(len(summary))), layout="constrained")
+    ax = fig.subplots()
+    values = summary[column].to_numpy(dtype=float)
+    ax.barh(np.arange(len(values)), values, color="#30638e")
+    _rate_whiskers(ax, run, summary, column, values)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.02)
+    budget = summary["max_injection_tokens"].iloc[0]
+    ax.set_xlabel("active gold facts injected (bars: 95% interval)")
+    ax.set_title(f"Injected gold coverage at max_injection_tokens={budget}", fontsize=10)
     return fig
 
 

@@ -79,10 +79,10 @@ def section_markdown(section: OperationsSection | None) -> list[str]:
 
 
 def section_html(section: OperationsSection | None) -> list[str]:
-    """HTML parts of the section (none without one)."""
+    """HTML parts of the section under its heading (none without one)."""
     if section is None:
         return []
-    parts = ["<h2>Memory operations</h2>", f"<p class='muted'>{escape(INTRO)}</p>"]
+    parts = [f"<p class='muted'>{escape(INTRO)}</p>"]
     parts += [f"<p><b>{escape(note)}</b></p>" for note in section.notes]
     tables = (section.operations, section.memory)
     parts += [metric_table_html(table, _specs(table)) for table in tables]

@@ -25,7 +25,13 @@ from memlab.reporting.tables import metrics_in
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, LaneFacts, differences
 from memlab.sweeps.run import Run, RunError
 
-__all__ = ["PromptChange", "prompt_changes", "prompt_changes_html", "prompt_changes_markdown"]
+__all__ = [
+    "PromptChange",
+    "diff_html",
+    "prompt_changes",
+    "prompt_changes_html",
+    "prompt_changes_markdown",
+]
 
 
 @dataclass(frozen=True)
@@ -161,18 +167,28 @@ def _against(change: PromptChange) -> str:
     return text + "."
 
 
-def prompt_changes_html(changes: Sequence[PromptChange]) -> str:
-    """The section as HTML (every template line escaped)."""
-    if not changes:
-        return ""
-    parts = ["<h2>Prompt changes</h2>"]
+_DIFF_CLASSES = (("+++", ""), ("---", ""), ("@@", "hunk"), ("+", "add"), ("-", "del"))
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as a ``<pre>`` whose added, removed and hunk lines are coloured."""
+    lines = []
+    for line in diff.splitlines():
+        css = next((css for prefix, css in _DIFF_CLASSES if line.startswith(prefix)), "")
+        text = escape(line) or " "
+        lines.append(f"<span class='{css}'>{text}</span>" if css else text)
+    return "<pre class='diff'>" + "\n".join(lines) + "</pre>"
+
+
+def prompt_changes_html(changes: Sequence[PromptChange]) -> list[str]:
+    """The section as HTML parts under its heading (every template line escaped)."""
+    parts = []
     for change in changes:
         parts.append(
             f"<h3>{escape(change.run)}: {escape(change.lane)}</h3>"
-            f"<p>{escape(_against(change))}</p>"
-            f"<pre class='diff'>{escape(change.diff)}</pre>"
+            f"<p>{escape(_against(change))}</p>" + diff_html(change.diff)
         )
-    return "\n".join(parts)
+    return parts
 
 
 def prompt_changes_markdown(changes: Sequence[PromptChange]) -> list[str]:

@@ -389,10 +389,11 @@ def qa_markdown(section: QASection | None) -> list[str]:
 
 
 def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[str]:
-    """HTML parts of the section with its charts (``image`` turns a Figure into a URI)."""
+    """HTML parts of the section with its charts, under its heading (``image`` turns a Figure
+    into a URI)."""
     if section is None:
         return []
-    parts = ["<h2>Memory QA</h2>", f"<p class='muted'>{escape(INTRO)}</p>"]
+    parts = [f"<p class='muted'>{escape(INTRO)}</p>"]
     parts += [f"<p><b>warning</b>: {escape(w)}</p>" for w in section.warnings]
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     for title, name in _TABLES:

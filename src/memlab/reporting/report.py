@@ -2,6 +2,11 @@
 
 The HTML has no external assets: charts are embedded PNG data URIs and the style sheet is
 inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
+
+Its first screen answers (:mod:`memlab.reporting.verdict`): what was compared, the significant
+differences against each baseline, the biggest prompt change. The metric tables and each run's
+charts follow; everything else is folded in ``<details>``. Real and simulated lanes are never
+in one table (:mod:`memlab.reporting.groups`).
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ from matplotlib.figure import Figure
 from memlab.backends.registry import is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
+from memlab.core.similarity import normalize_text
 from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
+from memlab.reporting.chart_tables import chart_numbers
+from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
 from memlab.reporting.operations import section_html as operations_html
@@ -49,10 +57,24 @@ from memlab.reporting.tables import (
     metrics_in,
     worst_failures,
 )
+from memlab.reporting.verdict import (
+    biggest_prompt_change,
+    compared_text,
+    verdict,
+    verdict_html,
+    verdict_markdown,
+)
 from memlab.sweeps.audit import sheet_path
 from memlab.sweeps.run import Run
 
-__all__ = ["ReportPaths", "build_report", "figure_to_data_uri", "simulated_note"]
+__all__ = [
+    "CHARTS",
+    "REPORT_DPI",
+    "ReportPaths",
+    "build_report",
+    "figure_to_data_uri",
+    "simulated_note",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,18 +91,30 @@ CHARTS: tuple[tuple[str, tuple[Callable[[Run], Figure], ...]], ...] = (
 """The report's charts by title; charts that share a title are shown side by side."""
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
-color:#222;padding:0 1rem}
-table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;display:block;overflow-x:auto;
-max-width:100%}
-td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1rem auto;max-width:1300px;
+color:#222;padding:0 1rem;line-height:1.35}
+h1{font-size:1.5rem;margin:.3rem 0} h2{font-size:1.2rem;margin:.8rem 0 .4rem}
+h3{font-size:1rem;margin:.7rem 0 .3rem}
+table{border-collapse:collapse;margin:.4rem 0;font-size:.8rem;max-width:100%}
+caption{text-align:left;font-weight:600;padding:.2rem 0}
+td,th{border:1px solid #ccc;padding:.2rem .4rem;text-align:left;vertical-align:top;
+overflow-wrap:break-word}
+table.long td,table.long th{overflow-wrap:anywhere;min-width:4rem}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .best{font-weight:700;background:#e8f5e9} .delta{color:#666;font-size:.75rem}
-.changed{background:#fff8e1} pre{white-space:pre-wrap;max-height:14rem;overflow:auto;
+.changed{background:#fff8e1} pre{white-space:pre-wrap;overflow-wrap:anywhere;
 background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
-img{max-width:100%;border:1px solid #eee} .muted{color:#777}
-.scroll{overflow-x:auto;max-width:100%} .scroll td{max-width:16rem;overflow-wrap:break-word}
-.intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.5rem 1rem}
+img{max-width:100%;border:1px solid #eee} .muted{color:#666}
+.intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.4rem .8rem;margin:.4rem 0;
+font-size:.85rem}
+.compared{margin:.4rem 0} tr.robust td{background:#e8f5e9} .caption{margin:.3rem 0}
+details.section{border-top:1px solid #ddd;padding:.2rem 0}
+details.section>summary{cursor:pointer} details.section>summary>h2{display:inline}
+.charts{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:.5rem}
+.charts figure{margin:0} .charts img{max-width:100%;height:auto}
+.charts figcaption{font-size:.8rem;color:#444}
+.diff .add{background:#e6ffec;display:block} .diff .del{background:#ffebe9;display:block}
+.diff .hunk{color:#6a737d;display:block}
 """
 
 
@@ -110,10 +144,14 @@ class ReportPaths:
     markdown: Path
 
 
+REPORT_DPI = 90
+"""Resolution of the report's charts."""
+
+
 def figure_to_data_uri(fig: Figure) -> str:
     """Render a Figure as a ``data:image/png;base64,...`` URI."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
+    fig.savefig(buffer, format="png", dpi=REPORT_DPI)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -126,7 +164,9 @@ def _html_table(frame: pd.DataFrame, classes: Callable[[int, str], str] | None =
             css = classes(i, str(column)) if classes else ""
             cells.append(f'<td class="{css}">{escape(str(row[column]))}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f"<table class='long'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _measure_notes(runs: Sequence[Run]) -> list[str]:
@@ -221,7 +261,8 @@ def build_report(
     intro: str = "",
     allow_mixed: bool = False,
 ) -> ReportPaths:
-    """Write ``index.html`` and ``summary.md`` comparing ``runs`` (the first is the baseline).
+    """Write ``index.html`` and ``summary.md`` comparing ``runs``: the first real lane is the
+    real lanes' baseline, the first simulated lane the simulated lanes'.
 
     ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
     follows it whenever a run has any. Lanes measured differently (another dataset, owner
@@ -267,29 +308,72 @@ def build_report(
 
 
 def _diff(runs: Sequence[Run]) -> tuple[pd.DataFrame, str]:
-    lanes = [(run, lane_id) for run in runs for lane_id in run.lanes]
-    if len(lanes) < 2:
+    """The fact-level diff of the most informative pair: of each configuration with its
+    group's baseline, the pair whose final memories differ in the most facts (by normalized
+    text), and a title naming the pair and why it was chosen."""
+    pairs = [(group.lanes[0], other) for group in lane_groups(runs) for other in group.lanes[1:]]
+    if not pairs:
         return pd.DataFrame(columns=["user_id", "side", "fact_a", "fact_b"]), ""
-    (run_a, lane_a), (run_b, lane_b) = lanes[0], lanes[1]
-    title = f"A = {run_a.name}: {run_a.label(lane_a)}; B = {run_b.name}: {run_b.label(lane_b)}"
+    differing = [_differing_facts(a, b) for a, b in pairs]
+    best = max(range(len(pairs)), key=lambda i: differing[i])
+    (run_a, lane_a), (run_b, lane_b) = pairs[best]
+    why = (
+        f"of the {len(pairs)} pair(s) of a configuration with its baseline, the one whose final "
+        f"memories differ most ({differing[best]} fact(s) by normalized text)"
+        if differing[best]
+        else f"no pair of a configuration with its baseline differs ({len(pairs)} compared)"
+    )
+    title = (
+        f"A = {run_a.name}: {run_a.label(lane_a)}; B = {run_b.name}: {run_b.label(lane_b)}; {why}"
+    )
     return fact_diff(run_a, lane_a, run_b, lane_b), title
 
 
+def _differing_facts(a: tuple[Run, str], b: tuple[Run, str]) -> int:
+    """Facts held by one lane's final memories and not the other's (normalized, per owner)."""
+
+    def held(run: Run, lane_id: str) -> set[tuple[str, str]]:
+        facts = run.final_facts(lane_id)
+        if facts.empty:
+            return set()
+        pairs = zip(facts["user_id"], facts["content"], strict=True)
+        return {(str(owner), normalize_text(str(text))) for owner, text in pairs}
+
+    return len(held(*a) ^ held(*b))
+
+
 def _html(report: _Report) -> str:
+    changes = prompt_changes(report.runs, report.metrics)
+    robust = report.qa.robust if report.qa is not None else None
     parts = [
         *_html_head(report),
-        *_html_configurations(report.configs, report.changed),
-        *_html_metrics(report.runs, report.metrics),
-        *section_html(report.stats),
-        *operations_html(report.operations),
-        *qa_html(report.qa, figure_to_data_uri),
-        prompt_changes_html(prompt_changes(report.runs, report.metrics)),
+        *verdict_html(verdict(report.stats, robust), biggest_prompt_change(changes)),
+        *_section("Metrics", _html_metrics(report.runs, report.metrics), opened=True),
         *_html_charts(report.runs),
-        *_html_failures(report.failures),
-        *_html_fact_diff(report.diff, report.diff_title),
+        *_section("Statistics", section_html(report.stats)),
+        *_section("Memory operations", operations_html(report.operations)),
+        *_section("Memory QA", qa_html(report.qa, figure_to_data_uri)),
+        *_section("Prompt changes", prompt_changes_html(changes), anchor="prompt-changes"),
+        *_section("Worst failures", _html_failures(report.failures)),
+        *_section("Fact-level diff", _html_fact_diff(report.diff, report.diff_title)),
+        *_section("Configurations", _html_configurations(report.configs, report.changed)),
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _section(
+    title: str, parts: Sequence[str], *, opened: bool = False, anchor: str = ""
+) -> list[str]:
+    """A folded section (``opened``: unfolded); nothing when ``parts`` is empty."""
+    if not parts:
+        return []
+    attributes = (" open" if opened else "") + (f" id='{anchor}'" if anchor else "")
+    return [
+        f"<details class='section'{attributes}><summary><h2>{escape(title)}</h2></summary>",
+        *parts,
+        "</details>",
+    ]
 
 
 def _html_head(report: _Report) -> list[str]:
@@ -299,45 +383,86 @@ def _html_head(report: _Report) -> list[str]:
         f"<title>{title}</title><style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
         "<!--intro-->",
-        f"<p class='muted'>Generated {escape(report.generated)} from runs: "
-        f"{escape(', '.join(r.name for r in report.runs))}. The first row is the baseline.</p>",
+        f"<p class='compared'>{escape(compared_text(report.runs, report.changed))} "
+        f"<span class='muted'>Generated {escape(report.generated)}.</span></p>",
     ]
 
 
 def _html_configurations(configs: pd.DataFrame, changed: list[str]) -> list[str]:
+    """The settings that differ, and every setting of every lane folded below them."""
+    shown = configs[["run", "lane", *changed]] if changed else configs[["run", "lane"]]
     return [
-        "<h2>Configurations</h2>",
         f"<p>Changed between configurations: <b>{escape(', '.join(changed) or 'nothing')}</b></p>",
-        "<div class='scroll'>",
-        _html_table(configs, lambda _i, col: "changed" if col in changed else ""),
-        "</div>",
+        _html_table(shown),
+        "<details><summary>Every setting of every configuration</summary>",
+        *(_html_table(_settings_down(part)) for part in _by_backend_kind(configs)),
+        "</details>",
     ]
 
 
+def _by_backend_kind(configs: pd.DataFrame) -> list[pd.DataFrame]:
+    """The configuration table's real lanes, then its simulated ones (either may be absent)."""
+    simulated = configs["backend"].map(lambda spec: is_simulated(str(spec)))
+    return [part for part in (configs[~simulated], configs[simulated]) if not part.empty]
+
+
+def _settings_down(configs: pd.DataFrame) -> pd.DataFrame:
+    """The configuration table turned: one row per setting, one column per configuration
+    (two dozen settings would not fit across the page)."""
+    turned = configs.drop(columns=["run", "lane"]).T.astype(str)
+    names = zip(configs["run"], configs["lane"], strict=True)
+    turned.columns = pd.Index(f"{run}: {lane}" for run, lane in names)
+    turned.insert(0, "setting", turned.index)
+    return turned
+
+
 def _html_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
-    parts = ["<h2>Metrics</h2>", metric_table_html(metrics, metrics_in(metrics), mark_best=True)]
-    parts.append("<p class='muted'>★ best value; grey numbers are deltas against the baseline.</p>")
+    parts = [metric_table_html(metrics, metrics_in(metrics), mark_best=True)]
+    note = "★ best value of its table; grey numbers are deltas against the table's first row."
+    if len(lane_groups(runs)) > 1:
+        note += " Real and simulated configurations are in separate tables, never ranked together."
+    parts.append(f"<p class='muted'>{note}</p>")
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in _measure_notes(runs)]
     return parts
 
 
 def _html_charts(runs: Sequence[Run]) -> list[str]:
+    """Each run's charts, two per row; a chart with nothing to draw is one line of text."""
     parts = []
     for run in runs:
-        parts.append(f"<h2>Charts: {escape(run.name)}</h2>")
+        figures, empty = [], []
         for chart_title, row in CHARTS:
-            width = "" if len(row) == 1 else f" style='max-width:{99 // len(row)}%'"
-            images = "".join(
-                f"<img alt='{escape(chart_title)}' src='{figure_to_data_uri(chart(run))}'{width}>"
-                for chart in row
+            for chart in row:
+                fig = chart(run)
+                reason = charts.empty_reason(fig)
+                if reason is not None:
+                    empty.append(f"{chart_title}: {reason}")
+                    continue
+                numbers = chart_numbers(chart, run)
+                table = (
+                    f"<details><summary>{escape(chart_title)}: the numbers</summary>"
+                    f"{_html_table(numbers.astype(str))}</details>"
+                    if not numbers.empty
+                    else f"<figcaption>{escape(chart_title)}</figcaption>"
+                )
+                figures.append(
+                    f"<figure><img alt='{escape(chart_title)}' src='{figure_to_data_uri(fig)}'>"
+                    f"{table}</figure>"
+                )
+        body = [f"<div class='charts'>{''.join(figures)}</div>"] if figures else []
+        if empty:
+            body.append(
+                "<p class='muted'>Not drawn (nothing to show): "
+                + escape("; ".join(empty))
+                + ".</p>"
             )
-            parts.append(f"<h3>{escape(chart_title)}</h3>{images}")
+        parts += _section(f"Charts: {run.name}", body, opened=True)
     return parts
 
 
 def _html_failures(failures: pd.DataFrame) -> list[str]:
     if failures.empty:
-        return ["<h2>Worst failures</h2>", "<p>No parse failures.</p>"]
+        return ["<p>No parse failures.</p>"]
     rows = []
     for _, f in failures.iterrows():
         reply = str(f["reply"])[:3000]
@@ -348,8 +473,7 @@ def _html_failures(failures: pd.DataFrame) -> list[str]:
             f"<td><pre>{escape(reply)}</pre></td></tr>"
         )
     return [
-        "<h2>Worst failures</h2>",
-        "<table><thead><tr><th>configuration</th><th>owner</th><th>category</th>"
+        "<table class='long'><thead><tr><th>configuration</th><th>owner</th><th>category</th>"
         "<th>error</th><th>conversation (dataset)</th><th>raw reply</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>",
@@ -358,10 +482,9 @@ def _html_failures(failures: pd.DataFrame) -> list[str]:
 
 def _html_fact_diff(diff: pd.DataFrame, diff_title: str) -> list[str]:
     if not diff_title:
-        return ["<h2>Fact-level diff</h2>", "<p>Only one configuration: nothing to diff.</p>"]
+        return ["<p>Only one configuration: nothing to diff.</p>"]
     counts = _diff_counts(diff)
     return [
-        "<h2>Fact-level diff</h2>",
         f"<p>{escape(diff_title)}</p>",
         f"<p>only in A: {counts.get('only_a', 0)}, only in B: "
         f"{counts.get('only_b', 0)}, near-duplicates: {counts.get('near', 0)}</p>",
@@ -384,15 +507,20 @@ def _markdown(report: _Report) -> str:
     run_names = md_escape(", ".join(r.name for r in report.runs), 500)
     lines = [f"# {md_escape(report.title, 200)}", "", "<!--intro-->"]
     lines += [
-        f"Generated {report.generated} from runs: {run_names}; the first row is the baseline.",
+        f"Generated {report.generated} from runs: {run_names}; the first row of each table is "
+        "its baseline.",
         "",
     ]
+    changes = prompt_changes(report.runs, report.metrics)
+    robust = report.qa.robust if report.qa is not None else None
+    lines += [md_escape(compared_text(report.runs, report.changed), 2000), ""]
+    lines += verdict_markdown(verdict(report.stats, robust), biggest_prompt_change(changes))
     lines += _markdown_configurations(report.configs, report.changed)
     lines += _markdown_metrics(report.runs, report.metrics)
     lines += section_markdown(report.stats)
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
-    lines += prompt_changes_markdown(prompt_changes(report.runs, report.metrics))
+    lines += prompt_changes_markdown(changes)
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)
     return "\n".join(lines) + "\n"
@@ -409,7 +537,7 @@ def _markdown_configurations(configs: pd.DataFrame, changed: list[str]) -> list[
 
 def _markdown_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
     lines = ["", "## Metrics", "", *metric_table_markdown(metrics, metrics_in(metrics))]
-    lines += ["", "★ marks the best value; deltas are against the first row.", ""]
+    lines += ["", "★ marks the best value of its table; deltas are against its first row.", ""]
     notes = _measure_notes(runs)
     if notes:
         lines += [*(f"{md_escape(note)}  " for note in notes), ""]

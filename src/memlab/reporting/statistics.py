@@ -1,9 +1,12 @@
 """The reports' statistics section: rates with intervals, paired comparisons, detectable effects.
 
 Built once per report by :func:`statistics_section` and rendered by :func:`section_markdown`
-and :func:`section_html`. Every configuration is compared with the baseline (the first lane of
-the first run) on the owners both have; the primary metrics form the Holm family over every
-configuration of the report, the other rates are exploratory (:mod:`memlab.scoring.comparison`).
+and :func:`section_html`. Real and simulated lanes are compared apart
+(:mod:`memlab.reporting.groups`): every configuration is compared with its group's baseline
+(the group's first lane) on the owners both have; the primary metrics form one Holm family per
+group, the other rates are exploratory (:mod:`memlab.scoring.comparison`). Rows that can show
+nothing (no change, or no test possible with so few owners) are kept apart from the
+informative ones, so a reader sees the tests first.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from html import escape
 
 import pandas as pd
 
+from memlab.reporting.groups import GROUP_TITLES, LaneGroup, group_name, lane_groups
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
-from memlab.scoring.comparison import Lane, compare_lanes, comparison_text, pairs_by_kind
+from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
 from memlab.scoring.estimators import estimator
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
@@ -24,6 +28,7 @@ from memlab.scoring.stats import StatOptions, bootstrap, min_detectable_effect
 from memlab.sweeps.run import Run
 
 __all__ = [
+    "GroupComparison",
     "StatisticsSection",
     "html_table",
     "md_table",
@@ -34,16 +39,40 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class GroupComparison:
+    """One group's lanes against the group's baseline."""
+
+    title: str
+    """The group's heading ("" when the report has one group)."""
+    baseline: str
+    table: pd.DataFrame
+    """:func:`memlab.scoring.comparison.compare_lanes` rows (those not applicable left out)."""
+
+    @property
+    def informative(self) -> pd.Series:
+        """Rows that are tests with something to show: a p-value, and a finite MDE."""
+        if self.table.empty:
+            return pd.Series(dtype=bool)
+        tested = self.table["p_value"].notna()
+        return tested & ~self.table["mde"].map(lambda v: math.isinf(float(v)))
+
+    def text(self, rows: pd.Series | None = None) -> pd.DataFrame:
+        """:func:`memlab.scoring.comparison.comparison_text` of ``rows`` (default: all)."""
+        chosen = self.table if rows is None else self.table[rows]
+        return comparison_text(chosen)
+
+
+@dataclass(frozen=True)
 class StatisticsSection:
     """What the statistics section shows (display strings, ready to render)."""
 
     options: StatOptions
     intro: str
     intervals: pd.DataFrame
-    """run, configuration, owners, then one ``value [lo, hi]`` column per rate title."""
-    baseline: str
-    comparisons: pd.DataFrame
-    """:func:`memlab.scoring.comparison.comparison_text` of the comparisons with the baseline."""
+    """run, group, configuration, owners, then one ``value [lo, hi]`` column per rate
+    title."""
+    comparisons: list[GroupComparison]
+    """Per group of lanes (real, simulated), the comparisons with its baseline."""
     notes: list[str] = field(default_factory=list)
     banners: list[str] = field(default_factory=list)
     """What a mixed comparison mixes (another matcher, owner set...), for the report's top."""
@@ -57,9 +86,10 @@ def _rates(runs: Sequence[Run]) -> list[MetricSpec]:
 def _interval_rows(runs: Sequence[Run], rates: Sequence[MetricSpec]) -> pd.DataFrame:
     rows = []
     for run in runs:
-        for _, row in run.summary.iterrows():
+        for lane_id, row in run.summary.iterrows():
             cells = {
                 "run": run.name,
+                "group": group_name(run, str(lane_id)),
                 "configuration": str(row["label"]),
                 "owners": _whole(row.get("owners")),
             }
@@ -125,52 +155,75 @@ def _single_lane_mde(lane: Lane, rates: Sequence[MetricSpec], options: StatOptio
     )
 
 
-def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> StatisticsSection:
-    """Intervals of every lane's rates and each lane against the baseline lane (the first
-    lane of its kind: simulated lanes against the first simulated one); lanes measured
-    differently are refused unless ``allow_mixed``
-    (:func:`memlab.scoring.comparison.compare_lanes`)."""
-    options = runs[0].stats
+def _group_comparisons(
+    group: LaneGroup,
+    titled: bool,
+    runs: Sequence[Run],
+    notes: list[str],
+    banners: list[str],
+    allow_mixed: bool,
+) -> GroupComparison | None:
+    """The group's lanes against its first lane (notes collect what is left out, banners
+    what a mixed comparison mixes; lanes measured differently are refused unless
+    ``allow_mixed``, :func:`memlab.scoring.comparison.compare_lanes`)."""
     rates = _rates(runs)
-    lanes = [Lane(run, lane_id) for run in runs for lane_id in run.lanes]
+    lanes = [Lane(run, lane_id) for run, lane_id in group.lanes]
     base, others = lanes[0], lanes[1:]
-    # Simulated lanes are compared with the first simulated lane, real ones with the first.
-    kinds = pairs_by_kind(lanes)
-    pairs = [(b, lane) for b, lane in kinds if _shares_owners(b, lane)]
-    notes = [
-        f"{lane.run.name}: {lane.label} shares no owners with the baseline: not compared."
-        for b, lane in kinds
-        if (b, lane) not in pairs
+    pairs = [(base, lane) for lane in others if _shares_owners(base, lane)]
+    notes += [
+        f"{lane.run.name}: {lane.label} shares no owners with {group.baseline}: not compared."
+        for lane in others
+        if (base, lane) not in pairs
     ]
     names = [s.column for s in rates]
+    if not pairs or not names:
+        return None
+    options = runs[0].stats
+    table = compare_lanes(
+        pairs, metrics=names, primary=runs[0].primary, options=options, allow_mixed=allow_mixed
+    )
+    banners += [b for b in table.attrs.get("banners", []) if b not in banners]
+    unused = table["verdict"] == "not applicable"
+    notes += [
+        f"{title}: undefined for every configuration compared (nothing to measure it on)."
+        for title in dict.fromkeys(table.loc[unused, "title"])
+        if (table.loc[table["title"] == title, "verdict"] == "not applicable").all()
+    ]
+    title = group.title if titled else ""
+    return GroupComparison(title, group.baseline, table[~unused].reset_index(drop=True))
+
+
+def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> StatisticsSection:
+    """Intervals of every lane's rates and each lane against its group's baseline lane
+    (lanes measured differently are refused unless ``allow_mixed``)."""
+    options = runs[0].stats
+    rates = _rates(runs)
     primary = runs[0].primary
-    table = None
-    if pairs and names:
-        table = compare_lanes(
-            pairs, metrics=names, primary=primary, options=options, allow_mixed=allow_mixed
-        )
-    comparisons, banners = pd.DataFrame(), []
-    if table is not None:
-        banners = list(table.attrs.get("banners", []))
-        unused = table["verdict"] == "not applicable"
-        notes += [
-            f"{title}: undefined for every configuration compared (nothing to measure it on)."
-            for title in dict.fromkeys(table.loc[unused, "title"])
-            if (table.loc[table["title"] == title, "verdict"] == "not applicable").all()
-        ]
-        comparisons = comparison_text(table[~unused])
-    if not others:
-        notes.append(_single_lane_mde(base, rates, options))
+    notes: list[str] = []
+    banners: list[str] = []
+    groups = lane_groups(runs)
+    comparisons = [
+        found
+        for group in groups
+        if (found := _group_comparisons(group, len(groups) > 1, runs, notes, banners, allow_mixed))
+        is not None
+    ]
+    lanes = [Lane(run, lane_id) for run in runs for lane_id in run.lanes]
+    if len(lanes) == 1:
+        notes.append(_single_lane_mde(lanes[0], rates, options))
     owners = [run.summary["owners"].min() for run in runs if not run.summary.empty]
     if owners and pd.notna(min(owners)) and float(min(owners)) < 2:
         notes.append("Intervals need at least 2 owners: runs with fewer show none.")
-    tests = 0 if table is None else int(table["p_holm"].notna().sum())
+    tests = sum(int(found.table["p_holm"].notna().sum()) for found in comparisons)
     family = ", ".join(primary_metrics(primary))
+    apart = "the baseline"
+    if len(groups) > 1:
+        apart = "its group's baseline (real and simulated lanes apart, one Holm family each)"
     intro = (
         f"Intervals: {options.level:.0%}, bootstrap over owners ({options.resamples} resamples; "
         "owners are resampled with all their sessions; owners a rate cannot vary with, such as "
         "owners without gold facts for recall, are left out of its n). Comparisons: each "
-        "configuration against the baseline on the owners both have; delta = configuration - "
+        f"configuration against {apart} on the owners both have; delta = configuration - "
         "baseline with a paired-bootstrap interval. Primary metrics "
         f"({family}) decide: a delta is significant when a paired sign-flip permutation test "
         "and the bootstrap interval both reject no difference, Holm's step-down over the "
@@ -188,8 +241,6 @@ def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> Sta
         options=options,
         intro=intro,
         intervals=_interval_rows(runs, rates),
-        baseline="; ".join(dict.fromkeys(f"{b.run.name}: {b.label}" for b, _ in pairs))
-        or f"{base.run.name}: {base.label}",
         comparisons=comparisons,
         notes=[note for note in notes if note],
         banners=banners,
@@ -209,13 +260,30 @@ def md_table(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _split_rows(found: GroupComparison) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The group's comparison rows as text: informative ones, and the rest."""
+    informative = found.informative
+    return found.text(informative), found.text(~informative)
+
+
+def _rest_title(count: int) -> str:
+    return (
+        f"{count} more row(s) with nothing to show: no change, or no test possible with so "
+        "few owners (MDE none)"
+    )
+
+
 def section_markdown(section: StatisticsSection) -> list[str]:
     """The section as Markdown lines."""
     lines = ["## Statistics", "", section.intro, "", "### Rates with intervals", ""]
-    lines += md_table(section.intervals)
-    if not section.comparisons.empty:
-        lines += ["", f"### Against the baseline ({md_escape(section.baseline)})", ""]
-        lines += md_table(section.comparisons)
+    lines += md_table(section.intervals.drop(columns="group", errors="ignore"))
+    for found in section.comparisons:
+        shown, rest = _split_rows(found)
+        group = f"{found.title}: " if found.title else ""
+        lines += ["", f"### {md_escape(group)}against {md_escape(found.baseline)}", ""]
+        lines += md_table(shown) if not shown.empty else ["No comparison has a test to show."]
+        if not rest.empty:
+            lines += ["", _rest_title(len(rest)), "", *md_table(rest)]
     if section.notes:
         lines += ["", *(f"{md_escape(note)}  " for note in section.notes)]
     return [*lines, ""]
@@ -231,16 +299,47 @@ def html_table(frame: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _intervals_html(intervals: pd.DataFrame) -> list[str]:
+    """One table per group with a column per configuration (rates down the side), so that
+    twenty rates fit the page's width."""
+    if intervals.empty or "group" not in intervals.columns:
+        return [html_table(intervals)]
+    groups = list(dict.fromkeys(intervals["group"]))
+    parts = []
+    for name in groups:
+        mine = intervals[intervals["group"] == name]
+        columns = [
+            f"{run}: {lane}" for run, lane in zip(mine["run"], mine["configuration"], strict=True)
+        ]
+        table = mine.drop(columns=["run", "group", "configuration"]).T
+        table.columns = pd.Index(columns)
+        table.insert(0, "rate", table.index)
+        if len(groups) > 1:
+            parts.append(f"<p class='caption'><b>{escape(GROUP_TITLES[name])}</b></p>")
+        parts.append(html_table(table))
+    return parts
+
+
 def section_html(section: StatisticsSection) -> list[str]:
-    """The section as HTML fragments (every text escaped)."""
+    """The section as HTML fragments (every text escaped); rows with nothing to show are
+    folded under the informative ones."""
     parts = [
-        "<h2>Statistics</h2>",
-        f"<p class='muted'>{escape(section.intro)}</p>",
+        f"<details><summary>How the statistics are computed</summary>"
+        f"<p class='muted'>{escape(section.intro)}</p></details>",
         "<h3>Rates with intervals</h3>",
-        html_table(section.intervals),
+        *_intervals_html(section.intervals),
     ]
-    if not section.comparisons.empty:
-        parts.append(f"<h3>Against the baseline ({escape(section.baseline)})</h3>")
-        parts.append(html_table(section.comparisons))
+    for found in section.comparisons:
+        shown, rest = _split_rows(found)
+        group = f"{found.title}: " if found.title else ""
+        parts.append(f"<h3>{escape(group)}against {escape(found.baseline)}</h3>")
+        parts.append(
+            html_table(shown) if not shown.empty else "<p>No comparison has a test to show.</p>"
+        )
+        if not rest.empty:
+            parts.append(
+                f"<details><summary>{escape(_rest_title(len(rest)))}</summary>"
+                f"{html_table(rest)}</details>"
+            )
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     return parts

@@ -9,13 +9,13 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.backends.registry import is_simulated
 from memlab.core.similarity import (
     NEAR_DUPLICATE_THRESHOLD,
     near_duplicate_score,
     normalize_text,
 )
 from memlab.datasets.loader import load_dataset
+from memlab.reporting.groups import GROUP_TITLES, group_name
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.scoring.metric_specs import MetricSpec, metric_spec, report_specs
 from memlab.sweeps.run import Run
@@ -24,6 +24,7 @@ __all__ = [
     "MEMORY_METRICS",
     "OPERATION_METRICS",
     "Metric",
+    "by_group",
     "compare_table",
     "config_table",
     "fact_diff",
@@ -81,6 +82,7 @@ def _rows(runs: Sequence[Run]) -> pd.DataFrame:
     for run in runs:
         summary = run.summary.reset_index()
         summary.insert(0, "run", run.name)
+        summary.insert(1, "group", [group_name(run, str(lane)) for lane in run.summary.index])
         frames.append(summary)
     if not frames:
         return pd.DataFrame()
@@ -123,42 +125,52 @@ def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def compare_table(runs: Sequence[Run], specs: Sequence[MetricSpec] | None = None) -> pd.DataFrame:
-    """Headline metrics per (run, lane) with deltas against the baseline row.
+    """Headline metrics per (run, lane) with deltas against each group's baseline.
 
-    Simulated and real lanes are never ranked together: each row's baseline is the first row
-    of its kind (``simulated`` column), and the best value is marked within each kind.
-    Columns: ``run``, ``lane``, ``simulated``, then for each metric of ``specs`` (default:
-    the report's metric table) that the runs have, its value, ``<col>_delta`` and
-    ``<col>_best`` (True where the value is the best of its kind).
+    Real and simulated lanes are apart (``group``, :mod:`memlab.reporting.groups`): deltas
+    are against the first row of the row's group and the best value is the best of its
+    group, so the simulated model is never ranked against a real one.
+
+    Columns: ``run``, ``group``, ``lane``, ``simulated`` (bool), then for each metric of
+    ``specs`` (default: the report's metric table) that the runs have, its value,
+    ``<col>_delta`` and ``<col>_best`` (True where the value is the best of its group).
     """
     rows = _rows(runs)
     if rows.empty:
         return rows
-    out = rows[["run", "label"]].rename(columns={"label": "lane"}).copy()
-    backends = rows["backend"] if "backend" in rows.columns else pd.Series("", rows.index)
-    out["simulated"] = [is_simulated(str(b)) for b in backends]
-    first = out.groupby("simulated")["simulated"].transform(lambda kind: kind.index[0])
+    out = rows[["run", "group", "label"]].rename(columns={"label": "lane"}).copy()
+    groups = rows["group"]
+    out["simulated"] = groups.eq("simulated").to_numpy()
     for metric in report_specs() if specs is None else specs:
         if metric.column not in rows.columns:
             continue
         values = pd.to_numeric(rows[metric.column], errors="coerce")
         out[metric.column] = values
-        out[f"{metric.column}_delta"] = values - values.loc[first].to_numpy()
-        out[f"{metric.column}_best"] = False
-        for _, kind in out.groupby("simulated"):
-            valid = values.loc[kind.index].dropna()
-            # No marker when every row of the kind ties: nothing is best.
-            if metric.ranked and valid.nunique() > 1:
-                best = valid.max() if metric.higher_is_better else valid.min()
-                out.loc[kind.index, f"{metric.column}_best"] = values.loc[kind.index] == best
+        baseline = values.groupby(groups).transform(lambda part: part.iloc[0])
+        out[f"{metric.column}_delta"] = values - baseline
+        out[f"{metric.column}_best"] = (
+            values.groupby(groups)
+            .transform(lambda part, metric=metric: _best(part, metric))
+            .astype(bool)
+        )
     return out
+
+
+def _best(values: pd.Series, metric: MetricSpec) -> pd.Series:
+    """Where ``values`` (one group's) hold the best value; none when every row ties."""
+    valid = values.dropna()
+    if not metric.ranked or valid.nunique() <= 1:
+        return pd.Series(False, index=values.index)
+    best = valid.max() if metric.higher_is_better else valid.min()
+    found: pd.Series = values == best
+    return found
 
 
 def metric_cells(
     table: pd.DataFrame, specs: Sequence[MetricSpec], *, markdown: bool
 ) -> list[list[str]]:
-    """Display cells of a :func:`compare_table`: values, deltas against the first row (HTML
-    spans or Markdown text) and the best value's star, one list per row."""
+    """Display cells of one group of a :func:`compare_table`: values, deltas against the
+    first row (HTML spans or Markdown text) and the best value's star, one list per row."""
     rows = []
     for i in range(len(table)):
         cells = []
@@ -177,36 +189,59 @@ def metric_cells(
     return rows
 
 
+def by_group(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """A :func:`compare_table` split into its groups (real first), each with a fresh index;
+    the title is "" when the table has one group."""
+    if "group" not in table.columns or table.empty:
+        return [("", table.reset_index(drop=True))]
+    names = list(dict.fromkeys(table["group"]))
+    return [
+        (GROUP_TITLES.get(name, name) if len(names) > 1 else "", part.reset_index(drop=True))
+        for name, part in ((n, table[table["group"] == n]) for n in names)
+    ]
+
+
 def metric_table_html(
     table: pd.DataFrame, specs: Sequence[MetricSpec], *, mark_best: bool = False
 ) -> str:
-    """An HTML table of :func:`metric_cells`: run, configuration, one column per metric.
+    """HTML tables of :func:`metric_cells`, one per group: run, configuration, one column
+    per metric.
 
     ``mark_best`` also highlights the best cell of each column (the star is always there).
     """
     head = "<th>run</th><th>configuration</th>" + "".join(
         f"<th>{escape(spec.title)}</th>" for spec in specs
     )
-    body = []
-    for i, cells in enumerate(metric_cells(table, specs, markdown=False)):
-        tds = [
-            f"<td>{escape(str(table['run'].iloc[i]))}</td>",
-            f"<td>{escape(str(table['lane'].iloc[i]))}</td>",
-        ]
-        for spec, text in zip(specs, cells, strict=True):
-            best = mark_best and bool(table[f"{spec.column}_best"].iloc[i]) and len(table) > 1
-            # text holds only formatted numbers and our own span markup.
-            tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    tables = []
+    for title, part in by_group(table):
+        body = []
+        for i, cells in enumerate(metric_cells(part, specs, markdown=False)):
+            tds = [
+                f"<td>{escape(str(part['run'].iloc[i]))}</td>",
+                f"<td>{escape(str(part['lane'].iloc[i]))}</td>",
+            ]
+            for spec, text in zip(specs, cells, strict=True):
+                best = mark_best and bool(part[f"{spec.column}_best"].iloc[i]) and len(part) > 1
+                # text holds only formatted numbers and our own span markup.
+                tds.append(f"<td class='num{' best' if best else ''}'>{text}</td>")
+            body.append("<tr>" + "".join(tds) + "</tr>")
+        caption = f"<caption>{escape(title)}</caption>" if title else ""
+        tables.append(
+            f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+    return "\n".join(tables)
 
 
 def metric_table_markdown(table: pd.DataFrame, specs: Sequence[MetricSpec]) -> list[str]:
-    """The Markdown lines of :func:`metric_table_html`'s table."""
-    lines = md_table_head(["run", "configuration", *(spec.title for spec in specs)])
-    for i, cells in enumerate(metric_cells(table, specs, markdown=True)):
-        run, lane = md_escape(str(table["run"].iloc[i])), md_escape(str(table["lane"].iloc[i]))
-        lines.append(md_table_row([run, lane, *cells]))
+    """The Markdown lines of :func:`metric_table_html`'s tables."""
+    lines: list[str] = []
+    for title, part in by_group(table):
+        if title:
+            lines += ([""] if lines else []) + [f"**{title}**", ""]
+        lines += md_table_head(["run", "configuration", *(spec.title for spec in specs)])
+        for i, cells in enumerate(metric_cells(part, specs, markdown=True)):
+            run, lane = md_escape(str(part["run"].iloc[i])), md_escape(str(part["lane"].iloc[i]))
+            lines.append(md_table_row([run, lane, *cells]))
     return lines
 
 

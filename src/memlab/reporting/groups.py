@@ -1,0 +1,52 @@
+"""Real and simulated lanes apart: a report never ranks the simulated model against a real one.
+
+Lanes are grouped by whether their backend is simulated (``sim:PROFILE``, a test instrument).
+Each group has its own baseline (its first lane), its own deltas and best values, and its
+own comparisons; no table mixes the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memlab.backends.registry import is_simulated
+from memlab.sweeps.run import Run
+
+__all__ = ["GROUP_TITLES", "LaneGroup", "group_name", "lane_groups"]
+
+GROUP_TITLES = {"real": "Real model", "simulated": "Simulated model [simulated]"}
+"""Headings of the groups' tables."""
+
+
+def group_name(run: Run, lane_id: str) -> str:
+    """``"simulated"`` for a lane replaying the simulated model, else ``"real"``."""
+    return "simulated" if is_simulated(run.lanes[lane_id].backend) else "real"
+
+
+@dataclass(frozen=True)
+class LaneGroup:
+    """The lanes of one kind, in report order; the first is the group's baseline."""
+
+    name: str
+    lanes: list[tuple[Run, str]]
+
+    @property
+    def title(self) -> str:
+        """A heading for the group's tables."""
+        return GROUP_TITLES[self.name]
+
+    @property
+    def baseline(self) -> str:
+        """``run: lane`` of the group's baseline lane."""
+        run, lane_id = self.lanes[0]
+        return f"{run.name}: {run.label(lane_id)}"
+
+
+def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
+    """The runs' lanes split into real (first) and simulated; empty groups left out."""
+    found: dict[str, list[tuple[Run, str]]] = {"real": [], "simulated": []}
+    for run in runs:
+        for lane_id in run.lanes:
+            found[group_name(run, lane_id)].append((run, lane_id))
+    return [LaneGroup(name, lanes) for name, lanes in found.items() if lanes]

@@ -1,0 +1,226 @@
+"""The report's first screen: what was compared, the verdict, the biggest prompt change.
+
+The verdict is one table per group of lanes (real, simulated) holding only the significant
+differences against the group's baseline, each with its interval. A row is marked *robust*
+when it is a primary metric that Holm's step-down keeps significant over the group's family
+and, for a rate a judge grades, every judge of the run finds the same difference; the other
+significant rows are exploratory (an interval at the run's level that excludes 0, uncorrected).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+import pandas as pd
+
+from memlab.reporting.groups import lane_groups
+from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
+from memlab.reporting.prompt_changes import PromptChange
+from memlab.reporting.statistics import GroupComparison, StatisticsSection
+from memlab.scoring.comparison import describe
+from memlab.scoring.metric_specs import metric_spec
+from memlab.sweeps.run import Run
+
+__all__ = [
+    "FIRST_ROWS",
+    "Verdict",
+    "biggest_prompt_change",
+    "compared_text",
+    "verdict",
+    "verdict_html",
+    "verdict_markdown",
+]
+
+FIRST_ROWS = 8
+"""Verdict rows the first screen shows, shared among the groups (robust ones first); the
+rest of each group's rows are folded."""
+
+SIGNIFICANT = frozenset({"better", "worse", "better (exploratory)", "worse (exploratory)"})
+"""The verdicts of :func:`memlab.scoring.comparison.compare_lanes` that reject no difference."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One group's significant differences, as display strings."""
+
+    title: str
+    baseline: str
+    rows: pd.DataFrame
+    """configuration, metric, baseline -> value, delta [CI], owners better / worse, robust."""
+    tested: int
+    """Comparison rows of the group that were tests (a p-value), significant or not."""
+
+
+def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:
+    """(run, lane, metric) whose judged verdict depends on the judge, from the QA section's
+    table (:attr:`memlab.reporting.qa.QASection.robust`)."""
+    if robust.empty or "under every judge" not in robust.columns:
+        return set()
+    split = robust[robust["under every judge"] == "depends on the judge"]
+    return set(zip(split["run"], split["configuration"], split["metric"], strict=True))
+
+
+def _rows(found: GroupComparison, judge_splits: set[tuple[str, str, str]]) -> pd.DataFrame:
+    table = found.table
+    significant = table[table["verdict"].isin(SIGNIFICANT)]
+    rows = []
+    for _, row in significant.iterrows():
+        spec = metric_spec(str(row["metric"]))
+        robust = bool(row["significant"]) and row["role"] == "primary"
+        if (row["run"], row["lane"], row["metric"]) in judge_splits:
+            robust = False
+        rows.append(
+            {
+                "configuration": f"{row['run']}: {row['lane']}",
+                "metric": spec.title,
+                "baseline -> value": f"{spec.fmt(row['baseline'])} -> {spec.fmt(row['value'])}",
+                "delta [CI], p": describe(row),
+                "owners better / worse": f"{row['owners_better']} / {row['owners_worse']}",
+                "robust": "robust" if robust else "exploratory",
+                "_order": (not robust, float(row["p_value"])),
+            }
+        )
+    columns = [
+        "configuration",
+        "metric",
+        "baseline -> value",
+        "delta [CI], p",
+        "owners better / worse",
+        "robust",
+    ]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows)
+    order = sorted(range(len(frame)), key=lambda i: frame["_order"].iloc[i])
+    return frame.iloc[order][columns].reset_index(drop=True)
+
+
+def verdict(section: StatisticsSection, robust: pd.DataFrame | None = None) -> list[Verdict]:
+    """The significant rows of each group's comparisons; ``robust`` is the QA section's
+    judge-robustness table (a judged difference one judge does not find is not robust)."""
+    splits = _judge_splits(robust if robust is not None else pd.DataFrame())
+    return [
+        Verdict(
+            found.title,
+            found.baseline,
+            _rows(found, splits),
+            int(found.table["p_value"].notna().sum()),
+        )
+        for found in section.comparisons
+    ]
+
+
+def compared_text(runs: Sequence[Run], changed: Sequence[str]) -> str:
+    """One paragraph: runs, datasets, configurations per group with their baselines."""
+    lanes = sum(len(run.lanes) for run in runs)
+    datasets = ", ".join(dict.fromkeys(run.grid.dataset for run in runs))
+    groups = []
+    for group in lane_groups(runs):
+        owners = max(
+            (int(run.summary["owners"].max()) for run, _ in group.lanes if not run.summary.empty),
+            default=0,
+        )
+        groups.append(
+            f"{group.title}: {len(group.lanes)} configuration(s) on up to {owners} owner(s), "
+            f"baseline {group.baseline}"
+        )
+    return (
+        f"Compared: {lanes} configuration(s) in {len(runs)} run(s) "
+        f"({', '.join(run.name for run in runs)}) on {datasets}. "
+        + "; ".join(groups)
+        + f". Settings that differ: {', '.join(changed) or 'none'}."
+    )
+
+
+def _changed_lines(change: PromptChange) -> int:
+    return sum(
+        1
+        for line in change.diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+
+
+def biggest_prompt_change(changes: Sequence[PromptChange]) -> PromptChange | None:
+    """The prompt change with the most changed template lines (``None`` without any)."""
+    return max(changes, key=_changed_lines, default=None)
+
+
+def _nothing(found: Verdict) -> str:
+    """What a group without a significant difference says."""
+    if not found.tested:
+        return "nothing could be tested (no change, or too few owners for a test)"
+    return f"no significant difference in {found.tested} test(s)"
+
+
+def _table(rows: pd.DataFrame) -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in rows.columns)
+    body = "".join(
+        f"<tr class='{escape(str(row['robust']))}'>"
+        + "".join(f"<td>{escape(str(row[c]))}</td>" for c in rows.columns)
+        + "</tr>"
+        for _, row in rows.iterrows()
+    )
+    return f"<table class='verdict'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> list[str]:
+    """The first screen's verdict and prompt change as HTML fragments (text escaped)."""
+    parts = ["<h2 id='verdict'>Verdict: significant differences</h2>"]
+    if not verdicts:
+        parts.append("<p>Nothing to compare: one configuration per group.</p>")
+    first = FIRST_ROWS // max(1, len(verdicts))
+    for found in verdicts:
+        group = f"{found.title}: " if found.title else ""
+        where = f"{escape(group)}against {escape(found.baseline)}"
+        if found.rows.empty:
+            parts.append(
+                f"<p><b>{where}</b>: {escape(_nothing(found))} (see Statistics for the "
+                "intervals and the smallest detectable effects).</p>"
+            )
+            continue
+        parts.append(f"<p class='caption'><b>{where}</b> ({len(found.rows)} of {found.tested} "
+                     "tests significant; robust: primary metric, Holm-corrected)</p>")  # fmt: skip
+        parts.append(_table(found.rows.head(first)))
+        rest = found.rows.iloc[first:]
+        if not rest.empty:
+            parts.append(
+                f"<details><summary>{len(rest)} more significant difference(s)</summary>"
+                f"{_table(rest)}</details>"
+            )
+    if change is not None:
+        deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
+        parts.append(
+            f"<p><b>Biggest prompt change</b>: {escape(change.run)}: {escape(change.lane)} "
+            f"({_changed_lines(change)} template lines changed); its effect: "
+            f"{escape(deltas or 'no metric changed')}. "
+            "<a href='#prompt-changes'>The diff and every other prompt change</a>.</p>"
+        )
+    return parts
+
+
+def verdict_markdown(verdicts: Sequence[Verdict], change: PromptChange | None) -> list[str]:
+    """The verdict and the biggest prompt change as Markdown lines (every row shown)."""
+    lines = ["## Verdict: significant differences", ""]
+    if not verdicts:
+        lines += ["Nothing to compare: one configuration per group.", ""]
+    for found in verdicts:
+        group = f"{found.title}: " if found.title else ""
+        where = md_escape(f"{group}against {found.baseline}")
+        if found.rows.empty:
+            lines += [f"{where}: {_nothing(found)}.", ""]
+            continue
+        lines += [f"{where} ({len(found.rows)} of {found.tested} tests significant)", ""]
+        lines += md_table_head(list(found.rows.columns))
+        lines += [md_table_row([md_escape(str(v)) for v in row]) for row in found.rows.values]
+        lines.append("")
+    if change is not None:
+        deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
+        lines += [
+            f"Biggest prompt change: {md_escape(f'{change.run}: {change.lane}')} "
+            f"({_changed_lines(change)} template lines changed); its effect: "
+            f"{md_escape(deltas or 'no metric changed')}.",
+            "",
+        ]
+    return lines
