@@ -155,7 +155,8 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
     if owners and pd.notna(min(owners)) and float(min(owners)) < 2:
         notes.append("Intervals need at least 2 owners: runs with fewer show none.")
     tests = 0 if table is None else int(table["p_holm"].notna().sum())
-    family = ", ".join(primary_metrics(primary))
+    # The family as tested here: primary metrics the runs lack (QA accuracy without QA) drop out.
+    family = ", ".join(m for m in primary_metrics(primary) if m in names) or "none measured"
     intro = (
         f"Intervals: {options.level:.0%}, bootstrap over owners ({options.resamples} resamples; "
         "owners are resampled with all their sessions; owners a rate cannot vary with, such as "

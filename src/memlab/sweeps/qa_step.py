@@ -79,7 +79,7 @@ from memlab.sweeps.run import (
     write_jsonl,
 )
 
-__all__ = ["IncompleteQAError", "add_qa", "qa_backend"]
+__all__ = ["IncompleteQAError", "add_fates", "add_qa", "qa_backend", "rewrite_fates"]
 
 logger = logging.getLogger(__name__)
 
@@ -357,20 +357,35 @@ def _rows(
 
 def _add_fates(job: _Job, rows: list[dict[str, Any]], matcher: FactMatcher) -> None:
     """The fate of each answer from memory's evidence (other conditions: None)."""
-    memory = [(i, r) for i, r in enumerate(rows) if r["condition"] == "memory"]
-    asked = [(job.tasks[i].question, r["session_index"], r["injected"]) for i, r in memory]
-    warm = getattr(matcher, "warm", None)
-    if callable(warm):  # read and embed the texts in one batch (the default matcher)
-        snapshots = job.record.get("snapshots", [])
-        warm(
-            [f.content for s in job.owner.sessions for f in s.labels.facts]
-            + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
-        )
-    fates = evidence_fates(job.owner, job.record, asked, matcher.covers)
     for row in rows:
         row["fate"], row["evidence_fates"] = None, None
-    for (i, _row), (fate, detail) in zip(memory, fates, strict=True):
-        rows[i]["fate"], rows[i]["evidence_fates"] = fate, detail
+    add_fates(job.owner, job.record, rows, matcher)
+
+
+def add_fates(
+    owner: Owner,
+    record: Mapping[str, Any],
+    rows: Sequence[dict[str, Any]],
+    matcher: FactMatcher,
+) -> None:
+    """Set ``fate`` and ``evidence_fates`` of each answer from memory among ``rows`` (answer
+    rows of ``owner``'s replay ``record``), with ``matcher`` deciding which stored fact holds
+    an evidence fact (:func:`~memlab.scoring.qa_causes.evidence_fates`). Rescoring a run with
+    another matcher calls it again."""
+    questions = {q.id: q for q in owner.questions}
+    memory = [r for r in rows if r["condition"] == "memory"]
+    asked = [(questions[r["question_id"]], r["session_index"], r["injected"]) for r in memory]
+    warm = getattr(matcher, "warm", None)
+    if callable(warm):  # read and embed the texts in one batch (the default matcher)
+        snapshots = record.get("snapshots", [])
+        warm(
+            [f.content for s in owner.sessions for f in s.labels.facts]
+            + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
+        )
+    for row, (fate, detail) in zip(
+        memory, evidence_fates(owner, record, asked, matcher.covers), strict=True
+    ):
+        row["fate"], row["evidence_fates"] = fate, detail
 
 
 def _identity(
@@ -414,3 +429,14 @@ def _write(
     }
     atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
     logger.info("qa: %d answers -> %s", len(rows), run.path / QA_ANSWERS)
+
+
+def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
+    """Rewrite ``run``'s answer table as ``rows`` (the same answers, their fates scored again
+    by the matcher named ``matcher``); the QA manifest, written last, records that matcher and
+    the table's new checksum."""
+    manifest = dict(run.qa_manifest)
+    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), rows)
+    manifest["matcher"] = matcher
+    manifest["files"] = {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)}
+    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
