@@ -220,3 +220,40 @@ def test_causes_and_their_titles_in_pipeline_order() -> None:
     assert list(CAUSE_TITLES) == list(CAUSES)
     assert CAUSE_TITLES["answered_wrong"] == "injected but answered wrong"
     assert len(set(CAUSE_TITLES.values())) == len(CAUSES)
+
+
+def test_the_replay_losses_are_read_from_the_owner_its_calls_and_the_matcher(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner = _owner()
+    calls = [{"session_index": 0, "marker": "the record's calls"}]
+    passed: list[tuple[Any, ...]] = []
+
+    def losses_of(*args: Any, **kwargs: Any) -> list[dict[str, str]]:
+        passed.append(args)
+        return [{}, {}]
+
+    monkeypatch.setattr(qa_causes, "gold_losses", losses_of)
+    question = next(q for q in owner.questions if q.id == "q.job")
+    evidence_fates(owner, {"calls": calls, "snapshots": SNAPSHOTS}, [(question, 0, [])], _exact)
+    evidence_fates(owner, {"snapshots": SNAPSHOTS}, [(question, 0, [])], _exact)
+    assert passed[0][0] is owner and passed[0][1] == calls and passed[0][2] is _exact
+    assert passed[1][1] == []  # a record without calls: no operations
+
+
+def test_missing_parts_of_a_record_are_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork at the last snapshot starts from it; a fork without a session starts at 0.
+    last = {"calls": [], "snapshots": SNAPSHOTS, "fork": {"at_session": 2}}
+    _, seen = _fates([{}, {}], [], monkeypatch, record=last)
+    assert seen == {"start": 2, "start_memory": SNAPSHOTS[1]}
+    _, seen = _fates([{}, {}], [], monkeypatch, record={"calls": [], "fork": {}})
+    assert seen == {"start": 0, "start_memory": None}
+    # No snapshots: nothing to start from, whatever the fork says.
+    _, seen = _fates([{}, {}], [], monkeypatch, record={"fork": {"at_session": 1}})
+    assert seen == {"start": 1, "start_memory": None}
+    # A snapshot without facts, and a fact without text, hold nothing.
+    bare = {"calls": [], "snapshots": [{}, {"facts": [{"id": "m1"}, "not a fact"]}]}
+    found, _ = _fates(
+        [{}, {}], [("q.job", 0, ["m1"]), ("q.job", 1, ["m1"])], monkeypatch, record=bare
+    )
+    assert found == [("never_proposed", {"job": "never_proposed"})] * 2

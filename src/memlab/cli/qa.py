@@ -27,6 +27,7 @@ _EXAMPLE = """examples:
   memlab qa runs/nightly --answer-backend openai:gpt-4o-mini --judges lenient,strict \\
       --conditions memory,none,gold_memory --cache-dir cache
   memlab qa runs/nightly          # the settings of the grid's qa: key
+  memlab qa runs/nightly --answer-prompt prompts/agent.txt --judges strict,prompts/picky.yaml
 
 Answers and verdicts go through the response cache: an interrupted QA step run again sends
 only what is missing.
@@ -59,20 +60,14 @@ def register(subparsers: Any) -> None:
         help="comma-separated judge prompts, each a name or a prompt file defining one "
         "(default: strict,lenient)",
     )
-    p.add_argument(
-        "--answer-prompts",
-        nargs="+",
-        default=[],
-        metavar="PATH",
-        help="answer prompt files or directories whose prompts --answer-prompt can name",
-    )
-    p.add_argument(
-        "--judge-prompts",
-        nargs="+",
-        default=[],
-        metavar="PATH",
-        help="judge prompt files or directories whose prompts --judges can name",
-    )
+    for kind, option in (("answer", "--answer-prompt"), ("judge", "--judges")):
+        p.add_argument(
+            f"--{kind}-prompts",
+            nargs="+",
+            default=[],
+            metavar="PATH",
+            help=f"{kind} prompt files or directories whose prompts {option} can name",
+        )
     p.add_argument("--judge-backend", metavar="SPEC", help="backend of the judges")
     p.add_argument(
         "--conditions",

@@ -17,8 +17,9 @@ lanes with the same prompt send it once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import SimpleQueue
 from typing import Generic, TypeVar
 
 from memlab.backends.cache import request_key
@@ -47,22 +48,38 @@ class QACalls(Generic[T]):
 
 @dataclass
 class _Flow:
-    """The calls in flight and those already queued (by kind and key)."""
+    """The calls in flight, those already queued (by kind and key), and the finished ones in
+    the order they finished (each completion costs O(1): a wait over every pending future
+    would cost O(pending) per completion, quadratic over a LoCoMo-sized step)."""
 
     pool: ThreadPoolExecutor
     pending: dict[Future[CallResult], tuple[str, str, AnswerTask | None]] = field(
         default_factory=dict
     )
     queued: set[tuple[str, str]] = field(default_factory=set)
+    finished: SimpleQueue[Future[CallResult]] = field(default_factory=SimpleQueue)
 
-    def send(self, kind: str, backend: Backend, request: CompletionRequest,
-             task: AnswerTask | None = None) -> int:
+    def send(
+        self,
+        kind: str,
+        backend: Backend,
+        request: CompletionRequest,
+        task: AnswerTask | None = None,
+    ) -> int:
         key = call_key(backend, request)
         if (kind, key) in self.queued:
             return 0
         self.queued.add((kind, key))
-        self.pending[self.pool.submit(call, backend, request)] = (kind, key, task)
+        future = self.pool.submit(call, backend, request)
+        self.pending[future] = (kind, key, task)
+        future.add_done_callback(self.finished.put)
         return 1
+
+    def next_done(self) -> tuple[str, str, AnswerTask | None, CallResult]:
+        """The next call to finish: its kind, key, task and result."""
+        future = self.finished.get()
+        kind, key, task = self.pending.pop(future)
+        return kind, key, task, future.result()
 
 
 def ask_and_grade(
@@ -97,18 +114,15 @@ def ask_and_grade(
             bar.refresh()
         later = side.submit(alongside) if alongside is not None else None
         while flow.pending:
-            done, _ = wait(list(flow.pending), return_when=FIRST_COMPLETED)
-            for future in done:
-                kind, key, task = flow.pending.pop(future)
-                result = future.result()
-                bar.update(1)
-                if kind == "verdict":
-                    results.verdicts[key] = result
-                    continue
-                results.answers[key] = result
-                if task is not None and result.text is not None:
-                    judged = judge_tasks(task.question, result.text, judges, judge_params)
-                    bar.total += sum(flow.send("verdict", grader, j.request) for j in judged)
-                    bar.refresh()
+            kind, key, task, result = flow.next_done()
+            bar.update(1)
+            if kind == "verdict":
+                results.verdicts[key] = result
+                continue
+            results.answers[key] = result
+            if task is not None and result.text is not None:
+                judged = judge_tasks(task.question, result.text, judges, judge_params)
+                bar.total += sum(flow.send("verdict", grader, j.request) for j in judged)
+                bar.refresh()
         results.alongside = later.result() if later is not None else None
     return results
