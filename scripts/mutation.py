@@ -243,6 +243,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
     "markdown": ("src/memlab/reporting/markdown.py", ("tests/test_untrusted_inputs.py", *_FAST)),
     "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_backend.py", *_FAST)),
+    "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
 }
 """The critical modules and the tests run against their mutants (the fast ones that cover
 them; the long simulations are left to ``scripts/test.sh``)."""

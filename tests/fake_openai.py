@@ -1,4 +1,7 @@
-"""A hostile OpenAI-compatible server on 127.0.0.1: a test instrument, not a model.
+"""OpenAI-compatible servers on 127.0.0.1 for tests: instruments, not models.
+
+:class:`FakeServer` answers from a script of responses, or with a reply function of the
+request (a scripted model behind the real ``openai`` SDK).
 
 :class:`HostileServer` answers ``POST /v1/chat/completions`` as its ``mode`` says:
 
@@ -23,10 +26,12 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["SECRET", "HostileServer", "escaped", "update_with"]
+__all__ = ["SECRET", "FakeServer", "HostileServer", "Reply", "chat_body", "escaped", "update_with"]
 
 SECRET = "sk-probe-7f3a9c1e5b2d4086"
 """The API key tests give the backend; no byte memlab writes may contain it."""
@@ -69,6 +74,96 @@ def _completion(text: str) -> bytes:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
     ).encode()
+
+
+def chat_body(text: str = '{"ok": true}', model: str = "fake-model") -> dict[str, Any]:
+    """A chat completion whose one choice says ``text``."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+Reply = Callable[[dict[str, Any]], str]
+"""A reply function: the request body -> the reply text (a 200 chat completion)."""
+
+
+class FakeServer:
+    """Answers POSTs from a script of (status, headers, body, delay), or with ``reply`` (the
+    request body -> the text of a chat completion); records every request."""
+
+    def __init__(
+        self,
+        script: list[tuple[int, dict[str, str], Any, float]] | None = None,
+        *,
+        reply: Reply | None = None,
+    ) -> None:
+        self.script = script or []
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with outer.lock:
+                    outer.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": body,
+                        }
+                    )
+                    seen = len(outer.requests)
+                if outer.reply is not None:
+                    status, headers, payload, delay = 200, {}, chat_body(outer.reply(body)), 0.0
+                else:
+                    index = min(seen, len(outer.script)) - 1
+                    status, headers, payload, delay = outer.script[index]
+                if delay:
+                    time.sleep(delay)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class HostileServer:

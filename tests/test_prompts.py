@@ -228,12 +228,15 @@ def test_load_json_list(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('[{"name": "x"}]', "entry 0: 'template' must be a string"),
-        ('[{"name": "x", "template": "{current_memory}{conversation}", "tags": 1}]', "tags"),
-        ('{"x": 3}', "prompt 'x': expected a template string"),
-        ('"just text"', "expected a mapping of prompt names or a list"),
-        ('{"x": "{conversation}"}', "missing the placeholder {current_memory}"),
-        ("[1, 2", "not valid JSON"),
+        ('[{"name": "x"}]', ":1: [0].template: must be a string"),
+        (
+            '[{"name": "x", "template": "{current_memory}{conversation}", "tags": 1}]',
+            ":1: [0].tags: unknown keys tags",
+        ),
+        ('{"x": 3}', ":1: x: expected a template string"),
+        ('"just text"', ":1: expected a mapping of prompt names or a list"),
+        ('{"x": "{conversation}"}', ":1: x: invalid prompt template: missing the placeholder"),
+        ("[1, 2", ":1: not valid JSON"),
     ],
 )
 def test_bad_data_file_names_the_file(tmp_path: Path, content: str, message: str) -> None:
@@ -241,8 +244,7 @@ def test_bad_data_file_names_the_file(tmp_path: Path, content: str, message: str
     path.write_text(content, "utf-8")
     with pytest.raises(PromptError) as exc:
         PromptRegistry().load_file(path)
-    assert str(path) in str(exc.value)
-    assert message in str(exc.value)
+    assert str(exc.value).startswith(str(path) + message)
 
 
 def test_bad_file_registers_nothing(tmp_path: Path) -> None:
@@ -283,3 +285,26 @@ def test_load_directory(tmp_path: Path) -> None:
 def test_default_registry_is_a_singleton() -> None:
     assert default_registry() is default_registry()
     assert get_prompt() is default_registry().get("default")
+
+
+def test_a_bad_prompt_file_error_names_the_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "prompts.yaml"
+    path.write_text(
+        "good:\n"
+        "  template: |\n"
+        "    {current_memory}\n"
+        "    {conversation}\n"
+        "bad:\n"
+        "  description: mine\n"
+        "  template: '{current_memory} {conversation} {answer}'\n",
+        "utf-8",
+    )
+    with pytest.raises(PromptError) as exc:
+        PromptRegistry().load_file(path)
+    message = str(exc.value)
+    assert message.startswith(f"{path}:7: bad.template: invalid prompt template: ")
+    assert "unknown placeholder '{answer}'" in message and "\n" not in message
+    text = tmp_path / "mine.txt"
+    text.write_text("Memory:\n{current_memory}\nTalk:\n{conversation}\nNow {convo}\n", "utf-8")
+    with pytest.raises(PromptError, match=rf"^{re.escape(str(text))}:5: template: "):
+        PromptRegistry().load_file(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -11,8 +12,10 @@ import pytest
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
 from memlab.reporting.report import build_report
+from memlab.scoring.qa_metrics import cause_table
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
+from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import QA_ANSWERS, QA_MANIFEST, Run, load_run
 
 OWNERS = ["amara", "daniel", "hana"]
@@ -112,3 +115,114 @@ def test_compare_says_which_qa_differences_hold_under_every_judge(
     tail = out.split("memory QA under every judge")[1]
     assert "verdict:strict" in tail and "verdict:lenient" in tail
     assert "qa_accuracy" in tail
+
+
+class _Blind:
+    """A matcher that finds no gold fact in any stored fact."""
+
+    name = "blind"
+
+    def covers(self, stored: str, gold: str) -> bool:
+        return False
+
+
+def test_rescore_scores_the_fates_of_answers_from_memory_again(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]) == 0
+    before = load_run(run_dir).qa_answers
+    memory = before["condition"] == "memory"
+    assert before.loc[memory, "fate"].isin(["injected", "not_injected"]).sum() > 10
+    rescore(run_dir, matcher=_Blind())
+    blind = load_run(run_dir)
+    after = blind.qa_answers
+    # No stored fact holds any evidence now: each fate is a loss (or no evidence).
+    held = after.loc[memory, "evidence_fates"].map(
+        lambda d: {f for f in (d or {}).values()} & {"injected", "not_injected"}
+    )
+    assert not held.map(bool).any()
+    assert not after.loc[memory, "fate"].isin(["injected", "not_injected"]).any()
+    assert blind.qa_manifest["matcher"] == "blind"
+    assert cause_table(after, blind.judge)["answered_wrong"].sum() == 0
+    kept = ["answer", "verdicts", "condition", "question_id"]
+    assert after[kept].equals(before[kept])  # answers and verdicts are not touched
+    # The default matcher again, from the command line: the fates the QA step gave.
+    assert main(["rescore", str(run_dir)]) == 0
+    again = load_run(run_dir).qa_answers
+    assert list(again["fate"]) == list(before["fate"])
+    assert list(again["evidence_fates"]) == list(before["evidence_fates"])
+
+
+ANSWER_TEXT = "Known facts:\n{memory}\n\nQuestion: {question}\nAnswer in a few words."
+PICKY_YAML = (
+    "picky:\n"
+    "  description: the same value, nothing else\n"
+    "  template: |\n"
+    "    Q: {question}\n"
+    "    Reference: {gold_answer}\n"
+    "    Answer: {answer}\n"
+    '    Reply {{"label": "CORRECT"}} or {{"label": "WRONG"}}.\n'
+)
+
+
+def test_qa_takes_answer_and_judge_prompt_files(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer = tmp_path / "mine.txt"
+    answer.write_text(ANSWER_TEXT, encoding="utf-8")
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(PICKY_YAML, encoding="utf-8")
+    cache = tmp_path / "cache"
+    args = ["qa", str(run_dir), "--answer-backend", "scripted", "--no-progress"]
+    args += ["--cache-dir", str(cache), "--conditions", "memory"]
+    files = ["--answer-prompt", str(answer), "--judge-prompts", str(judges)]
+    assert main([*args, *files, "--judges", "picky,strict"]) == 0
+    run = load_run(run_dir)
+    identity = run.qa_manifest["identity"]
+    # Content-addressed: the prompts are known by the hash of their text.
+    assert identity["answer_prompt"] == {
+        "name": "mine",
+        "sha256": hashlib.sha256(ANSWER_TEXT.encode()).hexdigest(),
+    }
+    assert set(identity["judges"]) == {"picky", "strict"}
+    assert run.judges == ["picky", "strict"]
+    assert set(run.qa_answers["verdicts"].map(lambda v: tuple(sorted(v)))) == {("picky", "strict")}
+    # The same files again: every answer from the cache; an edited answer prompt: none.
+    assert main([*args, *files, "--judges", "picky,strict"]) == 0
+    assert load_run(run_dir).qa_answers["cached"].all()
+    answer.write_text(ANSWER_TEXT.replace("a few words", "one word"), encoding="utf-8")
+    assert main([*args, *files, "--judges", "picky,strict"]) == 0
+    edited = load_run(run_dir)
+    assert not edited.qa_answers["cached"].any()
+    assert edited.qa_manifest["identity"]["answer_prompt"]["sha256"] != identity[
+        "answer_prompt"
+    ]["sha256"]
+    # A judge given as a file of one prompt is that prompt.
+    assert main([*args, "--judges", f"{judges},lenient"]) == 0
+    assert load_run(run_dir).judges == ["picky", "lenient"]
+
+
+def test_a_bad_prompt_file_is_one_line_naming_file_line_and_field(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Facts:\n{memory}\nAnswer it.\n", encoding="utf-8")  # no {question}
+    assert main([*args, "--answer-prompt", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}:1: template: invalid prompt template: missing the ")
+    assert err.count("\n") == 1
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(PICKY_YAML.replace("Answer: {answer}", "Answer: {reply}"), "utf-8")
+    assert main([*args, "--judge-prompts", str(judges), "--judges", "picky"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {judges}:3: picky.template: invalid prompt template: ")
+    assert "{reply}" in err and err.count("\n") == 1
+    two = tmp_path / "two.yaml"
+    two.write_text(PICKY_YAML + PICKY_YAML.replace("picky:", "fussy:"), "utf-8")
+    assert main([*args, "--judges", str(two)]) == 2
+    assert "defines 2 prompts (picky, fussy)" in capsys.readouterr().err
+    missing = tmp_path / "nowhere" / "x.txt"
+    assert main([*args, "--answer-prompts", str(missing)]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert not (run_dir / QA_ANSWERS).exists()  # nothing written by a refused step

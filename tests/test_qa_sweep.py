@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,8 +34,9 @@ from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
+from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
-from memlab.simulation.qa import ABSTAIN_TEXT
+from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QASpec
@@ -43,7 +45,7 @@ from memlab.sweeps.run import QA_ANSWERS, Run, load_run, read_owner_record
 
 ANSWER_RATE, ABSTAIN_RATE = 0.8, 0.5
 LENIENCY = {"lenient": 0.7, "strict": 0.1}
-CONDITIONS = ["memory", "none", "gold_memory"]
+CONDITIONS = ["memory", "none", "full_context", "gold_memory"]
 FATE_ORDER = ("never_proposed", "below_threshold", "not_injected", "injected")
 
 
@@ -106,7 +108,9 @@ def _present(row: Mapping[str, Any], owner: Owner, snapshot: Mapping[str, Any]) 
     """Whether every evidence fact of the row's question reached its answer prompt."""
     question = next(q for q in owner.questions if q.id == row["question_id"])
     gold = owner.gold_facts()
-    if row["condition"] == "none" or not question.evidence.facts:
+    # The simulated answerer recognises fact evidence only as a stored fact's line; the raw
+    # history (full_context) shows the conversations in their own words, so it never has it.
+    if row["condition"] in ("none", "full_context") or not question.evidence.facts:
         return False
     if row["condition"] == "gold_memory":
         return set(question.evidence.facts) <= set(row["injected"])
@@ -168,7 +172,7 @@ def test_accuracy_per_condition_matches_the_profile(run: Run, personas: list[Own
             present_share[lane, condition] = shown / len(rows)
     # The conditions order as their contexts do: nothing, the lane's memory, the labels.
     for lane in run.lanes:
-        assert present_share[lane, "none"] == 0.0
+        assert present_share[lane, "none"] == present_share[lane, "full_context"] == 0.0
         assert present_share[lane, "gold_memory"] >= present_share[lane, "memory"]
     # The summary's headline is the memory condition under the first judge.
     summary = run.summary
@@ -206,18 +210,20 @@ def _fate(row: Mapping[str, Any], owner: Owner, record: Mapping[str, Any], thres
     return min(fates, key=FATE_ORDER.index)
 
 
-def test_every_wrong_answer_from_memory_has_its_cause(run: Run, personas: list[Owner]) -> None:
+def expected_causes(run: Run, personas: list[Owner], judge: str) -> dict[str, Counter[str]]:
+    """Per lane, the causes of wrong answers from memory under ``judge``, recomputed from the
+    replay records and the gold memory's answers (nothing of the scoring code)."""
     owners = {o.user_id: o for o in personas}
     records = _records(run, personas)
     answers = run.qa_answers
     answerable = answers[answers["kind"] == "answerable"]
     gold_right = {
-        (r["lane_id"], r["user_id"], r["question_id"]): _verdict(r, "lenient")
+        (r["lane_id"], r["user_id"], r["question_id"]): _verdict(r, judge)
         for r in answerable[answerable["condition"] == "gold_memory"].to_dict("records")
     }
     expected: dict[str, Counter[str]] = {lane: Counter() for lane in run.lanes}
     for row in answerable[answerable["condition"] == "memory"].to_dict("records"):
-        if _verdict(row, "lenient"):
+        if _verdict(row, judge):
             continue
         threshold = run.lanes[row["lane_id"]].fact_confidence_threshold
         fate = _fate(
@@ -227,7 +233,12 @@ def test_every_wrong_answer_from_memory_has_its_cause(run: Run, personas: list[O
             right = gold_right[row["lane_id"], row["user_id"], row["question_id"]]
             fate = "answered_wrong" if right else "wrong_with_gold_memory"
         expected[row["lane_id"]][fate] += 1
-    table = cause_table(answers, "lenient").set_index("lane_id")
+    return expected
+
+
+def assert_causes(run: Run, expected: dict[str, Counter[str]], judge: str) -> Counter[str]:
+    """The cause table of ``run`` under ``judge`` equals ``expected``; returns the total."""
+    table = cause_table(run.qa_answers, judge).set_index("lane_id")
     seen: Counter[str] = Counter()
     for lane, counts in expected.items():
         got = {
@@ -236,11 +247,110 @@ def test_every_wrong_answer_from_memory_has_its_cause(run: Run, personas: list[O
         assert got == dict(counts), lane
         assert table.loc[lane, "wrong"] == sum(counts.values())
         seen.update(counts)
+    return seen
+
+
+def test_every_wrong_answer_from_memory_has_its_cause(run: Run, personas: list[Owner]) -> None:
+    seen = assert_causes(run, expected_causes(run, personas, "lenient"), "lenient")
     # The grid makes each cause happen: a high threshold, a tight budget, a fallible answerer.
     # (One draw per question serves every condition, so an answerer wrong with the evidence
-    # in its memory is wrong with the gold memory too: never "answered_wrong" here.)
+    # in its memory is wrong with the gold memory too: never "answered_wrong" here; the
+    # misled answerer below makes it happen.)
     assert {"never_proposed", "below_threshold", "not_injected"} <= set(seen)
     assert "wrong_with_gold_memory" in seen and "answered_wrong" not in seen
+
+
+def test_full_context_is_the_raw_history_within_the_budget(run: Run) -> None:
+    answers = run.qa_answers
+    keys = ["lane_id", "user_id", "question_id"]
+    full = answers[answers["condition"] == "full_context"].set_index(keys).sort_index()
+    none = answers[answers["condition"] == "none"].set_index(keys).sort_index()
+    mean_tokens = {}
+    for lane, rows in full.groupby(level="lane_id"):
+        budget = run.lanes[str(lane)].max_injection_tokens
+        assert (rows["context_tokens"] <= budget).all() and (rows["context_tokens"] > 0).any()
+        assert (rows["injected"].map(len) == 0).all()  # a history holds no memory facts
+        mean_tokens[budget] = rows["context_tokens"].mean()
+    assert mean_tokens[4000] > mean_tokens[100]
+    # Neither context shows fact evidence as a stored fact and one draw serves each question:
+    # on answerable questions (evidence: facts) the simulated answerer says the same thing
+    # with the raw history as with nothing. (An adversarial question's evidence is a turn,
+    # which the raw history can hold: there they may differ.)
+    assert list(full.index) == list(none.index)
+    facts = full["kind"] == "answerable"
+    assert facts.sum() > 100
+    assert list(full.loc[facts, "answer"]) == list(none.loc[facts, "answer"])
+
+
+MISLED = "Purple elephants on Tuesdays"
+"""A reply no simulated judge accepts (it is not on the topic of any question)."""
+
+
+class _Misled:
+    """The simulated answerer, misled by a lane's memory: where it would give the right
+    answer from a memory that is not the labels (no fact line at the gold memory's confidence
+    1.00; the simulated updater never proposes 1.0), it replies :data:`MISLED` instead for
+    every other question. A test instrument with known truth: which replies it changed."""
+
+    name = "misled"
+
+    def __init__(self, inner: SimulatedBackend) -> None:
+        self.inner, self.model = inner, inner.model
+        self.changed: set[tuple[str, str]] = set()
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        decision = self.inner.decide_qa(prompt, request.params.seed)
+        chosen = isinstance(decision, AnswerDecision) and decision.outcome == "answer"
+        if chosen and "| 1.00]" not in prompt and zlib.crc32(decision.question_id.encode()) % 2:
+            self.changed.add((decision.user_id, decision.question_id))
+            return Completion(text=MISLED, model=self.model)
+        return self.inner.complete(request)
+
+
+def test_injected_but_answered_wrong_is_counted_where_the_memory_misled(
+    run: Run, personas: list[Owner], profile_path: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "runs" / run.name
+    shutil.copytree(run.path, target)
+    sim = qa_backend(f"sim:{profile_path}", resolve_dataset("personas"))
+    assert isinstance(sim, SimulatedBackend)
+    misled = _Misled(sim)
+    spec = QASpec(
+        answer_backend="misled:sim",
+        judges=["lenient", "strict"],
+        conditions=["memory", "gold_memory"],
+    )
+    done = add_qa(
+        load_run(target),
+        spec,
+        cache_dir=tmp_path / "cache",
+        backend_factory=lambda s: misled,
+        progress=False,
+    )
+    answers = done.qa_answers
+    memory = answers[(answers["condition"] == "memory") & (answers["kind"] == "answerable")]
+    # The independent count: memory answers the instrument changed (each had its evidence in
+    # the prompt, else the simulated answerer would not have answered) whose gold-memory
+    # answer was right.
+    gold = answers[answers["condition"] == "gold_memory"]
+    gold_right = {
+        (r["lane_id"], r["user_id"], r["question_id"]): _verdict(r, "strict")
+        for r in gold.to_dict("records")
+    }
+    changed = [r for r in memory.to_dict("records") if r["answer"] == MISLED]
+    assert {(r["user_id"], r["question_id"]) for r in changed} <= misled.changed
+    count = Counter(
+        r["lane_id"]
+        for r in changed
+        if gold_right[r["lane_id"], r["user_id"], r["question_id"]]
+    )
+    assert sum(count.values()) > 10
+    table = cause_table(answers, "strict").set_index("lane_id")
+    for lane in done.lanes:
+        assert table.loc[lane, "answered_wrong"] == count[lane], lane
+    # And every other cause as the records say.
+    assert_causes(done, expected_causes(done, personas, "strict"), "strict")
 
 
 def test_judge_band_comes_from_the_declared_leniencies(run: Run) -> None:

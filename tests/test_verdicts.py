@@ -11,15 +11,17 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from memlab.reporting.gate import check_regressions
 from memlab.scoring.comparison import Lane, compare, compare_lanes
-from memlab.scoring.metric_specs import COUNT_SPECS
+from memlab.scoring.metric_specs import COUNT_SPECS, count_columns
 from memlab.scoring.stats import StatOptions
+from memlab.sweeps.run import Run
 
 OWNERS = 14
 REPLICATIONS = 100
@@ -191,3 +193,74 @@ def test_a_nan_count_is_loud(caplog: pytest.LogCaptureFixture) -> None:
     assert math.isnan(by.loc["precision", "value"])
     assert by.loc["precision", "verdict"] == "not computable"
     assert any("u05" in message and "precision" in message for message in caplog.messages)
+
+
+def _with_qa(run: FakeRun, rng: np.random.Generator, drop: float) -> FakeRun:
+    """``run`` with memory-QA counts: 10 answerable questions per owner, the candidate right
+    on each question the baseline gets right except a share ``drop`` of them (same draws)."""
+    sessions = run.sessions.copy()
+    asked = np.full(OWNERS, 10)
+    skill = rng.beta(8, 2, size=OWNERS)
+    right_base = np.zeros(OWNERS)
+    right_cand = np.zeros(OWNERS)
+    for o in range(OWNERS):
+        u, v = rng.random(10), rng.random(10)
+        right_base[o] = (u < skill[o]).sum()
+        right_cand[o] = ((u < skill[o]) & (v >= drop)).sum()
+    for lane, right in (("base", right_base), ("cand", right_cand)):
+        mine = (sessions["lane_id"] == lane).to_numpy()
+        for column in count_columns(by="qa"):
+            sessions.loc[mine, column] = 0.0
+        sessions.loc[mine, "qa_questions"] = asked
+        sessions.loc[mine, "qa_answerable"] = asked
+        sessions.loc[mine, "qa_correct"] = right
+    return FakeRun(run.name, run.calls, sessions)
+
+
+def test_qa_accuracy_is_primary_when_the_runs_have_memory_qa() -> None:
+    rng = np.random.default_rng(11)
+    plain = recall_gain(rng)
+    with_qa = _with_qa(plain, rng, drop=0.5)
+    table = compare(with_qa).set_index("metric")
+    qa = table.loc["qa_accuracy"]
+    assert qa["role"] == "primary" and qa["verdict"] == "worse" and bool(qa["significant"])
+    # The Holm family is every changed primary row: QA accuracy is one of the m tests.
+    tested = table[(table["role"] == "primary") & table["p_value"].notna()]
+    assert "qa_accuracy" in tested.index and len(tested) >= 2
+    p = tested["p_value"].to_numpy(dtype=float)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))), 1.0)
+    expected = dict(zip(tested.index[order], adjusted, strict=True))
+    assert qa["p_holm"] == pytest.approx(expected["qa_accuracy"])
+    # Without memory QA the metric is no row at all, and the family is one test smaller.
+    bare = compare(plain).set_index("metric")
+    assert "qa_accuracy" not in bare.index
+    assert bare["p_holm"].notna().sum() == len(tested) - 1
+    # A grid that names its own family keeps it: QA accuracy is then exploratory.
+    chosen = FakeRun(with_qa.name, with_qa.calls, with_qa.sessions, primary=("recall",))
+    assert compare(chosen).set_index("metric").loc["qa_accuracy", "role"] == "secondary"
+
+
+def test_the_gate_fails_a_significant_qa_accuracy_regression() -> None:
+    rng = np.random.default_rng(12)
+    run = _with_qa(recall_gain(rng, gain=0.0), rng, drop=0.5)
+    base, cand = FakeRun("base", *_lane(run, "base")), FakeRun("cand", *_lane(run, "cand"))
+    found, table = check_regressions(cast(Run, cand), cast(Run, base))
+    assert [r.metric for r in found] == ["qa_accuracy"]
+    assert set(table["metric"]) == {
+        "parse_failure_rate",
+        "recall",
+        "precision_macro",
+        "qa_accuracy",
+    }
+    # The same runs without the QA counts: nothing regressed.
+    strip = list(count_columns(by="qa"))
+    bare_base = FakeRun("base", base.calls, base.sessions.drop(columns=strip))
+    bare_cand = FakeRun("cand", cand.calls, cand.sessions.drop(columns=strip))
+    assert check_regressions(cast(Run, bare_cand), cast(Run, bare_base))[0] == []
+
+
+def _lane(run: FakeRun, lane: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    calls = run.calls[run.calls["lane_id"] == lane].assign(lane_id="base")
+    sessions = run.sessions[run.sessions["lane_id"] == lane].assign(lane_id="base")
+    return calls.reset_index(drop=True), sessions.reset_index(drop=True)

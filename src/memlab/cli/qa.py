@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,9 +12,11 @@ from pydantic import ValidationError
 from memlab.backends.cache import CacheMode
 from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
+from memlab.core.prompts import PromptError, TemplateRegistry, looks_like_path
+from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
 from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.qa import qa_text
-from memlab.sweeps.qa_spec import QAError, QASpec
+from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.sweeps.qa_step import IncompleteQAError, add_qa
 from memlab.sweeps.run import load_run
 
@@ -24,6 +27,7 @@ _EXAMPLE = """examples:
   memlab qa runs/nightly --answer-backend openai:gpt-4o-mini --judges lenient,strict \\
       --conditions memory,none,gold_memory --cache-dir cache
   memlab qa runs/nightly          # the settings of the grid's qa: key
+  memlab qa runs/nightly --answer-prompt prompts/agent.txt --judges strict,prompts/picky.yaml
 
 Answers and verdicts go through the response cache: an interrupted QA step run again sends
 only what is missing.
@@ -45,10 +49,25 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("run", type=_args.directory, help="run directory")
     p.add_argument("--answer-backend", metavar="SPEC", help="backend that answers")
-    p.add_argument("--answer-prompt", metavar="NAME", help="answer prompt (default: default)")
     p.add_argument(
-        "--judges", metavar="NAMES", help="comma-separated judge prompts (default: strict,lenient)"
+        "--answer-prompt",
+        metavar="NAME|FILE",
+        help="answer prompt: a name, or a prompt file defining one (default: default)",
     )
+    p.add_argument(
+        "--judges",
+        metavar="NAMES",
+        help="comma-separated judge prompts, each a name or a prompt file defining one "
+        "(default: strict,lenient)",
+    )
+    for kind, option in (("answer", "--answer-prompt"), ("judge", "--judges")):
+        p.add_argument(
+            f"--{kind}-prompts",
+            nargs="+",
+            default=[],
+            metavar="PATH",
+            help=f"{kind} prompt files or directories whose prompts {option} can name",
+        )
     p.add_argument("--judge-backend", metavar="SPEC", help="backend of the judges")
     p.add_argument(
         "--conditions",
@@ -79,8 +98,12 @@ _OPTIONS = {
 _LISTS = {"judges": "judges", "conditions": "conditions"}
 
 
-def _spec(args: argparse.Namespace, grid_spec: QASpec | None) -> QASpec:
+def _spec(args: argparse.Namespace, grid_spec: QASpec | None, grid_dir: Path) -> QASpec:
     settings: dict[str, Any] = grid_spec.model_dump() if grid_spec is not None else {}
+    # The grid's prompt files are relative to its folder; the options' to the working one.
+    for key in ("answer_prompts", "judge_prompts"):
+        settings[key] = [str(grid_dir / path) for path in settings.get(key, [])]
+        settings[key] += [str(Path(path).absolute()) for path in getattr(args, key)]
     for option, key in _OPTIONS.items():
         if getattr(args, option) is not None:
             settings[key] = getattr(args, option)
@@ -88,6 +111,13 @@ def _spec(args: argparse.Namespace, grid_spec: QASpec | None) -> QASpec:
         text = getattr(args, option)
         if text is not None:
             settings[key] = [part.strip() for part in text.split(",") if part.strip()]
+    # A prompt given as a file: the file becomes a prompt source, its one prompt the choice.
+    if looks_like_path(settings.get("answer_prompt", "")):
+        settings["answer_prompt"] = _prompt_file(settings, "answer_prompts", AnswerPrompt)
+    settings["judges"] = [
+        _prompt_file(settings, "judge_prompts", JudgePrompt, n) if looks_like_path(n) else n
+        for n in settings.get("judges", ["strict", "lenient"])
+    ]
     if "answer_backend" not in settings:
         raise QAError(
             f"{args.run}: no QA settings: the run's grid has no qa: key; give "
@@ -101,9 +131,34 @@ def _spec(args: argparse.Namespace, grid_spec: QASpec | None) -> QASpec:
         raise QAError(f"qa setting {where}: {first['msg']}") from None
 
 
+def _prompt_file(
+    settings: dict[str, Any],
+    key: str,
+    kind: type[AnswerPrompt] | type[JudgePrompt],
+    path: str | None = None,
+) -> str:
+    """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
+    and return the name of the one prompt it defines."""
+    path = str(Path(path or settings["answer_prompt"]).absolute())
+    try:
+        variants = TemplateRegistry(kind).load_file(path)
+    except PromptError as exc:
+        raise QAError(str(exc)) from None
+    if len(variants) != 1:
+        names = ", ".join(v.name for v in variants)
+        raise QAError(
+            f"{path}: defines {len(variants)} prompts ({names}); add it with "
+            f"--{key.replace('_', '-')} and name one of them"
+        )
+    settings[key] = [*settings.get(key, []), path]
+    return variants[0].name
+
+
 def _qa(args: argparse.Namespace) -> int:
     run = load_run(args.run)
-    spec = _spec(args, run.grid.qa)
+    spec = _spec(args, run.grid.qa, run.grid.base_dir)
+    # Prompt files are read before anything is sent or written: a bad one changes nothing.
+    resolve_prompts(spec)
     status = 0
     try:
         run = add_qa(

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from memlab import plugins
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
-from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
+from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -80,7 +80,14 @@ _SUFFIXES_DATA = (".yaml", ".yml", ".json")
 
 
 class PromptError(MemlabError, ValueError):
-    """A prompt template or prompt file is invalid."""
+    """A prompt template or prompt file is invalid.
+
+    Attributes:
+        line: For a template problem, the template's line it is on (1 when the problem is the
+            whole template, e.g. a missing placeholder); ``None`` otherwise.
+    """
+
+    line: int | None = None
 
 
 class UnknownPromptError(PromptError, LookupError):
@@ -110,32 +117,42 @@ def validate_template(
     Raises:
         PromptError: Listing every problem found.
     """
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []  # (line in the template, what is wrong)
     for match in _doubled_re(placeholders).finditer(template):
         problems.append(
-            f"{match.group(0)!r} uses doubled braces; write {{{match.group(1)}}} "
-            "(templates are not str.format strings)"
+            (
+                _line_of(template, match.start()),
+                f"{match.group(0)!r} uses doubled braces; write {{{match.group(1)}}} "
+                "(templates are not str.format strings)",
+            )
         )
     for name in placeholders:
         count = template.count("{" + name + "}")
         if count == 0:
-            problems.append(f"missing the placeholder {{{name}}}; add it exactly once")
+            problems.append((1, f"missing the placeholder {{{name}}}; add it exactly once"))
         elif count > 1:
-            problems.append(f"has the placeholder {{{name}}} {count} times; use it exactly once")
+            at = _line_of(template, template.rindex("{" + name + "}"))
+            problems.append(
+                (at, f"has the placeholder {{{name}}} {count} times; use it exactly once")
+            )
     for match in _IDENTIFIER_RE.finditer(template):
         text, name = match.group(0), match.group(1)
         if name in placeholders and text == "{" + name + "}":
             continue
+        at = _line_of(template, match.start())
         if name in placeholders:
-            problems.append(f"{text!r} has spaces inside the braces; write {{{name}}}")
+            problems.append((at, f"{text!r} has spaces inside the braces; write {{{name}}}"))
         elif not _inside_doubled(template, match.start()):
             known = ", ".join("{" + p + "}" for p in placeholders)
             problems.append(
-                f"unknown placeholder {text!r} at line {_line_of(template, match.start())}; "
-                f"only {known} are substituted"
+                (at, f"unknown placeholder {text!r} at line {at}; only {known} are substituted")
             )
     if problems:
-        raise PromptError(f"{source}: invalid prompt template: " + "; ".join(problems))
+        error = PromptError(
+            f"{source}: invalid prompt template: " + "; ".join(text for _, text in problems)
+        )
+        error.line = min(line for line, _ in problems)
+        raise error
 
 
 def _inside_doubled(template: str, start: int) -> bool:
@@ -347,10 +364,12 @@ class TemplateRegistry(Generic[T]):
         except YamlInputError as exc:
             raise PromptError(str(exc)) from None
         if suffix in _SUFFIXES_TEXT:
-            variants = [self.variant_type(file_path.stem, text, source=source)]
+            variants = [
+                _at(source, "template", 1, self.variant_type, file_path.stem, text)
+            ]
         else:
-            data = _parse_data(text, source, suffix)
-            variants = list(_variants_from_data(self.variant_type, data, source))
+            data, lines = _parse_data(text, source, suffix)
+            variants = list(_variants_from_data(self.variant_type, data, source, lines))
         # Validate every entry before registering any, so a bad file changes nothing.
         with self._lock:
             clashes = [v.name for v in variants if v.name in self._variants]
@@ -392,64 +411,110 @@ class PromptRegistry(TemplateRegistry[PromptVariant]):
         super().__init__(PromptVariant, PROMPTS if builtins else None)
 
 
-def _parse_data(text: str, source: str, suffix: str) -> Any:
+def _parse_data(text: str, source: str, suffix: str) -> tuple[Any, dict[str, int]]:
+    """The data of a prompt file and the line of each of its values (key path -> line)."""
     try:
         if suffix == ".json":
-            return loads_json(text)
-        return parse_yaml(text, source).data
+            data = loads_json(text)
+        else:
+            document = parse_yaml(text, source)
+            return document.data, key_lines(document.node)
     except json.JSONDecodeError as exc:
-        raise PromptError(f"{source}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        raise PromptError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except (JsonDepthError, YamlInputError) as exc:
         message = str(exc)
         if not message.startswith(source):
             message = f"{source}: {message}"
         raise PromptError(message) from None
+    try:  # JSON text is YAML: its node tree gives the lines for error messages
+        return data, key_lines(parse_yaml(text, source).node)
+    except YamlInputError:
+        return data, {}
 
 
-def _variants_from_data(variant_type: type[T], data: Any, source: str) -> Iterable[T]:
+def _at(
+    source: str,
+    field_path: str,
+    line: int,
+    variant_type: type[T],
+    name: str,
+    template: str,
+    description: str = "",
+) -> T:
+    """The prompt ``name`` of ``source`` (its template on ``line``); an error in it names
+    ``source:line: field``."""
+    try:
+        return variant_type(name, template, description, source=source)
+    except PromptError as exc:
+        where = line + (exc.line - 1 if exc.line else 0)
+        problem = str(exc).removeprefix(f"{source}: ")
+        raise PromptError(f"{source}:{where}: {field_path}: {problem}") from None
+
+
+def _variants_from_data(
+    variant_type: type[T], data: Any, source: str, lines: Mapping[str, int]
+) -> Iterable[T]:
     if isinstance(data, Mapping):
         for name, entry in data.items():
+            path = str(name)
             if isinstance(entry, str):
-                yield variant_type(str(name), entry, source=source)
+                yield _at(source, path, lines.get(path, 1), variant_type, path, entry)
             elif isinstance(entry, Mapping):
-                yield _variant_from_entry(variant_type, {"name": str(name), **entry}, source)
+                named = {"name": path, **entry}
+                yield _variant_from_entry(variant_type, named, source, path, lines)
             else:
                 raise PromptError(
-                    f"{source}: prompt {name!r}: expected a template string or a mapping "
-                    f"with 'template', got {type(entry).__name__}"
+                    f"{source}:{lines.get(path, 1)}: {path}: expected a template string or a "
+                    f"mapping with 'template', got {type(entry).__name__}"
                 )
     elif isinstance(data, list):
         for index, entry in enumerate(data):
+            path = f"[{index}]"
             if not isinstance(entry, Mapping):
                 raise PromptError(
-                    f"{source}: entry {index}: expected a mapping with 'name' and 'template', "
-                    f"got {type(entry).__name__}"
+                    f"{source}:{lines.get(path, 1)}: {path}: expected a mapping with 'name' and "
+                    f"'template', got {type(entry).__name__}"
                 )
-            yield _variant_from_entry(variant_type, entry, source, index)
+            yield _variant_from_entry(variant_type, entry, source, path, lines)
     else:
         raise PromptError(
-            f"{source}: expected a mapping of prompt names or a list of prompts, "
+            f"{source}:1: expected a mapping of prompt names or a list of prompts, "
             f"got {type(data).__name__}"
         )
 
 
 def _variant_from_entry(
-    variant_type: type[T], entry: Mapping[str, Any], source: str, index: int | None = None
+    variant_type: type[T],
+    entry: Mapping[str, Any],
+    source: str,
+    path: str,
+    lines: Mapping[str, int],
 ) -> T:
-    label = f"entry {index}" if index is not None else f"prompt {entry.get('name')!r}"
+    def line(key: str = "") -> int:
+        return lines.get(f"{path}.{key}" if key else path, lines.get(path, 1))
+
     unknown = sorted(set(entry) - {"name", "template", "description"})
     if unknown:
+        first = str(unknown[0])
         raise PromptError(
-            f"{source}: {label}: unknown keys {', '.join(map(str, unknown))}; "
-            "allowed: name, template, description"
+            f"{source}:{line(first)}: {path}.{first}: unknown keys "
+            f"{', '.join(map(str, unknown))}; allowed: name, template, description"
         )
     for key in ("name", "template"):
         if not isinstance(entry.get(key), str):
-            raise PromptError(f"{source}: {label}: '{key}' must be a string")
+            raise PromptError(f"{source}:{line(key)}: {path}.{key}: must be a string")
     description = entry.get("description", "")
     if not isinstance(description, str):
-        raise PromptError(f"{source}: {label}: 'description' must be a string")
-    return variant_type(entry["name"], entry["template"], description, source=source)
+        raise PromptError(f"{source}:{line('description')}: {path}.description: must be a string")
+    return _at(
+        source,
+        f"{path}.template",
+        line("template"),
+        variant_type,
+        entry["name"],
+        entry["template"],
+        description,
+    )
 
 
 _default_registry: PromptRegistry | None = None

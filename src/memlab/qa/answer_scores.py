@@ -24,7 +24,7 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memlab.datasets.models import contains_cjk
@@ -82,11 +82,16 @@ def _split_cjk(token: str) -> list[str]:
     return [*parts, run] if run else parts
 
 
+@lru_cache(maxsize=1 << 16)
+def _stem(token: str) -> str:
+    # Answers repeat their words (names, places, "know"): each is stemmed once.
+    return token if contains_cjk(token) else str(_stemmer().stemWord(token))
+
+
 def answer_tokens(text: str) -> list[str]:
     """The tokens :func:`token_f1` compares: normalised, split, Porter-stemmed."""
-    stem = _stemmer().stemWord
     tokens = [piece for word in normalize_answer(text).split() for piece in _split_cjk(word)]
-    return [token if contains_cjk(token) else str(stem(token)) for token in tokens]
+    return [_stem(token) for token in tokens]
 
 
 def token_f1(prediction: str, reference: str) -> float:

@@ -215,7 +215,9 @@ def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> Sta
     if owners and pd.notna(min(owners)) and float(min(owners)) < 2:
         notes.append("Intervals need at least 2 owners: runs with fewer show none.")
     tests = sum(int(found.table["p_holm"].notna().sum()) for found in comparisons)
-    family = ", ".join(primary_metrics(primary))
+    # The family as tested here: primary metrics the runs lack (QA accuracy without QA) drop out.
+    names = [spec.column for spec in rates]
+    family = ", ".join(m for m in primary_metrics(primary) if m in names) or "none measured"
     apart = "the baseline"
     if len(groups) > 1:
         apart = "its group's baseline (real and simulated lanes apart, one Holm family each)"

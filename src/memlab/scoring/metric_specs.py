@@ -531,7 +531,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("injection_dropped", "facts dropped by the budget", None),
     # Does the memory help the agent answer? (memlab.scoring.qa_metrics): answerable questions
     # answered from the lane's memory, graded by the run's headline judge; abstain and
-    # adversarial questions apart.
+    # adversarial questions apart. Primary: a run with memory QA is judged on it; a run
+    # without has no QA counts, so the metric is absent from its comparisons and family.
     _rate(
         "qa_accuracy",
         "QA accuracy",
@@ -539,6 +540,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("qa_correct", "qa_answerable"),
         report=True,
         requires=_QA_HINT,
+        primary=True,
     ),
     _rate("qa_f1", "QA token F1", "higher", ("qa_f1", "qa_answerable"), requires=_QA_HINT),
     _rate("qa_bleu1", "QA BLEU-1", "higher", ("qa_bleu1", "qa_answerable"), requires=_QA_HINT),

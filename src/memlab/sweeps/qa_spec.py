@@ -138,5 +138,5 @@ def _load(registry: Any, paths: Sequence[str], base_dir: Path | None, key: str) 
             raise QAError(f"qa.{key}[{index}]: prompt file {str(path)!r} does not exist")
         try:
             registry.load_path(path)
-        except PromptError as exc:
-            raise QAError(f"qa.{key}[{index}]: {exc}") from None
+        except PromptError as exc:  # its message starts with the file (and line and field)
+            raise QAError(str(exc)) from None

@@ -9,8 +9,9 @@ asks each question right after the session its ``after_session`` names, through
   :func:`memlab.scoring.injection_audit.policy_injector`), beside the baselines of the
   other conditions;
 - every distinct request is sent once (the baselines of lanes with the same injection
-  settings are the same prompts), concurrently on ``max_workers`` threads, through the
-  response cache when ``cache_dir`` is given: an interrupted or repeated QA step answers
+  settings are the same prompts), concurrently on ``max_workers`` threads with no barrier
+  between answering and grading (:mod:`memlab.sweeps.qa_calls`), through the response cache
+  when ``cache_dir`` is given: an interrupted or repeated QA step answers
   from the cache, content-keyed like every replay call;
 - every answer is graded by every judge prompt against the file's answer key and, for a
   question an audit changed, the original one;
@@ -30,19 +31,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CacheMode, request_key
+from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
-from memlab.core.llm import Backend, CompletionRequest
+from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.loader import load_dataset
@@ -57,7 +57,6 @@ from memlab.qa.answering import (
     ReplayPoint,
     answer_row,
     answer_tasks,
-    call,
     judge_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
@@ -66,6 +65,7 @@ from memlab.scoring.qa_causes import evidence_fates
 from memlab.sweeps.grid import LaneConfig
 from memlab.sweeps.lane_backends import LaneBackends
 from memlab.sweeps.plan import select_owners
+from memlab.sweeps.qa_calls import QACalls, ask_and_grade, call_key
 from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.sweeps.run import (
     QA_ANSWERS,
@@ -79,7 +79,7 @@ from memlab.sweeps.run import (
     write_jsonl,
 )
 
-__all__ = ["IncompleteQAError", "add_qa", "qa_backend"]
+__all__ = ["IncompleteQAError", "add_fates", "add_qa", "qa_backend", "rewrite_fates"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,13 +176,25 @@ def add_qa(
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
-    jobs = _jobs(run, owners, spec, prompts)
-    answers = _run_calls(
-        answerer, [t.request for job in jobs for t in job.tasks], max_workers, progress, "answers"
-    )
-    graded = _grade(jobs, answers, answerer, grader, spec, prompts, max_workers, progress)
     matcher = matcher if matcher is not None else default_matcher()
-    rows = _rows(jobs, answers, graded, (answerer, grader), spec, prompts, matcher)
+    jobs: list[_Job] = []
+
+    def batches() -> Iterator[list[AnswerTask]]:
+        for job in _jobs(run, owners, spec, prompts):  # built while the first calls run
+            jobs.append(job)
+            yield job.tasks
+
+    calls = ask_and_grade(
+        batches(),
+        answerer,
+        grader,
+        prompts.judges,
+        spec.judge_params(),
+        max_workers=max_workers,
+        progress=progress,
+        alongside=lambda: [_fates(job, matcher) for job in jobs],
+    )
+    rows = _rows(jobs, calls, (answerer, grader), spec, prompts)
     failed = [r for r in rows if r["error"] is not None or r["judge_errors"]]
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed)
@@ -230,12 +242,13 @@ def _read_path(config: LaneConfig) -> ReadPath:
     )
 
 
-def _jobs(run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedPrompts) -> list[_Job]:
+def _jobs(
+    run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedPrompts
+) -> Iterator[_Job]:
     """Every (lane, owner, sample) replay with the answer tasks of its questions."""
     settings = AnswerSettings(prompts.answer, spec.answer_params())
     histories: dict[tuple[str, str], History] = {}
     samples = int(run.manifest.get("samples", 1) or 1)
-    jobs: list[_Job] = []
     for lane_id, config in run.lanes.items():
         read = _read_path(config)
         for owner in owners:
@@ -247,8 +260,7 @@ def _jobs(run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedProm
             for sample in range(samples):
                 record = read_owner_record(run.path, lane_id, owner.user_id, sample)
                 tasks = _owner_tasks(owner, record, spec, settings, read, histories.get(key))
-                jobs.append(_Job(lane_id, sample, owner, record, tasks))
-    return jobs
+                yield _Job(lane_id, sample, owner, record, tasks)
 
 
 def _owner_tasks(
@@ -274,103 +286,80 @@ def _owner_tasks(
     return tasks
 
 
-def _key(backend: Backend, request: CompletionRequest) -> str:
-    return request_key(backend.name, request.model or backend.model, request)
-
-
-def _run_calls(
-    backend: Backend,
-    requests: Iterable[CompletionRequest],
-    max_workers: int,
-    progress: bool,
-    what: str,
-) -> dict[str, CallResult]:
-    """Each distinct request's result, by its cache key, sent on ``max_workers`` threads."""
-    distinct: dict[str, CompletionRequest] = {}
-    for request in requests:
-        distinct.setdefault(_key(backend, request), request)
-    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-    from tqdm.auto import tqdm
-
-    results: dict[str, CallResult] = {}
-    with (
-        ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab-qa") as pool,
-        tqdm(total=len(distinct), desc=f"qa {what}", unit="call", disable=not progress) as bar,
-    ):
-        futures = {pool.submit(call, backend, r): key for key, r in distinct.items()}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            bar.update(1)
-    logger.info("qa %s: %d distinct calls", what, len(distinct))
-    return results
-
-
-def _grade(
-    jobs: Sequence[_Job],
-    answers: Mapping[str, CallResult],
-    answerer: Backend,
-    grader: Backend,
-    spec: QASpec,
-    prompts: ResolvedPrompts,
-    max_workers: int,
-    progress: bool,
-) -> dict[str, CallResult]:
-    requests = []
-    for job in jobs:
-        for task in job.tasks:
-            text = answers[_key(answerer, task.request)].text
-            if text is not None:
-                judged = judge_tasks(task.question, text, prompts.judges, spec.judge_params())
-                requests += [j.request for j in judged]
-    return _run_calls(grader, requests, max_workers, progress, "verdicts")
+Fate = tuple[str | None, dict[str, str] | None]
+"""An answer's fate and its evidence facts' fates (None for other conditions)."""
 
 
 def _rows(
     jobs: Sequence[_Job],
-    answers: Mapping[str, CallResult],
-    graded: Mapping[str, CallResult],
+    calls: QACalls[list[list[Fate]]],
     backends: tuple[Backend, Backend],
     spec: QASpec,
     prompts: ResolvedPrompts,
-    matcher: FactMatcher,
 ) -> list[dict[str, Any]]:
     """The answer rows of every job, with their verdicts and their evidence's fate."""
     answerer, grader = backends
+    fates = calls.alongside or [[(None, None)] * len(job.tasks) for job in jobs]
     rows: list[dict[str, Any]] = []
-    for job in jobs:
-        mine: list[dict[str, Any]] = []
-        for task in job.tasks:
-            result = answers[_key(answerer, task.request)]
+    for job, job_fates in zip(jobs, fates, strict=True):
+        for task, (fate, detail) in zip(job.tasks, job_fates, strict=True):
+            result = calls.answers[call_key(answerer, task.request)]
             verdicts: dict[str, dict[str, CallResult]] = {}
             if result.text is not None:
                 judged = judge_tasks(
                     task.question, result.text, prompts.judges, spec.judge_params()
                 )
                 for j in judged:
-                    verdicts.setdefault(j.judge, {})[j.key] = graded[_key(grader, j.request)]
+                    verdicts.setdefault(j.judge, {})[j.key] = calls.verdicts[
+                        call_key(grader, j.request)
+                    ]
             row = answer_row(task, result, verdicts)
-            mine.append({"lane_id": job.lane_id, "sample": job.sample, **row})
-        _add_fates(job, mine, matcher)
-        rows += mine
+            row.update(fate=fate, evidence_fates=detail)
+            rows.append({"lane_id": job.lane_id, "sample": job.sample, **row})
     return rows
 
 
-def _add_fates(job: _Job, rows: list[dict[str, Any]], matcher: FactMatcher) -> None:
-    """The fate of each answer from memory's evidence (other conditions: None)."""
-    memory = [(i, r) for i, r in enumerate(rows) if r["condition"] == "memory"]
-    asked = [(job.tasks[i].question, r["session_index"], r["injected"]) for i, r in memory]
+def _fates(job: _Job, matcher: FactMatcher) -> list[Fate]:
+    """The fate of each task's evidence (answers from memory only), in task order."""
+    rows: list[dict[str, Any]] = [
+        {
+            "condition": t.condition,
+            "question_id": t.question.id,
+            "session_index": t.session_index,
+            "injected": list(t.context.injected),
+            "fate": None,
+            "evidence_fates": None,
+        }
+        for t in job.tasks
+    ]
+    add_fates(job.owner, job.record, rows, matcher)
+    return [(r["fate"], r["evidence_fates"]) for r in rows]
+
+
+def add_fates(
+    owner: Owner,
+    record: Mapping[str, Any],
+    rows: Sequence[dict[str, Any]],
+    matcher: FactMatcher,
+) -> None:
+    """Set ``fate`` and ``evidence_fates`` of each answer from memory among ``rows`` (answer
+    rows of ``owner``'s replay ``record``), with ``matcher`` deciding which stored fact holds
+    an evidence fact (:func:`~memlab.scoring.qa_causes.evidence_fates`). Rescoring a run with
+    another matcher calls it again."""
+    questions = {q.id: q for q in owner.questions}
+    memory = [r for r in rows if r["condition"] == "memory"]
+    asked = [(questions[r["question_id"]], r["session_index"], r["injected"]) for r in memory]
     warm = getattr(matcher, "warm", None)
     if callable(warm):  # read and embed the texts in one batch (the default matcher)
-        snapshots = job.record.get("snapshots", [])
+        snapshots = record.get("snapshots", [])
         warm(
-            [f.content for s in job.owner.sessions for f in s.labels.facts]
+            [f.content for s in owner.sessions for f in s.labels.facts]
             + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
         )
-    fates = evidence_fates(job.owner, job.record, asked, matcher.covers)
-    for row in rows:
-        row["fate"], row["evidence_fates"] = None, None
-    for (i, _row), (fate, detail) in zip(memory, fates, strict=True):
-        rows[i]["fate"], rows[i]["evidence_fates"] = fate, detail
+    for row, (fate, detail) in zip(
+        memory, evidence_fates(owner, record, asked, matcher.covers), strict=True
+    ):
+        row["fate"], row["evidence_fates"] = fate, detail
 
 
 def _identity(
@@ -414,3 +403,14 @@ def _write(
     }
     atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
     logger.info("qa: %d answers -> %s", len(rows), run.path / QA_ANSWERS)
+
+
+def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
+    """Rewrite ``run``'s answer table as ``rows`` (the same answers, their fates scored again
+    by the matcher named ``matcher``); the QA manifest, written last, records that matcher and
+    the table's new checksum."""
+    manifest = dict(run.qa_manifest)
+    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), rows)
+    manifest["matcher"] = matcher
+    manifest["files"] = {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)}
+    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))

@@ -4,9 +4,11 @@ A run keeps every replay's memory snapshots (``lanes/<lane>/owners/<user>.json``
 of the dataset it replayed (``grid.yaml``). :func:`rescore` reads them back, recomputes every
 session row with the matcher given (default: :func:`~memlab.matching.matchers.default_matcher`),
 and rewrites ``sessions.jsonl`` and ``summary.csv`` atomically; ``calls.jsonl`` is left as it
-is, and no memory-update call is made. ``environment.json`` records which matcher scored the
-run (:func:`matcher_record`); with an LLM judge it also records the metrics under each judge
-prompt and the prompts' agreement.
+is, and no memory-update call is made. A run with memory QA also gets the fate of every answer
+from memory's evidence scored again (``qa/answers.jsonl``: the causes of wrong answers depend on
+which stored fact the matcher says holds an evidence fact); its answers and verdicts are kept.
+``environment.json`` records which matcher scored the run (:func:`matcher_record`); with an
+LLM judge it also records the metrics under each judge prompt and the prompts' agreement.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
 from memlab.scoring.metrics import replay_rows, summarize
+from memlab.sweeps.qa_step import add_fates, rewrite_fates
+from memlab.sweeps.records import QARow, read_rows
 from memlab.sweeps.run import (
+    QA_ANSWERS,
     Run,
     RunError,
     load_run,
@@ -44,7 +49,15 @@ from memlab.sweeps.run import (
     write_jsonl,
 )
 
-__all__ = ["Replay", "RescoreError", "matcher_record", "replays", "rescore", "score_sessions"]
+__all__ = [
+    "Replay",
+    "RescoreError",
+    "matcher_record",
+    "qa_rows",
+    "replays",
+    "rescore",
+    "score_sessions",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +127,25 @@ def score_sessions(run: Run, matcher: FactMatcher) -> list[dict[str, Any]]:
     return rows
 
 
+def qa_rows(run: Run, matcher: FactMatcher) -> list[dict[str, Any]] | None:
+    """``run``'s memory-QA answer rows with the fate of each answer from memory scored by
+    ``matcher`` (None: the run has no memory QA)."""
+    if run.qa_answers.empty:  # reading it checks the table against its manifest
+        return None
+    try:
+        rows = read_rows(run.path / QA_ANSWERS, QARow, inside=run.path)
+    except MemlabError as exc:
+        raise RescoreError(str(exc)) from None
+    by_replay: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_replay.setdefault((row["lane_id"], int(row["sample"]), row["user_id"]), []).append(row)
+    for replay in replays(run):
+        mine = by_replay.get((replay.lane_id, replay.sample, replay.owner.user_id))
+        if mine:
+            add_fates(replay.owner, replay.record, mine, matcher)
+    return rows
+
+
 def _carried_columns(run: Run) -> dict[tuple[str, str, int, int], dict[str, Any]]:
     sessions = run.sessions
     columns = [c for c in _CARRIED if c in sessions.columns]
@@ -179,6 +211,7 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     run = load_run(run_path)
     # Everything is computed before anything is written: a failure leaves the run as it was.
     sessions = score_sessions(run, matcher)
+    answers = qa_rows(run, matcher)
     record = matcher_record(matcher, run)
     scored = Run(
         path=run.path,
@@ -196,14 +229,16 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     if not os.access(run.path, os.W_OK):
         raise RescoreError(
             f"{run.path}: the run directory is not writable; rescoring rewrites "
-            "sessions.jsonl, summary.csv, environment.json and manifest.json there (copy the "
-            "run to a writable place first)"
+            "sessions.jsonl, summary.csv, environment.json and manifest.json there, and the QA "
+            "answers of a run with memory QA (copy the run to a writable place first)"
         )
     try:
         write_jsonl(run.path / "sessions.jsonl", sessions)
         atomic_write_text(run.path / "environment.json", json.dumps(environment, indent=2))
         atomic_write_text(run.path / "summary.csv", summary)
         refresh_manifest(run.path, run.manifest)  # the tables changed: so do their checksums
+        if answers is not None:
+            rewrite_fates(run, answers, matcher_name(matcher))
     except OSError as exc:
         raise RescoreError(
             f"{run.path}: cannot rewrite the run's files ({io_reason(exc)}); rerun the "

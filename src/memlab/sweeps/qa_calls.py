@@ -1,0 +1,128 @@
+"""The calls of a QA step: every distinct answer and verdict request, sent once, concurrently.
+
+A QA step's time is the backend's latency; anything the process does between calls adds to
+it. So the calls flow without barriers:
+
+- answer requests are queued as soon as each replay's tasks are built (building the next
+  owner's prompts overlaps the first calls);
+- an answer's judge requests are queued the moment the answer returns, not after the last
+  answer;
+- work that does not need the replies (the fates of the evidence, scored by the matcher) runs
+  on its own thread while the calls are in flight (``alongside``).
+
+Requests are keyed like the response cache (:func:`memlab.backends.cache.request_key`): two
+lanes with the same prompt send it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from queue import SimpleQueue
+from typing import Generic, TypeVar
+
+from memlab.backends.cache import request_key
+from memlab.core.llm import Backend, CompletionRequest, GenerationParams
+from memlab.core.qa_prompts import JudgePrompt
+from memlab.qa.answering import AnswerTask, CallResult, call, judge_tasks
+
+__all__ = ["QACalls", "ask_and_grade", "call_key"]
+
+T = TypeVar("T")
+
+
+def call_key(backend: Backend, request: CompletionRequest) -> str:
+    """The key of ``request`` to ``backend`` (the response cache's)."""
+    return request_key(backend.name, request.model or backend.model, request)
+
+
+@dataclass
+class QACalls(Generic[T]):
+    """The results of a QA step's calls by :func:`call_key`, and the ``alongside`` result."""
+
+    answers: dict[str, CallResult] = field(default_factory=dict)
+    verdicts: dict[str, CallResult] = field(default_factory=dict)
+    alongside: T | None = None
+
+
+@dataclass
+class _Flow:
+    """The calls in flight, those already queued (by kind and key), and the finished ones in
+    the order they finished (each completion costs O(1): a wait over every pending future
+    would cost O(pending) per completion, quadratic over a LoCoMo-sized step)."""
+
+    pool: ThreadPoolExecutor
+    pending: dict[Future[CallResult], tuple[str, str, AnswerTask | None]] = field(
+        default_factory=dict
+    )
+    queued: set[tuple[str, str]] = field(default_factory=set)
+    finished: SimpleQueue[Future[CallResult]] = field(default_factory=SimpleQueue)
+
+    def send(
+        self,
+        kind: str,
+        backend: Backend,
+        request: CompletionRequest,
+        task: AnswerTask | None = None,
+    ) -> int:
+        key = call_key(backend, request)
+        if (kind, key) in self.queued:
+            return 0
+        self.queued.add((kind, key))
+        future = self.pool.submit(call, backend, request)
+        self.pending[future] = (kind, key, task)
+        future.add_done_callback(self.finished.put)
+        return 1
+
+    def next_done(self) -> tuple[str, str, AnswerTask | None, CallResult]:
+        """The next call to finish: its kind, key, task and result."""
+        future = self.finished.get()
+        kind, key, task = self.pending.pop(future)
+        return kind, key, task, future.result()
+
+
+def ask_and_grade(
+    batches: Iterable[Sequence[AnswerTask]],
+    answerer: Backend,
+    grader: Backend,
+    judges: Sequence[JudgePrompt],
+    judge_params: GenerationParams,
+    *,
+    max_workers: int,
+    progress: bool = False,
+    alongside: Callable[[], T] | None = None,
+) -> QACalls[T]:
+    """Answer every task of ``batches`` on ``answerer`` and grade each answer with ``judges``
+    on ``grader``, on ``max_workers`` threads (see the module docstring).
+
+    ``alongside`` runs on a thread of its own once every batch is built; its result is
+    :attr:`QACalls.alongside`.
+    """
+    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
+    from tqdm.auto import tqdm
+
+    results: QACalls[T] = QACalls()
+    with (
+        ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab-qa") as pool,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlab-qa-side") as side,
+        tqdm(total=0, desc="qa calls", unit="call", disable=not progress) as bar,
+    ):
+        flow = _Flow(pool)
+        for tasks in batches:
+            bar.total += sum(flow.send("answer", answerer, t.request, t) for t in tasks)
+            bar.refresh()
+        later = side.submit(alongside) if alongside is not None else None
+        while flow.pending:
+            kind, key, task, result = flow.next_done()
+            bar.update(1)
+            if kind == "verdict":
+                results.verdicts[key] = result
+                continue
+            results.answers[key] = result
+            if task is not None and result.text is not None:
+                judged = judge_tasks(task.question, result.text, judges, judge_params)
+                bar.total += sum(flow.send("verdict", grader, j.request) for j in judged)
+                bar.refresh()
+        results.alongside = later.result() if later is not None else None
+    return results

@@ -1,0 +1,259 @@
+"""The fate of a question's evidence and the cause of a wrong answer, on hand-built replays.
+
+The replay record is written by hand (its snapshots and, through ``gold_losses``, what the
+operation records say happened to each lost fact), so every expected fate is read off the
+record, not computed by the code under test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from memlab.datasets.models import Owner
+from memlab.scoring import qa_causes
+from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES, FATES, cause_of, evidence_fates
+
+JOB, CAT, TEA = "Works as a nurse in Leeds", "Has a cat called Miso", "Likes green tea"
+
+
+def _owner() -> Owner:
+    def session(n: int, facts: list[tuple[str, str]]) -> dict[str, Any]:
+        start = f"2025-01-0{n + 1}T10:00:00Z"
+        return {
+            "thread_id": f"t{n}",
+            "started_at": start,
+            "messages": [
+                {"role": "human", "content": f"Session {n}.", "timestamp": start},
+                {"role": "ai", "content": "Noted.", "timestamp": f"2025-01-0{n + 1}T10:00:05Z"},
+            ],
+            "labels": {"facts": [{"id": i, "content": c, "category": "context"} for i, c in facts]},
+        }
+
+    def ask(qid: str, after: int, facts: list[str]) -> dict[str, Any]:
+        evidence: dict[str, Any] = (
+            {"facts": facts} if facts else {"turns": [{"session": 0, "message": 0}]}
+        )
+        return {
+            "id": qid,
+            "question": f"Question {qid}?",
+            "answer": "x",
+            "category": "c",
+            "kind": "answerable",
+            "after_session": after,
+            "evidence": evidence,
+        }
+
+    return Owner.model_validate(
+        {
+            "user_id": "zoe",
+            "sessions": [session(0, [("job", JOB), ("cat", CAT)]), session(1, [("tea", TEA)])],
+            "questions": [
+                ask("q.job", 0, ["job"]),
+                ask("q.cat", 0, ["cat"]),
+                ask("q.both", 1, ["job", "tea"]),
+                ask("q.turn", 0, []),
+            ],
+        }
+    )
+
+
+def _exact(stored: str, gold: str) -> bool:
+    return stored == gold
+
+
+SNAPSHOTS = [
+    {"facts": [{"id": "m1", "content": JOB}]},
+    {"facts": [{"id": "m1", "content": JOB}, {"id": "m2", "content": "Likes tea a lot"}]},
+]
+
+
+def _fates(
+    losses: Sequence[Mapping[str, str]],
+    asked: Sequence[tuple[str, int, Sequence[str]]],
+    monkeypatch: pytest.MonkeyPatch,
+    record: Mapping[str, Any] | None = None,
+) -> tuple[list[tuple[str, dict[str, str]]], dict[str, Any]]:
+    owner = _owner()
+    seen: dict[str, Any] = {}
+
+    def losses_of(*args: Any, **kwargs: Any) -> list[dict[str, str]]:
+        seen.update(kwargs)
+        return [dict(found) for found in losses]
+
+    monkeypatch.setattr(qa_causes, "gold_losses", losses_of)
+    questions = {q.id: q for q in owner.questions}
+    found = evidence_fates(
+        owner,
+        record or {"calls": [], "snapshots": SNAPSHOTS},
+        [(questions[q], index, injected) for q, index, injected in asked],
+        _exact,
+    )
+    return found, seen
+
+
+def test_a_held_fact_is_injected_or_not_by_the_ids_the_prompt_received(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found, _ = _fates(
+        [{}, {}], [("q.job", 0, ["m1"]), ("q.job", 0, ["m9"]), ("q.job", 0, [])], monkeypatch
+    )
+    assert found == [
+        ("injected", {"job": "injected"}),
+        ("not_injected", {"job": "not_injected"}),
+        ("not_injected", {"job": "not_injected"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("loss", "fate"),
+    [
+        ("never", "never_proposed"),
+        ("threshold", "below_threshold"),
+        ("duplicate", "duplicate"),
+        ("cap", "evicted"),
+        ("removed", "removed"),
+        ("something new", "never_proposed"),
+    ],
+)
+def test_a_lost_fact_takes_the_fate_of_its_last_loss(
+    loss: str, fate: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found, _ = _fates([{"cat": loss}, {}], [("q.cat", 0, ["m1"])], monkeypatch)
+    assert found == [(fate, {"cat": fate})]
+
+
+def test_a_fact_with_no_recorded_loss_was_never_proposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fact the losses do not name, and a session past the losses' end.
+    found, _ = _fates([{}], [("q.cat", 0, []), ("q.both", 1, ["m1"])], monkeypatch)
+    assert found == [
+        ("never_proposed", {"cat": "never_proposed"}),
+        ("never_proposed", {"job": "injected", "tea": "never_proposed"}),
+    ]
+
+
+def test_the_earliest_loss_of_several_evidence_facts_is_the_questions_fate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found, _ = _fates([{}, {"tea": "cap"}], [("q.both", 1, ["m1", "m2"])], monkeypatch)
+    assert found == [("evicted", {"job": "injected", "tea": "evicted"})]
+    found, _ = _fates(
+        [{}, {}],
+        [("q.both", 1, [])],
+        monkeypatch,
+        record={
+            "calls": [],
+            "snapshots": [
+                SNAPSHOTS[0],
+                {"facts": [{"id": "m1", "content": JOB}, {"id": "m3", "content": TEA}]},
+            ],
+        },
+    )
+    assert found == [("not_injected", {"job": "not_injected", "tea": "not_injected"})]
+
+
+def test_a_question_without_evidence_facts_has_no_evidence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found, _ = _fates([{}, {}], [("q.turn", 0, ["m1"])], monkeypatch)
+    assert found == [("no_evidence", {})]
+
+
+def test_a_fork_starts_the_losses_at_its_session_with_the_memory_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    record = {"calls": [], "snapshots": SNAPSHOTS, "fork": {"at_session": 1}}
+    _, seen = _fates([{}, {}], [("q.job", 0, ["m1"])], monkeypatch, record=record)
+    assert seen == {"start": 1, "start_memory": SNAPSHOTS[0]}
+    _, seen = _fates([{}, {}], [("q.job", 0, ["m1"])], monkeypatch)
+    assert seen == {"start": 0, "start_memory": None}
+    beyond = {"calls": [], "snapshots": SNAPSHOTS, "fork": {"at_session": 3}}
+    _, seen = _fates([{}, {}], [("q.job", 0, ["m1"])], monkeypatch, record=beyond)
+    assert seen == {"start": 3, "start_memory": None}
+
+
+def test_gold_losses_unavailable_means_every_lost_fact_was_never_proposed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner = _owner()
+    monkeypatch.setattr(qa_causes, "gold_losses", lambda *a, **k: None)
+    question = next(q for q in owner.questions if q.id == "q.cat")
+    found = evidence_fates(
+        owner, {"calls": [], "snapshots": SNAPSHOTS}, [(question, 0, [])], _exact
+    )
+    assert found == [("never_proposed", {"cat": "never_proposed"})]
+
+
+def test_the_cause_of_a_wrong_answer() -> None:
+    for fate in FATES:
+        if fate != "injected":
+            assert cause_of(fate, True) == cause_of(fate, None) == fate
+    assert cause_of("injected", True) == "answered_wrong"
+    assert cause_of("injected", None) == "answered_wrong"
+    assert cause_of("injected", False) == "wrong_with_gold_memory"
+
+
+def test_causes_and_their_titles_in_pipeline_order() -> None:
+    assert FATES == (
+        "never_proposed",
+        "below_threshold",
+        "duplicate",
+        "evicted",
+        "removed",
+        "not_injected",
+        "injected",
+        "no_evidence",
+    )
+    assert CAUSES == (
+        "never_proposed",
+        "below_threshold",
+        "duplicate",
+        "evicted",
+        "removed",
+        "not_injected",
+        "answered_wrong",
+        "wrong_with_gold_memory",
+        "no_evidence",
+    )
+    assert list(CAUSE_TITLES) == list(CAUSES)
+    assert CAUSE_TITLES["answered_wrong"] == "injected but answered wrong"
+    assert len(set(CAUSE_TITLES.values())) == len(CAUSES)
+
+
+def test_the_replay_losses_are_read_from_the_owner_its_calls_and_the_matcher(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner = _owner()
+    calls = [{"session_index": 0, "marker": "the record's calls"}]
+    passed: list[tuple[Any, ...]] = []
+
+    def losses_of(*args: Any, **kwargs: Any) -> list[dict[str, str]]:
+        passed.append(args)
+        return [{}, {}]
+
+    monkeypatch.setattr(qa_causes, "gold_losses", losses_of)
+    question = next(q for q in owner.questions if q.id == "q.job")
+    evidence_fates(owner, {"calls": calls, "snapshots": SNAPSHOTS}, [(question, 0, [])], _exact)
+    evidence_fates(owner, {"snapshots": SNAPSHOTS}, [(question, 0, [])], _exact)
+    assert passed[0][0] is owner and passed[0][1] == calls and passed[0][2] is _exact
+    assert passed[1][1] == []  # a record without calls: no operations
+
+
+def test_missing_parts_of_a_record_are_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fork at the last snapshot starts from it; a fork without a session starts at 0.
+    last = {"calls": [], "snapshots": SNAPSHOTS, "fork": {"at_session": 2}}
+    _, seen = _fates([{}, {}], [], monkeypatch, record=last)
+    assert seen == {"start": 2, "start_memory": SNAPSHOTS[1]}
+    _, seen = _fates([{}, {}], [], monkeypatch, record={"calls": [], "fork": {}})
+    assert seen == {"start": 0, "start_memory": None}
+    # No snapshots: nothing to start from, whatever the fork says.
+    _, seen = _fates([{}, {}], [], monkeypatch, record={"fork": {"at_session": 1}})
+    assert seen == {"start": 1, "start_memory": None}
+    # A snapshot without facts, and a fact without text, hold nothing.
+    bare = {"calls": [], "snapshots": [{}, {"facts": [{"id": "m1"}, "not a fact"]}]}
+    found, _ = _fates(
+        [{}, {}], [("q.job", 0, ["m1"]), ("q.job", 1, ["m1"])], monkeypatch, record=bare
+    )
+    assert found == [("never_proposed", {"job": "never_proposed"})] * 2
