@@ -241,7 +241,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_untrusted_inputs.py", *_FAST)),
     "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
     "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
-    "markdown": ("src/memlab/reporting/markdown.py", ("tests/test_untrusted_inputs.py", *_FAST)),
+    "markdown": (
+        "src/memlab/reporting/markdown.py",
+        ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
+    ),
     "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_backend.py", *_FAST)),
 }
 """The critical modules and the tests run against their mutants (the fast ones that cover
