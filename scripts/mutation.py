@@ -300,8 +300,12 @@ def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
     )
 
 
+_LEFT = re.compile(r": (survived|no tests)$")
+"""Mutants no test killed: they survived, or no selected test runs their code."""
+
+
 def _survivors(workdir: Path) -> str:
-    """The diff of every surviving mutant (``mutmut show``), for the log."""
+    """The diff of every mutant left alive (``mutmut show``), for the log."""
     listed = subprocess.run(
         [sys.executable, "-m", "mutmut", "results"],
         cwd=workdir,
@@ -309,7 +313,7 @@ def _survivors(workdir: Path) -> str:
         text=True,
         check=False,
     ).stdout
-    names = [line.split(":")[0].strip() for line in listed.splitlines() if "survived" in line]
+    names = [line.split(":")[0].strip() for line in listed.splitlines() if _LEFT.search(line)]
     shown = []
     for mutant in names:
         diff = subprocess.run(

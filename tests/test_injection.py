@@ -211,6 +211,18 @@ def test_facts_are_kept_while_their_counted_lines_fit(kind: str, base: str) -> N
     assert short.text == text.rsplit("\n", 1)[0]
 
 
+def test_a_fact_whose_text_is_exactly_the_budget_is_kept() -> None:
+    # Char counting: "Facts:" (6 characters) and "\n- [context | 0.95] Loves hiking" (32)
+    # make 38 characters, 10 tokens, and the counted parts 2 + 8 = 10 as well.
+    memory = {"facts": [fact("Loves hiking", 0.95, "context")]}
+    kept = render_injection(memory, 10, token_counting="char")
+    assert (kept.text, kept.tokens, kept.dropped) == (
+        "Facts:\n- [context | 0.95] Loves hiking",
+        10,
+        (),
+    )
+
+
 def test_the_defaults_are_the_configs_budget_and_tiktoken() -> None:
     default = MemoryConfig()
     assert render_injection(MEMORY) == render_injection(
