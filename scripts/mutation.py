@@ -180,9 +180,9 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the YAML size limit off by one",
-        "src/memlab/core/yamlio.py",
-        "if size > max_bytes:",
-        "if size >= max_bytes:",
+        "src/memlab/core/files.py",
+        "if max_bytes is not None and info.st_size > max_bytes:",
+        "if max_bytes is not None and info.st_size >= max_bytes:",
         (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
     ),
     Named(
