@@ -23,6 +23,7 @@ from memlab.scoring.injection_audit import (
     next_query,
     policy_embedder,
     policy_identity,
+    policy_injector,
 )
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import identity_changes, plan_sweep
@@ -274,7 +275,7 @@ def test_a_disabled_injection_is_empty_in_every_field() -> None:
 
 
 def test_policy_errors_say_what_is_wrong() -> None:
-    with pytest.raises(ValueError, match="relevance_embeddings policy needs an embedder"):
+    with pytest.raises(ValueError, match=r"^the relevance_embeddings policy needs an embedder$"):
         inject(FACTS, CONFIG, "relevance_embeddings", "cat")
     with pytest.raises(ValueError, match="unknown injection policy 'newest'; known policies"):
         inject(FACTS, CONFIG, "newest", "cat")
@@ -301,3 +302,17 @@ def test_session_counts_of_an_audit() -> None:
     zeros = injection_counts(None, snapshot, active, _states)
     assert zeros == dict.fromkeys(INJECTION_COUNTS, 0)
     assert all(type(v) is int for v in zeros.values())
+
+
+def test_the_lane_injector_is_the_audit_with_the_lanes_settings() -> None:
+    # The memory-QA read path: the same injection as the audit's for that lane and query.
+    injector = policy_injector(CONFIG, "relevance")
+    assert ids(injector(PADDED, CAT_QUESTION).injected) == ["c", "a"]
+    assert ids(policy_injector(CONFIG, "recency")(PADDED, "").injected) == ["b"]
+    try:
+        embedder = policy_embedder("relevance_embeddings")
+    except EmbeddingsUnavailableError:
+        pytest.skip("needs memlab[embeddings]")
+    question = "My kitten keeps scratching the sofa, what can I do?"
+    by_meaning = policy_injector(CONFIG, "relevance_embeddings", embedder)
+    assert ids(by_meaning(PADDED, question).injected)[0] == "c"
