@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", help=f"comma-separated modules: {', '.join(MODULES)}")
     parser.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
     parser.add_argument("--list", action="store_true", help="list modules and named mutants")
-    parser.add_argument("--survivors", type=Path, help="append surviving mutants' diffs here")
+    parser.add_argument("--survivors", type=Path, help="append unkilled mutants' diffs here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.list:
