@@ -180,9 +180,9 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the YAML size limit off by one",
-        "src/memlab/core/yamlio.py",
-        "if size > max_bytes:",
-        "if size >= max_bytes:",
+        "src/memlab/core/files.py",
+        "if max_bytes is not None and info.st_size > max_bytes:",
+        "if max_bytes is not None and info.st_size >= max_bytes:",
         (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
     ),
     Named(
@@ -241,7 +241,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_untrusted_inputs.py", *_FAST)),
     "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
     "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
-    "markdown": ("src/memlab/reporting/markdown.py", ("tests/test_untrusted_inputs.py", *_FAST)),
+    "markdown": (
+        "src/memlab/reporting/markdown.py",
+        ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
+    ),
     "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_backend.py", *_FAST)),
     "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
 }
@@ -298,8 +301,12 @@ def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
     )
 
 
+_LEFT = re.compile(r": (survived|no tests)$")
+"""Mutants no test killed: they survived, or no selected test runs their code."""
+
+
 def _survivors(workdir: Path) -> str:
-    """The diff of every surviving mutant (``mutmut show``), for the log."""
+    """The diff of every mutant left alive (``mutmut show``), for the log."""
     listed = subprocess.run(
         [sys.executable, "-m", "mutmut", "results"],
         cwd=workdir,
@@ -307,7 +314,7 @@ def _survivors(workdir: Path) -> str:
         text=True,
         check=False,
     ).stdout
-    names = [line.split(":")[0].strip() for line in listed.splitlines() if "survived" in line]
+    names = [line.split(":")[0].strip() for line in listed.splitlines() if _LEFT.search(line)]
     shown = []
     for mutant in names:
         diff = subprocess.run(
@@ -375,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", help=f"comma-separated modules: {', '.join(MODULES)}")
     parser.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
     parser.add_argument("--list", action="store_true", help="list modules and named mutants")
-    parser.add_argument("--survivors", type=Path, help="append surviving mutants' diffs here")
+    parser.add_argument("--survivors", type=Path, help="append unkilled mutants' diffs here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.list:

@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from memlab.core.config import MemoryConfig
 from memlab.core.injection import (
     CharCounter,
+    Injection,
     TiktokenCounter,
     format_memory_for_injection,
     get_token_counter,
+    render_injection,
     truncate_to_tokens,
 )
 
@@ -175,3 +178,99 @@ def test_tiktoken_loads_without_network(tmp_path: Any) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
+
+
+# --- the budget's edges ------------------------------------------------------------------------
+
+WORK = "User Context:\n- Work: Engineer."
+LINES = [
+    "- [knowledge | 0.95] Uses Python 3.12",
+    "- [context | 0.90] Lives in Lyon",
+    "- [preference | 0.80] Likes concise answers",
+]
+
+
+@pytest.mark.parametrize("kind", ["tiktoken", "char"])
+@pytest.mark.parametrize("base", [WORK, ""], ids=["summary", "facts-only"])
+def test_facts_are_kept_while_their_counted_lines_fit(kind: str, base: str) -> None:
+    # The budget rule: the summaries, the "Facts:" heading and each fact's line ("\n" + line)
+    # are counted apart; a fact is kept while that running sum fits.
+    counter = get_token_counter(kind)
+    memory = {"facts": MEMORY["facts"]}
+    if base:
+        memory["user"] = {"workContext": section("Engineer.")}
+    heading = "\n\nFacts:" if base else "Facts:"
+    costs = [counter.count("\n" + line) for line in LINES]
+    budget = counter.count(base) + counter.count(heading) + sum(costs)
+    every = render_injection(memory, budget, token_counting=kind)
+    text = (base + "\n\n" if base else "") + "Facts:\n" + "\n".join(LINES)
+    assert (every.text, every.tokens, every.dropped) == (text, counter.count(text), ())
+    # One token less: the lowest-confidence fact goes, and nothing is cut.
+    short = render_injection(memory, budget - 1, token_counting=kind)
+    assert short.injected == every.injected[:2] and short.dropped == every.injected[2:]
+    assert short.text == text.rsplit("\n", 1)[0]
+
+
+def test_a_fact_whose_text_is_exactly_the_budget_is_kept() -> None:
+    # Char counting: "Facts:" (6 characters) and "\n- [context | 0.95] Loves hiking" (32)
+    # make 38 characters, 10 tokens, and the counted parts 2 + 8 = 10 as well.
+    memory = {"facts": [fact("Loves hiking", 0.95, "context")]}
+    kept = render_injection(memory, 10, token_counting="char")
+    assert (kept.text, kept.tokens, kept.dropped) == (
+        "Facts:\n- [context | 0.95] Loves hiking",
+        10,
+        (),
+    )
+
+
+def test_the_defaults_are_the_configs_budget_and_tiktoken() -> None:
+    default = MemoryConfig()
+    assert render_injection(MEMORY) == render_injection(
+        MEMORY, default.max_injection_tokens, token_counting=default.token_counting
+    )
+    # A summary of exactly the default budget (char counting) is kept whole; one more is cut.
+    budget = default.max_injection_tokens
+    prefix = len("User Context:\n- Work: ")
+    for size, cut in ((budget, False), (budget + 1, True)):
+        memory = {"user": {"workContext": section("x" * (4 * size - prefix))}}
+        for text in (
+            render_injection(memory, token_counting="char").text,
+            format_memory_for_injection(memory, token_counting="char"),
+        ):
+            assert text.endswith("...") is cut and CharCounter().count(text) <= budget
+
+
+def test_an_empty_memory_injects_nothing_at_zero_tokens() -> None:
+    assert render_injection({}) == Injection("", 0)
+    assert render_injection(None, 10) == Injection("", 0)
+
+
+def test_a_fresh_tiktoken_counter_counts() -> None:
+    assert TiktokenCounter().count("hello world") == 2
+
+
+def test_truncation_when_only_the_ellipsis_budget_is_left() -> None:
+    # One char token is four characters: "..." and one character of the text.
+    assert truncate_to_tokens("abcdefgh", 1, CharCounter()) == "a..."
+    tiktoken = get_token_counter("tiktoken")
+    assert tiktoken.count("...") == 1
+    assert truncate_to_tokens("Supercalifragilistic", 1, tiktoken) == "..."
+
+
+def test_odd_facts_are_shown_with_defaults_and_the_rest_still_listed() -> None:
+    memory = {
+        "facts": [
+            {"content": "   ", "confidence": 0.99},  # nothing to show: skipped, not the end
+            {"content": "not a number", "confidence": float("nan"), "category": "goal"},
+            {"content": "infinite", "confidence": float("inf")},
+            {"content": "blank category", "confidence": 0.5, "category": "  "},
+            {"content": "flag", "confidence": True},
+        ]
+    }
+    lines = format_memory_for_injection(memory).splitlines()[1:]
+    assert lines == [
+        "- [context | 0.50] blank category",
+        "- [goal | 0.00] not a number",
+        "- [context | 0.00] infinite",
+        "- [context | 0.00] flag",
+    ]

@@ -12,9 +12,19 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.core.config import MemoryConfig
-from memlab.core.injection import format_memory_for_injection, render_injection
+from memlab.core.injection import Injection, format_memory_for_injection, render_injection
+from memlab.datasets.models import Session
 from memlab.matching.embeddings import EmbeddingsUnavailableError
-from memlab.scoring.injection_audit import audit_injection, policy_embedder
+from memlab.scoring.injection_audit import (
+    INJECTION_COUNTS,
+    audit_injection,
+    inject,
+    injection_counts,
+    next_query,
+    policy_embedder,
+    policy_identity,
+    policy_injector,
+)
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import identity_changes, plan_sweep
 from memlab.sweeps.run import Run
@@ -207,3 +217,102 @@ def test_injection_settings_enter_the_identity_only_when_set(tmp_path: Path) -> 
     assert smaller.identity["injection"]["max_tokens"] == 1000
     assert identity_changes(default.identity, smaller.identity) == ["injection settings changed"]
     assert default.config.point_id == smaller.config.point_id  # the same fact ids
+
+
+# --- the audit's parts, one rule each ----------------------------------------------------------
+
+
+def test_a_policy_identity_names_the_embedder_only_when_it_has_one() -> None:
+    assert policy_identity("confidence") == {"name": "confidence"}
+    try:
+        embedder = policy_embedder("relevance_embeddings")
+    except EmbeddingsUnavailableError:
+        pytest.skip("needs memlab[embeddings]")
+    assert embedder is not None
+    assert policy_identity("relevance_embeddings") == {
+        "name": "relevance_embeddings",
+        "embedder": embedder.name,
+    }
+
+
+def _session(*turns: tuple[str, str]) -> Session:
+    messages = [{"role": role, "content": text, "timestamp": T0} for role, text in turns]
+    return Session.model_validate({"thread_id": "t", "started_at": T0, "messages": messages})
+
+
+def test_the_next_query_is_the_first_human_message() -> None:
+    assert next_query(_session(("ai", "Hello"), ("human", "cat?"), ("human", "dog?"))) == "cat?"
+    assert next_query(_session(("ai", "Hello"))) == ""
+
+
+def test_ties_and_undated_facts_keep_the_confidence_order() -> None:
+    # Same day: the higher confidence goes first; no date at all ranks last under recency.
+    low = fact("low", "Reads novels", 0.6, "04-01")
+    high = fact("high", "Plays chess", 0.9, "04-01")
+    undated = {"id": "old", "content": "Owns a bike", "category": "context", "confidence": 1.0}
+    audit = audit_injection({"facts": [low, undated, high]}, CONFIG, "recency", "")
+    assert audit["injected"] == ["high", "low", "old"]
+
+
+def test_facts_without_text_or_list_do_not_break_the_audit() -> None:
+    odd = {"id": "odd", "content": None, "confidence": 0.99}
+    audit = audit_injection({"facts": [odd, HIKING]}, CONFIG, "relevance", "hiking")
+    assert (audit["facts"], audit["injected"]) == (1, ["a"])  # "odd" has nothing to show
+    for memory in ({}, {"facts": "not a list"}):
+        record = audit_injection(memory, CONFIG, "confidence", "")
+        assert (record["tokens"], record["facts"], record["injected"]) == (0, 0, [])
+        off = audit_injection(memory, MemoryConfig(injection_enabled=False), "confidence", "")
+        assert off["facts"] == 0
+
+
+def test_a_disabled_injection_is_empty_in_every_field() -> None:
+    config = MemoryConfig(injection_enabled=False)
+    assert inject(PADDED, config, "confidence", CAT_QUESTION) == Injection("", 0)
+    assert audit_injection(PADDED, config, "recency", "") == {
+        "enabled": False, "policy": "recency", "tokens": 0, "facts": 3,
+        "injected": [], "dropped": [],
+    }  # fmt: skip
+
+
+def test_policy_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^the relevance_embeddings policy needs an embedder$"):
+        inject(FACTS, CONFIG, "relevance_embeddings", "cat")
+    with pytest.raises(ValueError, match="unknown injection policy 'newest'; known policies"):
+        inject(FACTS, CONFIG, "newest", "cat")
+
+
+def _states(text: str, gold: str) -> bool:
+    return gold.lower() in text.lower()
+
+
+def test_session_counts_of_an_audit() -> None:
+    no_text = {"id": "d", "content": None}  # a stored fact without text states nothing
+    snapshot = {"facts": [HIKING, NURSE, CAT, no_text]}
+    active = {"g1": "Loves hiking", "g2": "Has a cat named Tom", "g3": "Speaks Welsh"}
+    audit = {"tokens": 21, "facts": 3, "injected": ["a", "b", "d"], "dropped": ["c"]}
+    assert injection_counts(audit, snapshot, active, _states) == {
+        "injections": 1, "injection_tokens": 21, "injection_facts": 3,
+        "injection_dropped": 1, "gold_injected": 1, "gold_injectable": 3,
+    }  # fmt: skip
+    # Missing fields count as nothing; a session without an audit counts zeros.
+    assert injection_counts({}, {}, active, _states) == {
+        "injections": 1, "injection_tokens": 0, "injection_facts": 0,
+        "injection_dropped": 0, "gold_injected": 0, "gold_injectable": 3,
+    }  # fmt: skip
+    zeros = injection_counts(None, snapshot, active, _states)
+    assert zeros == dict.fromkeys(INJECTION_COUNTS, 0)
+    assert all(type(v) is int for v in zeros.values())
+
+
+def test_the_lane_injector_is_the_audit_with_the_lanes_settings() -> None:
+    # The memory-QA read path: the same injection as the audit's for that lane and query.
+    injector = policy_injector(CONFIG, "relevance")
+    assert ids(injector(PADDED, CAT_QUESTION).injected) == ["c", "a"]
+    assert ids(policy_injector(CONFIG, "recency")(PADDED, "").injected) == ["b"]
+    try:
+        embedder = policy_embedder("relevance_embeddings")
+    except EmbeddingsUnavailableError:
+        pytest.skip("needs memlab[embeddings]")
+    question = "My kitten keeps scratching the sofa, what can I do?"
+    by_meaning = policy_injector(CONFIG, "relevance_embeddings", embedder)
+    assert ids(by_meaning(PADDED, question).injected)[0] == "c"

@@ -136,7 +136,8 @@ def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str
         return text
     if counter.count(_ELLIPSIS) > max_tokens:
         return ""
-    # Binary search over the prefix length: counting is monotonic enough for a longest prefix.
+    # Binary search over the prefix length. ``lo`` only ever takes a length that was counted
+    # and fits, so the result fits even where counts are not monotonic in the length.
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -144,8 +145,6 @@ def truncate_to_tokens(text: str, max_tokens: int, counter: TokenCounter) -> str
             lo = mid
         else:
             hi = mid - 1
-    while lo > 0 and counter.count(text[:lo] + _ELLIPSIS) > max_tokens:
-        lo -= 1
     return text[:lo] + _ELLIPSIS
 
 

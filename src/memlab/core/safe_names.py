@@ -60,7 +60,7 @@ def unsafe_reason(name: str) -> str | None:
         return "it contains a NUL character"
     if "/" in name or "\\" in name:
         return "it contains a path separator"
-    if name in {".", ".."} or name.startswith("."):
+    if name.startswith("."):  # also "." and ".."
         return "it starts with '.'"
     if len(name) > MAX_COMPONENT_CHARS:
         return f"it has {len(name)} characters"
