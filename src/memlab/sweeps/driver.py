@@ -67,7 +67,7 @@ __all__ = ["IncompleteSweepError", "sweep"]
 
 logger = logging.getLogger(__name__)
 
-_PACKAGES = ("pydantic", "jsonschema", "pandas")
+_PACKAGES = ("pydantic", "fastjsonschema", "pandas")
 """Versions recorded in ``environment.json`` besides memlab's and the backends' packages."""
 
 
