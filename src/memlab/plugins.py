@@ -169,6 +169,16 @@ class Registry(Mapping[str, T]):
         with self._lock:
             return len(self._entries)
 
+    def builtins(self) -> dict[str, T]:
+        """The entries memlab itself registered, without loading plugins (for help texts,
+        which every command builds, so that `memlab --help` imports no plugin)."""
+        with self._lock:
+            return {
+                name: entry
+                for name, entry in self._entries.items()
+                if self._origins[name] == "memlab"
+            }
+
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
 
@@ -277,6 +287,8 @@ def failure_hint() -> str:
     """A clause for an unknown-name error when some plugin failed to load ("" otherwise)."""
     if not _failures:
         return ""
-    return " (plugins that failed to load: " + "; ".join(
-        f"{label}: {error}" for label, error in _failures.items()
-    ) + ")"
+    return (
+        " (plugins that failed to load: "
+        + "; ".join(f"{label}: {error}" for label, error in _failures.items())
+        + ")"
+    )

@@ -33,7 +33,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from memlab.errors import MemlabError
+from memlab.scoring.stat_options import DEFAULT_RESAMPLES, DEFAULT_SEED, StatOptions, StatsError
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -50,44 +50,6 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-
-DEFAULT_RESAMPLES = 2000
-DEFAULT_SEED = 20250101
-"""Fixed so that a run's intervals and p-values are the same every time they are computed."""
-
-
-class StatsError(MemlabError, ValueError):
-    """Invalid statistics options or inputs."""
-
-
-@dataclass(frozen=True)
-class StatOptions:
-    """How intervals and tests are computed.
-
-    Attributes:
-        resamples: Bootstrap and permutation resamples (0 turns intervals and tests off: their
-            columns are NaN).
-        seed: Seed of the random resamples.
-        level: Confidence level of the intervals.
-        alpha: Significance level of the tests (after Holm's correction).
-        power: Power at which the minimum detectable effect is stated.
-    """
-
-    resamples: int = DEFAULT_RESAMPLES
-    seed: int = DEFAULT_SEED
-    level: float = 0.95
-    alpha: float = 0.05
-    power: float = 0.80
-
-    def __post_init__(self) -> None:
-        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int):
-            raise StatsError(f"resamples must be a whole number, got {self.resamples!r}")
-        if self.resamples < 0:
-            raise StatsError(f"resamples must be 0 (off) or more, got {self.resamples}")
-        for name in ("level", "alpha", "power"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0 < value < 1):
-                raise StatsError(f"{name} must be a number between 0 and 1, got {value!r}")
 
 
 @dataclass(frozen=True)

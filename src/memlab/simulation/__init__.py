@@ -4,17 +4,37 @@ dataset, so every metric can be checked against the value its profile implies.
 ``sim:PROFILE`` resolves to a :class:`SimulatedBackend` through the backend registry (this
 package registers it through memlab's own ``memlab.plugins`` entry point, see
 :mod:`memlab.simulation.plugin`); profiles are YAML files or entries of :data:`PROFILES`.
+
+Names are imported on first use (see :mod:`memlab._lazy`).
 """
 
-from memlab.simulation.model import SimDecision, SimulatedBackend
-from memlab.simulation.plugin import SIM_PREFIX
-from memlab.simulation.profile import (
-    BUILTIN_PROFILES,
-    PROFILES,
-    SimProfile,
-    SimProfileError,
-    load_profile,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlab._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from memlab.simulation.model import SimDecision, SimulatedBackend
+    from memlab.simulation.plugin import SIM_PREFIX
+    from memlab.simulation.profile import (
+        BUILTIN_PROFILES,
+        PROFILES,
+        SimProfile,
+        SimProfileError,
+        load_profile,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "SimDecision": "memlab.simulation.model",
+    "SimulatedBackend": "memlab.simulation.model",
+    "SIM_PREFIX": "memlab.simulation.plugin",
+    "BUILTIN_PROFILES": "memlab.simulation.profile",
+    "PROFILES": "memlab.simulation.profile",
+    "SimProfile": "memlab.simulation.profile",
+    "SimProfileError": "memlab.simulation.profile",
+    "load_profile": "memlab.simulation.profile",
+}
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -26,3 +46,5 @@ __all__ = [
     "SimulatedBackend",
     "load_profile",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
