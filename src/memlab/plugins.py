@@ -43,10 +43,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlab.errors import MemlabError, excerpt
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "PLUGIN_GROUP",
@@ -259,6 +261,10 @@ def load_plugins() -> None:
 
 
 def _entry_points() -> Sequence[metadata.EntryPoint]:
+    # Imported here: reading the installed packages' metadata costs a start that never
+    # loads plugins (`memlab --help`) tens of milliseconds.
+    from importlib import metadata
+
     return list(metadata.entry_points(group=PLUGIN_GROUP))
 
 

@@ -30,11 +30,14 @@ import csv
 import io
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlab.core.atomic import atomic_write_text
 from memlab.errors import MemlabError
 from memlab.matching.calibration import CalibrationPair, KindCounts
-from memlab.matching.judge import LLMJudgeMatcher
+
+if TYPE_CHECKING:
+    from memlab.matching.judge import LLMJudgeMatcher
 
 __all__ = [
     "COLUMNS",
