@@ -42,6 +42,7 @@ _HEADERS = (
     ),
     re.compile(r"(?i)(?P<name>\b(?:x-)?api[-_]key)" + _SEP + "(?P<value>" + _CREDENTIAL + "{8,})"),
 )
+_HEADER_WORDS = (("authorization",), ("api-key", "api_key"))  # in every match of _HEADERS
 _SECRET_NAME = re.compile(r"(?i)(?:^|_)(?:API_KEY|TOKEN|SECRET|PASSWORD)$")
 _MIN_SECRET_CHARS = 8  # shorter values would redact ordinary words
 
@@ -61,7 +62,13 @@ def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
         text: Any text.
         secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment).
     """
-    for header in _HEADERS:
+    # An ASCII text without the headers' words cannot match them: skip the regexes, which
+    # cost a scan of long records per header. (Other texts are searched: case folding of
+    # non-ASCII letters may reach ASCII ones.)
+    folded = text.lower() if text.isascii() else None
+    for header, words in zip(_HEADERS, _HEADER_WORDS, strict=True):
+        if folded is not None and not any(word in folded for word in words):
+            continue
         if header.search(text):
             text = header.sub(lambda m: f"{m['name']}{m['sep']}{REDACTED}", text)
     values = secret_values() if secrets is None else list(secrets)

@@ -27,14 +27,21 @@ The parameters were tuned on the ``dev`` splits of the calibration sets only.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from memlab.core.similarity import normalize_text
 from memlab.matching.base import MatchResult
-from memlab.matching.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
+from memlab.matching.embeddings import (
+    Embedder,
+    EmbeddingDuplicates,
+    EmbeddingsUnavailableError,
+    WordLlamaEmbedder,
+)
 from memlab.matching.fact_lexicon import PREF, token_weight
 from memlab.matching.fact_reading import read_fact
 from memlab.matching.fact_types import Clause, FactReading
@@ -43,6 +50,7 @@ from memlab.matching.word_links import Links, link_words
 __all__ = [
     "DefaultMatcher",
     "EmbeddingMatcher",
+    "clear_shared_verdicts",
     "mood_conflict",
     "optional_embedder",
     "polarity_conflict",
@@ -50,7 +58,22 @@ __all__ = [
 ]
 
 _MEMO_SIZE = 200_000
-"""Verdicts kept per matcher (a few tens of MB at most); the memo restarts when full."""
+"""Verdicts kept per matcher configuration (a few tens of MB at most); the memo restarts when
+full."""
+
+# Verdicts shared by the matchers of one configuration in this process: a verdict depends only
+# on the two texts, the parameters and the embedding model, so the lanes of a sweep, a rerun
+# from the response cache and a rescoring ask again for pairs already decided. Matchers with
+# an embedder other than the bundled one keep their verdicts to themselves (its name need not
+# say what it computes).
+_SHARED: dict[tuple[Any, ...], dict[tuple[str, str], MatchResult]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def clear_shared_verdicts() -> None:
+    """Forget every shared verdict (benchmarks measure the matcher's cold cost with it)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
 
 
 def optional_embedder() -> Embedder | None:
@@ -103,6 +126,15 @@ class DefaultMatcher:
     def __post_init__(self) -> None:
         if self.embedder is not None:
             self._vectors = _Vectors(EmbeddingDuplicates(self.embedder))
+        if self.embedder is None or type(self.embedder) is WordLlamaEmbedder:
+            params = tuple(
+                (f.name, getattr(self, f.name))
+                for f in fields(self)
+                if f.init and f.name != "embedder"
+            )
+            model = self.embedder.name if self.embedder is not None else None
+            with _SHARED_LOCK:
+                self._verdicts = _SHARED.setdefault((type(self), model, params), {})
 
     @property
     def name(self) -> str:
