@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ class _OneVectorEmbedder:
 
     name = "wordllama-l2_supercat-256"  # the bundled model's name, on purpose
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [[1.0, 0.0] for _ in texts]
 
 

@@ -27,8 +27,9 @@ The parameters were tuned on the ``dev`` splits of the calibration sets only.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -126,15 +127,33 @@ class DefaultMatcher:
     def __post_init__(self) -> None:
         if self.embedder is not None:
             self._vectors = _Vectors(EmbeddingDuplicates(self.embedder))
-        if self.embedder is None or type(self.embedder) is WordLlamaEmbedder:
-            params = tuple(
-                (f.name, getattr(self, f.name))
-                for f in fields(self)
-                if f.init and f.name != "embedder"
-            )
-            model = self.embedder.name if self.embedder is not None else None
+        key = self.memo_key
+        if key is not None:
             with _SHARED_LOCK:
-                self._verdicts = _SHARED.setdefault((type(self), model, params), {})
+                self._verdicts = _SHARED.setdefault(key, {})
+
+    @property
+    def memo_key(self) -> tuple[Any, ...] | None:
+        """What the verdicts depend on besides the texts and the code: the class, the
+        embedding model and the parameters; None with an embedder other than the bundled one
+        (its verdicts are not shared)."""
+        if self.embedder is not None and type(self.embedder) is not WordLlamaEmbedder:
+            return None
+        params = tuple(
+            (f.name, getattr(self, f.name)) for f in fields(self) if f.init and f.name != "embedder"
+        )
+        model = self.embedder.name if self.embedder is not None else None
+        return (f"{type(self).__module__}.{type(self).__qualname__}", model, params)
+
+    def decided(self) -> dict[tuple[str, str], MatchResult]:
+        """A copy of the verdicts decided so far, by (stored, gold)."""
+        return dict(self._verdicts)
+
+    def remember(self, verdicts: Mapping[tuple[str, str], MatchResult]) -> None:
+        """Add verdicts decided earlier (by a matcher of the same :attr:`memo_key` and code)."""
+        if len(self._verdicts) + len(verdicts) > _MEMO_SIZE:
+            self._verdicts.clear()
+        self._verdicts.update(itertools.islice(verdicts.items(), _MEMO_SIZE))
 
     @property
     def name(self) -> str:
