@@ -42,13 +42,18 @@ def test_saved_verdicts_are_read_back_by_a_matcher_of_the_same_configuration(
     assert load_verdicts(other, tmp_path) == 0
 
 
-def test_a_read_verdict_is_used_instead_of_deciding_again(tmp_path: Path) -> None:
+def _saved_one(cache: Path) -> tuple[Path, dict[str, Any]]:
+    """Save one verdict in ``cache``; return its file and the file's content."""
     matcher = _fresh()
     matcher.match(*PAIRS[0])
-    save_verdicts(matcher, tmp_path)
-    path = verdicts_path(matcher, tmp_path)
+    save_verdicts(matcher, cache)
+    path = verdicts_path(matcher, cache)
     assert path is not None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_read_verdict_is_used_instead_of_deciding_again(tmp_path: Path) -> None:
+    path, data = _saved_one(tmp_path)
     data["verdicts"][0][4] = "planted"
     path.write_text(json.dumps(data), encoding="utf-8")
     reader = _fresh()
@@ -59,12 +64,7 @@ def test_a_read_verdict_is_used_instead_of_deciding_again(tmp_path: Path) -> Non
 def test_verdicts_of_other_code_or_broken_files_are_ignored(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    matcher = _fresh()
-    matcher.match(*PAIRS[0])
-    save_verdicts(matcher, tmp_path)
-    path = verdicts_path(matcher, tmp_path)
-    assert path is not None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    path, data = _saved_one(tmp_path)
     path.write_text(json.dumps({**data, "code": "0" * 64}), encoding="utf-8")
     assert load_verdicts(_fresh(), tmp_path) == 0
     for broken in ("{", json.dumps({**data, "verdicts": [["a", "b", "x", True, ""]]})):
