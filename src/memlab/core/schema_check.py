@@ -1,12 +1,13 @@
 """One compiled JSON Schema validator for the reply contract and the dataset format.
 
 :class:`CompiledSchema` answers "valid?" with code that ``fastjsonschema`` generates from the
-schema (tens of microseconds for a dataset line), and lists every violation of an invalid
-value by walking the schema itself. The walk reports what ``jsonschema``'s draft 2020-12
-validator reports for the same value (the same instance paths, keywords, order and messages;
-``tests/test_schema_check.py`` compares both on a corpus of broken inputs) without importing
-``jsonschema``, whose import alone takes most of a second (its format checkers load optional
-packages, one of which builds a grammar at import).
+schema (about 12 times faster than ``jsonschema``'s validator on a line of the bundled
+``personas`` dataset), and lists every violation of an invalid value by walking the schema
+itself (about 5 times faster than ``jsonschema``). The walk reports what ``jsonschema``'s
+draft 2020-12 validator reports for the same value (the same instance paths, keywords, order
+and messages; ``tests/test_schema_check.py`` compares both on a corpus of broken inputs)
+without importing ``jsonschema``, whose import alone takes most of a second (its format
+checkers load optional packages, one of which builds a grammar at import).
 
 Only the keywords memlab's schemas use are supported; a schema with any other validation
 keyword is refused when it is compiled, so a keyword can never be skipped silently. ``format``
