@@ -116,12 +116,17 @@ def cache_entry_for_smoke(sandbox: Path) -> None:
     assert main(["run", "smoke", "--cache-dir", "cache", "--max-owners", "1", *SANDBOX_RUN]) == 0
 
 
+def _entries(cache: Path) -> list[Path]:
+    """The response entries of ``cache`` (in its two-letter shards; not the saved verdicts)."""
+    return sorted(p for p in cache.glob("*/*.json") if len(p.parent.name) == 2)
+
+
 def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
     """Record the smoke cache, then replace every entry (``None``: by a directory)."""
 
     def make(sandbox: Path) -> None:
         cache_entry_for_smoke(sandbox)
-        for entry in (sandbox / "cache").glob("*/*.json"):
+        for entry in _entries(sandbox / "cache"):
             entry.unlink()
             if content is None:
                 entry.mkdir()
@@ -134,7 +139,7 @@ def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
 def swapped_entries(sandbox: Path) -> None:
     """Record the smoke cache, then give each entry the completion of another request."""
     cache_entry_for_smoke(sandbox)
-    entries = sorted((sandbox / "cache").glob("*/*.json"))
+    entries = _entries(sandbox / "cache")
     assert len(entries) >= 2
     texts = [json.loads(p.read_text("utf-8")) for p in entries]
     for path, data in zip(entries, texts[1:] + texts[:1], strict=True):
@@ -145,9 +150,23 @@ def swapped_entries(sandbox: Path) -> None:
 def set_aside_and_rerun(sandbox: Path) -> None:
     aside = list((sandbox / "cache").glob("*/*.corrupt-*"))
     assert aside, "corrupt entries must be moved aside, not overwritten"
-    assert len(list((sandbox / "cache").glob("*/*.json"))) == len(aside)  # re-recorded
+    assert len(_entries(sandbox / "cache")) == len(aside)  # re-recorded
     calls = (sandbox / "runs" / "again" / "calls.jsonl").read_text("utf-8")
     assert "PLANTED" not in calls
+
+
+def garbled_verdicts(sandbox: Path) -> None:
+    """Record the smoke cache, then garble the matcher verdicts saved beside it."""
+    cache_entry_for_smoke(sandbox)
+    saved = list((sandbox / "cache" / "verdicts").glob("*.json"))
+    assert saved
+    for path in saved:
+        path.write_bytes(b"{not json")
+
+
+def verdicts_rewritten(sandbox: Path) -> None:
+    for path in (sandbox / "cache" / "verdicts").glob("*.json"):
+        assert json.loads(path.read_text("utf-8"))["verdicts"]
 
 
 def output_unchanged(name: str, content: str) -> Callable[[Path], None]:
@@ -378,6 +397,8 @@ CASES: list[Case] = [
     # Response cache entries (item 6): set aside and re-recorded in read-write mode.
     Case("cache entry garbage", RERUN, {"setup": corrupt_entries(b"{not json")}, exit=0,
          check=set_aside_and_rerun),
+    Case("saved verdicts garbage", RERUN, {"setup": garbled_verdicts}, exit=0,
+         check=verdicts_rewritten),
     Case("cache entry invalid UTF-8", RERUN, {"setup": corrupt_entries(b"\xff")}, exit=0,
          check=set_aside_and_rerun),
     Case("cache entry 10,000 levels", RERUN,
