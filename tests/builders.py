@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALIBRATION_KINDS",
+    "cache_entries",
     "city_owners",
     "iso",
     "json_values",
@@ -104,6 +105,12 @@ def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
         return resolve_removals(text, prompt)
 
     return ScriptedBackend(function=reply)
+
+
+def cache_entries(cache: Path) -> list[Path]:
+    """The response entries of a cache directory: the files of its two-letter shards (not the
+    matcher verdicts saved beside them)."""
+    return sorted(p for p in cache.glob("*/*.json") if len(p.parent.name) == 2)
 
 
 def write_owners(path: Path, owners: Iterable[Mapping[str, Any]]) -> Path:

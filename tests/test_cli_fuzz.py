@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import locomo_sample, one_turn
+from builders import cache_entries, locomo_sample, one_turn
 
 import memlab
 from memlab.cli.main import main
@@ -116,17 +116,12 @@ def cache_entry_for_smoke(sandbox: Path) -> None:
     assert main(["run", "smoke", "--cache-dir", "cache", "--max-owners", "1", *SANDBOX_RUN]) == 0
 
 
-def _entries(cache: Path) -> list[Path]:
-    """The response entries of ``cache`` (in its two-letter shards; not the saved verdicts)."""
-    return sorted(p for p in cache.glob("*/*.json") if len(p.parent.name) == 2)
-
-
 def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
     """Record the smoke cache, then replace every entry (``None``: by a directory)."""
 
     def make(sandbox: Path) -> None:
         cache_entry_for_smoke(sandbox)
-        for entry in _entries(sandbox / "cache"):
+        for entry in cache_entries(sandbox / "cache"):
             entry.unlink()
             if content is None:
                 entry.mkdir()
@@ -139,7 +134,7 @@ def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
 def swapped_entries(sandbox: Path) -> None:
     """Record the smoke cache, then give each entry the completion of another request."""
     cache_entry_for_smoke(sandbox)
-    entries = _entries(sandbox / "cache")
+    entries = cache_entries(sandbox / "cache")
     assert len(entries) >= 2
     texts = [json.loads(p.read_text("utf-8")) for p in entries]
     for path, data in zip(entries, texts[1:] + texts[:1], strict=True):
@@ -150,7 +145,7 @@ def swapped_entries(sandbox: Path) -> None:
 def set_aside_and_rerun(sandbox: Path) -> None:
     aside = list((sandbox / "cache").glob("*/*.corrupt-*"))
     assert aside, "corrupt entries must be moved aside, not overwritten"
-    assert len(_entries(sandbox / "cache")) == len(aside)  # re-recorded
+    assert len(cache_entries(sandbox / "cache")) == len(aside)  # re-recorded
     calls = (sandbox / "runs" / "again" / "calls.jsonl").read_text("utf-8")
     assert "PLANTED" not in calls
 
