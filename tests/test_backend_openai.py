@@ -179,8 +179,10 @@ def test_json_object_schema_transport_for_llama_cpp(ok_server: FakeServer) -> No
     fmt = ok_server.requests[0]["body"]["response_format"]
     assert fmt["type"] == "json_object"
     content = fmt["schema"]["properties"]["facts"]["items"]["properties"]["content"]
-    # llama.cpp cannot compile unanchored patterns and would silently drop the whole schema.
-    assert "pattern" not in content and content["minLength"] == 1
+    # llama.cpp cannot compile unanchored patterns and would silently drop the whole schema:
+    # the non-blank "\S" becomes an anchored pattern whose first character is not whitespace.
+    assert content["pattern"].startswith("^[^") and content["pattern"].endswith("*$")
+    assert content["minLength"] == 1
     assert "$schema" not in fmt["schema"]
 
 

@@ -115,3 +115,41 @@ def test_persistent_500_exhausts_retries_and_caches_nothing(tmp_path: Path) -> N
     assert len(server.requests) == 3
     assert cache_stats(tmp_path / "cache").entries == 0
     assert not any((tmp_path / "cache").rglob("*.json"))
+
+
+def test_the_deadline_bounds_attempts_and_waits_together() -> None:
+    """A request against a server that keeps failing ends by the deadline, not after
+    max_attempts x timeout; each attempt is told how much time is left."""
+    now = [0.0]
+    remaining: list[float | None] = []
+
+    def attempt(left: float | None) -> str:
+        remaining.append(left)
+        now[0] += 30.0  # every attempt times out after 30 s
+        raise RetryableError("timed out")
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    policy = RetryPolicy(
+        max_attempts=10, base_delay=10.0, max_delay=10.0, jitter=0.0, deadline=100.0,
+        sleep=sleep, clock=lambda: now[0],
+    )  # fmt: skip
+    with pytest.raises(RetryExhaustedError, match="deadline of 100s") as failed:
+        policy.run(attempt, describe="request")
+    assert failed.value.attempts == 3  # 30 + 10 + 30 + 10 + 30 = 110: no third wait
+    assert remaining == [100.0, 60.0, 20.0]
+    assert now[0] <= 110.0
+
+
+def test_the_backend_uses_the_time_left_as_its_timeout() -> None:
+    with FakeServer([(500, {}, {"error": "down"}, 0.0)]) as server, allow_model_requests():
+        backend = OpenAICompatibleBackend(
+            "fake-model",
+            base_url=server.base_url,
+            timeout=120.0,
+            retry=RetryPolicy(max_attempts=50, base_delay=0.2, jitter=0.0, deadline=1.0),
+        )
+        with pytest.raises(RetryExhaustedError, match="deadline"):
+            backend.complete(request())
+        assert 2 <= len(server.requests) < 10

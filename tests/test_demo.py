@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from builders import small_demo, update
 
+from memlab.backends.grammar import bounded_reply_tokens
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.demo import BOUNDS, SIM_GRID, DemoResult
+from memlab.core.contract import SchemaBounds
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +72,21 @@ def test_a_second_run_reuses_every_replay(demo: tuple[DemoResult, ScriptedBacken
     again = small_demo(tmp, backend)
     assert backend.call_count == calls
     assert again.paths.html.exists()
+
+
+def test_the_report_counts_this_runs_replies(
+    demo: tuple[DemoResult, ScriptedBackend, Path],
+) -> None:
+    """The intro's numbers come from the run: every scripted reply parses, none is cut."""
+    result = demo[0]
+    html = result.paths.html.read_text(encoding="utf-8")
+    intro = html.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
+    bound = bounded_reply_tokens(SchemaBounds(**BOUNDS), "compact")
+    for run in result.real:
+        for lane_id, lane in run.lanes.items():
+            replies = int(((run.calls["lane_id"] == lane_id) & run.calls["reply"].notna()).sum())
+            assert replies > 0
+            phrase = f"{run.label(lane_id)} ({run.name}, max_tokens {lane.max_tokens}): "
+            assert f"{phrase}{replies} of {replies} replies parsed, 0 truncated" in intro
+            if lane.schema_bounds is not None:
+                assert lane.max_tokens == bound

@@ -1,6 +1,8 @@
 """Real model calls: the bundled SmolLM2 in process and behind ``python -m llama_cpp.server``.
 
-Kept fast: one server and one loaded model per module, two threads, small ``max_tokens``.
+Kept fast: one server and one loaded model per module, two threads, small ``max_tokens``. No
+reply is pinned: tests assert what every CPU and build satisfies (``any_machine`` runs the
+properties under two thread counts and two seeds: ``pytest -m any_machine``).
 """
 
 from __future__ import annotations
@@ -15,24 +17,23 @@ import jsonschema
 import pytest
 
 from memlab.backends.cache import CachedBackend
+from memlab.backends.grammar import bounded_reply_tokens, worst_case_tokens
 from memlab.backends.llama_local import LocalLlamaBackend
 from memlab.backends.llama_server import LlamaServer
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
-from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.contract import SchemaBounds, bounded_schema
 from memlab.core.document import SeededFactIds
 from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.parsing import FailureCategory, Rung, parse_reply
 from memlab.core.storage import JsonFileStorage
-from memlab.core.updater import MemoryUpdater
+from memlab.core.updater import MemoryUpdater, UpdateResult
 
 pytestmark = pytest.mark.integration
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 N_THREADS = 2
 N_CTX = 4096
-SCHEMA_MAX_TOKENS = 256
-"""Budget for the schema-constrained contract reply (the reply needs ~150 tokens minimum)."""
 
 MESSAGES = [
     {"role": "user", "content": "I'm a data engineer at Acme and I prefer Python over Java."},
@@ -108,11 +109,12 @@ def test_server_backend_real_replies(
 def test_server_schema_constrained_via_json_object_schema(
     server_backend: OpenAICompatibleBackend,
 ) -> None:
-    completion = server_backend.complete(
-        chat(
-            "Reply with a JSON object whose name is Bob.", OutputMode.JSON_SCHEMA, 24, SMALL_SCHEMA
-        )
-    )
+    """The server decodes with llama.cpp's own grammar: its worst case is the budget."""
+    bound = worst_case_tokens(SMALL_SCHEMA, "server")
+    assert bound is not None
+    prompt = "Reply with a JSON object whose name is Bob."
+    completion = server_backend.complete(chat(prompt, OutputMode.JSON_SCHEMA, bound, SMALL_SCHEMA))
+    assert completion.finish_reason == "stop"
     jsonschema.validate(json.loads(completion.text), SMALL_SCHEMA)
 
 
@@ -124,12 +126,15 @@ def test_server_rejects_json_schema_transport_with_hint(server: LlamaServer) -> 
         backend.complete(chat("x", OutputMode.JSON_SCHEMA, 4, SMALL_SCHEMA))
 
 
-# The model is deterministic (greedy decoding, fixed seed) and the updater's clock is fixed, so
-# the prompt and the reply are the same on every run: 64 tokens are not enough for the contract
-# reply, in either mode, so the parse ladder reports a truncated reply and nothing is saved.
+# Replies of a tiny model differ between CPUs and llama.cpp builds (kernels, thread count and
+# compiler change float sums, and one different logit changes the rest of the reply), so these
+# tests pin properties every build satisfies. The outcome itself is recorded, not pinned.
 @pytest.mark.parametrize("mode", [OutputMode.FREE, OutputMode.JSON_OBJECT])
 def test_memory_updater_through_server(
-    server_backend: OpenAICompatibleBackend, mode: OutputMode, tmp_path: Path
+    server_backend: OpenAICompatibleBackend,
+    mode: OutputMode,
+    tmp_path: Path,
+    record_property: Any,
 ) -> None:
     store_file = tmp_path / "memory.json"
     updater = MemoryUpdater(
@@ -143,28 +148,88 @@ def test_memory_updater_through_server(
     result = updater.run_update(MESSAGES, "thread-1")
     assert result.completion is not None, result.error
     assert result.completion.backend == "openai"
-    assert (result.completion.finish_reason, result.completion.completion_tokens) == ("length", 64)
-    assert result.parse is not None
-    assert (result.parse.ok, result.parse.category) == (False, FailureCategory.TRUNCATED)
-    assert (result.saved, result.error_stage) == (False, "parse")
-    assert not store_file.exists()
+    assert_outcome_is_consistent(result, max_tokens=64, store_file=store_file)
+    record_property("outcome", outcome(result))
+
+
+def outcome(result: UpdateResult) -> str:
+    assert result.parse is not None and result.completion is not None
+    parsed = f"ok:{result.parse.rung}" if result.parse.ok else str(result.parse.category)
+    completion = result.completion
+    return f"{parsed}, {completion.finish_reason}, {completion.completion_tokens} tokens"
+
+
+def assert_outcome_is_consistent(result: UpdateResult, max_tokens: int, store_file: Path) -> None:
+    """What every build satisfies: a taxonomy outcome, and the budget and the store agree."""
+    completion, parsed = result.completion, result.parse
+    assert completion is not None and parsed is not None
+    assert completion.finish_reason in ("stop", "length")
+    assert 0 < completion.completion_tokens <= max_tokens
+    if completion.finish_reason == "length":
+        assert completion.completion_tokens == max_tokens
+    if parsed.ok:
+        assert parsed.rung is not None and result.saved and store_file.exists()
+    else:
+        assert parsed.category in set(FailureCategory)
+        assert (result.saved, result.error_stage) == (False, "parse")
+        assert not store_file.exists()
+
+
+FOUR_WAYS = [(threads, seed) for threads in (1, 2) for seed in (0, 1)]
+"""llama.cpp thread counts x sampling seeds: the real-model properties hold in all four."""
+BOUNDS = SchemaBounds(summary_chars=16, fact_chars=32, max_new_facts=1, max_removals=1)
+"""Small, so that a sampled reply stays short on a slow machine; the property is the same."""
+
+
+@pytest.mark.any_machine
+@pytest.mark.parametrize(("threads", "seed"), FOUR_WAYS)
+@pytest.mark.parametrize("mode", [OutputMode.JSON_SCHEMA, OutputMode.FREE])
+def test_real_replies_hold_their_properties(
+    threads: int, seed: int, mode: OutputMode, tmp_path: Path, record_property: Any
+) -> None:
+    """Sampled (temperature 0.8, so each seed takes another path through the grammar): with the
+    bound as max_tokens, a bounded reply always ends with ``stop`` and parses; a free reply
+    ends in one of the taxonomy's outcomes, recorded."""
+    backend = LocalLlamaBackend(n_threads=threads, n_ctx=N_CTX)
+    bound = bounded_reply_tokens(BOUNDS, "compact")
+    max_tokens = bound if mode is OutputMode.JSON_SCHEMA else 32
+    store_file = tmp_path / "memory.json"
+    updater = MemoryUpdater(
+        backend=backend,
+        storage=JsonFileStorage(store_file),
+        output_mode=mode,
+        schema_bounds=BOUNDS if mode is OutputMode.JSON_SCHEMA else None,
+        params=GenerationParams(temperature=0.8, max_tokens=max_tokens, seed=seed),
+        clock=lambda: NOW,
+        fact_ids=SeededFactIds(1),
+    )
+    result = updater.run_update(MESSAGES, "thread-1")
+    assert result.completion is not None, result.error
+    record_property("outcome", outcome(result))
+    assert_outcome_is_consistent(result, max_tokens=max_tokens, store_file=store_file)
+    if mode is OutputMode.JSON_SCHEMA:
+        assert result.completion.finish_reason == "stop"
+        assert result.completion.completion_tokens < bound
+        assert result.parse is not None and result.parse.ok
+        assert result.parse.rung is Rung.STRICT
+        jsonschema.validate(json.loads(result.completion.text), bounded_schema(contract(), BOUNDS))
 
 
 def test_local_schema_constrained_contract_reply(
     local: LocalLlamaBackend, record_property: Any
 ) -> None:
-    """The grammar forces contract-shaped JSON; over an empty memory the tiny model proposes
-    nothing: the minimal valid update, well within the token budget."""
-    schema = contract()
-    completion = local.complete(
-        chat(update_prompt(), OutputMode.JSON_SCHEMA, SCHEMA_MAX_TOKENS, schema)
-    )
+    """Greedy decoding under the bounded contract grammar, max_tokens at the worst case: the
+    reply closes, is compact JSON and satisfies the contract and its bounds."""
+    schema = bounded_schema(contract(), BOUNDS)
+    bound = worst_case_tokens(schema)
+    assert bound == bounded_reply_tokens(BOUNDS, "compact")
+    completion = local.complete(chat(update_prompt(), OutputMode.JSON_SCHEMA, bound, schema))
     record_property("schema_outcome", f"{completion.completion_tokens} tokens")
     assert completion.finish_reason == "stop"
-    assert 0 < completion.completion_tokens < SCHEMA_MAX_TOKENS
+    assert 0 < completion.completion_tokens < bound
     data = json.loads(completion.text)
     jsonschema.validate(data, schema)
-    assert data == MINIMAL_VALID_UPDATE
+    assert completion.text == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     parsed = parse_reply(completion.text)
     assert parsed.ok and parsed.rung is Rung.STRICT
 
@@ -180,8 +245,22 @@ def test_local_free_and_json_modes_and_cache(local: LocalLlamaBackend, tmp_path:
     assert cached.counters.backend_calls == 2 and cached.counters.hits == 2
 
 
-def test_local_model_is_loaded_once_and_deterministic(local: LocalLlamaBackend) -> None:
+def test_local_model_is_loaded_once(local: LocalLlamaBackend) -> None:
     twin = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX)
     assert twin.llama() is local.llama()
-    request = chat("Name one colour.", OutputMode.FREE, max_tokens=8)
-    assert local.complete(request).text == twin.complete(request).text
+    other = LocalLlamaBackend(n_threads=N_THREADS + 1, n_ctx=N_CTX)
+    assert other.llama() is not local.llama()  # another thread count is another model
+
+
+def test_a_reply_the_context_window_cuts_is_an_error() -> None:
+    """llama-cpp-python lowers max_tokens to what n_ctx leaves; memlab refuses the cut reply.
+    The grammar wants a string longer than 256 tokens of the vocabulary's longest text can
+    hold, so on every build the window ends the reply."""
+    small = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=256)
+    llm = small.llama()
+    longest = max(len(llm.detokenize([t], special=False)) for t in range(llm.n_vocab()))
+    prompt = "Repeat the letter a. " + "a " * 150
+    too_long = {"type": "string", "minLength": 256 * longest + 1}
+    request = chat(prompt, OutputMode.JSON_SCHEMA, max_tokens=4096, schema=too_long)
+    with pytest.raises(BackendError, match=r"context window n_ctx=256 cut the reply"):
+        small.complete(request)

@@ -39,19 +39,19 @@ def test_second_run_replays_from_cache_with_identical_metrics(tmp_path: Path) ->
         return backend
 
     first = sweep("smoke", grid, runs_dir=tmp_path / "a", backend_factory=factory, progress=False)
-    # The model is deterministic: under max_tokens=96 every contract reply is cut short, so
-    # every call of both lanes (one per agent run: 7 per lane) is a truncated parse failure
-    # and nothing is stored.
+    # One call per agent run, 7 per lane. What the model replies differs between CPUs and
+    # builds; what holds on all of them: a reply cut at max_tokens has exactly max_tokens
+    # tokens, a parsed reply is saved, and the failure rate counts the failed parses. (A cut
+    # reply usually fails to parse, but one whose JSON closes on the last token would parse.)
     assert built[0].counters.backend_calls == len(first.calls) == 14
     calls = first.calls
-    assert set(calls["parse_category"]) == {"truncated"}
-    assert set(calls["finish_reason"]) == {"length"}
-    assert set(calls["completion_tokens"]) == {96}
-    assert not calls["saved"].any()
+    cut = calls["finish_reason"] == "length"
+    assert (calls.loc[cut, "completion_tokens"] == 96).all()
+    assert (calls["saved"] == calls["parse_ok"]).all()
     summary = first.summary
     assert list(summary["llm_calls"]) == list(summary["agent_runs"]) == [7, 7]
-    assert list(summary["parse_failure_rate"]) == [1.0, 1.0]
-    assert list(summary["final_facts"]) == [0, 0]
+    failed = calls.groupby("lane_id")["parse_ok"].apply(lambda ok: 1 - ok.mean())
+    assert list(summary["parse_failure_rate"]) == list(failed[summary.index])
 
     second = sweep("smoke", grid, runs_dir=tmp_path / "b", backend_factory=factory, progress=False)
     assert built[1].counters.backend_calls == 0

@@ -202,3 +202,29 @@ def test_session_rows_carry_the_counts(run: Run) -> None:
     assert isinstance(rows, pd.DataFrame)
     cap = rows[rows["user_id"] == "cap"].iloc[0]
     assert (cap["evicted"], cap["gold_evicted"], cap["facts"]) == (1, 1, 10)
+
+
+def test_stale_details_follow_the_order_of_the_retractions() -> None:
+    """The row's stale episodes come in the labels' order, not a set's (which varies with
+    PYTHONHASHSEED and made tables differ between identical runs)."""
+    from memlab.datasets.models import Owner
+    from memlab.scoring.operations import score_operations
+
+    golds = [{"id": f"g{k:02d}", "content": f"Owns gadget number {k}", "category": "context"}
+             for k in range(16)]  # fmt: skip
+    order = [g["id"] for g in golds][::-1]
+    order[3], order[11] = order[11], order[3]
+    owner = Owner.model_validate(
+        {
+            "user_id": "u",
+            "sessions": [
+                one_turn("t0", T0, "gadgets", facts=golds),
+                one_turn("t1", T0 + DAY, "none of it", retracts=order),
+            ],
+        }
+    )
+    added = [{"id": f"f{k:02d}", "content": g["content"]} for k, g in enumerate(golds)]
+    calls = [{"session_index": 0, "saved": True, "applied": {"added": added}}]
+    rows = score_operations(owner, calls, lambda stored, gold: stored == gold)
+    assert rows is not None
+    assert [episode["gold"] for episode in rows[1]["stale_detail"]] == order

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import memlab
+import memlab.core.storage as storage_module
 from memlab.core.document import create_empty_memory, utc_iso
 from memlab.core.storage import (
     CorruptMemoryError,
@@ -106,14 +107,14 @@ def test_cache_hit_avoids_rereading_and_external_change_is_seen(
     store = JsonFileStorage(path)
     store.save(sample(), now=NOW)
     reads: list[str] = []
-    real_open = open
+    real_open = storage_module.open_regular
 
-    def counting_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if Path(file) == path and "r" in mode:
-            reads.append(mode)
-        return real_open(file, mode, *args, **kwargs)
+    def counting_open(file: Any, **kwargs: Any) -> Any:
+        if Path(file) == path:
+            reads.append("rb")
+        return real_open(file, **kwargs)
 
-    monkeypatch.setattr("builtins.open", counting_open)
+    monkeypatch.setattr(storage_module, "open_regular", counting_open)
     for _ in range(3):
         assert len(store.load()["facts"]) == 2
     assert reads == []  # served from the cache written by save()

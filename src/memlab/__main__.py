@@ -1,5 +1,3 @@
-import sys
+from memlab.cli.main import console
 
-from memlab.cli.main import main
-
-sys.exit(main())
+console()

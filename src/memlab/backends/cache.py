@@ -37,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.atomic import atomic_write_text
+from memlab.core.files import (
+    MAX_CACHE_ENTRY_BYTES,
+    FileReadError,
+    contained,
+    io_reason,
+    read_bytes,
+)
 from memlab.core.jsontext import loads_json
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest, OutputMode
 from memlab.core.redact import redact, secret_values
@@ -70,6 +78,11 @@ CACHE_FORMAT = 1
 
 _TEMP_PREFIX = ".tmp-"
 _SET_ASIDE = ".corrupt-"  # infix of entries moved aside
+# The only names memlab writes in a cache directory; nothing else is read, counted or removed.
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_ASIDE_NAME = re.compile(r"[0-9a-f]{64}\.json\.corrupt-\d{8}T\d{12}Z")
+_TEMP_NAME = re.compile(r"\.tmp-[A-Za-z0-9_]+\.json")
 
 
 class CacheMode(StrEnum):
@@ -114,12 +127,14 @@ class CacheCorruptError(CacheError):
     """A cache entry is corrupt while the cache is read-only (it is left as it is)."""
 
 
-def _io_reason(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
-
-
 def _utc_now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _touch(path: Path) -> None:
+    """Set an entry's modification time to now (never through a symbolic link)."""
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(path, follow_symlinks=False)
 
 
 def _canonical(obj: Any) -> bytes:
@@ -243,8 +258,7 @@ class CachedBackend:
         cached = self._load(path, key)
         if cached is not None:
             self._count("hits")
-            with contextlib.suppress(OSError):
-                os.utime(path)  # marks the entry as used for prune --unused-since
+            _touch(path)  # marks the entry as used for prune --unused-since
             return cached
         self._count("misses")
         if self.mode is CacheMode.READ_ONLY:
@@ -271,22 +285,43 @@ class CachedBackend:
 
     def mark_used(self, key: str) -> None:
         """Record that another process served ``key`` from this cache (for ``prune``)."""
-        with contextlib.suppress(OSError):
-            os.utime(entry_path(self.cache_dir, key))
+        with contextlib.suppress(CacheError):
+            _touch(self._inside(entry_path(self.cache_dir, key)))
 
     def _count(self, name: str) -> None:
         with self._lock:
             setattr(self.counters, name, getattr(self.counters, name) + 1)
 
+    def _inside(self, path: Path) -> Path:
+        """``path`` checked to lie in a real shard directory of the cache (no symbolic link
+        on the way; the entry itself is opened without following links)."""
+        try:
+            return contained(path.parent, self.cache_dir, "cache entry") / path.name
+        except FileReadError as exc:
+            raise CacheError(
+                f"{exc.reason}: refusing to use {path}; remove the link from the cache "
+                "directory (memlab writes real directories and files only)"
+            ) from None
+
     def _load(self, path: Path, key: str) -> Completion | None:
         """The entry for ``key``, or ``None`` when there is none (or it was set aside)."""
+        path = self._inside(path)
         try:
-            raw = path.read_bytes()
+            raw = read_bytes(
+                path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self.cache_dir
+            )
         except FileNotFoundError:
             return None
+        except FileReadError as exc:  # a link, a FIFO, a device or a huge file in its place
+            if not path.is_dir() or path.is_symlink():
+                self._set_aside(path, exc.reason)
+                return None
+            raise CacheError(
+                f"cache entry {path} cannot be read (it is a directory); remove it"
+            ) from None
         except OSError as exc:  # a directory in its place, no permission, a file as parent
             raise CacheError(
-                f"cache entry {path} cannot be read ({_io_reason(exc)}); remove or fix it, "
+                f"cache entry {path} cannot be read ({io_reason(exc)}); remove or fix it, "
                 f"or check that {self.cache_dir} is a cache directory"
             ) from None
         problem, completion = _decode_entry(raw, key)
@@ -310,7 +345,7 @@ class CachedBackend:
         except OSError as exc:
             raise CacheError(
                 f"cache entry {path} is corrupt ({problem}) and cannot be moved aside "
-                f"({_io_reason(exc)}); remove it by hand"
+                f"({io_reason(exc)}); remove it by hand"
             ) from None
         logger.warning("cache entry %s is corrupt (%s); moved aside to %s", path, problem, aside)
 
@@ -340,11 +375,12 @@ class CachedBackend:
         }
         entry = redact(entry, secret_values(self._secret_values))
         text = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        path = self._inside(path)
         try:
             atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
         except OSError as exc:
             raise CacheError(
-                f"cannot write cache entry {path} ({_io_reason(exc)}); check that "
+                f"cannot write cache entry {path} ({io_reason(exc)}); check that "
                 f"{self.cache_dir} is a writable directory"
             ) from None
 
@@ -385,17 +421,56 @@ def _decode_entry(raw: bytes, key: str) -> tuple[str, Completion | None]:
 # --- a whole directory (remote workers, cache_admin) -----------------------------------
 
 
-def _iter_files(cache_dir: Path) -> Iterator[Path]:
+def _iter_files(cache_dir: Path) -> Iterator[tuple[str, Path]]:
+    """``(kind, path)`` of every file memlab may have written in ``cache_dir``: ``"entry"``,
+    ``"aside"`` (moved aside as corrupt) or ``"temp"`` (an interrupted write).
+
+    Only real shard directories (two hex digits, not symbolic links) are entered and only
+    regular files with the names memlab gives are listed; anything else in the directory is
+    someone else's and left alone.
+    """
     if not cache_dir.exists():
         return
     if not cache_dir.is_dir():
         raise CacheError(f"cache directory {cache_dir} is a file, not a directory")
     try:
-        for shard in sorted(cache_dir.iterdir()):
-            if shard.is_dir() and len(shard.name) == 2:
-                yield from sorted(shard.iterdir())
+        with os.scandir(cache_dir) as shards:
+            names = sorted(
+                s.name
+                for s in shards
+                if _SHARD_NAME.fullmatch(s.name) and s.is_dir(follow_symlinks=False)
+            )
+        for shard in names:
+            with os.scandir(cache_dir / shard) as files:
+                found = sorted((f.name for f in files if f.is_file(follow_symlinks=False)), key=str)
+            for name in found:
+                kind = _file_kind(shard, name)
+                if kind is not None:
+                    yield kind, cache_dir / shard / name
     except OSError as exc:
-        raise CacheError(f"cannot list cache directory {cache_dir}: {_io_reason(exc)}") from None
+        raise CacheError(f"cannot list cache directory {cache_dir}: {io_reason(exc)}") from None
+
+
+def _file_kind(shard: str, name: str) -> str | None:
+    if _TEMP_NAME.fullmatch(name):
+        return "temp"
+    if not name.startswith(shard):
+        return None  # an entry always lives in the shard of its key's first two digits
+    if _ENTRY_NAME.fullmatch(name):
+        return "entry"
+    if _ASIDE_NAME.fullmatch(name):
+        return "aside"
+    return None
+
+
+def read_entry_file(path: Path, cache_dir: Path) -> bytes:
+    """The bytes of an entry file listed by :func:`_iter_files` (bounded, no links).
+
+    Raises:
+        OSError: It cannot be read (:class:`~memlab.core.files.FileReadError` for a file
+            memlab refuses to read).
+    """
+    return read_bytes(path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=cache_dir)
 
 
 def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | str]:
@@ -408,15 +483,17 @@ def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | st
     Raises:
         CacheError: ``cache_dir`` is a file or cannot be listed.
     """
+    root = Path(cache_dir)
     entries: dict[str, Completion | str] = {}
-    for path in _iter_files(Path(cache_dir)):
-        if path.suffix != ".json" or path.name.startswith(_TEMP_PREFIX) or _SET_ASIDE in path.name:
+    for kind, path in _iter_files(root):
+        if kind != "entry":
             continue
+        key = path.name[: -len(".json")]
         try:
-            raw = path.read_bytes()
+            raw = read_entry_file(path, root)
         except OSError as exc:
-            entries[path.stem] = f"cannot be read ({_io_reason(exc)})"
+            entries[key] = f"cannot be read ({io_reason(exc)})"
             continue
-        problem, completion = _decode_entry(raw, path.stem)
-        entries[path.stem] = completion if completion is not None else problem
+        problem, completion = _decode_entry(raw, key)
+        entries[key] = completion if completion is not None else problem
     return entries

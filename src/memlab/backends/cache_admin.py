@@ -15,14 +15,14 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 # The entry file layout (names, decoding) is defined once, in the cache module.
-from memlab.backends.cache import _SET_ASIDE, _TEMP_PREFIX, _decode_entry, _iter_files
+from memlab.backends.cache import _decode_entry, _iter_files, read_entry_file
+from memlab.core.files import FileReadError, contained, io_reason
 
 __all__ = ["CacheStats", "PruneResult", "cache_stats", "prune_cache"]
 
@@ -50,17 +50,22 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
-    """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``."""
+    """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``.
+
+    Only files named as memlab names them, in its shard directories, are listed (see
+    :func:`memlab.backends.cache._iter_files`); an entry counts as sound only when it holds
+    its own key, so prune can tell the entries it wrote from anything else.
+    """
     entries: list[_Entry] = []
     corrupt: list[Path] = []
     temps: list[Path] = []
-    for path in _iter_files(cache_dir):
-        if path.name.startswith(_TEMP_PREFIX):
+    for kind, path in _iter_files(cache_dir):
+        if kind == "temp":
             temps.append(path)
-        elif _SET_ASIDE in path.name:
+        elif kind == "aside":
             corrupt.append(path)
-        elif path.suffix == ".json":
-            entry = _read_entry(path)
+        else:
+            entry = _read_entry(path, cache_dir)
             if entry is None:
                 corrupt.append(path)
             else:
@@ -68,14 +73,14 @@ def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
     return entries, corrupt, temps
 
 
-def _read_entry(path: Path) -> _Entry | None:
+def _read_entry(path: Path, cache_dir: Path) -> _Entry | None:
     """The entry's summary, or ``None`` when it is not a sound entry for its file name."""
     try:
-        stat = path.stat()
-        raw = path.read_bytes()
-    except OSError:  # a directory in place of an entry, no permission
+        stat = path.lstat()
+        raw = read_entry_file(path, cache_dir)
+    except OSError:  # no permission, a file replaced while listed
         return None
-    _problem, completion = _decode_entry(raw, path.stem)
+    _problem, completion = _decode_entry(raw, path.name[: -len(".json")])
     if completion is None:
         return None
     data = json.loads(raw)  # decoded once already: cannot fail now
@@ -148,18 +153,20 @@ class PruneResult:
     kept: int = 0
     temp_files_removed: int = 0
     dry_run: bool = False
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """``(path, reason)`` of every file that could not be removed (a read-only directory)."""
 
 
 def _size(path: Path) -> int:
     try:
-        return path.stat().st_size
+        return path.lstat().st_size
     except OSError:
         return 0
 
 
 def _mtime(path: Path, default: float) -> float:
     try:
-        return path.stat().st_mtime
+        return path.lstat().st_mtime
     except OSError:
         return default
 
@@ -190,6 +197,12 @@ def prune_cache(
     served and entries moved aside as corrupt are removed too (``include_corrupt``), and
     temporary files left by interrupted writes are removed once older than an hour.
 
+    Only files memlab writes are ever removed: a sound entry is recognised by its own key
+    field, a corrupt or set-aside one and a temporary file by the name memlab gives it, in a
+    real shard directory of the cache (a symbolic link is never followed); any other file is
+    left alone. Files that cannot be removed (a read-only directory) are listed in
+    ``failed`` and not counted as removed.
+
     Raises:
         ValueError: No criterion was given and ``remove_all`` is false.
     """
@@ -201,7 +214,8 @@ def prune_cache(
     for when in (unused_since, created_before):
         if when is not None and when.tzinfo is None:
             raise ValueError("prune_cache times must be timezone-aware (UTC).")
-    entries, corrupt, temps = _scan(Path(cache_dir))
+    root = Path(cache_dir)
+    entries, corrupt, temps = _scan(root)
     result = PruneResult(dry_run=dry_run)
     doomed: list[tuple[Path, int]] = []
     for entry in entries:
@@ -210,14 +224,22 @@ def prune_cache(
         else:
             result.kept += 1
     if include_corrupt:
-        doomed.extend((p, _size(p)) for p in corrupt if p.is_file())
+        doomed.extend((p, _size(p)) for p in corrupt)
     now = time.time()
     stale_temps = [t for t in temps if now - _mtime(t, now) > _STALE_TEMP_SECONDS]
-    result.removed = [str(path) for path, _ in doomed]
-    result.removed_bytes = sum(size for _, size in doomed)
-    result.temp_files_removed = len(stale_temps)
-    if not dry_run:
-        _remove([path for path, _ in doomed], stale_temps)
+    if dry_run:
+        result.removed = [str(path) for path, _ in doomed]
+        result.removed_bytes = sum(size for _, size in doomed)
+        result.temp_files_removed = len(stale_temps)
+        return result
+    for path, size in doomed:
+        if _remove(root, path, result.failed):
+            result.removed.append(str(path))
+            result.removed_bytes += size
+    result.temp_files_removed = sum(_remove(root, t, result.failed) for t in stale_temps)
+    for shard in sorted({p.parent for p, _ in doomed} | {t.parent for t in stale_temps}):
+        with contextlib.suppress(OSError):
+            shard.rmdir()  # only succeeds when empty
     return result
 
 
@@ -240,11 +262,16 @@ def _matches(
     return backend is None or entry.backend == backend
 
 
-def _remove(entries: Sequence[Path], temps: Sequence[Path]) -> None:
-    """Delete ``entries`` and ``temps``, then the shard directories they leave empty."""
-    for path in [*entries, *temps]:
-        with contextlib.suppress(OSError):
-            path.unlink()
-    for shard in {p.parent for p in entries} | {t.parent for t in temps}:
-        with contextlib.suppress(OSError):
-            shard.rmdir()  # only succeeds when empty
+def _remove(root: Path, path: Path, failed: list[tuple[str, str]]) -> bool:
+    """Delete one listed file, after checking again that it is a file inside ``root``."""
+    try:
+        target = contained(path, root, "cache file")
+        if not target.is_file() or target.is_symlink():
+            raise FileReadError(path, "cache file", "it is no longer a regular file")
+        target.unlink()
+    except FileNotFoundError:
+        return False  # removed by someone else meanwhile
+    except OSError as exc:
+        failed.append((str(path), io_reason(exc)))
+        return False
+    return True

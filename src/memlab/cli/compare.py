@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from memlab.cli import _args
+from memlab.core.files import io_reason
 from memlab.scoring.metric_specs import interval_specs
 
 __all__ = ["COMMANDS", "register"]
@@ -78,6 +79,6 @@ def _compare(args: argparse.Namespace) -> int:
         try:
             table.to_csv(args.csv, index=False)
         except OSError as exc:
-            raise CompareError(f"cannot write {args.csv}: {exc.strerror or exc}") from exc
+            raise CompareError(f"cannot write {args.csv}: {io_reason(exc)}") from exc
         print(f"wrote {args.csv}")
     return 0

@@ -35,6 +35,7 @@ __all__ = [
     "SCHEMA_GRID",
     "SIM_GRID",
     "DemoResult",
+    "outcomes",
     "register",
     "run_demo",
 ]
@@ -52,8 +53,9 @@ BOUNDS: dict[str, int] = {
     "max_new_facts": 3,
     "max_removals": 2,
 }
-"""Grammar bounds for the 135M model: every reply fits in ``max_tokens`` (about 340 tokens at
-most), so it closes instead of looping inside a string."""
+"""Grammar bounds for the 135M model: every string and list must end, so a reply closes instead
+of looping inside a string. The bounded lanes' ``max_tokens`` is ``auto``: the longest reply
+the bounded grammar admits, so no reply of theirs can be cut short."""
 
 _REAL_BASE: dict[str, Any] = {
     "backend": "local:smollm2",
@@ -73,7 +75,12 @@ FREE_GRID: dict[str, Any] = {
 SCHEMA_GRID: dict[str, Any] = {
     **FREE_GRID,
     "name": "demo-bounded",
-    "base": {**_REAL_BASE, "output_mode": "json_schema", "schema_bounds": BOUNDS},
+    "base": {
+        **_REAL_BASE,
+        "output_mode": "json_schema",
+        "schema_bounds": BOUNDS,
+        "max_tokens": "auto",
+    },
 }
 """Part 1b: the real model constrained by the contract's grammar with bounds. (Unbounded, it
 tends to loop inside a string until ``max_tokens``; left out to keep the first run short.)"""
@@ -112,12 +119,28 @@ def _intro(real: list[Run], simulated: Run) -> str:
         "default and concise prompts, with free-text output and with schema-constrained output "
         "whose strings and lists are bounded (schema_bounds). It "
         "shows which replies a 135M model gets through the parse ladder and what the facts it "
-        "stores look like (duplicates, precision). "
+        f"stores look like (duplicates, precision). In this run: {'; '.join(map(outcomes, real))}. "
         f"Part 2 (run {simulated.name}; simulated): the simulated model sim:chatty replays all "
         f"{owners} owners ({sessions} sessions) under fact_confidence_threshold x "
         "max_facts, so fact growth up to the cap, evictions, what the threshold filters and "
         "the recall/precision operating curve are visible. Every lane of part 2 is simulated."
     )
+
+
+def outcomes(run: Run) -> str:
+    """What became of a run's replies, counted from its calls (one phrase per lane)."""
+    calls = run.calls
+    if calls.empty:
+        return f"{run.name}: no replies"
+    phrases = []
+    for lane_id, lane_calls in calls[calls["reply"].notna()].groupby("lane_id", sort=False):
+        limit = run.lanes[str(lane_id)].max_tokens
+        phrases.append(
+            f"{run.label(str(lane_id))} ({run.name}, max_tokens {limit}): "
+            f"{int(lane_calls['parse_ok'].sum())} of {len(lane_calls)} replies parsed, "
+            f"{int((lane_calls['parse_category'] == 'truncated').sum())} truncated"
+        )
+    return "; ".join(phrases)
 
 
 def run_demo(
@@ -244,6 +267,7 @@ def _demo(args: argparse.Namespace) -> int:
         for run in result.real:
             table = run.failures.rename(index=run.label)
             print(table.to_string() if not table.empty else f"{run.name}: no replies")
+            print(outcomes(run))
             columns = ["label", "llm_calls", "cache_hits", "parse_failure_rate", "final_facts"]
             print(run.summary[columns].to_string(index=False), "\n")
         print("Part 2, simulated model (sim:chatty): merge policy on all of personas")

@@ -62,7 +62,8 @@ _EXAMPLES = {
     "list": "memlab prompts list --prompts prompts/",
     "show": "memlab prompts show concise",
     "diff": "memlab prompts diff default prompts/mine.txt",
-    "check": "memlab prompts check prompts/mine.txt --show",
+    "check": "memlab prompts check prompts/mine.txt --show\n"
+    "  memlab prompts check prompts/mine.txt --bounds summary_chars=60,max_new_facts=3",
 }
 
 
@@ -106,6 +107,7 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("file", help="prompt file (.txt, .yaml, .json)")
     check.add_argument("--show", action="store_true", help="also print the rendered sample prompt")
+    _args.add_bounds_options(check)
     check.set_defaults(func=_check)
 
 
@@ -180,4 +182,5 @@ def _check(args: argparse.Namespace) -> int:
         )
         if args.show:
             print(rendered)
+    print(_args.reply_bound_line(args.bounds, args.backend))
     return 0

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from memlab.cli import _args
+from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.errors import excerpt
 from memlab.scoring.metric_specs import gate_specs, interval_specs
 
@@ -57,7 +58,8 @@ def register(subparsers: Any) -> None:
         description="Run the parse ladder and the contract's JSON Schema on a reply; print every "
         "violation with its JSON Pointer and keyword. Exit 0 when valid, 1 otherwise.",
         epilog="examples:\n  memlab validate reply.txt\n  echo '{}' | memlab validate -\n"
-        "  memlab validate reply.txt --strict   # no fence/prose stripping",
+        "  memlab validate reply.txt --strict   # no fence/prose stripping\n"
+        "  memlab validate --schema --bounds summary_chars=60,max_new_facts=3",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     v.add_argument("file", nargs="?", default="-", help="reply file, or - for stdin (default)")
@@ -65,6 +67,13 @@ def register(subparsers: Any) -> None:
         "--strict", action="store_true", help="only the strict rung (whole reply is JSON)"
     )
     v.add_argument("--repair", action="store_true", help="also try the repair rung")
+    v.add_argument(
+        "--schema",
+        action="store_true",
+        help="read no reply: print the contract's JSON Schema (bounded by --bounds: the schema "
+        "sent for decoding) and the worst-case reply length under those bounds",
+    )
+    _args.add_bounds_options(v)
     v.set_defaults(func=_validate)
 
 
@@ -200,15 +209,18 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if args.schema:
+        return _print_schema(args)
     from memlab.core.parsing import ParseOptions, parse_reply
 
     if args.file == "-":
         text = sys.stdin.read()
     else:
         try:
-            text = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, ValueError) as exc:  # also invalid UTF-8 and a NUL in the path
-            print(f"error: cannot read reply file {excerpt(args.file)}: {exc}", file=sys.stderr)
+            text = read_text(args.file, what="reply file", max_bytes=MAX_REPLY_BYTES)
+        except OSError as exc:  # FileReadError too: a FIFO, a device, invalid UTF-8, a NUL
+            reason = io_reason(exc)
+            print(f"error: cannot read reply file {excerpt(args.file)}: {reason}", file=sys.stderr)
             return 2
     if args.strict:
         options = ParseOptions.strict_only()
@@ -223,3 +235,14 @@ def _validate(args: argparse.Namespace) -> int:
     for violation in result.violations:
         print(f"  {violation.pointer or '/'}  [{violation.keyword}]  {violation.message}")
     return 1
+
+
+def _print_schema(args: argparse.Namespace) -> int:
+    from memlab.core.contract import bounded_schema, contract_schema
+
+    schema = contract_schema()
+    if args.bounds is not None:
+        schema = bounded_schema(schema, args.bounds)
+    print(json.dumps(schema, indent=2, ensure_ascii=False))
+    print(_args.reply_bound_line(args.bounds, args.backend))
+    return 0

@@ -1,26 +1,43 @@
-"""Keep credentials out of everything memlab stores: cache entries, call records, run files.
+"""Keep credentials in memory: out of every file memlab writes and every line it logs.
 
-A server (or a model) may echo a request's ``Authorization`` header or an API key back in
-its reply, and the reply is then stored in the response cache, in ``calls.jsonl`` and in the
-owner records of a run. :func:`redact` is the one function every writer uses; it replaces
+A server (or a model) may echo a request's ``Authorization`` header or an API key back in its
+reply or its error message, and a base URL may carry ``user:password@``. :func:`redact_text`
+is the one redaction pass; :func:`redact` applies it to every string of a JSON value. Replies
+pass through it where they enter the pipeline (:class:`~memlab.core.updater.MemoryUpdater`),
+and every writer applies it again (cache entries, call records, owner records, memory
+stores), as do the command line's log handler (:class:`RedactingFilter`) and its error line.
+It replaces
 
 - the value of credential headers written as text (``Authorization: Bearer ...``,
-  ``Proxy-Authorization``, ``X-Api-Key``, ``Api-Key``), and
+  ``Proxy-Authorization``, ``X-Api-Key``, ``Api-Key``);
+- the user information of URLs (``https://user:password@host`` -> ``https://[REDACTED]@host``);
 - the values of secret environment variables (``OPENAI_API_KEY`` and any variable named
-  ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET`` or ``*_PASSWORD``) plus any extra values given,
+  ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET`` or ``*_PASSWORD``), the values registered with
+  :func:`remember_secret` (an ``api_key=`` given in code, a URL's password) and any extra
+  values given, also when they are written with JSON escapes (``\\u0073k-...``), as a server
+  may echo them inside a JSON reply
 
 by :data:`REDACTED`.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from functools import lru_cache
+from typing import Any, TypeVar
 
-__all__ = ["REDACTED", "redact", "redact_text", "secret_values"]
+__all__ = [
+    "REDACTED",
+    "RedactingFilter",
+    "redact",
+    "redact_text",
+    "remember_secret",
+    "secret_values",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -43,24 +60,61 @@ _HEADERS = (
     re.compile(r"(?i)(?P<name>\b(?:x-)?api[-_]key)" + _SEP + "(?P<value>" + _CREDENTIAL + "{8,})"),
 )
 _HEADER_WORDS = (("authorization",), ("api-key", "api_key"))  # in every match of _HEADERS
+# scheme://userinfo@ : whatever stands before the @ of a URL's authority is a credential.
+_URL_USERINFO = re.compile(
+    r"(?i)(?P<scheme>\b[a-z][a-z0-9+.-]{1,15}://)(?!\[REDACTED\]@)[^/\s@\"'\\<>]+@"
+)
 _SECRET_NAME = re.compile(r"(?i)(?:^|_)(?:API_KEY|TOKEN|SECRET|PASSWORD)$")
 _MIN_SECRET_CHARS = 8  # shorter values would redact ordinary words
 
+_remembered: set[str] = set()
+_remembered_lock = threading.Lock()
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact ``value`` from now on in this process (an API key given in code, a password).
+
+    Values shorter than 8 characters are not remembered: they would redact ordinary words.
+    """
+    if value and len(value) >= _MIN_SECRET_CHARS:
+        with _remembered_lock:
+            _remembered.add(value)
+
 
 def secret_values(extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values to redact: secret-looking environment variables plus ``extra``, longest first."""
+    """Values to redact: secret-looking environment variables, remembered values and
+    ``extra``, longest first."""
     env = os.environ if environ is None else environ
     found = {value for name, value in env.items() if _SECRET_NAME.search(name)}
+    with _remembered_lock:
+        found.update(_remembered)
     found.update(extra)
     return sorted((v for v in found if len(v) >= _MIN_SECRET_CHARS), key=len, reverse=True)
 
 
+@lru_cache(maxsize=256)
+def _escaped_form(secret: str) -> re.Pattern[str]:
+    """``secret`` with any of its characters possibly written as a JSON escape (``\\u0073``,
+    ``\\/``), at any level of escaping."""
+    parts = []
+    for char in secret:
+        code = f"{ord(char):04x}"
+        hex_digits = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in code)
+        options = [re.escape(char), r"\\+u" + hex_digits]
+        if char in '"/\\':
+            options.append(r"\\+" + re.escape(char))
+        parts.append("(?:" + "|".join(options) + ")")
+    return re.compile("".join(parts))
+
+
 def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with credential headers and secret values replaced by :data:`REDACTED`.
+    """``text`` with credential headers, URL credentials and secret values replaced by
+    :data:`REDACTED`.
 
     Args:
         text: Any text.
-        secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment).
+        secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment and
+            the remembered values).
     """
     # An ASCII text without the headers' words cannot match them: skip the regexes, which
     # cost a scan of long records per header. (Other texts are searched: case folding of
@@ -71,25 +125,64 @@ def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
             continue
         if header.search(text):
             text = header.sub(lambda m: f"{m['name']}{m['sep']}{REDACTED}", text)
+    if "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
     values = secret_values() if secrets is None else list(secrets)
+    escaped = "\\" in text
     for secret in values:
-        if secret and secret in text:
+        if not secret:
+            continue
+        if secret in text:
             text = text.replace(secret, REDACTED)
+        if escaped:
+            text = _escaped_form(secret).sub(REDACTED, text)
     return text
 
 
 def redact(value: _T, secrets: Iterable[str] | None = None) -> _T:
-    """A JSON value with every string redacted (see :func:`redact_text`); unchanged values are
-    returned as they are, not copied.
+    """A JSON value with every string (keys too) redacted (see :func:`redact_text`);
+    unchanged values are returned as they are, not copied.
 
     Args:
-        value: A JSON-serialisable value (a record, a cache entry, a memory document).
-        secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment).
+        value: A JSON-like value (a record, a cache entry, a memory document).
+        secrets: Values to remove; ``None`` uses :func:`secret_values`.
     """
-    # default=str: a value JSON cannot hold is compared (and, if redacted, stored) as text.
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    cleaned = redact_text(text, secrets)
-    if cleaned == text:
-        return value
-    result: _T = json.loads(cleaned)
+    values = secret_values() if secrets is None else [s for s in secrets if s]
+    result: _T = _walk(value, values)
     return result
+
+
+def _walk(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        cleaned = redact_text(value, secrets)
+        return value if cleaned == value else cleaned
+    if isinstance(value, dict):
+        items = [(_walk(k, secrets), _walk(v, secrets)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list | tuple):
+        walked = [_walk(item, secrets) for item in value]
+        if all(a is b for a, b in zip(walked, value, strict=True)):
+            return value
+        return type(value)(walked) if isinstance(value, list) else tuple(walked)
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message (see :func:`redact_text`).
+
+    Install it on a handler (the command line does) so nothing a backend or a server said
+    reaches a log line with a credential in it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave the record to the handler
+            return True
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg = cleaned
+            record.args = None
+        return True

@@ -42,6 +42,7 @@ from memlab.core.document import (
     utc_iso,
     utc_now,
 )
+from memlab.core.files import MAX_RUN_FILE_BYTES, io_reason, open_regular
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json, scan_json
 from memlab.errors import MemlabError
 
@@ -260,16 +261,19 @@ class JsonFileStorage:
                 if entry is not None and entry.signature == _signature(st):
                     return copy_document(entry.document)
         try:
-            with open(self.path, "rb") as handle:
+            # Only a regular file of bounded size (never a FIFO or a device) is read.
+            with open_regular(
+                self.path, what="memory file", max_bytes=MAX_RUN_FILE_BYTES
+            ) as handle:
                 # The signature of the inode actually read; a concurrent os.replace cannot
                 # change it.
                 signature = _signature(os.fstat(handle.fileno()))
-                raw = handle.read()
+                raw = handle.read(MAX_RUN_FILE_BYTES + 1)
         except FileNotFoundError:
             self._forget()
             return create_empty_memory(self._clock())
         except OSError as exc:
-            raise StorageError(f"cannot read memory file {self.path}: {exc}") from exc
+            raise StorageError(f"cannot read memory file {self.path}: {io_reason(exc)}") from exc
         document, problem = self._decode(raw)
         if problem is not None:
             self._quarantine(signature, problem)

@@ -37,12 +37,24 @@ from memlab.core.merge import ApplyResult, BaselineMerge, MergeStrategy
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
 from memlab.core.prompts import PromptVariant, get_prompt
-from memlab.core.redact import redact
+from memlab.core.redact import redact, redact_text
 from memlab.core.storage import JsonFileStorage, MemoryStorage, StorageError
+from memlab.errors import one_line
 
-__all__ = ["MemoryUpdater", "UpdateResult", "update_memory_from_conversation"]
+__all__ = [
+    "UNFINISHED_STAGES",
+    "MemoryUpdater",
+    "UpdateResult",
+    "update_memory_from_conversation",
+]
 
 logger = logging.getLogger(__name__)
+
+UNFINISHED_STAGES = frozenset({"backend", "internal"})
+"""Failure stages that say nothing about the model's reply (the backend failed, or a step
+raised unexpectedly): a replay with such a call is unfinished and is retried on resume."""
+
+_MAX_ERROR_CHARS = 2000  # an error message kept in a record (a server may send megabytes)
 
 
 @dataclass
@@ -60,7 +72,8 @@ class UpdateResult:
         applied: The merge strategy's bookkeeping, or ``None`` if nothing was applied.
         saved: True when the new memory document was written.
         error: A human-readable error for backend, storage or parse failures.
-        error_stage: ``"load"``, ``"backend"``, ``"parse"`` or ``"save"`` when ``error`` is set.
+        error_stage: ``"load"``, ``"backend"``, ``"parse"``, ``"save"`` or ``"internal"`` (an
+            unexpected error in a step) when ``error`` is set.
         facts_before: Number of stored facts before the update.
         facts_after: Number of stored facts after it (equal to before unless saved).
         duration_s: Wall-clock seconds the whole update took.
@@ -226,11 +239,20 @@ class MemoryUpdater:
         )
 
     def run_update(self, messages: Sequence[Any], thread_id: str | None = None) -> UpdateResult:
-        """Run one update and return what every step did. Never raises for LLM failures."""
+        """Run one update and return what every step did.
+
+        Never raises for LLM, backend or storage failures, nor for an unexpected error in
+        any step: that is recorded as a failure at stage ``"internal"`` (see
+        :data:`UNFINISHED_STAGES`), so a replay never loses an update silently.
+        """
         started = time.perf_counter()
         result = UpdateResult(thread_id=thread_id, started_at=self._clock())
         try:
             self._run(result, messages, thread_id)
+        except Exception as exc:  # a bug in a step or a plug-in: recorded, never lost
+            result.saved = False
+            self._fail(result, "internal", f"unexpected {type(exc).__name__}: {exc}")
+            logger.debug("memory update for thread %s raised", thread_id, exc_info=True)
         finally:
             result.duration_s = time.perf_counter() - started
         return result
@@ -262,10 +284,21 @@ class MemoryUpdater:
         result.prompt = self.prompt.render(current, conversation)
         request = self.build_request(result.prompt, config)
         try:
-            result.completion = self.backend.complete(request)
+            completion = self.backend.complete(request)
         except BackendError as exc:
             self._fail(result, "backend", str(exc))
             return None
+        except Exception as exc:  # a backend that breaks its contract on an odd reply
+            self._fail(result, "backend", f"unexpected {type(exc).__name__}: {exc}")
+            return None
+        if not isinstance(completion, Completion) or not isinstance(completion.text, str):
+            self._fail(result, "backend", f"the backend returned {type(completion).__name__}")
+            return None
+        # Where replies enter the pipeline: a key a server echoed never reaches the memory.
+        text = redact_text(completion.text)
+        result.completion = (
+            completion if text == completion.text else dataclasses.replace(completion, text=text)
+        )
         result.parse = parse_reply(result.completion.text, self.parse_options)
         if not result.parse.ok or result.parse.data is None:
             category = result.parse.category.value if result.parse.category else "unknown"
@@ -319,10 +352,14 @@ class MemoryUpdater:
 
     @staticmethod
     def _fail(result: UpdateResult, stage: str, message: str) -> None:
-        result.error = message
+        message = redact_text(message)
+        result.error = message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS]
         result.error_stage = stage
         logger.warning(
-            "memory update for thread %s failed at %s: %s", result.thread_id, stage, message
+            "memory update for thread %s failed at %s: %s",
+            result.thread_id,
+            stage,
+            one_line(message, 500),
         )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from memlab.core.files import MAX_TEXT_BYTES, FileReadError, io_reason, read_text
 from memlab.core.jsontext import MAX_JSON_DEPTH
 from memlab.errors import MemlabError, one_line
 
@@ -36,7 +37,7 @@ __all__ = [
     "read_yaml",
 ]
 
-MAX_YAML_BYTES = 4 * 1024 * 1024
+MAX_YAML_BYTES = MAX_TEXT_BYTES
 """Largest YAML (or prompt) file read: grids, configs and prompt files are a few KB."""
 
 MAX_YAML_NODES = 100_000
@@ -177,36 +178,25 @@ def parse_yaml(
 
 
 def read_text_limited(
-    path: str | os.PathLike[str], *, what: str, max_bytes: int = MAX_YAML_BYTES
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    max_bytes: int = MAX_YAML_BYTES,
+    inside: str | os.PathLike[str] | None = None,
 ) -> str:
     """Read a UTF-8 text file of at most ``max_bytes`` bytes.
 
     Raises:
         YamlInputError: The file cannot be read, is too large, or is not UTF-8.
     """
-    source = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes:
-                raise YamlInputError(
-                    f"{source}: {what} is {size} bytes; memlab reads at most {max_bytes} bytes "
-                    "(is this the right file?)"
-                )
-            raw = handle.read(max_bytes + 1)
+        return read_text(path, what=what, max_bytes=max_bytes, inside=inside)
+    except FileReadError as exc:
+        raise YamlInputError(str(exc)) from None
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise YamlInputError(f"{source}: cannot read {what}: {reason}") from None
-    except ValueError as exc:  # a NUL in the path
-        raise YamlInputError(f"{one_line(source, 200)}: cannot read {what}: {exc}") from None
-    if len(raw) > max_bytes:  # a pipe or a file that grew while read
-        raise YamlInputError(f"{source}: {what} is larger than {max_bytes} bytes")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
+        reason = io_reason(exc)
         raise YamlInputError(
-            f"{source}: {what} is not UTF-8 text (invalid byte at offset {exc.start}); "
-            "save it as UTF-8"
+            f"{one_line(os.fspath(path), 300)}: cannot read {what}: {reason}"
         ) from None
 
 
@@ -215,13 +205,15 @@ def read_yaml(
     *,
     what: str = "YAML file",
     max_bytes: int = MAX_YAML_BYTES,
+    inside: str | os.PathLike[str] | None = None,
 ) -> YamlDocument:
-    """Read and parse a YAML file within memlab's limits (size, values, depth).
+    """Read and parse a YAML file within memlab's limits (size, values, depth); ``inside``:
+    a directory memlab owns that the file must stay in (see :mod:`memlab.core.files`).
 
     Raises:
         YamlInputError: One line naming the file and what is wrong.
     """
-    text = read_text_limited(path, what=what, max_bytes=max_bytes)
+    text = read_text_limited(path, what=what, max_bytes=max_bytes, inside=inside)
     return parse_yaml(text, os.fspath(Path(path)))
 
 

@@ -25,6 +25,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
+from memlab.core.files import (
+    MAX_DATASET_BYTES,
+    MAX_LINE_BYTES,
+    FileReadError,
+    io_reason,
+    iter_lines,
+    open_regular,
+)
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.core.schema_check import CompiledSchema, SchemaError
 from memlab.datasets.models import (
@@ -242,14 +250,18 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
     """Yield ``(owner, errors)`` per line, including the file-level checks."""
     name = _display(path)
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed in finally of the generator
-    except OSError as exc:
-        yield None, [DatasetError(name, 0, "", f"cannot open dataset: {exc.strerror or exc}")]
+        handle = open_regular(path, what="dataset", max_bytes=MAX_DATASET_BYTES)
+    except OSError as exc:  # FileReadError too: a FIFO, a device, a file too large
+        yield None, [DatasetError(name, 0, "", f"cannot open dataset: {io_reason(exc)}")]
         return
     first_line_of: dict[str, int] = {}
     count = 0
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
+        lines = iter_lines(handle, path=path, what="dataset", max_line_bytes=MAX_LINE_BYTES)
+        for lineno, raw in enumerate(_stop_at_limit(lines), start=1):
+            if isinstance(raw, FileReadError):
+                yield None, [DatasetError(name, lineno, "", raw.reason)]
+                return
             count += 1
             obj, error = _decode_line(name, lineno, raw)
             if error is not None:
@@ -267,6 +279,14 @@ def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[Dat
     if count == 0:
         empty = "the file is empty; expected one JSON object (one memory owner) per line"
         yield None, [DatasetError(name, 0, "", empty)]
+
+
+def _stop_at_limit(lines: Iterator[bytes]) -> Iterator[bytes | FileReadError]:
+    """The lines, then the error that stopped them (a line or the file beyond its limit)."""
+    try:
+        yield from lines
+    except FileReadError as exc:
+        yield exc
 
 
 def iter_dataset(path: str | os.PathLike[str]) -> Iterator[Owner]:

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memlab.core.files import FileReadError, io_reason, read_bytes
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.core.safe_names import encode_component
 from memlab.datasets.loader import parse_owner_line, write_dataset
@@ -82,7 +83,7 @@ logger = logging.getLogger(__name__)
 #: Time between two consecutive turns of a session (LoCoMo has one timestamp per session).
 TURN_SPACING = timedelta(seconds=30)
 
-MAX_SOURCE_BYTES = 512 * 1024 * 1024
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
 """Largest source file read (``locomo10.json`` is about 3 MB)."""
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -378,21 +379,16 @@ def _messages(
 def _read_source(src: str | os.PathLike[str]) -> list[Any]:
     path = Path(src)
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > MAX_SOURCE_BYTES:
-                raise LocomoFormatError(
-                    f"{path}: {size} bytes is larger than any LoCoMo file "
-                    f"(at most {MAX_SOURCE_BYTES} bytes are read)"
-                )
-            raw = handle.read()
+        raw = read_bytes(path, what="LoCoMo source", max_bytes=MAX_SOURCE_BYTES)
     except FileNotFoundError:
         raise LocomoFormatError(
             f"LoCoMo source not found: {path}; pass the path of locomo10.json "
             "(github.com/snap-research/LoCoMo, data/locomo10.json)"
         ) from None
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
+    except FileReadError as exc:
+        raise LocomoFormatError(str(exc)) from None
+    except OSError as exc:
+        reason = io_reason(exc)
         raise LocomoFormatError(f"{excerpt(str(path), 200)}: cannot read: {reason}") from None
     try:
         data = loads_json(raw.decode("utf-8"))
@@ -532,7 +528,7 @@ def import_locomo(
     try:
         write_dataset(owners, target)
     except OSError as exc:
-        raise LocomoFormatError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        raise LocomoFormatError(f"cannot write {shown}: {io_reason(exc)}") from None
     sessions = [s for o in owners for s in o.sessions]
     summary = ImportSummary(
         source=source,

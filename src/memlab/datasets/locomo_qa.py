@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from memlab.core.files import FileReadError, read_bytes
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import AnswerAudit, Evidence, Question, TurnRef
@@ -163,9 +164,10 @@ def load_audit(path: str | os.PathLike[str]) -> dict[tuple[int, int], AuditFindi
     """
     source = Path(path)
     try:
-        if source.stat().st_size > _MAX_AUDIT_BYTES:
-            raise LocomoAuditError(f"{source}: larger than any answer-key audit")
-        data = loads_json(source.read_bytes().decode("utf-8"))
+        raw = read_bytes(source, what="answer-key audit", max_bytes=_MAX_AUDIT_BYTES)
+        data = loads_json(raw.decode("utf-8"))
+    except FileReadError as exc:  # a FIFO, a device, larger than any audit
+        raise LocomoAuditError(str(exc)) from None
     except FileNotFoundError:
         raise LocomoAuditError(
             f"answer-key audit not found: {source}; pass --audit PATH (errors.json of "

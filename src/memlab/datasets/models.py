@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 # The contract's vocabulary, re-exported for dataset code: categories, section names and the
 # upload marker have one definition, in the contract.
@@ -50,6 +50,28 @@ __all__ = [
     "ToolCall",
     "contains_cjk",
 ]
+
+# A day inside the calendar's ends, so a replay's virtual clock (debounce timers) never
+# leaves the years datetime can hold.
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _within_calendar(value: datetime) -> datetime:
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not _EARLIEST <= utc <= _LATEST:
+        raise ValueError(
+            "the time lies at the very edge of the calendar (outside 0001-01-02 .. 9999-12-30 "
+            "in UTC); use a real date"
+        )
+    return value
+
+
+Moment = Annotated[AwareDatetime, AfterValidator(_within_calendar)]
+"""A timezone-aware time that a replay's virtual clock can move from and to."""
 
 Role = Literal["human", "ai", "tool", "system"]
 TagName = Literal[
@@ -140,7 +162,7 @@ class Message(_Model):
 
     role: Role
     content: str | list[Part]
-    timestamp: AwareDatetime
+    timestamp: Moment
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = Field(default=None, min_length=1)
     name: str | None = Field(default=None, min_length=1)
@@ -226,7 +248,7 @@ class Session(_Model):
     """One conversation thread."""
 
     thread_id: str = Field(min_length=1)
-    started_at: AwareDatetime
+    started_at: Moment
     messages: list[Message] = Field(min_length=1)
     labels: SessionLabels = Field(default_factory=SessionLabels)
 

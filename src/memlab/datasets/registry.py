@@ -80,7 +80,7 @@ def resolve_dataset(spec: str | os.PathLike[str]) -> Path:
     path = Path(spec)
     text = os.fspath(spec)
     try:
-        if path.is_file():
+        if path.is_file() or path.exists():  # a FIFO or a device: the loader says what it is
             return path
     except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
         reason = getattr(exc, "strerror", None) or str(exc)

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from memlab.core.files import MAX_TEXT_BYTES, FileReadError, read_text
+from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.datasets.registry import dataset_dirs
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
@@ -118,9 +120,11 @@ def load_pairs(
 
 def _read_jsonl(path: Path) -> list[CalibrationPair]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path, what="pairs file", max_bytes=MAX_TEXT_BYTES).splitlines()
+    except FileReadError as exc:
+        raise CalibrationSetError(str(exc)) from None
     except OSError as exc:
-        raise CalibrationSetError(f"{path}: cannot read the pairs file: {exc.strerror}") from exc
+        raise CalibrationSetError(f"{path}: cannot read the pairs file: {exc.strerror}") from None
     pairs = [_pair(path, number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not pairs:
         raise CalibrationSetError(f"{path}: no pairs")
@@ -130,9 +134,11 @@ def _read_jsonl(path: Path) -> list[CalibrationPair]:
 def _pair(path: Path, number: int, line: str) -> CalibrationPair:
     where = f"{path}:{number}"
     try:
-        data = json.loads(line)
+        data = loads_json(line)
     except json.JSONDecodeError as exc:
-        raise CalibrationSetError(f"{where}: not valid JSON ({exc.msg})") from exc
+        raise CalibrationSetError(f"{where}: not valid JSON ({exc.msg})") from None
+    except JsonDepthError as exc:
+        raise CalibrationSetError(f"{where}: {exc}") from None
     if not isinstance(data, dict):
         raise CalibrationSetError(f"{where}: expected a JSON object per line")
     for key, kind in _REQUIRED.items():

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlab.core.atomic import atomic_write_text
+from memlab.core.files import FileReadError, read_text
 from memlab.errors import MemlabError
 from memlab.matching.calibration import CalibrationPair, KindCounts
 
@@ -274,9 +275,11 @@ def read_sheet(path: str | Path) -> AuditSheet:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text(path, what="labelling sheet").removeprefix("\ufeff")
+    except FileReadError as exc:  # a FIFO, a device, too large, not UTF-8
+        raise AuditError(str(exc)) from None
     except OSError as exc:
-        raise AuditError(f"{path}: cannot read the sheet: {exc.strerror}") from exc
+        raise AuditError(f"{path}: cannot read the sheet: {exc.strerror}") from None
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in COLUMNS[:13] if c not in (reader.fieldnames or [])]
     if missing:

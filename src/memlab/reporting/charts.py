@@ -78,8 +78,13 @@ def _error_spans(
     return np.array(keep, dtype=int), np.array(below), np.array(above)
 
 
+def _plain(text: object) -> str:
+    """``text`` drawn as written: a ``$`` from a prompt name or a reply is not mathtext."""
+    return str(text).replace("$", r"\$")
+
+
 def _labels(run: Run, lane_ids: Sequence[str]) -> list[str]:
-    return [run.label(lane_id) for lane_id in lane_ids]
+    return [_plain(run.label(lane_id)) for lane_id in lane_ids]
 
 
 def _empty(fig: Figure, message: str) -> Figure:
@@ -137,7 +142,7 @@ def violation_heatmap(run: Run) -> Figure:
     pivot = pivot.reindex(columns=[c for c in run.lanes if c in pivot.columns]).fillna(0)
     ax = fig.subplots()
     image = ax.imshow(pivot.to_numpy(), aspect="auto", cmap="Reds")
-    ax.set_yticks(range(len(pivot.index)), list(pivot.index), fontsize=8)
+    ax.set_yticks(range(len(pivot.index)), [_plain(p) for p in pivot.index], fontsize=8)
     ax.set_xticks(
         range(len(pivot.columns)),
         _labels(run, list(pivot.columns)),
@@ -167,7 +172,11 @@ def fact_growth_chart(run: Run) -> Figure:
             continue
         curve = rows.groupby("session_index")["facts"].mean()
         ax.plot(
-            curve.index + 1, curve.to_numpy(), marker="o", markersize=3, label=run.label(lane_id)
+            curve.index + 1,
+            curve.to_numpy(),
+            marker="o",
+            markersize=3,
+            label=_plain(run.label(lane_id)),
         )
         caps.add(run.lanes[lane_id].max_facts)
     # The cap is always drawn: how far the curves stay below it is part of the story.
@@ -218,7 +227,7 @@ def duplication_chart(run: Run) -> Figure:
             )
             if len(where):
                 _error_bars(ax, positions[where], heights[where], (below, above))
-    ax.set_xticks(x, list(summary["label"]), rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(x, [_plain(v) for v in summary["label"]], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("duplicates / stored facts (bars: 95% interval)")
     ax.set_title("Duplication among stored facts")
     ax.legend(fontsize=8)
@@ -332,7 +341,7 @@ def stale_survival_chart(run: Run) -> Figure:
         held = np.bincount(mine.loc[mine["censored"], "sessions"], minlength=top + 1)
         positions = x + (k - (len(lanes) - 1) / 2) * width
         mean = float(mine["sessions"].mean())
-        label = f"{run.label(lane_id)} (mean {mean:.2f})"
+        label = f"{_plain(run.label(lane_id))} (mean {mean:.2f})"
         ax.bar(positions, removed, width, color=colors[k], label=label)
         ax.bar(positions, held, width, bottom=removed, color=colors[k], hatch="//", alpha=0.5)
     ax.set_xticks(x, [str(v) for v in x])
@@ -379,7 +388,7 @@ def injection_coverage_chart(run: Run) -> Figure:
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)
-        (line,) = ax.plot(xs, ys, marker="o", label=label)
+        (line,) = ax.plot(xs, ys, marker="o", label=_plain(label))
         where, below, above = _error_spans(group, list(group.index), column, list(ys))
         if len(where):
             _error_bars(ax, xs[where], ys[where], (below, above), color=to_hex(line.get_color()))
@@ -414,7 +423,7 @@ def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
     lane = run.lanes[lane_id]
     dumped = lane.model_dump(mode="json")
     dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
-    label = ", ".join(f"{k}={dumped[k]}" for k in keys) or "all"
+    label = _plain(", ".join(f"{k}={dumped[k]}" for k in keys) or "all")
     return f"[simulated] {label}" if is_simulated(lane.backend) else label
 
 

@@ -143,9 +143,10 @@ class _OwnerScorer:
         self.row["op_adds_expected"] = len(self.expected_adds)
         self.row["op_removals_expected"] = len(self.expected_removals)
         self.row["stale_facts"] = len(self.expected_removals)
-        for gid in self.expected_removals:
-            self.stale[gid] = {"gold": gid, "session": index, "sessions": 0, "days": 0.0,
-                               "censored": False, "open": True}  # fmt: skip
+        for gid in retracts:  # the dataset's order, not a set's: rows are byte-reproducible
+            if gid in self.expected_removals:
+                self.stale[gid] = {"gold": gid, "session": index, "sessions": 0, "days": 0.0,
+                                   "censored": False, "open": True}  # fmt: skip
 
     def apply(self, call: Mapping[str, Any]) -> None:
         """Replay one call's memory changes and classify its operations."""

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from memlab.errors import MemlabError
 
-__all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "StatOptions", "StatsError"]
+__all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "MAX_RESAMPLES", "StatOptions", "StatsError"]
 
 DEFAULT_RESAMPLES = 2000
+MAX_RESAMPLES = 100_000
+"""Upper bound of ``resamples``: 50 times the default, a few seconds per comparison."""
 DEFAULT_SEED = 20250101
 """Fixed so that a run's intervals and p-values are the same every time they are computed."""
 
@@ -43,8 +45,11 @@ class StatOptions:
     def __post_init__(self) -> None:
         if isinstance(self.resamples, bool) or not isinstance(self.resamples, int):
             raise StatsError(f"resamples must be a whole number, got {self.resamples!r}")
-        if self.resamples < 0:
-            raise StatsError(f"resamples must be 0 (off) or more, got {self.resamples}")
+        if not 0 <= self.resamples <= MAX_RESAMPLES:
+            raise StatsError(
+                f"resamples must be from 0 (off) to {MAX_RESAMPLES}, got {self.resamples} "
+                f"(default {DEFAULT_RESAMPLES})"
+            )
         for name in ("level", "alpha", "power"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and 0 < value < 1):

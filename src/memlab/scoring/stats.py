@@ -33,11 +33,19 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from memlab.scoring.stat_options import DEFAULT_RESAMPLES, DEFAULT_SEED, StatOptions, StatsError
+from memlab.core.machine import memory_budget
+from memlab.scoring.stat_options import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MAX_RESAMPLES,
+    StatOptions,
+    StatsError,
+)
 
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MAX_RESAMPLES",
     "Intervals",
     "PairedTest",
     "StatOptions",
@@ -148,8 +156,21 @@ def _spread(draws: FloatArray) -> FloatArray:
         return np.asarray(np.nanstd(draws, axis=0, ddof=1), dtype=float)
 
 
+def _check_size(resamples: int, width: int) -> None:
+    """Refuse resample matrices that would not fit in memory (a few float64 copies)."""
+    needed = resamples * width * 8 * 6
+    budget = memory_budget()
+    if needed > budget:
+        raise StatsError(
+            f"{resamples} resamples over {width} owners or metrics need about "
+            f"{needed / 1024**3:.1f} GiB, more than this machine can spare "
+            f"({budget / 1024**3:.1f} GiB); use fewer resamples"
+        )
+
+
 def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
     """How often each owner is drawn in each resample: shape ``(resamples, owners)``."""
+    _check_size(resamples, owners)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, owners, size=(resamples, owners))
     # Count the picks per (resample, owner) in one bincount (rng.multinomial is 20x slower).
@@ -193,6 +214,7 @@ def _swap_masks(owners: int, resamples: int, seed: int) -> tuple[FloatArray, boo
     if owners < 63 and 2**owners <= resamples:
         codes = np.arange(2**owners)[:, None]
         return ((codes >> np.arange(owners)) & 1).astype(float), True
+    _check_size(resamples, owners)
     rng = np.random.default_rng(seed + 1)
     return rng.integers(0, 2, size=(resamples, owners)).astype(float), False
 

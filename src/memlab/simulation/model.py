@@ -70,7 +70,7 @@ _DECODER = json.JSONDecoder()
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: an index key
 class _SessionView:
     owner: Owner
     index: int
@@ -134,6 +134,7 @@ class SimulatedBackend:
             for i, session in enumerate(owner.sessions)
         ]
         self._views = [v for v in self._views if v.blocks]
+        self._index = _SessionIndex(self._views)
         self._wordings = {owner.user_id: _wording_index(owner) for owner in owners}
 
     @property
@@ -262,25 +263,65 @@ class SimulatedBackend:
 
     def _find_session(self, prompt: str) -> tuple[_SessionView, int]:
         """The session whose conversation the prompt holds, and how many paragraphs of it."""
-        best: list[tuple[int, _SessionView]] = []
-        for view in self._views:
-            if view.blocks[0] not in prompt:
-                continue
-            seen = 1
-            while seen < len(view.blocks) and "\n\n".join(view.blocks[: seen + 1]) in prompt:
-                seen += 1
-            best.append((seen, view))
+        best = self._index.find(prompt)
         if not best:
             raise BackendError(
                 "simulated model: the prompt holds no conversation of its dataset; build the "
                 "'sim:' backend with the dataset the sweep replays (option dataset=...)"
             )
-        top = max(seen for seen, _ in best)
-        matches = [view for seen, view in best if seen == top]
+        top = max(best.values())
+        matches = [view for view, seen in best.items() if seen == top]
         if len(matches) > 1:
-            names = ", ".join(f"{v.owner.user_id}/{v.session.thread_id}" for v in matches)
-            raise BackendError(f"simulated model: the prompt matches several sessions ({names})")
+            names = ", ".join(f"{v.owner.user_id}/{v.session.thread_id}" for v in matches[:3])
+            more = f" and {len(matches) - 3} more" if len(matches) > 3 else ""
+            raise BackendError(
+                f"simulated model: the prompt matches {len(matches)} sessions ({names}{more}); "
+                "give sessions distinct conversations"
+            )
         return matches[0], top
+
+
+class _SessionIndex:
+    """Finds the sessions whose conversation a prompt holds, in time linear in the prompt.
+
+    Sessions are indexed by the start of their first paragraph; a prompt is only looked up
+    where a paragraph can start (at a role label such as ``User: ``), instead of searching it
+    for every session of the dataset.
+    """
+
+    _KEY = 64
+
+    def __init__(self, views: Sequence[_SessionView]) -> None:
+        self._heads: dict[str, list[_SessionView]] = {}
+        for view in views:
+            self._heads.setdefault(view.blocks[0][: self._KEY], []).append(view)
+        self._lengths = sorted({len(head) for head in self._heads})
+        self._labels = sorted({view.blocks[0].split(": ", 1)[0] + ": " for view in views})
+
+    def find(self, prompt: str) -> dict[_SessionView, int]:
+        """Each session found in ``prompt`` -> the paragraphs of it the prompt holds."""
+        found: dict[_SessionView, int] = {}
+        for label in self._labels:
+            pos = prompt.find(label)
+            while pos != -1:
+                for length in self._lengths:
+                    for view in self._heads.get(prompt[pos : pos + length], ()):
+                        seen = _paragraphs_at(prompt, pos, view.blocks)
+                        if seen > found.get(view, 0):
+                            found[view] = seen
+                pos = prompt.find(label, pos + 1)
+        return found
+
+
+def _paragraphs_at(prompt: str, pos: int, blocks: tuple[str, ...]) -> int:
+    """How many of ``blocks`` (joined by blank lines) ``prompt`` holds from ``pos`` on."""
+    if not prompt.startswith(blocks[0], pos):
+        return 0
+    end, seen = pos + len(blocks[0]), 1
+    while seen < len(blocks) and prompt.startswith("\n\n" + blocks[seen], end):
+        end += 2 + len(blocks[seen])
+        seen += 1
+    return seen
 
 
 # ---------------------------------------------------------------------- helpers

@@ -76,7 +76,10 @@ PROFILES: plugins.Registry[ProfileSource] = plugins.declare(
 for _name in BUILTIN_PROFILES:
     PROFILES.register(_name, resources.files("memlab.simulation") / "profiles" / f"{_name}.yaml")
 
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+# Strict, finite numbers: a YAML `true` is not 1.0, and `.inf` is no weight.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+Probability = Annotated[Number, Field(ge=0.0, le=1.0)]
+Weight = Annotated[Number, Field(ge=0.0)]
 _K = TypeVar("_K")
 
 
@@ -134,15 +137,11 @@ class SimProfile(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     propose_rate: Probability = 0.8
-    wording: dict[WordingStyle, Annotated[float, Field(ge=0.0)]] = Field(
-        default_factory=_verbatim_only
-    )
-    confidence: dict[float, Annotated[float, Field(ge=0.0)]] = Field(
-        default_factory=lambda: {0.9: 1.0}
-    )
+    wording: dict[WordingStyle, Weight] = Field(default_factory=_verbatim_only)
+    confidence: dict[Number, Weight] = Field(default_factory=lambda: {0.9: 1.0})
     restate_rate: Probability = 0.0
-    invent_rate: float = Field(0.0, ge=0.0, le=5.0)
-    invented_confidence: dict[float, Annotated[float, Field(ge=0.0)]] | None = None
+    invent_rate: Number = Field(0.0, ge=0.0, le=5.0)
+    invented_confidence: dict[Number, Weight] | None = None
     """Confidences of invented facts (default: ``confidence``); lower ones make the
     threshold trade recall for precision, as with a real model unsure of what it makes up."""
     remove_retracted: Probability = 1.0

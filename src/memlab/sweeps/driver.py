@@ -60,6 +60,7 @@ from memlab.sweeps.run import (
     Run,
     RunError,
     flatten_call,
+    owned_path,
     read_record,
     write_jsonl,
     write_manifest,
@@ -88,7 +89,8 @@ class IncompleteSweepError(MemlabError, RuntimeError):
         self.run = run
         self.failed = list(failed)
         super().__init__(
-            f"{len(self.failed)} replay(s) in {run.path} had backend errors (first: "
+            f"{len(self.failed)} replay(s) in {run.path} did not finish: backend errors or "
+            f"failed updates (first: "
             f"{first_error}); fix the backend or record the responses, then rerun the sweep to "
             "retry them (or allow an incomplete run: --allow-incomplete, allow_incomplete=True)"
         )
@@ -219,7 +221,7 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
     for lane in plan.lanes:
         atomic_write_text(
-            run_path / "lanes" / lane.lane_id / "config.json",
+            owned_path(run_path / "lanes" / lane.lane_id / "config.json", run_path),
             json.dumps(lane.describe(), indent=2, ensure_ascii=False),
         )
 
@@ -236,13 +238,15 @@ def _score(
     repeated = plan.samples > 1
     for lane in plan.lanes:
         for owner, sample in itertools.product(plan.owners, range(plan.samples)):
-            record = read_record(plan.record_path(lane, owner, sample)) or {}
+            record = read_record(plan.record_path(lane, owner, sample), plan.run_path) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
             tag = {"sample": sample} if repeated else {}
             calls.extend(
                 {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
             )
+            if len(replay.snapshots) != len(owner.sessions):
+                continue  # a replay that broke off (recorded as unfinished): nothing to score
             rows = replay_rows(
                 owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
             )

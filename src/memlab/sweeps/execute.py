@@ -29,8 +29,9 @@ from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
 from memlab.core.jsontext import canonical_hash
-from memlab.core.redact import redact
+from memlab.core.redact import redact, redact_text
 from memlab.core.storage import JsonFileStorage, StorageError
+from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
 from memlab.sweeps.executors import (
     DaskPool,
@@ -44,15 +45,16 @@ from memlab.sweeps.executors import (
 from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
-from memlab.sweeps.run import read_record, record_path
+from memlab.sweeps.run import owned_path, read_record, record_path, record_problem
 
-__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status"]
+__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
 
 logger = logging.getLogger(__name__)
 
-RECORD_FORMAT = 2
-"""Version of what an owner record holds (2: call records keep the merge's fact bookkeeping).
-Part of every record's fingerprint, so records of an older layout are replayed, not reused."""
+RECORD_FORMAT = 3
+"""Version of what an owner record holds (2: call records keep the merge's fact bookkeeping;
+3: the count of updates the queue handed over). Part of every record's fingerprint, so
+records of an older layout are replayed, not reused."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,13 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
             "record_format": RECORD_FORMAT,
         }
     )
-    old = read_record(plan.record_path(lane, owner, sample))
-    done = old is not None and old.get("fingerprint") == fingerprint and old.get("complete")
+    old = read_record(plan.record_path(lane, owner, sample), plan.run_path)
+    done = (
+        old is not None
+        and old.get("fingerprint") == fingerprint
+        and old.get("complete") is True
+        and record_problem(old) is None
+    )
     if done:
         return Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
     reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
@@ -106,7 +113,7 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
 
 def _store_path(plan: SweepPlan, job: _Job) -> Path:
     lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
-    return lane_dir / "stores" / f"{job.owner.user_id}.json"
+    return owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
 
 
 def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> Outcome:
@@ -114,33 +121,54 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
     job = _prepare(plan, lane, owner, sample)
     if isinstance(job, Outcome):
         return job
-    replay = replay_owner(
-        owner,
-        lane,
-        backend=plan.backends.get(lane.config.backend),
-        store_path=_store_path(plan, job),
-        replay_mode=plan.replay_mode,
-        sample=sample,
-    )
+    try:
+        replay = replay_owner(
+            owner,
+            lane,
+            backend=plan.backends.get(lane.config.backend),
+            store_path=_store_path(plan, job),
+            replay_mode=plan.replay_mode,
+            sample=sample,
+        )
+    except Exception as exc:  # a replay that broke: recorded as unfinished, retried on resume
+        logger.debug("replay of %s under %s raised", owner.user_id, lane.lane_id, exc_info=True)
+        return _write_failure(plan, job, f"unexpected {type(exc).__name__}: {exc}")
     return _write_record(plan, job, replay)
 
 
-def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay) -> Outcome:
-    """Write the owner record of a finished replay; its outcome."""
-    errors = [c for c in replay.calls if c.get("error_stage") == "backend"]
+def unfinished(replay: OwnerReplay) -> str:
+    """Why ``replay`` is not a finished result ("" when it is): a call that failed for a
+    reason other than the model's reply, or fewer call records than updates."""
+    failed = [c for c in replay.calls if c.get("error_stage") in UNFINISHED_STAGES]
+    if failed:
+        return str(failed[0].get("error") or f"{failed[0].get('error_stage')} error")
+    if len(replay.calls) != replay.updates:
+        return f"{replay.updates} updates ran but {len(replay.calls)} were recorded"
+    return ""
+
+
+def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = "") -> Outcome:
+    """Write the owner record of a replay (``error``: why it broke off); its outcome."""
+    error = error or unfinished(replay)
     record = {
         "fingerprint": job.fingerprint,
         "owner_sha256": job.owner_sha,
-        "complete": not errors,
+        "complete": not error,
+        **({"error": redact_text(error)[:2000]} if error else {}),
         **vars(replay),
     }
     record = redact(record)  # a secret a server echoed must not reach the run directory
-    path = plan.record_path(job.lane, job.owner, job.sample)
+    path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)
     # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
     atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
-    error = str(errors[0].get("error") or "backend error") if errors else ""
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
-    return Outcome(lane_id, user_id, job.sample, True, job.reason, not errors, error[:300])
+    message = redact_text(error)[:300]
+    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message)
+
+
+def _write_failure(plan: SweepPlan, job: _Job, error: str) -> Outcome:
+    """Record a replay that raised: no calls, marked incomplete (replayed on resume)."""
+    return _write_record(plan, job, OwnerReplay(user_id=job.owner.user_id), error)
 
 
 def _finish_remote(plan: SweepPlan, job: _Job, result: RemoteResult) -> Outcome:
@@ -178,7 +206,8 @@ def _why_replay(
         return "new"
     reasons = identity_changes(before.get("identity", {}), lane.identity)
     old_record = read_record(
-        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample)
+        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample),
+        plan.run_path,
     )
     if old_record is not None and old_record.get("owner_sha256") != owner_sha:
         reasons.append("owner data changed")
@@ -211,6 +240,7 @@ def execute(
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     jobs = plan.jobs()
     outcomes: list[Outcome | None] = [None] * len(jobs)
+    finished = False
     try:
         futures: dict[Future[Outcome], int] = {
             pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
@@ -219,9 +249,12 @@ def execute(
             for future in as_completed(futures):
                 outcomes[futures[future]] = future.result()
                 bar.update(1)
+        finished = True
     finally:
         if own_pool:
-            pool.shutdown(wait=True, cancel_futures=True)
+            # Interrupted (Ctrl-C): drop queued replays and do not wait for running ones,
+            # which may be waiting on a server; each writes its record atomically or not.
+            pool.shutdown(wait=finished, cancel_futures=True)
     return [outcome for outcome in outcomes if outcome is not None]
 
 

@@ -35,14 +35,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
+import signal
+import socket
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from memlab.backends.cache import CacheMode, read_entries
+from memlab.core.files import io_reason
 from memlab.core.llm import Completion
+from memlab.core.machine import available_memory, cpu_count
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
 from memlab.sweeps.grid import ReplayMode
@@ -61,8 +67,10 @@ __all__ = [
     "DaskSpec",
     "ExecutorError",
     "SweepExecutor",
+    "check_local_size",
     "dask_client",
     "is_dask_client",
+    "local_process_limit",
     "parse_executor",
 ]
 
@@ -71,8 +79,13 @@ logger = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 15
 """How long to wait for a ``dask://`` scheduler before giving up."""
 
+_HANDSHAKE_S = 5.0  # a scheduler greets a new connection at once
+
 MAX_LOCAL_WORKERS = 256
-"""Bounds of ``dask-local:NxT`` (processes and threads per process)."""
+"""Bounds of ``dask-local:NxT`` (processes and threads per process, and threads in all)."""
+
+WORKER_PROCESS_BYTES = 512 * 1024 * 1024
+"""Memory set aside per local worker process (Python, memlab, a replay's data)."""
 
 _SPEC_HELP = (
     "expected dask://HOST:PORT (a running scheduler) or dask-local:N / dask-local:NxT "
@@ -127,6 +140,34 @@ def parse_executor(text: str) -> DaskSpec:
     )
 
 
+def local_process_limit() -> int:
+    """Worker processes a local cluster may start here: one per CPU, as memory allows."""
+    by_memory = available_memory() // WORKER_PROCESS_BYTES
+    return max(1, min(cpu_count(), by_memory, MAX_LOCAL_WORKERS))
+
+
+def check_local_size(spec: DaskSpec) -> DaskSpec:
+    """``spec`` when its local cluster fits this machine (processes and threads).
+
+    Raises:
+        ExecutorError: More processes than :func:`local_process_limit`, or more threads in
+            all than ``MAX_LOCAL_WORKERS``.
+    """
+    limit = local_process_limit()
+    if spec.workers > limit:
+        raise ExecutorError(
+            f"dask-local:{spec.workers} starts {spec.workers} worker processes; this machine "
+            f"has {cpu_count()} CPUs and {available_memory() / 1024**3:.1f} GiB available, "
+            f"enough for {limit}: use dask-local:{limit}xT to add T threads per process"
+        )
+    if spec.workers * spec.threads > MAX_LOCAL_WORKERS:
+        raise ExecutorError(
+            f"dask-local:{spec.workers}x{spec.threads} runs {spec.workers * spec.threads} "
+            f"replays at once; at most {MAX_LOCAL_WORKERS} in all"
+        )
+    return spec
+
+
 def is_dask_client(executor: object) -> bool:
     """Whether ``executor`` is a ``distributed.Client`` (without importing distributed)."""
     return type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "scatter")
@@ -150,10 +191,12 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         ExecutorError: ``distributed`` is not installed or the scheduler cannot be reached.
     """
     distributed = _distributed()
+    if not spec.address:
+        check_local_size(spec)
     cluster = None
     try:
         if spec.address:
-            client = distributed.Client(spec.address, timeout=CONNECT_TIMEOUT_S)
+            client = _connect(distributed, spec.address)
         else:
             cluster = distributed.LocalCluster(
                 n_workers=spec.workers,
@@ -173,10 +216,97 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         ) from None
     try:
         yield client
-    finally:
-        client.close()
+    except BaseException:
+        # Interrupted or failed: do not wait for replays still running on the workers.
+        _close_quickly(client, cluster)
+        raise
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def _connect(distributed: Any, address: str) -> Any:
+    """A client of the scheduler at ``address``, or an :class:`ExecutorError` within about
+    ``CONNECT_TIMEOUT_S`` seconds, whatever answers there.
+
+    Something that is not a Dask scheduler (a web server, a silent port) can make the client
+    wait far longer than its timeout or fail with odd errors while it reads the handshake, so
+    the connection is made in a helper thread and given up after the deadline.
+    """
+    _expect_handshake(address)
+    done: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            done["client"] = distributed.Client(address, timeout=CONNECT_TIMEOUT_S)
+        except BaseException as exc:  # reported by the waiting thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="memlab-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S + 5)
+    if "client" in done:
+        return done["client"]
+    error = done.get("error")
+    reason = (
+        f"{type(error).__name__}: {excerpt(str(error), 160)}"
+        if error is not None
+        else f"no Dask handshake within {CONNECT_TIMEOUT_S + 5} s"
+    )
+    raise ExecutorError(
+        f"cannot connect to a Dask scheduler at {address} ({reason}); check that a Dask "
+        "scheduler listens there ('dask scheduler --port PORT', see the README)"
+    )
+
+
+def _expect_handshake(address: str) -> None:
+    """Check that whatever listens at ``address`` speaks first, as a Dask scheduler does.
+
+    A scheduler writes its handshake as soon as a connection is accepted; a web server or
+    a silent port waits for the client, which would leave the Dask client waiting.
+
+    Raises:
+        ExecutorError: Nothing listens there, or it sends nothing within a few seconds.
+    """
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=5) as probe:
+            probe.settimeout(_HANDSHAKE_S)
+            first = probe.recv(1)
+    except TimeoutError:
+        first = b""
+    except OSError as exc:
+        raise ExecutorError(
+            f"cannot reach the Dask scheduler at {address}: {io_reason(exc)} (start one "
+            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see the README)"
+        ) from None
+    if not first:
+        raise ExecutorError(
+            f"the service at {address} is not a Dask scheduler: it sent no handshake within "
+            f"{_HANDSHAKE_S:g} s (is it a web server or another service?); pass the address "
+            "of 'dask scheduler'"
+        )
+
+
+def _close_quickly(client: Any, cluster: Any) -> None:
+    """Close a client (and a local cluster) within about a second, killing busy workers."""
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # "worker process still alive, killing" is expected here
+    try:
+        if cluster is not None:  # our own worker processes: a replay may wait on a server
+            for nanny in list(getattr(cluster, "workers", {}).values()):
+                pid = getattr(getattr(nanny, "process", None), "pid", None)
+                if isinstance(pid, int):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            client.close(timeout=1)
         if cluster is not None:
-            cluster.close()
+            with contextlib.suppress(Exception):
+                cluster.close(timeout=1)
+    finally:
+        quiet.setLevel(level)
 
 
 def _factory_token(backends: LaneBackends) -> str:
@@ -225,7 +355,9 @@ class DaskPool:
     def __enter__(self) -> DaskPool:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
+        if kind is KeyboardInterrupt and getattr(self._client, "cluster", None) is not None:
+            return  # a local cluster that is shut down next: nothing to cancel
         pending = [future for future in self._names if not future.done()]
         if pending:
             self._client.cancel(pending)

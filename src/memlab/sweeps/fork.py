@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from memlab.core.document import MemoryDocument
-from memlab.core.jsontext import canonical_hash, loads_json
+from memlab.core.jsontext import canonical_hash
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.run import Run, load_run, record_path
+from memlab.sweeps.run import Run, RunError, load_run, read_owner_record, record_path
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 
@@ -133,9 +133,9 @@ def _start(
         )
     where = record_path(reference.path, spec.lane, owner.user_id)
     try:
-        record = loads_json(where.read_bytes())
+        record = read_owner_record(reference.path, spec.lane, owner.user_id)
         snapshots = record["snapshots"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except RunError:
         raise grid.error(
             "fork.run",
             f"no replay of owner {owner.user_id!r} at {where}; fork a run that "

@@ -38,13 +38,16 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
-from memlab.backends.registry import is_simulated, spec_short_name
+from memlab.backends.grammar import bounded_reply_tokens
+from memlab.backends.registry import dialect_for, is_simulated, spec_short_name
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import SchemaBounds
 from memlab.core.llm import OutputMode
@@ -54,6 +57,7 @@ from memlab.errors import MemlabError, excerpt
 from memlab.scoring.injection_audit import InjectionPolicy
 
 __all__ = [
+    "AUTO_MAX_TOKENS",
     "AXES",
     "INJECTION_FIELDS",
     "MAX_LANES",
@@ -104,6 +108,9 @@ class GridError(MemlabError, ValueError):
         super().__init__(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
 
 
+_MAX_TOKENS_LIMIT = 32768
+
+
 MEMORY_SETTINGS: tuple[str, ...] = (
     "fact_confidence_threshold",
     "max_facts",
@@ -118,8 +125,15 @@ built from them (:meth:`LaneConfig.memory_config`)."""
 
 
 def _memory_setting(name: str) -> Any:
-    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane."""
-    return copy.copy(MemoryConfig.model_fields[name])
+    """The :class:`MemoryConfig` field ``name`` (default, bounds, description) for a lane.
+
+    Numbers are strict: in a grid, a YAML ``true`` is not 1 and a quoted "0.7" is a mistake
+    to report.
+    """
+    field = copy.copy(MemoryConfig.model_fields[name])
+    if field.annotation in (int, float):
+        field.metadata = [*field.metadata, Strict()]
+    return field
 
 
 class LaneConfig(BaseModel):
@@ -138,15 +152,47 @@ class LaneConfig(BaseModel):
     parse: ParsePreset = "default"
     """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
     ``strict_only``, ``repair``, or one a plugin registers)."""
-    max_tokens: int = Field(1024, ge=16, le=32768)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    max_tokens: int = Field(1024, ge=16, le=_MAX_TOKENS_LIMIT, strict=True)
+    """Most tokens a reply may take. With ``schema_bounds`` it defaults to (and ``auto``
+    computes) the longest reply the bounded grammar admits; a smaller value is an error, so a
+    bounded lane's reply always ends before the limit."""
+    temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
+    seed: int = Field(0, strict=True)
     injection_enabled: bool = _memory_setting("injection_enabled")
     max_injection_tokens: int = _memory_setting("max_injection_tokens")
     token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
     injection_policy: InjectionPolicy = "confidence"
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_max_tokens(cls, data: Any) -> Any:
+        """``max_tokens: auto`` (or none given with ``schema_bounds``): the bound's value."""
+        if not isinstance(data, Mapping):
+            return data
+        auto = data.get("max_tokens") == AUTO_MAX_TOKENS
+        if not auto and ("max_tokens" in data or data.get("schema_bounds") is None):
+            return data
+        if data.get("schema_bounds") is None:
+            raise _setting_error(
+                "max_tokens",
+                "max_tokens: auto is computed from schema_bounds; set schema_bounds (with "
+                "output_mode: json_schema) or give max_tokens a number",
+            )
+        try:
+            bounds = SchemaBounds.model_validate(data["schema_bounds"])
+        except ValidationError:
+            return {**data, "max_tokens": 1024}  # the schema_bounds error is reported alone
+        backend = str(data.get("backend", cls.model_fields["backend"].default))
+        bound = _reply_bound(bounds, backend)
+        if bound > _MAX_TOKENS_LIMIT:
+            raise _setting_error(
+                "max_tokens",
+                f"the worst case of these schema_bounds, {bound} tokens, is more than "
+                f"max_tokens may be ({_MAX_TOKENS_LIMIT}); lower schema_bounds",
+            )
+        return {**data, "max_tokens": bound}
 
     @model_validator(mode="after")
     def _bounds_need_a_schema(self) -> LaneConfig:
@@ -204,6 +250,23 @@ class LaneConfig(BaseModel):
         return f"[simulated] {text}" if is_simulated(self.backend) else text
 
 
+AUTO_MAX_TOKENS = "auto"
+"""The ``max_tokens`` value that asks for the worst case of the lane's ``schema_bounds``."""
+
+
+def _reply_bound(bounds: SchemaBounds, backend: str) -> int:
+    """The bounded grammar's worst case, or a ValueError saying why it cannot be computed."""
+    try:
+        return bounded_reply_tokens(bounds, dialect_for(backend))
+    except MemlabError as exc:
+        raise ValueError(f"cannot compute the worst case of schema_bounds: {exc}") from None
+
+
+def _setting_error(field: str, message: str) -> PydanticCustomError:
+    """A rule across lane settings whose fix is one setting: the grid reports that key."""
+    return PydanticCustomError("lane_setting", "{message}", {"field": field, "message": message})
+
+
 _SHORT = {
     "fact_confidence_threshold": "thr",
     "max_facts": "max",
@@ -249,12 +312,12 @@ class Grid(BaseModel):
 
     name: str = "sweep"
     dataset: str = "smoke"
-    owners: list[str] | None = None
+    owners: list[str] | None = Field(None, min_length=1)
     """Restrict to these user ids (``None`` = all)."""
-    max_owners: int | None = Field(None, ge=1)
-    max_sessions: int | None = Field(None, ge=1)
+    max_owners: int | None = Field(None, ge=1, strict=True)
+    max_sessions: int | None = Field(None, ge=1, strict=True)
     replay_mode: ReplayMode = "debounce"
-    samples: int = Field(1, ge=1, le=50)
+    samples: int = Field(1, ge=1, le=50, strict=True)
     """Replays per (lane, owner), each with its own seed (``seed + k``); metrics average over
     an owner's samples. Set ``temperature`` above 0 for samples to differ."""
     prompts: list[str] = Field(default_factory=list)
@@ -314,14 +377,41 @@ class Grid(BaseModel):
             try:
                 config = LaneConfig.model_validate(point)
             except ValidationError as exc:  # a rule across settings, e.g. schema_bounds
-                where = "axes" if self.axes else "base"
-                raise self.error(where, _describe(exc.errors()[0])) from None
+                err = exc.errors()[0]
+                field = (err.get("ctx") or {}).get("field")
+                lanes_key = "axes" if self.axes else "base"
+                where = self.key_of(field, point.get(field)) if field else lanes_key
+                raise self.error(where, _describe(err)) from None
             # Every setting, injection included (the point id leaves those out).
             key = json.dumps(config.model_dump(mode="json"), sort_keys=True)
             if key not in seen:
                 seen.add(key)
                 configs.append(config)
         return configs
+
+    def check_max_tokens(self) -> None:
+        """Every bounded lane's ``max_tokens`` covers the longest reply its grammar admits.
+
+        (A rule for new sweeps: runs recorded before it still load.)
+
+        Raises:
+            GridError: At the ``max_tokens`` key of the first lane below its worst case.
+        """
+        for lane in self.lanes():
+            if lane.schema_bounds is None:
+                continue
+            bound = _reply_bound(lane.schema_bounds, lane.backend)
+            if lane.max_tokens < bound:
+                raise self.error(
+                    self.key_of("max_tokens", lane.max_tokens),
+                    f"max_tokens {lane.max_tokens} < worst case {bound} for these bounds (the "
+                    f"longest reply their grammar admits for {lane.backend}, in tokens); set "
+                    "max_tokens: auto or lower schema_bounds",
+                )
+
+    def key_of(self, field: str, value: Any) -> str:
+        """The key path that gives ``field`` the value ``value`` (its axis entry or base)."""
+        return next((key for key, v in self.values(field) if v == value), f"base.{field}")
 
     def values(self, field: str) -> Iterator[tuple[str, Any]]:
         """Every ``(key path, value)`` the grid gives ``field``: its axis values, else base."""
@@ -396,6 +486,8 @@ class Grid(BaseModel):
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
     if field not in LaneConfig.model_fields:
         raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
+    if field == "max_tokens" and value == AUTO_MAX_TOKENS:
+        return  # computed from the lane's schema_bounds when the lane is built
     try:
         _field_adapter(field).validate_python(value)
     except ValidationError as exc:
@@ -428,6 +520,8 @@ def _describe(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         known = ", ".join(Grid.model_fields)
         return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"
+    if err["type"] == "lane_setting":
+        return str(err["msg"])  # its input is the whole lane, not worth quoting
     shown = excerpt(err.get("input"), _EXCERPT)  # bounded however large the input is
     message = str(err["msg"]).replace("Value error, ", "")
     return f"{message} (got {shown})"

@@ -197,6 +197,7 @@ def resolve_lanes(
     """
     _check_names(grid, registry)
     _check_output_modes(grid)
+    grid.check_max_tokens()
     lanes: list[ResolvedLane] = []
     for config in grid.lanes():
         try:
@@ -273,6 +274,7 @@ def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistr
     registry = prompt_registry(grid, prompts)
     _check_names(grid, registry)
     _check_backends(grid)
+    grid.check_max_tokens()
     dataset_path(grid)
     return registry
 
@@ -355,7 +357,7 @@ def _check_names(grid: Grid, registry: PromptRegistry) -> None:
 
 
 def _key_of(grid: Grid, field: str, value: Any) -> str:
-    return next((key for key, v in grid.values(field) if v == value), f"base.{field}")
+    return grid.key_of(field, value)
 
 
 # What each part of an identity means to a user, for "replayed because ...".
@@ -498,6 +500,8 @@ def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
             raise grid.error("owners", f"unknown owners: {sorted(missing)}")
     if grid.max_owners:
         selected = selected[: grid.max_owners]
+    if not selected:  # a run of no owners would be "complete" with no results
+        raise grid.error("owners", "the grid selects no owners of the dataset")
     if grid.max_sessions:
         selected = [
             o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
@@ -513,11 +517,11 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
     point in the fewest settings. Its identity says why the new lane's replays were redone.
     """
     current = {lane.lane_id for lane in lanes}
-    previous = read_record(run_path / "manifest.json") or {}
+    previous = read_record(run_path / "manifest.json", run_path) or {}
     listed = set(previous.get("lanes", [])) if previous else None
     candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
     for config_file in run_path.glob("lanes/*/config.json"):
-        described = read_record(config_file)
+        described = read_record(config_file, run_path)
         lane_id = (described or {}).get("lane_id")
         if not described or lane_id in current or (listed is not None and lane_id not in listed):
             continue

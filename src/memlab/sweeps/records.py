@@ -17,6 +17,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from memlab.core.files import (
+    MAX_TABLE_BYTES,
+    FileReadError,
+    io_reason,
+    iter_lines,
+    open_regular,
+)
 from memlab.core.jsontext import loads_json
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metric_specs import COUNT_SPECS
@@ -107,20 +114,31 @@ def typed_rows(
     return [_check(model, row, f"{source} row {i + 1}") for i, row in enumerate(rows)]
 
 
-def read_rows(path: Path, model: type[_R]) -> list[dict[str, Any]]:
+def read_rows(path: Path, model: type[_R], *, inside: Path | None = None) -> list[dict[str, Any]]:
     """Read a JSON-lines table, checking each row against ``model``.
 
+    Args:
+        path: The table.
+        model: The row model.
+        inside: The run directory the table must stay in (no links followed).
+
     Raises:
-        RecordError: Naming the file, the line and the column.
+        RecordError: Naming the file, the line and the column; or the file cannot be read
+            (not a regular file, larger than memlab reads, a line too long).
     """
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = loads_json(line)
-            except ValueError as exc:
-                raise RecordError(f"{path}:{number}: not a JSON row: {excerpt(exc)}") from None
-            rows.append(_check(model, value, f"{path}:{number}"))
+    try:
+        with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=inside) as f:
+            for number, raw in enumerate(iter_lines(f, path=path, what="run table"), start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    value = loads_json(raw)
+                except ValueError as exc:
+                    raise RecordError(f"{path}:{number}: not a JSON row: {excerpt(exc)}") from None
+                rows.append(_check(model, value, f"{path}:{number}"))
+    except FileReadError as exc:
+        raise RecordError(str(exc)) from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the table: {io_reason(exc)}") from None
     return rows

@@ -41,7 +41,9 @@ from memlab.core.document import (
 from memlab.core.llm import Backend
 from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.redact import redact
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
+from memlab.core.updater import UpdateResult
 from memlab.datasets.models import Owner, Session
 from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
@@ -69,6 +71,8 @@ class OwnerReplay:
             the last session and for sessions before a fork.
         fork: The fork this replay started from (run, lane, session, snapshot hash), or
             ``None`` for a replay from an empty memory.
+        updates: Updates the queue handed to the updater: each gives exactly one record in
+            ``calls``, so a replay whose counts differ lost one and is not finished.
     """
 
     user_id: str
@@ -79,6 +83,7 @@ class OwnerReplay:
     final_memory: MemoryDocument = field(default_factory=lambda: cast(MemoryDocument, {}))
     injections: list[dict[str, Any] | None] = field(default_factory=list)
     fork: dict[str, Any] | None = None
+    updates: int = 0
 
 
 def replay_owner(
@@ -181,8 +186,14 @@ class _Replayer:
         return self.memory_config
 
     def process(self, context: ConversationContext) -> bool:
-        result = self.updater.run_update(context.messages, context.thread_id)
-        record = result.to_record()
+        self.out.updates += 1
+        try:
+            result = self.updater.run_update(context.messages, context.thread_id)
+            record = result.to_record()
+        except Exception as exc:  # the queue would only log it: record it as a failed call
+            result = UpdateResult(context.thread_id, self.scheduler.now())
+            result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
+            record = result.to_record()
         record["session_index"] = self.session_of.get(context.thread_id, -1)
         record["virtual_time"] = utc_iso(self.scheduler.now())
         self.out.calls.append(record)
@@ -236,7 +247,8 @@ class _Replayer:
             self.snapshot()
         self.queue.close()
         self.out.coalesced = self.queue.stats.coalesced
-        self.out.final_memory = self.storage.load()
+        # What leaves the replay is redacted once more (the updater redacts each reply).
+        self.out.final_memory = redact(self.storage.load())
         self.write_store_file(self.out.final_memory)
 
     def play(self, session: Session) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ import pandas as pd
 
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
-from memlab.core.jsontext import loads_json
+from memlab.core.files import io_reason
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
@@ -32,7 +33,15 @@ from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
 from memlab.scoring.metrics import replay_rows, summarize
-from memlab.sweeps.run import Run, load_run, record_path, refresh_manifest, write_jsonl
+from memlab.sweeps.run import (
+    Run,
+    RunError,
+    load_run,
+    read_owner_record,
+    record_path,
+    refresh_manifest,
+    write_jsonl,
+)
 
 __all__ = ["Replay", "RescoreError", "matcher_record", "replays", "rescore", "score_sessions"]
 
@@ -72,10 +81,10 @@ def replays(run: Run) -> Iterator[Replay]:
         for user in run.owner_ids:
             path = record_path(run.path, lane_id, user, sample)
             try:
-                record = loads_json(path.read_bytes())
-                user_id, snapshots = record["user_id"], record["snapshots"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise RescoreError(f"{path}: not a replay record ({exc})") from exc
+                record = read_owner_record(run.path, lane_id, user, sample)
+            except RunError as exc:
+                raise RescoreError(str(exc)) from None
+            user_id, snapshots = record["user_id"], record["snapshots"]
             owner = owners.get(user_id)
             if owner is None or len(snapshots) > len(owner.sessions):
                 raise RescoreError(
@@ -181,9 +190,21 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
         "matcher": record,
         "rescored_at": utc_iso(datetime.now(UTC)),
     }
-    write_jsonl(run.path / "sessions.jsonl", sessions)
-    atomic_write_text(run.path / "environment.json", json.dumps(environment, indent=2))
-    atomic_write_text(run.path / "summary.csv", summary)
-    refresh_manifest(run.path, run.manifest)  # the tables changed: so do their checksums
+    if not os.access(run.path, os.W_OK):
+        raise RescoreError(
+            f"{run.path}: the run directory is not writable; rescoring rewrites "
+            "sessions.jsonl, summary.csv, environment.json and manifest.json there (copy the "
+            "run to a writable place first)"
+        )
+    try:
+        write_jsonl(run.path / "sessions.jsonl", sessions)
+        atomic_write_text(run.path / "environment.json", json.dumps(environment, indent=2))
+        atomic_write_text(run.path / "summary.csv", summary)
+        refresh_manifest(run.path, run.manifest)  # the tables changed: so do their checksums
+    except OSError as exc:
+        raise RescoreError(
+            f"{run.path}: cannot rewrite the run's files ({io_reason(exc)}); rerun the "
+            "rescore once the directory is writable"
+        ) from None
     logger.info("rescored %s with %s", run.path, matcher_name(matcher))
     return load_run(run.path)

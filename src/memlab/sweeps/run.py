@@ -32,9 +32,19 @@ from typing import Any
 import pandas as pd
 
 from memlab.core.atomic import atomic_write_text
+from memlab.core.files import (
+    MAX_RUN_FILE_BYTES,
+    MAX_TABLE_BYTES,
+    FileReadError,
+    contained,
+    io_reason,
+    open_regular,
+    read_bytes,
+)
 from memlab.core.jsontext import loads_json
+from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
-from memlab.errors import MemlabError
+from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.grid import Grid, LaneConfig
@@ -47,8 +57,12 @@ __all__ = [
     "RunError",
     "flatten_call",
     "load_run",
+    "owned_path",
+    "read_owner_record",
     "read_record",
+    "read_run_json",
     "record_path",
+    "record_problem",
     "refresh_manifest",
     "write_jsonl",
     "write_manifest",
@@ -85,17 +99,106 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-def _file_facts(path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    return {"rows": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+def _file_facts(path: Path, run_path: Path) -> dict[str, Any]:
+    """Row count and SHA-256 of a table, read in chunks (no link out of the run directory)."""
+    digest, rows = hashlib.sha256(), 0
+    with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=run_path) as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            rows += chunk.count(b"\n")
+    return {"rows": rows, "sha256": digest.hexdigest()}
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A JSON object file of the run directory (an owner record, a lane description, the
-    manifest), or ``None`` when it is missing or not a JSON object."""
+def owned_path(path: Path, run_path: Path, what: str = "run file") -> Path:
+    """``path`` checked to lie inside the run directory, no symbolic link on the way: where
+    a sweep may write.
+
+    Raises:
+        RunError: The path leaves the run directory (a planted link).
+    """
     try:
-        data = loads_json(path.read_bytes())
-    except (OSError, ValueError):  # JsonDepthError is a ValueError too
+        return contained(path, run_path, what, "write")
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
+
+
+def read_run_json(path: Path, run_path: Path, what: str) -> Any:
+    """A JSON file of a run directory: bounded, inside the run directory, no links followed.
+
+    Raises:
+        RunError: The file is missing, refused (a link, a FIFO, too large) or not JSON.
+    """
+    try:
+        raw = read_bytes(path, what=what, max_bytes=MAX_RUN_FILE_BYTES, inside=run_path)
+        return loads_json(raw)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing {what}; rerun the sweep") from None
+    except FileReadError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read {what}: {io_reason(exc)}") from None
+    except ValueError as exc:  # not UTF-8, not JSON, too deep
+        raise RunError(f"{path}: {what} is not valid JSON: {excerpt(str(exc), 200)}") from None
+
+
+_JSON_KINDS: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "text",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+_RECORD_FIELDS: dict[str, type] = {
+    "user_id": str,
+    "calls": list,
+    "snapshots": list,
+    "final_memory": dict,
+}
+
+
+def record_problem(data: Any) -> str | None:
+    """Why ``data`` is not an owner record a sweep writes (field and type), or ``None``."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {type(data).__name__}"
+    for name, kind in _RECORD_FIELDS.items():
+        if not isinstance(data.get(name), kind):
+            got = "nothing" if name not in data else _JSON_KINDS.get(type(data[name]), "a value")
+            return f"field '{name}': expected {_JSON_KINDS[kind]}, got {got}"
+    for name in ("calls", "snapshots"):
+        if not all(isinstance(item, dict) for item in data[name]):
+            return f"field '{name}': expected a list of objects"
+    facts = data["final_memory"].get("facts", [])
+    if not isinstance(facts, list) or not all(isinstance(f, dict) for f in facts):
+        return "field 'final_memory.facts': expected a list of objects"
+    return None
+
+
+def read_owner_record(
+    run_path: Path, lane_id: str, user_id: str, sample: int = 0
+) -> dict[str, Any]:
+    """The owner record of ``user_id`` under ``lane_id``, checked to be one a sweep writes.
+
+    Raises:
+        RunError: Naming the file and the field that is missing or of the wrong type.
+    """
+    path = record_path(run_path, lane_id, user_id, sample)
+    data = read_run_json(path, run_path, "owner record")
+    problem = record_problem(data)
+    if problem is not None:
+        raise RunError(f"{path}: not an owner record memlab writes: {problem}; rerun the sweep")
+    result: dict[str, Any] = data
+    return result
+
+
+def read_record(path: Path, root: Path) -> dict[str, Any] | None:
+    """A JSON object an earlier sweep wrote at ``path`` in the run directory ``root`` (an
+    owner record, a lane description, the manifest), or ``None`` when there is none that can
+    be read (missing, refused, not a JSON object)."""
+    try:
+        data = read_run_json(path, root, "run file")
+    except RunError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -124,7 +227,7 @@ def write_manifest(
         "owners": owners,
         "samples": samples,
         "status": status,
-        "files": {name: _file_facts(run_path / name) for name in _TABLES},
+        "files": {name: _file_facts(run_path / name, run_path) for name in _TABLES},
     }
     atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
@@ -179,14 +282,14 @@ class Run:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
         if self._calls is not None:
             return self._calls
-        return pd.DataFrame(read_rows(self.path / "calls.jsonl", CallRow))
+        return pd.DataFrame(read_rows(self.path / "calls.jsonl", CallRow, inside=self.path))
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
         """One row per (lane, owner, session): facts, recall, precision, duplicates, ..."""
         if self._sessions is not None:
             return self._sessions
-        return pd.DataFrame(read_rows(self.path / "sessions.jsonl", SessionRow))
+        return pd.DataFrame(read_rows(self.path / "sessions.jsonl", SessionRow, inside=self.path))
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -245,18 +348,15 @@ class Run:
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
         path = self.path / "lanes" / lane_id / "config.json"
-        try:
-            data = loads_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunError(f"{path}: cannot read the lane description: {exc}") from exc
+        data = read_run_json(path, self.path, "lane description")
         return data if isinstance(data, dict) else {}
 
     @cached_property
     def environment(self) -> dict[str, Any]:
         """``environment.json``: versions, times and optional measures ({} when absent)."""
         try:
-            data = loads_json((self.path / "environment.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_run_json(self.path / "environment.json", self.path, "environment")
+        except RunError:
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -275,7 +375,7 @@ class Run:
         """The dataset file the run replayed (as recorded in ``grid.yaml``), if it still exists."""
         grid_file = self.path / "grid.yaml"
         try:
-            data = read_yaml(grid_file).data
+            data = read_yaml(grid_file, inside=self.path).data
         except MemlabError:
             return None
         dataset = data.get("dataset") if isinstance(data, dict) else None
@@ -296,9 +396,7 @@ class Run:
 
     def final_memory(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The memory document of ``user_id`` at the end of ``lane_id``'s replay."""
-        path = record_path(self.path, lane_id, user_id, sample)
-        data: dict[str, Any] = loads_json(path.read_text(encoding="utf-8"))
-        return dict(data["final_memory"])
+        return dict(read_owner_record(self.path, lane_id, user_id, sample)["final_memory"])
 
     @property
     def owner_ids(self) -> list[str]:
@@ -314,10 +412,9 @@ class Run:
         """Every stored fact at the end of a lane, one row per (owner, fact)."""
         rows = []
         for user_id in self.owner_ids:
-            path = record_path(self.path, lane_id, user_id)
-            if not path.is_file():
+            if not record_path(self.path, lane_id, user_id).exists():
                 continue
-            data = loads_json(path.read_text(encoding="utf-8"))
+            data = read_owner_record(self.path, lane_id, user_id)
             for fact in data["final_memory"].get("facts", []):
                 rows.append({"user_id": data["user_id"], **fact})
         return pd.DataFrame(rows)
@@ -336,7 +433,7 @@ def load_run(path: str | Path) -> Run:
         raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
     manifest = _read_manifest(path)
     try:
-        data = read_yaml(grid_file).data
+        data = read_yaml(grid_file, inside=path).data
         grid = Grid.from_mapping(data["grid"], source=str(grid_file))
         configs = data["lanes"]
         lanes = {
@@ -349,29 +446,64 @@ def load_run(path: str | Path) -> Run:
 
 def _read_manifest(path: Path) -> dict[str, Any]:
     manifest_file = path / "manifest.json"
-    if not manifest_file.is_file():
+    if not manifest_file.exists() and not manifest_file.is_symlink():
         raise RunError(
             f"{path}: the run did not finish (no manifest.json; a sweep stopped, or an older "
             "memlab wrote it); rerun the sweep to resume it"
         )
-    try:
-        manifest = loads_json(manifest_file.read_text(encoding="utf-8"))
-        run_format = manifest.get("run_format")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise RunError(f"{manifest_file}: unreadable: {exc}") from exc
+    manifest = read_run_json(manifest_file, path, "manifest")
+    run_format = manifest.get("run_format") if isinstance(manifest, dict) else None
     if run_format != RUN_FORMAT:
         raise RunError(
-            f"{manifest_file}: run format {run_format!r}, this memlab reads format "
+            f"{manifest_file}: run format {excerpt(run_format)}, this memlab reads format "
             f"{RUN_FORMAT}; rerun the sweep with this memlab"
         )
-    for name, expected in manifest.get("files", {}).items():
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise RunError(f"{manifest_file}: {problem}; it was edited or not written by memlab")
+    for name, expected in manifest["files"].items():
         try:
-            actual = _file_facts(path / name)
-        except OSError:
+            actual = _file_facts(path / name, path)
+        except FileNotFoundError:
             raise RunError(f"{path / name}: missing; rerun the sweep") from None
+        except OSError as exc:
+            raise RunError(f"{path / name}: cannot read the table: {io_reason(exc)}") from None
         if actual != expected:
             raise RunError(
                 f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
                 "and another checksum: the file changed after the sweep; rerun the sweep"
             )
     return dict(manifest)
+
+
+def _manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with a manifest's fields (names, counts, table checksums), or ``None``."""
+    for key in ("lanes", "owners"):
+        names = manifest.get(key)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return f"'{key}' is not a list of names"
+    for lane_id in manifest["lanes"]:
+        if not lane_id or lane_id.startswith(".") or any(c in lane_id for c in "/\\\x00"):
+            return f"lane id {excerpt(lane_id)} is not a directory name"
+    for owner in manifest["owners"]:
+        reason = unsafe_reason(owner)
+        if reason is not None:
+            return f"owner {excerpt(owner)} cannot be a file name ({reason})"
+    if not manifest["owners"]:
+        return "it lists no owners"
+    samples = manifest.get("samples", 1)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 1000:
+        return f"'samples' is {excerpt(samples)}, not a count"
+    if not isinstance(manifest.get("status", {}), dict):
+        return "'status' is not an object"
+    files = manifest.get("files")
+    if not isinstance(files, dict) or sorted(files) != sorted(_TABLES):
+        return f"'files' must record {' and '.join(_TABLES)} (their rows and checksums)"
+    for name, facts in files.items():
+        if not (
+            isinstance(facts, dict)
+            and isinstance(facts.get("rows"), int)
+            and isinstance(facts.get("sha256"), str)
+        ):
+            return f"'files.{name}' must hold 'rows' and 'sha256'"
+    return None

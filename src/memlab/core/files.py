@@ -1,0 +1,287 @@
+"""Reading files within limits, and staying inside the directories memlab owns.
+
+Every data path (datasets, grids, prompt files, profiles, cache entries, run files, reply
+files) reads through this module, so the same rules hold everywhere:
+
+- **Only regular files.** A FIFO, a device (``/dev/zero``), a socket or a directory is refused
+  before a byte is read; files are opened non-blocking, so opening a FIFO never waits for a
+  writer.
+- **Bounded size.** :func:`read_bytes` refuses a file larger than its ``max_bytes`` (and one
+  that grows past it while read); streams opened with :func:`open_regular` are read with
+  :func:`iter_lines`, which bounds every line.
+- **Containment.** Under a directory memlab owns (a run directory, a response cache),
+  ``inside=ROOT`` checks that the path stays inside ``ROOT`` with no symbolic link on the way
+  (:func:`contained`) and opens the file with ``O_NOFOLLOW``: a link planted in a run or cache
+  directory is never followed out of it, for reading, writing or deleting.
+
+Refusals raise :class:`FileReadError`, an ``OSError``, so callers that already handle I/O
+errors handle these too; a missing file stays a plain ``FileNotFoundError``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from io import BufferedReader
+from pathlib import Path
+
+from memlab.errors import MemlabError, one_line
+
+__all__ = [
+    "MAX_CACHE_ENTRY_BYTES",
+    "MAX_DATASET_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_REPLY_BYTES",
+    "MAX_RUN_FILE_BYTES",
+    "MAX_TABLE_BYTES",
+    "MAX_TEXT_BYTES",
+    "FileReadError",
+    "contained",
+    "io_reason",
+    "is_plain_file",
+    "iter_lines",
+    "open_regular",
+    "read_bytes",
+    "read_text",
+]
+
+MiB = 1024 * 1024
+MAX_TEXT_BYTES = 4 * MiB
+"""Prompt files, grids, profiles, configs and other hand-written text."""
+MAX_REPLY_BYTES = 16 * MiB
+"""One HTTP reply of a model server (the body of a chat completion)."""
+MAX_CACHE_ENTRY_BYTES = 64 * MiB
+"""One response cache entry (the request's messages and the reply)."""
+MAX_RUN_FILE_BYTES = 64 * MiB
+"""One JSON file of a run directory: an owner record, the manifest, a lane description."""
+MAX_LINE_BYTES = 64 * MiB
+"""One line of a JSON-lines file (a dataset owner, a table row)."""
+MAX_TABLE_BYTES = 1024 * MiB
+"""A JSON-lines table of a run directory (read row by row)."""
+MAX_DATASET_BYTES = 1024 * MiB
+"""A dataset file (read owner by owner)."""
+
+
+class FileReadError(MemlabError, OSError):
+    """A file cannot be read as memlab needs it: not a regular file, too large, reached
+    through a symbolic link or ``..`` out of the directory it must stay in, or not UTF-8.
+
+    Attributes:
+        path: The file.
+        what: What the file is (``"cache entry"``, ``"owner record"``, ...).
+        reason: Why it is refused.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], what: str, reason: str, action: str = "read"
+    ) -> None:
+        self.path = os.fspath(path)
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{one_line(self.path, 300)}: cannot {action} {what}: {reason}")
+
+
+def io_reason(exc: OSError) -> str:
+    """Why an I/O operation failed, in words (a refusal's reason, the system's message, or
+    the error's name)."""
+    return getattr(exc, "reason", None) or exc.strerror or str(exc) or type(exc).__name__
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def contained(
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    what: str = "file",
+    action: str = "use",
+) -> Path:
+    """``path`` as a path under ``root`` (resolved), checked to stay inside it.
+
+    The path is normalised lexically and must not leave ``root``; every component between
+    ``root`` and ``path`` that exists must not be a symbolic link (``root`` itself may be one:
+    where a user keeps a directory is the user's choice). The returned path is the one to
+    open, write or delete.
+
+    Raises:
+        FileReadError: The path leaves ``root`` or passes through a symbolic link (the
+            message says ``cannot <action> <what>``).
+    """
+    try:
+        base = Path(root).resolve()
+        target = os.path.abspath(path)
+        # Relative to the root as given, or as resolved (a caller may pass either form).
+        candidates = (os.path.relpath(target, anchor) for anchor in (os.path.abspath(root), base))
+        relative = next((r for r in candidates if not _escapes(r)), None)
+    except ValueError:  # a NUL in the path
+        raise FileReadError(path, what, "the path contains a NUL character", action) from None
+    if relative is None:
+        raise FileReadError(path, what, f"it lies outside {base}", action)
+    if relative == os.curdir:
+        return base
+    current = base
+    for part in relative.split(os.sep):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            break  # nothing below a missing component exists
+        except OSError as exc:
+            raise FileReadError(path, what, io_reason(exc), action) from None
+        if stat.S_ISLNK(mode):
+            raise FileReadError(
+                path,
+                what,
+                f"{current} is a symbolic link; memlab does not follow links inside {base}",
+                action,
+            )
+    return base / relative
+
+
+def _escapes(relative: str) -> bool:
+    return os.path.isabs(relative) or relative.split(os.sep)[0] == os.pardir
+
+
+def is_plain_file(path: str | os.PathLike[str]) -> bool:
+    """True for a regular file that is not a symbolic link (``lstat``; no exception)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    max_bytes: int | None = None,
+    inside: str | os.PathLike[str] | None = None,
+) -> BufferedReader:
+    """Open a regular file for reading in binary mode (see the module docstring).
+
+    Args:
+        path: The file.
+        what: What it is, for messages.
+        max_bytes: Refuse a larger file.
+        inside: A directory memlab owns that the file must stay in (no links followed).
+
+    Raises:
+        FileReadError: Not a regular file, too large, or outside ``inside``.
+        OSError: The file is missing or cannot be opened (``FileNotFoundError``, ...).
+    """
+    target = contained(path, inside, what, "read") if inside is not None else Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if inside is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags)
+    except ValueError:  # a NUL in the path
+        raise FileReadError(path, what, "the path contains a NUL character") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and inside is not None:
+            raise FileReadError(
+                path, what, "it is a symbolic link; memlab does not follow links it did not make"
+            ) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileReadError(path, what, f"it is {_kind(info.st_mode)}, not a regular file")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise FileReadError(
+                path,
+                what,
+                f"it is {info.st_size} bytes; memlab reads at most {max_bytes} bytes "
+                "(is this the right file?)",
+            )
+        os.set_blocking(fd, True)
+        handle: BufferedReader = os.fdopen(fd, "rb")
+        return handle
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    max_bytes: int,
+    inside: str | os.PathLike[str] | None = None,
+) -> bytes:
+    """The content of a regular file of at most ``max_bytes`` bytes (see :func:`open_regular`).
+
+    Raises:
+        FileReadError: Not a regular file, larger than ``max_bytes`` (also when it grows while
+            read), or outside ``inside``.
+        OSError: The file is missing or cannot be opened.
+    """
+    with open_regular(path, what=what, max_bytes=max_bytes, inside=inside) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileReadError(path, what, f"it grew past {max_bytes} bytes while it was read")
+    return data
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    max_bytes: int = MAX_TEXT_BYTES,
+    inside: str | os.PathLike[str] | None = None,
+) -> str:
+    """A UTF-8 text file of at most ``max_bytes`` bytes (see :func:`read_bytes`).
+
+    Raises:
+        FileReadError: As :func:`read_bytes`, or the content is not UTF-8.
+        OSError: The file is missing or cannot be opened.
+    """
+    data = read_bytes(path, what=what, max_bytes=max_bytes, inside=inside)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileReadError(
+            path,
+            what,
+            f"it is not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8",
+        ) from None
+
+
+def iter_lines(
+    handle: BufferedReader,
+    *,
+    path: str | os.PathLike[str],
+    what: str,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_total_bytes: int | None = None,
+) -> Iterator[bytes]:
+    """The lines of an open binary file, each at most ``max_line_bytes`` long.
+
+    Raises:
+        FileReadError: A line is longer, or the lines add up to more than
+            ``max_total_bytes``.
+    """
+    total = 0
+    number = 0
+    while True:
+        line = handle.readline(max_line_bytes + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line_bytes:
+            raise FileReadError(path, what, f"line {number} is longer than {max_line_bytes} bytes")
+        total += len(line)
+        if max_total_bytes is not None and total > max_total_bytes:
+            raise FileReadError(path, what, f"it is larger than {max_total_bytes} bytes")
+        yield line
