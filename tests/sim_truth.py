@@ -1,20 +1,23 @@
-"""What the metrics should be for a simulated-model lane, derived from the profile alone.
+"""What the metrics should be for a simulated-model lane, from the profile's declared rates.
 
-For one owner, a profile, a confidence threshold and the parse options of the lane (which
-failure categories fail), the expected final-state counts follow from the declared behaviour:
+Truth from provenance: a stored wording states exactly the gold fact the simulated model
+proposed it for (a restatement states the fact it restates; inventions and leaks state none).
+So nothing here asks a matcher, and nothing reads the profile through the simulator's own
+helpers (``share_at_least``, ``pick_*``): shares are computed from the declared fields, so a
+wrong draw in the simulator shows up as a measured value away from the expected one.
 
-- The final update of session ``i`` parses with ``1 - f`` (``f`` = the injected rate of the
-  categories that fail under the lane's parse options).
-- Gold fact ``g`` of session ``i`` ends up stored in style ``s`` with
-  ``p * w_s * q * (1 - f)`` (``q`` = share of confidences >= threshold), times
-  ``1 - rho * (1 - f_k)`` when session ``k`` retracts it (``rho`` = ``remove_retracted``).
-- A gold fact is covered when any stored fact covers it (the sweep's default matcher decides on the
-  exact wordings); facts are taken as independent.
-- A stored original of ``g`` is restated in each later final update with ``r * q * (1 - f)``
-  (never in the session that retracts it), at most once; restatements are removed with it.
-- Each final update stores ``invent_rate * q' * (1 - f)`` invented facts (``q'`` from
-  ``invented_confidence``) and each
-  must-not-store string leaks with ``leak_rate * q * (1 - f)``.
+For one owner, a profile, a confidence threshold and the parse options of the lane:
+
+- The final update of a session parses with ``ok = 1 - f`` (``f``: the declared rates of the
+  failure categories that fail under the lane's parse options).
+- Gold fact ``g`` revealed in session ``i`` is stored with ``p * q * ok`` (``p`` =
+  ``propose_rate``, ``q`` = declared share of confidences >= threshold), in whatever wording.
+- If session ``k > i`` retracts it, it is removed with ``rho * ok`` (``rho`` =
+  ``remove_retracted``), restatements with it.
+- A stored original is restated in each later final update before a retraction with
+  ``r * q * ok``, at most once.
+- Each final update stores ``invent_rate * q' * ok`` invented facts (``q'`` from
+  ``invented_confidence``); a must-not-store string leaks with ``leak_rate * q * ok``.
 
 No cap is assumed (the validation lanes use ``max_facts=500``).
 """
@@ -26,16 +29,14 @@ from dataclasses import dataclass
 
 from memlab.core.parsing import FailureCategory, ParseOptions
 from memlab.datasets.models import Owner
-from memlab.matching.base import FactMatcher
-from memlab.matching.matchers import default_matcher
-from memlab.simulation.profile import SimProfile, leaked, worded
+from memlab.simulation.profile import SimProfile
 
 __all__ = ["Expected", "expected_counts", "failing_categories"]
 
-_LENIENT_OK = {
-    FailureCategory.FENCED,
-    FailureCategory.PROSE_WRAPPED,
-    FailureCategory.THINK_BLOCK,
+_WRAPPERS = {
+    FailureCategory.FENCED: "fence",
+    FailureCategory.PROSE_WRAPPED: "prose",
+    FailureCategory.THINK_BLOCK: "think",
 }
 
 
@@ -43,18 +44,15 @@ def failing_categories(options: ParseOptions) -> set[FailureCategory]:
     """Injected categories that fail under ``options`` (the lenient rung fixes wrappers)."""
     failing = set(FailureCategory)
     if options.lenient:
-        failing -= {c for c in _LENIENT_OK if _wrapper(c) in options.strip}
+        failing -= {c for c, wrapper in _WRAPPERS.items() if wrapper in options.strip}
     if options.repair:
         failing.discard(FailureCategory.INVALID_JSON)  # a trailing comma is repaired
     return failing
 
 
-def _wrapper(category: FailureCategory) -> str:
-    return {
-        FailureCategory.FENCED: "fence",
-        FailureCategory.PROSE_WRAPPED: "prose",
-        FailureCategory.THINK_BLOCK: "think",
-    }[category]
+def _share_at_least(weights: dict[float, float], threshold: float) -> float:
+    total = sum(weights.values())
+    return sum(w for value, w in weights.items() if value >= threshold) / total
 
 
 @dataclass
@@ -75,82 +73,44 @@ def expected_counts(
     owner: Owner, profile: SimProfile, threshold: float, options: ParseOptions
 ) -> Expected:
     """Expected final-state counts for ``owner`` (see the module docstring)."""
-    matcher = default_matcher()  # the matcher a sweep scores with
-    q = profile.share_at_least(threshold)
-    ok = 1.0 - profile.failure_rate(failing_categories(options))
+    q = _share_at_least(profile.confidence, threshold)
+    q_invented = _share_at_least(profile.invented_confidence or profile.confidence, threshold)
+    failing = failing_categories(options)
+    ok = 1.0 - sum(rate for category, rate in profile.failures.items() if category in failing)
     p, rho, r = profile.propose_rate, profile.remove_retracted, profile.restate_rate
     sessions = owner.sessions
     retracted_in = {gid: k for k, s in enumerate(sessions) for gid in s.labels.retracts}
-    gold = {f.id: (i, f) for i, s in enumerate(sessions) for f in s.labels.facts}
-    active = {gid: f.content for gid, (_i, f) in gold.items() if gid not in retracted_in}
-    out = Expected(gold_active=len(active))
-
-    # Every fact that can be stored at the end, with the probability that it is; the
-    # wordings of one gold fact exclude each other, so they form one group.
-    stored: list[list[tuple[str, float]]] = []
-    for gid, (i, fact) in gold.items():
-        kept = 1.0 - rho * ok if gid in retracted_in else 1.0
-        shares = profile.wording_shares().items()
-        stored.append([(worded(fact.content, s), p * w * q * ok * kept) for s, w in shares])
-        # Restatement: in each later session before a retraction, once.
-        last = retracted_in.get(gid, len(sessions))
-        not_yet = 1.0
-        for _j in range(i + 1, last):
-            not_yet *= 1.0 - r * q * ok
-        restated = p * q * ok * (1.0 - not_yet) * kept
-        out.restated += restated
-        out.facts += restated
-        # A restatement has the content words of the stored wording it restates.
-        out.stored_precise += restated * sum(
-            w
-            for s, w in shares
-            if any(matcher.covers(worded(fact.content, s), g) for g in active.values())
-        )
-        out.skipped_below_threshold += p * (1.0 - q) * ok
-        out.skipped_below_threshold += (
-            p
-            * q
-            * ok
-            * sum(
-                not_yet_before * r * (1.0 - q) * ok
-                for not_yet_before in _survival(r * q * ok, last - i - 1)
-            )
-        )
+    out = Expected()
+    for i, session in enumerate(sessions):
+        for fact in session.labels.facts:
+            k = retracted_in.get(fact.id)
+            kept = 1.0 - rho * ok if k is not None and k > i else 1.0
+            stored = p * q * ok * kept
+            # Restated in each later session before the retraction (or the end), once.
+            chances = (k if k is not None else len(sessions)) - i - 1
+            never = (1.0 - r * q * ok) ** max(0, chances)
+            restated = stored * (1.0 - never)
+            out.facts += stored + restated
+            out.restated += restated
+            out.skipped_below_threshold += p * (1.0 - q) * ok
+            # Restatements below the threshold: one chance per session until one passes.
+            alive = 1.0
+            for _ in range(max(0, chances)):
+                out.skipped_below_threshold += p * q * ok * alive * r * (1.0 - q) * ok
+                alive *= 1.0 - r * q * ok
+            if k is None:
+                out.gold_active += 1
+                out.gold_covered += stored
+                out.stored_precise += stored + restated
+            else:
+                out.retracted_held += stored
     # A string repeated in later sessions leaks the same fact again: a duplicate, not stored.
-    leaks = Counter(leaked(s) for session in sessions for s in session.labels.must_not_store)
-    for text, times in leaks.items():
-        prob = 1.0 - (1.0 - profile.leak_rate * q * ok) ** times
-        stored.append([(text, prob)])
-        out.forbidden_stored += prob
+    leaks = Counter(s for session in sessions for s in session.labels.must_not_store)
+    for times in leaks.values():
+        leaked = 1.0 - (1.0 - profile.leak_rate * q * ok) ** times
+        out.facts += leaked
+        out.forbidden_stored += leaked
         out.skipped_below_threshold += profile.leak_rate * (1.0 - q) * ok * times
-    q_invented = profile.share_at_least(threshold, invented=True)
     out.facts += profile.invent_rate * q_invented * ok * len(sessions)
     out.skipped_below_threshold += profile.invent_rate * (1.0 - q_invented) * ok * len(sessions)
-
-    for text, prob in (item for group in stored for item in group):
-        out.facts += prob
-        if any(matcher.covers(text, g) for g in active.values()):
-            out.stored_precise += prob
-    for content in active.values():
-        out.gold_covered += _any_covers(stored, content, matcher)
-    for gid in retracted_in:
-        if gid in gold:
-            out.retracted_held += _any_covers(stored, gold[gid][1].content, matcher)
     return out
-
-
-def _survival(hazard: float, steps: int) -> list[float]:
-    """P(not yet happened) before each of ``steps`` independent chances with ``hazard``."""
-    values, alive = [], 1.0
-    for _ in range(max(0, steps)):
-        values.append(alive)
-        alive *= 1.0 - hazard
-    return values
-
-
-def _any_covers(stored: list[list[tuple[str, float]]], gold: str, matcher: FactMatcher) -> float:
-    """P(at least one stored fact covers ``gold``), groups taken as independent."""
-    none = 1.0
-    for group in stored:
-        none *= 1.0 - sum(prob for text, prob in group if matcher.covers(text, gold))
-    return 1.0 - none

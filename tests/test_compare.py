@@ -29,10 +29,12 @@ from memlab import compare
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
+from memlab.reporting.gate import check_regressions
 from memlab.reporting.report import build_report
 from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
+from memlab.sweeps.grid import Grid, GridError
 from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -137,9 +139,10 @@ def rows(table: pd.DataFrame) -> dict[str, pd.Series]:
 def test_clearly_better_on_every_owner_is_significant(good: Run, bad: Run) -> None:
     table = compare(good, bad)
     assert list(table.columns) == list(COMPARE_COLUMNS)
-    assert set(table["metric"]) == {s.column for s in interval_specs()} - {
-        "duplicate_rate_embedding"  # not measured in these runs
-    }
+    # Embedding duplicates and memory QA are not measured in these runs.
+    unmeasured = {s.column for s in interval_specs() if "embedding" in s.column}
+    unmeasured |= {s.column for s in interval_specs() if s.column.startswith("qa_")}
+    assert set(table["metric"]) == {s.column for s in interval_specs()} - unmeasured
     by = rows(table)
     recall, failures = by["recall"], by["parse_failure_rate"]
     assert recall["owners"] == OWNERS
@@ -150,9 +153,11 @@ def test_clearly_better_on_every_owner_is_significant(good: Run, bad: Run) -> No
     assert recall["verdict"] == "worse"
     assert failures["delta"] > 0 and failures["delta_lo"] > 0
     assert failures["verdict"] == "worse"
-    # Precision is 100% on both sides: no difference at all.
-    assert by["precision"]["delta"] == 0 and by["precision"]["p_value"] == 1.0
-    assert by["precision"]["verdict"] == "no significant difference"
+    # Precision is 100% on both sides: no change, and no test (no p-value, not in the family).
+    for name in ("precision", "precision_macro"):
+        assert by[name]["delta"] == 0 and math.isnan(by[name]["p_value"]), name
+        assert by[name]["verdict"] == "no change" and math.isnan(by[name]["p_holm"])
+    assert by["precision"]["role"] == "secondary" and by["precision_macro"]["role"] == "primary"
 
 
 def test_same_model_up_to_noise_is_not_significant(noisy: tuple[Run, Run]) -> None:
@@ -169,13 +174,18 @@ def table_significant(by: dict[str, pd.Series]) -> bool:
     return any(bool(row["significant"]) for row in by.values())
 
 
-def test_holm_adjusts_over_every_row(good: Run, bad: Run) -> None:
+def test_holm_adjusts_over_the_primary_rows_that_changed(good: Run, bad: Run) -> None:
     table = compare(good, bad)
-    p, adjusted = table["p_value"].to_numpy(), table["p_holm"].to_numpy()
-    tested = ~pd.isna(p)
-    assert (adjusted[tested] >= p[tested]).all()
-    smallest = p[tested].argmin()
-    assert adjusted[tested][smallest] == pytest.approx(min(1.0, p[tested][smallest] * tested.sum()))
+    tested = table["p_holm"].notna().to_numpy()
+    # recall and parse failures; precision_macro did not change; the rest are secondary.
+    assert sorted(table.loc[tested, "metric"]) == ["parse_failure_rate", "recall"]
+    p, adjusted = table["p_value"].to_numpy()[tested], table["p_holm"].to_numpy()[tested]
+    assert (adjusted >= p).all()
+    assert adjusted[p.argmin()] == pytest.approx(min(1.0, p.min() * 2))
+    # The first Holm step draws its interval at 1 - 0.05 / 2, the second at 1 - 0.05.
+    assert sorted(table.loc[tested, "level"]) == pytest.approx([0.95, 0.975])
+    secondary = table[table["role"] == "secondary"]
+    assert (secondary["level"] == 0.95).all() and not secondary["significant"].any()
 
 
 def test_lanes_within_one_run_against_the_first(both: Run, good: Run, bad: Run) -> None:
@@ -202,7 +212,8 @@ def test_describe_reads_like_the_report(good: Run, bad: Run) -> None:
     row = rows(compare(good, bad))["recall"]
     text = describe(row)
     assert re.fullmatch(
-        r"-\d+\.\d pts \[-\d+\.\d, -\d+\.\d\], p < 0\.001 \(Holm 0\.00\d\), significant", text
+        r"-\d+\.\d pts \[-\d+\.\d, -\d+\.\d\] \(9\d\.?\d*% CI\), p < 0\.001, significant",
+        text,
     ), text
 
 
@@ -232,7 +243,7 @@ def test_compare_command_prints_the_table(
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.startswith("baseline: good: default;")
-    assert "Holm-corrected at alpha 0.05; 500 resamples" in out
+    assert "2 primary tests Holm-corrected at alpha 0.05 (the rest exploratory); 500 " in out
     recall = next(line for line in out.splitlines() if " recall " in f" {line} ")
     assert "worse" in recall and "0 / 16" in recall
     saved = pd.read_csv(out_csv)
@@ -272,9 +283,9 @@ def test_gate_fails_on_significant_regressions_naming_each(
     assert "recall significantly worse than good (default): -" in failed[0]
     assert "parse_failure_rate significantly worse than good (default): +" in failed[1]
     for line in failed:
-        assert re.search(r"\[-?\d+\.\d, -?\d+\.\d\], p < 0\.001", line), line
+        assert re.search(r"\[-?\d+\.\d, -?\d+\.\d\] \(9\d\.?\d*% CI\), p < 0\.001", line), line
         assert line.endswith("significant [--no-significant-regression]")
-    assert "ok default: precision +0.0 pts" in out
+    assert "ok default: precision no change" in out
     assert "gate failed: 2 regression(s)" in out
 
 
@@ -354,10 +365,16 @@ def test_report_states_intervals_deltas_p_values_and_mde(
     ) in interval_row
     delta_row = next(line for line in lines if line.startswith("| bad: default | recall |"))
     cells = [c.strip() for c in delta_row.strip("|").split("|")]
-    assert cells[2:6] == ["100.0%", f"{recall['value']:.1%}", describe(recall), "worse"]
+    assert cells[2:7] == [
+        "primary",
+        "100.0%",
+        f"{recall['value']:.1%}",
+        describe(recall),
+        "worse",
+    ]
     mde = float(recall["mde"]) * 100
-    assert cells[6] == f"{mde:.1f} pts"
-    assert cells[7] == "0 / 16"  # owners better / worse
+    assert cells[7] == f"{mde:.1f} pts"
+    assert cells[8] == "0 / 16"  # owners better / worse
     assert "minimum detectable effect" in section.lower()
     html = paths.html.read_text(encoding="utf-8")
     assert "<h2>Statistics</h2>" in html and escape(describe(recall)) in html
@@ -400,3 +417,20 @@ def test_single_configuration_report_states_the_detectable_effect(bad: Run, tmp_
     se = float((bad.summary["recall_hi"] - bad.summary["recall_lo"]).iloc[0]) / (2 * 2.1)
     assert 0.5 * 2.8 * math.sqrt(2) * se < float(found.group(1)) / 100 < 2 * 2.8 * 1.5 * se
     assert "these 16 owners" in line
+
+
+def test_a_grids_primary_set_is_the_family_and_the_gate_follows_it(good: Run, bad: Run) -> None:
+    grid = bad.grid.model_copy(update={"primary": ["recall"]})
+    chosen = Run(path=bad.path, grid=grid, lanes=bad.lanes)
+    assert chosen.primary == ("recall",)
+    table = compare(chosen, good).set_index("metric")  # run A's primary set
+    assert table.loc["recall", "role"] == "primary"
+    assert table.loc["parse_failure_rate", "role"] == "secondary"
+    assert table["p_holm"].notna().sum() == 1
+    regressions, checked = check_regressions(chosen, good)
+    assert [r.metric for r in regressions] == ["recall"]
+    assert checked["metric"].tolist() == ["recall"]
+    with pytest.raises(GridError, match="primary"):
+        Grid.from_mapping({"name": "x", "primary": ["final_facts"]})
+    with pytest.raises(CompareError, match="not a rate with an interval"):
+        compare(good, bad, primary=["nope"])

@@ -105,6 +105,15 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
     assert {(lane.backend, lane.max_tokens) for lane in lanes} == {("scripted", 512)}
 
 
+def check_qa_key(block: str, tmp_path: Path) -> None:
+    from memlab.core.yamlio import parse_yaml
+    from memlab.sweeps.qa_spec import QASpec
+
+    spec = QASpec.model_validate(parse_yaml(block, "qa.yaml").data["qa"])
+    assert spec.judges == ["lenient", "strict"] and spec.grader == "openai:gpt-4o-mini"
+    assert spec.conditions == ["memory", "none", "full_context", "gold_memory"]
+
+
 def check_sim_profile(block: str, tmp_path: Path) -> None:
     from memlab.simulation.profile import load_profile
 
@@ -149,16 +158,15 @@ def check_labelling_form(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def check_run_layout(block: str, tmp_path: Path) -> None:
-    """Every listed path exists in a real run directory, and every file there is listed."""
-    run = sweep(
-        "smoke",
-        memlab.Grid.from_mapping({"name": "layout"}),
-        runs_dir=tmp_path,
-        backend_factory=lambda spec: ScriptedBackend(
-            function=lambda request: backend_registry.MINIMAL_CONTRACT_REPLY
-        ),
-        progress=False,
-    )
+    """Every listed path exists in a real run directory with memory QA, and every file there
+    is listed."""
+    grid = {
+        "name": "layout",
+        "owners": ["amara"],
+        "base": {"backend": "sim:careful"},
+        "qa": {"answer_backend": "sim:careful", "judges": ["strict"], "conditions": ["memory"]},
+    }
+    run = sweep("personas", memlab.Grid.from_mapping(grid), runs_dir=tmp_path, progress=False)
     patterns = [line.split()[0] for line in block.splitlines() if line and not line[0].isspace()]
     globs = [re.sub(r"<[a-z_]+>", "*", pattern) for pattern in patterns]
     for pattern in globs:
@@ -295,6 +303,7 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
     ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
+    ("memlab.sweeps.qa_spec", "qa:"): check_qa_key,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',

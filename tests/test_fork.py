@@ -15,6 +15,7 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
+from memlab.scoring.metric_specs import STALE_HORIZON
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, GridError
 from memlab.sweeps.plan import load_grid
@@ -159,8 +160,10 @@ def test_forked_lanes_compare_from_identical_state(workspace: Path) -> None:
     for run, correct in ((fixing, 2), (plain, 0)):
         row = run.summary.iloc[0]
         assert (row["op_removals_correct"], row["op_removals_missed"]) == (correct, 2 - correct)
-    assert fixing.summary.iloc[0]["stale_sessions_mean"] == 0
-    assert plain.summary.iloc[0]["stale_sessions_mean"] == 2  # sessions 2 and 3, censored
+    assert fixing.summary.iloc[0]["stale_rmst"] == 0
+    # Held at the ends of sessions 2 and 3, then censored: never seen removed, so it survives
+    # the whole horizon of the restricted mean.
+    assert plain.summary.iloc[0]["stale_rmst"] == STALE_HORIZON
     paths = build_report([plain, fixing], workspace / "report")
     markdown = paths.markdown.read_text(encoding="utf-8")
     section = markdown[markdown.index("## Memory operations") :]

@@ -65,15 +65,16 @@ def test_eviction_regret_bars(run: Run) -> None:
     assert texts(fig).count("0%\ncap 0, thr 0") == 2
 
 
-def test_stale_survival_bars(run: Run) -> None:
+def test_stale_survival_curves(run: Run) -> None:
     fig = charts.stale_survival_chart(run)
     ax = fig.axes[0]
-    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
-    # Per lane: x = 0, 1, 2 removed (none) then held (the nurse fact, 2 sessions, censored).
-    held = [p.get_height() for p in bars if p.get_hatch() == "//"]
-    assert held == [0, 0, 1] * 4
+    # Per lane: the nurse fact, still held at the 2 session ends left (censored): never
+    # removed, so the Kaplan-Meier curve stays at 1 and the restricted mean is the horizon.
+    assert len(ax.lines) == 4
+    for line in ax.lines:
+        assert list(np.asarray(line.get_ydata())) == [1.0, 1.0, 1.0, 1.0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert all(text.endswith("(mean 2.00)") for text in legend) and len(legend) == 4
+    assert all(text.endswith("(RMST 3 [-])") for text in legend) and len(legend) == 4
 
 
 def test_injection_coverage_lines(run: Run) -> None:

@@ -18,8 +18,10 @@ from memlab.reporting.gate import Thresholds, check_gate
 from memlab.scoring import metric_specs
 from memlab.scoring.comparison import compare
 from memlab.scoring.metric_specs import (
+    DEFAULT_PRIMARY,
     METRIC_SPECS,
     MetricSpec,
+    count_columns,
     gate_specs,
     interval_specs,
     report_specs,
@@ -75,9 +77,14 @@ def test_declarations_are_unique_and_consistent() -> None:
         values = [getattr(spec, attribute) for spec in METRIC_SPECS]
         assert len(values) == len(set(values)), attribute
     for spec in interval_specs():
-        # Shares lie in [0, 1]; a mean with an interval (stale sessions) is a count ratio.
+        # Shares lie in [0, 1]; a restricted mean survival time in [0, its horizon].
+        if spec.survival is not None:
+            assert spec.ratio is None and spec.valid == (0.0, spec.survival[2]), spec.column
+            continue
         expected = (0.0, 1.0) if spec.percent else (0.0, math.inf)
         assert spec.ratio is not None and spec.valid == expected, spec.column
+    # The primary family: declared in the specs, one line each.
+    assert DEFAULT_PRIMARY == ("parse_failure_rate", "recall", "precision_macro")
     for name, spec in gate_specs().items():
         assert name.startswith("max_" if spec.direction == "lower" else "min_")
         assert spec.flag == "--" + name.replace("_", "-")
@@ -85,13 +92,16 @@ def test_declarations_are_unique_and_consistent() -> None:
 
 def test_every_count_a_spec_names_is_computed(run: Run) -> None:
     counts = owner_counts(run.calls, run.sessions)
-    needed = {c for spec in METRIC_SPECS for c in spec.sources} - {"dup_embedding"}
+    # Measured only when asked for: embedding duplicates, memory QA (tests/test_qa_sweep.py).
+    optional = {"dup_embedding", *count_columns(by="qa")}
+    needed = {c for spec in METRIC_SPECS for c in spec.sources} - optional
     assert needed <= set(counts.columns), needed - set(counts.columns)
     assert len(counts) == 6  # 2 lanes x 3 owners
 
 
 def test_summary_columns_follow_the_specs(run: Run) -> None:
-    expected = [c for c in summary_columns() if "embedding" not in c]
+    optional = ("embedding", "qa_")  # not measured in this run
+    expected = [c for c in summary_columns() if not any(o in c for o in optional)]
     assert list(run.summary.columns[-len(expected) :]) == expected
     row = run.summary.set_index("label").loc["thr=0.7"]
     assert row["parse_failure_rate"] == pytest.approx(1 / 3)

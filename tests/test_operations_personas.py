@@ -87,7 +87,10 @@ def test_summary_on_personas(run: Run) -> None:
     assert row["op_remove_recall"] == pytest.approx(0.5)
     assert row["op_remove_f1"] == pytest.approx(2 / 3)
     assert row["op_wrong_removals"] == 0
-    assert row["stale_sessions_mean"] == pytest.approx(1.0)  # (0 + 2 + 0 + 2) / 4
+    # Episodes 0, 0 (removed) and 2, 2 (still held at the end: censored). Kaplan-Meier:
+    # S(0) = 2/4, nobody removed at 1, nobody at risk at 2 (flat): RMST = 0.5 + 0.5 + 0.5. The
+    # plain mean of the seen times, (0 + 2 + 0 + 2) / 4 = 1, would understate it.
+    assert row["stale_rmst"] == pytest.approx(1.5)
     # adds: 8 crafted adds (tomas 2, amara 2, emily 4), all correct
     assert (row["op_adds_correct"], row["op_adds_spurious"], row["op_adds_redundant"]) == (8, 0, 0)
     assert row["op_add_precision"] == 1.0

@@ -2,11 +2,15 @@
 
 Three built-in profiles replay the bundled ``personas`` dataset through the real pipeline
 (middleware, debounced queue, updater, parse ladder, baseline merge) with several seeds each.
-For each metric the expected value per owner follows from the profile (``tests/sim_truth.py``);
-the test asserts that 0 lies in a bootstrap interval (owners x seeds resampled) of
-measured minus expected. The intervals are Bonferroni-corrected over all checks of the module,
-so a correct pipeline fails none of them with 95% probability over seeds. Where nothing is
-random the numbers must match exactly.
+The runs are scored with the simulated model's own record of where each stored wording came
+from (:class:`~memlab.simulation.provenance.ProvenanceMatcher`), so what is checked is the
+pipeline and the metric code, not a matcher. For each metric the expected value per owner
+follows from the profile's declared rates (``tests/sim_truth.py``, which shares no code with
+the metrics or matchers); the test asserts that 0 lies in a bootstrap interval (owners x seeds
+resampled) of measured minus expected. The intervals are Bonferroni-corrected over all checks
+of the module, so a correct pipeline fails none of them with 95% probability over seeds. Where
+nothing is random the numbers must match exactly. How well the default matcher agrees with
+provenance on these wordings is measured separately, at the end.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from sim_truth import Expected, expected_counts
 from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.matching.matchers import default_matcher
 from memlab.simulation.model import SimDecision, SimulatedBackend
 from memlab.simulation.profile import load_profile
+from memlab.simulation.provenance import ProvenanceMatcher, matcher_agreement
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
@@ -44,8 +50,9 @@ OWNERS = load_dataset(resolve_dataset("personas"))
 
 
 @cache
-def _run(profile: str, tmp: Path) -> Run:
+def _run(profile: str, tmp: Path) -> tuple[Run, SimulatedBackend]:
     threshold, parse = LANES[profile]
+    backend = SimulatedBackend(profile, dataset=OWNERS)
     grid = Grid.from_mapping(
         {
             "name": f"validate-{profile}",
@@ -59,13 +66,29 @@ def _run(profile: str, tmp: Path) -> Run:
             "axes": {"seed": SEEDS},
         }
     )
-    return sweep("personas", grid, runs_dir=tmp, progress=False, resume=False, max_workers=1)
+    run = sweep(
+        "personas",
+        grid,
+        runs_dir=tmp,
+        progress=False,
+        resume=False,
+        max_workers=1,
+        backend_factory=lambda _spec: backend,
+        matcher=ProvenanceMatcher(backend),
+    )
+    return run, backend
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
     tmp = tmp_path_factory.mktemp("sim-runs")
-    return lambda profile: _run(profile, tmp)
+    return lambda profile: _run(profile, tmp)[0]
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], SimulatedBackend]:
+    tmp = tmp_path_factory.mktemp("sim-runs")
+    return lambda profile: _run(profile, tmp)[1]
 
 
 def _interval(diff_num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
@@ -188,32 +211,86 @@ def test_lenient_parsing_recovers_wrapped_replies_at_the_injected_rate(
     assert category.value not in counts.columns  # the lenient rung recovered every one
 
 
+PERFECT = (
+    "name: perfect\npropose_rate: 1.0\nwording: {verbatim: 1}\nconfidence: {1.0: 1}\n"
+    "remove_retracted: 1.0\n"
+)
+
+
+def _perfect_run(tmp_path: Path, matcher: str) -> Run:
+    profile = tmp_path / "perfect.yaml"
+    profile.write_text(PERFECT, encoding="utf-8")
+    backend = SimulatedBackend(profile, dataset=OWNERS)
+    grid = Grid.from_mapping(
+        {"name": f"perfect-{matcher}", "base": {"backend": f"sim:{profile}", "max_facts": 500}}
+    )
+    scorer = ProvenanceMatcher(backend) if matcher == "provenance" else default_matcher()
+    return sweep(
+        "personas",
+        grid,
+        runs_dir=tmp_path,
+        progress=False,
+        backend_factory=lambda _spec: backend,
+        matcher=scorer,
+    )
+
+
 def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
     """Nothing random: every fact proposed verbatim at confidence 1, every retraction
-    removed, no failures. Recall and precision are 1, every retracted fact is removed."""
-    profile = tmp_path / "perfect.yaml"
-    profile.write_text(
-        "name: perfect\npropose_rate: 1.0\nwording: {verbatim: 1}\nconfidence: {1.0: 1}\n"
-        "remove_retracted: 1.0\n",
-        encoding="utf-8",
-    )
-    grid = Grid.from_mapping(
-        {"name": "perfect", "base": {"backend": f"sim:{profile}", "max_facts": 500}}
-    )
-    run = sweep("personas", grid, runs_dir=tmp_path, progress=False)
-    summary = run.summary.iloc[0]
+    removed, no failures. Recall and precision are 1, no retracted fact is held."""
+    summary = _perfect_run(tmp_path, "provenance").summary.iloc[0]
     gold = sum(len(s.labels.facts) for o in OWNERS for s in o.sessions)
     retracted = sum(len(s.labels.retracts) for o in OWNERS for s in o.sessions)
+    assert retracted > 0  # a sentinel: the data does retract facts
     assert summary["parse_failures"] == 0
     assert summary["recall"] == 1.0 and summary["precision"] == 1.0
+    assert summary["precision_macro"] == 1.0
+    assert summary["retracted_held"] == 0 and summary["retracted_held_rate"] == 0.0
     assert summary["added"] == gold
     assert summary["removed"] == retracted
     assert summary["final_facts"] == gold - retracted
     assert summary["dup_near"] == 0 and summary["forbidden_stored"] == 0
-    # No remaining fact may "state" a retracted one, and no add may "state" a fact already
-    # held: the real matcher, not only the labels, must read the personas facts apart.
-    assert summary["retracted_held"] == 0
+    assert summary["stale_rmst"] == 0.0  # every retracted fact removed in its session
+
+
+def test_the_default_matcher_agrees_on_the_perfect_profile(tmp_path: Path) -> None:
+    """The real metric, not only provenance: no remaining fact may "state" a retracted one,
+    and no add may "state" a fact already held: the default matcher must read the personas
+    facts apart."""
+    summary = _perfect_run(tmp_path, "default").summary.iloc[0]
+    assert summary["retracted_held"] == 0 and summary["recall"] == 1.0
+    assert summary["precision"] == 1.0
     assert summary["op_add_precision"] == 1.0 and summary["op_adds_redundant"] == 0
+
+
+def test_default_matcher_agreement_with_provenance(
+    runs: Callable[[str], Run], backends: Callable[[str], SimulatedBackend]
+) -> None:
+    """Matcher-on-simulator agreement, reported apart from the metric checks above: every
+    (stored fact, gold fact of its owner) pair of the runs' final memories, judged by the
+    default matcher and by provenance."""
+    matcher = default_matcher()
+    gold_of = {o.user_id: [f.content for s in o.sessions for f in s.labels.facts] for o in OWNERS}
+    lines = []
+    for profile in LANES:
+        run, truth = runs(profile), ProvenanceMatcher(backends(profile))
+        pairs = [
+            (str(fact), gold)
+            for lane_id in run.lanes
+            for user, facts in run.final_facts(lane_id).groupby("user_id")["content"]
+            for fact in facts
+            for gold in gold_of[str(user)]
+        ]
+        found = matcher_agreement(matcher, truth, pairs)
+        assert found.true_matches > 0 and found.pairs > found.true_matches  # sentinels
+        lines.append(
+            f"{profile}: {found.pairs} pairs, agreement {found.agreement:.1%}, matches found "
+            f"{found.found}/{found.true_matches}, false matches {found.false_matches}"
+        )
+        # The default matcher misses terse wordings (sloppy words 60% of facts tersely) and
+        # accepts a few wrong pairs, but agrees on the large majority.
+        assert found.agreement > 0.9, lines[-1]
+    print("\n".join(lines))
 
 
 def test_the_pipeline_counts_exactly_the_failures_the_model_produced(tmp_path: Path) -> None:

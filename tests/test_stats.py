@@ -55,11 +55,13 @@ def rejection_rate(owners: int, shift: float, trials: int, seed: int) -> tuple[f
     return rejected / trials, float(np.mean(mdes))
 
 
+@pytest.mark.simulation
 def test_false_positive_rate_without_a_true_difference() -> None:
     rate, _ = rejection_rate(owners=20, shift=0.0, trials=1000, seed=1)
     assert 0.03 <= rate <= 0.07, rate
 
 
+@pytest.mark.simulation
 def test_false_positive_rate_with_shared_denominators_never_exceeds_alpha() -> None:
     # Recall-like: both configurations scored on the same gold facts. Per-owner deltas are
     # small integers, the permutation distribution has ties, and the test is conservative.
@@ -86,11 +88,13 @@ def coverage(owners: int, trials: int, seed: int, per_owner: int = 10, p: float 
     return hits / trials
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("owners", [14, 30])
 def test_bootstrap_interval_coverage_on_a_binomial_setup(owners: int) -> None:
     assert 0.93 <= coverage(owners, trials=1000, seed=owners) <= 0.97
 
 
+@pytest.mark.simulation
 def test_paired_delta_interval_covers_zero_without_a_difference() -> None:
     rng = np.random.default_rng(3)
     hits = 0
@@ -103,19 +107,25 @@ def test_paired_delta_interval_covers_zero_without_a_difference() -> None:
     assert 0.93 <= hits / 1000 <= 0.97
 
 
+@pytest.mark.simulation
 def test_power_rises_with_the_number_of_owners() -> None:
     powers = [rejection_rate(n, shift=0.1, trials=300, seed=10 + n)[0] for n in (8, 16, 32, 64)]
     assert powers == sorted(powers) and len(set(powers)) == 4, powers
     assert powers[0] < 0.3 and powers[-1] > 0.85, powers
 
 
-def test_minimum_detectable_effect_is_detected_about_80_percent_of_the_time() -> None:
-    _, mde = rejection_rate(owners=40, shift=0.1, trials=200, seed=4)
-    # With a true shift equal to the stated MDE the test should have about 80% power. The
-    # shift is on the owners' propensity, the MDE on the pooled rate; they agree here
-    # because the propensities stay away from 0 and 1 after the shift.
-    power, _ = rejection_rate(owners=40, shift=mde, trials=400, seed=5)
-    assert 0.7 <= power <= 0.9, (mde, power)
+@pytest.mark.simulation
+@pytest.mark.parametrize("owners", [14, 40])
+def test_the_stated_mde_is_detected_at_least_80_percent_of_the_time(owners: int) -> None:
+    # The MDE is stated for the spread observed; find the effect whose own spread gives an MDE
+    # of its size (two rounds from 0.1), then replay that effect: the verdict must come out
+    # significant in at least 80% of the pairs.
+    shift = 0.1
+    for step in range(2):
+        _, shift = rejection_rate(owners, shift, trials=200, seed=40 + step)
+    power, _ = rejection_rate(owners, shift, trials=800, seed=9)
+    print(f"{owners} owners: power {power:.3f} at the stated MDE {shift:.3f}")
+    assert power >= 0.80, (shift, power)
 
 
 def test_exact_sign_flip_with_few_owners() -> None:

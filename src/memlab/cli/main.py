@@ -25,6 +25,7 @@ __all__ = ["EXIT_INTERRUPTED", "UsageError", "build_parser", "console", "main"]
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
+    "qa",
     "prompts",
     "datasets",
     "report",

@@ -10,7 +10,7 @@ from typing import Any
 from memlab.cli import _args
 from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.errors import excerpt
-from memlab.scoring.metric_specs import gate_specs, interval_specs
+from memlab.scoring.metric_specs import gate_specs, interval_specs, primary_metrics
 
 # The commands import what they run when they run (pandas and matplotlib for a report):
 # `memlab --help` and argument errors stay fast.
@@ -111,8 +111,12 @@ def _register_gate(subparsers: Any) -> None:
     g.add_argument(
         "--no-significant-regression",
         metavar="METRICS",
-        help="comma-separated rates that must not be significantly worse than the baseline's "
-        f"(Holm-corrected paired test), or 'all'; rates: {', '.join(_rates())}",
+        nargs="?",
+        const="primary",
+        help="rates that must not be significantly worse than the baseline's (Holm step-down "
+        "over them): 'primary' (the default without a value: the run's primary metrics, its "
+        "grid's 'primary:' or those the specs declare), 'all', or comma-separated rates: "
+        f"{', '.join(_rates())}",
     )
     g.add_argument(
         "--baseline-lane",
@@ -123,6 +127,12 @@ def _register_gate(subparsers: Any) -> None:
         "--use-bound",
         action="store_true",
         help="check thresholds of rates on the pessimistic end of their 95%% interval",
+    )
+    g.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="the judge whose verdicts the memory-QA thresholds count (default: the QA "
+        "step's first judge)",
     )
     _args.add_stat_options(g)
     for name, spec in gate_specs().items():
@@ -135,18 +145,20 @@ def _rates() -> list[str]:
     return [spec.column for spec in interval_specs()]
 
 
-def _regression_metrics(text: str) -> list[str]:
+def _regression_metrics(text: str, primary: tuple[str, ...] | None) -> list[str]:
     from memlab.reporting.gate import ThresholdError
 
     rates = _rates()
     if text.strip() == "all":
         return rates
+    if text.strip() == "primary":
+        return list(primary_metrics(primary))
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in rates]
     if unknown or not names:
         raise ThresholdError(
             f"--no-significant-regression: unknown rate {(unknown or [text])[0]!r}; "
-            f"rates: {', '.join(rates)}, or 'all'"
+            f"rates: {', '.join(rates)}, 'primary' or 'all'"
         )
     return names
 
@@ -180,6 +192,8 @@ def _gate(args: argparse.Namespace) -> int:
     if args.use_bound and not thresholds.limits:
         raise ThresholdError("--use-bound applies to thresholds; pass a --max-*/--min-* flag")
     run = load_run(args.run)
+    if args.judge is not None:
+        run = run.with_judge(args.judge)
     run.stats = options
     missed = check_gate(run, thresholds, use_bound=args.use_bound)
     regressions: list[Regression] = []
@@ -188,7 +202,7 @@ def _gate(args: argparse.Namespace) -> int:
         regressions, table = check_regressions(
             run,
             baseline,
-            _regression_metrics(regression),
+            _regression_metrics(regression, run.primary),
             baseline_lane=args.baseline_lane,
             options=options,
         )

@@ -171,7 +171,9 @@ def register(subparsers: Any) -> None:
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
+    from memlab.reporting.qa import qa_text
     from memlab.sweeps.driver import IncompleteSweepError, sweep
+    from memlab.sweeps.qa_step import IncompleteQAError
 
     embedding_duplicates = None
     if args.embedding_duplicates:
@@ -199,13 +201,16 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             allow_incomplete=args.allow_incomplete,
         )
         status = 0
-    except IncompleteSweepError as exc:
+    except (IncompleteSweepError, IncompleteQAError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
     columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
     print(run.summary[columns].to_string())
     print()
     print(run.lane_status[["label", "reused", "replayed", "why"]].to_string())
+    qa = qa_text(run)
+    if qa:
+        print(f"\n{qa}")
     print(f"\nrun written to {run.path}")
     return status
 

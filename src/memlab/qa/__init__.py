@@ -8,7 +8,11 @@ scores the answers and the prompts that produce and grade them:
 - prompts: the agent's answer prompt and the judges' prompts, content-addressed templates in
   registries of their own (:func:`answer_prompts`, :func:`judge_prompts`; built in: the
   ``default`` answer prompt, the ``lenient`` and ``strict`` judges);
-- judge replies: :func:`parse_verdict`.
+- judge replies: :func:`parse_verdict`;
+- conditions (:mod:`~memlab.qa.conditions`): what the answer prompt receives (``memory``,
+  ``none``, ``full_context``, ``gold_memory``) through a lane's read path (:class:`ReadPath`);
+- answering (:mod:`~memlab.qa.answering`): the questions asked at a point of a replay
+  (:class:`ReplayPoint`), their requests, grading and scored rows; :func:`ask` runs them.
 
 It depends on ``memlab.core``, ``memlab.backends`` and ``memlab.datasets`` only.
 
@@ -39,6 +43,29 @@ if TYPE_CHECKING:
         normalize_answer,
         token_f1,
     )
+    from memlab.qa.answering import (
+        ANSWER_KEYS,
+        AnswerSettings,
+        AnswerTask,
+        CallResult,
+        JudgeTask,
+        ReplayPoint,
+        answer_row,
+        answer_tasks,
+        ask,
+        call,
+        judge_tasks,
+        references,
+    )
+    from memlab.qa.conditions import (
+        CONDITIONS,
+        Condition,
+        Context,
+        History,
+        Injector,
+        ReadPath,
+        gold_memory_document,
+    )
     from memlab.qa.verdicts import parse_verdict
 
 _EXPORTS: dict[str, str] = {
@@ -55,23 +82,61 @@ _EXPORTS: dict[str, str] = {
     "multi_answer_f1": "memlab.qa.answer_scores",
     "normalize_answer": "memlab.qa.answer_scores",
     "token_f1": "memlab.qa.answer_scores",
+    "ANSWER_KEYS": "memlab.qa.answering",
+    "AnswerSettings": "memlab.qa.answering",
+    "AnswerTask": "memlab.qa.answering",
+    "CallResult": "memlab.qa.answering",
+    "JudgeTask": "memlab.qa.answering",
+    "ReplayPoint": "memlab.qa.answering",
+    "answer_row": "memlab.qa.answering",
+    "answer_tasks": "memlab.qa.answering",
+    "ask": "memlab.qa.answering",
+    "call": "memlab.qa.answering",
+    "judge_tasks": "memlab.qa.answering",
+    "references": "memlab.qa.answering",
+    "CONDITIONS": "memlab.qa.conditions",
+    "Condition": "memlab.qa.conditions",
+    "Context": "memlab.qa.conditions",
+    "History": "memlab.qa.conditions",
+    "Injector": "memlab.qa.conditions",
+    "ReadPath": "memlab.qa.conditions",
+    "gold_memory_document": "memlab.qa.conditions",
     "parse_verdict": "memlab.qa.verdicts",
 }
 
 __all__ = [
     "ABSTAIN_REFERENCE",
     "ABSTENTION_PATTERNS",
+    "ANSWER_KEYS",
+    "CONDITIONS",
     "AnswerPrompt",
+    "AnswerSettings",
+    "AnswerTask",
+    "CallResult",
+    "Condition",
+    "Context",
+    "History",
+    "Injector",
     "JudgePrompt",
+    "JudgeTask",
+    "ReadPath",
+    "ReplayPoint",
     "answer_prompts",
+    "answer_row",
+    "answer_tasks",
     "answer_tokens",
+    "ask",
     "bleu1",
     "bleu_tokens",
+    "call",
+    "gold_memory_document",
     "is_abstention",
     "judge_prompts",
+    "judge_tasks",
     "multi_answer_f1",
     "normalize_answer",
     "parse_verdict",
+    "references",
     "token_f1",
 ]
 

@@ -16,6 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from memlab.backends.registry import is_simulated
+from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
+from memlab.scoring.survival import Episode, kaplan_meier
 from memlab.sweeps.run import Run
 
 __all__ = [
@@ -320,10 +322,12 @@ def eviction_regret_chart(run: Run) -> Figure:
 
 
 def stale_survival_chart(run: Run) -> Figure:
-    """How many sessions each retracted fact stayed in memory, per configuration.
+    """Kaplan-Meier survival of retracted facts in memory, per configuration.
 
-    Bars count retracted gold facts (held when their retraction came) by the sessions they
-    survived; hatched parts were still held when the replay ended (censored).
+    ``P(still held after t session ends)``, from the retracting session's end (``t = 1``) on,
+    censored where a replay ended with the fact still held (``scipy.stats.ecdf``, see
+    :mod:`memlab.scoring.survival`); the legend gives each configuration's restricted mean
+    (``stale_rmst``) with its 95% interval over owners.
     """
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     episodes = _stale_episodes(run)
@@ -331,24 +335,25 @@ def stale_survival_chart(run: Run) -> Figure:
         return _empty(fig, "no retracted fact was held in this run")
     ax = fig.subplots()
     lanes = [lane for lane in run.lanes if lane in set(episodes["lane_id"])]
-    top = int(episodes["sessions"].max())
-    x = np.arange(top + 1)
-    width = 0.8 / len(lanes)
-    colors = _palette(len(lanes))
-    for k, lane_id in enumerate(lanes):
+    horizon = max(STALE_HORIZON, int(episodes["sessions"].max()))
+    summary = run.summary
+    for color, lane_id in zip(_palette(len(lanes)), lanes, strict=True):
         mine = episodes[episodes["lane_id"] == lane_id]
-        removed = np.bincount(mine.loc[~mine["censored"], "sessions"], minlength=top + 1)
-        held = np.bincount(mine.loc[mine["censored"], "sessions"], minlength=top + 1)
-        positions = x + (k - (len(lanes) - 1) / 2) * width
-        mean = float(mine["sessions"].mean())
-        label = f"{_plain(run.label(lane_id))} (mean {mean:.2f})"
-        ax.bar(positions, removed, width, color=colors[k], label=label)
-        ax.bar(positions, held, width, bottom=removed, color=colors[k], hatch="//", alpha=0.5)
-    ax.set_xticks(x, [str(v) for v in x])
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("sessions a retracted fact stayed in memory (hatched: still held at the end)")
-    ax.set_ylabel("retracted gold facts")
-    ax.set_title("Stale survival after a retraction")
+        pairs = zip(mine["sessions"], mine["censored"], strict=True)
+        curve = kaplan_meier([Episode(int(s), bool(c)) for s, c in pairs], horizon)
+        label = _plain(run.label(lane_id))
+        if "stale_rmst" in summary.columns:
+            spec = metric_spec("stale_rmst")
+            found = summary.loc[lane_id, ["stale_rmst", "stale_rmst_lo", "stale_rmst_hi"]]
+            value, lo, hi = (float(v) for v in found.to_numpy(dtype=float))
+            label += f" (RMST {spec.fmt(value)} {spec.fmt_bounds(lo, hi)})"
+        xs = np.arange(horizon + 1)
+        ax.step(xs, np.r_[1.0, curve], where="post", color=color, label=label)
+    ax.set_ylim(0, 1.05)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("session ends since the retracting session started")
+    ax.set_ylabel("retracted facts still held (Kaplan-Meier)")
+    ax.set_title(f"Stale survival after a retraction (RMST over {STALE_HORIZON} session ends)")
     ax.legend(fontsize=7)
     return fig
 

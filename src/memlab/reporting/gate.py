@@ -4,7 +4,9 @@ Thresholds are named after the metric specs (:data:`memlab.scoring.metric_specs.
 ``max_parse_failure``, ``min_recall``, ... and every configuration of the run must meet them,
 on the metric's value or, with ``use_bound``, on the pessimistic end of its 95% interval.
 Against a baseline run, :func:`check_regressions` fails a metric only when the paired test
-finds it significantly worse (Holm-adjusted over the metrics and lanes checked).
+finds it significantly worse: the metrics checked are the comparison's primary family
+(Holm's step-down over them and every lane, :mod:`memlab.scoring.comparison`); by default the
+run's primary metrics (its grid's ``primary:``, else those the specs declare).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 from memlab.errors import MemlabError
 from memlab.scoring.comparison import compare, describe
-from memlab.scoring.metric_specs import MetricSpec, gate_specs
+from memlab.scoring.metric_specs import MetricSpec, gate_specs, primary_metrics
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run
 
@@ -200,19 +202,30 @@ def _check_one(
 def check_regressions(
     candidate: Run,
     baseline: Run,
-    metrics: Sequence[str],
+    metrics: Sequence[str] | None = None,
     *,
     baseline_lane: str | None = None,
     options: StatOptions | None = None,
 ) -> tuple[list[Regression], pd.DataFrame]:
     """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
 
-    Returns the regressions and the full comparison (one row per lane and metric, see
-    :func:`memlab.scoring.comparison.compare`). A metric that cannot be compared (NaN, e.g. no
-    labeled facts) counts as a regression: a gate never passes on a missing number.
+    ``metrics`` are the family tested (default: ``candidate.primary``, else the specs'
+    primary metrics). Returns the regressions and the full comparison (one row per lane and
+    metric, see :func:`memlab.scoring.comparison.compare`). A metric that cannot be compared
+    (NaN, e.g. no labeled facts) counts as a regression: a gate never passes on a missing
+    number.
     """
+    try:
+        family = list(primary_metrics(metrics if metrics is not None else candidate.primary))
+    except KeyError as exc:
+        raise ThresholdError(str(exc.args[0])) from None
     table = compare(
-        baseline, candidate, baseline_lane=baseline_lane, metrics=metrics, options=options
+        baseline,
+        candidate,
+        baseline_lane=baseline_lane,
+        metrics=family,
+        primary=family,
+        options=options,
     )
     found = []
     for _, row in table.iterrows():

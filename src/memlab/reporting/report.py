@@ -33,6 +33,7 @@ from memlab.reporting.prompt_changes import (
     prompt_changes_html,
     prompt_changes_markdown,
 )
+from memlab.reporting.qa import QASection, qa_html, qa_markdown, qa_section
 from memlab.reporting.statistics import (
     StatisticsSection,
     section_html,
@@ -98,6 +99,7 @@ class _Report:
     diff_title: str
     stats: StatisticsSection
     operations: OperationsSection | None
+    qa: QASection | None
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,7 @@ def build_report(
         diff_title,
         stats=statistics_section(runs),
         operations=operations_section(runs),
+        qa=qa_section(runs),
     )
     html, md = _html(report), _markdown(report)
     if intro:
@@ -274,6 +277,7 @@ def _html(report: _Report) -> str:
         *_html_metrics(report.runs, report.metrics),
         *section_html(report.stats),
         *operations_html(report.operations),
+        *qa_html(report.qa, figure_to_data_uri),
         prompt_changes_html(prompt_changes(report.runs, report.metrics)),
         *_html_charts(report.runs),
         *_html_failures(report.failures),
@@ -382,6 +386,7 @@ def _markdown(report: _Report) -> str:
     lines += _markdown_metrics(report.runs, report.metrics)
     lines += section_markdown(report.stats)
     lines += operations_markdown(report.operations)
+    lines += qa_markdown(report.qa)
     lines += prompt_changes_markdown(prompt_changes(report.runs, report.metrics))
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)

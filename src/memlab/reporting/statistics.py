@@ -2,8 +2,8 @@
 
 Built once per report by :func:`statistics_section` and rendered by :func:`section_markdown`
 and :func:`section_html`. Every configuration is compared with the baseline (the first lane of
-the first run) on the owners both have; Holm's correction spans every metric and configuration
-of the report.
+the first run) on the owners both have; the primary metrics form the Holm family over every
+configuration of the report, the other rates are exploratory (:mod:`memlab.scoring.comparison`).
 """
 
 from __future__ import annotations
@@ -13,17 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-import numpy as np
 import pandas as pd
 
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
-from memlab.scoring.metric_specs import MetricSpec, interval_specs
+from memlab.scoring.estimators import estimator
+from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
-from memlab.scoring.stats import StatOptions, bootstrap_ratios, min_detectable_effect
+from memlab.scoring.stats import StatOptions, bootstrap, min_detectable_effect
 from memlab.sweeps.run import Run
 
-__all__ = ["StatisticsSection", "section_html", "section_markdown", "statistics_section"]
+__all__ = [
+    "StatisticsSection",
+    "html_table",
+    "md_table",
+    "section_html",
+    "section_markdown",
+    "statistics_section",
+]
 
 
 @dataclass(frozen=True)
@@ -87,32 +94,30 @@ def _single_lane_mde(lane: Lane, rates: Sequence[MetricSpec], options: StatOptio
     if counts.empty:
         return ""
     mine = counts[counts.index.get_level_values("lane_id") == lane.lane_id]
-    rates = [s for s in rates if all(c in mine.columns for c in s.sources)]
-    found = bootstrap_ratios(
-        mine[[s.sources[0] for s in rates]].to_numpy(dtype=float),
-        mine[[s.sources[1] for s in rates]].to_numpy(dtype=float),
-        empty=np.array([s.empty for s in rates]),
-        options=options,
-    )
-    owners = len(mine)
-    # Two independent configurations with this spread: the delta's variance doubles.
-    mde = min_detectable_effect(
-        found.se * math.sqrt(2), owners, alpha=options.alpha, power=options.power
-    )
     parts = []
-    for spec, value in zip(rates, mde, strict=True):
-        if math.isinf(value):
+    owners = len(mine)
+    for spec in rates:
+        if not all(c in mine.columns for c in spec.sources):
+            continue
+        found = bootstrap(estimator(spec, mine), options)
+        # Two independent configurations with this spread: the delta's variance doubles.
+        value = float(
+            min_detectable_effect(
+                [found.se * math.sqrt(2)], found.owners, alpha=options.alpha, power=options.power
+            )[0]
+        )
+        if math.isinf(value) and found.owners == owners:
             return (
                 f"With {owners} owner(s) no paired test can reach p <= {options.alpha:g}: "
                 "compare on more owners."
             )
-        if not math.isnan(value):
+        if not math.isnan(value) and not math.isinf(value):
             parts.append(f"{spec.title} {spec.fmt_delta(value).lstrip('+')}")
     if not parts:
         return ""
     return (
         f"Minimum detectable effect with these {owners} owners (80% power, alpha "
-        f"{options.alpha:g}, a second configuration with the same spread): "
+        f"{options.alpha:g} for one metric, a second configuration with the same spread): "
         + ", ".join(parts)
         + ". Pairing on owners usually makes it smaller."
     )
@@ -131,7 +136,10 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
         if (base, lane) not in pairs
     ]
     names = [s.column for s in rates]
-    table = compare_lanes(pairs, metrics=names, options=options) if pairs and names else None
+    primary = runs[0].primary
+    table = None
+    if pairs and names:
+        table = compare_lanes(pairs, metrics=names, primary=primary, options=options)
     comparisons = pd.DataFrame()
     if table is not None:
         unused = table["verdict"] == "not applicable"
@@ -146,16 +154,25 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
     owners = [run.summary["owners"].min() for run in runs if not run.summary.empty]
     if owners and pd.notna(min(owners)) and float(min(owners)) < 2:
         notes.append("Intervals need at least 2 owners: runs with fewer show none.")
-    tests = 0 if table is None else int(table["p_value"].notna().sum())
+    tests = 0 if table is None else int(table["p_holm"].notna().sum())
+    family = ", ".join(primary_metrics(primary))
     intro = (
         f"Intervals: {options.level:.0%}, bootstrap over owners ({options.resamples} resamples; "
-        "owners are resampled with all their sessions). Comparisons: each configuration "
-        "against the baseline on the owners both have; delta = configuration - baseline with "
-        f"a paired-bootstrap {options.level:.0%} interval; p from a paired sign-flip "
-        "permutation test; significant when the Holm-adjusted p over the "
-        f"{tests} tests below is at most {options.alpha:g}. The minimum detectable effect "
-        f"(MDE) is the smallest true delta the test detects with {options.power:.0%} power "
-        "given the owners and the spread observed."
+        "owners are resampled with all their sessions; owners a rate cannot vary with, such as "
+        "owners without gold facts for recall, are left out of its n). Comparisons: each "
+        "configuration against the baseline on the owners both have; delta = configuration - "
+        "baseline with a paired-bootstrap interval. Primary metrics "
+        f"({family}) decide: a delta is significant when a paired sign-flip permutation test "
+        "and the bootstrap interval both reject no difference, Holm's step-down over the "
+        f"{tests} primary tests below keeping the family-wise error at {options.alpha:g}; each "
+        "primary verdict, its interval and its MDE use the level of the Holm step that decided "
+        "it (shown beside the interval), so a significant delta's interval excludes 0 and no "
+        "other's does. Rows with the same counts on both sides are 'no change', not tests. "
+        f"Other rates are exploratory, with {options.level:.0%} intervals. Precision verdicts "
+        "use the macro average (the mean of owners' precision), so owners that store more "
+        "facts do not weigh more; pooled (micro) precision is shown as exploratory. The "
+        "minimum detectable effect (MDE) is the smallest true delta the procedure detects with "
+        f"{options.power:.0%} power given the owners and the spread observed."
     )
     return StatisticsSection(
         options=options,
@@ -168,10 +185,11 @@ def statistics_section(runs: Sequence[Run]) -> StatisticsSection:
 
 
 # Columns whose text comes from run names and configuration values (data, not our numbers).
-_DATA_COLUMNS = frozenset({"run", "configuration"})
+_DATA_COLUMNS = frozenset({"run", "configuration", "category", "judge", "judges"})
 
 
-def _md_table(frame: pd.DataFrame) -> list[str]:
+def md_table(frame: pd.DataFrame) -> list[str]:
+    """A table of display strings as Markdown lines (run names and configurations escaped)."""
     lines = md_table_head([str(c) for c in frame.columns])
     for _, row in frame.iterrows():
         cells = [md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
@@ -182,16 +200,17 @@ def _md_table(frame: pd.DataFrame) -> list[str]:
 def section_markdown(section: StatisticsSection) -> list[str]:
     """The section as Markdown lines."""
     lines = ["## Statistics", "", section.intro, "", "### Rates with intervals", ""]
-    lines += _md_table(section.intervals)
+    lines += md_table(section.intervals)
     if not section.comparisons.empty:
         lines += ["", f"### Against the baseline ({md_escape(section.baseline)})", ""]
-        lines += _md_table(section.comparisons)
+        lines += md_table(section.comparisons)
     if section.notes:
         lines += ["", *(f"{md_escape(note)}  " for note in section.notes)]
     return [*lines, ""]
 
 
-def _html_table(frame: pd.DataFrame) -> str:
+def html_table(frame: pd.DataFrame) -> str:
+    """A table of display strings as HTML (every cell escaped)."""
     head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{escape(str(row[c]))}</td>" for c in frame.columns) + "</tr>"
@@ -206,10 +225,10 @@ def section_html(section: StatisticsSection) -> list[str]:
         "<h2>Statistics</h2>",
         f"<p class='muted'>{escape(section.intro)}</p>",
         "<h3>Rates with intervals</h3>",
-        _html_table(section.intervals),
+        html_table(section.intervals),
     ]
     if not section.comparisons.empty:
         parts.append(f"<h3>Against the baseline ({escape(section.baseline)})</h3>")
-        parts.append(_html_table(section.comparisons))
+        parts.append(html_table(section.comparisons))
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     return parts

@@ -59,8 +59,7 @@ OPERATION_METRICS: tuple[str, ...] = (
 """The report's operations table (see :mod:`memlab.scoring.operations`)."""
 
 MEMORY_METRICS: tuple[str, ...] = (
-    "stale_sessions_mean",
-    "stale_days_mean",
+    "stale_rmst",
     "eviction_regret",
     "injected_gold_coverage",
     "injection_tokens_mean",

@@ -1,10 +1,18 @@
 """Paired comparisons of configurations on the owners they share.
 
 Two lanes replayed over the same owners are compared owner by owner: for each rate of
-:func:`~memlab.scoring.metric_specs.interval_specs` the delta (candidate - baseline), its paired
-bootstrap interval, a sign-flip permutation p-value, the Holm-adjusted p-value over every
-metric and lane compared in the same call, and the minimum detectable effect
-(:mod:`memlab.scoring.stats`). Owners only one side has are left out.
+:func:`~memlab.scoring.metric_specs.interval_specs` the delta (candidate - baseline), its
+paired bootstrap interval, a p-value, and the minimum detectable effect
+(:mod:`memlab.scoring.stats`). Owners only one side has are left out, and so are owners that
+cannot change a rate (no gold facts for recall).
+
+What is tested is declared: the *primary* metrics (``primary=True`` in the spec, or the
+grid's ``primary: [...]``) form the Holm family over every lane compared in one call. Rows
+whose owners have the same counts on both sides are "no change" and are no test. Each primary
+row's verdict, its interval and its MDE all use the level of the Holm step that decided it
+(:func:`~memlab.scoring.stats.holm_steps`), so a significant delta's interval excludes 0 and
+any other's includes it. Secondary rows show their interval at the run's level (95%) and are
+labelled exploratory.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import MemlabError
-from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec
+from memlab.scoring.estimators import estimator
+from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
-from memlab.scoring.stats import StatOptions, holm, paired_ratio_test, ratio
+from memlab.scoring.stats import Paired, StatOptions, holm, holm_steps, paired
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -69,6 +78,11 @@ class ScoredRun(Protocol):
         """Resamples, seed and levels of intervals and comparisons."""
         ...
 
+    @property
+    def primary(self) -> tuple[str, ...] | None:
+        """The run's primary metrics (``None``: those the specs declare)."""
+        ...
+
     def label(self, lane_id: str) -> str:
         """A short label of a lane."""
         ...
@@ -99,12 +113,14 @@ COMPARE_COLUMNS: tuple[str, ...] = (
     "lane_id",
     "metric",
     "title",
+    "role",
     "owners",
     "baseline",
     "value",
     "delta",
     "delta_lo",
     "delta_hi",
+    "level",
     "p_value",
     "p_holm",
     "significant",
@@ -122,6 +138,7 @@ def compare(
     *,
     baseline_lane: str | None = None,
     metrics: Sequence[str] | None = None,
+    primary: Sequence[str] | None = None,
     options: StatOptions | None = None,
 ) -> pd.DataFrame:
     """Compare run B's lanes with run A's (or run A's lanes with one of its own).
@@ -134,18 +151,20 @@ def compare(
             lane when ``run_b`` is None or ``run_a`` has one lane; otherwise each lane of
             ``run_b`` is paired with the lane of ``run_a`` that has the same label.
         metrics: Rate columns to compare (default: every rate with an interval).
+        primary: The Holm family's metrics (default: ``run_a.primary``, else the specs').
         options: Resamples, seed, level, alpha and power (default: ``run_a.stats``).
 
     Returns:
         One row per (lane, metric) with the columns :data:`COMPARE_COLUMNS`; ``delta`` is
-        candidate minus baseline, ``significant`` is ``p_holm <= alpha``.
+        candidate minus baseline; see :func:`compare_lanes` for the verdicts.
     """
     if run_b is None:
         base = Lane(run_a, _find_lane(run_a, baseline_lane or next(iter(run_a.lanes), "")))
         pairs = [(base, Lane(run_a, lid)) for lid in run_a.lanes if lid != base.lane_id]
     else:
         pairs = _pair_runs(run_a, run_b, baseline_lane)
-    return compare_lanes(pairs, metrics=metrics, options=options or run_a.stats)
+    chosen = primary if primary is not None else run_a.primary
+    return compare_lanes(pairs, metrics=metrics, primary=chosen, options=options or run_a.stats)
 
 
 def _find_lane(run: ScoredRun, wanted: str) -> str:
@@ -212,32 +231,91 @@ def compare_lanes(
     pairs: Sequence[tuple[Lane, Lane]],
     *,
     metrics: Sequence[str] | None = None,
+    primary: Sequence[str] | None = None,
     options: StatOptions | None = None,
 ) -> pd.DataFrame:
-    """Compare each ``(baseline, candidate)`` pair; Holm's correction spans all rows.
+    """Compare each ``(baseline, candidate)`` pair; the Holm family spans every pair.
 
-    ``verdict`` is ``better`` or ``worse`` when significant, else ``no significant
-    difference``; ``not applicable`` when the rate is undefined on both sides (no retracted
-    facts in the data), ``not computable`` when only the candidate's is (it stored nothing
-    to measure precision on), ``not comparable`` when only the baseline's is.
+    ``primary`` names the family's metrics (default: those the specs declare primary); the
+    other rows are secondary. Verdicts:
+
+    - ``better`` / ``worse``: a primary delta Holm's step-down rejects; ``no significant
+      difference``: a primary delta it does not;
+    - ``better (exploratory)`` / ``worse (exploratory)`` / ``no clear difference
+      (exploratory)``: a secondary delta whose interval at the run's level excludes 0 or not;
+    - ``no change``: every owner has the same counts on both sides (not a test);
+    - ``not applicable`` when the rate is undefined on both sides (no retracted facts in the
+      data), ``not computable`` when only the candidate's is (it stored nothing to measure
+      precision on), ``not comparable`` when only the baseline's is.
+
+    ``delta_lo``/``delta_hi`` are the interval at ``level`` (the Holm step's level for a
+    primary row, the run's level otherwise), ``mde`` the minimum detectable effect at the same
+    level, ``p_holm`` the Holm-adjusted p-value of a primary row.
     """
     options = options or StatOptions()
     specs = _pick_metrics(metrics)
+    try:
+        family = set(primary_metrics(primary))
+    except KeyError as exc:
+        raise CompareError(str(exc.args[0])) from None
     cache: dict[int, pd.DataFrame] = {}
     rows: list[dict[str, Any]] = []
+    tests: list[Paired | None] = []
     for base, cand in pairs:
-        rows += _compare_pair(base, cand, specs, options, cache)
+        for row, test in _compare_pair(base, cand, specs, options, cache):
+            row["role"] = "primary" if row["metric"] in family else "secondary"
+            rows.append(row)
+            tests.append(test)
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     if table.empty:
         return table
-    table["p_holm"] = holm(table["p_value"].to_numpy(dtype=float))
-    table["significant"] = table["p_holm"] <= options.alpha
-    table["verdict"] = [_verdict(metric_spec(str(r["metric"])), r) for _, r in table.iterrows()]
+    _decide(table, tests, options)
     return table
 
 
-def _verdict(spec: MetricSpec, row: pd.Series) -> str:
-    """``better``/``worse`` when significant; else why not (see :func:`compare_lanes`)."""
+def _is_test(row: pd.Series, test: Paired | None) -> bool:
+    """A primary row that can be tested: defined on both sides and changed."""
+    return (
+        test is not None
+        and row["role"] == "primary"
+        and test.changed
+        and not math.isnan(test.p_value)
+    )
+
+
+def _decide(table: pd.DataFrame, tests: Sequence[Paired | None], options: StatOptions) -> None:
+    """Fill p-values, levels, intervals, MDEs, significance and verdicts (in place)."""
+    rows = [row for _, row in table.iterrows()]
+    in_family = [_is_test(row, test) for row, test in zip(rows, tests, strict=True)]
+    family_p = np.array(
+        [
+            test.p_value if test is not None and tested else math.nan
+            for test, tested in zip(tests, in_family, strict=True)
+        ]
+    )
+    rejected, levels = holm_steps(family_p, options.alpha)
+    table["p_holm"] = holm(family_p)
+    secondary_alpha = 1 - options.level
+    for i, test in enumerate(tests):
+        alpha = float(levels[i]) if in_family[i] else secondary_alpha
+        lo, hi, mde, p_value = math.nan, math.nan, math.nan, math.nan
+        if test is not None:
+            mde = test.mde(alpha, options.power)
+        if test is not None and test.changed:  # "no change" is no test: no p, no interval
+            lo, hi = test.at(alpha)
+            p_value = test.p_value
+        table.loc[i, ["delta_lo", "delta_hi", "mde", "p_value", "level"]] = [
+            lo, hi, mde, p_value, 1 - alpha
+        ]
+    table["significant"] = rejected
+    table["verdict"] = [
+        _verdict(metric_spec(str(row["metric"])), row, test, secondary_alpha)
+        for (_, row), test in zip(table.iterrows(), tests, strict=True)
+    ]
+
+
+def _verdict(spec: MetricSpec, row: pd.Series, test: Paired | None, alpha: float) -> str:
+    """The row's verdict (see :func:`compare_lanes`)."""
     base, value, delta = float(row["baseline"]), float(row["value"]), float(row["delta"])
     if math.isnan(base) and math.isnan(value):
         return "not applicable"
@@ -245,9 +323,13 @@ def _verdict(spec: MetricSpec, row: pd.Series) -> str:
         return "not computable"
     if math.isnan(base) or math.isnan(delta):
         return "not comparable"
-    if not bool(row["significant"]):
-        return "no significant difference"
-    return "better" if (delta > 0) == spec.higher_is_better else "worse"
+    if test is not None and not test.changed:
+        return "no change"
+    direction = "better" if (delta > 0) == spec.higher_is_better else "worse"
+    if row["role"] == "primary":
+        return direction if bool(row["significant"]) else "no significant difference"
+    clear = test is not None and test.p_value < alpha
+    return f"{direction} (exploratory)" if clear else "no clear difference (exploratory)"
 
 
 def _compare_pair(
@@ -256,52 +338,51 @@ def _compare_pair(
     specs: Sequence[MetricSpec],
     options: StatOptions,
     cache: dict[int, pd.DataFrame],
-) -> list[dict[str, Any]]:
+) -> list[tuple[dict[str, Any], Paired | None]]:
     counts_a, counts_b = _lane_counts(base, cache), _lane_counts(cand, cache)
-    shared = counts_a.index.intersection(counts_b.index)
+    shared = counts_a.index.intersection(counts_b.index).sort_values()
     if len(shared) == 0:
         raise CompareError(
             f"{cand.run.name}: {cand.label} and {base.run.name}: {base.label} share no owners; "
             "compare runs of the same dataset"
         )
     present = [s for s in specs if all(c in counts_a and c in counts_b for c in s.sources)]
-    if not present:
-        return []
+    # Both sides in the same owner order: the pairing is by owner, never by row position.
     a, b = counts_a.loc[shared], counts_b.loc[shared]
-    num_cols = [s.sources[0] for s in present]
-    den_cols = [s.sources[1] for s in present]
-    arrays = [f[c].to_numpy(dtype=float) for f in (a, b) for c in (num_cols, den_cols)]
-    empty = np.array([s.empty for s in present])
-    test = paired_ratio_test(
-        (arrays[0], arrays[1]), (arrays[2], arrays[3]), empty=empty, options=options
-    )
-    per_owner = ratio(arrays[2], arrays[3], empty) - ratio(arrays[0], arrays[1], empty)
     rows = []
-    for i, spec in enumerate(present):
-        sign = 1.0 if spec.higher_is_better else -1.0
-        improvement = per_owner[:, i] * sign
-        rows.append(
-            {
-                "baseline_run": base.run.name,
-                "baseline_lane": base.label,
-                "run": cand.run.name,
-                "lane": cand.label,
-                "lane_id": cand.lane_id,
-                "metric": spec.column,
-                "title": spec.title,
-                "owners": test.owners,
-                "baseline": float(ratio(arrays[0][:, i].sum(), arrays[1][:, i].sum(), spec.empty)),
-                "value": float(ratio(arrays[2][:, i].sum(), arrays[3][:, i].sum(), spec.empty)),
-                "delta": float(test.delta[i]),
-                "delta_lo": float(test.lo[i]),
-                "delta_hi": float(test.hi[i]),
-                "p_value": float(test.p_value[i]),
-                "mde": float(test.mde[i]),
-                "owners_better": int((improvement > 0).sum()),
-                "owners_worse": int((improvement < 0).sum()),
-            }
-        )
+    for spec in present:
+        est_a = estimator(spec, a, where=f"{base.run.name}: {base.label}")
+        est_b = estimator(spec, b, where=f"{cand.run.name}: {cand.label}")
+        value_a, value_b = est_a.value(), est_b.value()
+        test = None
+        if not (math.isnan(value_a) or math.isnan(value_b)):
+            test = paired(est_a, est_b, options)
+        improvement = _owner_rates(spec, b) - _owner_rates(spec, a)
+        if not spec.higher_is_better:
+            improvement = -improvement
+        row = {
+            "baseline_run": base.run.name,
+            "baseline_lane": base.label,
+            "run": cand.run.name,
+            "lane": cand.label,
+            "lane_id": cand.lane_id,
+            "metric": spec.column,
+            "title": spec.title,
+            "owners": test.owners if test is not None else int((est_a.mask() | est_b.mask()).sum()),
+            "baseline": value_a,
+            "value": value_b,
+            "delta": value_b - value_a,
+            "owners_better": int((improvement > 0).sum()),
+            "owners_worse": int((improvement < 0).sum()),
+        }
+        rows.append((row, test))
     return rows
+
+
+def _owner_rates(spec: MetricSpec, counts: pd.DataFrame) -> np.ndarray:
+    """Each owner's own value of the metric (its estimator over that owner alone)."""
+    found = estimator(spec, counts)
+    return np.array([found.value(rows=np.arange(len(counts)) == i) for i in range(len(counts))])
 
 
 def owner_deltas(baseline: Lane, candidate: Lane, metric: str) -> pd.DataFrame:
@@ -313,11 +394,10 @@ def owner_deltas(baseline: Lane, candidate: Lane, metric: str) -> pd.DataFrame:
     spec = _pick_metrics([metric])[0]
     cache: dict[int, pd.DataFrame] = {}
     a, b = _lane_counts(baseline, cache), _lane_counts(candidate, cache)
-    shared = a.index.intersection(b.index)
+    shared = a.index.intersection(b.index).sort_values()
     out = pd.DataFrame(index=shared)
     for name, frame in (("baseline", a), ("candidate", b)):
-        num, den = (frame.loc[shared, c].to_numpy(dtype=float) for c in spec.sources)
-        out[name] = ratio(num, den, spec.empty)
+        out[name] = _owner_rates(spec, frame.loc[shared])
     out["delta"] = out["candidate"] - out["baseline"]
     return out
 
@@ -328,19 +408,30 @@ def _fmt_p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
+def _fmt_level(level: float) -> str:
+    return f"{level * 100:.3g}%"
+
+
 def describe(row: pd.Series | dict[str, Any], *, holm_p: bool = True) -> str:
-    """One comparison row in words: ``+6.2 pts [2.1, 10.4], p = 0.004, significant``."""
+    """One comparison row in words: ``+6.2 pts [2.1, 10.4] (98.3% CI), p = 0.004 (Holm 0.012),
+    significant``; a secondary row ends with ``exploratory``."""
     spec = metric_spec(str(row["metric"]))
     delta = float(row["delta"])
-    if math.isnan(delta):
-        return str(row.get("verdict", "not computable"))
+    verdict = str(row.get("verdict", "not computable"))
+    if math.isnan(delta) or verdict == "no change":
+        return verdict
+    level = float(row.get("level", math.nan))
     text = (
         f"{spec.fmt_delta(delta)} "
-        f"{spec.fmt_bounds(float(row['delta_lo']), float(row['delta_hi']), points=True)}, "
-        f"{_fmt_p(float(row['p_value']))}"
+        f"{spec.fmt_bounds(float(row['delta_lo']), float(row['delta_hi']), points=True)}"
     )
+    if not math.isnan(level):
+        text += f" ({_fmt_level(level)} CI)"
+    text += f", {_fmt_p(float(row['p_value']))}"
+    if row.get("role") != "primary":
+        return text + ", exploratory"
     p_holm = float(row["p_holm"])
-    if holm_p and not math.isnan(p_holm) and p_holm != float(row["p_value"]):
+    if holm_p and not math.isnan(p_holm) and _fmt_p(p_holm) != _fmt_p(float(row["p_value"])):
         text += f" (Holm {_fmt_p(p_holm).removeprefix('p ').removeprefix('= ')})"
     return text + (", significant" if bool(row["significant"]) else ", not significant")
 
@@ -359,8 +450,9 @@ def describe_mde(row: pd.Series | dict[str, Any]) -> str:
 def comparison_text(table: pd.DataFrame) -> pd.DataFrame:
     """A :func:`compare` table as display strings, one row per (lane, metric).
 
-    Columns: ``configuration``, ``metric`` (its title), ``baseline``, ``value``,
-    ``delta [95% CI], p`` (:func:`describe`), ``verdict``, ``MDE (80% power)`` and
+    Columns: ``configuration``, ``metric`` (its title), ``role`` (primary, or secondary:
+    exploratory), ``baseline``, ``value``, ``delta [CI], p`` (:func:`describe`: the interval at
+    the level the verdict used), ``verdict``, ``MDE (80% power)`` (at the same level) and
     ``owners better / worse``. The CLI prints it; the reports show it.
     """
     rows = []
@@ -370,9 +462,10 @@ def comparison_text(table: pd.DataFrame) -> pd.DataFrame:
             {
                 "configuration": f"{row['run']}: {row['lane']}",
                 "metric": spec.title,
+                "role": str(row["role"]),
                 "baseline": spec.fmt(row["baseline"]),
                 "value": spec.fmt(row["value"]),
-                "delta [95% CI], p": describe(row),
+                "delta [CI], p": describe(row),
                 "verdict": str(row["verdict"]),
                 "MDE (80% power)": describe_mde(row),
                 "owners better / worse": f"{row['owners_better']} / {row['owners_worse']}",

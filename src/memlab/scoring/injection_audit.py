@@ -29,7 +29,7 @@ import numpy as np
 
 from memlab.core.config import MemoryConfig
 from memlab.core.document import parse_utc
-from memlab.core.injection import FactRank, by_confidence, render_injection
+from memlab.core.injection import FactRank, Injection, by_confidence, render_injection
 from memlab.core.similarity import relevance_score
 from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
@@ -40,10 +40,12 @@ __all__ = [
     "POLICIES",
     "InjectionPolicy",
     "audit_injection",
+    "inject",
     "injection_counts",
     "next_query",
     "policy_embedder",
     "policy_identity",
+    "policy_injector",
 ]
 
 InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
@@ -113,6 +115,41 @@ def _rank(
     raise ValueError(f"unknown injection policy {policy!r}; known policies: {POLICIES}")
 
 
+def inject(
+    memory: Mapping[str, Any],
+    config: MemoryConfig,
+    policy: str,
+    query: str,
+    embedder: Embedder | None = None,
+) -> Injection:
+    """What an agent starting with ``query`` receives from ``memory`` under ``config`` and
+    ``policy`` (an empty injection when the config disables injection)."""
+    if not config.injection_enabled:
+        return Injection("", 0)
+    raw = memory.get("facts")
+    facts = [f for f in raw if isinstance(f, Mapping)] if isinstance(raw, list) else []
+    # Ties of the other policies keep the pipeline's order: confidence, highest first.
+    ordered = sorted(facts, key=by_confidence, reverse=True)
+    return render_injection(
+        {**memory, "facts": ordered},
+        config.max_injection_tokens,
+        token_counting=config.token_counting,
+        rank=_rank(policy, ordered, query, embedder),
+    )
+
+
+def policy_injector(
+    config: MemoryConfig, policy: str, embedder: Embedder | None = None
+) -> Callable[[Mapping[str, Any], str], Injection]:
+    """:func:`inject` with the lane's settings fixed: ``(memory, query) -> Injection``, the
+    read path memory QA renders a lane's memory through (the query is the question)."""
+
+    def injector(memory: Mapping[str, Any], query: str) -> Injection:
+        return inject(memory, config, policy, query, embedder)
+
+    return injector
+
+
 def audit_injection(
     memory: Mapping[str, Any],
     config: MemoryConfig,
@@ -131,14 +168,7 @@ def audit_injection(
     record: dict[str, Any] = {"enabled": config.injection_enabled, "policy": policy}
     if not config.injection_enabled:
         return {**record, "tokens": 0, "facts": len(facts), "injected": [], "dropped": []}
-    # Ties of the other policies keep the pipeline's order: confidence, highest first.
-    ordered = sorted(facts, key=by_confidence, reverse=True)
-    injection = render_injection(
-        {**memory, "facts": ordered},
-        config.max_injection_tokens,
-        token_counting=config.token_counting,
-        rank=_rank(policy, ordered, query, embedder),
-    )
+    injection = inject(memory, config, policy, query, embedder)
     return {
         **record,
         "tokens": injection.tokens,

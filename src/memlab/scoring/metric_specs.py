@@ -33,14 +33,17 @@ from memlab import plugins
 
 __all__ = [
     "COUNT_SPECS",
+    "DEFAULT_PRIMARY",
     "METRICS",
     "METRIC_SPECS",
+    "STALE_HORIZON",
     "CountSpec",
     "MetricSpec",
     "count_columns",
     "gate_specs",
     "interval_specs",
     "metric_spec",
+    "primary_metrics",
     "report_specs",
     "summary_columns",
     "summary_specs",
@@ -49,6 +52,12 @@ __all__ = [
 Direction = Literal["higher", "lower"]
 Unit = Literal["percent", "count", "number", "usd"]
 Over = Literal["last_session", "sessions", "calls", "derived"]
+Average = Literal["micro", "macro"]
+
+STALE_HORIZON = 3
+"""Session ends over which stale-fact survival is restricted: the retracting session's and the
+next two (:data:`METRIC_SPECS` ``stale_rmst``; counts ``stale_removed_<t>`` and
+``stale_at_risk_<t>`` for ``t`` below it)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,8 @@ class CountSpec:
         by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
             metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
             (:mod:`~memlab.scoring.operations`), ``injection``
-            (:mod:`~memlab.scoring.injection_audit`), ``embeddings``, ``calls`` or ``owner``.
+            (:mod:`~memlab.scoring.injection_audit`), ``qa`` (:mod:`~memlab.scoring.
+            qa_metrics`), ``embeddings``, ``calls`` or ``owner``.
         in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
             others only appear when measured (embeddings, operations of newer runs).
     """
@@ -101,13 +111,23 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "op_adds op_adds_expected op_adds_correct op_adds_missed op_adds_redundant "
         "op_adds_spurious op_removals op_removals_expected op_removals_correct "
         "op_removals_missed op_removals_wrong gold_evicted gold_below_threshold stale_facts "
-        "stale_sessions stale_days",
+        "stale_sessions stale_days "
+        + " ".join(f"stale_removed_{t} stale_at_risk_{t}" for t in range(STALE_HORIZON)),
     ),
     *_counts(
         "sessions",
         "injection",
         "injections injection_tokens injection_facts injection_dropped gold_injected "
         "gold_injectable",
+    ),
+    # Memory QA: the questions asked after each session, answered from the lane's memory
+    # and graded by one judge (memlab.scoring.qa_metrics.qa_session_counts).
+    *_counts(
+        "sessions",
+        "qa",
+        "qa_questions qa_answerable qa_correct qa_f1 qa_bleu1 qa_abstain qa_abstain_correct "
+        "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_no_verdict "
+        "qa_errors",
     ),
     # llm_calls is also in every session row: the calls of that session.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),
@@ -154,7 +174,19 @@ class MetricSpec:
             of their sums over owners. ``None``: the sum of the per-owner count ``total``.
         total: Per-owner count column summed (default: ``column``); only without ``ratio``.
         interval: A rate that gets ``<column>_lo``/``<column>_hi`` (bootstrap over owners)
-            and is compared between configurations by the paired test. Needs ``ratio``.
+            and is compared between configurations by the paired test. Needs ``ratio`` or
+            ``survival``.
+        primary: One of the few metrics that answer "is B better": the Holm family of a
+            comparison (:mod:`memlab.scoring.comparison`). Every other interval metric is
+            secondary: shown with its interval and labelled exploratory. A grid's
+            ``primary: [...]`` overrides the set for its runs.
+        average: ``micro`` (the ratio of sums over owners) or ``macro`` (the mean over owners
+            of each owner's ratio, owners with a zero denominator left out): a macro rate does
+            not move because some owners store more facts than others.
+        survival: ``(events, at_risk, horizon)``: the restricted mean survival time up to
+            ``horizon`` from per-owner count columns ``<events>_<t>`` and ``<at_risk>_<t>``
+            (Kaplan-Meier, :mod:`memlab.scoring.survival`), censoring at the data's end
+            taken into account.
         empty: The value of a ratio whose denominator is 0 (NaN: not computable).
         valid: The range a value (and a gate threshold) can take.
         gate: Threshold name without its ``max_``/``min_`` prefix (``"parse_failure"`` gives
@@ -177,11 +209,18 @@ class MetricSpec:
     gate: str | None = None
     report: bool = False
     requires: str = ""
+    primary: bool = False
+    average: Average = "micro"
+    survival: tuple[str, str, int] | None = None
 
     def __post_init__(self) -> None:
         # Declaration mistakes fail at import, not in a report months later.
-        if self.interval and self.ratio is None:
-            raise ValueError(f"metric {self.column}: an interval needs a ratio")
+        if self.interval and self.ratio is None and self.survival is None:
+            raise ValueError(f"metric {self.column}: an interval needs a ratio or a survival")
+        if self.primary and not self.interval:
+            raise ValueError(f"metric {self.column}: a primary metric needs an interval")
+        if self.average == "macro" and self.ratio is None:
+            raise ValueError(f"metric {self.column}: a macro average needs a ratio")
         if self.ratio is not None and self.total is not None:
             raise ValueError(f"metric {self.column}: give ratio or total, not both")
         if self.gate is not None and self.direction is None:
@@ -205,6 +244,9 @@ class MetricSpec:
     @property
     def sources(self) -> tuple[str, ...]:
         """The per-owner count columns the metric is computed from."""
+        if self.survival is not None:
+            events, at_risk, horizon = self.survival
+            return tuple(f"{name}_{t}" for name in (events, at_risk) for t in range(horizon))
         return self.ratio if self.ratio is not None else (self.total or self.column,)
 
     @property
@@ -260,6 +302,7 @@ class MetricSpec:
 
 
 _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
+_QA_HINT = "no memory QA in this run (memlab qa RUN, or a grid with a qa: key)"
 _OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
 
 
@@ -273,6 +316,8 @@ def _rate(
     empty: float = math.nan,
     report: bool = False,
     requires: str = "",
+    primary: bool = False,
+    average: Average = "micro",
 ) -> MetricSpec:
     """A share with a bootstrap interval and paired tests, gated (by default under its column
     name): the shape most headline metrics have."""
@@ -288,6 +333,8 @@ def _rate(
         gate=gate or column,
         report=report,
         requires=requires,
+        primary=primary,
+        average=average,
     )
 
 
@@ -303,7 +350,7 @@ def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]
         "recall": (f"op_{kind}_correct", f"op_{kind}_expected"),
         "f1": (f"op_{short}_f1_num", f"op_{short}_f1_den"),
     }
-    return tuple(
+    rates = tuple(
         _rate(
             f"op_{short}_{measure}",
             f"{name} {'F1' if measure == 'f1' else measure}",
@@ -313,6 +360,15 @@ def _operation_rates(short: str, kind: str, name: str) -> tuple[MetricSpec, ...]
         )
         for measure, ratio in ratios.items()
     )
+    macro = _rate(
+        f"op_{short}_precision_macro",
+        f"{name} precision (macro)",
+        "higher",
+        ratios["precision"],
+        requires=_OPS_HINT,
+        average="macro",
+    )
+    return (*rates, macro)
 
 
 METRIC_SPECS: tuple[MetricSpec, ...] = (
@@ -327,11 +383,22 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("parse_failures", "replies"),
         gate="parse_failure",
         report=True,
+        primary=True,
     ),
     MetricSpec("backend_errors", "backend errors", "lower"),
     _rate("backend_error_rate", "backend error rate", "lower", ("backend_errors", "llm_calls")),
-    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True),
+    _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True, primary=True),
     _rate("precision", "precision", "higher", ("stored_precise", "facts"), report=True),
+    # The mean of owners' precision: the one verdicts use (pooled precision moves when owners
+    # that store many facts do better, with no owner's precision changing).
+    _rate(
+        "precision_macro",
+        "precision (macro)",
+        "higher",
+        ("stored_precise", "facts"),
+        primary=True,
+        average="macro",
+    ),
     MetricSpec("dup_exact", "exact duplicates", "lower"),
     MetricSpec("dup_normalized", "normalized duplicates", "lower"),
     MetricSpec("dup_near", "near duplicates", "lower"),
@@ -423,21 +490,14 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         )
     ),
     MetricSpec(
-        "stale_sessions_mean",
-        "sessions a retracted fact survives",
+        "stale_rmst",
+        f"sessions a retracted fact survives (restricted mean, {STALE_HORIZON} sessions)",
         "lower",
         "number",
-        ratio=("stale_sessions", "stale_facts"),
+        survival=("stale_removed", "stale_at_risk", STALE_HORIZON),
         interval=True,
-        gate="stale_sessions_mean",
-        requires=_OPS_HINT,
-    ),
-    MetricSpec(
-        "stale_days_mean",
-        "virtual days a retracted fact survives",
-        "lower",
-        "number",
-        ratio=("stale_days", "stale_facts"),
+        valid=(0.0, float(STALE_HORIZON)),
+        gate="stale_rmst",
         requires=_OPS_HINT,
     ),
     _rate(
@@ -464,6 +524,50 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         empty=0.0,
     ),
     MetricSpec("injection_dropped", "facts dropped by the budget", None),
+    # Does the memory help the agent answer? (memlab.scoring.qa_metrics): answerable questions
+    # answered from the lane's memory, graded by the run's headline judge; abstain and
+    # adversarial questions apart.
+    _rate(
+        "qa_accuracy",
+        "QA accuracy",
+        "higher",
+        ("qa_correct", "qa_answerable"),
+        report=True,
+        requires=_QA_HINT,
+    ),
+    _rate("qa_f1", "QA token F1", "higher", ("qa_f1", "qa_answerable"), requires=_QA_HINT),
+    _rate("qa_bleu1", "QA BLEU-1", "higher", ("qa_bleu1", "qa_answerable"), requires=_QA_HINT),
+    _rate(
+        "qa_abstain_accuracy",
+        "QA abstention accuracy (never said)",
+        "higher",
+        ("qa_abstain_correct", "qa_abstain"),
+        requires=_QA_HINT,
+    ),
+    _rate(
+        "qa_adversarial_accuracy",
+        "QA adversarial accuracy",
+        "higher",
+        ("qa_adversarial_correct", "qa_adversarial"),
+        requires=_QA_HINT,
+    ),
+    MetricSpec(
+        "qa_read_tokens_per_question",
+        "read tokens / question",
+        "lower",
+        "number",
+        ratio=("qa_read_tokens", "qa_questions"),
+        report=True,
+        requires=_QA_HINT,
+    ),
+    MetricSpec(
+        "qa_read_latency_per_question",
+        "read latency / question (s)",
+        "lower",
+        "number",
+        ratio=("qa_read_latency_s", "qa_questions"),
+        requires=_QA_HINT,
+    ),
 )
 """The built-in summary metrics in column order; the report's metric table keeps this order."""
 
@@ -510,6 +614,25 @@ def metric_spec(column: str) -> MetricSpec:
 def interval_specs() -> tuple[MetricSpec, ...]:
     """The rates that get intervals and paired tests, in column order."""
     return tuple(spec for spec in summary_specs() if spec.interval)
+
+
+DEFAULT_PRIMARY: tuple[str, ...] = tuple(spec.column for spec in METRIC_SPECS if spec.primary)
+"""The built-in primary metrics (a comparison's Holm family unless a grid names its own)."""
+
+
+def primary_metrics(chosen: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The primary set: ``chosen`` (checked: rates with intervals), else every registered
+    metric declared primary."""
+    if chosen is None:
+        return tuple(spec.column for spec in summary_specs() if spec.primary)
+    rates = [spec.column for spec in interval_specs()]
+    unknown = [name for name in chosen if name not in rates]
+    if unknown:
+        raise KeyError(
+            f"primary metric {unknown[0]!r} is not a rate with an interval; rates: "
+            + ", ".join(rates)
+        )
+    return tuple(dict.fromkeys(chosen))
 
 
 def report_specs() -> tuple[MetricSpec, ...]:

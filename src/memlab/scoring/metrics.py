@@ -21,9 +21,13 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   *eviction regret*: each update scored against the labels, see :mod:`memlab.scoring.operations`.
 - *injected gold coverage*: active gold facts in what the next session's agent receives, see
   :mod:`memlab.scoring.injection_audit`.
+- *stale survival*: the restricted mean of the session ends a retracted fact survives, from a
+  Kaplan-Meier estimate censored at the data's end, see :mod:`memlab.scoring.survival`.
 Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
-and carries a 95% bootstrap interval over owners (:mod:`memlab.scoring.stats`); which column is
-which is declared once in :mod:`memlab.scoring.metric_specs`.
+unless its spec says macro (the mean of owners' own rates: ``precision_macro``), and carries a
+95% bootstrap interval over the owners it can vary with (:mod:`memlab.scoring.stats`,
+:mod:`memlab.scoring.estimators`); which column is which is declared once in
+:mod:`memlab.scoring.metric_specs`.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from memlab.backends.registry import price_table
@@ -41,6 +44,7 @@ from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
+from memlab.scoring.estimators import estimator
 from memlab.scoring.injection_audit import injection_counts
 from memlab.scoring.metric_specs import (
     MetricSpec,
@@ -49,7 +53,7 @@ from memlab.scoring.metric_specs import (
     summary_specs,
 )
 from memlab.scoring.operations import score_operations
-from memlab.scoring.stats import StatOptions, bootstrap_ratios, ratio
+from memlab.scoring.stats import StatOptions, bootstrap, ratio
 
 __all__ = [
     "failure_table",
@@ -339,32 +343,30 @@ def summarize(
     specs = [s for s in summary_specs() if all(c in counts.columns for c in s.sources)]
     rows = []
     for lane, lane_counts in counts.groupby(level="lane_id", sort=True):
-        rows.append({"lane_id": lane, **_lane_metrics(lane_counts, specs, options)})
+        metrics = _lane_metrics(lane_counts, specs, options, where=f"lane {lane}")
+        rows.append({"lane_id": lane, **metrics})
     return pd.DataFrame(rows)
 
 
 def _lane_metrics(
-    counts: pd.DataFrame, specs: Sequence[MetricSpec], options: StatOptions | None
+    counts: pd.DataFrame,
+    specs: Sequence[MetricSpec],
+    options: StatOptions | None,
+    where: str = "",
 ) -> dict[str, Any]:
     """One lane's metric values (and intervals) from its per-owner counts."""
     row: dict[str, Any] = {}
     for spec in specs:
-        if spec.ratio is None:
+        if spec.interval:
+            found = bootstrap(estimator(spec, counts, where=where), options)
+            row[spec.column] = found.estimate
+            row[f"{spec.column}_lo"] = found.lo
+            row[f"{spec.column}_hi"] = found.hi
+        elif spec.ratio is None:
             row[spec.column] = _total(counts[spec.sources[0]], spec)
         else:
             top, bottom = (counts[c].to_numpy(dtype=float).sum() for c in spec.ratio)
             row[spec.column] = float(ratio(top, bottom, spec.empty))
-    rates = [s for s in specs if s.interval]
-    if rates:
-        found = bootstrap_ratios(
-            counts[[s.sources[0] for s in rates]].to_numpy(dtype=float),
-            counts[[s.sources[1] for s in rates]].to_numpy(dtype=float),
-            empty=np.array([s.empty for s in rates]),
-            options=options,
-        )
-        for i, spec in enumerate(rates):
-            row[f"{spec.column}_lo"] = float(found.lo[i])
-            row[f"{spec.column}_hi"] = float(found.hi[i])
     return {c: row[c] for c in summary_columns() if c in row}
 
 

@@ -37,7 +37,8 @@ gets a bootstrap interval like every other rate).
 Stale survival: for each retracted gold fact held when its session starts, the number of
 consecutive session ends from the retracting one on that still hold it, and the virtual days
 from the retracting session's start until the update that dropped it (or the end of the last
-session: then ``censored``).
+session: then ``censored``), and the episode's Kaplan-Meier counts (removed and at risk at each
+time below the horizon, :mod:`memlab.scoring.survival`).
 
 Eviction regret: active gold facts that memory does not hold at a session's end because the
 ``max_facts`` cap evicted them or the confidence threshold rejected them (the last thing that
@@ -52,9 +53,10 @@ from typing import Any
 
 from memlab.core.document import parse_utc
 from memlab.datasets.models import Owner
-from memlab.scoring.metric_specs import count_columns
+from memlab.scoring.metric_specs import STALE_HORIZON, count_columns
+from memlab.scoring.survival import Episode, episode_counts
 
-__all__ = ["OPERATION_COUNTS", "score_operations"]
+__all__ = ["OPERATION_COUNTS", "gold_losses", "score_operations"]
 
 Covers = Callable[[str, str], bool]
 
@@ -121,6 +123,7 @@ class _OwnerScorer:
         self.expected_adds: set[str] = set()
         self.expected_removals: set[str] = set()
         self.credited: set[str] = set()
+        self.losses: list[dict[str, str]] = []  # per session: active gold not held -> why
 
     def active(self, gold_id: str) -> bool:
         return gold_id in self.memory.gold and gold_id not in self.retracted
@@ -173,7 +176,11 @@ class _OwnerScorer:
             memory.drop(str(fact.get("id")))
         self._score_removals(removed_golds)
         self._score_adds(added_golds, before)
-        self._losses(evicted_golds, applied.get("skipped_below_threshold", []))
+        self._losses(
+            evicted_golds,
+            applied.get("skipped_below_threshold", []),
+            applied.get("skipped_duplicate", []),
+        )
         self._close_stale(call)
 
     def _score_removals(self, removed_golds: Sequence[set[str]]) -> None:
@@ -208,21 +215,28 @@ class _OwnerScorer:
             for gid in golds:
                 self.lost.pop(gid, None)
 
-    def _losses(self, evicted_golds: Sequence[set[str]], below: object) -> None:
-        """Active gold facts the cap or the threshold kept out of memory in this call."""
+    def _losses(self, evicted_golds: Sequence[set[str]], below: object, twice: object) -> None:
+        """Active gold facts the duplicate check, the cap or the threshold kept out of memory
+        in this call, the later reason winning (only the cap and the threshold count as
+        regret: a duplicate's twin was stored, and whatever dropped the twin is the cause)."""
         memory = self.memory
+        self._proposals_lost(twice, "duplicate")
         for golds in evicted_golds:
             for gid in golds:
                 if self.active(gid) and not memory.held(gid):
                     self.row["gold_evicted"] += 1
                     self.lost[gid] = "cap"
-        for proposal in below if isinstance(below, list) else []:
+        self._proposals_lost(below, "threshold")
+
+    def _proposals_lost(self, proposals: object, reason: str) -> None:
+        for proposal in proposals if isinstance(proposals, list) else []:
             if not isinstance(proposal, Mapping):
                 continue
-            for gid in memory.stated(_text(proposal.get("content"))):
-                if self.active(gid) and not memory.held(gid):
-                    self.row["gold_below_threshold"] += 1
-                    self.lost[gid] = "threshold"
+            for gid in self.memory.stated(_text(proposal.get("content"))):
+                if self.active(gid) and not self.memory.held(gid):
+                    if reason == "threshold":
+                        self.row["gold_below_threshold"] += 1
+                    self.lost[gid] = reason
 
     def _close_stale(self, call: Mapping[str, Any]) -> None:
         """End the stale episode of each retracted fact this call dropped."""
@@ -247,13 +261,13 @@ class _OwnerScorer:
         for episode in self.stale.values():
             if episode["open"]:
                 episode["sessions"] += 1
-        row["gold_regret"] = sum(
-            1
+        missing = {
+            gid: self.lost.get(gid, "never")
             for gid in self.memory.gold
-            if self.active(gid)
-            and not self.memory.held(gid)
-            and self.lost.get(gid) in _LOST_TO_LIMITS
-        )
+            if self.active(gid) and not self.memory.held(gid)
+        }
+        self.losses.append(missing)
+        row["gold_regret"] = sum(1 for why in missing.values() if why in _LOST_TO_LIMITS)
         return row
 
     def finish(self, rows: list[dict[str, Any]]) -> None:
@@ -268,6 +282,11 @@ class _OwnerScorer:
             row["stale_days"] += episode["days"]
             detail = {k: episode[k] for k in ("gold", "sessions", "days", "censored")}
             row.setdefault("stale_detail", []).append(detail)
+            # The survival counts of this one episode (summed over sessions and owners later).
+            removed, at_risk = episode_counts([Episode.from_detail(detail)], STALE_HORIZON)
+            for t in range(STALE_HORIZON):
+                row[f"stale_removed_{t}"] += removed[t]
+                row[f"stale_at_risk_{t}"] += at_risk[t]
 
 
 def score_operations(
@@ -292,6 +311,37 @@ def score_operations(
         retracting session's row, ``stale_detail``; ``None`` when a call that saved an update
         has no bookkeeping (a run recorded before memlab kept it: rerun the sweep).
     """
+    walked = _walk(owner, calls, covers, start, start_memory)
+    return walked[0] if walked is not None else None
+
+
+def gold_losses(
+    owner: Owner,
+    calls: Sequence[Mapping[str, Any]],
+    covers: Covers,
+    *,
+    start: int = 0,
+    start_memory: Mapping[str, Any] | None = None,
+) -> list[dict[str, str]] | None:
+    """Per session (from ``start``; ``{}`` before it): each active gold fact memory does not
+    hold at the session's end, and the last thing that happened to it: ``cap`` (evicted),
+    ``threshold`` (proposed below it), ``duplicate`` (skipped as a duplicate), ``removed``
+    (a wrong removal) or ``never`` (never stored: not proposed, or in a reply that failed).
+    ``None`` as in :func:`score_operations`."""
+    walked = _walk(owner, calls, covers, start, start_memory)
+    if walked is None:
+        return None
+    return [{} for _ in range(start)] + walked[1]
+
+
+def _walk(
+    owner: Owner,
+    calls: Sequence[Mapping[str, Any]],
+    covers: Covers,
+    start: int,
+    start_memory: Mapping[str, Any] | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]] | None:
+    """The operation rows and the losses of one owner's calls (see the two functions above)."""
     if any(c.get("saved") and "applied" not in c for c in calls):
         return None
     scorer = _OwnerScorer(owner, start, covers)
@@ -311,4 +361,4 @@ def score_operations(
             scorer.apply(call)
         rows.append(scorer.end(index))
     scorer.finish(rows)
-    return rows
+    return rows, scorer.losses

@@ -31,8 +31,9 @@ class StatOptions:
         resamples: Bootstrap and permutation resamples (0 turns intervals and tests off: their
             columns are NaN).
         seed: Seed of the random resamples.
-        level: Confidence level of the intervals.
-        alpha: Significance level of the tests (after Holm's correction).
+        level: Confidence level of the intervals of single configurations and of secondary
+            (exploratory) comparisons.
+        alpha: Family-wise significance level of the primary comparisons (Holm).
         power: Power at which the minimum detectable effect is stated.
     """
 

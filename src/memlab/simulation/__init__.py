@@ -1,5 +1,7 @@
 """The simulated model: a test instrument with declared behaviour that answers from a labeled
-dataset, so every metric can be checked against the value its profile implies.
+dataset, so every metric can be checked against the value its profile implies; it records
+where each wording it proposes came from (:class:`ProvenanceMatcher` scores a run with that
+truth).
 
 ``sim:PROFILE`` resolves to a :class:`SimulatedBackend` through the backend registry (this
 package registers it through memlab's own ``memlab.plugins`` entry point, see
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
         SimProfileError,
         load_profile,
     )
+    from memlab.simulation.provenance import Agreement, ProvenanceMatcher, matcher_agreement
 
 _EXPORTS: dict[str, str] = {
     "SimDecision": "memlab.simulation.model",
@@ -34,17 +37,23 @@ _EXPORTS: dict[str, str] = {
     "SimProfile": "memlab.simulation.profile",
     "SimProfileError": "memlab.simulation.profile",
     "load_profile": "memlab.simulation.profile",
+    "Agreement": "memlab.simulation.provenance",
+    "ProvenanceMatcher": "memlab.simulation.provenance",
+    "matcher_agreement": "memlab.simulation.provenance",
 }
 
 __all__ = [
     "BUILTIN_PROFILES",
     "PROFILES",
     "SIM_PREFIX",
+    "Agreement",
+    "ProvenanceMatcher",
     "SimDecision",
     "SimProfile",
     "SimProfileError",
     "SimulatedBackend",
     "load_profile",
+    "matcher_agreement",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

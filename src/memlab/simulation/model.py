@@ -19,6 +19,10 @@ the current memory (fact ids and contents), and answers as the profile declares
 - Each ``must_not_store`` string of the session is proposed as a fact with ``leak_rate``.
 - Every reply, final or not, is broken with the rate of each failure category.
 
+The model records where every wording it proposes came from (:meth:`SimulatedBackend.origins`:
+the gold fact, ``invented`` or ``leak``): the truth that metrics and matchers are checked
+against (:class:`~memlab.simulation.provenance.ProvenanceMatcher`).
+
 Prompts that ask a question of the dataset, or ask to grade an answer, are answered and judged
 as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa`; :meth:`decide_qa`
 gives the provenance).
@@ -38,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +141,15 @@ class SimulatedBackend:
         self._views = [v for v in self._views if v.blocks]
         self._index = _SessionIndex(self._views)
         self._wordings = {owner.user_id: _wording_index(owner) for owner in owners}
+        self.gold_facts: dict[str, str] = {
+            fact.id: fact.content
+            for owner in owners
+            for session in owner.sessions
+            for fact in session.labels.facts
+        }
+        """Every gold fact of the dataset: id -> content."""
+        self._origins: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -153,6 +167,18 @@ class SimulatedBackend:
             "profile_sha256": hashlib.sha256(profile.encode("utf-8")).hexdigest(),
             "seed": self.seed,
         }
+
+    def origins(self, content: str) -> frozenset[str]:
+        """Where the wording ``content`` came from, as recorded when the model proposed it:
+        gold fact ids (a restatement counts as the fact it restates), ``"invented"`` or
+        ``"leak"``; empty when the model never proposed it."""
+        with self._lock:
+            return frozenset(self._origins.get(_key(content), ()))
+
+    def _record(self, content: str, kind: str, source: str) -> None:
+        origin = source if kind in ("gold", "restated") else kind
+        with self._lock:
+            self._origins.setdefault(_key(content), set()).add(origin)
 
     def complete(self, request: CompletionRequest) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
@@ -221,6 +247,7 @@ class SimulatedBackend:
 
         def propose(content: str, category: str, u: float, kind: str, source: str) -> None:
             confidence = profile.pick_confidence(u, invented=kind == "invented")
+            self._record(content, kind, source)
             proposals.append(
                 {
                     "content": content,

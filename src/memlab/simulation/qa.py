@@ -10,8 +10,11 @@ recognises update prompts, by the dataset content they hold:
   text; the longest one wins) and no memory document JSON (update prompts hold one).
 
 Answering (rates from :class:`~memlab.simulation.profile.SimQAProfile`): the question's
-evidence is *in the prompt* when every evidence fact is there in a wording the simulated
-updater stores (or verbatim, as a gold memory holds it), or, for a question without evidence
+evidence is *in the prompt* when every evidence fact is there, as a line of its own, in a
+wording the simulated updater stores (or verbatim, as a gold memory holds it; a bullet and a
+``[category | confidence]`` tag may precede it, as injected facts are shown; a fact only
+mentioned inside a summary line does not count, so the known truth follows the facts the
+pipeline stored and injected), or, for a question without evidence
 facts, every evidence turn is there (its text, or the text a leak of its must-not-store string
 stores). Then an answerable question gets its answer with ``answer_rate`` (else a wrong guess);
 an abstain or adversarial question gets its trap (``wrong_answer``) with ``trap_rate`` (else
@@ -35,6 +38,7 @@ seed, the owner, the question and (for judges) the answer, like every draw of th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -136,13 +140,24 @@ class _Probes:
     turns: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def found(self, prompt: str) -> tuple[bool, tuple[str, ...]]:
-        facts = [k for k, texts in self.facts.items() if any(t in prompt for t in texts)]
+        lines = _fact_texts(prompt)
+        facts = [k for k, texts in self.facts.items() if any(t in lines for t in texts)]
         turns = [k for k, texts in self.turns.items() if any(t in prompt for t in texts)]
         if self.facts:
             present = len(facts) == len(self.facts)
         else:
             present = bool(self.turns) and len(turns) == len(self.turns)
         return present, (*facts, *turns)
+
+
+_FACT_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:\[[^\]\n]*\]\s+)?(.+?)\s*$", re.MULTILINE)
+
+
+def _fact_texts(prompt: str) -> set[str]:
+    """Each line of ``prompt`` as a fact would be written there: without a bullet and a
+    ``[category | confidence]`` tag. A summary line (``- Work: a; b``) stays whole, so a fact
+    the memory only mentions in a summary is not a stored fact."""
+    return {m.group(1) for m in _FACT_LINE.finditer(prompt)}
 
 
 def _fold(text: str) -> str:

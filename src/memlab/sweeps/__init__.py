@@ -4,7 +4,8 @@ A sweep is planned (:func:`plan_sweep`: every name in the grid resolved into
 :class:`ResolvedLane`\\ s, bad input rejected before anything runs), executed (each
 (lane, owner) replay on a thread pool or a Dask cluster, on a virtual clock), and collected
 into a :class:`Run`: the run directory's tables as DataFrames, scored by
-:mod:`memlab.scoring`. :func:`rescore` scores a finished run again with another matcher.
+:mod:`memlab.scoring`. :func:`rescore` scores a finished run again with another matcher;
+:func:`add_qa` asks its memories the dataset's questions (memory QA).
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
         load_grid,
         plan_sweep,
     )
+    from memlab.sweeps.qa_spec import QAError, QASpec
+    from memlab.sweeps.qa_step import IncompleteQAError, add_qa
     from memlab.sweeps.records import RecordError
     from memlab.sweeps.replay import OwnerReplay, replay_owner
     from memlab.sweeps.rescoring import RescoreError, rescore
@@ -54,6 +57,10 @@ _EXPORTS: dict[str, str] = {
     "BackendFactory": "memlab.sweeps.lane_backends",
     "PromptSource": "memlab.sweeps.plan",
     "ResolvedLane": "memlab.sweeps.plan",
+    "QAError": "memlab.sweeps.qa_spec",
+    "QASpec": "memlab.sweeps.qa_spec",
+    "IncompleteQAError": "memlab.sweeps.qa_step",
+    "add_qa": "memlab.sweeps.qa_step",
     "RecordError": "memlab.sweeps.records",
     "OwnerReplay": "memlab.sweeps.replay",
     "replay_owner": "memlab.sweeps.replay",
@@ -72,10 +79,13 @@ __all__ = [
     "ForkSpec",
     "Grid",
     "GridError",
+    "IncompleteQAError",
     "IncompleteSweepError",
     "LaneConfig",
     "OwnerReplay",
     "PromptSource",
+    "QAError",
+    "QASpec",
     "RecordError",
     "RescoreError",
     "ResolvedLane",
@@ -83,6 +93,7 @@ __all__ = [
     "RunError",
     "SweepExecutor",
     "SweepPlan",
+    "add_qa",
     "describe_fork",
     "draw_sheet",
     "load_grid",

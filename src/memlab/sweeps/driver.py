@@ -52,6 +52,7 @@ from memlab.sweeps.executors import SweepExecutor
 from memlab.sweeps.grid import ForkSpec, Grid
 from memlab.sweeps.lane_backends import BackendFactory
 from memlab.sweeps.plan import PromptSource, SweepPlan, plan_sweep
+from memlab.sweeps.qa_step import add_qa
 from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
 from memlab.sweeps.rescoring import matcher_record
@@ -153,6 +154,10 @@ def sweep(
             :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
             reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
             (see :mod:`memlab.sweeps.fork`).
+
+    With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
+    questions (:func:`memlab.sweeps.qa_step.add_qa`, with the same cache, workers and matcher;
+    ``backend_factory`` builds its backends too).
     """
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
@@ -178,6 +183,18 @@ def sweep(
         _save_new_verdicts(matcher, cache_dir, known)
     if not allow_incomplete:
         _raise_if_incomplete(run, outcomes)
+    if plan.grid.qa is not None:
+        run = add_qa(
+            run,
+            cache_dir=cache_dir,
+            cache_mode=cache_mode,
+            max_workers=max_workers,
+            progress=progress,
+            matcher=matcher,
+            backend_factory=backend_factory,
+            prompts_dir=plan.grid.base_dir,
+            allow_incomplete=allow_incomplete,
+        )
     return run
 
 

@@ -18,6 +18,8 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
       fact_confidence_threshold: [0.7]
       max_facts: [100]
     replay_mode: debounce
+    primary: [recall, parse_failure_rate]   # what "better" means here (default: the specs')
+    qa: {answer_backend: "local:smollm2", judges: [lenient, strict]}   # memory QA
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.injection_audit import InjectionPolicy
+from memlab.scoring.metric_specs import primary_metrics
+from memlab.sweeps.qa_spec import QASpec
 
 __all__ = [
     "AUTO_MAX_TOKENS",
@@ -328,10 +332,29 @@ class Grid(BaseModel):
     axes: dict[str, list[Any]] = Field(default_factory=dict)
     fork: ForkSpec | None = None
     """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
+    primary: list[str] | None = None
+    """The metrics that answer "is a lane better" for this run's comparisons and gate (the
+    Holm family, :mod:`memlab.scoring.comparison`); ``None``: those the metric specs declare
+    primary. Every other rate is shown as exploratory."""
+    qa: QASpec | None = None
+    """Ask every lane's memory the dataset's questions after the replays (see
+    :mod:`memlab.sweeps.qa_spec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
     _lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @field_validator("primary")
+    @classmethod
+    def _known_primary(cls, names: list[str] | None) -> list[str] | None:
+        if names is None:
+            return None
+        if not names:
+            raise ValueError("name at least one rate, or leave primary out for the default")
+        try:
+            return list(primary_metrics(names))
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
 
     @field_validator("name")
     @classmethod

@@ -67,6 +67,7 @@ __all__ = [
     "prompt_registry",
     "registry_backend",
     "resolve_lanes",
+    "select_owners",
 ]
 
 PromptSource = (
@@ -473,7 +474,7 @@ def plan_sweep(
     if fork is not None:
         grid = grid.model_copy(update={"fork": ForkSpec.model_validate(fork)})
     data_file = dataset_path(grid, dataset)
-    owners = _select_owners(load_dataset(data_file), grid)
+    owners = select_owners(load_dataset(data_file), grid)
     name = safe_component(run_name or grid.name, "run name")
     runs_root = Path(runs_dir)
     run_path = ensure_inside(runs_root / name, runs_root, "run directory")
@@ -492,7 +493,13 @@ def plan_sweep(
     return plan
 
 
-def _select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
+def select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
+    """The owners a sweep of ``grid`` replays: its ``owners``, the first ``max_owners``, each
+    cut to ``max_sessions`` sessions.
+
+    Raises:
+        GridError: At ``owners`` when one of them is not in the dataset.
+    """
     selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
     if grid.owners is not None:
         missing = set(grid.owners) - {o.user_id for o in selected}

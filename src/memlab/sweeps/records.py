@@ -1,5 +1,5 @@
-"""Typed rows of a run's tables: one LLM call (``calls.jsonl``) and one session
-(``sessions.jsonl``).
+"""Typed rows of a run's tables: one LLM call (``calls.jsonl``), one session
+(``sessions.jsonl``) and one answer of memory QA (``qa/answers.jsonl``).
 
 The models name and type the columns every row has (a session row's counts are those
 :data:`memlab.scoring.metric_specs.COUNT_SPECS` declares ``in_rows``); measures that only some
@@ -28,7 +28,7 @@ from memlab.core.jsontext import loads_json
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metric_specs import COUNT_SPECS
 
-__all__ = ["CallRow", "RecordError", "SessionRow", "read_rows", "typed_rows"]
+__all__ = ["CallRow", "QARow", "RecordError", "SessionRow", "read_rows", "typed_rows"]
 
 
 class RecordError(MemlabError, ValueError):
@@ -92,7 +92,46 @@ SessionRow = create_model(
 )
 
 
-_R = TypeVar("_R", bound=_Row)
+class QARow(BaseModel):
+    """One answer of memory QA (``qa/answers.jsonl``): the question asked of one lane's
+    replay of one owner under one condition, the answer and its cost, its scores against the
+    answer keys, each judge's verdicts and, for an answer from memory, the fate of its
+    evidence (:mod:`memlab.qa.answering`, :mod:`memlab.scoring.qa_causes`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    lane_id: str
+    sample: int
+    user_id: str
+    session_index: int
+    question_id: str
+    category: str
+    kind: str
+    audited: bool
+    answer_changed: bool
+    condition: str
+    context_tokens: int
+    injected: list[str]
+    dropped: int
+    answer: str | None
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    abstained: bool | None
+    f1: float | None
+    bleu1: float | None
+    f1_original: float | None
+    bleu1_original: float | None
+    verdicts: dict[str, dict[str, bool | None]]
+    judge_tokens: int
+    judge_errors: int
+    fate: str | None
+    evidence_fates: dict[str, str] | None
+
+
+_R = TypeVar("_R", bound=BaseModel)
 
 
 def _check(model: type[_R], row: Any, where: str) -> dict[str, Any]:

@@ -14,6 +14,10 @@ Layout of ``runs/<name>/``::
     calls.jsonl          one row per LLM call
     sessions.jsonl       one row per (lane, owner, session)
     summary.csv          one row per lane
+    qa/answers.jsonl     memory QA (when asked): one row per (lane, sample, owner, question,
+                         condition): the answer, its scores, verdicts and evidence fate
+    qa/manifest.json     written last by the QA step: its settings, prompts, backends and
+                         the row count and hash of the answer table
 
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
 lane id); ``manifest.json`` names the lanes that belong to the run.
@@ -21,6 +25,7 @@ lane id); ``manifest.json`` names the lanes that belong to the run.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -46,15 +51,20 @@ from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metrics import failure_table, summarize, violation_table
+from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.records import CallRow, SessionRow, read_rows
+from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
 from memlab.sweeps.views import RUN_VIEWS
 
 __all__ = [
+    "QA_ANSWERS",
+    "QA_FORMAT",
+    "QA_MANIFEST",
     "RUN_FORMAT",
     "Run",
     "RunError",
+    "file_facts",
     "flatten_call",
     "load_run",
     "owned_path",
@@ -70,6 +80,11 @@ __all__ = [
 
 RUN_FORMAT = 2
 """Version of the run directory layout; :func:`load_run` reads this version only."""
+
+QA_FORMAT = 1
+"""Version of the QA step's files; :attr:`Run.qa_answers` reads this version only."""
+QA_ANSWERS = Path("qa") / "answers.jsonl"
+QA_MANIFEST = Path("qa") / "manifest.json"
 
 _TABLES = ("calls.jsonl", "sessions.jsonl")
 logger = logging.getLogger(__name__)
@@ -99,8 +114,9 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-def _file_facts(path: Path, run_path: Path) -> dict[str, Any]:
-    """Row count and SHA-256 of a table, read in chunks (no link out of the run directory)."""
+def file_facts(path: Path, run_path: Path) -> dict[str, Any]:
+    """Row count and SHA-256 of a table (what a manifest records of it), read in chunks (no
+    link out of the run directory)."""
     digest, rows = hashlib.sha256(), 0
     with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=run_path) as f:
         while chunk := f.read(1 << 20):
@@ -227,7 +243,7 @@ def write_manifest(
         "owners": owners,
         "samples": samples,
         "status": status,
-        "files": {name: _file_facts(run_path / name, run_path) for name in _TABLES},
+        "files": {name: file_facts(run_path / name, run_path) for name in _TABLES},
     }
     atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
@@ -268,6 +284,9 @@ class Run:
     Set it before reading ``summary``."""
     stats: StatOptions = field(default_factory=StatOptions)
     """Resamples, seed and levels of the summary's intervals and of comparisons."""
+    qa_judge: str | None = None
+    """The judge whose verdicts the summary's QA metrics count (``None``: the first judge of
+    the QA step); :meth:`with_judge` gives the run under another one."""
 
     def __repr__(self) -> str:  # the tables and the manifest are too large for a repr
         return f"Run({self.name!r}, lanes={len(self.lanes)}, path={str(self.path)!r})"
@@ -276,6 +295,11 @@ class Run:
     def name(self) -> str:
         """The run's name (its directory name)."""
         return self.path.name
+
+    @property
+    def primary(self) -> tuple[str, ...] | None:
+        """The grid's primary metrics (``None``: those the metric specs declare)."""
+        return tuple(self.grid.primary) if self.grid.primary is not None else None
 
     @cached_property
     def calls(self) -> pd.DataFrame:
@@ -286,10 +310,80 @@ class Run:
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
-        """One row per (lane, owner, session): facts, recall, precision, duplicates, ..."""
+        """One row per (lane, owner, session): facts, recall, precision, duplicates, ...
+
+        With memory QA, each row also counts the questions asked right after the session,
+        answered from the lane's memory and graded by :attr:`judge` (the ``qa_*`` counts).
+        """
         if self._sessions is not None:
-            return self._sessions
-        return pd.DataFrame(read_rows(self.path / "sessions.jsonl", SessionRow, inside=self.path))
+            rows = self._sessions
+        else:
+            rows = pd.DataFrame(
+                read_rows(self.path / "sessions.jsonl", SessionRow, inside=self.path)
+            )
+        answers = self.qa_answers
+        if answers.empty or rows.empty:
+            return rows
+        return _with_qa_counts(rows, qa_session_counts(answers, self.judge))
+
+    @cached_property
+    def qa_manifest(self) -> dict[str, Any]:
+        """``qa/manifest.json`` ({} when the run has no memory QA)."""
+        path = self.path / QA_MANIFEST
+        if not path.exists():
+            return {}
+        manifest = read_record(path, self.path)
+        if manifest is None or manifest.get("qa_format") != QA_FORMAT:
+            raise RunError(
+                f"{path}: unreadable, or written by another memlab (QA format "
+                f"{(manifest or {}).get('qa_format')!r}, this memlab reads {QA_FORMAT}); run "
+                "the QA step again (memlab qa RUN)"
+            )
+        return manifest
+
+    @cached_property
+    def qa_answers(self) -> pd.DataFrame:
+        """One row per memory-QA answer (:class:`~memlab.sweeps.records.QARow`); empty when
+        the run has no memory QA.
+
+        Raises:
+            RunError: The answer table differs from what the QA manifest recorded.
+        """
+        manifest = self.qa_manifest
+        if not manifest:
+            return pd.DataFrame(columns=list(QARow.model_fields))
+        path = self.path / QA_ANSWERS
+        expected = manifest.get("files", {}).get(QA_ANSWERS.name) or {}
+        _check_table(path, self.path, expected, "the QA step", "run it again (memlab qa RUN)")
+        rows = read_rows(path, QARow, inside=self.path)
+        return pd.DataFrame(rows, columns=list(QARow.model_fields))
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge prompts of the run's memory QA, in the order the QA step named them."""
+        spec = self.qa_manifest.get("spec", {})
+        named = spec.get("judges") if isinstance(spec, dict) else None
+        return [str(j) for j in named] if named else judges_of(self.qa_answers)
+
+    @property
+    def judge(self) -> str:
+        """The judge the summary's QA metrics use (:attr:`qa_judge`, else the first one)."""
+        if self.qa_judge is not None:
+            return self.qa_judge
+        judges = self.judges
+        return judges[0] if judges else ""
+
+    def with_judge(self, judge: str) -> Run:
+        """This run with its QA metrics counted under ``judge``.
+
+        Raises:
+            RunError: The run has no memory QA, or no judge of that name graded it.
+        """
+        known = self.judges
+        if judge not in known:
+            shown = ", ".join(known) if known else "none (the run has no memory QA)"
+            raise RunError(f"run {self.name}: no judge {judge!r}; judges: {shown}")
+        return dataclasses.replace(self, qa_judge=judge)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -462,18 +556,26 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if problem is not None:
         raise RunError(f"{manifest_file}: {problem}; it was edited or not written by memlab")
     for name, expected in manifest["files"].items():
-        try:
-            actual = _file_facts(path / name, path)
-        except FileNotFoundError:
-            raise RunError(f"{path / name}: missing; rerun the sweep") from None
-        except OSError as exc:
-            raise RunError(f"{path / name}: cannot read the table: {io_reason(exc)}") from None
-        if actual != expected:
-            raise RunError(
-                f"{path / name}: {actual['rows']} rows, the manifest records {expected['rows']} "
-                "and another checksum: the file changed after the sweep; rerun the sweep"
-            )
+        _check_table(path / name, path, expected, "the sweep", "rerun the sweep")
     return dict(manifest)
+
+
+def _check_table(
+    path: Path, run_path: Path, expected: dict[str, Any], writer: str, fix: str
+) -> None:
+    """Raise :class:`RunError` unless ``path`` has the rows and checksum its manifest recorded
+    (``writer`` wrote it; ``fix`` says how to write it again)."""
+    try:
+        actual = file_facts(path, run_path)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing; {fix}") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read the table: {io_reason(exc)}") from None
+    if actual != expected:
+        raise RunError(
+            f"{path}: {actual['rows']} rows, the manifest records {expected.get('rows')} "
+            f"and another checksum: the file changed after {writer}; {fix}"
+        )
 
 
 def _manifest_problem(manifest: dict[str, Any]) -> str | None:
@@ -507,3 +609,15 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
         ):
             return f"'files.{name}' must hold 'rows' and 'sha256'"
     return None
+
+
+def _with_qa_counts(rows: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
+    """Session rows with each session's QA counts (0 where no question was asked)."""
+    keys = ["lane_id", "user_id", "session_index"]
+    if "sample" in rows.columns:
+        keys.append("sample")
+    else:
+        counts = counts[counts["sample"] == 0].drop(columns="sample")
+    merged = rows.merge(counts, on=keys, how="left")
+    merged[list(QA_COUNTS)] = merged[list(QA_COUNTS)].fillna(0)
+    return merged

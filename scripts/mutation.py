@@ -1,0 +1,402 @@
+"""Mutation testing of memlab's critical modules: do the tests fail when the code is wrong?
+
+Two runs, each on a copy of ``src/`` and ``tests/`` in a temporary directory (the working tree
+is never touched):
+
+``--named`` applies, one at a time, the small bugs listed in :data:`NAMED` (owners paired out
+of order, significance from the unadjusted p-value, the interval's tail halved, the MDE's
+square-root factor dropped, simulated-profile rates off by 20%, the injection audit ignoring
+the policy's order, the injection cut one token off, the near-duplicate merge replacing on a
+tie, report titles and Markdown cells unescaped, size limits off by one, the cache format check
+removed) and runs the tests named for each: every one must fail.
+
+``--modules`` (the default) runs ``mutmut`` on each critical module in turn (:data:`MODULES`),
+with the fast tests that cover it, one module at a time and one worker, and prints each
+module's kill rate and the total. Mutants are killed when a test fails, or time out; the rest
+survived. This takes long (about a second per mutant): run it by hand, not in CI.
+
+Usage::
+
+    python scripts/mutation.py --named                 # about 4 minutes
+    python scripts/mutation.py                         # every module, an hour or more
+    python scripts/mutation.py --modules stats,merge   # some modules
+    python scripts/mutation.py --list
+
+The exit status is 1 when a named mutant survives or the kill rate is below ``--target`` (90%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+logger = logging.getLogger("mutation")
+
+
+@dataclass(frozen=True)
+class Named:
+    """One small bug: ``old`` replaced by ``new`` in ``path``; ``tests`` must fail."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+_RULES = "tests/test_rule_boundaries.py"
+_SCORING = "src/memlab/scoring"
+
+NAMED: tuple[Named, ...] = (
+    Named(
+        "owners paired out of order",
+        f"{_SCORING}/comparison.py",
+        "a, b = counts_a.loc[shared], counts_b.loc[shared]",
+        "a, b = counts_a.loc[shared], counts_b.loc[shared[::-1]]",
+        (f"{_RULES}::test_owners_are_paired_by_name_not_by_row",),
+    ),
+    Named(
+        "significance from the unadjusted p-value",
+        f"{_SCORING}/comparison.py",
+        'table["significant"] = rejected',
+        'table["significant"] = family_p < options.alpha',
+        (f"{_RULES}::test_significance_is_holms_not_the_raw_p_value",),
+    ),
+    Named(
+        "the interval's percentile tail halved",
+        f"{_SCORING}/stats.py",
+        "t = _t_quantile(1 - (1 - level) / 2, owners - 1)",
+        "t = _t_quantile(1 - (1 - level) / 4, owners - 1)",
+        (f"{_RULES}::test_the_interval_tail_is_half_the_complement_with_many_owners",),
+    ),
+    Named(
+        "the MDE's square-root factor dropped",
+        f"{_SCORING}/stats.py",
+        "factor = noncentrality * math.sqrt(owners / df)",
+        "factor = noncentrality",
+        (f"{_RULES}::test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners",),
+    ),
+    Named(
+        "simulated failure rates off by 20%",
+        "src/memlab/simulation/profile.py",
+        "edge += self.failures.get(category, 0.0)",
+        "edge += self.failures.get(category, 0.0) * 1.2",
+        (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
+    ),
+    Named(
+        "simulated wording and confidence shares off by 20%",
+        "src/memlab/simulation/profile.py",
+        "        edge += share\n",
+        "        edge += share * 1.2\n",
+        (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
+    ),
+    Named(
+        "simulated inventions off by 20%",
+        "src/memlab/simulation/profile.py",
+        "u < self.invent_rate - whole",
+        "u < (self.invent_rate - whole) * 1.2",
+        (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
+    ),
+    Named(
+        "simulated propose rate off by 20%",
+        "src/memlab/simulation/model.py",
+        '"propose") >= profile.propose_rate',
+        '"propose") >= profile.propose_rate * 0.8',
+        ("tests/test_sim_metrics.py::test_state_metric_matches_the_profile",),
+    ),
+    Named(
+        "the injection audit ignoring the policy's order",
+        f"{_SCORING}/injection_audit.py",
+        "rank=_rank(policy, ordered, query, embedder),",
+        "rank=by_confidence,",
+        (f"{_RULES}::test_the_audit_offers_facts_in_the_policys_order",),
+    ),
+    Named(
+        "the injection cut one token short",
+        "src/memlab/core/injection.py",
+        "    if counter.count(text) <= max_tokens:\n        return text",
+        "    if counter.count(text) < max_tokens:\n        return text",
+        (f"{_RULES}::test_a_text_that_fits_exactly_is_kept_whole",),
+    ),
+    Named(
+        "the injection budget dropping a fact that fits exactly",
+        "src/memlab/core/injection.py",
+        "if running + cost > max_tokens:",
+        "if running + cost >= max_tokens:",
+        ("tests/test_injection_audit.py::test_tokens_and_dropped_facts",),
+    ),
+    Named(
+        "the near-duplicate merge replacing the stored fact on a tie",
+        "src/memlab/core/merge.py",
+        'replaced = float(proposal["confidence"]) > _confidence(best)',
+        'replaced = float(proposal["confidence"]) >= _confidence(best)',
+        (f"{_RULES}::test_a_near_duplicate_of_equal_confidence_keeps_the_stored_fact",),
+    ),
+    Named(
+        "the Markdown report title unescaped",
+        "src/memlab/reporting/report.py",
+        'f"# {md_escape(report.title, 200)}"',
+        'f"# {report.title}"',
+        (f"{_RULES}::test_report_titles_are_escaped",),
+    ),
+    Named(
+        "the HTML report title unescaped",
+        "src/memlab/reporting/report.py",
+        "title = escape(report.title)",
+        "title = report.title",
+        (f"{_RULES}::test_report_titles_are_escaped",),
+    ),
+    Named(
+        "Markdown table cells unescaped",
+        "src/memlab/reporting/statistics.py",
+        "md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c])",
+        "str(row[c])",
+        (f"{_RULES}::test_statistics_tables_escape_names_from_the_data",),
+    ),
+    Named(
+        "the YAML value limit off by one",
+        "src/memlab/core/yamlio.py",
+        "if self._count > self._max_nodes:",
+        "if self._count >= self._max_nodes:",
+        (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
+    ),
+    Named(
+        "the YAML depth limit off by one",
+        "src/memlab/core/yamlio.py",
+        "if self._depth > self._max_depth:",
+        "if self._depth >= self._max_depth:",
+        (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
+    ),
+    Named(
+        "the YAML size limit off by one",
+        "src/memlab/core/yamlio.py",
+        "if size > max_bytes:",
+        "if size >= max_bytes:",
+        (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
+    ),
+    Named(
+        "the JSON depth limit off by one",
+        "src/memlab/core/jsontext.py",
+        "if len(path) >= limit:",
+        "if len(path) > limit:",
+        (f"{_RULES}::test_json_depth_limit_is_exact",),
+    ),
+    Named(
+        "the name length limit off by one",
+        "src/memlab/core/safe_names.py",
+        "if len(name) > MAX_COMPONENT_CHARS:",
+        "if len(name) >= MAX_COMPONENT_CHARS:",
+        (f"{_RULES}::test_name_length_limit_is_exact",),
+    ),
+    Named(
+        "the cache format check removed",
+        "src/memlab/backends/cache.py",
+        'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
+        "if not isinstance(data, dict):",
+        (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
+    ),
+)
+"""Small bugs every one of which some test must catch."""
+
+_FAST = ("tests/test_rule_boundaries.py",)
+
+MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "stats": (
+        f"{_SCORING}/stats.py",
+        ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
+    ),
+    "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
+    "comparison": (
+        f"{_SCORING}/comparison.py",
+        ("tests/test_verdicts.py", *_FAST),
+    ),
+    "estimators": (
+        f"{_SCORING}/estimators.py",
+        ("tests/test_verdicts.py", "tests/test_survival.py", *_FAST),
+    ),
+    "metric_specs": (f"{_SCORING}/metric_specs.py", ("tests/test_metric_specs.py",)),
+    "operations": (f"{_SCORING}/operations.py", ("tests/test_operations.py",)),
+    "injection_audit": (
+        f"{_SCORING}/injection_audit.py",
+        ("tests/test_injection_audit.py", *_FAST),
+    ),
+    "injection": ("src/memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
+    "default_matcher": (
+        "src/memlab/matching/default_matcher.py",
+        ("tests/test_matching.py", "tests/test_matching_kinds.py"),
+    ),
+    "merge": ("src/memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
+    "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
+    "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_untrusted_inputs.py", *_FAST)),
+    "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
+    "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
+    "markdown": ("src/memlab/reporting/markdown.py", ("tests/test_untrusted_inputs.py", *_FAST)),
+    "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_backend.py", *_FAST)),
+}
+"""The critical modules and the tests run against their mutants (the fast ones that cover
+them; the long simulations are left to ``scripts/test.sh``)."""
+
+
+def _copy_tree(into: Path) -> None:
+    for name in ("src", "tests", "datasets"):
+        shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", into / "pyproject.toml")
+
+
+def _pytest(workdir: Path, tests: tuple[str, ...]) -> int:
+    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, check=False)
+    return done.returncode
+
+
+def run_named(selected: list[Named]) -> int:
+    """Apply each named bug to a fresh copy, run its tests; return how many survived."""
+    survived = 0
+    with tempfile.TemporaryDirectory(prefix="memlab-mutation-") as tmp:
+        workdir = Path(tmp) / "tree"
+        _copy_tree(workdir)
+        for bug in selected:
+            path = workdir / bug.path
+            original = path.read_text(encoding="utf-8")
+            if original.count(bug.old) != 1:
+                print(f"?? {bug.name}: the code to change is not found once in {bug.path}")
+                survived += 1
+                continue
+            path.write_text(original.replace(bug.old, bug.new), encoding="utf-8")
+            started = time.perf_counter()
+            code = _pytest(workdir, bug.tests)
+            path.write_text(original, encoding="utf-8")
+            killed = code == 1
+            survived += not killed
+            status = "killed  " if killed else f"SURVIVED (pytest exit {code})"
+            print(f"{status} {bug.name}  [{time.perf_counter() - started:.0f} s]", flush=True)
+    print(f"named mutants: {len(selected) - survived} of {len(selected)} killed")
+    return survived
+
+
+def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
+    selection = "\n    ".join(tests)
+    return (
+        "[mutmut]\n"
+        "source_paths=src\n"
+        f"only_mutate={module}\n"
+        f"pytest_add_cli_args_test_selection=\n    {selection}\n"
+        "pytest_add_cli_args=\n    -m\n    not simulation\n"
+    )
+
+
+def _survivors(workdir: Path) -> str:
+    """The diff of every surviving mutant (``mutmut show``), for the log."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    names = [line.split(":")[0].strip() for line in listed.splitlines() if "survived" in line]
+    shown = []
+    for mutant in names:
+        diff = subprocess.run(
+            [sys.executable, "-m", "mutmut", "show", mutant],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        shown.append(f"# {mutant}\n{diff}")
+    return "\n".join(shown)
+
+
+def run_module(name: str, survivors: Path | None = None) -> tuple[int, int]:
+    """mutmut on one module: (killed, tested); the survivors' diffs appended to ``survivors``."""
+    module, tests = MODULES[name]
+    with tempfile.TemporaryDirectory(prefix=f"memlab-mutmut-{name}-") as tmp:
+        workdir = Path(tmp)
+        _copy_tree(workdir)
+        (workdir / "setup.cfg").write_text(_mutmut_config(module, tests), encoding="utf-8")
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1"]
+        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
+        stats_file = workdir / "mutants" / "mutmut-cicd-stats.json"
+        if not stats_file.exists():
+            subprocess.run(
+                [sys.executable, "-m", "mutmut", "export-cicd-stats"],
+                cwd=workdir,
+                capture_output=True,
+                check=False,
+            )
+        counts = _counts(workdir, stats_file, done.stdout)
+        if survivors is not None:
+            with survivors.open("a", encoding="utf-8") as log:
+                log.write(f"## {name}\n{_survivors(workdir)}\n")
+        killed, tested = counts
+        rate = killed / tested if tested else float("nan")
+        print(
+            f"{name:16} {killed:4d} / {tested:4d} killed ({rate:6.1%})  "
+            f"[{time.perf_counter() - started:.0f} s]",
+            flush=True,
+        )
+        if tested == 0:
+            print(done.stdout[-2000:] + done.stderr[-2000:])
+        return counts
+
+
+def _counts(workdir: Path, stats_file: Path, output: str) -> tuple[int, int]:
+    if stats_file.exists():
+        data = json.loads(stats_file.read_text(encoding="utf-8"))
+        killed = int(data.get("killed", 0)) + int(data.get("timeout", 0))
+        tested = int(data.get("total", 0)) - int(data.get("skipped", 0))
+        return killed, tested
+    # Fall back on the progress line: "N/N  🎉 killed ... 🙁 survived".
+    found = re.findall(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)", output)
+    if not found:
+        return 0, 0
+    _done, _total, killed, no_tests, timeout, suspicious, survived = map(int, found[-1])
+    return killed + timeout, killed + timeout + suspicious + survived + no_tests
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--named", action="store_true", help="run the named mutants only")
+    parser.add_argument("--modules", help=f"comma-separated modules: {', '.join(MODULES)}")
+    parser.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
+    parser.add_argument("--list", action="store_true", help="list modules and named mutants")
+    parser.add_argument("--survivors", type=Path, help="append surviving mutants' diffs here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.list:
+        for name, (module, tests) in MODULES.items():
+            print(f"{name:16} {module}  <- {', '.join(tests)}")
+        for bug in NAMED:
+            print(f"named: {bug.name} ({bug.path})")
+        return 0
+    if args.named:
+        return 1 if run_named(list(NAMED)) else 0
+    names = args.modules.split(",") if args.modules else list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {unknown[0]!r}; modules: {', '.join(MODULES)}")
+    killed = tested = 0
+    for name in names:
+        k, t = run_module(name, args.survivors)
+        killed, tested = killed + k, tested + t
+    rate = killed / tested if tested else 0.0
+    print(f"total {killed:4d} / {tested:4d} killed ({rate:6.1%}); target {args.target:.0%}")
+    return 0 if rate >= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""Answer questions at a point of a replay, grade the answers, and score them.
+
+The step every QA run is made of, usable on its own (a notebook, a memory strategy that
+re-asks questions after later sessions):
+
+1. a :class:`ReplayPoint` (an owner, the session just replayed, the lane's memory then);
+2. :func:`answer_tasks`: for each question and condition, the :class:`Context` the answer
+   prompt receives (:mod:`memlab.qa.conditions`) and the request to send;
+3. :func:`call`: one backend call, its reply or its error (:class:`CallResult`);
+4. :func:`judge_tasks`: for each answer, judge prompt and answer key, the grading request
+   (:func:`references`: the file's answer and, for a question an audited key changed, the
+   original one);
+5. :func:`answer_row`: the answer with its scores (token F1, BLEU-1 against each key,
+   abstention) and verdicts, as one JSON-ready row.
+
+:func:`ask` runs the whole step one call at a time; a sweep's QA step
+(:mod:`memlab.sweeps.qa_step`) builds the same tasks for every lane and owner and runs the
+distinct requests concurrently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memlab.core.llm import Backend, BackendError, CompletionRequest, GenerationParams
+from memlab.core.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
+from memlab.datasets.models import Owner
+from memlab.datasets.questions import Question
+from memlab.qa.answer_scores import bleu1, is_abstention, multi_answer_f1, token_f1
+from memlab.qa.conditions import CONDITIONS, Condition, Context, History, ReadPath
+from memlab.qa.conditions import gold_memory_document as _gold_memory
+from memlab.qa.verdicts import parse_verdict
+
+__all__ = [
+    "ANSWER_KEYS",
+    "MULTI_ANSWER_CATEGORIES",
+    "AnswerSettings",
+    "AnswerTask",
+    "CallResult",
+    "JudgeTask",
+    "ReplayPoint",
+    "answer_row",
+    "answer_tasks",
+    "ask",
+    "call",
+    "judge_tasks",
+    "references",
+]
+
+ANSWER_KEYS: tuple[str, ...] = ("answer", "original")
+"""The answer keys an answer is graded against: ``answer`` (the one the dataset file gives)
+and ``original`` (the answer before an audit changed it, for audited questions only)."""
+
+MULTI_ANSWER_CATEGORIES = frozenset({"multi-hop"})
+"""Categories scored with LoCoMo's multi-answer F1 (comma-separated parts)."""
+
+
+@dataclass(frozen=True)
+class ReplayPoint:
+    """A point of a replay where questions are asked.
+
+    Attributes:
+        owner: The memory owner.
+        session_index: The session just replayed (questions asked ``after_session`` it).
+        memory: The lane's memory document then (``None``: an empty memory).
+    """
+
+    owner: Owner
+    session_index: int
+    memory: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """The agent: its answer prompt, sampling parameters and model override."""
+
+    prompt: AnswerPrompt
+    params: GenerationParams = field(
+        default_factory=lambda: GenerationParams(temperature=0.0, max_tokens=64, seed=0)
+    )
+    model: str | None = None
+
+    def request(self, context: str, question: str) -> CompletionRequest:
+        """The request that asks ``question`` with ``context`` as the memory."""
+        return CompletionRequest(
+            messages=self.prompt.messages(context, question), params=self.params, model=self.model
+        )
+
+
+@dataclass(frozen=True)
+class AnswerTask:
+    """One question asked under one condition."""
+
+    user_id: str
+    session_index: int
+    question: Question
+    condition: Condition
+    context: Context
+    request: CompletionRequest
+
+
+@dataclass(frozen=True)
+class JudgeTask:
+    """One answer graded by one judge prompt against one answer key."""
+
+    judge: str
+    key: str
+    request: CompletionRequest
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """A backend call's reply (or its error) and what it cost."""
+
+    text: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+
+
+def call(backend: Backend, request: CompletionRequest) -> CallResult:
+    """Send ``request``; a :class:`~memlab.core.llm.BackendError` becomes the result's error."""
+    try:
+        done = backend.complete(request)
+    except BackendError as exc:
+        return CallResult(None, error=str(exc)[:500] or type(exc).__name__)
+    return CallResult(
+        done.text,
+        done.prompt_tokens,
+        done.completion_tokens,
+        done.latency_s,
+        done.cached,
+    )
+
+
+def answer_tasks(
+    point: ReplayPoint,
+    questions: Sequence[Question],
+    conditions: Sequence[Condition],
+    settings: AnswerSettings,
+    read: ReadPath,
+    history: History | None = None,
+) -> list[AnswerTask]:
+    """The answer requests for ``questions`` under each of ``conditions`` at ``point``.
+
+    ``history`` (the owner's :class:`~memlab.qa.conditions.History`, built once per owner
+    when many questions are asked) is built here when ``full_context`` needs it.
+    """
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition {unknown[0]!r}; conditions: {', '.join(CONDITIONS)}")
+    owner, index = point.owner, point.session_index
+    if "full_context" in conditions and history is None:
+        history = History(owner, read.token_counting)
+    gold = _gold_memory(owner, index) if "gold_memory" in conditions else None
+    tasks: list[AnswerTask] = []
+    for question in questions:
+        for condition in conditions:
+            if condition == "memory":
+                context = read.render(point.memory, question.question)
+            elif condition == "gold_memory":
+                context = read.render(gold, question.question)
+            elif condition == "full_context" and history is not None:
+                context = history.context(index, read.max_tokens)
+            else:
+                context = Context()
+            tasks.append(
+                AnswerTask(
+                    owner.user_id,
+                    index,
+                    question,
+                    condition,
+                    context,
+                    settings.request(context.text, question.question),
+                )
+            )
+    return tasks
+
+
+def references(question: Question) -> dict[str, str]:
+    """The reference answer of each answer key (see :data:`ANSWER_KEYS`).
+
+    A question whose right response is to abstain has :data:`~memlab.core.qa_prompts.
+    ABSTAIN_REFERENCE` as its reference; ``original`` is present only when an audit changed
+    the answer.
+    """
+    found = {"answer": question.answer or ABSTAIN_REFERENCE}
+    if question.audit is not None and question.answer_changed():
+        found["original"] = question.audit.original_answer or ABSTAIN_REFERENCE
+    return found
+
+
+def judge_tasks(
+    question: Question,
+    answer: str,
+    judges: Sequence[JudgePrompt],
+    params: GenerationParams,
+    model: str | None = None,
+) -> list[JudgeTask]:
+    """A grading request per judge prompt and answer key for ``answer`` to ``question``."""
+    return [
+        JudgeTask(
+            judge.name,
+            key,
+            CompletionRequest(
+                messages=judge.messages(question.question, reference, answer),
+                params=params,
+                model=model,
+            ),
+        )
+        for judge in judges
+        for key, reference in references(question).items()
+    ]
+
+
+def _scores(question: Question, answer: str) -> dict[str, float | None]:
+    """Token F1 and BLEU-1 against each key's reference (None for a key the question lacks,
+    and for a reference that is an abstention: there is no answer text to compare with)."""
+    f1 = multi_answer_f1 if question.category in MULTI_ANSWER_CATEGORIES else token_f1
+    found = references(question)
+    out: dict[str, float | None] = {}
+    for key in ANSWER_KEYS:
+        suffix = "" if key == "answer" else f"_{key}"
+        reference = found.get(key)
+        usable = reference is not None and reference != ABSTAIN_REFERENCE
+        out[f"f1{suffix}"] = f1(answer, reference) if usable and reference else None
+        out[f"bleu1{suffix}"] = bleu1(answer, reference) if usable and reference else None
+    return out
+
+
+def answer_row(
+    task: AnswerTask,
+    result: CallResult,
+    verdicts: Mapping[str, Mapping[str, CallResult]] | None = None,
+) -> dict[str, Any]:
+    """One answer as a JSON-ready row: the question, the condition, what the context held,
+    the reply and its cost, its scores (``f1``/``bleu1`` against the file's answer,
+    ``f1_original``/``bleu1_original`` against an audited question's original one; None for a
+    question with no answer to compare with), whether it abstains, and the verdicts
+    (``{judge: {key: True | False | None}}``, None when a judge gave no single verdict or
+    failed)."""
+    question = task.question
+    text = result.text
+    verdicts = verdicts or {}
+    row: dict[str, Any] = {
+        "user_id": task.user_id,
+        "session_index": task.session_index,
+        "question_id": question.id,
+        "category": question.category,
+        "kind": question.kind,
+        "audited": question.audit is not None,
+        "answer_changed": question.answer_changed(),
+        "condition": task.condition,
+        "context_tokens": task.context.tokens,
+        "injected": list(task.context.injected),
+        "dropped": len(task.context.dropped),
+        "answer": text,
+        "error": result.error,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "latency_s": result.latency_s,
+        "cached": result.cached,
+        "abstained": is_abstention(text) if text is not None else None,
+    }
+    if text is None:
+        row.update(dict.fromkeys(("f1", "bleu1", "f1_original", "bleu1_original")))
+    else:
+        row.update(_scores(question, text))
+    row["verdicts"] = {
+        judge: {
+            key: parse_verdict(graded.text) if graded.text is not None else None
+            for key, graded in by_key.items()
+        }
+        for judge, by_key in verdicts.items()
+    }
+    graded = [g for by_key in verdicts.values() for g in by_key.values()]
+    row["judge_tokens"] = sum(g.prompt_tokens + g.completion_tokens for g in graded)
+    row["judge_errors"] = sum(1 for g in graded if g.error is not None)
+    return row
+
+
+def ask(
+    point: ReplayPoint,
+    questions: Sequence[Question],
+    *,
+    backend: Backend,
+    settings: AnswerSettings,
+    read: ReadPath | None = None,
+    conditions: Sequence[Condition] = ("memory",),
+    judges: Sequence[JudgePrompt] = (),
+    judge_backend: Backend | None = None,
+    judge_params: GenerationParams | None = None,
+) -> list[dict[str, Any]]:
+    """Answer ``questions`` at ``point`` under ``conditions``, grade each answer with
+    ``judges`` (on ``judge_backend``, default ``backend``), one call at a time.
+
+    Returns:
+        One :func:`answer_row` per (question, condition), in that order.
+    """
+    read = read or ReadPath()
+    params = judge_params or GenerationParams(temperature=0.0, max_tokens=32, seed=0)
+    grader = judge_backend or backend
+    rows = []
+    for task in answer_tasks(point, questions, conditions, settings, read):
+        result = call(backend, task.request)
+        verdicts: dict[str, dict[str, CallResult]] = {}
+        if result.text is not None:
+            for judged in judge_tasks(task.question, result.text, judges, params):
+                verdicts.setdefault(judged.judge, {})[judged.key] = call(grader, judged.request)
+        rows.append(answer_row(task, result, verdicts))
+    return rows

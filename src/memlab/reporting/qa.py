@@ -1,0 +1,436 @@
+"""The reports' memory-QA section: does the memory help the agent answer, and why not.
+
+Per run with memory QA (``memlab qa RUN``), under the run's headline judge (the first judge
+of the QA step):
+
+- accuracy of the answerable questions per configuration and condition (the lane's memory
+  beside no memory, the raw history within the budget and the gold memory), with token F1,
+  BLEU-1 and 95% intervals over owners; abstain and adversarial questions in a table of
+  their own, never in the headline;
+- accuracy per category under ``memory`` and ``gold_memory``;
+- the judge band: the same answers under every judge, flip rate and Cohen's kappa;
+- with an audited answer key, the ceiling per category and scores against both keys;
+- why each wrong answer from memory is wrong (a table, and a stacked chart per run);
+- what reading costs (tokens and latency per question) beside what writing costs (tokens
+  per conversation).
+
+:func:`judge_robustness` compares configurations under every judge and says which
+differences are robust to the judge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from memlab.reporting.markdown import md_escape
+from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
+from memlab.reporting.statistics import html_table, md_table
+from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
+from memlab.scoring.qa_metrics import (
+    accuracy_table,
+    cause_table,
+    interval_note,
+    judge_band,
+    judged_metrics,
+    key_ceiling,
+    qa_cost,
+    robust_verdicts,
+)
+from memlab.scoring.stats import StatOptions
+from memlab.sweeps.run import Run, RunError
+
+__all__ = [
+    "QA_CHARTS",
+    "QASection",
+    "compare_under_judges",
+    "judge_robustness",
+    "qa_html",
+    "qa_markdown",
+    "qa_section",
+    "qa_text",
+]
+
+QA_CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
+    ("Accuracy per condition", qa_accuracy_chart),
+    ("Judge band", qa_judge_band_chart),
+    ("Why answers from memory are wrong", qa_causes_chart),
+)
+"""The section's charts by title, drawn for each run with memory QA."""
+
+INTRO = (
+    "Every lane's memory is asked the dataset's questions right after the session each "
+    "question names, through the lane's injection path (budget and policy); a backend answers "
+    "and judge prompts grade. Conditions: memory (the lane's memory), none (no memory), "
+    "full_context (the raw conversations, newest first, as much as fits the budget), "
+    "gold_memory (the labelled facts active then: the ceiling of the write side). Accuracy "
+    "counts answerable questions only; abstain and adversarial questions are reported apart."
+)
+
+
+@dataclass(frozen=True)
+class QASection:
+    """What the section shows (display strings, ready to render)."""
+
+    runs: list[Run]
+    accuracy: pd.DataFrame
+    other_kinds: pd.DataFrame
+    categories: pd.DataFrame
+    band: pd.DataFrame
+    ceiling: pd.DataFrame
+    causes: pd.DataFrame
+    cost: pd.DataFrame
+    robust: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _pct(value: float, lo: float = math.nan, hi: float = math.nan) -> str:
+    if value is None or pd.isna(value):
+        return "-"
+    if pd.isna(lo) or pd.isna(hi):
+        return f"{value:.1%}"
+    return f"{value:.1%} [{lo * 100:.1f}, {hi * 100:.1f}]"
+
+
+def _named(run: Run, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the run's name and each lane's label in front (``lane_id`` dropped)."""
+    out = frame.copy()
+    out.insert(0, "configuration", [run.label(str(lane)) for lane in out["lane_id"]])
+    out.insert(0, "run", run.name)
+    return out.drop(columns="lane_id")
+
+
+def _accuracy(run: Run) -> pd.DataFrame:
+    table = accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats)
+    rows = [
+        {
+            "lane_id": r["lane_id"],
+            "condition": r["condition"],
+            "owners": r["owners"],
+            "questions": f"{r['questions']:g}",
+            f"accuracy ({run.judge})": _pct(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
+            "token F1": _pct(r["f1"], r["f1_lo"], r["f1_hi"]),
+            "BLEU-1": _pct(r["bleu1"], r["bleu1_lo"], r["bleu1_hi"]),
+        }
+        for _, r in table.iterrows()
+    ]
+    return _named(run, pd.DataFrame(rows)) if rows else pd.DataFrame()
+
+
+def _other_kinds(run: Run) -> pd.DataFrame:
+    frames = []
+    for kind in ("abstain", "adversarial"):
+        table = accuracy_table(run.qa_answers, kinds=[kind], judges=[run.judge], options=run.stats)
+        if table.empty:
+            continue
+        frames.append(
+            pd.DataFrame(
+                {
+                    "lane_id": table["lane_id"],
+                    "condition": table["condition"],
+                    "kind": kind,
+                    "questions": table["questions"].map(lambda v: f"{v:g}"),
+                    f"right response ({run.judge})": [
+                        _pct(v, lo, hi)
+                        for v, lo, hi in table[
+                            ["accuracy", "accuracy_lo", "accuracy_hi"]
+                        ].to_numpy()
+                    ],
+                }
+            )
+        )
+    return _named(run, pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()
+
+
+def _categories(run: Run) -> pd.DataFrame:
+    by = ("lane_id", "category", "condition")
+    table = accuracy_table(run.qa_answers, by=by, judges=[run.judge], options=run.stats)
+    if table.empty:
+        return pd.DataFrame()
+    table["shown"] = [
+        _pct(v, lo, hi)
+        for v, lo, hi in table[["accuracy", "accuracy_lo", "accuracy_hi"]].to_numpy()
+    ]
+    wide = table.pivot_table(
+        index=["lane_id", "category"], columns="condition", values="shown", aggfunc="first"
+    ).reset_index()
+    counts = table.groupby(["lane_id", "category"])["questions"].first().reset_index()
+    wide = wide.merge(counts, on=["lane_id", "category"])
+    wide["questions"] = wide["questions"].map(lambda v: f"{v:g}")
+    order = ["lane_id", "category", "questions"]
+    wide = wide[order + [c for c in wide.columns if c not in order]]
+    return _named(run, wide)
+
+
+def _band(run: Run) -> pd.DataFrame:
+    band = judge_band(run.qa_answers, options=run.stats)
+    if band.empty:
+        return pd.DataFrame()
+    shown = band[["lane_id", "condition"]].copy()
+    for column in band.columns:
+        if column.startswith("accuracy:"):
+            shown[column.split(":", 1)[1]] = band[column].map(_pct)
+    shown["band"] = [f"{lo:.1%}-{hi:.1%}" for lo, hi in band[["band_lo", "band_hi"]].to_numpy()]
+    shown["flip rate"] = band["flip_rate"].map(_pct)
+    shown["kappa"] = band["kappa"].map(lambda k: "-" if pd.isna(k) else f"{k:.2f}")
+    return _named(run, shown)
+
+
+def _ceiling(run: Run) -> tuple[pd.DataFrame, list[str]]:
+    table = key_ceiling(run.qa_answers, options=run.stats)
+    if table.empty:
+        return pd.DataFrame(), []
+    table = table[table["judge"] == run.judge]
+    shown = pd.DataFrame(
+        {
+            "lane_id": table["lane_id"],
+            "condition": table["condition"],
+            "category": table["category"],
+            "questions": table["questions"].map(lambda v: f"{v:g}"),
+            "answers the audit changed": table["changed"],
+            "ceiling (original key)": table["ceiling_original"].map(_pct),
+            "accuracy (audited key)": table["accuracy_audited"].map(_pct),
+            "accuracy (original key)": table["accuracy_original"].map(_pct),
+        }
+    )
+    warnings = [
+        f"{run.name}: {run.label(r['lane_id'])} / {r['condition']} / {r['category']}: "
+        f"{r['accuracy_original']:.1%} against the original key exceeds its ceiling "
+        f"{r['ceiling_original']:.1%}: the answers repeat the key's errors, or the {run.judge} "
+        "judge accepts wrong answers"
+        for _, r in table[table["over_ceiling"] != ""].iterrows()
+    ]
+    return _named(run, shown), warnings
+
+
+def _causes(run: Run) -> pd.DataFrame:
+    table = cause_table(run.qa_answers, run.judge)
+    if table.empty:
+        return pd.DataFrame()
+    shown = table.rename(columns=CAUSE_TITLES)
+    keep = ["lane_id", "answered", "wrong", *(CAUSE_TITLES[c] for c in CAUSES)]
+    return _named(run, shown[keep])
+
+
+def _cost(run: Run) -> pd.DataFrame:
+    table = qa_cost(run.qa_answers, run.calls)
+    shown = pd.DataFrame(
+        {
+            "lane_id": table["lane_id"],
+            "condition": table["condition"],
+            "read tokens / question": table["read_tokens_per_question"].map(lambda v: f"{v:.0f}"),
+            "context tokens / question": table["context_tokens_per_question"].map(
+                lambda v: f"{v:.0f}"
+            ),
+            "read latency / question": table["read_latency_s_per_question"].map(
+                lambda v: f"{v:.3f} s"
+            ),
+            "write tokens / conversation": table["write_tokens_per_conversation"].map(
+                lambda v: "-" if pd.isna(v) else f"{v:.0f}"
+            ),
+        }
+    )
+    return _named(run, shown)
+
+
+def judge_robustness(
+    pairs: Sequence[tuple[Lane, Lane]], options: StatOptions | None = None
+) -> pd.DataFrame:
+    """Each ``(baseline, candidate)`` pair compared on the judged QA rates under every judge
+    the runs share (:func:`memlab.scoring.qa_metrics.robust_verdicts`); empty when the runs
+    have no memory QA or share fewer than two judges."""
+    runs = [lane.run for pair in pairs for lane in pair]
+    typed = [run for run in runs if isinstance(run, Run)]
+    if not pairs or len(typed) < len(runs):
+        return pd.DataFrame()
+
+    def table(judge: str) -> pd.DataFrame:
+        judged = [(_under(base, judge), _under(cand, judge)) for base, cand in pairs]
+        return compare_lanes(judged, metrics=judged_metrics(), options=options)
+
+    return _under_every_judge(typed, table)
+
+
+def compare_under_judges(
+    run_a: Run,
+    run_b: Run | None = None,
+    *,
+    baseline_lane: str | None = None,
+    options: StatOptions | None = None,
+) -> pd.DataFrame:
+    """:func:`memlab.scoring.comparison.compare` of the judged QA rates under every judge the
+    runs share, merged by :func:`memlab.scoring.qa_metrics.robust_verdicts` (a difference is
+    robust to the judge only when every judge finds it); empty when they share fewer than two
+    judges."""
+
+    def table(judge: str) -> pd.DataFrame:
+        return compare(
+            run_a.with_judge(judge),
+            run_b.with_judge(judge) if run_b is not None else None,
+            baseline_lane=baseline_lane,
+            metrics=judged_metrics(),
+            options=options,
+        )
+
+    return _under_every_judge([run_a] if run_b is None else [run_a, run_b], table)
+
+
+def _under_every_judge(
+    runs: Sequence[Run], table: Callable[[str], pd.DataFrame]
+) -> pd.DataFrame:
+    shared = [j for j in runs[0].judges if all(j in run.judges for run in runs)]
+    if len(shared) < 2:
+        return pd.DataFrame()
+    return robust_verdicts({judge: table(judge) for judge in shared})
+
+
+def _under(lane: Lane, judge: str) -> Lane:
+    """``lane`` with its run's QA metrics counted under ``judge``."""
+    if not isinstance(lane.run, Run):
+        raise RunError(f"{lane.run.name} is not a run with memory QA")
+    return Lane(lane.run.with_judge(judge), lane.lane_id)
+
+
+def qa_section(runs: Sequence[Run]) -> QASection | None:
+    """The section for the runs that have memory QA; ``None`` when none has."""
+    asked = [run for run in runs if not run.qa_answers.empty]
+    if not asked:
+        return None
+    notes, warnings = [], []
+    names = ("accuracy", "other", "categories", "band", "ceiling", "causes", "cost")
+    frames: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
+    for run in asked:
+        frames["accuracy"].append(_accuracy(run))
+        frames["other"].append(_other_kinds(run))
+        frames["categories"].append(_categories(run))
+        frames["band"].append(_band(run))
+        ceiling, over = _ceiling(run)
+        frames["ceiling"].append(ceiling)
+        warnings += over
+        frames["causes"].append(_causes(run))
+        frames["cost"].append(_cost(run))
+        owners = run.qa_answers["user_id"].nunique()
+        table = accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats)
+        note = interval_note(table, owners)
+        judges = ", ".join(run.judges)
+        notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
+        if not run.qa_manifest.get("complete", True):
+            warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
+    lanes = [Lane(run, lane_id) for run in asked for lane_id in run.lanes]
+    robust = judge_robustness([(lanes[0], lane) for lane in lanes[1:]], asked[0].stats)
+    return QASection(
+        runs=asked,
+        accuracy=_concat(frames["accuracy"]),
+        other_kinds=_concat(frames["other"]),
+        categories=_concat(frames["categories"]),
+        band=_concat(frames["band"]),
+        ceiling=_concat(frames["ceiling"]),
+        causes=_concat(frames["causes"]),
+        cost=_concat(frames["cost"]),
+        robust=_robust_display(robust),
+        notes=notes,
+        warnings=warnings,
+    )
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    kept = [f for f in frames if not f.empty]
+    return pd.concat(kept, ignore_index=True).fillna("-") if kept else pd.DataFrame()
+
+
+def _robust_display(table: pd.DataFrame) -> pd.DataFrame:
+    if table.empty:
+        return table
+    shown = table.rename(columns={"lane": "configuration", "judge_robust": "under every judge"})
+    shown.insert(0, "against", shown.pop("baseline_lane"))
+    return shown.drop(columns=["baseline_run"])
+
+
+_TABLES = (
+    ("Answerable questions per condition", "accuracy"),
+    ("Abstain and adversarial questions (apart from the headline)", "other_kinds"),
+    ("Per category", "categories"),
+    ("Judge band (answerable questions)", "band"),
+    ("Differences against the baseline, under every judge", "robust"),
+    ("Answer-key ceiling", "ceiling"),
+    ("Why answers from memory are wrong", "causes"),
+    ("Cost: reading beside writing", "cost"),
+)
+
+
+def qa_markdown(section: QASection | None) -> list[str]:
+    """Markdown lines of the section (none without one)."""
+    if section is None:
+        return []
+    lines = ["## Memory QA", "", md_escape(INTRO), ""]
+    lines += [f"**warning**: {md_escape(w)}  " for w in section.warnings]
+    lines += [f"{md_escape(note)}  " for note in section.notes]
+    for title, name in _TABLES:
+        table: pd.DataFrame = getattr(section, name)
+        if not table.empty:
+            lines += ["", f"### {title}", "", *md_table(table)]
+    return [*lines, ""]
+
+
+def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[str]:
+    """HTML parts of the section with its charts (``image`` turns a Figure into a URI)."""
+    if section is None:
+        return []
+    parts = ["<h2>Memory QA</h2>", f"<p class='muted'>{escape(INTRO)}</p>"]
+    parts += [f"<p><b>warning</b>: {escape(w)}</p>" for w in section.warnings]
+    parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
+    for title, name in _TABLES:
+        table: pd.DataFrame = getattr(section, name)
+        if not table.empty:
+            parts += [f"<h3>{escape(title)}</h3>", html_table(table)]
+    for run in section.runs:
+        for title, chart in QA_CHARTS:
+            parts.append(f"<h3>{escape(title)}: {escape(run.name)}</h3>")
+            parts.append(f"<img alt='{escape(title)}' src='{image(chart(run))}'>")
+    return parts
+
+
+def qa_text(run: Run) -> str:
+    """The run's memory QA as plain text (``memlab qa``, ``memlab sweep``): answerable
+    accuracy per configuration and condition under the headline judge, the judge band and
+    the causes of wrong answers from memory ("" without memory QA)."""
+    if run.qa_answers.empty:
+        return ""
+    blocks = [
+        f"memory QA, headline judge {run.judge} (judges: {', '.join(run.judges)}); "
+        "answerable questions, 95% intervals over owners",
+        _accuracy(run).drop(columns="run").to_string(index=False),
+    ]
+    other = _other_kinds(run)
+    if not other.empty:
+        blocks += [
+            "abstain and adversarial questions (apart)",
+            other.drop(columns="run").to_string(index=False),
+        ]
+    band = _band(run)
+    if not band.empty:
+        blocks += ["judge band", band.drop(columns="run").to_string(index=False)]
+    ceiling, warnings = _ceiling(run)
+    if not ceiling.empty:
+        blocks += ["answer-key ceiling", ceiling.drop(columns="run").to_string(index=False)]
+    causes = _causes(run)
+    if not causes.empty:
+        blocks += [
+            f"why answers from memory are wrong ({run.judge} judge)",
+            causes.drop(columns="run").to_string(index=False),
+        ]
+    note = interval_note(
+        accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats),
+        int(run.qa_answers["user_id"].nunique()),
+    )
+    if not run.qa_manifest.get("complete", True):
+        warnings.append("some QA calls failed; their answers count as wrong")
+    blocks += [f"warning: {w}" for w in warnings] + ([note] if note else [])
+    return "\n\n".join(blocks)

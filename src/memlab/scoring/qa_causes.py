@@ -1,0 +1,147 @@
+"""Why an answer from memory is wrong: the fate of its evidence in the replay.
+
+A question asked right after session ``i`` under the ``memory`` condition got the lane's
+memory then (the replay's snapshot ``i``) through the lane's injection path. Each of its
+evidence facts (gold fact ids) has a *fate* at that point:
+
+- the snapshot holds it (a stored fact covers it, as the run's matcher decides):
+  ``injected`` when a fact that reached the answer prompt covers it, else ``not_injected``
+  (the budget or the policy left it out);
+- the snapshot does not hold it: the last thing that happened to it in the replay's operation
+  records (:func:`memlab.scoring.operations.gold_losses`): ``evicted`` by the cap,
+  ``below_threshold`` (proposed with too little confidence), ``duplicate`` (skipped as a
+  duplicate), ``removed`` (a wrong removal), or ``never_proposed`` (never stored: not proposed,
+  or proposed in a reply that failed to parse).
+
+The question's fate is the earliest stage of the pipeline at which one of its evidence facts
+was lost (the order of :data:`FATES`), ``injected`` when all of them reached the prompt, and
+``no_evidence`` when it has no evidence facts.
+
+The *cause* of a wrong answer is its question's fate, except that ``injected`` splits by the
+answer to the same question from the gold memory (the labelled facts, under the same judge):
+``answered_wrong`` when that answer was right (the lane's memory held the evidence and still
+misled: a stale value beside it, noise), ``wrong_with_gold_memory`` when it was wrong too (the
+answerer fails even with a perfect memory). Without a ``gold_memory`` answer it is
+``answered_wrong``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from memlab.datasets.models import Owner
+from memlab.datasets.questions import Question
+from memlab.scoring.operations import gold_losses
+
+__all__ = ["CAUSES", "CAUSE_TITLES", "FATES", "cause_of", "evidence_fates"]
+
+Covers = Callable[[str, str], bool]
+
+FATES: tuple[str, ...] = (
+    "never_proposed",
+    "below_threshold",
+    "duplicate",
+    "evicted",
+    "removed",
+    "not_injected",
+    "injected",
+    "no_evidence",
+)
+"""An evidence fact's fates in pipeline order (the earliest loss names a question's fate)."""
+
+CAUSES: tuple[str, ...] = (
+    *FATES[: FATES.index("injected")],
+    "answered_wrong",
+    "wrong_with_gold_memory",
+    "no_evidence",
+)
+"""Every cause of a wrong answer from memory, in the order tables and charts list them."""
+
+CAUSE_TITLES: dict[str, str] = {
+    "never_proposed": "gold fact never proposed",
+    "below_threshold": "proposed below the threshold",
+    "duplicate": "dropped as a duplicate",
+    "evicted": "evicted by the cap",
+    "removed": "removed",
+    "not_injected": "held but not injected (budget or policy)",
+    "answered_wrong": "injected but answered wrong",
+    "wrong_with_gold_memory": "injected, wrong from the gold memory too",
+    "no_evidence": "no labelled evidence",
+}
+
+_LOSS_FATES = {
+    "never": "never_proposed",
+    "threshold": "below_threshold",
+    "duplicate": "duplicate",
+    "cap": "evicted",
+    "removed": "removed",
+}
+
+
+def evidence_fates(
+    owner: Owner,
+    record: Mapping[str, Any],
+    asked: Sequence[tuple[Question, int, Sequence[str]]],
+    covers: Covers,
+) -> list[tuple[str, dict[str, str]]]:
+    """The fate of each asked question's evidence (see the module docstring).
+
+    Args:
+        owner: The owner the replay belongs to.
+        record: Its replay record (``calls``, ``snapshots``, ``fork``).
+        asked: Per answer from memory: the question, the session it was asked after, and the
+            ids of the memory facts the answer prompt received.
+        covers: The run's matcher (``covers(stored, gold)``).
+
+    Returns:
+        Per answer, in order: the question's fate and each evidence fact's fate by gold id.
+    """
+    snapshots: Sequence[Mapping[str, Any]] = record.get("snapshots", [])
+    fork = record.get("fork")
+    start = int(fork.get("at_session", 0)) if isinstance(fork, Mapping) else 0
+    losses = (
+        gold_losses(
+            owner,
+            record.get("calls", []),
+            covers,
+            start=start,
+            start_memory=snapshots[start - 1] if 0 < start <= len(snapshots) else None,
+        )
+        or []
+    )
+    gold = owner.gold_facts()
+    out = []
+    for question, index, injected in asked:
+        facts = [f for f in snapshots[index].get("facts", []) if isinstance(f, Mapping)]
+        lost = losses[index] if index < len(losses) else {}
+        detail = {
+            gold_id: _fate(gold[gold_id].content, gold_id, facts, set(injected), lost, covers)
+            for gold_id in question.evidence.facts
+            if gold_id in gold
+        }
+        fate = min(detail.values(), key=FATES.index) if detail else "no_evidence"
+        out.append((fate, detail))
+    return out
+
+
+def _fate(
+    text: str,
+    gold_id: str,
+    facts: Sequence[Mapping[str, Any]],
+    injected: set[str],
+    lost: Mapping[str, str],
+    covers: Covers,
+) -> str:
+    holders = [f for f in facts if covers(str(f.get("content", "")), text)]
+    if holders:
+        return "injected" if any(str(f.get("id")) in injected for f in holders) else "not_injected"
+    return _LOSS_FATES.get(lost.get(gold_id, "never"), "never_proposed")
+
+
+def cause_of(fate: str, gold_memory_right: bool | None) -> str:
+    """The cause of a wrong answer from memory whose question's fate is ``fate``, given
+    whether the gold memory's answer to it was right (None: not asked or not graded)."""
+    if fate != "injected":
+        return fate
+    return "wrong_with_gold_memory" if gold_memory_right is False else "answered_wrong"

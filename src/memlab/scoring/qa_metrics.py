@@ -1,0 +1,429 @@
+"""Memory QA in numbers: accuracy per condition and category with intervals, the judge band,
+the answer-key ceiling, the causes of wrong answers and what reading costs.
+
+The input is a QA step's answer table (one row per lane, sample, owner, question and
+condition: :attr:`memlab.sweeps.run.Run.qa_answers`). Each answer carries each judge's verdict
+against each answer key; an answer is *correct* under a judge when the judge said CORRECT, and
+for an adversarial question also when it abstains (its right response is to say it is not
+known, or its answer when it has one).
+
+- The *headline* set is the ``answerable`` questions; ``abstain`` and ``adversarial``
+  questions are counted apart (``qa_abstain_*``, ``qa_adversarial_*``) and never mixed in.
+- Rates are ratios of per-owner sums with bootstrap intervals over owners
+  (:func:`memlab.scoring.stats.bootstrap_ratios`); repeated samples of an owner are averaged
+  first, as everywhere in memlab.
+- :func:`qa_session_counts` puts the ``memory`` condition's counts under one judge into the
+  session rows (declared in :data:`~memlab.scoring.metric_specs.COUNT_SPECS`), so that the
+  summary, ``memlab compare`` and the gate treat QA accuracy like every other rate.
+- :func:`judge_band`: accuracy under each judge, the band (min-max over judges), the share of
+  verdicts that flip between two judges and Cohen's kappa between them.
+- :func:`key_ceiling`: with an audited answer key, the best score a perfect answerer gets
+  against the original key per category (1 - share of answers the audit changed), scores
+  against both keys, and a warning when a score exceeds the ceiling of its key.
+- :func:`cause_table`: wrong answers from memory by cause (:mod:`memlab.scoring.qa_causes`).
+- :func:`qa_cost`: read-side tokens and latency per question, write-side tokens per
+  conversation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memlab.matching.calibration import KindCounts
+from memlab.scoring.metric_specs import count_columns, interval_specs
+from memlab.scoring.qa_causes import CAUSES, cause_of
+from memlab.scoring.stats import StatOptions, bootstrap_ratios
+
+__all__ = [
+    "HEADLINE_KINDS",
+    "JUDGED_COUNTS",
+    "QA_COUNTS",
+    "accuracy_table",
+    "cause_table",
+    "interval_note",
+    "judge_agreement",
+    "judge_band",
+    "judged_metrics",
+    "judges_of",
+    "key_ceiling",
+    "qa_cost",
+    "qa_session_counts",
+    "robust_verdicts",
+    "verdict_table",
+]
+
+HEADLINE_KINDS: tuple[str, ...] = ("answerable",)
+"""Question kinds in the headline accuracy (abstain and adversarial are reported apart)."""
+
+QA_COUNTS = count_columns(by="qa")
+"""The session-row counts of memory QA (declared in ``COUNT_SPECS``)."""
+
+JUDGED_COUNTS = ("qa_correct", "qa_abstain_correct", "qa_adversarial_correct")
+"""The QA counts that depend on the judge (token F1 and BLEU-1 do not)."""
+
+_UNIT = ("lane_id", "sample", "user_id", "question_id", "condition")
+_WIDE_INTERVAL = 0.20
+_FEW_OWNERS = 20
+
+
+def verdict_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """One row per answer, judge and answer key: ``verdict`` (1.0, 0.0, or NaN for no verdict)
+    and ``correct`` (see the module docstring). An answer a key did not change is graded
+    once; its ``original`` verdict is the ``answer`` one."""
+    columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict", "correct"]
+    keep = [*_UNIT, "session_index", "category", "kind"]
+    rows: list[dict[str, Any]] = []
+    for found in answers[[*keep, "abstained", "verdicts"]].to_dict("records"):
+        record = {str(k): v for k, v in found.items()}
+        verdicts = record.pop("verdicts") or {}
+        # An adversarial question's right response may also be to say it is not known.
+        declined = record["kind"] == "adversarial" and record.pop("abstained") is True
+        record.pop("abstained", None)
+        for judge, by_key in verdicts.items():
+            for key in ("answer", "original"):
+                value = by_key.get(key, by_key.get("answer"))
+                rows.append(
+                    {
+                        **record,
+                        "judge": judge,
+                        "key": key,
+                        "verdict": math.nan if value is None else float(bool(value)),
+                        "correct": value is True or declined,
+                    }
+                )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def judges_of(answers: pd.DataFrame) -> list[str]:
+    """The judges that graded ``answers``, in the order they appear."""
+    seen: dict[str, None] = {}
+    for verdicts in answers.get("verdicts", []):
+        seen.update(dict.fromkeys(verdicts or {}))
+    return list(seen)
+
+
+def judged_metrics() -> list[str]:
+    """The rates whose value depends on the judge (those counting judged answers)."""
+    return [s.column for s in interval_specs() if set(s.sources) & set(JUDGED_COUNTS)]
+
+
+def robust_verdicts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per compared lane and metric, whether a comparison's verdict holds under every judge.
+
+    Args:
+        tables: Judge name -> its :func:`memlab.scoring.comparison.compare` table (the same
+            pairs and metrics, each run counted under that judge).
+
+    Returns:
+        One row per (run, lane, metric) with the verdict under each judge (``verdict:<judge>``)
+        and ``judge_robust``: ``robust to the judge: better`` (or ``worse``) when every judge
+        gives that significant verdict, ``no difference under any judge`` when none finds
+        one, else ``depends on the judge``.
+    """
+    keys = ["baseline_run", "baseline_lane", "run", "lane", "metric"]
+    merged: pd.DataFrame | None = None
+    for judge, table in tables.items():
+        part = table[[*keys, "verdict"]].rename(columns={"verdict": f"verdict:{judge}"})
+        merged = part if merged is None else merged.merge(part, on=keys, how="outer")
+    if merged is None:
+        return pd.DataFrame(columns=[*keys, "judge_robust"])
+    verdict_columns = [f"verdict:{judge}" for judge in tables]
+    merged["judge_robust"] = [
+        _robustness(list(row)) for row in merged[verdict_columns].itertuples(index=False)
+    ]
+    return merged
+
+
+def _robustness(verdicts: list[object]) -> str:
+    distinct = set(verdicts)
+    if len(distinct) > 1:
+        return "depends on the judge"
+    verdict = str(verdicts[0])
+    if verdict in ("better", "worse"):
+        return f"robust to the judge: {verdict}"
+    if verdict == "no significant difference":
+        return "no difference under any judge"
+    return verdict
+
+
+def qa_session_counts(answers: pd.DataFrame, judge: str, key: str = "answer") -> pd.DataFrame:
+    """Per (lane, owner, session, sample): the ``memory`` condition's QA counts under
+    ``judge`` graded against ``key`` (columns :data:`QA_COUNTS`)."""
+    unit = ["lane_id", "user_id", "session_index", "sample"]
+    mine = answers[answers["condition"] == "memory"]
+    if mine.empty:
+        return pd.DataFrame(columns=[*unit, *QA_COUNTS])
+    verdicts = verdict_table(mine)
+    verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == key)]
+    correct = verdicts.set_index(["lane_id", "sample", "user_id", "question_id"])["correct"]
+    ids = pd.MultiIndex.from_frame(mine[["lane_id", "sample", "user_id", "question_id"]])
+    right = correct.reindex(ids).fillna(False).to_numpy(dtype=bool)
+    no_verdict = verdicts.set_index(["lane_id", "sample", "user_id", "question_id"])["verdict"]
+    missing = no_verdict.reindex(ids).isna().to_numpy()
+    kind = mine["kind"].to_numpy()
+    headline = np.isin(kind, HEADLINE_KINDS)
+    frame = mine[unit].assign(
+        qa_questions=1,
+        qa_answerable=headline.astype(int),
+        qa_correct=(headline & right).astype(int),
+        qa_f1=np.where(headline, mine["f1"].fillna(0.0).to_numpy(dtype=float), 0.0),
+        qa_bleu1=np.where(headline, mine["bleu1"].fillna(0.0).to_numpy(dtype=float), 0.0),
+        qa_abstain=(kind == "abstain").astype(int),
+        qa_abstain_correct=((kind == "abstain") & right).astype(int),
+        qa_adversarial=(kind == "adversarial").astype(int),
+        qa_adversarial_correct=((kind == "adversarial") & right).astype(int),
+        qa_read_tokens=(mine["prompt_tokens"] + mine["completion_tokens"]).to_numpy(dtype=int),
+        qa_read_latency_s=mine["latency_s"].to_numpy(dtype=float),
+        qa_no_verdict=missing.astype(int),
+        qa_errors=mine["error"].notna().astype(int).to_numpy(),
+    )
+    return frame.groupby(unit, sort=False).sum().reset_index()
+
+
+def _per_owner(
+    verdicts: pd.DataFrame, group: Sequence[str], values: dict[str, pd.Series]
+) -> pd.DataFrame:
+    """Per (group, owner): sums of ``values`` per sample, averaged over the owner's samples."""
+    frame = verdicts[[*group, "user_id", "sample"]].assign(n=1, **values)
+    sums = frame.groupby([*group, "user_id", "sample"], sort=False).sum()
+    return sums.groupby(level=[*group, "user_id"], sort=False).mean()
+
+
+def accuracy_table(
+    answers: pd.DataFrame,
+    *,
+    by: Sequence[str] = ("lane_id", "condition"),
+    kinds: Sequence[str] = HEADLINE_KINDS,
+    key: str = "answer",
+    judges: Sequence[str] | None = None,
+    options: StatOptions | None = None,
+) -> pd.DataFrame:
+    """Accuracy under each judge, token F1 and BLEU-1, per group of ``by``, with 95%
+    bootstrap intervals over owners.
+
+    Columns: ``by``, ``judge``, ``owners``, ``questions`` (answers, averaged over samples),
+    ``accuracy`` (+``_lo``/``_hi``), ``f1`` (+``_lo``/``_hi``), ``bleu1`` (+``_lo``/``_hi``),
+    ``no_verdict`` (answers the judge gave no verdict on, counted wrong).
+    """
+    group = list(by)
+    columns = (
+        [*group, "judge", "owners", "questions"]
+        + [f"{m}{s}" for m in ("accuracy", "f1", "bleu1") for s in ("", "_lo", "_hi")]
+        + ["no_verdict"]
+    )
+    mine = answers[answers["kind"].isin(list(kinds))]
+    if mine.empty:
+        return pd.DataFrame(columns=columns)
+    scores = mine.set_index(list(_UNIT))[[f"f1{_suffix(key)}", f"bleu1{_suffix(key)}"]]
+    verdicts = verdict_table(mine)
+    verdicts = verdicts[verdicts["key"] == key]
+    if judges is not None:
+        verdicts = verdicts[verdicts["judge"].isin(list(judges))]
+    joined = verdicts.join(scores, on=list(_UNIT))
+    f1, bleu = joined[f"f1{_suffix(key)}"].fillna(0.0), joined[f"bleu1{_suffix(key)}"].fillna(0.0)
+    values = {
+        "correct": joined["correct"].astype(float),
+        "f1": f1.astype(float),
+        "bleu1": bleu.astype(float),
+        "no_verdict": joined["verdict"].isna().astype(float),
+    }
+    owners = _per_owner(joined, [*group, "judge"], values)
+    rows = []
+    for labels, counts in owners.groupby(level=[*group, "judge"], sort=False):
+        numerators = counts[["correct", "f1", "bleu1"]].to_numpy(dtype=float)
+        denominators = np.repeat(counts[["n"]].to_numpy(dtype=float), 3, axis=1)
+        found = bootstrap_ratios(numerators, denominators, options=options)
+        row = dict(zip([*group, "judge"], labels, strict=True))
+        row.update(owners=len(counts), questions=float(counts["n"].sum()))
+        for i, metric in enumerate(("accuracy", "f1", "bleu1")):
+            row[metric] = float(found.estimate[i])
+            row[f"{metric}_lo"], row[f"{metric}_hi"] = float(found.lo[i]), float(found.hi[i])
+        row["no_verdict"] = float(counts["no_verdict"].sum())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _suffix(key: str) -> str:
+    return "" if key == "answer" else f"_{key}"
+
+
+def judge_agreement(
+    answers: pd.DataFrame, *, kinds: Sequence[str] = HEADLINE_KINDS
+) -> pd.DataFrame:
+    """Per (lane, condition) and pair of judges: answers graded by both, the share of
+    verdicts that flip between them and Cohen's kappa (answers with no verdict from either
+    are left out)."""
+    columns = [
+        "lane_id",
+        "condition",
+        "judge_a",
+        "judge_b",
+        "graded",
+        "flips",
+        "flip_rate",
+        "kappa",
+    ]
+    verdicts = verdict_table(answers[answers["kind"].isin(list(kinds))])
+    verdicts = verdicts[verdicts["key"] == "answer"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=columns)
+    wide = verdicts.pivot_table(
+        index=list(_UNIT), columns="judge", values="verdict", aggfunc="first", dropna=False
+    )
+    judges = [j for j in judges_of(answers) if j in wide.columns]
+    rows = []
+    for (lane, condition), block in wide.groupby(level=["lane_id", "condition"], sort=False):
+        for a, b in itertools.combinations(judges, 2):
+            both = block[[a, b]].dropna()
+            counts = KindCounts()
+            for first, second in both.to_numpy(dtype=float):
+                counts.add(bool(first), bool(second))
+            rows.append(
+                {
+                    "lane_id": lane,
+                    "condition": condition,
+                    "judge_a": a,
+                    "judge_b": b,
+                    "graded": counts.pairs,
+                    "flips": counts.true_rejected + counts.wrong_accepted,
+                    "flip_rate": 1 - counts.agreement if counts.pairs else math.nan,
+                    "kappa": counts.kappa,
+                }
+            )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def judge_band(
+    answers: pd.DataFrame,
+    *,
+    kinds: Sequence[str] = HEADLINE_KINDS,
+    options: StatOptions | None = None,
+) -> pd.DataFrame:
+    """Per (lane, condition): accuracy under each judge (``accuracy:<judge>``), the band
+    (``band_lo``/``band_hi``: min and max over judges, ``band``: their difference), and the
+    largest flip rate and smallest kappa over pairs of judges."""
+    table = accuracy_table(answers, kinds=kinds, options=options)
+    agreement = judge_agreement(answers, kinds=kinds)
+    rows = []
+    for (lane, condition), block in table.groupby(["lane_id", "condition"], sort=False):
+        scores = dict(zip(block["judge"], block["accuracy"], strict=True))
+        pairs = agreement[(agreement["lane_id"] == lane) & (agreement["condition"] == condition)]
+        row: dict[str, Any] = {"lane_id": lane, "condition": condition}
+        row.update({f"accuracy:{judge}": value for judge, value in scores.items()})
+        row["band_lo"], row["band_hi"] = min(scores.values()), max(scores.values())
+        row["band"] = row["band_hi"] - row["band_lo"]
+        row["flip_rate"] = float(pairs["flip_rate"].max()) if len(pairs) else math.nan
+        row["kappa"] = float(pairs["kappa"].min()) if len(pairs) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def key_ceiling(answers: pd.DataFrame, *, options: StatOptions | None = None) -> pd.DataFrame:
+    """Per lane, condition, judge and category of the headline set: the ceiling of each answer
+    key and the accuracy against each, with ``over_ceiling`` naming the key whose ceiling a
+    score exceeds ("" when none). Empty when no question was audited.
+
+    The ceiling of the original key is 1 - (answers the audit changed / questions): a
+    perfect answerer, right by the audited key, is wrong by the original one on each changed
+    answer. The audited key's ceiling is 1 (the audit's answers are taken as right).
+    """
+    mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
+    if mine.empty or "answer_changed" not in mine.columns or not mine["audited"].any():
+        return pd.DataFrame()
+    by = ["lane_id", "condition", "category"]
+    questions = mine.drop_duplicates(["user_id", "question_id"])
+    changed = questions.groupby("category")["answer_changed"].agg(["size", "sum"])
+    ceiling = 1 - changed["sum"] / changed["size"]
+    audited = accuracy_table(mine, by=by, key="answer", options=options)
+    original = accuracy_table(mine, by=by, key="original", options=options)
+    keys = ["lane_id", "condition", "category", "judge"]
+    table = audited[[*keys, "questions", "accuracy"]].merge(
+        original[[*keys, "accuracy"]], on=keys, suffixes=("_audited", "_original")
+    )
+    table["changed"] = table["category"].map(changed["sum"]).astype(int)
+    table["ceiling_original"] = table["category"].map(ceiling)
+    table["ceiling_audited"] = 1.0
+    over = table["accuracy_original"] > table["ceiling_original"] + 1e-12
+    table["over_ceiling"] = np.where(over, "original", "")
+    return table
+
+
+def cause_table(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """Wrong headline answers from memory under ``judge`` per lane, by cause (columns
+    :data:`~memlab.scoring.qa_causes.CAUSES`, then ``wrong`` and ``answered``); repeated
+    samples are summed."""
+    columns = ["lane_id", *CAUSES, "wrong", "answered"]
+    mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
+    verdicts = verdict_table(mine)
+    verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
+    if verdicts.empty:
+        return pd.DataFrame(columns=columns)
+    right = verdicts.set_index(list(_UNIT))["correct"]
+    memory = mine[mine["condition"] == "memory"]
+    gold_key = ["lane_id", "sample", "user_id", "question_id"]
+    asked_gold = "gold_memory" in set(mine["condition"])
+    gold = right.xs("gold_memory", level="condition") if asked_gold else pd.Series(dtype=bool)
+    rows: dict[str, dict[str, int]] = {}
+    for record in memory[[*_UNIT, "fate"]].to_dict("records"):
+        lane = rows.setdefault(record["lane_id"], dict.fromkeys([*CAUSES, "wrong", "answered"], 0))
+        lane["answered"] += 1
+        if bool(right.get(tuple(record[c] for c in _UNIT), False)):
+            continue
+        gold_right = gold.get(tuple(record[c] for c in gold_key))
+        lane[cause_of(str(record["fate"]), None if gold_right is None else bool(gold_right))] += 1
+        lane["wrong"] += 1
+    return pd.DataFrame([{"lane_id": k, **v} for k, v in rows.items()], columns=columns)
+
+
+def qa_cost(answers: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """Per lane and condition: read-side tokens (answer prompt + reply) and latency per
+    question, context tokens per question, and the lane's write-side tokens (memory updates)
+    per conversation (an owner's replay, averaged over samples)."""
+    read = answers.assign(read_tokens=answers["prompt_tokens"] + answers["completion_tokens"])
+    table = (
+        read.groupby(["lane_id", "condition"], sort=False)
+        .agg(
+            questions=("question_id", "size"),
+            read_tokens_per_question=("read_tokens", "mean"),
+            context_tokens_per_question=("context_tokens", "mean"),
+            read_latency_s_per_question=("latency_s", "mean"),
+            cached=("cached", "mean"),
+        )
+        .reset_index()
+    )
+    if calls.empty:
+        table["write_tokens_per_conversation"] = math.nan
+        return table
+    unit = ["lane_id", "user_id"] + (["sample"] if "sample" in calls.columns else [])
+    tokens = calls.assign(tokens=calls["prompt_tokens"] + calls["completion_tokens"])
+    per_owner = tokens.groupby(unit)["tokens"].sum().groupby(level="lane_id").mean()
+    table["write_tokens_per_conversation"] = table["lane_id"].map(per_owner)
+    return table
+
+
+def interval_note(table: pd.DataFrame, owners: int) -> str:
+    """A plain sentence when the intervals of ``table`` (an :func:`accuracy_table`) are too
+    wide to separate most differences ("" when they are not)."""
+    if table.empty or "accuracy_lo" not in table.columns:
+        return ""
+    widths = (table["accuracy_hi"] - table["accuracy_lo"]).dropna()
+    if widths.empty:
+        return (
+            f"With {owners} owner(s) there is no interval at all: every difference here "
+            "is anecdotal."
+        )
+    median = float(widths.median())
+    if owners >= _FEW_OWNERS and median < _WIDE_INTERVAL:
+        return ""
+    return (
+        f"With {owners} owners (conversations) the 95% intervals are wide: a median width of "
+        f"{median * 100:.0f} points. Differences smaller than that, most per-category ones "
+        "among them, are inside the noise; more owners narrow them, more questions per owner "
+        "much less."
+    )

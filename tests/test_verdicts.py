@@ -1,0 +1,193 @@
+"""Verdicts that agree with their intervals, validated by simulation through ``compare``.
+
+Each replication builds two lanes over 14 owners as memlab's counts would show them when a
+model improves recall by 10 points and nothing else: the same seed for both lanes, so each
+fact the baseline stores the candidate stores too, and the same replies (parse failures
+identical). Every rate memlab compares is in the table, as in a report.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.metric_specs import COUNT_SPECS
+from memlab.scoring.stats import StatOptions
+
+OWNERS = 14
+REPLICATIONS = 100
+
+
+@dataclass
+class FakeRun:
+    """What scoring reads of a run (:class:`memlab.scoring.comparison.ScoredRun`)."""
+
+    name: str
+    calls: pd.DataFrame
+    sessions: pd.DataFrame
+    primary: tuple[str, ...] | None = None
+    stats: StatOptions = field(default_factory=lambda: StatOptions(resamples=1000))
+    prices: dict[str, tuple[float, float]] | None = None
+
+    @property
+    def lanes(self) -> dict[str, Any]:
+        return {lane: None for lane in dict.fromkeys(self.sessions["lane_id"])}
+
+    def label(self, lane_id: str) -> str:
+        return lane_id
+
+
+def _frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One session and one call per (lane, owner) with the given counts (others 0)."""
+    sessions, calls = [], []
+    for lane, counts in per_lane.items():
+        for o in range(OWNERS):
+            row = {
+                "lane_id": lane,
+                "user_id": f"u{o:02d}",
+                "session_index": 0,
+                **{name: 0 for name in _ROW_COUNTS},
+                "agent_runs": 1,
+            }
+            row.update({name: float(values[o]) for name, values in counts.items()})
+            sessions.append(row)
+            failed = bool(counts.get("failed", np.zeros(OWNERS))[o])
+            calls.append(
+                {
+                    "lane_id": lane,
+                    "user_id": f"u{o:02d}",
+                    "reply": "x",
+                    "parse_ok": not failed,
+                    "error_stage": "parse" if failed else None,
+                    "model": "sim",
+                    "prompt_tokens": 10,
+                    "completion_tokens": 5,
+                    "cached": False,
+                }
+            )
+    frame = pd.DataFrame(sessions).drop(columns=["failed"], errors="ignore")
+    return pd.DataFrame(calls), frame
+
+
+# Every count a session row has (the scripted calls give llm_calls, agent_runs is set above).
+_ROW_COUNTS = tuple(
+    spec.column for spec in COUNT_SPECS if spec.in_rows and spec.column != "llm_calls"
+)
+
+
+def recall_gain(rng: np.random.Generator, gain: float = 0.10) -> FakeRun:
+    """Baseline and a candidate whose recall propensity is ``gain`` higher, same seed."""
+    gold = rng.integers(6, 15, size=OWNERS)
+    propensity = rng.beta(7, 3, size=OWNERS)
+    invented = rng.integers(0, 3, size=OWNERS)
+    failed = rng.random(OWNERS) < 0.1
+    covered = {"base": np.zeros(OWNERS), "cand": np.zeros(OWNERS)}
+    for o in range(OWNERS):
+        u = rng.random(gold[o])  # the same draws for both lanes: the same seed
+        covered["base"][o] = (u < propensity[o]).sum()
+        covered["cand"][o] = (u < min(propensity[o] + gain, 1.0)).sum()
+    lanes = {
+        lane: {
+            "gold_active": gold,
+            "gold_covered": found,
+            "stored_precise": found,
+            "facts": found + invented,
+            "added": found + invented,
+            "failed": failed,
+        }
+        for lane, found in covered.items()
+    }
+    calls, sessions = _frames(lanes)
+    return FakeRun("sim", calls, sessions)
+
+
+def _consistent(row: pd.Series) -> bool:
+    """The verdict and the interval drawn beside it say the same thing."""
+    excludes = bool(row["delta_lo"] > 0 or row["delta_hi"] < 0)
+    verdict = str(row["verdict"])
+    if verdict in ("better", "worse"):
+        return excludes and bool(row["significant"])
+    if verdict == "no significant difference":
+        return not excludes and not bool(row["significant"])
+    if verdict.endswith("(exploratory)"):
+        return excludes == (verdict != "no clear difference (exploratory)")
+    return math.isnan(row["delta_lo"]) or not excludes  # no change, not applicable, ...
+
+
+@pytest.mark.simulation
+def test_a_true_10_point_recall_gain_is_significant_and_never_contradicts_its_interval() -> None:
+    rng = np.random.default_rng(2024)
+    significant, contradictions, rows = 0, [], 0
+    for _ in range(REPLICATIONS):
+        table = compare(recall_gain(rng))
+        recall = table.set_index("metric").loc["recall"]
+        significant += recall["verdict"] == "better"
+        rows += len(table)
+        contradictions += [r["metric"] for _, r in table.iterrows() if not _consistent(r)]
+        # Identical parse failures are no test: reported as "no change", not p = 1.
+        failures = table.set_index("metric").loc["parse_failure_rate"]
+        assert failures["verdict"] == "no change" and math.isnan(failures["p_value"])
+    share = significant / REPLICATIONS
+    print(f"recall +10 pts, 14 owners: significant in {share:.1%}; {rows} rows checked")
+    assert share >= 0.80
+    assert contradictions == []
+    assert rows == 8 * REPLICATIONS  # a sentinel: every rate these counts give was checked
+
+
+@pytest.mark.simulation
+def test_macro_precision_does_not_move_when_only_fact_counts_do() -> None:
+    """Every owner keeps its precision; the candidate stores 3x the facts of the owners with
+    the best precision. Pooled precision rises (exploratory); the verdict (macro) sees no
+    change, in every replication."""
+    rng = np.random.default_rng(7)
+    micro_moves = 0
+    for _ in range(60):
+        facts = rng.integers(4, 12, size=OWNERS).astype(float)
+        precise = rng.binomial(facts.astype(int), 0.6).astype(float)
+        more = np.where(precise / facts > np.median(precise / facts), 3.0, 1.0)
+        lanes = {
+            "base": {"facts": facts, "stored_precise": precise},
+            "cand": {"facts": facts * more, "stored_precise": precise * more},
+        }
+        for counts in lanes.values():
+            counts["gold_active"] = counts["gold_covered"] = np.full(OWNERS, 5.0)
+        calls, sessions = _frames(lanes)
+        by = compare(FakeRun("p", calls, sessions)).set_index("metric")
+        assert by.loc["precision_macro", "verdict"] == "no change"
+        assert by.loc["precision", "role"] == "secondary"
+        micro_moves += by.loc["precision", "verdict"] == "better (exploratory)"
+    assert micro_moves > 30  # what a micro verdict would have called a gain
+
+
+def test_owners_without_gold_are_left_out_of_recall_n() -> None:
+    rng = np.random.default_rng(3)
+    run = recall_gain(rng)
+    sessions = run.sessions.copy()
+    empty = sessions["user_id"].isin(["u00", "u01", "u02"])
+    sessions.loc[empty, ["gold_active", "gold_covered"]] = 0
+    run.sessions = sessions
+    by = compare(run).set_index("metric")
+    assert by.loc["recall", "owners"] == OWNERS - 3
+    assert by.loc["parse_failure_rate", "owners"] == OWNERS
+
+
+def test_a_nan_count_is_loud(caplog: pytest.LogCaptureFixture) -> None:
+    run = recall_gain(np.random.default_rng(4))
+    sessions = run.sessions.copy()
+    sessions.loc[(sessions["lane_id"] == "cand") & (sessions["user_id"] == "u05"), "facts"] = (
+        math.nan
+    )
+    run.sessions = sessions
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+        table = compare_lanes([(Lane(run, "base"), Lane(run, "cand"))], options=run.stats)
+    by = table.set_index("metric")
+    assert math.isnan(by.loc["precision", "value"])
+    assert by.loc["precision", "verdict"] == "not computable"
+    assert any("u05" in message and "precision" in message for message in caplog.messages)
