@@ -935,6 +935,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-dask", action="store_true", help="skip the dask-local:2x4 rows of measurement 2"
     )
+    parser.add_argument(
+        "--only",
+        choices=["overhead", "concurrency", "cache"],
+        help="run one measurement (1, 2 with its Dask rows, or 3)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -957,38 +962,13 @@ def main(argv: list[str] | None = None) -> int:
     measurements: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
-        logger.info("1/3 pipeline overhead (%d updates)", updates)
-        measurements.append(bench_overhead(workdir, updates))
-        # For comparison: the durable file store a deployed pipeline uses (lock, atomic
-        # write, two fsyncs per save), on the workdir's filesystem and on tmpfs.
-        fs = _filesystem(workdir)
-        measurements.append(
-            bench_overhead(
-                workdir, updates, store_kind="file", label=f"file store, {fs}", goal=None
-            )
-        )
-        shm = Path("/dev/shm")
-        if not args.no_tmpfs and fs != "tmpfs" and _filesystem(shm) == "tmpfs":
-            with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=shm) as shm_tmp:
-                measurements.append(
-                    bench_overhead(
-                        Path(shm_tmp),
-                        updates,
-                        store_kind="file",
-                        label="file store, tmpfs",
-                        goal=None,
-                    )
-                )
-        logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
-        concurrency, walls = bench_concurrency(workdir, calls, args.workers, args.delay)
-        measurements.append(concurrency)
-        if args.no_dask or importlib.util.find_spec("distributed") is None:
-            logger.warning("dask rows skipped (--no-dask, or memlab[dask] is not installed)")
-        else:
-            logger.info("2b/3 the same sweep on dask-local:2x4")
-            measurements.extend(bench_dask(workdir, calls, args.delay, walls, args.workers))
-        logger.info("3/3 cache replay (%d updates)", owners * sessions)
-        measurements.append(bench_cache_replay(workdir, owners, sessions, 4, cache_goal))
+        if args.only in (None, "overhead"):
+            measurements.extend(_overhead_rows(workdir, updates, no_tmpfs=args.no_tmpfs))
+        if args.only in (None, "concurrency"):
+            measurements.extend(_concurrency_rows(workdir, calls, args))
+        if args.only in (None, "cache"):
+            logger.info("3/3 cache replay (%d updates)", owners * sessions)
+            measurements.append(bench_cache_replay(workdir, owners, sessions, 4, cache_goal))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     where = _filesystem(Path(args.workdir or tempfile.gettempdir()))
     print(
@@ -997,6 +977,38 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(render_table(measurements))
     return 0 if all(m.passed for m in measurements) else 1
+
+
+def _overhead_rows(workdir: Path, updates: int, *, no_tmpfs: bool) -> list[Measurement]:
+    logger.info("1/3 pipeline overhead (%d updates)", updates)
+    measurements = [bench_overhead(workdir, updates)]
+    # For comparison: the durable file store a deployed pipeline uses (lock, atomic
+    # write, two fsyncs per save), on the workdir's filesystem and on tmpfs.
+    fs = _filesystem(workdir)
+    measurements.append(
+        bench_overhead(workdir, updates, store_kind="file", label=f"file store, {fs}", goal=None)
+    )
+    shm = Path("/dev/shm")
+    if not no_tmpfs and fs != "tmpfs" and _filesystem(shm) == "tmpfs":
+        with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=shm) as shm_tmp:
+            measurements.append(
+                bench_overhead(
+                    Path(shm_tmp), updates, store_kind="file", label="file store, tmpfs", goal=None
+                )
+            )
+    return measurements
+
+
+def _concurrency_rows(workdir: Path, calls: int, args: argparse.Namespace) -> list[Measurement]:
+    logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
+    concurrency, walls = bench_concurrency(workdir, calls, args.workers, args.delay)
+    measurements = [concurrency]
+    if args.no_dask or importlib.util.find_spec("distributed") is None:
+        logger.warning("dask rows skipped (--no-dask, or memlab[dask] is not installed)")
+    else:
+        logger.info("2b/3 the same sweep on dask-local:2x4")
+        measurements.extend(bench_dask(workdir, calls, args.delay, walls, args.workers))
+    return measurements
 
 
 if __name__ == "__main__":

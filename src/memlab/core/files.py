@@ -118,21 +118,23 @@ def contained(
         FileReadError: The path leaves ``root`` or passes through a symbolic link (the
             message says ``cannot <action> <what>``).
     """
+    # String operations: a cached replay checks two paths per cache entry it reads.
     try:
-        base = Path(root).resolve()
+        base = os.path.realpath(root)
         target = os.path.abspath(path)
         # Relative to the root as given, or as resolved (a caller may pass either form).
-        candidates = (os.path.relpath(target, anchor) for anchor in (os.path.abspath(root), base))
-        relative = next((r for r in candidates if not _escapes(r)), None)
+        relative = _below(target, os.path.abspath(root))
+        if relative is None:
+            relative = _below(target, base)
     except ValueError:  # a NUL in the path
         raise FileReadError(path, what, "the path contains a NUL character", action) from None
     if relative is None:
         raise FileReadError(path, what, f"it lies outside {base}", action)
-    if relative == os.curdir:
-        return base
+    if not relative:
+        return Path(base)
     current = base
     for part in relative.split(os.sep):
-        current = current / part
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
@@ -146,11 +148,16 @@ def contained(
                 f"{current} is a symbolic link; memlab does not follow links inside {base}",
                 action,
             )
-    return base / relative
+    return Path(base, relative)
 
 
-def _escapes(relative: str) -> bool:
-    return os.path.isabs(relative) or relative.split(os.sep)[0] == os.pardir
+def _below(target: str, anchor: str) -> str | None:
+    """``target`` relative to ``anchor`` ("" when equal), or ``None`` when it is not inside
+    (both absolute and normalised)."""
+    if target == anchor:
+        return ""
+    prefix = anchor if anchor.endswith(os.sep) else anchor + os.sep
+    return target[len(prefix) :] if target.startswith(prefix) else None
 
 
 def is_plain_file(path: str | os.PathLike[str]) -> bool:

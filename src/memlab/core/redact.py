@@ -22,6 +22,7 @@ by :data:`REDACTED`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -84,12 +85,31 @@ def remember_secret(value: str | None) -> None:
 def secret_values(extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> list[str]:
     """Values to redact: secret-looking environment variables, remembered values and
     ``extra``, longest first."""
-    env = os.environ if environ is None else environ
-    found = {value for name, value in env.items() if _SECRET_NAME.search(name)}
+    if environ is None:
+        found = set(_environ_secrets())
+    else:
+        found = {value for name, value in environ.items() if _SECRET_NAME.search(name)}
     with _remembered_lock:
         found.update(_remembered)
     found.update(extra)
     return sorted((v for v in found if len(v) >= _MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+_environ_seen: tuple[object, frozenset[str]] = ((), frozenset())
+
+
+def _environ_secrets() -> frozenset[str]:
+    """The secret-looking values of ``os.environ``, read again only when it changed (every
+    call record is redacted: decoding the whole environment each time cost a tenth of a
+    cached replay)."""
+    global _environ_seen
+    data = getattr(os.environ, "_data", None)  # CPython's encoded copy; compared in C
+    state = tuple(data.items()) if isinstance(data, dict) else None
+    seen_state, values = _environ_seen
+    if state is None or state != seen_state:
+        values = frozenset(v for n, v in os.environ.items() if _SECRET_NAME.search(n))
+        _environ_seen = (state if state is not None else (), values)
+    return values
 
 
 @lru_cache(maxsize=256)
@@ -148,8 +168,46 @@ def redact(value: _T, secrets: Iterable[str] | None = None) -> _T:
         secrets: Values to remove; ``None`` uses :func:`secret_values`.
     """
     values = secret_values() if secrets is None else [s for s in secrets if s]
+    if _nothing_to_redact(value, values):
+        return value
     result: _T = _walk(value, values)
     return result
+
+
+# Characters json.dumps writes as escapes (ensure_ascii=False): a secret holding one is not
+# found verbatim in the JSON text.
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+# The non-ASCII letters a case-insensitive pattern matches with ASCII ones (İ ı ſ and the
+# Kelvin sign): a header's name may be written with them.
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
+    """Whether no string of ``value`` can change under :func:`redact_text`, decided on its
+    JSON text in one pass (a record of a replay holds thousands of strings).
+
+    Conservative: ``False`` sends the value through the string-by-string walk. The text holds
+    every string of the value, with quotes, backslashes and control characters escaped, so
+    the test looks only for what escaping cannot hide: the headers' words (also when written
+    with the letters that case-insensitive matching equates with ASCII ones), ``://``, and
+    each secret verbatim or (when the text has a backslash) in its escaped forms.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not plain JSON: walk it
+        return False
+    if "://" in text or (not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)):
+        return False
+    folded = text.lower()
+    if any(word in folded for words in _HEADER_WORDS for word in words):
+        return False
+    escaped = "\\" in text
+    for secret in secrets:
+        if _JSON_ESCAPED.search(secret) or secret in text:
+            return False
+        if escaped and _escaped_form(secret).search(text):
+            return False
+    return True
 
 
 def _walk(value: Any, secrets: list[str]) -> Any:
