@@ -5,11 +5,12 @@ would hide it in that text (tabs, newlines, quotes, case-folded letters, escaped
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
-from memlab.core.redact import REDACTED, redact, redact_text
+from memlab.core.redact import REDACTED, redact, redact_text, redacted_json
 
 SECRET = "sk-test-0123456789abcdef"
 QUOTED_SECRET = 'pass"word\n12345'  # characters JSON escapes
@@ -52,6 +53,7 @@ def test_a_string_needing_redaction_is_redacted_inside_a_large_record(
     assert cleaned["snapshots"][0]["facts"][25]["content"] == expected
     assert cleaned["snapshots"][0]["facts"][24] == untouched["snapshots"][0]["facts"][24]
     assert record == untouched  # the input is not modified
+    assert json.loads(redacted_json(record, secrets)) == cleaned
 
 
 def test_a_clean_record_is_returned_as_it_is() -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_TABLE_BYTES",
     "MAX_TEXT_BYTES",
     "FileReadError",
+    "RealDir",
     "contained",
     "io_reason",
     "is_plain_file",
@@ -101,6 +102,25 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+class RealDir(str):
+    """A directory path its owner resolved (``os.path.realpath``) once: :func:`contained`
+    takes it as it is. Resolving costs a system call per component of the path, for every
+    file a cached replay reads; a cache resolves its directory when it is opened.
+
+    Attributes:
+        given: The path as given, made absolute (paths under it are inside too).
+    """
+
+    given: str
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> RealDir:
+        """``path`` resolved now."""
+        real = cls(os.path.realpath(path))
+        real.given = os.path.abspath(path)
+        return real
+
+
 def contained(
     path: str | os.PathLike[str],
     root: str | os.PathLike[str],
@@ -112,7 +132,7 @@ def contained(
     The path is normalised lexically and must not leave ``root``; every component between
     ``root`` and ``path`` that exists must not be a symbolic link (``root`` itself may be one:
     where a user keeps a directory is the user's choice). The returned path is the one to
-    open, write or delete.
+    open, write or delete. A :class:`RealDir` root is not resolved again.
 
     Raises:
         FileReadError: The path leaves ``root`` or passes through a symbolic link (the
@@ -120,10 +140,13 @@ def contained(
     """
     # String operations: a cached replay checks two paths per cache entry it reads.
     try:
-        base = os.path.realpath(root)
+        if isinstance(root, RealDir):
+            base, given = str(root), root.given
+        else:
+            base, given = os.path.realpath(root), os.path.abspath(root)
         target = os.path.abspath(path)
         # Relative to the root as given, or as resolved (a caller may pass either form).
-        relative = _below(target, os.path.abspath(root))
+        relative = _below(target, given)
         if relative is None:
             relative = _below(target, base)
     except ValueError:  # a NUL in the path

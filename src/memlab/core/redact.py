@@ -36,6 +36,7 @@ __all__ = [
     "RedactingFilter",
     "redact",
     "redact_text",
+    "redacted_json",
     "remember_secret",
     "secret_values",
 ]
@@ -168,10 +169,32 @@ def redact(value: _T, secrets: Iterable[str] | None = None) -> _T:
         secrets: Values to remove; ``None`` uses :func:`secret_values`.
     """
     values = secret_values() if secrets is None else [s for s in secrets if s]
-    if _nothing_to_redact(value, values):
+    text = _json_text(value)
+    if text is not None and _nothing_to_redact(text, values):
         return value
     result: _T = _walk(value, values)
     return result
+
+
+def redacted_json(value: Any, secrets: Iterable[str] | None = None) -> str:
+    """``json.dumps(redact(value), ensure_ascii=False)``, encoding a record that needs no
+    redaction once.
+
+    Raises:
+        TypeError: ``value`` is not JSON-serialisable.
+    """
+    values = secret_values() if secrets is None else [s for s in secrets if s]
+    text = _json_text(value)
+    if text is not None and _nothing_to_redact(text, values):
+        return text
+    return json.dumps(_walk(value, values), ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not plain JSON
+        return None
 
 
 # Characters json.dumps writes as escapes (ensure_ascii=False): a secret holding one is not
@@ -182,9 +205,10 @@ _JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
 _FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
 
 
-def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
-    """Whether no string of ``value`` can change under :func:`redact_text`, decided on its
-    JSON text in one pass (a record of a replay holds thousands of strings).
+def _nothing_to_redact(text: str, secrets: list[str]) -> bool:
+    """Whether no string of a value can change under :func:`redact_text`, decided on its
+    JSON ``text`` (``ensure_ascii=False``) in one pass (a record of a replay holds thousands
+    of strings).
 
     Conservative: ``False`` sends the value through the string-by-string walk. The text holds
     every string of the value, with quotes, backslashes and control characters escaped, so
@@ -192,10 +216,6 @@ def _nothing_to_redact(value: Any, secrets: list[str]) -> bool:
     with the letters that case-insensitive matching equates with ASCII ones), ``://``, and
     each secret verbatim or (when the text has a backslash) in its escaped forms.
     """
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):  # not plain JSON: walk it
-        return False
     if "://" in text or (not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)):
         return False
     folded = text.lower()
