@@ -27,6 +27,7 @@ a goal is missed. Usage::
 
     python benchmarks/sweep_bench.py            # full run (about a minute)
     python benchmarks/sweep_bench.py --quick    # smaller variant (indicative only)
+    python benchmarks/sweep_bench.py --only cache   # one measurement (overhead, concurrency)
 """
 
 from __future__ import annotations
