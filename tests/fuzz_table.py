@@ -15,7 +15,7 @@ asserts the row's exit code and message and the invariants of ``tests/hostile.py
   directory, with a sentinel file, is compared before and after);
 - no secret in any byte written (sandbox and outside) nor in any output or log line;
 - no run directory that says "complete" without a finished record for every replay;
-- ``bomb`` rows run as a process whose peak RSS stays under 1 GiB and time under 30 s;
+- ``bomb`` rows run as a process whose peak RSS stays under 1 GiB and CPU time under 30 s;
   ``interrupt`` rows get SIGINT once the hostile server holds a request, and must end within
   2 s with exit 130.
 
@@ -78,7 +78,7 @@ class Case:
     under mode b."""
     env: dict[str, str] = field(default_factory=dict)
     bomb: bool = False
-    """A resource bomb: run as a process; peak RSS < 1 GiB and time < 30 s."""
+    """A resource bomb: run as a process; peak RSS < 1 GiB and CPU time < 30 s."""
     interrupt: bool = False
     """Send SIGINT once the server holds a request; exit 130 within 2 s."""
     read_only: str = ""

@@ -52,7 +52,9 @@ SECRETS = (SECRET, PASSWORD, BASIC)
 MAX_RSS_BYTES = 1024**3
 """Peak memory of one command on hostile input."""
 MAX_SECONDS = 30.0
-"""Time of one command on hostile input."""
+"""CPU time (user + system) of one command on hostile input. CPU time, not wall time: on a
+loaded machine a bounded command waits for a core, while a runaway one burns CPU; a hang
+(no CPU) meets ``run_process``'s wall-clock timeout and is killed."""
 
 
 def _forms(secret: str) -> list[bytes]:
@@ -155,6 +157,8 @@ class Finished:
     err: str
     rss_bytes: int
     seconds: float
+    cpu_seconds: float
+    """User + system CPU time of the process."""
     interrupted_after: float | None = None
     """Seconds from SIGINT to the exit, when the command was interrupted."""
 
@@ -204,6 +208,7 @@ def run_process(
             err=err.read().decode("utf-8", "replace"),
             rss_bytes=usage.ru_maxrss * 1024,
             seconds=seconds,
+            cpu_seconds=usage.ru_utime + usage.ru_stime,
             interrupted_after=None if sent is None else time.monotonic() - sent,
         )
 

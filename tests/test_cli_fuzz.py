@@ -144,7 +144,8 @@ def _run(
     done = run_process(argv, sandbox, dict(os.environ), interrupt_when=interrupt)
     if case.bomb:
         assert done.rss_bytes < MAX_RSS_BYTES, f"peak RSS {done.rss_bytes / 2**20:.0f} MiB"
-        assert done.seconds < MAX_SECONDS, f"took {done.seconds:.1f} s"
+        assert done.code != -9, f"still running after {done.seconds:.0f} s: killed"
+        assert done.cpu_seconds < MAX_SECONDS, f"took {done.cpu_seconds:.1f} s of CPU"
     if case.interrupt:
         assert done.interrupted_after is not None, "the command ended before Ctrl-C"
         assert done.interrupted_after < INTERRUPT_S, f"{done.interrupted_after:.1f} s after Ctrl-C"
