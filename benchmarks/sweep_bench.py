@@ -27,6 +27,7 @@ a goal is missed. Usage::
 
     python benchmarks/sweep_bench.py            # full run (about a minute)
     python benchmarks/sweep_bench.py --quick    # smaller variant (indicative only)
+    python benchmarks/sweep_bench.py --only cache   # one measurement (overhead, concurrency)
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.cache import CacheMode
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend
@@ -69,6 +70,8 @@ from memlab.core.parsing import parse_reply
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.matching.default_matcher import clear_shared_verdicts
+from memlab.matching.verdict_store import VERDICTS_DIR
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 
@@ -542,9 +545,16 @@ def write_dataset(path: Path, owners: int, sessions: int, *, gold: bool = False)
 
 
 def _timed_sweep(
-    dataset: Path, grid: Grid, runs_dir: Path, name: str, backend: Backend, workers: int
-) -> tuple[float, int]:
-    """Run a sweep with ``backend`` for every lane; return (wall seconds, call rows)."""
+    dataset: Path,
+    grid: Grid,
+    runs_dir: Path,
+    name: str,
+    backend: Backend,
+    workers: int,
+    cache: tuple[Path, CacheMode] | None = None,
+) -> tuple[float, int, int]:
+    """Run a sweep with ``backend`` for every lane (through the sweep's response cache at
+    ``cache``); return (wall seconds, call rows, cache hits)."""
     started = time.perf_counter()
     run = sweep(
         dataset,
@@ -552,11 +562,12 @@ def _timed_sweep(
         runs_dir=runs_dir,
         run_name=name,
         backend_factory=lambda spec: backend,
-        cache_dir=None,
+        cache_dir=cache[0] if cache else None,
+        cache_mode=cache[1] if cache else CacheMode.READ_WRITE,
         max_workers=workers,
         progress=False,
     )
-    return time.perf_counter() - started, len(run.calls)
+    return time.perf_counter() - started, len(run.calls), int(run.calls["cached"].sum())
 
 
 def bench_concurrency(
@@ -575,7 +586,7 @@ def bench_concurrency(
         backend.complete(CompletionRequest(messages=[{"role": "user", "content": "ping"}]))
         for count in (1, workers):
             server.reset_counters()
-            wall, rows = _timed_sweep(
+            wall, rows, _ = _timed_sweep(
                 dataset, grid, workdir / "concurrency" / "runs", f"w{count}", backend, count
             )
             if server.requests != calls or rows != calls:
@@ -719,33 +730,57 @@ def bench_cache_replay(
     dataset = write_dataset(base / "data.jsonl", owners=owners, sessions=sessions, gold=True)
     grid = Grid.from_mapping({"name": "bench-cache", "replay_mode": "per_session"})
     expected = owners * sessions
-    recorder = CachedBackend(
-        ScriptedBackend(function=_number_reply), base / "responses", mode=CacheMode.READ_WRITE
+    responses = base / "responses"
+    recorder = ScriptedBackend(function=_number_reply)
+    record_wall, rows, _ = _timed_sweep(
+        dataset,
+        grid,
+        base / "runs-record",
+        "record",
+        recorder,
+        4,
+        (responses, CacheMode.READ_WRITE),
     )
-    record_wall, rows = _timed_sweep(dataset, grid, base / "runs-record", "record", recorder, 4)
-    if rows != expected or recorder.counters.backend_calls != expected:
+    if rows != expected or recorder.call_count != expected:
         raise RuntimeError(
-            f"recording: expected {expected} calls, got {rows} rows and "
-            f"{recorder.counters.backend_calls} backend calls"
+            f"recording: expected {expected} calls, got {rows} rows and {recorder.call_count} "
+            "backend calls"
         )
     forbidden = _ForbiddenBackend()
-    replayer = CachedBackend(forbidden, base / "responses", mode=CacheMode.READ_ONLY)
-    cpu_started = time.process_time()
-    wall, rows = _timed_sweep(dataset, grid, base / "runs-replay", "replay", replayer, workers)
-    cpu = time.process_time() - cpu_started
-    hits, misses = replayer.counters.hits, replayer.counters.misses
-    if rows != expected or hits != expected or forbidden.calls or misses:
+    read_only = (responses, CacheMode.READ_ONLY)
+
+    def replay(name: str) -> tuple[float, float, int, int]:
+        cpu_started = time.process_time()
+        wall, rows, hits = _timed_sweep(
+            dataset, grid, base / "runs-replay", name, forbidden, workers, read_only
+        )
+        return wall, time.process_time() - cpu_started, rows, hits
+
+    # As a new process: no verdict memoised, the recording's verdicts saved beside the cache.
+    clear_shared_verdicts()
+    wall, cpu, rows, hits = replay("replay")
+    if rows != expected or hits != expected or forbidden.calls:
         raise RuntimeError(
             f"replay: expected {expected} cache hits and no backend call, got {rows} rows, "
-            f"{hits} hits, {misses} misses, {forbidden.calls} backend calls"
+            f"{hits} hits, {forbidden.calls} backend calls"
         )
-    profile_wall, stats = _profiled_replay(dataset, grid, base, replayer)
+    warm_wall, warm_cpu, _, _ = replay("again")  # verdicts memoised in this process
+    saved = responses / VERDICTS_DIR
+    hidden = saved.rename(base / "verdicts-aside")
+    clear_shared_verdicts()
+    cold_wall, cold_cpu, _, _ = replay("cold")  # every verdict decided again
+    hidden.rename(saved)
+    clear_shared_verdicts()
+    profile_wall, stats = _profiled_replay(dataset, grid, base, forbidden, read_only)
     details = [
         f"{owners} owners x {sessions} sessions (per_session mode), {workers} workers",
         f"{rows} calls, {hits} cache hits, {forbidden.calls} backend calls",
         f"recording run (scripted backend, cache writes): {record_wall:.2f} s; "
         f"replay {_ms(wall / expected):.2f} ms per update, CPU time of the process "
-        f"{cpu:.2f} s (all threads)",
+        f"{cpu:.2f} s (all threads), the matcher's verdicts read from the cache directory",
+        f"the same replay deciding every verdict again (no saved verdicts): {cold_wall:.2f} s, "
+        f"CPU {cold_cpu:.2f} s; with the verdicts memoised in this process: {warm_wall:.2f} s, "
+        f"CPU {warm_cpu:.2f} s",
         f"profile of the same replay run serially under cProfile ({profile_wall:.2f} s with "
         "the profiler's overhead), cumulative time per stage:",
         *(f"  {line}" for line in _stage_lines(stats)),
@@ -768,7 +803,7 @@ class _InlineExecutor(Executor):
 
 
 def _profiled_replay(
-    dataset: Path, grid: Grid, base: Path, backend: Backend
+    dataset: Path, grid: Grid, base: Path, backend: Backend, cache: tuple[Path, CacheMode]
 ) -> tuple[float, pstats.Stats]:
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -780,6 +815,8 @@ def _profiled_replay(
             runs_dir=base,
             run_name="replay-profiled",
             backend_factory=lambda spec: backend,
+            cache_dir=cache[0],
+            cache_mode=cache[1],
             executor=_InlineExecutor(),
             progress=False,
         )
@@ -899,6 +936,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-dask", action="store_true", help="skip the dask-local:2x4 rows of measurement 2"
     )
+    parser.add_argument(
+        "--only",
+        choices=["overhead", "concurrency", "cache"],
+        help="run one measurement (1, 2 with its Dask rows, or 3)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -921,38 +963,13 @@ def main(argv: list[str] | None = None) -> int:
     measurements: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
-        logger.info("1/3 pipeline overhead (%d updates)", updates)
-        measurements.append(bench_overhead(workdir, updates))
-        # For comparison: the durable file store a deployed pipeline uses (lock, atomic
-        # write, two fsyncs per save), on the workdir's filesystem and on tmpfs.
-        fs = _filesystem(workdir)
-        measurements.append(
-            bench_overhead(
-                workdir, updates, store_kind="file", label=f"file store, {fs}", goal=None
-            )
-        )
-        shm = Path("/dev/shm")
-        if not args.no_tmpfs and fs != "tmpfs" and _filesystem(shm) == "tmpfs":
-            with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=shm) as shm_tmp:
-                measurements.append(
-                    bench_overhead(
-                        Path(shm_tmp),
-                        updates,
-                        store_kind="file",
-                        label="file store, tmpfs",
-                        goal=None,
-                    )
-                )
-        logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
-        concurrency, walls = bench_concurrency(workdir, calls, args.workers, args.delay)
-        measurements.append(concurrency)
-        if args.no_dask or importlib.util.find_spec("distributed") is None:
-            logger.warning("dask rows skipped (--no-dask, or memlab[dask] is not installed)")
-        else:
-            logger.info("2b/3 the same sweep on dask-local:2x4")
-            measurements.extend(bench_dask(workdir, calls, args.delay, walls, args.workers))
-        logger.info("3/3 cache replay (%d updates)", owners * sessions)
-        measurements.append(bench_cache_replay(workdir, owners, sessions, 4, cache_goal))
+        if args.only in (None, "overhead"):
+            measurements.extend(_overhead_rows(workdir, updates, no_tmpfs=args.no_tmpfs))
+        if args.only in (None, "concurrency"):
+            measurements.extend(_concurrency_rows(workdir, calls, args))
+        if args.only in (None, "cache"):
+            logger.info("3/3 cache replay (%d updates)", owners * sessions)
+            measurements.append(bench_cache_replay(workdir, owners, sessions, 4, cache_goal))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     where = _filesystem(Path(args.workdir or tempfile.gettempdir()))
     print(
@@ -961,6 +978,38 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(render_table(measurements))
     return 0 if all(m.passed for m in measurements) else 1
+
+
+def _overhead_rows(workdir: Path, updates: int, *, no_tmpfs: bool) -> list[Measurement]:
+    logger.info("1/3 pipeline overhead (%d updates)", updates)
+    measurements = [bench_overhead(workdir, updates)]
+    # For comparison: the durable file store a deployed pipeline uses (lock, atomic
+    # write, two fsyncs per save), on the workdir's filesystem and on tmpfs.
+    fs = _filesystem(workdir)
+    measurements.append(
+        bench_overhead(workdir, updates, store_kind="file", label=f"file store, {fs}", goal=None)
+    )
+    shm = Path("/dev/shm")
+    if not no_tmpfs and fs != "tmpfs" and _filesystem(shm) == "tmpfs":
+        with tempfile.TemporaryDirectory(prefix="memlab-bench-", dir=shm) as shm_tmp:
+            measurements.append(
+                bench_overhead(
+                    Path(shm_tmp), updates, store_kind="file", label="file store, tmpfs", goal=None
+                )
+            )
+    return measurements
+
+
+def _concurrency_rows(workdir: Path, calls: int, args: argparse.Namespace) -> list[Measurement]:
+    logger.info("2/3 concurrency (%d calls, %d workers)", calls, args.workers)
+    concurrency, walls = bench_concurrency(workdir, calls, args.workers, args.delay)
+    measurements = [concurrency]
+    if args.no_dask or importlib.util.find_spec("distributed") is None:
+        logger.warning("dask rows skipped (--no-dask, or memlab[dask] is not installed)")
+    else:
+        logger.info("2b/3 the same sweep on dask-local:2x4")
+        measurements.extend(bench_dask(workdir, calls, args.delay, walls, args.workers))
+    return measurements
 
 
 if __name__ == "__main__":

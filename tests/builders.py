@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypothesis import strategies as st
+
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import Backend, CompletionRequest
@@ -21,10 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALIBRATION_KINDS",
+    "cache_entries",
     "city_owners",
     "iso",
+    "json_values",
     "locomo_sample",
     "marker_backend",
+    "mutated_json",
     "one_turn",
     "resolve_removals",
     "small_demo",
@@ -100,6 +105,12 @@ def marker_backend(replies: Mapping[str, str]) -> ScriptedBackend:
         return resolve_removals(text, prompt)
 
     return ScriptedBackend(function=reply)
+
+
+def cache_entries(cache: Path) -> list[Path]:
+    """The response entries of a cache directory: the files of its two-letter shards (not the
+    matcher verdicts saved beside them)."""
+    return sorted(p for p in cache.glob("*/*.json") if len(p.parent.name) == 2)
 
 
 def write_owners(path: Path, owners: Iterable[Mapping[str, Any]]) -> Path:
@@ -189,3 +200,66 @@ def city_owners(start: datetime, *, follow_up: bool = False) -> list[dict[str, A
             sessions.append(one_turn(f"{user}-2", start + timedelta(days=1), "Thanks."))
         owners.append({"user_id": user, "sessions": sessions})
     return owners
+
+
+def json_values(keys: Sequence[str], strings: Sequence[str]) -> st.SearchStrategy[Any]:
+    """Small JSON values from these object keys and strings, NaN and infinities included."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-3, max_value=3)
+        | st.floats(min_value=-2, max_value=2)
+        | st.sampled_from([float("nan"), float("inf"), 0.5, 1.0, 1.5, -0.1])
+        | st.sampled_from(["", " ", "\n", *strings]),
+        lambda children: (
+            st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(keys), children)
+        ),
+        max_leaves=6,
+    )
+
+
+def _json_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(_json_paths(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_json_paths(item, (*path, index)))
+    return found
+
+
+@st.composite
+def mutated_json(
+    draw: st.DrawFn,
+    seed: Any,
+    values: st.SearchStrategy[Any],
+    keys: Sequence[str],
+    max_edits: int = 3,
+) -> Any:
+    """A deep copy of ``seed`` after up to ``max_edits`` random edits (replace, delete, add).
+
+    Each edit picks any node; new values come from ``values``, new object keys from ``keys``.
+    Zero edits leaves the seed as it was, so valid documents are drawn too.
+    """
+    doc: Any = json.loads(json.dumps(seed))
+    for _ in range(draw(st.integers(min_value=0, max_value=max_edits))):
+        path = draw(st.sampled_from(_json_paths(doc)))
+        if not path:
+            if draw(st.booleans()):
+                doc = draw(values)
+            continue
+        *parent_path, last = path
+        parent = doc
+        for step in parent_path:
+            parent = parent[step]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "replace":
+            parent[last] = draw(values)
+        elif action == "delete":
+            del parent[last]
+        elif isinstance(parent, dict):
+            parent[draw(st.sampled_from(keys))] = draw(values)
+        else:
+            parent.append(draw(values))
+    return doc

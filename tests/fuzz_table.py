@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from builders import locomo_sample, one_turn
+from builders import cache_entries, locomo_sample, one_turn
 
 from memlab.cli.main import main
 
@@ -139,7 +139,7 @@ def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
 
     def make(sandbox: Path) -> None:
         cache_entry_for_smoke(sandbox)
-        for entry in (sandbox / "cache").glob("*/*.json"):
+        for entry in cache_entries(sandbox / "cache"):
             entry.unlink()
             if content is None:
                 entry.mkdir()
@@ -152,7 +152,7 @@ def corrupt_entries(content: bytes | None) -> Callable[[Path], None]:
 def swapped_entries(sandbox: Path) -> None:
     """Record the smoke cache, then give each entry the completion of another request."""
     cache_entry_for_smoke(sandbox)
-    entries = sorted((sandbox / "cache").glob("*/*.json"))
+    entries = cache_entries(sandbox / "cache")
     assert len(entries) >= 2
     texts = [json.loads(p.read_text("utf-8")) for p in entries]
     for path, data in zip(entries, texts[1:] + texts[:1], strict=True):
@@ -163,9 +163,22 @@ def swapped_entries(sandbox: Path) -> None:
 def set_aside_and_rerun(sandbox: Path) -> None:
     aside = list((sandbox / "cache").glob("*/*.corrupt-*"))
     assert aside, "corrupt entries must be moved aside, not overwritten"
-    assert len(list((sandbox / "cache").glob("*/*.json"))) == len(aside)  # re-recorded
+    assert len(cache_entries(sandbox / "cache")) == len(aside)  # re-recorded
     calls = (sandbox / "runs" / "again" / "calls.jsonl").read_text("utf-8")
     assert "PLANTED" not in calls
+
+
+def garbled_verdicts(sandbox: Path) -> None:
+    """Record the smoke cache, then put garbage where the default matcher's verdicts are
+    kept beside it (an unreadable file is ignored: it is a cache)."""
+    from memlab.matching.matchers import default_matcher
+    from memlab.matching.verdict_store import verdicts_path
+
+    cache_entry_for_smoke(sandbox)
+    path = verdicts_path(default_matcher(), sandbox / "cache")
+    assert path is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{not json")
 
 
 def output_unchanged(name: str, content: str) -> Callable[[Path], None]:
@@ -396,6 +409,7 @@ CASES: list[Case] = [
     # Response cache entries (item 6): set aside and re-recorded in read-write mode.
     Case("cache entry garbage", RERUN, {"setup": corrupt_entries(b"{not json")}, exit=0,
          check=set_aside_and_rerun),
+    Case("saved verdicts garbage", RERUN, {"setup": garbled_verdicts}, exit=0),
     Case("cache entry invalid UTF-8", RERUN, {"setup": corrupt_entries(b"\xff")}, exit=0,
          check=set_aside_and_rerun),
     Case("cache entry 10,000 levels", RERUN,
@@ -536,7 +550,7 @@ def entries_replaced(make: Callable[[Path], None]) -> Callable[[Path], None]:
 
     def setup(sandbox: Path) -> None:
         cache_entry_for_smoke(sandbox)
-        for entry in sorted((sandbox / "cache").glob("*/*.json")):
+        for entry in cache_entries(sandbox / "cache"):
             entry.unlink()
             make(entry)
 
@@ -645,7 +659,7 @@ def kept(*names: str) -> Callable[[Path], None]:
 
 
 def entries_kept(sandbox: Path) -> None:
-    assert list((sandbox / "cache").glob("*/*.json")), "read-only entries were removed"
+    assert cache_entries(sandbox / "cache"), "read-only entries were removed"
     assert "removed 0 entries" in (sandbox / ".stdout").read_text("utf-8")
 
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from builders import json_values, mutated_json
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
@@ -243,80 +243,42 @@ def test_new_fact_model_rejects_blank_content_with_unicode_whitespace() -> None:
 
 # --- the fast validity check must agree with the full validation ----------------------------
 
-_ANY_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-3, max_value=3)
-    | st.floats(min_value=-2, max_value=2)
-    | st.sampled_from([float("nan"), float("inf"), 0.5, 1.0, 1.5, -0.1])
-    | st.sampled_from(["", " ", "\n", "x", "preference", "knowledge", "fact_1", "Prefers tea"]),
-    lambda children: (
-        st.lists(children, max_size=3)
-        | st.dictionaries(st.sampled_from(["summary", "shouldUpdate", "content", "x"]), children)
+_MUTATED_UPDATES = mutated_json(
+    {
+        **minimal_update(),
+        "newFacts": [
+            {"content": "Prefers tea", "category": "preference", "confidence": 0.9},
+            {"content": "Works in Lisbon", "category": "context", "confidence": 0.7},
+        ],
+        "factsToRemove": ["fact_1"],
+    },
+    json_values(
+        ["summary", "shouldUpdate", "content", "x"],
+        ["x", "preference", "knowledge", "fact_1", "Prefers tea"],
     ),
-    max_leaves=6,
+    ["extra", "summary", "content", "category"],
 )
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found.extend(_paths(item, (*path, key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found.extend(_paths(item, (*path, index)))
-    return found
-
-
-@st.composite
-def _mutated_updates(draw: st.DrawFn) -> Any:
-    doc: Any = minimal_update()
-    doc["newFacts"] = [
-        {"content": "Prefers tea", "category": "preference", "confidence": 0.9},
-        {"content": "Works in Lisbon", "category": "context", "confidence": 0.7},
-    ]
-    doc["factsToRemove"] = ["fact_1"]
-    for _ in range(draw(st.integers(min_value=0, max_value=3))):
-        path = draw(st.sampled_from(_paths(doc)))
-        if not path:
-            if draw(st.booleans()):
-                doc = draw(_ANY_JSON)
-            continue
-        *parent_path, last = path
-        parent = doc
-        for step in parent_path:
-            parent = parent[step]
-        action = draw(st.sampled_from(["replace", "delete", "add"]))
-        if action == "replace":
-            parent[last] = draw(_ANY_JSON)
-        elif action == "delete":
-            del parent[last]
-        elif isinstance(parent, dict):
-            parent[draw(st.sampled_from(["extra", "summary", "content", "category"]))] = draw(
-                _ANY_JSON
-            )
-        else:
-            parent.append(draw(_ANY_JSON))
-    return doc
+def _full_violations(doc: Any) -> list[Any]:
+    return contract_module._validator().errors(doc, fast=False)
 
 
 @settings(max_examples=600, deadline=None)
-@given(_mutated_updates())
+@given(_MUTATED_UPDATES)
 def test_fast_check_agrees_with_full_validation(doc: Any) -> None:
-    """The fast check and jsonschema give the same verdict, in both directions.
+    """The compiled check and the full walk give the same verdict, in both directions.
 
-    validate_update trusts the fast check's "valid" and asks jsonschema otherwise; a fast check
-    that rejected valid documents would go unnoticed there (only slower), so it is compared
-    directly. NaN and Infinity are never left to the fast check.
+    validate_update trusts the compiled check's "valid" and walks the schema otherwise; a
+    compiled check that rejected valid documents would go unnoticed there (only slower), so it
+    is compared directly. NaN and Infinity are never left to the compiled check.
     """
-    full_valid = contract_module._collect_violations(doc) == []
-    assert (validate_update(doc) == []) == full_valid
     plain, non_finite = scan_json(doc)
-    if plain and non_finite is None:
-        assert contract_module._passes_fast_check(doc) == full_valid
-    else:
-        assert not full_valid
+    assert plain  # the strategy builds fresh JSON trees
+    full_valid = _full_violations(doc) == [] and non_finite is None
+    assert (validate_update(doc) == []) == full_valid
+    if non_finite is None:
+        assert contract_module._validator().compiled_check(doc) == full_valid
 
 
 def test_fast_check_verdicts_on_known_documents() -> None:
@@ -328,18 +290,18 @@ def test_fast_check_verdicts_on_known_documents() -> None:
         _with_fact(confidence=1.5),
         {**minimal_update(), "x": 1},
     ]
+    compiled = contract_module._validator()
     for doc in valid:
-        assert contract_module._passes_fast_check(doc), doc
-        assert contract_module._collect_violations(doc) == []
+        assert compiled.compiled_check(doc), doc
+        assert _full_violations(doc) == []
     for doc in invalid:
-        assert not contract_module._passes_fast_check(doc), doc
-        assert contract_module._collect_violations(doc) != []
+        assert not compiled.compiled_check(doc), doc
+        assert _full_violations(doc) != []
 
 
 def test_validation_leaves_the_schema_untouched() -> None:
     """Requests carry the schema and cache keys hash it: validating must not change it."""
     contract_module._loaded_schema.cache_clear()
-    contract_module._fast_validator.cache_clear()
     contract_module._validator.cache_clear()
     before = contract_schema()
     validate_update(minimal_update())

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from builders import cache_entries
 
 from memlab.backends.registry import resolve_backend
 from memlab.cli.main import main
@@ -91,16 +92,16 @@ def test_new_replies_reach_the_drivers_cache_and_a_read_only_cluster_replays_the
     local, shared = tmp_path / "cache-threads", tmp_path / "cache-cluster"
     _sweep(tmp_path, "record-threads", "smoke", cache_dir=local)
     recorded = _sweep(tmp_path, "record", "smoke", executor=cluster, cache_dir=shared)
-    entries = sorted(shared.glob("*/*.json"))
+    entries = cache_entries(shared)
     assert len(entries) > 0
-    assert [p.name for p in entries] == sorted(p.name for p in local.glob("*/*.json"))
+    assert [p.name for p in entries] == [p.name for p in cache_entries(local)]
     before = {path: path.stat().st_mtime_ns for path in entries}
     time.sleep(0.01)
     replayed = _sweep(
         tmp_path, "replay", "smoke", executor=cluster, cache_dir=shared, cache_mode="read_only"
     )
     assert (replayed.summary["cache_hits"] == replayed.summary["llm_calls"]).all()
-    assert sorted(shared.glob("*/*.json")) == entries  # nothing new was written
+    assert cache_entries(shared) == entries  # nothing new was written
     assert all(path.stat().st_mtime_ns > before[path] for path in entries)  # marked as used
     metrics = ["final_facts", "recall", "precision", "added", "removed"]
     pd.testing.assert_frame_equal(recorded.summary[metrics], replayed.summary[metrics])

@@ -94,3 +94,9 @@ def test_through_main_entry_point(
     assert cli_main.main(["datasets", "validate", "smoke"]) == 0
     assert "OK " in capsys.readouterr().out
     assert cli_main.main(["datasets"]) == 2
+
+
+def test_answer_key_choices_are_the_importers() -> None:
+    from memlab.datasets.locomo_qa import ANSWER_KEYS
+
+    assert datasets_cli.ANSWER_KEYS == ANSWER_KEYS

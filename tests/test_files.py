@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from memlab.backends.cache_admin import prune_cache
 from memlab.core.files import (
     FileReadError,
+    RealDir,
     contained,
     io_reason,
     iter_lines,
@@ -121,3 +123,20 @@ def test_prune_removes_only_what_memlab_wrote(tmp_path: Path) -> None:
     assert sorted(result.removed) == sorted([str(sound), str(corrupt)])
     assert victim.read_text() == "{}" and foreign.exists() and wrong_shard.exists()
     assert not sound.exists() and not corrupt.exists() and result.failed == []
+
+
+def test_a_resolved_root_is_used_as_given_and_as_resolved(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "shard").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    root = RealDir.of(link)
+    assert root == str(real) and root.given == str(link)
+    assert contained(link / "shard" / "a.json", root) == real / "shard" / "a.json"
+    assert contained(real / "shard" / "a.json", root) == real / "shard" / "a.json"
+    assert pickle.loads(pickle.dumps(root)).given == str(link)  # sent to Dask workers
+    (real / "planted").symlink_to(tmp_path)
+    with pytest.raises(FileReadError, match="symbolic link"):
+        contained(link / "planted" / "x", root)
+    with pytest.raises(FileReadError, match="outside"):
+        contained(tmp_path / "elsewhere", root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,11 @@ from memlab.core.llm import CompletionRequest
 from memlab.core.similarity import count_duplicates, dice
 from memlab.errors import MemlabError
 from memlab.matching.base import LexicalMatcher, MatchResult, explain, matcher_name
-from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher
+from memlab.matching.default_matcher import (
+    DefaultMatcher,
+    EmbeddingMatcher,
+    clear_shared_verdicts,
+)
 from memlab.matching.judge import JUDGE_PROMPTS, LLMJudgeMatcher
 from memlab.matching.matchers import (
     MATCHERS,
@@ -120,3 +125,27 @@ def test_explain_wraps_a_plain_matcher() -> None:
     assert explain(Exact(), "a", "a") == MatchResult(1.0, True, "verdict only (no explanation)")
     assert matcher_name(Exact()) == "Exact"
     assert explain(LexicalMatcher(), "Plays chess", "Plays chess").matched
+
+
+class _OneVectorEmbedder:
+    """Every text gets the same vector: a stand-in whose name says nothing about it."""
+
+    name = "wordllama-l2_supercat-256"  # the bundled model's name, on purpose
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_verdicts_are_shared_by_matchers_of_one_configuration_only() -> None:
+    clear_shared_verdicts()
+    pair = ("Works as a nurse in Lisbon", "Is a nurse")
+    first, second = DefaultMatcher(), DefaultMatcher()
+    verdict = first.match(*pair)
+    assert second._verdicts is first._verdicts and second._verdicts[pair] is verdict
+    strict = DefaultMatcher(threshold=0.99)
+    assert strict._verdicts is not first._verdicts and pair not in strict._verdicts
+    assert strict.match(*pair).matched is False and verdict.score < 0.99
+    stand_in = DefaultMatcher(embedder=_OneVectorEmbedder())
+    assert stand_in._verdicts is not first._verdicts and not stand_in._verdicts
+    clear_shared_verdicts()
+    assert pair not in DefaultMatcher()._verdicts

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 QA = Path(__file__).resolve().parents[1] / "src" / "memlab" / "qa"
-ALLOWED = ("memlab.core", "memlab.backends", "memlab.datasets", "memlab.errors", "memlab.qa")
+ALLOWED = ("memlab.core", "memlab.backends", "memlab.datasets", "memlab.errors", "memlab.qa",
+           "memlab._lazy")  # fmt: skip
 
 
 def _memlab_imports(path: Path) -> list[str]:

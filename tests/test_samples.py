@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from builders import city_owners, update, write_owners
+from builders import cache_entries, city_owners, update, write_owners
 
 from memlab.backends.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
@@ -54,7 +54,7 @@ def test_samples_replay_with_distinct_seeds_cache_apart_and_average(
     assert backend.call_count == 6  # 2 owners x 3 samples
     assert sorted(r.params.seed for r in backend.requests) == [0, 0, 1, 1, 2, 2]
     assert sorted(r.sample for r in backend.requests) == [0, 0, 1, 1, 2, 2]
-    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 6  # cached apart
+    assert len(cache_entries(tmp_path / "cache")) == 6  # cached apart
     calls, sessions = run.calls, run.sessions  # type: ignore[attr-defined]
     assert sorted(calls["sample"]) == [0, 0, 1, 1, 2, 2]
     assert sorted(sessions["sample"]) == [0, 0, 1, 1, 2, 2]

@@ -20,6 +20,8 @@ from builders import (
     update,
     write_owners,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memlab.backends.cache import (
     CacheCorruptError,
@@ -30,6 +32,7 @@ from memlab.backends.cache import (
 )
 from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.backends.scripted import ScriptedBackend
+from memlab.core import redact as redact_module
 from memlab.core.atomic import atomic_write_text, default_file_mode
 from memlab.core.config import ConfigError, MemoryConfig
 from memlab.core.jsontext import MAX_JSON_DEPTH, JsonDepthError, loads_json, nesting_path
@@ -451,3 +454,71 @@ def test_imported_ids_are_safe_file_names(tmp_path: Path) -> None:
     assert validate_dataset(out) == []
     ids = [json.loads(line)["user_id"] for line in out.read_text("utf-8").splitlines()]
     assert all("/" not in i and not i.startswith(".") for i in ids) and len(set(ids)) == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Authorization",
+                "AUTHORIZATION",
+                "authorİzation",
+                "Proxy-Authorization",
+                "X-Api-Key",
+                "API_KEY",
+                "api-Key",
+                "apı_key",
+                ": ",
+                "=",
+                '"',
+                "'",
+                " ",
+                "Bearer ",
+                "basic ",
+                "sk-0123456789",
+                "abcdefgh",
+                "é",
+                "\\",
+                "\n",
+                "token",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_redacting_headers_skips_the_search_only_where_it_cannot_match(text: str) -> None:
+    """The word check before the header regexes changes no result (ASCII or not)."""
+    expected = text
+    for header in redact_module._HEADERS:
+        expected = header.sub(lambda m: f"{m['name']}{m['sep']}{REDACTED}", expected)
+    assert redact_text(text, []) == expected
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+_NESTED = st.recursive(
+    st.none() | st.integers(),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=2), children)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NESTED, st.integers(min_value=0, max_value=6))
+def test_nesting_path_finds_exactly_the_values_nested_too_deep(value: Any, limit: int) -> None:
+    path = nesting_path(value, limit)
+    assert (path is None) == (_depth(value) <= limit)
+    if path is not None:  # the path leads to a container at level limit + 1
+        node = value
+        for step in path:
+            node = node[step]
+        assert isinstance(node, dict | list) and len(path) == limit

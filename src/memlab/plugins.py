@@ -43,10 +43,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlab.errors import MemlabError, excerpt
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "PLUGIN_GROUP",
@@ -169,6 +171,16 @@ class Registry(Mapping[str, T]):
         with self._lock:
             return len(self._entries)
 
+    def builtins(self) -> dict[str, T]:
+        """The entries memlab itself registered, without loading plugins (for help texts,
+        which every command builds, so that `memlab --help` imports no plugin)."""
+        with self._lock:
+            return {
+                name: entry
+                for name, entry in self._entries.items()
+                if self._origins[name] == "memlab"
+            }
+
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
 
@@ -249,6 +261,10 @@ def load_plugins() -> None:
 
 
 def _entry_points() -> Sequence[metadata.EntryPoint]:
+    # Imported here: reading the installed packages' metadata costs a start that never
+    # loads plugins (`memlab --help`) tens of milliseconds.
+    from importlib import metadata
+
     return list(metadata.entry_points(group=PLUGIN_GROUP))
 
 
@@ -277,6 +293,8 @@ def failure_hint() -> str:
     """A clause for an unknown-name error when some plugin failed to load ("" otherwise)."""
     if not _failures:
         return ""
-    return " (plugins that failed to load: " + "; ".join(
-        f"{label}: {error}" for label, error in _failures.items()
-    ) + ")"
+    return (
+        " (plugins that failed to load: "
+        + "; ".join(f"{label}: {error}" for label, error in _failures.items())
+        + ")"
+    )

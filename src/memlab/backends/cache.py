@@ -50,6 +50,7 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.files import (
     MAX_CACHE_ENTRY_BYTES,
     FileReadError,
+    RealDir,
     contained,
     io_reason,
     read_bytes,
@@ -217,6 +218,7 @@ class CachedBackend:
     ) -> None:
         self.backend = backend
         self.cache_dir = Path(cache_dir)
+        self._real_dir = RealDir.of(self.cache_dir)  # resolved once, for every entry read
         self.mode = CacheMode(mode)
         self.name = backend.name
         self.counters = CacheCounters()
@@ -296,7 +298,7 @@ class CachedBackend:
         """``path`` checked to lie in a real shard directory of the cache (no symbolic link
         on the way; the entry itself is opened without following links)."""
         try:
-            return contained(path.parent, self.cache_dir, "cache entry") / path.name
+            return contained(path.parent, self._real_dir, "cache entry") / path.name
         except FileReadError as exc:
             raise CacheError(
                 f"{exc.reason}: refusing to use {path}; remove the link from the cache "
@@ -308,7 +310,7 @@ class CachedBackend:
         path = self._inside(path)
         try:
             raw = read_bytes(
-                path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self.cache_dir
+                path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
             )
         except FileNotFoundError:
             return None

@@ -60,7 +60,7 @@ def workers(text: str) -> int:
 
 def resamples(text: str) -> int:
     """Bootstrap and permutation resamples: 0 (off) to ``MAX_RESAMPLES``."""
-    from memlab.scoring.stats import MAX_RESAMPLES
+    from memlab.scoring.stat_options import MAX_RESAMPLES
 
     return _int_between(text, 0, MAX_RESAMPLES, "the number of resamples")
 
@@ -148,7 +148,7 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.scoring.stats import DEFAULT_RESAMPLES, MAX_RESAMPLES
+    from memlab.scoring.stat_options import DEFAULT_RESAMPLES, MAX_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"

@@ -12,7 +12,12 @@ from memlab.backends.cache_admin import cache_stats, prune_cache
 from memlab.cli import _args
 from memlab.errors import excerpt
 
-__all__ = ["parse_when", "register"]
+__all__ = ["COMMANDS", "parse_when", "register"]
+
+COMMANDS: dict[str, str] = {
+    "cache": "inspect or prune a response cache directory",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -139,7 +144,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``memlab cache stats`` and ``memlab cache prune``."""
     parser = subparsers.add_parser(
         "cache",
-        help="inspect or prune a response cache directory",
+        help=COMMANDS["cache"],
         description="Inspect or prune a memlab response cache directory.",
         epilog=_CACHE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

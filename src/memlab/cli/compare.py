@@ -7,20 +7,21 @@ from typing import Any
 
 from memlab.cli import _args
 from memlab.core.files import io_reason
-from memlab.reporting.qa import compare_under_judges
-from memlab.scoring.comparison import CompareError, compare, comparison_text
 from memlab.scoring.metric_specs import interval_specs
-from memlab.scoring.stats import StatOptions
-from memlab.sweeps.run import load_run
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "compare": "compare configurations paired on owners: deltas, intervals, p-values",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``compare`` command."""
     p = subparsers.add_parser(
         "compare",
-        help="compare configurations paired on owners: deltas, intervals, p-values",
+        help=COMMANDS["compare"],
         description="Compare run B's configurations with run A's (or, with one run, every "
         "configuration with the run's first one of its kind: simulated configurations with "
         "the first simulated one) on the owners both share: the delta of each "
@@ -63,6 +64,12 @@ def register(subparsers: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    # Imported here: pandas and the statistics load when a comparison runs, not for --help.
+    from memlab.reporting.qa import compare_under_judges
+    from memlab.scoring.comparison import CompareError, compare, comparison_text
+    from memlab.scoring.stats import StatOptions
+    from memlab.sweeps.run import load_run
+
     options = StatOptions(resamples=args.resamples, alpha=args.alpha)
     metrics = None
     if args.metrics and args.metrics.strip() != "all":

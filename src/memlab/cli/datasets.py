@@ -7,18 +7,21 @@ import json
 import sys
 from typing import Any
 
-from memlab.datasets.loader import (
-    DatasetError,
-    dataset_stats,
-    format_stats,
-    load_dataset,
-    validate_dataset,
-)
-from memlab.datasets.locomo import import_locomo
-from memlab.datasets.locomo_qa import ANSWER_KEYS
 from memlab.datasets.registry import DatasetNotFoundError, resolve_dataset
 
-__all__ = ["register"]
+# The loader (pydantic models, the compiled schema) is imported by the commands that read a
+# dataset, so `memlab --help` and argument errors do not pay for it.
+
+__all__ = ["ANSWER_KEYS", "COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "datasets": "validate, summarize and import labeled datasets",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
+
+ANSWER_KEYS = ("original", "audited")
+"""memlab.datasets.locomo_qa.ANSWER_KEYS, spelled out so that parsing imports no models (a
+test keeps the two equal)."""
 
 _EPILOG = """\
 PATH is a JSONL file or the name of a bundled dataset (smoke, personas).
@@ -39,7 +42,7 @@ def register(subparsers: Any) -> None:
     """Add the ``datasets`` command group to the top-level parser."""
     parser = subparsers.add_parser(
         "datasets",
-        help="validate, summarize and import labeled datasets",
+        help=COMMANDS["datasets"],
         description="Validate, summarize and import labeled conversation datasets (JSONL).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -111,6 +114,8 @@ def _err(text: str) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from memlab.datasets.loader import validate_dataset
+
     failed = False
     for spec in args.paths:
         try:
@@ -133,6 +138,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
+    from memlab.datasets.loader import DatasetError, dataset_stats, format_stats, load_dataset
+
     try:
         owners = load_dataset(resolve_dataset(args.path), collect=True)
     except DatasetNotFoundError as exc:
@@ -157,6 +164,8 @@ def _cmd_import_locomo(args: argparse.Namespace) -> int:
     if args.audit is not None and args.answer_key != "audited":
         _err("error: --audit is only read with --answer-key audited")
         return 2
+    from memlab.datasets.locomo import import_locomo
+
     summary = import_locomo(args.src, args.out, answer_key=args.answer_key, audit=args.audit)
     print(summary)
     return 0

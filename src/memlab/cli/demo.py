@@ -18,21 +18,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    from memlab.core.llm import Backend
+    from memlab.reporting.report import ReportPaths
+    from memlab.sweeps.run import Run
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.registry import backend_options, is_simulated, resolve_backend
-from memlab.core.llm import Backend
-from memlab.datasets.registry import resolve_dataset
-from memlab.reporting.report import ReportPaths, build_report
-from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
+# The sweep and report machinery (pandas, matplotlib, the backends) is imported by run_demo,
+# so `memlab --help` and argument errors stay fast.
 
 __all__ = [
     "BOUNDS",
+    "COMMANDS",
     "FREE_GRID",
     "SCHEMA_GRID",
     "SIM_GRID",
@@ -41,6 +39,11 @@ __all__ = [
     "register",
     "run_demo",
 ]
+
+COMMANDS: dict[str, str] = {
+    "demo": "the main job: real local-model lanes and a simulated merge-policy study, one report",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +160,13 @@ def run_demo(
         backend_factory: Builds the real-model backends (default: the registry). Simulated
             lanes always come from the registry with the dataset they replay.
     """
+    from memlab.backends.cache import CacheMode
+    from memlab.backends.registry import backend_options, is_simulated, resolve_backend
+    from memlab.datasets.registry import resolve_dataset
+    from memlab.reporting.report import build_report
+    from memlab.sweeps.driver import sweep
+    from memlab.sweeps.grid import Grid
+
     limits = {
         key: value
         for key, value in (("max_owners", max_owners), ("max_sessions", max_sessions))
@@ -205,7 +215,7 @@ def register(subparsers: Any) -> None:
     """Add the ``demo`` command."""
     p = subparsers.add_parser(
         "demo",
-        help="the main job: real local-model lanes and a simulated merge-policy study, one report",
+        help=COMMANDS["demo"],
         description="Part 1: SmolLM2-135M (in process) on a personas subset, 2 prompts x "
         "free / bounded-schema output. Part 2: the simulated model (sim:chatty) on "
         "all of personas, threshold x max_facts. Writes one HTML report. Responses are cached "
@@ -237,6 +247,8 @@ def register(subparsers: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from memlab.reporting.display import call_lines
 
     started = time.perf_counter()

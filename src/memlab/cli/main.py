@@ -47,8 +47,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the full argument parser with every command group registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Build the argument parser.
+
+    Args:
+        command: Register only the module that defines this command in full; every other
+            command is declared by its ``--help`` line alone, so that running one command
+            imports nothing the others need (their help texts list plugins' metrics and
+            matchers). ``None`` registers every command in full; ``""`` none (``--help``).
+    """
     parser = _Parser(
         prog="memlab",
         description="Replay labeled conversations through an LLM memory pipeline, validate "
@@ -61,8 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"memlab.cli.{name}")
-        module.register(subparsers)
+        if command is None or command in module.COMMANDS:
+            module.register(subparsers)
+        else:
+            for declared, line in module.COMMANDS.items():
+                subparsers.add_parser(declared, help=line)
     return parser
+
+
+def _command_word(argv: Sequence[str]) -> str:
+    """The command ``argv`` names: its first word that is not an option ("" when none)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 EXIT_INTERRUPTED = 130
@@ -128,9 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     memlab names (a file it cannot use, a failed backend), 1 for an unexpected error (its
     traceback is logged with ``-vv``), 130 after Ctrl-C.
     """
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_word(words))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except UsageError as exc:
         _error(str(exc))
         return 2

@@ -8,21 +8,34 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.cli import _args
-from memlab.core.llm import Backend
-from memlab.matching.base import FactMatcher, matcher_name
+from memlab.matching.base import matcher_name
 from memlab.matching.calibration import SPLITS, Calibration, calibrate, load_pairs
-from memlab.matching.judge import LLMJudgeMatcher
-from memlab.matching.matcher_audit import AuditSheet, agreement_counts, judge_sheet, read_sheet
+from memlab.matching.matcher_audit import (
+    SHEET_NAME,
+    AuditSheet,
+    agreement_counts,
+    judge_sheet,
+    read_sheet,
+)
 from memlab.matching.matchers import BackendFactory, matcher_help, resolve_matcher
-from memlab.sweeps.audit import draw_sheet, sheet_path
-from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import load_run
 
-__all__ = ["matcher_from_args", "register"]
+if TYPE_CHECKING:
+    from memlab.core.llm import Backend
+    from memlab.matching.base import FactMatcher
+
+# Runs (pandas) and backends are imported by the commands that use them, so `memlab --help`
+# and argument errors stay fast.
+
+__all__ = ["COMMANDS", "matcher_from_args", "register"]
+
+COMMANDS: dict[str, str] = {
+    "matcher": "fact matchers: list them, calibrate one, audit one on a run",
+    "rescore": "recompute a run's metrics with another fact matcher (no LLM replay)",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +85,7 @@ def register(subparsers: Any) -> None:
     """Add the ``matcher`` command group and the ``rescore`` command."""
     group = subparsers.add_parser(
         "matcher",
-        help="fact matchers: list them, calibrate one, audit one on a run",
+        help=COMMANDS["matcher"],
         description="Fact matchers decide whether a stored fact states a gold fact.",
         epilog="examples:\n  memlab matcher list\n  memlab matcher calibrate --matcher lexical",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -91,7 +104,7 @@ def register(subparsers: Any) -> None:
 
     r = subparsers.add_parser(
         "rescore",
-        help="recompute a run's metrics with another fact matcher (no LLM replay)",
+        help=COMMANDS["rescore"],
         description="Recompute every metric of a finished run with another fact matcher.",
         epilog=_RESCORE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -140,7 +153,7 @@ def _register_audit(commands: Any) -> None:
     a.add_argument("run", type=_args.existing_directory, help="run directory")
     a.add_argument("--sample", type=_args.count, default=60, help="pairs to draw (default 60)")
     a.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    a.add_argument("-o", "--output", help=f"sheet path (default: RUN/{sheet_path('.').name})")
+    a.add_argument("-o", "--output", help=f"sheet path (default: RUN/{SHEET_NAME})")
     a.add_argument("--force", action="store_true", help="replace an existing sheet")
     _add_matcher_options(a)
     a.set_defaults(func=_audit)
@@ -150,7 +163,9 @@ def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="matcher name: " + ", ".join(matcher_help()) + " (default: default)",
+        help="matcher name: "
+        + ", ".join(matcher_help(plugins=False))
+        + ", or a plugin's (memlab matcher list) (default: default)",
     )
     _args.add_cache_options(parser, "response cache for a judge matcher's calls")
 
@@ -174,6 +189,7 @@ def matcher_from_args(args: argparse.Namespace) -> FactMatcher:
 
 
 def _backend_factory(args: argparse.Namespace) -> BackendFactory:
+    from memlab.backends.cache import CachedBackend, CacheMode
     from memlab.backends.registry import resolve_backend
 
     def build(spec: str) -> Backend:
@@ -216,6 +232,8 @@ def _print_calibration(result: Calibration, args: argparse.Namespace) -> None:
 
 
 def _calibrate_sheet(args: argparse.Namespace) -> int:
+    from memlab.matching.judge import LLMJudgeMatcher
+
     sheet = read_sheet(args.pairs)
     if args.judge:
         judge = LLMJudgeMatcher(_backend_factory(args)(args.judge))
@@ -279,6 +297,9 @@ def _sheet_lines(report: dict[str, object]) -> list[str]:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from memlab.sweeps.audit import draw_sheet, sheet_path
+    from memlab.sweeps.run import load_run
+
     run = load_run(args.run)
     sheet = draw_sheet(run, matcher_from_args(args), sample=args.sample, seed=args.seed)
     target = Path(args.output) if args.output else sheet_path(run)
@@ -294,6 +315,8 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
+    from memlab.sweeps.rescoring import rescore
+
     run = rescore(args.run, matcher_from_args(args))
     matcher = run.environment.get("matcher", {})
     columns = ["label", "recall", "precision", "retracted_held", "final_facts"]

@@ -8,7 +8,12 @@ from typing import Any
 
 from memlab import plugins
 
-__all__ = ["register"]
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "plugins": "list the backends, matchers, metrics, ... memlab knows and who registered them",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 # The modules that declare the registries (see memlab.plugins); imported to list them all.
 _DECLARING_MODULES = (
@@ -30,7 +35,7 @@ def register(subparsers: Any) -> None:
     """Add the ``plugins`` command."""
     p = subparsers.add_parser(
         "plugins",
-        help="list the backends, matchers, metrics, ... memlab knows and who registered them",
+        help=COMMANDS["plugins"],
         description="List every registry (backends, scripts, merge strategies, parse presets, "
         "prompts, matchers, judge prompts, simulated-model profiles, metrics, run views) with "
         "its entries; an entry an installed plugin registered names the plugin. Plugins are "

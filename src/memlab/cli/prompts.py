@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args
-from memlab.core.document import MemoryDocument, create_empty_memory
-from memlab.core.injection import get_token_counter
-from memlab.core.prompts import PromptRegistry, resolve_prompt, template_diff
 
-__all__ = ["SAMPLE_CONVERSATION", "register", "sample_memory"]
+if TYPE_CHECKING:
+    from memlab.core.document import MemoryDocument
+    from memlab.core.prompts import PromptRegistry
+
+# The prompt machinery (pydantic models, tiktoken) is imported by the commands when they run,
+# so `memlab --help` and argument errors stay fast.
+
+__all__ = ["COMMANDS", "SAMPLE_CONVERSATION", "register", "sample_memory"]
+
+COMMANDS: dict[str, str] = {
+    "prompts": "list, show, diff and check prompt variants",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 SAMPLE_CONVERSATION = (
     "User: I moved to Lisbon last month and started a job as a data engineer.\n\n"
@@ -23,6 +32,8 @@ SAMPLE_CONVERSATION = (
 
 def sample_memory() -> MemoryDocument:
     """A small memory document (two facts) that ``check`` renders a template with."""
+    from memlab.core.document import create_empty_memory
+
     now = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
     memory = create_empty_memory(now)
     memory["facts"] = [
@@ -67,7 +78,7 @@ def register(subparsers: Any) -> None:
     """Add the ``prompts`` command group."""
     parser = subparsers.add_parser(
         "prompts",
-        help="list, show, diff and check prompt variants",
+        help=COMMANDS["prompts"],
         description="Prompt variants are templates with {current_memory} and {conversation}. "
         "NAME is a built-in variant (default, concise), a variant of a --prompts file, or a "
         "prompt file path.",
@@ -110,6 +121,8 @@ def _sources(parser: argparse.ArgumentParser) -> None:
 
 
 def _registry(args: argparse.Namespace) -> PromptRegistry:
+    from memlab.core.prompts import PromptRegistry
+
     registry = PromptRegistry()
     for path in args.prompts:
         registry.load_path(path)
@@ -138,12 +151,16 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from memlab.core.prompts import resolve_prompt
+
     variant = resolve_prompt(args.name, _registry(args))
     print(variant.template, end="" if variant.template.endswith("\n") else "\n")
     return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from memlab.core.prompts import resolve_prompt, template_diff
+
     registry = _registry(args)
     a, b = resolve_prompt(args.a, registry), resolve_prompt(args.b, registry)
     text = template_diff(a, b)
@@ -152,6 +169,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from memlab.core.injection import get_token_counter
+    from memlab.core.prompts import PromptRegistry
+
     loaded = PromptRegistry(builtins=False).load_path(args.file)
     counter = get_token_counter("tiktoken")
     for variant in loaded:

@@ -5,22 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from memlab.backends.cache import CacheMode
 from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
 from memlab.core.prompts import PromptError, TemplateRegistry, looks_like_path
 from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
 from memlab.qa.conditions import CONDITIONS
-from memlab.reporting.qa import qa_text
-from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
-from memlab.sweeps.qa_step import IncompleteQAError, add_qa
-from memlab.sweeps.run import load_run
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from memlab.sweeps.qa_spec import QASpec
+
+# The QA machinery (pandas, the backends, the run reader) is imported when the command runs,
+# so `memlab --help` and argument errors stay fast.
+
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "qa": "ask every configuration's memory the dataset's questions, grade the answers",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 _EXAMPLE = """examples:
   memlab qa runs/nightly --answer-backend local:smollm2 --cache-dir cache
@@ -36,9 +40,10 @@ only what is missing.
 
 def register(subparsers: Any) -> None:
     """Add the ``qa`` command."""
+
     p = subparsers.add_parser(
         "qa",
-        help="ask every configuration's memory the dataset's questions, grade the answers",
+        help=COMMANDS["qa"],
         description="Add memory QA to a run: after each question's session, answer it from "
         "every configuration's memory (through the lane's injection budget and policy) and "
         "from the baselines, grade each answer with every judge prompt, and attribute each "
@@ -99,6 +104,10 @@ _LISTS = {"judges": "judges", "conditions": "conditions"}
 
 
 def _spec(args: argparse.Namespace, grid_spec: QASpec | None, grid_dir: Path) -> QASpec:
+    from pydantic import ValidationError
+
+    from memlab.sweeps.qa_spec import QAError, QASpec
+
     settings: dict[str, Any] = grid_spec.model_dump() if grid_spec is not None else {}
     # The grid's prompt files are relative to its folder; the options' to the working one.
     for key in ("answer_prompts", "judge_prompts"):
@@ -139,6 +148,8 @@ def _prompt_file(
 ) -> str:
     """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
     and return the name of the one prompt it defines."""
+    from memlab.sweeps.qa_spec import QAError
+
     path = str(Path(path or settings["answer_prompt"]).absolute())
     try:
         variants = TemplateRegistry(kind).load_file(path)
@@ -155,6 +166,12 @@ def _prompt_file(
 
 
 def _qa(args: argparse.Namespace) -> int:
+    from memlab.backends.cache import CacheMode
+    from memlab.reporting.qa import qa_text
+    from memlab.sweeps.qa_spec import resolve_prompts
+    from memlab.sweeps.qa_step import IncompleteQAError, add_qa
+    from memlab.sweeps.run import load_run
+
     run = load_run(args.run)
     spec = _spec(args, run.grid.qa, run.grid.base_dir)
     # Prompt files are read before anything is sent or written: a bad one changes nothing.

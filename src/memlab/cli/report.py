@@ -8,33 +8,28 @@ import sys
 from typing import Any
 
 from memlab.cli import _args
-from memlab.core.contract import bounded_schema, contract_schema
 from memlab.core.files import MAX_REPLY_BYTES, io_reason, read_text
-from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.errors import excerpt
-from memlab.reporting.gate import (
-    DEFAULT_TOLERANCE,
-    Regression,
-    ThresholdError,
-    Thresholds,
-    Undetectable,
-    check_gate,
-    check_regressions,
-)
-from memlab.reporting.report import build_report
-from memlab.scoring.comparison import describe
 from memlab.scoring.metric_specs import gate_specs, interval_specs, primary_metrics
-from memlab.scoring.stats import StatOptions
-from memlab.sweeps.run import load_run
 
-__all__ = ["register"]
+# The commands import what they run when they run (pandas and matplotlib for a report):
+# `memlab --help` and argument errors stay fast.
+
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "report": "write an HTML + Markdown report comparing runs",
+    "gate": "exit non-zero when a run misses a threshold or regresses (for CI)",
+    "validate": "check an LLM reply (file or stdin) against the JSON contract",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``report``, ``gate`` and ``validate`` commands."""
     p = subparsers.add_parser(
         "report",
-        help="write an HTML + Markdown report comparing runs",
+        help=COMMANDS["report"],
         description="Compare one or more run directories; the first is the baseline.",
         epilog="example:\n  memlab report runs/baseline runs/new-prompt -o reports/new-prompt/",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,7 +55,7 @@ def register(subparsers: Any) -> None:
 
     v = subparsers.add_parser(
         "validate",
-        help="check an LLM reply (file or stdin) against the JSON contract",
+        help=COMMANDS["validate"],
         description="Run the parse ladder and the contract's JSON Schema on a reply; print every "
         "violation with its JSON Pointer and keyword. Exit 0 when valid, 1 otherwise.",
         epilog="examples:\n  memlab validate reply.txt\n  echo '{}' | memlab validate -\n"
@@ -84,6 +79,9 @@ def register(subparsers: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from memlab.reporting.report import build_report
+    from memlab.sweeps.run import load_run
+
     runs = [load_run(path) for path in args.runs]
     paths = build_report(runs, args.out, title=args.title, allow_mixed=args.allow_mixed)
     print(f"wrote {paths.html}\nwrote {paths.markdown}")
@@ -93,7 +91,7 @@ def _report(args: argparse.Namespace) -> int:
 def _register_gate(subparsers: Any) -> None:
     g = subparsers.add_parser(
         "gate",
-        help="exit non-zero when a run misses a threshold or regresses (for CI)",
+        help=COMMANDS["gate"],
         description="Check every configuration of a run against thresholds, and (with "
         "--baseline) against a baseline run with a paired test on the owners both share. "
         "Exit 0 when all hold; exit 1 naming each missed threshold (a metric that cannot be "
@@ -174,6 +172,8 @@ def _rates() -> list[str]:
 
 
 def _regression_metrics(text: str, primary: tuple[str, ...] | None) -> list[str]:
+    from memlab.reporting.gate import ThresholdError
+
     rates = _rates()
     if text.strip() == "all":
         return rates
@@ -190,6 +190,19 @@ def _regression_metrics(text: str, primary: tuple[str, ...] | None) -> list[str]
 
 
 def _gate(args: argparse.Namespace) -> int:
+    from memlab.reporting.gate import (
+        DEFAULT_TOLERANCE,
+        Regression,
+        ThresholdError,
+        Thresholds,
+        Undetectable,
+        check_gate,
+        check_regressions,
+    )
+    from memlab.scoring.comparison import describe
+    from memlab.scoring.stats import StatOptions
+    from memlab.sweeps.run import load_run
+
     thresholds = Thresholds(**{name: getattr(args, name) for name in gate_specs()})
     options = StatOptions(resamples=args.resamples, alpha=args.alpha)
     regression = args.no_significant_regression
@@ -248,6 +261,8 @@ def _gate(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     if args.schema:
         return _print_schema(args)
+    from memlab.core.parsing import ParseOptions, parse_reply
+
     if args.file == "-":
         text = sys.stdin.read()
     else:
@@ -273,6 +288,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _print_schema(args: argparse.Namespace) -> int:
+    from memlab.core.contract import bounded_schema, contract_schema
+
     schema = contract_schema()
     if args.bounds is not None:
         schema = bounded_schema(schema, args.bounds)

@@ -5,25 +5,25 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memlab.backends.cache import CacheMode
 from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
-from memlab.core.prompts import looks_like_path as _looks_like_path
-from memlab.core.prompts import resolve_prompt
-from memlab.matching.embeddings import (
-    EmbeddingDuplicates,
-    WordLlamaEmbedder,
-)
 from memlab.matching.matchers import matcher_help
-from memlab.reporting.qa import qa_text
-from memlab.sweeps.driver import IncompleteSweepError, sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.plan import load_grid
-from memlab.sweeps.qa_step import IncompleteQAError
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from memlab.sweeps.grid import Grid
+
+# The sweep machinery (pandas, the backends) is imported by the commands when they run, so
+# `memlab --help` and argument errors stay fast.
+
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "sweep": "replay a dataset under every configuration of a grid file",
+    "run": "replay a dataset under one configuration",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +89,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matcher",
         default="default",
-        help="fact matcher for recall and precision: " + ", ".join(matcher_help()) + " (default: "
-        "default; a judge's calls are cached in --cache-dir); memlab rescore changes it later",
+        help="fact matcher for recall and precision: "
+        + ", ".join(matcher_help(plugins=False))
+        + ", or a plugin's (memlab matcher list) (default: default; a judge's calls are cached "
+        "in --cache-dir); memlab rescore changes it later",
     )
     parser.add_argument(
         "--embedding-duplicates",
@@ -109,7 +111,7 @@ def register(subparsers: Any) -> None:
     """Add the ``sweep`` and ``run`` commands."""
     p = subparsers.add_parser(
         "sweep",
-        help="replay a dataset under every configuration of a grid file",
+        help=COMMANDS["sweep"],
         description="Replay a dataset under every configuration of a grid (YAML) "
         "and write a run directory.",
         epilog=_SWEEP_EXAMPLE,
@@ -122,7 +124,7 @@ def register(subparsers: Any) -> None:
 
     r = subparsers.add_parser(
         "run",
-        help="replay a dataset under one configuration",
+        help=COMMANDS["run"],
         description="Replay a dataset under a single configuration (a one-lane sweep).",
         epilog=_RUN_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -167,6 +169,12 @@ def register(subparsers: Any) -> None:
 
 
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
+    from memlab.backends.cache import CacheMode
+    from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
+    from memlab.reporting.qa import qa_text
+    from memlab.sweeps.driver import IncompleteSweepError, sweep
+    from memlab.sweeps.qa_step import IncompleteQAError
+
     embedding_duplicates = None
     if args.embedding_duplicates:
         try:
@@ -211,6 +219,8 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from memlab.sweeps.plan import load_grid
+
     grid = load_grid(args.grid, prompts=args.prompts)
     if args.backend:
         grid = grid.with_settings(backend=args.backend)
@@ -218,8 +228,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from memlab.core.prompts import looks_like_path, resolve_prompt
+    from memlab.sweeps.grid import Grid
+
     prompt = args.prompt
-    if _looks_like_path(prompt):  # a prompt file: its variant becomes the lane's prompt
+    if looks_like_path(prompt):  # a prompt file: its variant becomes the lane's prompt
         args.prompts = [*args.prompts, prompt]
         prompt = resolve_prompt(prompt).name
     grid = Grid.from_mapping(

@@ -7,8 +7,9 @@ The model must return one JSON object with exactly four keys::
      "factsToRemove": ["fact_…", ...]}
 
 The contract ships twice and the two agree: as a JSON Schema (draft 2020-12) file,
-``schemas/memory_update.schema.json``, which `validate_update` applies with `jsonschema` to
-report every violation with its JSON Pointer and keyword; and as pydantic models
+``schemas/memory_update.schema.json``, which `validate_update` applies (compiled once by
+:mod:`memlab.core.schema_check`) to report every violation with its JSON Pointer and keyword,
+as jsonschema's draft 2020-12 validator would; and as pydantic models
 (`MemoryUpdate` and friends) for typed access once a reply is known to be valid.
 
 Non-finite numbers: Python's `json` module decodes ``NaN``/``Infinity``, which are not JSON,
@@ -23,11 +24,10 @@ import copy
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import (
-    TYPE_CHECKING,
     Annotated,
     Any,
     Literal,
@@ -40,9 +40,7 @@ from typing import (
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memlab.core.jsontext import scan_json
-
-if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
+from memlab.core.schema_check import CompiledSchema
 
 __all__ = [
     "CONFIDENCE_BOUNDS",
@@ -246,34 +244,8 @@ def _loaded_schema() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator() -> Draft202012Validator:
-    # Imported on first use: importing jsonschema takes most of a second (its format
-    # checkers load a grammar), which every `import memlab.core` would otherwise pay.
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(_loaded_schema())
-
-
-@functools.cache
-def _fast_validator() -> Callable[[Any], Any]:
-    # fastjsonschema compiles the schema to Python code: about 30 times faster than jsonschema,
-    # but it stops at the first error. It only answers "valid?"; jsonschema lists violations.
-    # The contract uses keywords whose meaning is the same in drafts 7 and 2020-12.
-    # It writes into the schema it is given (resolved references), so it gets a copy: the
-    # shared schema is sent with requests and is part of their cache keys.
-    import fastjsonschema
-
-    schema = copy.deepcopy(_loaded_schema())
-    validate: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
-    return validate
-
-
-def _passes_fast_check(obj: Any) -> bool:
-    try:
-        _fast_validator()(obj)
-    except Exception:  # any doubt (an error or a surprise) goes to the full validation
-        return False
-    return True
+def _validator() -> CompiledSchema:
+    return CompiledSchema(_loaded_schema())
 
 
 def contract_schema() -> dict[str, Any]:
@@ -388,20 +360,13 @@ def validate_update(obj: Any) -> list[Violation]:
 
     Violations are sorted by pointer (array indices numerically), then keyword.
     """
-    # fastjsonschema also takes tuples as arrays, and NaN passes its range checks: anything
-    # but a plain, finite JSON tree goes to the full validation, which reports it.
+    # The compiled check takes a tuple as an array and lets NaN through its range checks:
+    # anything but a plain, finite JSON tree skips it and is walked in full.
     plain, non_finite = scan_json(obj)
-    if plain and non_finite is None and _passes_fast_check(obj):
-        return []  # the common case, about 30 times faster than collecting violations
-    return _collect_violations(obj)
-
-
-def _collect_violations(obj: Any) -> list[Violation]:
     found: list[tuple[tuple[str | int, ...], Violation]] = []
-    for error in _validator().iter_errors(obj):
-        path = tuple(error.absolute_path)
-        found.append((path, Violation(_pointer(path), str(error.validator), error.message)))
-    for path, value in _non_finite(obj, ()):
+    for error in _validator().errors(obj, fast=plain and non_finite is None):
+        found.append((error.path, Violation(_pointer(error.path), error.keyword, error.message)))
+    for path, value in _non_finite(obj, ()) if non_finite is not None or not plain else ():
         message = f"{value} is not a finite number (NaN and Infinity are not valid JSON)"
         found.append((path, Violation(_pointer(path), "finite", message)))
     found.sort(key=_sort_key)

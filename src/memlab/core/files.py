@@ -38,6 +38,7 @@ __all__ = [
     "MAX_TABLE_BYTES",
     "MAX_TEXT_BYTES",
     "FileReadError",
+    "RealDir",
     "contained",
     "io_reason",
     "is_plain_file",
@@ -101,6 +102,25 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+class RealDir(str):
+    """A directory path its owner resolved (``os.path.realpath``) once: :func:`contained`
+    takes it as it is. Resolving costs a system call per component of the path, for every
+    file a cached replay reads; a cache resolves its directory when it is opened.
+
+    Attributes:
+        given: The path as given, made absolute (paths under it are inside too).
+    """
+
+    given: str
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> RealDir:
+        """``path`` resolved now."""
+        real = cls(os.path.realpath(path))
+        real.given = os.path.abspath(path)
+        return real
+
+
 def contained(
     path: str | os.PathLike[str],
     root: str | os.PathLike[str],
@@ -112,27 +132,32 @@ def contained(
     The path is normalised lexically and must not leave ``root``; every component between
     ``root`` and ``path`` that exists must not be a symbolic link (``root`` itself may be one:
     where a user keeps a directory is the user's choice). The returned path is the one to
-    open, write or delete.
+    open, write or delete. A :class:`RealDir` root is not resolved again.
 
     Raises:
         FileReadError: The path leaves ``root`` or passes through a symbolic link (the
             message says ``cannot <action> <what>``).
     """
+    # String operations: a cached replay checks two paths per cache entry it reads.
     try:
-        base = Path(root).resolve()
+        if isinstance(root, RealDir):
+            base, given = str(root), root.given
+        else:
+            base, given = os.path.realpath(root), os.path.abspath(root)
         target = os.path.abspath(path)
         # Relative to the root as given, or as resolved (a caller may pass either form).
-        candidates = (os.path.relpath(target, anchor) for anchor in (os.path.abspath(root), base))
-        relative = next((r for r in candidates if not _escapes(r)), None)
+        relative = _below(target, given)
+        if relative is None:
+            relative = _below(target, base)
     except ValueError:  # a NUL in the path
         raise FileReadError(path, what, "the path contains a NUL character", action) from None
     if relative is None:
         raise FileReadError(path, what, f"it lies outside {base}", action)
-    if relative == os.curdir:
-        return base
+    if not relative:
+        return Path(base)
     current = base
     for part in relative.split(os.sep):
-        current = current / part
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
@@ -146,11 +171,16 @@ def contained(
                 f"{current} is a symbolic link; memlab does not follow links inside {base}",
                 action,
             )
-    return base / relative
+    return Path(base, relative)
 
 
-def _escapes(relative: str) -> bool:
-    return os.path.isabs(relative) or relative.split(os.sep)[0] == os.pardir
+def _below(target: str, anchor: str) -> str | None:
+    """``target`` relative to ``anchor`` ("" when equal), or ``None`` when it is not inside
+    (both absolute and normalised)."""
+    if target == anchor:
+        return ""
+    prefix = anchor if anchor.endswith(os.sep) else anchor + os.sep
+    return target[len(prefix) :] if target.startswith(prefix) else None
 
 
 def is_plain_file(path: str | os.PathLike[str]) -> bool:

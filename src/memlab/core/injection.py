@@ -89,17 +89,24 @@ def _load_encoding() -> Any:
         ) from exc
 
 
+@functools.lru_cache(maxsize=65536)
+def _cl100k_count(text: str) -> int:
+    # Memoised per text: every update renders the memory again, and each fact's count is
+    # asked for once per update while it stays stored.
+    return len(_load_encoding().encode(text, disallowed_special=()))
+
+
 class TiktokenCounter:
     """cl100k_base token counts, loaded once from the offline encoding package."""
 
     def __init__(self) -> None:
-        self._encoding = _load_encoding()
+        _load_encoding()  # fails here, not at the first count, when the package is missing
 
     def count(self, text: str) -> int:
         """Return the number of cl100k_base tokens in ``text``."""
         if not text:
             return 0
-        return len(self._encoding.encode(text, disallowed_special=()))
+        return _cl100k_count(text)
 
 
 class CharCounter:

@@ -123,12 +123,36 @@ def _render_path(path: list[str | int], shown: int = 6) -> str:
     return text + ("..." if len(path) > shown else "")
 
 
+def _within_depth(value: Any, limit: int) -> bool:
+    """Whether no container in ``value`` is nested deeper than ``limit`` (the common case,
+    checked without building the paths :func:`nesting_path` reports)."""
+    if limit < 1:
+        return not isinstance(value, dict | list)
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if isinstance(container, dict):
+            children: Any = container.values()
+        elif isinstance(container, list):
+            children = container
+        else:
+            continue
+        for item in children:
+            if isinstance(item, dict | list):
+                if depth >= limit:
+                    return False
+                stack.append((item, depth + 1))
+    return True
+
+
 def nesting_path(value: Any, limit: int = MAX_JSON_DEPTH) -> list[str | int] | None:
     """Path to the first container nested deeper than ``limit``, or ``None`` when none is.
 
     The outermost object or array is level 1. The walk is iterative, so any depth is safe,
     and it visits each container once.
     """
+    if _within_depth(value, limit):
+        return None
     stack: list[tuple[Any, list[str | int]]] = [(value, [])]
     while stack:
         container, path = stack.pop()

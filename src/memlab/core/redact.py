@@ -22,6 +22,7 @@ by :data:`REDACTED`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -35,6 +36,7 @@ __all__ = [
     "RedactingFilter",
     "redact",
     "redact_text",
+    "redacted_json",
     "remember_secret",
     "secret_values",
 ]
@@ -59,6 +61,7 @@ _HEADERS = (
     ),
     re.compile(r"(?i)(?P<name>\b(?:x-)?api[-_]key)" + _SEP + "(?P<value>" + _CREDENTIAL + "{8,})"),
 )
+_HEADER_WORDS = (("authorization",), ("api-key", "api_key"))  # in every match of _HEADERS
 # scheme://userinfo@ : whatever stands before the @ of a URL's authority is a credential.
 _URL_USERINFO = re.compile(
     r"(?i)(?P<scheme>\b[a-z][a-z0-9+.-]{1,15}://)(?!\[REDACTED\]@)[^/\s@\"'\\<>]+@"
@@ -83,12 +86,31 @@ def remember_secret(value: str | None) -> None:
 def secret_values(extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> list[str]:
     """Values to redact: secret-looking environment variables, remembered values and
     ``extra``, longest first."""
-    env = os.environ if environ is None else environ
-    found = {value for name, value in env.items() if _SECRET_NAME.search(name)}
+    if environ is None:
+        found = set(_environ_secrets())
+    else:
+        found = {value for name, value in environ.items() if _SECRET_NAME.search(name)}
     with _remembered_lock:
         found.update(_remembered)
     found.update(extra)
     return sorted((v for v in found if len(v) >= _MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+_environ_seen: tuple[object, frozenset[str]] = ((), frozenset())
+
+
+def _environ_secrets() -> frozenset[str]:
+    """The secret-looking values of ``os.environ``, read again only when it changed (every
+    call record is redacted: decoding the whole environment each time cost a tenth of a
+    cached replay)."""
+    global _environ_seen
+    data = getattr(os.environ, "_data", None)  # CPython's encoded copy; compared in C
+    state = tuple(data.items()) if isinstance(data, dict) else None
+    seen_state, values = _environ_seen
+    if state is None or state != seen_state:
+        values = frozenset(v for n, v in os.environ.items() if _SECRET_NAME.search(n))
+        _environ_seen = (state if state is not None else (), values)
+    return values
 
 
 @lru_cache(maxsize=256)
@@ -115,7 +137,13 @@ def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
         secrets: Values to remove; ``None`` uses :func:`secret_values` (the environment and
             the remembered values).
     """
-    for header in _HEADERS:
+    # An ASCII text without the headers' words cannot match them: skip the regexes, which
+    # cost a scan of long records per header. (Other texts are searched: case folding of
+    # non-ASCII letters may reach ASCII ones.)
+    folded = text.lower() if text.isascii() else None
+    for header, words in zip(_HEADERS, _HEADER_WORDS, strict=True):
+        if folded is not None and not any(word in folded for word in words):
+            continue
         if header.search(text):
             text = header.sub(lambda m: f"{m['name']}{m['sep']}{REDACTED}", text)
     if "://" in text:
@@ -141,8 +169,65 @@ def redact(value: _T, secrets: Iterable[str] | None = None) -> _T:
         secrets: Values to remove; ``None`` uses :func:`secret_values`.
     """
     values = secret_values() if secrets is None else [s for s in secrets if s]
+    text = _json_text(value)
+    if text is not None and _nothing_to_redact(text, values):
+        return value
     result: _T = _walk(value, values)
     return result
+
+
+def redacted_json(value: Any, secrets: Iterable[str] | None = None) -> str:
+    """``json.dumps(redact(value), ensure_ascii=False)``, encoding a record that needs no
+    redaction once.
+
+    Raises:
+        TypeError: ``value`` is not JSON-serialisable.
+    """
+    values = secret_values() if secrets is None else [s for s in secrets if s]
+    text = _json_text(value)
+    if text is not None and _nothing_to_redact(text, values):
+        return text
+    return json.dumps(_walk(value, values), ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not plain JSON
+        return None
+
+
+# Characters json.dumps writes as escapes (ensure_ascii=False): a secret holding one is not
+# found verbatim in the JSON text.
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+# The non-ASCII letters a case-insensitive pattern matches with ASCII ones (İ ı ſ and the
+# Kelvin sign): a header's name may be written with them.
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+def _nothing_to_redact(text: str, secrets: list[str]) -> bool:
+    """Whether no string of a value can change under :func:`redact_text`, decided on its
+    JSON ``text`` (``ensure_ascii=False``) in one pass (a record of a replay holds thousands
+    of strings).
+
+    Conservative: ``False`` sends the value through the string-by-string walk. The text holds
+    every string of the value, with quotes, backslashes and control characters escaped, so
+    the test looks only for what escaping cannot hide: the headers' words (also when written
+    with the letters that case-insensitive matching equates with ASCII ones), ``://``, and
+    each secret verbatim or (when the text has a backslash) in its escaped forms.
+    """
+    if "://" in text or (not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)):
+        return False
+    folded = text.lower()
+    if any(word in folded for words in _HEADER_WORDS for word in words):
+        return False
+    escaped = "\\" in text
+    for secret in secrets:
+        if _JSON_ESCAPED.search(secret) or secret in text:
+            return False
+        if escaped and _escaped_form(secret).search(text):
+            return False
+    return True
 
 
 def _walk(value: Any, secrets: list[str]) -> Any:

@@ -60,6 +60,7 @@ _WORD = re.compile(r"[a-z0-9]{2,}|[\u3400-\u9fff\uf900-\ufaff]")
 _PUNCT = str.maketrans("", "", string.punctuation + "，。、！？；：“”‘’（）《》")
 
 
+@lru_cache(maxsize=65536)
 def normalize_text(text: str) -> str:
     """Casefold, drop punctuation and collapse whitespace (the "normalized" duplicate key)."""
     return " ".join(text.casefold().translate(_PUNCT).split())

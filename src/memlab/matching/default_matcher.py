@@ -27,14 +27,22 @@ The parameters were tuned on the ``dev`` splits of the calibration sets only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from memlab.core.similarity import normalize_text
 from memlab.matching.base import MatchResult
-from memlab.matching.embeddings import Embedder, EmbeddingDuplicates, EmbeddingsUnavailableError
+from memlab.matching.embeddings import (
+    Embedder,
+    EmbeddingDuplicates,
+    EmbeddingsUnavailableError,
+    WordLlamaEmbedder,
+)
 from memlab.matching.fact_lexicon import PREF, token_weight
 from memlab.matching.fact_reading import read_fact
 from memlab.matching.fact_types import Clause, FactReading
@@ -43,6 +51,7 @@ from memlab.matching.word_links import Links, link_words
 __all__ = [
     "DefaultMatcher",
     "EmbeddingMatcher",
+    "clear_shared_verdicts",
     "mood_conflict",
     "optional_embedder",
     "polarity_conflict",
@@ -50,7 +59,22 @@ __all__ = [
 ]
 
 _MEMO_SIZE = 200_000
-"""Verdicts kept per matcher (a few tens of MB at most); the memo restarts when full."""
+"""Verdicts kept per matcher configuration (a few tens of MB at most); the memo restarts when
+full."""
+
+# Verdicts shared by the matchers of one configuration in this process: a verdict depends only
+# on the two texts, the parameters and the embedding model, so the lanes of a sweep, a rerun
+# from the response cache and a rescoring ask again for pairs already decided. Matchers with
+# an embedder other than the bundled one keep their verdicts to themselves (its name need not
+# say what it computes).
+_SHARED: dict[tuple[Any, ...], dict[tuple[str, str], MatchResult]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def clear_shared_verdicts() -> None:
+    """Forget every shared verdict (benchmarks measure the matcher's cold cost with it)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
 
 
 def optional_embedder() -> Embedder | None:
@@ -103,6 +127,33 @@ class DefaultMatcher:
     def __post_init__(self) -> None:
         if self.embedder is not None:
             self._vectors = _Vectors(EmbeddingDuplicates(self.embedder))
+        key = self.memo_key
+        if key is not None:
+            with _SHARED_LOCK:
+                self._verdicts = _SHARED.setdefault(key, {})
+
+    @property
+    def memo_key(self) -> tuple[Any, ...] | None:
+        """What the verdicts depend on besides the texts and the code: the class, the
+        embedding model and the parameters; None with an embedder other than the bundled one
+        (its verdicts are not shared)."""
+        if self.embedder is not None and type(self.embedder) is not WordLlamaEmbedder:
+            return None
+        params = tuple(
+            (f.name, getattr(self, f.name)) for f in fields(self) if f.init and f.name != "embedder"
+        )
+        model = self.embedder.name if self.embedder is not None else None
+        return (f"{type(self).__module__}.{type(self).__qualname__}", model, params)
+
+    def decided(self) -> dict[tuple[str, str], MatchResult]:
+        """A copy of the verdicts decided so far, by (stored, gold)."""
+        return dict(self._verdicts)
+
+    def remember(self, verdicts: Mapping[tuple[str, str], MatchResult]) -> None:
+        """Add verdicts decided earlier (by a matcher of the same :attr:`memo_key` and code)."""
+        if len(self._verdicts) + len(verdicts) > _MEMO_SIZE:
+            self._verdicts.clear()
+        self._verdicts.update(itertools.islice(verdicts.items(), _MEMO_SIZE))
 
     @property
     def name(self) -> str:

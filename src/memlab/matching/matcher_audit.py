@@ -30,12 +30,15 @@ import csv
 import io
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memlab.core.atomic import atomic_write_text
 from memlab.core.files import FileReadError, read_text
 from memlab.errors import MemlabError
 from memlab.matching.calibration import CalibrationPair, KindCounts
-from memlab.matching.judge import LLMJudgeMatcher
+
+if TYPE_CHECKING:
+    from memlab.matching.judge import LLMJudgeMatcher
 
 __all__ = [
     "COLUMNS",

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memlab import plugins
-from memlab.core.llm import Backend
 from memlab.errors import MemlabError
-from memlab.matching.base import FactMatcher, LexicalMatcher
-from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher, optional_embedder
-from memlab.matching.embeddings import WordLlamaEmbedder
-from memlab.matching.judge import LLMJudgeMatcher
+
+if TYPE_CHECKING:
+    from memlab.core.llm import Backend
+    from memlab.matching.base import FactMatcher
+    from memlab.matching.default_matcher import DefaultMatcher
+
+# The matchers' modules (numpy, the word lists) load when a matcher is built: help texts and
+# `memlab matcher list` read the registry only.
 
 __all__ = [
     "MATCHERS",
@@ -37,7 +41,7 @@ __all__ = [
     "resolve_matcher",
 ]
 
-BackendFactory = Callable[[str], Backend]
+BackendFactory = Callable[[str], "Backend"]
 """Builds a backend from its spec (e.g. ``"openai:gpt-4o-mini"``)."""
 
 
@@ -52,6 +56,8 @@ def default_matcher() -> DefaultMatcher:
     when ``memlab[embeddings]`` is installed; its ``name`` says which (``default`` or
     ``default-lexical``).
     """
+    from memlab.matching.default_matcher import DefaultMatcher, optional_embedder
+
     return DefaultMatcher(embedder=optional_embedder())
 
 
@@ -65,7 +71,28 @@ def _judge(argument: str, backend_factory: BackendFactory | None) -> FactMatcher
         from memlab.backends.registry import resolve_backend
 
         backend_factory = resolve_backend
+    from memlab.matching.judge import LLMJudgeMatcher
+
     return LLMJudgeMatcher(backend_factory(argument))
+
+
+def _default_lexical(_arg: str, _bf: BackendFactory | None) -> FactMatcher:
+    from memlab.matching.default_matcher import DefaultMatcher
+
+    return DefaultMatcher()
+
+
+def _lexical(_arg: str, _bf: BackendFactory | None) -> FactMatcher:
+    from memlab.matching.base import LexicalMatcher
+
+    return LexicalMatcher()
+
+
+def _embeddings(_arg: str, _bf: BackendFactory | None) -> FactMatcher:
+    from memlab.matching.default_matcher import EmbeddingMatcher
+    from memlab.matching.embeddings import WordLlamaEmbedder
+
+    return EmbeddingMatcher(WordLlamaEmbedder())
 
 
 @dataclass(frozen=True)
@@ -101,23 +128,15 @@ MATCHERS.register(
 )
 MATCHERS.register(
     "default-lexical",
-    MatcherPlugin(
-        lambda _arg, _bf: DefaultMatcher(), "the default matcher without word embeddings"
-    ),
+    MatcherPlugin(_default_lexical, "the default matcher without word embeddings"),
 )
 MATCHERS.register(
     "lexical",
-    MatcherPlugin(
-        lambda _arg, _bf: LexicalMatcher(),
-        "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)",
-    ),
+    MatcherPlugin(_lexical, "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)"),
 )
 MATCHERS.register(
     "embeddings",
-    MatcherPlugin(
-        lambda _arg, _bf: EmbeddingMatcher(WordLlamaEmbedder()),
-        "cosine similarity of the bundled word embeddings alone",
-    ),
+    MatcherPlugin(_embeddings, "cosine similarity of the bundled word embeddings alone"),
 )
 MATCHERS.register(
     "judge",
@@ -127,11 +146,16 @@ MATCHERS.register(
 )
 
 
-def matcher_help() -> dict[str, str]:
-    """How to name each matcher (``judge:BACKEND``) -> what it is, for help texts."""
+def matcher_help(*, plugins: bool = True) -> dict[str, str]:
+    """How to name each matcher (``judge:BACKEND``) -> what it is, for help texts.
+
+    Args:
+        plugins: Also the plugins' matchers (loading the plugins); without, memlab's own.
+    """
+    entries = MATCHERS.items() if plugins else MATCHERS.builtins().items()
     return {
         f"{name}:{plugin.argument}" if plugin.argument else name: plugin.description
-        for name, plugin in MATCHERS.items()
+        for name, plugin in entries
     }
 
 

@@ -15,49 +15,94 @@ scores the answers and the prompts that produce and grade them:
   (:class:`ReplayPoint`), their requests, grading and scored rows; :func:`ask` runs them.
 
 It depends on ``memlab.core``, ``memlab.backends`` and ``memlab.datasets`` only.
+
+Names are imported on first use (see :mod:`memlab._lazy`).
 """
 
-from memlab.core.qa_prompts import (
-    ABSTAIN_REFERENCE,
-    AnswerPrompt,
-    JudgePrompt,
-    answer_prompts,
-    judge_prompts,
-)
-from memlab.qa.answer_scores import (
-    ABSTENTION_PATTERNS,
-    answer_tokens,
-    bleu1,
-    bleu_tokens,
-    is_abstention,
-    multi_answer_f1,
-    normalize_answer,
-    token_f1,
-)
-from memlab.qa.answering import (
-    ANSWER_KEYS,
-    AnswerSettings,
-    AnswerTask,
-    CallResult,
-    JudgeTask,
-    ReplayPoint,
-    answer_row,
-    answer_tasks,
-    ask,
-    call,
-    judge_tasks,
-    references,
-)
-from memlab.qa.conditions import (
-    CONDITIONS,
-    Condition,
-    Context,
-    History,
-    Injector,
-    ReadPath,
-    gold_memory_document,
-)
-from memlab.qa.verdicts import parse_verdict
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlab._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from memlab.core.qa_prompts import (
+        ABSTAIN_REFERENCE,
+        AnswerPrompt,
+        JudgePrompt,
+        answer_prompts,
+        judge_prompts,
+    )
+    from memlab.qa.answer_scores import (
+        ABSTENTION_PATTERNS,
+        answer_tokens,
+        bleu1,
+        bleu_tokens,
+        is_abstention,
+        multi_answer_f1,
+        normalize_answer,
+        token_f1,
+    )
+    from memlab.qa.answering import (
+        ANSWER_KEYS,
+        AnswerSettings,
+        AnswerTask,
+        CallResult,
+        JudgeTask,
+        ReplayPoint,
+        answer_row,
+        answer_tasks,
+        ask,
+        call,
+        judge_tasks,
+        references,
+    )
+    from memlab.qa.conditions import (
+        CONDITIONS,
+        Condition,
+        Context,
+        History,
+        Injector,
+        ReadPath,
+        gold_memory_document,
+    )
+    from memlab.qa.verdicts import parse_verdict
+
+_EXPORTS: dict[str, str] = {
+    "ABSTAIN_REFERENCE": "memlab.core.qa_prompts",
+    "AnswerPrompt": "memlab.core.qa_prompts",
+    "JudgePrompt": "memlab.core.qa_prompts",
+    "answer_prompts": "memlab.core.qa_prompts",
+    "judge_prompts": "memlab.core.qa_prompts",
+    "ABSTENTION_PATTERNS": "memlab.qa.answer_scores",
+    "answer_tokens": "memlab.qa.answer_scores",
+    "bleu1": "memlab.qa.answer_scores",
+    "bleu_tokens": "memlab.qa.answer_scores",
+    "is_abstention": "memlab.qa.answer_scores",
+    "multi_answer_f1": "memlab.qa.answer_scores",
+    "normalize_answer": "memlab.qa.answer_scores",
+    "token_f1": "memlab.qa.answer_scores",
+    "ANSWER_KEYS": "memlab.qa.answering",
+    "AnswerSettings": "memlab.qa.answering",
+    "AnswerTask": "memlab.qa.answering",
+    "CallResult": "memlab.qa.answering",
+    "JudgeTask": "memlab.qa.answering",
+    "ReplayPoint": "memlab.qa.answering",
+    "answer_row": "memlab.qa.answering",
+    "answer_tasks": "memlab.qa.answering",
+    "ask": "memlab.qa.answering",
+    "call": "memlab.qa.answering",
+    "judge_tasks": "memlab.qa.answering",
+    "references": "memlab.qa.answering",
+    "CONDITIONS": "memlab.qa.conditions",
+    "Condition": "memlab.qa.conditions",
+    "Context": "memlab.qa.conditions",
+    "History": "memlab.qa.conditions",
+    "Injector": "memlab.qa.conditions",
+    "ReadPath": "memlab.qa.conditions",
+    "gold_memory_document": "memlab.qa.conditions",
+    "parse_verdict": "memlab.qa.verdicts",
+}
 
 __all__ = [
     "ABSTAIN_REFERENCE",
@@ -94,3 +139,5 @@ __all__ = [
     "references",
     "token_f1",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

@@ -180,8 +180,16 @@ def _state_row(
     gold, retracted = so_far.gold, so_far.retracted
     stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
     active = so_far.active()
-    covered = {gid for gid, text in active.items() if any(matcher.covers(s, text) for s in stored)}
-    precise = sum(1 for s in stored if any(matcher.covers(s, t) for t in active.values()))
+    covered: set[str] = set()
+    covering: set[str] = set()  # stored facts found to cover an active gold fact
+    for gid, text in active.items():
+        first = next((s for s in stored if matcher.covers(s, text)), None)
+        if first is not None:
+            covered.add(gid)
+            covering.add(first)
+    precise = sum(
+        1 for s in stored if s in covering or any(matcher.covers(s, t) for t in active.values())
+    )
     held = sum(
         1 for gid in retracted if gid in gold and any(matcher.covers(s, gold[gid]) for s in stored)
     )

@@ -6,18 +6,41 @@ truth).
 ``sim:PROFILE`` resolves to a :class:`SimulatedBackend` through the backend registry (this
 package registers it through memlab's own ``memlab.plugins`` entry point, see
 :mod:`memlab.simulation.plugin`); profiles are YAML files or entries of :data:`PROFILES`.
+
+Names are imported on first use (see :mod:`memlab._lazy`).
 """
 
-from memlab.simulation.model import SimDecision, SimulatedBackend
-from memlab.simulation.plugin import SIM_PREFIX
-from memlab.simulation.profile import (
-    BUILTIN_PROFILES,
-    PROFILES,
-    SimProfile,
-    SimProfileError,
-    load_profile,
-)
-from memlab.simulation.provenance import Agreement, ProvenanceMatcher, matcher_agreement
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memlab._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from memlab.simulation.model import SimDecision, SimulatedBackend
+    from memlab.simulation.plugin import SIM_PREFIX
+    from memlab.simulation.profile import (
+        BUILTIN_PROFILES,
+        PROFILES,
+        SimProfile,
+        SimProfileError,
+        load_profile,
+    )
+    from memlab.simulation.provenance import Agreement, ProvenanceMatcher, matcher_agreement
+
+_EXPORTS: dict[str, str] = {
+    "SimDecision": "memlab.simulation.model",
+    "SimulatedBackend": "memlab.simulation.model",
+    "SIM_PREFIX": "memlab.simulation.plugin",
+    "BUILTIN_PROFILES": "memlab.simulation.profile",
+    "PROFILES": "memlab.simulation.profile",
+    "SimProfile": "memlab.simulation.profile",
+    "SimProfileError": "memlab.simulation.profile",
+    "load_profile": "memlab.simulation.profile",
+    "Agreement": "memlab.simulation.provenance",
+    "ProvenanceMatcher": "memlab.simulation.provenance",
+    "matcher_agreement": "memlab.simulation.provenance",
+}
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -32,3 +55,5 @@ __all__ = [
     "load_profile",
     "matcher_agreement",
 ]
+
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)

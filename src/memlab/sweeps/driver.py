@@ -43,8 +43,10 @@ from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
+from memlab.matching.default_matcher import DefaultMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
+from memlab.matching.verdict_store import load_verdicts, save_verdicts
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
 from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.execute import Outcome, execute, lane_status
@@ -71,7 +73,7 @@ __all__ = ["IncompleteSweepError", "sweep"]
 
 logger = logging.getLogger(__name__)
 
-_PACKAGES = ("pydantic", "jsonschema", "pandas")
+_PACKAGES = ("pydantic", "fastjsonschema", "pandas")
 """Versions recorded in ``environment.json`` besides memlab's and the backends' packages."""
 
 
@@ -131,7 +133,10 @@ def sweep(
         backend_factory: Builds a backend from a lane's backend spec (default: the registry,
             :func:`memlab.backends.registry.resolve_backend`). Pass ``lambda spec: my_backend``
             to use one backend object for every lane.
-        cache_dir: Response cache directory; ``None`` disables caching.
+        cache_dir: Response cache directory; ``None`` disables caching. The default matcher's
+            verdicts are kept there too (``verdicts/``, see
+            :mod:`memlab.matching.verdict_store`): read unless ``cache_mode`` is ``OFF``,
+            written in ``READ_WRITE``.
         cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a backend error) or ``OFF``.
         executor: Where the replays run (see :mod:`memlab.sweeps.executors`): default a
             thread pool of ``max_workers``; any ``concurrent.futures.Executor``; a Dask
@@ -174,7 +179,11 @@ def sweep(
     _prepare_run_dir(plan, Path(runs_dir), resume)
     outcomes = execute(plan, executor, max_workers, progress)
     matcher = matcher if matcher is not None else default_matcher()
+    keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
+    known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
     run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
+    if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
+        _save_new_verdicts(matcher, cache_dir, known)
     if not allow_incomplete:
         _raise_if_incomplete(run, outcomes)
     if plan.grid.qa is not None:
@@ -190,6 +199,12 @@ def sweep(
             allow_incomplete=allow_incomplete,
         )
     return run
+
+
+def _save_new_verdicts(matcher: FactMatcher, cache_dir: str | Path, known: int) -> None:
+    """Keep the matcher's verdicts beside the response cache when this sweep added some."""
+    if isinstance(matcher, DefaultMatcher) and len(matcher.decided()) > known:
+        save_verdicts(matcher, cache_dir)
 
 
 def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:

@@ -16,7 +16,6 @@ per lane for the run's manifest.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
 from memlab.core.jsontext import canonical_hash
-from memlab.core.redact import redact, redact_text
+from memlab.core.redact import redact_text, redacted_json
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
@@ -157,10 +156,10 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
         **({"error": redact_text(error)[:2000]} if error else {}),
         **vars(replay),
     }
-    record = redact(record)  # a secret a server echoed must not reach the run directory
+    text = redacted_json(record)  # a secret a server echoed must not reach the run directory
     path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)
     # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
-    atomic_write_text(path, json.dumps(record, ensure_ascii=False), durable=False)
+    atomic_write_text(path, text, durable=False)
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
     message = redact_text(error)[:300]
     return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message)

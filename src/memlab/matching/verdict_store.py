@@ -1,0 +1,118 @@
+"""The default matcher's verdicts kept beside the response cache.
+
+A verdict depends only on the two texts, the matcher's parameters and embedding model, and the
+matcher's code and word lists. A sweep with a response cache saves the verdicts it decided in
+``<cache>/verdicts/``, and the next sweep on that cache (a replay from the cache, in a new
+process) reads them instead of deciding every (stored, gold) pair again.
+
+One file per matcher configuration; it records a digest of the matching code, the word lists
+and the versions of the packages the reading uses, and is ignored (then replaced) when any of
+them changed. The response cache's tools (``memlab cache stats|prune``) read only the cache's
+two-letter shard directories, so they leave these files alone. A file that cannot be read is
+ignored: it is a cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from memlab.core.atomic import atomic_write_text
+from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.matching.base import FactMatcher, MatchResult
+from memlab.matching.default_matcher import DefaultMatcher
+
+__all__ = ["VERDICTS_DIR", "load_verdicts", "save_verdicts", "verdicts_path"]
+
+logger = logging.getLogger(__name__)
+
+VERDICTS_DIR = "verdicts"
+_FORMAT = 1
+_PACKAGES = ("simplemma", "snowballstemmer", "wordllama")  # the fact reader's and embeddings'
+
+
+@functools.cache
+def _code_digest() -> str:
+    """Digest of what a verdict is computed with: the matching package's files (code and word
+    lists), the text normalisation of the core, and the reading packages' versions."""
+    here = Path(__file__).resolve().parent
+    files = sorted(p for p in here.iterdir() if p.suffix in (".py", ".yaml", ".json"))
+    files.append(here.parent / "core" / "similarity.py")
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in _PACKAGES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{name}={version}\0".encode())
+    return digest.hexdigest()
+
+
+def verdicts_path(matcher: FactMatcher, cache_dir: str | Path) -> Path | None:
+    """The file of ``matcher``'s verdicts in ``cache_dir``; None for a matcher whose verdicts
+    are not kept (not the default matcher, or with an embedder other than the bundled one)."""
+    if not isinstance(matcher, DefaultMatcher) or matcher.memo_key is None:
+        return None
+    config = hashlib.sha256(repr(matcher.memo_key).encode()).hexdigest()[:24]
+    return Path(cache_dir) / VERDICTS_DIR / f"{config}.json"
+
+
+def load_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
+    """Add the verdicts saved for ``matcher`` to its memo; return how many were read."""
+    path = verdicts_path(matcher, cache_dir)
+    if path is None or not path.is_file():
+        return 0
+    assert isinstance(matcher, DefaultMatcher)
+    try:
+        data = loads_json(path.read_bytes())
+        pairs = _decode(data)
+    except (OSError, ValueError, TypeError, JsonDepthError) as exc:
+        logger.warning("ignoring the saved matcher verdicts %s: %s", path, exc)
+        return 0
+    if pairs is None:
+        return 0  # saved by another version of the matcher: it is replaced on save
+    matcher.remember(pairs)
+    return len(pairs)
+
+
+def save_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
+    """Write ``matcher``'s memo to ``cache_dir`` (atomically); return how many were written."""
+    path = verdicts_path(matcher, cache_dir)
+    if path is None:
+        return 0
+    assert isinstance(matcher, DefaultMatcher)
+    decided = matcher.decided()
+    rows = [[s, g, r.score, r.matched, r.reason] for (s, g), r in decided.items()]
+    data = {"format": _FORMAT, "code": _code_digest(), "matcher": matcher.name, "verdicts": rows}
+    try:
+        atomic_write_text(path, json.dumps(data, ensure_ascii=False))
+    except OSError as exc:
+        logger.warning("cannot save the matcher verdicts to %s: %s", path, exc)
+        return 0
+    return len(rows)
+
+
+def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise ValueError("not a verdicts file of this format")
+    if data.get("code") != _code_digest():
+        return None
+    pairs: dict[tuple[str, str], MatchResult] = {}
+    for stored, gold, score, matched, reason in data["verdicts"]:
+        if not (
+            isinstance(stored, str)
+            and isinstance(gold, str)
+            and isinstance(score, int | float)
+            and isinstance(matched, bool)
+            and isinstance(reason, str)
+        ):
+            raise ValueError("a verdict row is not (text, text, score, matched, reason)")
+        pairs[(stored, gold)] = MatchResult(float(score), matched, reason)
+    return pairs
