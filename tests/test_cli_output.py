@@ -14,7 +14,7 @@ import pytest
 from memlab.backends.scripted import SCRIPTS, ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
-from memlab.matching import matchers
+from memlab.matching import default_matcher
 from memlab.reporting.tables import worst_failures
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -56,7 +56,7 @@ def test_validate_places_malformed_json(tmp_path: Path, capsys: pytest.CaptureFi
 def test_default_matcher_without_embeddings_says_what_it_became(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(matchers, "optional_embedder", lambda: None)
+    monkeypatch.setattr(default_matcher, "optional_embedder", lambda: None)
     with caplog.at_level(logging.WARNING, logger="memlab.cli.matching"):
         assert main(["matcher", "calibrate", "--matcher", "default", "--json"]) == 0
     warned = [r.getMessage() for r in caplog.records if r.name == "memlab.cli.matching"]
