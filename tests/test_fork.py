@@ -169,13 +169,13 @@ def test_forked_lanes_compare_from_identical_state(workspace: Path) -> None:
     section = markdown[markdown.index("## Memory operations") :]
     assert f"plain: forked from run ref, lane {md_escape(lane)}, at session 2" in section
     assert "metrics cover sessions 2 on" in section
-    # the operations table: removal recall 0% in the baseline row, +100% (best) for fixing
+    # the operations table: removal recall 0% in the baseline row, +100 pts (best) for fixing
     lines = section.splitlines()
     start = next(i for i, line in enumerate(lines) if "removal recall" in line)
     column = lines[start].split(" | ").index("removal recall")
     rows = [line.split(" | ") for line in lines[start + 2 : start + 4]]
     assert [row[0] for row in rows] == ["| plain", "| fixing"]
-    assert [row[column] for row in rows] == ["0.0%", "**100.0% (+100.0%)** ★"]
+    assert [row[column] for row in rows] == ["0.0%", "**100.0% (+100.0 pts)** ★"]
     assert "stale" not in fixing.lane_status.iloc[0]["why"]
 
 
