@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from memlab.reporting.gate import check_regressions
+from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.metric_specs import COUNT_SPECS, count_columns
 from memlab.scoring.stats import StatOptions
@@ -44,6 +45,10 @@ class FakeRun:
 
     def label(self, lane_id: str) -> str:
         return lane_id
+
+    def lane_facts(self, lane_id: str) -> LaneFacts:
+        # Every fake lane is measured alike: these tests are about the statistics.
+        return LaneFacts(self.name, lane_id)
 
 
 def _frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFrame, pd.DataFrame]:
