@@ -70,3 +70,12 @@ def test_starting_imports_nothing_heavy(args: list[str], code: int, tmp_path: Pa
     assert done.returncode == code, done.stderr
     assert "memlab" in packages
     assert sorted(packages & set(HEAVY)) == []
+
+
+@pytest.mark.parametrize("args", [["-c", "import memlab"], ["-m", "memlab", "--help"]], ids=str)
+def test_help_reads_no_models(args: list[str], tmp_path: Path) -> None:
+    """`--help` builds no data models: pydantic (a third of a second to import) stays out."""
+    packages, done = _imported(args, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "memlab" in packages
+    assert "pydantic" not in packages

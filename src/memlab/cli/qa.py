@@ -9,11 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
-from memlab.core.prompts import PromptError, TemplateRegistry, looks_like_path
-from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
-from memlab.qa.conditions import CONDITIONS
 
 if TYPE_CHECKING:
+    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
     from memlab.sweeps.qa_spec import QASpec
 
 # The QA machinery (pandas, the backends, the run reader) is imported when the command runs,
@@ -40,6 +38,7 @@ only what is missing.
 
 def register(subparsers: Any) -> None:
     """Add the ``qa`` command."""
+    from memlab.qa.conditions import CONDITIONS
 
     p = subparsers.add_parser(
         "qa",
@@ -120,6 +119,9 @@ def _spec(args: argparse.Namespace, grid_spec: QASpec | None, grid_dir: Path) ->
         text = getattr(args, option)
         if text is not None:
             settings[key] = [part.strip() for part in text.split(",") if part.strip()]
+    from memlab.core.prompts import looks_like_path
+    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
+
     # A prompt given as a file: the file becomes a prompt source, its one prompt the choice.
     if looks_like_path(settings.get("answer_prompt", "")):
         settings["answer_prompt"] = _prompt_file(settings, "answer_prompts", AnswerPrompt)
@@ -148,6 +150,7 @@ def _prompt_file(
 ) -> str:
     """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
     and return the name of the one prompt it defines."""
+    from memlab.core.prompts import PromptError, TemplateRegistry
     from memlab.sweeps.qa_spec import QAError
 
     path = str(Path(path or settings["answer_prompt"]).absolute())
