@@ -443,8 +443,16 @@ class Run:
 
     def lane_facts(self, lane_id: str) -> LaneFacts:
         """What comparisons check of a lane: dataset, owners, matcher, judge, backend, prompt
-        and settings (:func:`memlab.sweeps.lane_facts.read_lane_facts`)."""
-        return read_lane_facts(self, lane_id)
+        and settings (:func:`memlab.sweeps.lane_facts.read_lane_facts`), read once per lane
+        like the files they come from (each comparison asks again, and a dataset recorded
+        without its hash is hashed from its file)."""
+        if lane_id not in self._lane_facts:
+            self._lane_facts[lane_id] = read_lane_facts(self, lane_id)
+        return self._lane_facts[lane_id]
+
+    @cached_property
+    def _lane_facts(self) -> dict[str, LaneFacts]:
+        return {}
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
