@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.backends.registry import is_simulated
+from memlab.scoring.comparability import kind_of
 from memlab.sweeps.run import Run
 
 __all__ = ["GROUP_TITLES", "LaneGroup", "group_name", "lane_groups"]
@@ -20,8 +20,9 @@ GROUP_TITLES = {"real": "Real model", "simulated": "Simulated model [simulated]"
 
 
 def group_name(run: Run, lane_id: str) -> str:
-    """``"simulated"`` for a lane replaying the simulated model, else ``"real"``."""
-    return "simulated" if is_simulated(run.lanes[lane_id].backend) else "real"
+    """``"simulated"`` for a lane replaying the simulated model, else ``"real"`` (the kind
+    comparisons pair by, :func:`memlab.scoring.comparability.kind_of`)."""
+    return kind_of(run.lane_facts(lane_id))
 
 
 @dataclass(frozen=True)
