@@ -378,8 +378,9 @@ def test_a_trial_scores_with_the_runs_matcher_and_refuses_another(
 
 def test_metric_tables_rank_each_kind_apart(mixed: Run) -> None:
     table = compare_table([mixed])
-    assert table["simulated"].tolist().count(True) == 2
-    for _, kind in table.groupby("simulated"):
+    assert table["group"].tolist().count("simulated") == 2
+    assert set(table["group"]) == {"real", "simulated"}
+    for _, kind in table.groupby("group"):
         first = kind.index[0]
         for column in ("recall", "final_facts"):
             expected = kind[column] - kind.loc[first, column]
@@ -389,7 +390,7 @@ def test_metric_tables_rank_each_kind_apart(mixed: Run) -> None:
         assert kind["recall_best"].tolist() == [v == best for v in recall]
     # The simulated model recalls more than the scripted user lines, and within each kind the
     # lanes tie: ranked together, the simulated lanes would be starred with a positive delta.
-    sim, real = table[table["simulated"]], table[~table["simulated"]]
+    sim, real = table[table["group"] == "simulated"], table[table["group"] == "real"]
     assert sim["recall"].min() > real["recall"].max()
     assert not table["recall_best"].any()
     assert (sim["recall_delta"] == 0).all()

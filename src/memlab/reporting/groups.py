@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.scoring.comparability import kind_of
+from memlab.scoring.comparability import kind_of, same_kind_baselines
 from memlab.sweeps.run import Run
 
 __all__ = ["GROUP_TITLES", "LaneGroup", "group_name", "lane_groups"]
@@ -43,11 +43,20 @@ class LaneGroup:
         run, lane_id = self.lanes[0]
         return f"{run.name}: {run.label(lane_id)}"
 
+    def pairs(self) -> list[tuple[tuple[Run, str], tuple[Run, str]]]:
+        """Each lane but the baseline, paired with the baseline (what comparisons rank)."""
+        return [(self.lanes[0], other) for other in self.lanes[1:]]
+
 
 def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
-    """The runs' lanes split into real (first) and simulated; empty groups left out."""
-    found: dict[str, list[tuple[Run, str]]] = {"real": [], "simulated": []}
-    for run in runs:
-        for lane_id in run.lanes:
-            found[group_name(run, lane_id)].append((run, lane_id))
-    return [LaneGroup(name, lanes) for name, lanes in found.items() if lanes]
+    """The runs' lanes split into real (first) and simulated; empty groups left out.
+
+    Split by :func:`~memlab.scoring.comparability.same_kind_baselines`, as ``compare`` pairs
+    lanes, so a report and a comparison always rank a lane against the same baseline."""
+    lanes = [(run, lane_id) for run in runs for lane_id in run.lanes]
+    baselines = same_kind_baselines([run.lane_facts(lane_id) for run, lane_id in lanes])
+    found: dict[int, list[tuple[Run, str]]] = {}
+    for lane, baseline in zip(lanes, baselines, strict=True):
+        found.setdefault(baseline, []).append(lane)
+    groups = [LaneGroup(group_name(*lanes[b]), members) for b, members in found.items()]
+    return sorted(groups, key=lambda group: group.name != "real")

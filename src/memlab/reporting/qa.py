@@ -28,10 +28,11 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import html_table, md_table
-from memlab.scoring.comparison import Lane, compare, compare_lanes, pairs_by_kind
+from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
     accuracy_table,
@@ -332,8 +333,8 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
-    lanes = [Lane(run, lane_id) for run in asked for lane_id in run.lanes]
-    robust = judge_robustness(pairs_by_kind(lanes), asked[0].stats, allow_mixed=allow_mixed)
+    pairs = [(Lane(*a), Lane(*b)) for group in lane_groups(asked) for a, b in group.pairs()]
+    robust = judge_robustness(pairs, asked[0].stats, allow_mixed=allow_mixed)
     return QASection(
         runs=asked,
         accuracy=_concat(frames["accuracy"]),

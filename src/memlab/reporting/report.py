@@ -311,7 +311,7 @@ def _diff(runs: Sequence[Run]) -> tuple[pd.DataFrame, str]:
     """The fact-level diff of the most informative pair: of each configuration with its
     group's baseline, the pair whose final memories differ in the most facts (by normalized
     text), and a title naming the pair and why it was chosen."""
-    pairs = [(group.lanes[0], other) for group in lane_groups(runs) for other in group.lanes[1:]]
+    pairs = [pair for group in lane_groups(runs) for pair in group.pairs()]
     if not pairs:
         return pd.DataFrame(columns=["user_id", "side", "fact_a", "fact_b"]), ""
     differing = [_differing_facts(a, b) for a, b in pairs]

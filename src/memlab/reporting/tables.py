@@ -131,7 +131,7 @@ def compare_table(runs: Sequence[Run], specs: Sequence[MetricSpec] | None = None
     are against the first row of the row's group and the best value is the best of its
     group, so the simulated model is never ranked against a real one.
 
-    Columns: ``run``, ``group``, ``lane``, ``simulated`` (bool), then for each metric of
+    Columns: ``run``, ``group`` (``real`` or ``simulated``), ``lane``, then for each metric of
     ``specs`` (default: the report's metric table) that the runs have, its value,
     ``<col>_delta`` and ``<col>_best`` (True where the value is the best of its group).
     """
@@ -140,7 +140,6 @@ def compare_table(runs: Sequence[Run], specs: Sequence[MetricSpec] | None = None
         return rows
     out = rows[["run", "group", "label"]].rename(columns={"label": "lane"}).copy()
     groups = rows["group"]
-    out["simulated"] = groups.eq("simulated").to_numpy()
     for metric in report_specs() if specs is None else specs:
         if metric.column not in rows.columns:
             continue
