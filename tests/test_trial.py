@@ -55,9 +55,9 @@ def test_trial_replays_the_failed_owner_and_shows_diff_deltas_and_facts(
     assert trial.after.name == "strict"
     assert "+STRICT JSON PLEASE" in trial.diff
     metrics = trial.metrics
-    assert metrics.loc["parse failure rate"].tolist() == ["50.0%", "0.0%", "-50.0%"]
+    assert metrics.loc["parse failure rate"].tolist() == ["50.0%", "0.0%", "-50.0 pts"]
     assert metrics.loc["final facts"].tolist() == ["0", "1", "+1"]
-    assert metrics.loc["recall"].tolist() == ["0.0%", "100.0%", "+100.0%"]
+    assert metrics.loc["recall"].tolist() == ["0.0%", "100.0%", "+100.0 pts"]
     facts = trial.facts
     assert facts[["user_id", "side", "trial"]].values.tolist() == [
         ["bob", "trial only", "Lives in Porto"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 
@@ -93,7 +93,7 @@ class PromptTrial:
                     "metric": metric.title,
                     "baseline": metric.fmt(before),
                     "trial": metric.fmt(after),
-                    "delta": _signed(metric.fmt, after - before),
+                    "delta": metric.fmt_delta(float(after - before)),  # rates in points
                 }
             )
         return pd.DataFrame(rows).set_index("metric")
@@ -130,11 +130,6 @@ class PromptTrial:
             f"{self.metrics.to_html()}"
             f"<h5>Facts that changed</h5>{self.facts.to_html(index=False)}"
         )
-
-
-def _signed(fmt: Callable[[Any], str], value: Any) -> str:
-    text = fmt(value)
-    return text if text.startswith("-") or text == "-" else f"+{text}"
 
 
 def _restricted(run: Run, lane_id: str, owners: Sequence[str]) -> Run:
