@@ -185,6 +185,8 @@ def test_the_report_folds_the_section(asked: Run, tmp_path: Path) -> None:
     html = paths.html.read_text(encoding="utf-8")
     assert "<details class='section'><summary><h2>Memory over time</h2></summary>" in html
     assert "Consolidation curve and memory size: the numbers" in html
+    # The forgetting chart has nothing to draw here: one line says so, no image.
+    assert "Not drawn (nothing to show): Forgetting by kind: no configuration" in html
     assert "## Memory over time" in paths.markdown.read_text(encoding="utf-8")
 
 

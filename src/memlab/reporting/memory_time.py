@@ -21,12 +21,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.reporting.charts import _empty, _palette
+from memlab.reporting.charts import _empty, _palette, empty_reason
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import html_table, md_table
 from memlab.scoring.consolidation import shown_bounds
@@ -37,6 +38,7 @@ from memlab.sweeps.run import Run
 __all__ = [
     "MEMORY_TIME_CHARTS",
     "MemoryTimeSection",
+    "RunTables",
     "consolidation_chart",
     "curve_numbers",
     "forgetting_chart",
@@ -65,10 +67,11 @@ def _pct(value: float, lo: float, hi: float) -> str:
     return f"{value:.1%} {shown_bounds('retained', lo, hi)}"
 
 
-def curve_numbers(run: Run) -> pd.DataFrame:
-    """The consolidation curve of ``run`` as displayed (what :func:`consolidation_chart`
-    draws): one row per configuration and session."""
-    table = curve(run)
+def curve_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The consolidation curve of ``run`` (``table``: its :func:`~memlab.sweeps.consolidation.
+    curve`, computed when not given) as displayed, what :func:`consolidation_chart` draws: one
+    row per configuration and session."""
+    table = curve(run) if table is None else table
     if table.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -96,11 +99,12 @@ def curve_numbers(run: Run) -> pd.DataFrame:
     )
 
 
-def forgetting_numbers(run: Run) -> pd.DataFrame:
+def forgetting_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per configuration: forgetting events, memories removed and gold facts lost by kind,
     summed over owners (``n/a`` where the memory does not forget); what
-    :func:`forgetting_chart` draws."""
-    table = forgetting_table(run)
+    :func:`forgetting_chart` draws. ``table``: the run's :func:`~memlab.sweeps.consolidation.
+    forgetting_table`, computed when not given."""
+    table = forgetting_table(run) if table is None else table
     if table.empty:
         return pd.DataFrame()
     numbers = [c for c in table.columns if c.startswith(("forget_", "lost_"))]
@@ -121,15 +125,16 @@ def forgetting_numbers(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def consolidation_chart(run: Run) -> Figure:
+def consolidation_chart(run: Run, table: pd.DataFrame | None = None) -> Figure:
     """Two panels over sessions, one line per configuration: the share of re-asked questions
     still answered correctly (with 95% intervals over owners; collapse marked with an x) and
-    the memory's size in tokens per owner.
+    the memory's size in tokens per owner (``table``: the run's curve, computed when not
+    given).
 
     Numbers: :func:`curve_numbers`.
     """
     fig = Figure(figsize=(8, 5.6), layout="constrained")
-    table = curve(run)
+    table = curve(run) if table is None else table
     if table.empty:
         return _empty(fig, "no memory snapshots in this run")
     top, bottom = fig.subplots(2, 1, sharex=True)
@@ -162,14 +167,15 @@ def consolidation_chart(run: Run) -> Figure:
     return fig
 
 
-def forgetting_chart(run: Run) -> Figure:
+def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
     """Per configuration, forgetting events by kind and the gold facts each kind lost (summed
-    over owners); configurations whose memory does not forget are named as not applicable.
+    over owners); configurations whose memory does not forget are named as not applicable
+    (``numbers``: the run's :func:`forgetting_numbers`, computed when not given).
 
     Numbers: :func:`forgetting_numbers`.
     """
     fig = Figure(figsize=(8, 1.6 + 0.7 * max(1, len(run.lanes))), layout="constrained")
-    numbers = forgetting_numbers(run)
+    numbers = forgetting_numbers(run) if numbers is None else numbers
     if numbers.empty:
         return _empty(fig, "no replays in this run")
     applies = numbers[numbers["decayed events"] != NOT_APPLICABLE]
@@ -196,20 +202,38 @@ def forgetting_chart(run: Run) -> Figure:
     return fig
 
 
-MEMORY_TIME_CHARTS: tuple[
-    tuple[str, Callable[[Run], Figure], Callable[[Run], pd.DataFrame]], ...
-] = (
-    ("Consolidation curve and memory size", consolidation_chart, curve_numbers),
-    ("Forgetting by kind", forgetting_chart, forgetting_numbers),
-)
-"""The section's charts by title, each with the function giving its numbers."""
+MEMORY_TIME_CHARTS: tuple[str, ...] = ("Consolidation curve and memory size", "Forgetting by kind")
+"""The titles of the section's charts, drawn for each run: :func:`consolidation_chart` and
+:func:`forgetting_chart`."""
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """One run's numbers in the section, computed once for its tables and its charts."""
+
+    run: Run
+    curve: pd.DataFrame
+    """:func:`~memlab.sweeps.consolidation.curve` of the run."""
+    forgetting: pd.DataFrame
+    """:func:`forgetting_numbers` of the run."""
+
+    def charts(self) -> list[tuple[str, Figure, pd.DataFrame]]:
+        """Each chart of the run with its title and the numbers it draws."""
+        return [
+            (
+                MEMORY_TIME_CHARTS[0],
+                consolidation_chart(self.run, self.curve),
+                curve_numbers(self.run, self.curve),
+            ),
+            (MEMORY_TIME_CHARTS[1], forgetting_chart(self.run, self.forgetting), self.forgetting),
+        ]
 
 
 @dataclass(frozen=True)
 class MemoryTimeSection:
     """What the section shows (display strings, ready to render)."""
 
-    runs: list[Run]
+    runs: list[RunTables]
     curve: pd.DataFrame
     forgetting: pd.DataFrame
     notes: list[str] = field(default_factory=list)
@@ -221,29 +245,33 @@ def _named(run: Run, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _note(run: Run, answers: pd.DataFrame, manifest: dict[str, Any]) -> str:
+    if not manifest:
+        return f"{run.name}: no curve asked (memlab qa RUN --curve-every 1)"
+    failed = "" if manifest.get("complete", True) else "; some calls failed"
+    return (
+        f"{run.name}: {len(answers)} answers asked again after every "
+        f"{manifest.get('every', 1)} session(s), judge {manifest.get('judge')}{failed}"
+    )
+
+
 def memory_time_section(runs: Sequence[Run]) -> MemoryTimeSection | None:
     """The section for the runs that asked the curve or have a configuration that forgets;
     ``None`` when none has."""
-    shown, curves, forgetting, notes = [], [], [], []
+    shown: list[RunTables] = []
+    notes: list[str] = []
     for run in runs:
         answers, manifest = curve_answers(run)
         forgets = forgetting_numbers(run) if run.lanes else pd.DataFrame()
         forgetful = not forgets.empty and (forgets["decayed events"] != NOT_APPLICABLE).any()
         if not manifest and not forgetful:
             continue
-        shown.append(run)
-        curves.append(_named(run, curve_numbers(run)))
-        forgetting.append(_named(run, forgets))
-        if manifest:
-            notes.append(
-                f"{run.name}: {len(answers)} answers asked again after every "
-                f"{manifest.get('every', 1)} session(s), judge {manifest.get('judge')}"
-                + ("" if manifest.get("complete", True) else "; some calls failed")
-            )
-        else:
-            notes.append(f"{run.name}: no curve asked (memlab qa RUN --curve-every 1)")
+        shown.append(RunTables(run, curve(run), forgets))
+        notes.append(_note(run, answers, manifest))
     if not shown:
         return None
+    curves = [_named(t.run, curve_numbers(t.run, t.curve)) for t in shown]
+    forgetting = [_named(t.run, t.forgetting) for t in shown]
     return MemoryTimeSection(shown, _concat(curves), _concat(forgetting), notes)
 
 
@@ -284,12 +312,23 @@ def memory_time_html(
         table: pd.DataFrame = getattr(section, name)
         if not table.empty:
             parts += [f"<h3>{escape(title)}</h3>", html_table(table)]
-    for run in section.runs:
-        for title, chart, numbers in MEMORY_TIME_CHARTS:
-            parts.append(f"<h3>{escape(title)}: {escape(run.name)}</h3>")
-            parts.append(f"<img alt='{escape(title)}' src='{image(chart(run))}'>")
-            parts.append(
+    for tables in section.runs:
+        figures, empty = [], []
+        for title, fig, numbers in tables.charts():
+            reason = empty_reason(fig)
+            if reason is not None:  # one line of text, as for every chart of the report
+                empty.append(f"{title}: {reason}")
+                continue
+            figures.append(
+                f"<figure><img alt='{escape(title)}' src='{image(fig)}'>"
                 f"<details><summary>{escape(title)}: the numbers</summary>"
-                f"{html_table(numbers(run))}</details>"
+                f"{html_table(numbers)}</details></figure>"
+            )
+        parts.append(f"<h3>Charts: {escape(tables.run.name)}</h3>")
+        if figures:
+            parts.append(f"<div class='charts'>{''.join(figures)}</div>")
+        if empty:
+            parts.append(
+                f"<p class='muted'>Not drawn (nothing to show): {escape('; '.join(empty))}.</p>"
             )
     return parts

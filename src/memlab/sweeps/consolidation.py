@@ -36,8 +36,9 @@ from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
+from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
-from memlab.matching.matchers import default_matcher
+from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
@@ -66,6 +67,7 @@ __all__ = [
     "curve_answers",
     "forgetting_table",
     "memory_sizes",
+    "run_matcher",
 ]
 
 logger = logging.getLogger(__name__)
@@ -277,17 +279,32 @@ def curve(run: Run) -> pd.DataFrame:
 
 def forgetting_table(run: Run, matcher: FactMatcher | None = None) -> pd.DataFrame:
     """Per (lane, sample, owner): the forgetting counts of its replay
-    (:data:`memlab.scoring.forgetting.FORGETTING_COUNTS`), NaN for a lane whose strategy does
-    not forget (no ``forgetting`` records); ``matcher`` decides which memory states a gold
-    fact (default: the default matcher)."""
-    matcher = matcher if matcher is not None else default_matcher()
-    rows = []
-    for lane_id, sample, owner, record in _records(run):
-        forgets = getattr(run.lanes[lane_id], "memory", "deerflow") != "deerflow"
-        events = record.get("forgetting") if forgets else None
-        counts = forgetting_counts(owner, events, record.get("snapshots", []), matcher.covers)
-        row: dict[str, Any] = {"lane_id": lane_id, "sample": sample, "user_id": owner.user_id}
-        row.update(counts if counts is not None else dict.fromkeys(FORGETTING_COUNTS))
-        rows.append(row)
+    (:data:`memlab.scoring.forgetting.FORGETTING_COUNTS`), NaN for a lane whose memory does not
+    forget (its replays keep no ``forgetting`` records: a DeerFlow memory). ``matcher``
+    decides which memory states a gold fact (default: the matcher that scored the run)."""
     columns = ["lane_id", "sample", "user_id", *FORGETTING_COUNTS]
+    rows: list[dict[str, Any]] = []
+    for lane_id, sample, owner, record in _records(run):
+        row: dict[str, Any] = {"lane_id": lane_id, "sample": sample, "user_id": owner.user_id}
+        events = record.get("forgetting")  # only a memory that forgets keeps the key
+        if events is not None:
+            matcher = matcher if matcher is not None else run_matcher(run)
+            snapshots = record.get("snapshots", [])
+            row.update(forgetting_counts(owner, events, snapshots, matcher.covers) or {})
+        rows.append(row)
     return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(FORGETTING_COUNTS, float))
+
+
+def run_matcher(run: Run) -> FactMatcher:
+    """The matcher that scored ``run`` (``environment.json``), built again; the default
+    matcher when it cannot be built offline (an LLM judge) or is not installed."""
+    recorded = run.environment.get("matcher")
+    name = str(recorded.get("name") or "") if isinstance(recorded, dict) else ""
+    if name and not name.startswith("judge"):
+        try:
+            return resolve_matcher(name)
+        except MemlabError as exc:
+            logger.warning(
+                "%s: matcher %r unavailable (%s); using the default", run.path, name, exc
+            )
+    return default_matcher()
