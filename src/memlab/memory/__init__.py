@@ -6,7 +6,11 @@ session summaries and forgetting.
 - similarity search (:mod:`~memlab.memory.vectors`): sqlite-vec or NumPy, and
   :class:`HashedEmbedding`, a deterministic embedding for tests and benchmarks;
 - forgetting (:mod:`~memlab.memory.forgetting`): the pure rules (:class:`ForgettingRules`)
-  and what they did (:class:`ForgettingEvent`).
+  and what they did (:class:`ForgettingEvent`);
+- the strategies a replay drives (:mod:`~memlab.memory.strategy`): :class:`MemoryStrategy`,
+  :class:`DeerFlowStrategy` (today's pipeline) and :class:`TieredStrategy`
+  (:mod:`~memlab.memory.tiered`: working memory, session summaries, importance-rated semantic
+  memories, episodes, forgetting on the virtual clock).
 
 It depends on ``memlab.core`` only; an embedding function is passed in.
 
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
         StoreError,
     )
     from memlab.memory.store import Embed, TieredStore
+    from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
+    from memlab.memory.tiered import TieredSettings, TieredStrategy
     from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
 
 _EXPORTS: dict[str, str] = {
@@ -40,20 +46,30 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "memlab.memory.items",
     "Embed": "memlab.memory.store",
     "TieredStore": "memlab.memory.store",
+    "DeerFlowStrategy": "memlab.memory.strategy",
+    "MemoryStrategy": "memlab.memory.strategy",
+    "Step": "memlab.memory.strategy",
+    "TieredSettings": "memlab.memory.tiered",
+    "TieredStrategy": "memlab.memory.tiered",
     "HashedEmbedding": "memlab.memory.vectors",
     "sqlite_vec_available": "memlab.memory.vectors",
 }
 
 __all__ = [
     "CorruptStoreError",
+    "DeerFlowStrategy",
     "Embed",
     "Episode",
     "ForgettingEvent",
     "ForgettingRules",
     "HashedEmbedding",
     "MemoryItem",
+    "MemoryStrategy",
+    "Step",
     "StoreError",
+    "TieredSettings",
     "TieredStore",
+    "TieredStrategy",
     "sqlite_vec_available",
 ]
 
