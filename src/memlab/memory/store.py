@@ -1,0 +1,659 @@
+"""The tiered memory's store: one SQLite database per lane and owner.
+
+Semantic memories, episodes and session summaries live in one SQLite file in WAL mode with
+``synchronous=FULL``: every write method is one transaction, committed and synced before it
+returns, so a process killed at any point leaves a database that opens, passes
+``PRAGMA integrity_check`` and holds every write that returned (``tests/test_tiered_store.py``
+kills a writer with SIGKILL). A file that is not such a database raises
+:class:`CorruptStoreError` naming it, and is never written to.
+
+Times are stored as integer microseconds since the epoch (UTC), exact and ordered. Vectors are
+float32 BLOBs; similarity search goes through :mod:`memlab.memory.vectors` (sqlite-vec or
+NumPy). Forgetting runs on the replay's virtual clock: :meth:`TieredStore.forget` applies the
+pure rules of :mod:`memlab.memory.forgetting` (decay and delete, then merge) in one transaction.
+
+A store assumes it is the only writer of its file while open (one lane's owner replays in one
+place); it may be used from several threads.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.core.document import utc_iso
+from memlab.memory.forgetting import (
+    compression_candidates,
+    decayed_importance,
+    idle_days,
+    merge_plan,
+)
+from memlab.memory.items import (
+    CorruptStoreError,
+    Episode,
+    ForgettingEvent,
+    ForgettingRules,
+    MemoryItem,
+    StoreError,
+)
+from memlab.memory.vectors import Table, VectorChoice, connect, range_clause
+
+__all__ = [
+    "SCHEMA",
+    "CorruptStoreError",
+    "Embed",
+    "Episode",
+    "ForgettingEvent",
+    "ForgettingRules",
+    "MemoryItem",
+    "StoreError",
+    "TieredStore",
+]
+
+SCHEMA = "memlab-tiered/1"
+"""The ``schema`` value of a store's ``meta`` table; another value is refused."""
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+"""Texts -> an array of shape ``(len(texts), dim)``; the same ``dim`` for a store's life."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+_TABLES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories (
+    id TEXT PRIMARY KEY, content TEXT NOT NULL, category TEXT NOT NULL,
+    importance REAL NOT NULL, created_us INTEGER NOT NULL, accessed_us INTEGER NOT NULL,
+    decayed_us INTEGER NOT NULL, source TEXT NOT NULL, kind TEXT NOT NULL,
+    merge_checked INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE memory_vectors (id TEXT PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE VIEW memory_vectors_view AS
+    SELECT v.id AS id, m.created_us AS created_us, v.embedding AS embedding
+    FROM memory_vectors v JOIN memories m ON m.id = v.id;
+CREATE TABLE episodes (
+    id TEXT PRIMARY KEY, at_us INTEGER NOT NULL, thread_id TEXT NOT NULL,
+    input TEXT NOT NULL, output TEXT NOT NULL, outcome TEXT NOT NULL, embedding BLOB NOT NULL);
+CREATE INDEX episodes_at ON episodes (at_us);
+CREATE TABLE session_summaries (
+    thread_id TEXT PRIMARY KEY, summary TEXT NOT NULL, key_points TEXT NOT NULL,
+    at_us INTEGER NOT NULL, seq INTEGER NOT NULL);
+"""
+
+_MEMORY_COLUMNS = (
+    "id, content, category, importance, created_us, accessed_us, source, kind, "
+    "decayed_us, merge_checked"
+)
+_EPISODE_COLUMNS = "id, at_us, thread_id, input, output, outcome"
+
+
+def _us(moment: datetime) -> int:
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise StoreError(
+            f"tiered memory times must be timezone-aware, got naive {moment!r}; "
+            "use datetime(..., tzinfo=UTC)"
+        )
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _dt(us: int) -> datetime:
+    return _EPOCH + us * _MICROSECOND
+
+
+def _item(row: Sequence[Any]) -> MemoryItem:
+    return MemoryItem(
+        id=row[0],
+        content=row[1],
+        category=row[2],
+        importance=float(row[3]),
+        created_at=_dt(row[4]),
+        last_accessed=_dt(row[5]),
+        source=row[6],
+        kind=row[7],
+    )
+
+
+def _episode(row: Sequence[Any]) -> Episode:
+    return Episode(
+        id=row[0], at=_dt(row[1]), thread_id=row[2], input=row[3], output=row[4], outcome=row[5]
+    )
+
+
+class TieredStore:
+    """Semantic memories, episodes and session summaries of one lane's owner.
+
+    Args:
+        path: The database file (created with its folder when missing); ``None``: in memory.
+        embed: Turns texts into vectors (one row each); called once per written text and query.
+        vectors: ``auto`` (sqlite-vec when it loads, else NumPy), ``sqlite-vec`` or ``numpy``.
+        ids: Issues ids for new memories and episodes (deterministic when seeded, e.g.
+            :class:`memlab.core.SeededFactIds`); default random ``mem_``/``ep_`` ids.
+
+    Raises:
+        CorruptStoreError: ``path`` is not a readable tiered memory database (left untouched).
+        StoreError: ``vectors="sqlite-vec"`` where sqlite-vec cannot be loaded.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        embed: Embed,
+        vectors: VectorChoice = "auto",
+        ids: Callable[[], str] | None = None,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self._embed = embed
+        self._ids = ids
+        self._lock = threading.RLock()
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn, self._index = connect(self.path, vectors)
+        self._memory_vectors: dict[str, np.ndarray] | None = None
+        try:
+            self._open()
+        except BaseException as exc:
+            self._conn.close()
+            if _is_sqlite_error(exc):
+                raise self._corrupt(exc) from None
+            raise
+
+    @property
+    def vectors(self) -> str:
+        """The vector backend in use: ``sqlite-vec`` or ``numpy``."""
+        return self._index.name
+
+    # ------------------------------------------------------------------ setup
+
+    def _corrupt(self, exc: BaseException) -> CorruptStoreError:
+        return CorruptStoreError(self.path or Path(":memory:"), str(exc) or type(exc).__name__)
+
+    def _open(self) -> None:
+        # The file is checked before anything is written: switching to WAL rewrites its header.
+        conn = self._conn
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if tables and "meta" not in tables:
+            raise self._corrupt(ValueError("an SQLite database without memlab's tables"))
+        if tables:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or row[0] != SCHEMA:
+                found = "none" if row is None else repr(row[0])
+                raise self._corrupt(ValueError(f"schema {found}, expected {SCHEMA!r}"))
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if self.path is not None and str(mode).lower() != "wal":
+            raise self._corrupt(ValueError(f"journal mode {mode!r} instead of WAL"))
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        if not tables:
+            with self._write():
+                self._create_tables()
+
+    def _create_tables(self) -> None:
+        for statement in _TABLES.split(";"):
+            if statement.strip():
+                self._conn.execute(statement)
+        self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: committed (and synced) on success, rolled back on any error."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except Exception as exc:
+                raise self._database_error(exc) from None
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                conn.execute("ROLLBACK")
+                if isinstance(exc, StoreError) or not _is_sqlite_error(exc):
+                    raise
+                raise self._database_error(exc) from None
+
+    def _database_error(self, exc: BaseException) -> StoreError:
+        if type(exc).__name__ == "IntegrityError":
+            return StoreError(f"tiered memory database {self.path}: {exc} (an id issued twice?)")
+        return self._corrupt(exc)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, params).fetchall())
+            except Exception as exc:
+                if _is_sqlite_error(exc):
+                    raise self._database_error(exc) from None
+                raise
+
+    # ------------------------------------------------------------------ vectors
+
+    def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = np.asarray(self._embed(texts), dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
+            raise StoreError(
+                f"embed returned an array of shape {matrix.shape} for {len(texts)} text(s); "
+                "it must return one non-empty row per text"
+            )
+        if not np.isfinite(matrix).all():
+            raise StoreError("embed returned NaN or infinite values")
+        stored = self._read("SELECT value FROM meta WHERE key = 'dim'")
+        if stored and int(stored[0][0]) != matrix.shape[1]:
+            raise StoreError(
+                f"embed returned {matrix.shape[1]}-dimensional vectors but {self.path} holds "
+                f"{stored[0][0]}-dimensional ones; open it with the embedding it was written with"
+            )
+        return np.ascontiguousarray(matrix)
+
+    def _remember_dim(self, conn: sqlite3.Connection, dim: int) -> None:
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(dim),))
+
+    def _memory_vector_cache(self) -> dict[str, np.ndarray]:
+        if self._memory_vectors is None:
+            rows = self._read("SELECT id, embedding FROM memory_vectors")
+            self._memory_vectors = {
+                str(row_id): np.frombuffer(blob, dtype=np.float32) for row_id, blob in rows
+            }
+        return self._memory_vectors
+
+    def _new_id(self, prefix: str) -> str:
+        return self._ids() if self._ids is not None else f"{prefix}{uuid.uuid4().hex}"
+
+    # ------------------------------------------------------------------ writes
+
+    def add_memory(
+        self, content: str, *, category: str, importance: float, at: datetime, source: str
+    ) -> MemoryItem:
+        """Write one semantic memory (importance 0..1) created and last accessed at ``at``."""
+        if not 0.0 <= importance <= 1.0:  # also refuses NaN
+            raise StoreError(f"importance must be between 0 and 1, got {importance!r}")
+        item = MemoryItem(
+            id=self._new_id("mem_"),
+            content=content,
+            category=category,
+            importance=float(importance),
+            created_at=at,
+            last_accessed=at,
+            source=source,
+        )
+        vector = self._vectors_of([content])[0]
+        with self._write() as conn:
+            self._insert_memory(conn, item, vector)
+        self._added_memory(item, vector)
+        return item
+
+    def _insert_memory(
+        self, conn: sqlite3.Connection, item: MemoryItem, vector: np.ndarray
+    ) -> None:
+        created = _us(item.created_at)
+        conn.execute(
+            f"INSERT INTO memories ({_MEMORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            (item.id, item.content, item.category, item.importance, created,
+             _us(item.last_accessed), item.source, item.kind, created),
+        )  # fmt: skip
+        conn.execute("INSERT INTO memory_vectors VALUES (?, ?)", (item.id, vector.tobytes()))
+        self._remember_dim(conn, vector.shape[0])
+
+    def _added_memory(self, item: MemoryItem, vector: np.ndarray) -> None:
+        if self._memory_vectors is not None:
+            self._memory_vectors[item.id] = vector
+        self._index.added("memories", item.id, _us(item.created_at), vector)
+
+    def _removed_memories(self, ids: Sequence[str]) -> None:
+        if self._memory_vectors is not None:
+            for item_id in ids:
+                self._memory_vectors.pop(item_id, None)
+        self._index.removed("memories", ids)
+
+    def add_episode(
+        self, *, at: datetime, thread_id: str, input: str, output: str, outcome: str
+    ) -> Episode:
+        """Record one interaction; its input is embedded for similarity recall."""
+        episode = Episode(
+            id=self._new_id("ep_"),
+            at=at,
+            thread_id=thread_id,
+            input=input,
+            output=output,
+            outcome=outcome,
+        )
+        vector = self._vectors_of([input])[0]
+        at_us = _us(at)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (episode.id, at_us, thread_id, input, output, outcome, vector.tobytes()),
+            )
+            self._remember_dim(conn, vector.shape[0])
+        self._index.added("episodes", episode.id, at_us, vector)
+        return episode
+
+    def set_session_summary(
+        self, thread_id: str, summary: str, key_points: Sequence[str], at: datetime
+    ) -> None:
+        """Set (replace) the summary and key points of ``thread_id``, written at ``at``."""
+        points = json.dumps([str(point) for point in key_points], ensure_ascii=False)
+        with self._write() as conn:
+            (seq,) = conn.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM session_summaries"
+            ).fetchone()
+            conn.execute(
+                "INSERT OR REPLACE INTO session_summaries VALUES (?, ?, ?, ?, ?)",
+                (thread_id, summary, points, _us(at), seq),
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    def memories(self) -> list[MemoryItem]:
+        """Every semantic memory, ordered by creation time then id."""
+        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY created_us, id")
+        return [_item(row) for row in rows]
+
+    def episodes(
+        self, *, since: datetime | None = None, until: datetime | None = None
+    ) -> list[Episode]:
+        """Episodes with ``since <= at <= until`` (either bound optional), oldest first."""
+        where, params = _time_range(since, until)
+        rows = self._read(
+            f"SELECT {_EPISODE_COLUMNS} FROM episodes{where} ORDER BY at_us, id", params
+        )
+        return [_episode(row) for row in rows]
+
+    def session_summary(self, thread_id: str | None = None) -> tuple[str, list[str]] | None:
+        """``(summary, key points)`` of ``thread_id``, or of the latest written; else ``None``."""
+        select = "SELECT summary, key_points FROM session_summaries"
+        if thread_id is None:
+            rows = self._read(f"{select} ORDER BY at_us DESC, seq DESC LIMIT 1")
+        else:
+            rows = self._read(f"{select} WHERE thread_id = ?", (thread_id,))
+        if not rows:
+            return None
+        return str(rows[0][0]), [str(point) for point in json.loads(rows[0][1])]
+
+    def recall_memories(
+        self, query: str, k: int, *, at: datetime
+    ) -> list[tuple[MemoryItem, float]]:
+        """The ``k`` memories most similar to ``query`` with their cosine, nearest first.
+
+        Recall is an access: the returned items' ``last_accessed`` becomes ``at`` (committed
+        before returning), which restarts their decay.
+        """
+        if k <= 0:
+            return []
+        found = self._search("memories", query, k)
+        if not found:
+            return []
+        at_us = _us(at)
+        ids = [row_id for row_id, _score in found]
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE memories SET accessed_us = max(accessed_us, ?) WHERE id = ?",
+                [(at_us, row_id) for row_id in ids],
+            )
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(ids)})", ids
+            ).fetchall()
+        items = {row[0]: _item(row) for row in rows}
+        return [(items[row_id], score) for row_id, score in found]
+
+    def recall_episodes(
+        self,
+        query: str | None,
+        k: int,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[tuple[Episode, float]]:
+        """Episodes in ``[since, until]``: the ``k`` most similar to ``query``, nearest first.
+
+        Without a query: the ``k`` latest episodes in the range, newest first, each with score
+        ``0.0``.
+        """
+        if k <= 0:
+            return []
+        if query is None:
+            where, params = _time_range(since, until)
+            rows = self._read(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes{where} "
+                "ORDER BY at_us DESC, id DESC LIMIT ?",
+                [*params, k],
+            )
+            return [(_episode(row), 0.0) for row in rows]
+        since_us = None if since is None else _us(since)
+        until_us = None if until is None else _us(until)
+        found = self._search("episodes", query, k, since_us, until_us)
+        if not found:
+            return []
+        ids = [row_id for row_id, _score in found]
+        rows = self._read(
+            f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE id IN ({_marks(ids)})", ids
+        )
+        episodes = {row[0]: _episode(row) for row in rows}
+        return [(episodes[row_id], score) for row_id, score in found]
+
+    def _search(
+        self,
+        table: Table,
+        query: str,
+        k: int,
+        since_us: int | None = None,
+        until_us: int | None = None,
+    ) -> list[tuple[str, float]]:
+        vector = self._vectors_of([query])[0]
+        with self._lock:
+            try:
+                return self._index.search(self._conn, table, vector, k, since_us, until_us)
+            except Exception as exc:
+                if _is_sqlite_error(exc):
+                    raise self._database_error(exc) from None
+                raise
+
+    # ------------------------------------------------------------------ forgetting
+
+    def forget(self, at: datetime, rules: ForgettingRules) -> list[ForgettingEvent]:
+        """Decay every idle memory to ``at``, delete those below the threshold, then merge.
+
+        One transaction. Events: one ``decayed`` per deleted item (as it was, decayed), then one
+        ``merged`` per dropped near-duplicate (most similar pair first).
+        """
+        at_us = _us(at)
+        with self._write() as conn:
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY created_us, id"
+            ).fetchall()
+            events, survivors, fresh = self._decay(conn, rows, at, at_us, rules)
+            events += self._merge(conn, survivors, fresh, at, rules)
+            gone = [item.id for event in events for item in event.removed]
+            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in gone])
+            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in gone])
+            conn.execute("UPDATE memories SET merge_checked = 1 WHERE merge_checked = 0")
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('merge_checked_above', ?)",
+                (repr(rules.merge_above),),
+            )
+        self._removed_memories(gone)
+        return events
+
+    def _decay(
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[Sequence[Any]],
+        at: datetime,
+        at_us: int,
+        rules: ForgettingRules,
+    ) -> tuple[list[ForgettingEvent], list[MemoryItem], list[bool]]:
+        events: list[ForgettingEvent] = []
+        survivors: list[MemoryItem] = []
+        fresh: list[bool] = []
+        updates = []
+        for row in rows:
+            item = _item(row)
+            days = idle_days(item.last_accessed, _dt(row[8]), at)
+            if days <= 0:
+                survivors.append(item)
+                fresh.append(not row[9])
+                continue
+            importance = decayed_importance(item.importance, days, rules)
+            item = MemoryItem(**{**vars(item), "importance": importance})
+            if importance < rules.delete_below:
+                events.append(ForgettingEvent(kind="decayed", at=at, removed=(item,), kept=None))
+                continue
+            updates.append((importance, at_us, item.id))
+            survivors.append(item)
+            fresh.append(not row[9])
+        conn.executemany("UPDATE memories SET importance = ?, decayed_us = ? WHERE id = ?", updates)
+        return events, survivors, fresh
+
+    def _merge(
+        self,
+        conn: sqlite3.Connection,
+        survivors: list[MemoryItem],
+        fresh: list[bool],
+        at: datetime,
+        rules: ForgettingRules,
+    ) -> list[ForgettingEvent]:
+        if len(survivors) < 2:
+            return []
+        checked = conn.execute(
+            "SELECT value FROM meta WHERE key = 'merge_checked_above'"
+        ).fetchone()
+        same_threshold = checked is not None and checked[0] == repr(rules.merge_above)
+        if same_threshold and not any(fresh):
+            return []
+        cache = self._memory_vector_cache()
+        vectors = np.vstack([cache[item.id] for item in survivors])
+        steps = merge_plan(survivors, vectors, rules, fresh if same_threshold else None)
+        return [
+            ForgettingEvent(
+                kind="merged", at=at, removed=(survivors[step.removed],), kept=survivors[step.kept]
+            )
+            for step in steps
+        ]
+
+    def compression_candidates(self, at: datetime, rules: ForgettingRules) -> list[MemoryItem]:
+        """Memories older than ``compress_after_days``, or ``[]`` while fewer than the minimum."""
+        return compression_candidates(self.memories(), at, rules)
+
+    def replace_with_summary(
+        self, items: Sequence[MemoryItem], summary: str, at: datetime
+    ) -> ForgettingEvent:
+        """Replace ``items`` by one ``summary`` memory written at ``at`` (one transaction).
+
+        The summary takes the items' highest importance and commonest category (ties: the
+        first in alphabetical order), ``source="compressed"`` and ``kind="summary"``.
+
+        Raises:
+            StoreError: ``items`` is empty or names a memory the store does not hold.
+        """
+        ids = list(dict.fromkeys(item.id for item in items))
+        if not ids:
+            raise StoreError("replace_with_summary needs at least one memory to replace")
+        vector = self._vectors_of([summary])[0]
+        with self._write() as conn:
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(ids)}) "
+                "ORDER BY created_us, id",
+                ids,
+            ).fetchall()
+            removed = tuple(_item(row) for row in rows)
+            missing = sorted(set(ids) - {item.id for item in removed})
+            if missing:
+                raise StoreError(
+                    f"replace_with_summary: {len(missing)} memory id(s) not in the store, "
+                    f"e.g. {missing[0]!r} (forgotten since the candidates were read?)"
+                )
+            categories = Counter(item.category for item in removed)
+            top = max(categories.values())
+            kept = MemoryItem(
+                id=self._new_id("mem_"),
+                content=summary,
+                category=min(c for c, n in categories.items() if n == top),
+                importance=max(item.importance for item in removed),
+                created_at=at,
+                last_accessed=at,
+                source="compressed",
+                kind="summary",
+            )
+            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in ids])
+            self._insert_memory(conn, kept, vector)
+        self._removed_memories(ids)
+        self._added_memory(kept, vector)
+        return ForgettingEvent(kind="compressed", at=at, removed=removed, kept=kept)
+
+    # ------------------------------------------------------------------ whole store
+
+    def snapshot(self) -> dict[str, Any]:
+        """The store as JSON (no vectors): memories, episodes, session summaries, sorted."""
+        summaries = self._read(
+            "SELECT thread_id, summary, key_points, at_us FROM session_summaries "
+            "ORDER BY at_us, seq"
+        )
+        return {
+            "schema": SCHEMA,
+            "memories": [
+                {
+                    "id": item.id,
+                    "content": item.content,
+                    "category": item.category,
+                    "importance": item.importance,
+                    "created_at": utc_iso(item.created_at),
+                    "last_accessed": utc_iso(item.last_accessed),
+                    "source": item.source,
+                    "kind": item.kind,
+                }
+                for item in self.memories()
+            ],
+            "episodes": [
+                {**vars(episode), "at": utc_iso(episode.at)} for episode in self.episodes()
+            ],
+            "session_summaries": [
+                {
+                    "thread_id": thread_id,
+                    "summary": summary,
+                    "key_points": json.loads(points),
+                    "at": utc_iso(_dt(at_us)),
+                }
+                for thread_id, summary, points, at_us in summaries
+            ],
+        }
+
+    def close(self) -> None:
+        """Close the database (checkpointing the WAL into the file)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> TieredStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TieredStore({str(self.path or ':memory:')!r}, vectors={self.vectors!r})"
+
+
+def _is_sqlite_error(exc: BaseException) -> bool:
+    # sqlite3's and pysqlite3's exception classes differ; both follow DB-API names.
+    return isinstance(exc, sqlite3.Error) or any(
+        cls.__name__ == "DatabaseError" for cls in type(exc).__mro__
+    )
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _time_range(since: datetime | None, until: datetime | None) -> tuple[str, list[int]]:
+    return range_clause(
+        None if since is None else _us(since), None if until is None else _us(until), "at_us"
+    )
