@@ -1,14 +1,19 @@
-"""The consolidation curve of a personas sweep with the simulated model and memory QA.
+"""The consolidation curve and forgetting of a personas sweep (DeerFlow against the tiered
+memory) with the simulated model and memory QA.
 
 Which questions are asked again, and after which sessions, is counted here from the QA
 step's answer table and the dataset's labels (a question is asked again after every later
-session while its evidence facts stay active), not by the code under test.
+session while its evidence facts stay active); forgetting events and the gold facts they
+lost are counted here from the owner records with a matcher of exact text; neither by the
+code under test.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chart_layout import layout_problems
@@ -26,6 +31,7 @@ from memlab.reporting.memory_time import (
 )
 from memlab.reporting.report import build_report
 from memlab.scoring.consolidation import memory_tokens
+from memlab.scoring.forgetting import FORGETTING_COUNTS
 from memlab.sweeps.consolidation import (
     CURVE_ANSWERS,
     add_curve,
@@ -39,7 +45,7 @@ from memlab.sweeps.qa_spec import QASpec, resolve_prompts
 from memlab.sweeps.qa_step import add_qa, qa_backend
 from memlab.sweeps.run import Run, load_run, read_owner_record
 
-SPEC = "sim:chatty"  # fills a memory quickly: the cap of 10 evicts
+SPEC = "sim:careful"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +60,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         {
             "name": "curve",
             "base": {"backend": SPEC},
-            "axes": {"max_facts": [100, 10]},
+            "axes": {"memory": ["deerflow", "tiered"]},
             "qa": {"answer_backend": SPEC, "judges": ["lenient", "strict"],
                    "conditions": ["memory"]},
         }
@@ -153,19 +159,64 @@ def test_every_n_sessions_and_a_rerun_answered_from_the_cache(run: Run, tmp_path
     assert len(every2) > 0 and (((every2["session_index"] - every2["asked_at"]) % 2) == 0).all()
 
 
-def test_lanes_that_do_not_forget_show_not_applicable(asked: Run) -> None:
-    table = forgetting_table(asked)
-    assert len(table) == 14 * 2 and table["lost_decayed"].isna().all()
-    numbers = forgetting_numbers(asked)
-    assert set(numbers["gold lost (decayed)"]) == {"n/a"}
+def _exact(stored: str, gold: str) -> bool:
+    return stored.casefold() == gold.casefold()
+
+
+class _Exact:
+    name = "exact"
+
+    def covers(self, stored: str, gold: str) -> bool:
+        return _exact(stored, gold)
+
+
+def _counted(owner: Owner, record: dict[str, Any]) -> Counter[str]:
+    """Events, memories and gold facts lost by kind, from the record (see the docstring)."""
+    found: Counter[str] = Counter()
+    events = record["forgetting"]
+    for position, event in enumerate(events):
+        kind, index = event["kind"], event["session_index"]
+        removed = {item["content"].casefold() for item in event["removed"]}
+        left = {f["content"].casefold() for f in record["snapshots"][index]["facts"]}
+        left |= {
+            item["content"].casefold()
+            for later in events[position + 1 :]
+            if later["session_index"] == index
+            for item in later["removed"]
+        }
+        if event["kept"]:
+            left.add(event["kept"]["content"].casefold())
+        active = {f.content.casefold() for f in owner.active_gold_facts(index)}
+        found[f"forget_{kind}"] += 1
+        found[f"forget_{kind}_memories"] += len(event["removed"])
+        found[f"lost_{kind}"] += len((removed & active) - left)
+    return found
+
+
+def test_forgetting_counts_equal_a_count_from_the_records(
+    asked: Run, personas: list[Owner]
+) -> None:
+    table = forgetting_table(asked, matcher=_Exact()).set_index(["lane_id", "user_id"])
+    deerflow, tiered = list(asked.lanes)
+    assert table.loc[deerflow, list(FORGETTING_COUNTS)].isna().all(axis=None)  # n/a, never 0
+    events = 0
+    for owner in personas:
+        record = read_owner_record(asked.path, tiered, owner.user_id)
+        assert "forgetting" not in read_owner_record(asked.path, deerflow, owner.user_id)
+        expected = _counted(owner, record)
+        events += len(record["forgetting"])
+        row = table.loc[(tiered, owner.user_id)]
+        for column in FORGETTING_COUNTS:
+            assert row[column] == expected[column], (owner.user_id, column)
+    assert events > 0  # weeks between sessions: importance decays below the threshold
+    numbers = forgetting_numbers(asked).set_index("configuration")
+    assert set(numbers.loc[asked.label(deerflow)].drop("owners")) == {"n/a"}
 
 
 def test_charts_keep_their_layout_and_tables_show_their_numbers(asked: Run) -> None:
-    assert layout_problems(consolidation_chart(asked)) == []
-    # No lane of this run forgets: the chart says so instead of drawing empty bars.
-    assert empty_reason(forgetting_chart(asked)) == (
-        "no configuration of this run forgets (no forgetting records)"
-    )
+    for chart in (consolidation_chart, forgetting_chart):
+        fig = chart(asked)
+        assert empty_reason(fig) is None and layout_problems(fig) == []
     numbers = curve_numbers(asked)
     assert len(numbers) == len(curve(asked))
     for row in numbers.itertuples(index=False):
@@ -185,17 +236,20 @@ def test_the_report_folds_the_section(asked: Run, tmp_path: Path) -> None:
     html = paths.html.read_text(encoding="utf-8")
     assert "<details class='section'><summary><h2>Memory over time</h2></summary>" in html
     assert "Consolidation curve and memory size: the numbers" in html
-    # The forgetting chart has nothing to draw here: one line says so, no image.
-    assert "Not drawn (nothing to show): Forgetting by kind: no configuration" in html
+    assert "Forgetting by kind: the numbers" in html
     assert "## Memory over time" in paths.markdown.read_text(encoding="utf-8")
 
 
-def test_a_run_without_a_curve_has_no_section(run: Run, tmp_path: Path) -> None:
+def test_a_run_without_a_curve_shows_its_forgetting(run: Run, tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     shutil.copytree(run.path, bare)
     (bare / CURVE_ANSWERS).unlink(missing_ok=True)
     (bare / "qa" / "curve.json").unlink(missing_ok=True)
-    assert memory_time_section([load_run(bare)]) is None
+    section = memory_time_section([load_run(bare)])
+    assert section is not None  # the tiered lane forgets
+    assert section.notes == ["bare: no curve asked (memlab qa RUN --curve-every 1)"]
+    assert set(section.curve["retained"]) == {"-"} and not section.forgetting.empty
+    assert memory_time_section([]) is None
 
 
 class _Counting:

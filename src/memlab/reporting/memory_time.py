@@ -184,7 +184,7 @@ def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
     axes = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(applies))
     for ax, what, title in (
-        (axes[0], "{} events", "forgetting events"),
+        (axes[0], "{} events", "events"),
         (axes[1], "gold lost ({})", "gold facts lost"),
     ):
         left = np.zeros(len(applies))
@@ -192,13 +192,13 @@ def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
             values = applies[what.format(kind)].astype(float).to_numpy()
             ax.barh(y, values, left=left, color=color, label=kind)
             left += values
-        ax.set_xlabel(f"{title} (sum over owners)")
+        ax.set_xlabel(title)
     axes[0].set_yticks(y, list(applies["configuration"]))
     axes[0].invert_yaxis()
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     skipped = len(numbers) - len(applies)
     suffix = f" ({skipped} configuration(s) do not forget: n/a)" if skipped else ""
-    fig.suptitle("Forgetting by kind" + suffix, fontsize=10)
+    fig.suptitle("Forgetting by kind, summed over owners" + suffix, fontsize=10)
     return fig
 
 
