@@ -19,6 +19,7 @@ import pytest
 from chart_layout import layout_problems
 
 from memlab.backends.cache import CacheMode
+from memlab.cli.main import main
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.reporting.charts import empty_reason
@@ -250,6 +251,21 @@ def test_a_run_without_a_curve_shows_its_forgetting(run: Run, tmp_path: Path) ->
     assert section.notes == ["bare: no curve asked (memlab qa RUN --curve-every 1)"]
     assert set(section.curve["retained"]) == {"-"} and not section.forgetting.empty
     assert memory_time_section([]) is None
+
+
+def test_the_qa_command_asks_the_curve(
+    run: Run, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(run.path, copy)
+    args = ["qa", str(copy), "--no-progress", "--workers", "2"]
+    assert main([*args, "--curve-every", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "consolidation curve" in out and "[simulated] memory=tiered" in out
+    _, manifest = curve_answers(load_run(copy))
+    assert manifest["every"] == 2
+    assert main([*args, "--curve-every", "0"]) == 2
+    assert "the sessions between askings must be at least 1" in capsys.readouterr().err
 
 
 class _Counting:

@@ -29,7 +29,12 @@ from matplotlib.figure import Figure
 
 from memlab.reporting.charts import _empty, _palette, empty_reason
 from memlab.reporting.markdown import md_escape
-from memlab.reporting.statistics import html_table, md_table
+from memlab.reporting.statistics import (
+    html_table,
+    stacked,
+    titled_tables_html,
+    titled_tables_markdown,
+)
 from memlab.scoring.consolidation import shown_bounds
 from memlab.scoring.forgetting import FORGETTING_KINDS
 from memlab.sweeps.consolidation import curve, curve_answers, forgetting_table
@@ -272,12 +277,7 @@ def memory_time_section(runs: Sequence[Run]) -> MemoryTimeSection | None:
         return None
     curves = [_named(t.run, curve_numbers(t.run, t.curve)) for t in shown]
     forgetting = [_named(t.run, t.forgetting) for t in shown]
-    return MemoryTimeSection(shown, _concat(curves), _concat(forgetting), notes)
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    kept = [f for f in frames if not f.empty]
-    return pd.concat(kept, ignore_index=True).fillna("-") if kept else pd.DataFrame()
+    return MemoryTimeSection(shown, stacked(curves), stacked(forgetting), notes)
 
 
 _TABLES = (
@@ -286,16 +286,17 @@ _TABLES = (
 )
 
 
+def _tables(section: MemoryTimeSection) -> list[tuple[str, pd.DataFrame]]:
+    return [(title, getattr(section, name)) for title, name in _TABLES]
+
+
 def memory_time_markdown(section: MemoryTimeSection | None) -> list[str]:
     """Markdown lines of the section (none without one)."""
     if section is None:
         return []
     lines = ["## Memory over time", "", md_escape(INTRO), ""]
     lines += [f"{md_escape(note)}  " for note in section.notes]
-    for title, name in _TABLES:
-        table: pd.DataFrame = getattr(section, name)
-        if not table.empty:
-            lines += ["", f"### {title}", "", *md_table(table)]
+    lines += titled_tables_markdown(_tables(section))
     return [*lines, ""]
 
 
@@ -308,10 +309,7 @@ def memory_time_html(
         return []
     parts = [f"<p class='muted'>{escape(INTRO)}</p>"]
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
-    for title, name in _TABLES:
-        table: pd.DataFrame = getattr(section, name)
-        if not table.empty:
-            parts += [f"<h3>{escape(title)}</h3>", html_table(table)]
+    parts += titled_tables_html(_tables(section))
     for tables in section.runs:
         figures, empty = [], []
         for title, fig, numbers in tables.charts():

@@ -130,6 +130,9 @@ def add_curve(
         question = next(q for q in owners[row["user_id"]].questions if q.id == row["question_id"])
         row["asked_at"] = owners[row["user_id"]].session_index(question.after_session)
     _write(run, rows, every)
+    failed = sum(1 for r in rows if r["error"] is not None or r["judge_errors"])
+    if failed:  # kept as wrong answers; running the curve again retries them
+        logger.warning("consolidation curve: %d of %d calls failed", failed, len(rows))
     return pd.DataFrame(rows)
 
 
