@@ -298,6 +298,7 @@ def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:
         progress=False,
         max_workers=1,
         backend_factory=lambda _spec: backend,
+        matcher=ProvenanceMatcher(backend),
     )
     expected = {
         o.user_id: sum(
@@ -308,6 +309,10 @@ def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:
     }
     assert 0 < sum(expected.values()) < sum(len(o.sessions[0].labels.facts) for o in OWNERS)
     assert _stored(run) == expected
+    # The write-side metrics read the tiered memory's view: each stored key point covers the
+    # gold fact it came from.
+    rows = run.sessions.set_index("user_id")
+    assert rows["gold_covered"].to_dict() == expected
 
 
 # ---------------------------------------------------------------------- contracts
