@@ -94,6 +94,8 @@ tiered:
 class _Recording:
     """The simulated model, keeping every prompt it answered (for the expected values)."""
 
+    name = "sim"
+
     def __init__(self, backend: SimulatedBackend) -> None:
         self.backend = backend
         self.prompts: list[tuple[str, int | None]] = []
@@ -121,6 +123,7 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, _Recording]:
             "name": "both",
             "base": {"backend": f"sim:{profile}", "max_facts": 100, "parse": "strict_only"},
             "axes": {"memory": ["deerflow", "tiered"]},
+            "qa": {"answer_backend": f"sim:{profile}", "judges": ["lenient"]},
         }
     )
     run = sweep(
@@ -159,6 +162,22 @@ def test_both_designs_replay_every_owner(both: tuple[Run, _Recording]) -> None:
         assert sum(1 for c in record["calls"] if is_primary(c)) == record["updates"]
         assert isinstance(record["forgetting"], list)
         assert "forgetting" not in _record(run, _lane(run, "deerflow"), owner.user_id)
+        budget = run.lanes[tiered].max_injection_tokens
+        for snapshot, audit in zip(record["snapshots"], record["injections"], strict=True):
+            if audit is None:
+                continue
+            held = [f["id"] for f in snapshot["facts"]]
+            assert 0 < audit["tokens"] <= budget  # the session summary is always there
+            assert sorted(audit["injected"] + audit["dropped"]) == sorted(held)
+
+
+def test_memory_qa_asks_both_designs_the_same_questions(both: tuple[Run, _Recording]) -> None:
+    run, _ = both
+    answers = run.qa_answers
+    asked = answers[answers["condition"] == "memory"].groupby("lane_id")["question_id"]
+    counts = asked.nunique()
+    assert set(counts.index) == set(run.lanes)
+    assert counts.nunique() == 1 and counts.iloc[0] > 0
 
 
 def test_tiered_calls_are_counted_in_the_parse_taxonomy(both: tuple[Run, _Recording]) -> None:
@@ -279,6 +298,7 @@ def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:
         progress=False,
         max_workers=1,
         backend_factory=lambda _spec: backend,
+        matcher=ProvenanceMatcher(backend),
     )
     expected = {
         o.user_id: sum(
@@ -289,6 +309,10 @@ def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:
     }
     assert 0 < sum(expected.values()) < sum(len(o.sessions[0].labels.facts) for o in OWNERS)
     assert _stored(run) == expected
+    # The write-side metrics read the tiered memory's view: each stored key point covers the
+    # gold fact it came from.
+    rows = run.sessions.set_index("user_id")
+    assert rows["gold_covered"].to_dict() == expected
 
 
 # ---------------------------------------------------------------------- contracts

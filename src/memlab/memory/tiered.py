@@ -10,8 +10,9 @@ messages, oldest first. Each update the queue hands over:
 3. folds the evicted messages into the thread's session summary with one LLM call
    (``summary``), whose reply also lists key points, the candidate long-term facts; the
    summary is cut to ``summary_tokens`` tokens (2,000, the seed's budget) when longer;
-4. asks one LLM call (``importance``) to rate the key points it has not rated before, and
-   writes those rated *above* ``importance_threshold`` (0.7) as semantic memories.
+4. asks one LLM call (``importance``) to rate the key points not rated before in the session
+   and not held as memories, and writes those rated *above* ``importance_threshold`` (0.7) as
+   semantic memories.
 
 An update that evicts nothing makes no call: its record says ``skipped: in_working_memory``.
 When a session ends its context window closes: the whole working memory is folded (steps 3
@@ -127,6 +128,7 @@ class _Thread:
     window: list[Any] = field(default_factory=list)
     pending_input: str | None = None
     last_at: datetime | None = None
+    rated: set[str] = field(default_factory=set)
 
 
 class TieredStrategy:
@@ -157,7 +159,6 @@ class TieredStrategy:
         self.importance_prompt = importance_prompt()
         self.compression_prompt = compression_prompt()
         self.threads: dict[str, _Thread] = {}
-        self.rated: set[str] = set()
         self.forgotten_at: datetime | None = None
 
     @classmethod
@@ -298,11 +299,22 @@ class TieredStrategy:
             self.store.set_session_summary(thread_id, summary, points, at)
             result.saved = True
             result.extra["key_points"] = len(points)
-            fresh = [p for p in dict.fromkeys(points) if normalize_fact_text(p) not in self.rated]
-            self.rated.update(normalize_fact_text(p) for p in fresh)
+            fresh = self._candidates(thread_id, points)
             if fresh:
                 records.append(self._rate(thread_id, fresh, at))
         return Step([r.to_record() for r in records], any(r.saved for r in records))
+
+    def _candidates(self, thread_id: str, points: Sequence[str]) -> list[str]:
+        """Key points to rate: not rated before in this session, not held as a memory."""
+        state = self.threads.setdefault(thread_id, _Thread())
+        held = {normalize_fact_text(m.content) for m in self.store.memories()}
+        fresh: list[str] = []
+        for point in dict.fromkeys(points):
+            key = normalize_fact_text(point)
+            if key not in state.rated and key not in held:
+                state.rated.add(key)
+                fresh.append(point)
+        return fresh
 
     def _rate(self, thread_id: str, candidates: Sequence[str], at: datetime) -> UpdateResult:
         """Rate ``candidates``; write those rated above the threshold as semantic memories."""
