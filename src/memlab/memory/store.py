@@ -25,6 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from memlab.memory.items import (
     MemoryItem,
     StoreError,
 )
-from memlab.memory.vectors import Table, VectorChoice, connect, range_clause
+from memlab.memory.vectors import RowMatrix, Table, VectorChoice, connect, range_clause
 
 __all__ = [
     "SCHEMA",
@@ -81,7 +82,7 @@ CREATE VIEW memory_vectors_view AS
     SELECT v.id AS id, m.created_us AS created_us, v.embedding AS embedding
     FROM memory_vectors v JOIN memories m ON m.id = v.id;
 CREATE TABLE episodes (
-    id TEXT PRIMARY KEY, at_us INTEGER NOT NULL, thread_id TEXT NOT NULL,
+    n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, at_us INTEGER NOT NULL, thread_id TEXT NOT NULL,
     input TEXT NOT NULL, output TEXT NOT NULL, outcome TEXT NOT NULL, embedding BLOB NOT NULL);
 CREATE INDEX episodes_at ON episodes (at_us);
 CREATE TABLE session_summaries (
@@ -158,7 +159,7 @@ class TieredStore:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn, self._index = connect(self.path, vectors)
-        self._memory_vectors: dict[str, np.ndarray] | None = None
+        self._memory_vectors: RowMatrix | None = None
         try:
             self._open()
         except BaseException as exc:
@@ -196,6 +197,8 @@ class TieredStore:
         if not tables:
             with self._write():
                 self._create_tables()
+        dim = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        self._index.prepare(conn, None if dim is None else int(dim[0]))
 
     def _create_tables(self) -> None:
         for statement in _TABLES.split(";"):
@@ -257,12 +260,11 @@ class TieredStore:
     def _remember_dim(self, conn: sqlite3.Connection, dim: int) -> None:
         conn.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(dim),))
 
-    def _memory_vector_cache(self) -> dict[str, np.ndarray]:
+    def _memory_vector_cache(self) -> RowMatrix:
         if self._memory_vectors is None:
-            rows = self._read("SELECT id, embedding FROM memory_vectors")
-            self._memory_vectors = {
-                str(row_id): np.frombuffer(blob, dtype=np.float32) for row_id, blob in rows
-            }
+            self._memory_vectors = RowMatrix()
+            for row_id, blob in self._read("SELECT id, embedding FROM memory_vectors"):
+                self._memory_vectors.add(str(row_id), 0, np.frombuffer(blob, dtype=np.float32))
         return self._memory_vectors
 
     def _new_id(self, prefix: str) -> str:
@@ -305,13 +307,12 @@ class TieredStore:
 
     def _added_memory(self, item: MemoryItem, vector: np.ndarray) -> None:
         if self._memory_vectors is not None:
-            self._memory_vectors[item.id] = vector
+            self._memory_vectors.add(item.id, 0, vector)
         self._index.added("memories", item.id, _us(item.created_at), vector)
 
     def _removed_memories(self, ids: Sequence[str]) -> None:
         if self._memory_vectors is not None:
-            for item_id in ids:
-                self._memory_vectors.pop(item_id, None)
+            self._memory_vectors.remove(ids)
         self._index.removed("memories", ids)
 
     def add_episode(
@@ -329,11 +330,13 @@ class TieredStore:
         vector = self._vectors_of([input])[0]
         at_us = _us(at)
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+            cursor = conn.execute(
+                f"INSERT INTO episodes ({_EPISODE_COLUMNS}, embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (episode.id, at_us, thread_id, input, output, outcome, vector.tobytes()),
             )
             self._remember_dim(conn, vector.shape[0])
+            self._index.stage(conn, "episodes", int(cursor.lastrowid or 0), at_us, vector)
         self._index.added("episodes", episode.id, at_us, vector)
         return episode
 
@@ -468,60 +471,74 @@ class TieredStore:
         at_us = _us(at)
         with self._write() as conn:
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY created_us, id"
+                "SELECT id, importance, accessed_us, decayed_us, merge_checked, length(content) "
+                "FROM memories ORDER BY created_us, id"
             ).fetchall()
-            events, survivors, fresh = self._decay(conn, rows, at, at_us, rules)
-            events += self._merge(conn, survivors, fresh, at, rules)
-            gone = [item.id for event in events for item in event.removed]
-            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in gone])
-            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in gone])
+            if not rows:
+                return []
+            ids, importance, accessed, decayed, checked, lengths = (
+                list(c) for c in zip(*rows, strict=True)
+            )
+            days = idle_days(np.array(accessed), np.array(decayed), at_us)
+            current = decayed_importance(np.array(importance), days, rules)
+            gone = current < rules.delete_below
+            idle = np.flatnonzero((days > 0) & ~gone).tolist()
+            conn.executemany(
+                "UPDATE memories SET importance = ?, decayed_us = ? WHERE id = ?",
+                [(float(current[i]), at_us, ids[i]) for i in idle],
+            )
+            deleted = np.flatnonzero(gone).tolist()
+            events = [
+                ForgettingEvent(
+                    kind="decayed",
+                    at=at,
+                    removed=(replace(item, importance=float(current[i])),),
+                    kept=None,
+                )
+                for i, item in zip(
+                    deleted, self._items(conn, [ids[i] for i in deleted]), strict=True
+                )
+            ]
+            kept = np.flatnonzero(~gone).tolist()
+            events += self._merge(
+                conn,
+                [ids[i] for i in kept],
+                [lengths[i] for i in kept],
+                [not checked[i] for i in kept],
+                at,
+                rules,
+            )
+            removed = [item.id for event in events for item in event.removed]
+            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in removed])
+            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in removed])
             conn.execute("UPDATE memories SET merge_checked = 1 WHERE merge_checked = 0")
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('merge_checked_above', ?)",
                 (repr(rules.merge_above),),
             )
-        self._removed_memories(gone)
+        self._removed_memories(removed)
         return events
 
-    def _decay(
-        self,
-        conn: sqlite3.Connection,
-        rows: Sequence[Sequence[Any]],
-        at: datetime,
-        at_us: int,
-        rules: ForgettingRules,
-    ) -> tuple[list[ForgettingEvent], list[MemoryItem], list[bool]]:
-        events: list[ForgettingEvent] = []
-        survivors: list[MemoryItem] = []
-        fresh: list[bool] = []
-        updates = []
-        for row in rows:
-            item = _item(row)
-            days = idle_days(item.last_accessed, _dt(row[8]), at)
-            if days <= 0:
-                survivors.append(item)
-                fresh.append(not row[9])
-                continue
-            importance = decayed_importance(item.importance, days, rules)
-            item = MemoryItem(**{**vars(item), "importance": importance})
-            if importance < rules.delete_below:
-                events.append(ForgettingEvent(kind="decayed", at=at, removed=(item,), kept=None))
-                continue
-            updates.append((importance, at_us, item.id))
-            survivors.append(item)
-            fresh.append(not row[9])
-        conn.executemany("UPDATE memories SET importance = ?, decayed_us = ? WHERE id = ?", updates)
-        return events, survivors, fresh
+    def _items(self, conn: sqlite3.Connection, ids: Sequence[str]) -> list[MemoryItem]:
+        """The memories ``ids`` as stored now (inside the open transaction), in that order."""
+        if not ids:
+            return []
+        rows = conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(ids)})", list(ids)
+        ).fetchall()
+        items = {row[0]: _item(row) for row in rows}
+        return [items[item_id] for item_id in ids]
 
     def _merge(
         self,
         conn: sqlite3.Connection,
-        survivors: list[MemoryItem],
+        ids: list[str],
+        lengths: list[int],
         fresh: list[bool],
         at: datetime,
         rules: ForgettingRules,
     ) -> list[ForgettingEvent]:
-        if len(survivors) < 2:
+        if len(ids) < 2:
             return []
         checked = conn.execute(
             "SELECT value FROM meta WHERE key = 'merge_checked_above'"
@@ -529,12 +546,16 @@ class TieredStore:
         same_threshold = checked is not None and checked[0] == repr(rules.merge_above)
         if same_threshold and not any(fresh):
             return []
-        cache = self._memory_vector_cache()
-        vectors = np.vstack([cache[item.id] for item in survivors])
-        steps = merge_plan(survivors, vectors, rules, fresh if same_threshold else None)
+        vectors = self._memory_vector_cache().get(ids)
+        steps = merge_plan(lengths, vectors, rules, fresh if same_threshold else None)
+        involved = sorted({ids[i] for step in steps for i in (step.kept, step.removed)})
+        items = dict(zip(involved, self._items(conn, involved), strict=True))
         return [
             ForgettingEvent(
-                kind="merged", at=at, removed=(survivors[step.removed],), kept=survivors[step.kept]
+                kind="merged",
+                at=at,
+                removed=(items[ids[step.removed]],),
+                kept=items[ids[step.kept]],
             )
             for step in steps
         ]
