@@ -133,7 +133,7 @@ def fill_episodes(path: Path, count: int) -> None:
     rng = random.Random(7)
     store = TieredStore(path, embed=HashedEmbedding(DIM), vectors="numpy")
     # Filling only: a benchmark's scratch file need not be synced after each of 10,000 writes.
-    store._conn.execute("PRAGMA synchronous=OFF")
+    store._db.conn.execute("PRAGMA synchronous=OFF")
     for n in range(count):
         store.add_episode(
             at=T0 + n * HOUR, thread_id=f"t{n // 20}", input=sentence(rng), output="", outcome=""
