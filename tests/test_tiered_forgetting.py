@@ -110,9 +110,9 @@ def test_recall_restarts_decay() -> None:
 
 
 def test_idle_days_never_negative_and_counts_from_the_later_anchor() -> None:
-    assert idle_days(T0, T0 + 2 * DAY, T0 + 5 * DAY) == 3.0
-    assert idle_days(T0 + 4 * DAY, T0 + 2 * DAY, T0 + 5 * DAY) == 1.0
-    assert idle_days(T0 + 9 * DAY, T0, T0 + 5 * DAY) == 0.0
+    day = 86_400_000_000  # microseconds
+    days = idle_days(np.array([0, 4 * day, 9 * day]), np.array([2 * day, 2 * day, 0]), 5 * day)
+    assert days.tolist() == [3.0, 1.0, 0.0]
 
 
 # ---------------------------------------------------------------- merge
@@ -180,11 +180,15 @@ def test_merge_plan_with_fresh_rows_matches_the_full_plan() -> None:
     rng = np.random.default_rng(3)
     base = rng.normal(size=(6, 8))
     vectors = np.vstack([base, base[:3] + rng.normal(scale=0.05, size=(3, 8))])
-    items = [MemoryItem(f"i{n}", "x" * (n % 4 + 1), "c", 0.5, T0, T0, "t") for n in range(9)]
-    full = merge_plan(items, vectors, RULES)
-    fresh = merge_plan(items, vectors, RULES, fresh=[False] * 6 + [True] * 3)
+    lengths = [n % 4 + 1 for n in range(9)]
+    full = merge_plan(lengths, vectors, RULES)
+    fresh = merge_plan(lengths, vectors, RULES, fresh=[False] * 6 + [True] * 3)
     assert len(full) == 3  # each perturbed copy merges with its original, and nothing else
     assert fresh == full
+    many = np.vstack([vectors, rng.normal(size=(11, 8))])
+    assert merge_plan(lengths + [1] * 11, many, RULES, fresh=[True] * 20) == merge_plan(
+        lengths + [1] * 11, many, RULES
+    )
 
 
 # ---------------------------------------------------------------- compression

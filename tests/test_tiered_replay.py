@@ -51,6 +51,19 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _sweep(grid: Grid, runs: Path, backend: Any, truth: SimulatedBackend) -> Run:
+    """Sweep personas with ``backend`` for every lane, scored by ``truth``'s provenance."""
+    return sweep(
+        "personas",
+        grid,
+        runs_dir=runs,
+        progress=False,
+        max_workers=1,
+        backend_factory=lambda _spec: backend,
+        matcher=ProvenanceMatcher(truth),
+    )
+
+
 # What the same sweep wrote before lanes had a memory design (measured on that code).
 DEERFLOW_LANE = "default-free-t0.7-m50-baseline-d30-careful-d2c67319"
 DEERFLOW_RECORDS = {
@@ -126,16 +139,7 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, _Recording]:
             "qa": {"answer_backend": f"sim:{profile}", "judges": ["lenient"]},
         }
     )
-    run = sweep(
-        "personas",
-        grid,
-        runs_dir=tmp,
-        progress=False,
-        max_workers=1,
-        backend_factory=lambda _spec: recording,  # type: ignore[arg-type,return-value]
-        matcher=ProvenanceMatcher(recording.backend),
-    )
-    return run, recording
+    return _sweep(grid, tmp, recording, recording.backend), recording
 
 
 def _lane(run: Run, memory: str) -> str:
@@ -246,16 +250,7 @@ def _first_sessions(tmp: Path, rating: str, seed: int = 0) -> tuple[Run, Simulat
             "base": {"backend": f"sim:{profile}", "memory": "tiered", "seed": seed},
         }
     )
-    run = sweep(
-        "personas",
-        grid,
-        runs_dir=tmp,
-        progress=False,
-        max_workers=1,
-        backend_factory=lambda _spec: backend,
-        matcher=ProvenanceMatcher(backend),
-    )
-    return run, backend
+    return _sweep(grid, tmp, backend, backend), backend
 
 
 def _stored(run: Run) -> dict[str, int]:
@@ -291,15 +286,7 @@ def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:
             "base": {"backend": f"sim:{profile}", "memory": "tiered"},
         }
     )
-    run = sweep(
-        "personas",
-        grid,
-        runs_dir=tmp_path,
-        progress=False,
-        max_workers=1,
-        backend_factory=lambda _spec: backend,
-        matcher=ProvenanceMatcher(backend),
-    )
+    run = _sweep(grid, tmp_path, backend, backend)
     expected = {
         o.user_id: sum(
             rates.pick_rating(uniform(backend.seed, 0, fact.id, "importance")) > 0.7

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from memlab.memory import HashedEmbedding, StoreError, TieredStore, sqlite_vec_a
 from memlab.memory import vectors as vectors_module
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+DAY = timedelta(days=1)
 WORDS = [f"w{n}" for n in range(40)]
 
 needs_sqlite_vec = pytest.mark.skipif(
@@ -84,6 +86,48 @@ def test_sqlite_vec_and_numpy_return_the_same_rows_in_the_same_order(tmp_path: P
 
 
 @needs_sqlite_vec
+def test_sqlite_vec_ranks_episodes_in_its_vec0_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Texts of distinct words tie nowhere: the k-nearest query answers without the full scan,
+    # and agrees with NumPy.
+    scans: list[str] = []
+    real_scan = vectors_module.SqliteVecIndex._scan
+
+    def counting_scan(self: object, conn: object, table: str, *args: object) -> object:
+        scans.append(table)
+        return real_scan(self, conn, table, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors_module.SqliteVecIndex, "_scan", counting_scan)
+    rng = random.Random(2)
+    numpy_store = TieredStore(None, embed=HashedEmbedding(dim=48), vectors="numpy")
+    vec_store = TieredStore(None, embed=HashedEmbedding(dim=48), vectors="sqlite-vec")
+    for n in range(300):
+        text = " ".join(f"v{rng.randrange(10_000)}" for _ in range(4))
+        for store in (numpy_store, vec_store):
+            store.add_episode(at=T0 + n * DAY, thread_id="t", input=text, output="", outcome="")
+    for n in range(20):
+        query = " ".join(f"v{rng.randrange(10_000)}" for _ in range(3))
+        since = T0 + (n * 10) * DAY if n % 2 else None
+        found = {
+            store.vectors: [(e.input, s) for e, s in store.recall_episodes(query, 5, since=since)]
+            for store in (numpy_store, vec_store)
+        }
+        assert [t for t, _ in found["sqlite-vec"]] == [t for t, _ in found["numpy"]]
+    assert scans == []
+
+
+@needs_sqlite_vec
+def test_a_file_written_without_sqlite_vec_is_mirrored_when_it_opens(tmp_path: Path) -> None:
+    path = tmp_path / "lane.db"
+    with TieredStore(path, embed=HashedEmbedding(dim=8), vectors="sqlite-vec") as store:
+        store.add_episode(at=T0, thread_id="t", input="alpha", output="", outcome="")
+    with TieredStore(path, embed=HashedEmbedding(dim=8), vectors="numpy") as store:
+        store.add_episode(at=T0, thread_id="t", input="beta", output="", outcome="")
+    with TieredStore(path, embed=HashedEmbedding(dim=8), vectors="sqlite-vec") as store:
+        assert [e.input for e, _ in store.recall_episodes("beta", 1)] == ["beta"]
+        assert [e.input for e, _ in store.recall_episodes("alpha", 1)] == ["alpha"]
+
+
+@needs_sqlite_vec
 def test_zero_vectors_rank_as_orthogonal_in_both() -> None:
     for name in ("sqlite-vec", "numpy"):
         s = TieredStore(None, embed=HashedEmbedding(dim=8), vectors=name)  # type: ignore[arg-type]
@@ -116,11 +160,14 @@ def test_auto_picks_sqlite_vec_when_it_loads(caplog: pytest.LogCaptureFixture) -
 
 def test_hashed_embedding_is_deterministic_and_word_based() -> None:
     embed = HashedEmbedding(dim=16)
-    a, b, c, empty = embed(["Green tea", "tea green", "coffee", ""])
+    a, b, c, empty, ab = embed(["Green tea", "tea green", "coffee", "", "green tea coffee"])
     assert a.dtype == np.float32
     assert np.array_equal(a, b)  # word order and case do not matter
     assert not np.array_equal(a, c)
     assert not empty.any()
-    # two words, each +-1 in a slot: the squared norm is 2 (distinct slots) or 0/4 (shared)
-    assert float(a @ a) in (0.0, 2.0, 4.0)
+    np.testing.assert_allclose(ab, a + c)  # a sum of word vectors
+    # the same on every machine: SHAKE-256 bytes of the word as int8 / 128
+    assert embed(["x"])[0, :4].tolist() == [
+        b / 128 for b in np.frombuffer(hashlib.shake_256(b"x").digest(4), np.int8).tolist()
+    ]
     assert embed([]).shape == (0, 16)

@@ -5,7 +5,8 @@ can be checked against arithmetic done by hand:
 
 - **decay**: ``importance * (1 - decay_per_day) ** idle_days``, where the idle days run from
   the later of the item's last access and the previous forgetting pass (:func:`idle_days`):
-  one pass after ten idle days and ten daily passes give the same importance;
+  one pass after ten idle days and ten daily passes give the same importance (up to float
+  rounding); times are integer microseconds, the store's unit;
 - **delete**: an item whose decayed importance is *below* ``delete_below`` goes (exactly
   ``delete_below`` stays);
 - **merge**: a pair whose cosine similarity is *above* ``merge_above`` keeps the longer
@@ -31,6 +32,7 @@ from memlab.memory.items import ForgettingRules, MemoryItem
 
 __all__ = [
     "DAY",
+    "DAY_US",
     "MergeStep",
     "compression_candidates",
     "decayed_importance",
@@ -41,17 +43,25 @@ __all__ = [
 DAY = timedelta(days=1)
 
 
-def idle_days(last_accessed: datetime, decayed_to: datetime, at: datetime) -> float:
-    """Days at ``at`` since the later of the last access and the last decay (never negative)."""
-    start = max(last_accessed, decayed_to)
-    return max(0.0, (at - start) / DAY)
+DAY_US = 86_400_000_000
+"""Microseconds in a day (the store keeps times as integer microseconds)."""
 
 
-def decayed_importance(importance: float, days: float, rules: ForgettingRules) -> float:
-    """``importance`` after ``days`` idle days."""
-    if days <= 0:
-        return importance
-    return float(importance * (1.0 - rules.decay_per_day) ** days)
+def idle_days(last_accessed_us: np.ndarray, decayed_us: np.ndarray, at_us: int) -> np.ndarray:
+    """Days at ``at_us`` since the later of the last access and the last decay (never < 0)."""
+    start = np.maximum(np.asarray(last_accessed_us, np.int64), np.asarray(decayed_us, np.int64))
+    days: np.ndarray = np.maximum(0, at_us - start) / DAY_US
+    return days
+
+
+def decayed_importance(
+    importance: np.ndarray, days: np.ndarray, rules: ForgettingRules
+) -> np.ndarray:
+    """``importance * (1 - decay_per_day) ** days``, element-wise (float64)."""
+    base = np.asarray(importance, dtype=np.float64)
+    factor = np.power(1.0 - rules.decay_per_day, np.asarray(days, np.float64))
+    decayed: np.ndarray = base * factor
+    return decayed
 
 
 @dataclass(frozen=True)
@@ -64,32 +74,36 @@ class MergeStep:
 
 
 def merge_plan(
-    items: Sequence[MemoryItem],
+    lengths: Sequence[int],
     vectors: np.ndarray,
     rules: ForgettingRules,
     fresh: Sequence[bool] | None = None,
 ) -> list[MergeStep]:
-    """The merges of ``items`` (ordered by creation), most similar pair first.
+    """The merges among items (ordered by creation), most similar pair first.
 
     Of a pair above ``merge_above`` the longer content stays; at equal length the earlier item
     (the lower index) stays. A pair whose either item was already dropped is skipped, so an item
     leaves at most once and a survivor may absorb several near-duplicates.
 
     Args:
-        items: The candidates, ordered by creation time then id.
+        lengths: The items' content lengths, ordered by creation time then id.
         vectors: One row per item.
         rules: ``merge_above`` is read.
         fresh: When given, only pairs with at least one fresh item are considered (the others
             were checked by an earlier pass with the same threshold and vectors do not change).
     """
-    count = len(items)
+    count = len(lengths)
     if count < 2:
         return []
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
     safe = np.where(norms == 0.0, 1.0, norms)
     rows = np.arange(count) if fresh is None else np.flatnonzero(np.asarray(fresh, dtype=bool))
-    sims = (matrix[rows] @ matrix.T) / np.outer(safe[rows], safe)
+    if rows.size == 0:
+        return []
+    # einsum, not BLAS: every pair's dot product is summed the same way whichever rows are
+    # fresh (a pair on the threshold is decided alike), and no BLAS threads wait for busy cores
+    sims = np.einsum("ij,kj->ik", matrix[rows], matrix) / np.outer(safe[rows], safe)
     sims[norms[rows] == 0.0, :] = 0.0
     sims[:, norms == 0.0] = 0.0
     pairs: dict[tuple[int, int], float] = {}
@@ -102,7 +116,7 @@ def merge_plan(
     for (first, second), similarity in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])):
         if first in dropped or second in dropped:
             continue
-        if len(items[second].content) > len(items[first].content):
+        if lengths[second] > lengths[first]:
             kept, removed = second, first
         else:
             kept, removed = first, second

@@ -20,18 +20,29 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memlab.core.document import utc_iso
+from memlab.memory.database import (
+    EPISODE_COLUMNS,
+    MEMORY_COLUMNS,
+    SCHEMA,
+    Database,
+    episode_of,
+    from_us,
+    item_of,
+    marks,
+    time_range,
+    to_us,
+)
 from memlab.memory.forgetting import (
     compression_candidates,
     decayed_importance,
@@ -46,7 +57,7 @@ from memlab.memory.items import (
     MemoryItem,
     StoreError,
 )
-from memlab.memory.vectors import Table, VectorChoice, connect, range_clause
+from memlab.memory.vectors import RowMatrix, Table, VectorChoice
 
 __all__ = [
     "SCHEMA",
@@ -60,72 +71,8 @@ __all__ = [
     "TieredStore",
 ]
 
-SCHEMA = "memlab-tiered/1"
-"""The ``schema`` value of a store's ``meta`` table; another value is refused."""
-
 Embed = Callable[[Sequence[str]], np.ndarray]
 """Texts -> an array of shape ``(len(texts), dim)``; the same ``dim`` for a store's life."""
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-_TABLES = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE memories (
-    id TEXT PRIMARY KEY, content TEXT NOT NULL, category TEXT NOT NULL,
-    importance REAL NOT NULL, created_us INTEGER NOT NULL, accessed_us INTEGER NOT NULL,
-    decayed_us INTEGER NOT NULL, source TEXT NOT NULL, kind TEXT NOT NULL,
-    merge_checked INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE memory_vectors (id TEXT PRIMARY KEY, embedding BLOB NOT NULL);
-CREATE VIEW memory_vectors_view AS
-    SELECT v.id AS id, m.created_us AS created_us, v.embedding AS embedding
-    FROM memory_vectors v JOIN memories m ON m.id = v.id;
-CREATE TABLE episodes (
-    id TEXT PRIMARY KEY, at_us INTEGER NOT NULL, thread_id TEXT NOT NULL,
-    input TEXT NOT NULL, output TEXT NOT NULL, outcome TEXT NOT NULL, embedding BLOB NOT NULL);
-CREATE INDEX episodes_at ON episodes (at_us);
-CREATE TABLE session_summaries (
-    thread_id TEXT PRIMARY KEY, summary TEXT NOT NULL, key_points TEXT NOT NULL,
-    at_us INTEGER NOT NULL, seq INTEGER NOT NULL);
-"""
-
-_MEMORY_COLUMNS = (
-    "id, content, category, importance, created_us, accessed_us, source, kind, "
-    "decayed_us, merge_checked"
-)
-_EPISODE_COLUMNS = "id, at_us, thread_id, input, output, outcome"
-
-
-def _us(moment: datetime) -> int:
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise StoreError(
-            f"tiered memory times must be timezone-aware, got naive {moment!r}; "
-            "use datetime(..., tzinfo=UTC)"
-        )
-    return (moment - _EPOCH) // _MICROSECOND
-
-
-def _dt(us: int) -> datetime:
-    return _EPOCH + us * _MICROSECOND
-
-
-def _item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(
-        id=row[0],
-        content=row[1],
-        category=row[2],
-        importance=float(row[3]),
-        created_at=_dt(row[4]),
-        last_accessed=_dt(row[5]),
-        source=row[6],
-        kind=row[7],
-    )
-
-
-def _episode(row: Sequence[Any]) -> Episode:
-    return Episode(
-        id=row[0], at=_dt(row[1]), thread_id=row[2], input=row[3], output=row[4], outcome=row[5]
-    )
 
 
 class TieredStore:
@@ -154,86 +101,13 @@ class TieredStore:
         self.path = None if path is None else Path(path)
         self._embed = embed
         self._ids = ids
-        self._lock = threading.RLock()
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn, self._index = connect(self.path, vectors)
-        self._memory_vectors: dict[str, np.ndarray] | None = None
-        try:
-            self._open()
-        except BaseException as exc:
-            self._conn.close()
-            if _is_sqlite_error(exc):
-                raise self._corrupt(exc) from None
-            raise
+        self._db = Database(self.path, vectors)
+        self._memory_vectors: RowMatrix | None = None
 
     @property
     def vectors(self) -> str:
         """The vector backend in use: ``sqlite-vec`` or ``numpy``."""
-        return self._index.name
-
-    # ------------------------------------------------------------------ setup
-
-    def _corrupt(self, exc: BaseException) -> CorruptStoreError:
-        return CorruptStoreError(self.path or Path(":memory:"), str(exc) or type(exc).__name__)
-
-    def _open(self) -> None:
-        # The file is checked before anything is written: switching to WAL rewrites its header.
-        conn = self._conn
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        if tables and "meta" not in tables:
-            raise self._corrupt(ValueError("an SQLite database without memlab's tables"))
-        if tables:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != SCHEMA:
-                found = "none" if row is None else repr(row[0])
-                raise self._corrupt(ValueError(f"schema {found}, expected {SCHEMA!r}"))
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if self.path is not None and str(mode).lower() != "wal":
-            raise self._corrupt(ValueError(f"journal mode {mode!r} instead of WAL"))
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=10000")
-        if not tables:
-            with self._write():
-                self._create_tables()
-
-    def _create_tables(self) -> None:
-        for statement in _TABLES.split(";"):
-            if statement.strip():
-                self._conn.execute(statement)
-        self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA,))
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One transaction: committed (and synced) on success, rolled back on any error."""
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except Exception as exc:
-                raise self._database_error(exc) from None
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                conn.execute("ROLLBACK")
-                if isinstance(exc, StoreError) or not _is_sqlite_error(exc):
-                    raise
-                raise self._database_error(exc) from None
-
-    def _database_error(self, exc: BaseException) -> StoreError:
-        if type(exc).__name__ == "IntegrityError":
-            return StoreError(f"tiered memory database {self.path}: {exc} (an id issued twice?)")
-        return self._corrupt(exc)
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            try:
-                return list(self._conn.execute(sql, params).fetchall())
-            except Exception as exc:
-                if _is_sqlite_error(exc):
-                    raise self._database_error(exc) from None
-                raise
+        return self._db.index.name
 
     # ------------------------------------------------------------------ vectors
 
@@ -246,23 +120,19 @@ class TieredStore:
             )
         if not np.isfinite(matrix).all():
             raise StoreError("embed returned NaN or infinite values")
-        stored = self._read("SELECT value FROM meta WHERE key = 'dim'")
-        if stored and int(stored[0][0]) != matrix.shape[1]:
+        stored = self._db.dim
+        if stored is not None and stored != matrix.shape[1]:
             raise StoreError(
                 f"embed returned {matrix.shape[1]}-dimensional vectors but {self.path} holds "
-                f"{stored[0][0]}-dimensional ones; open it with the embedding it was written with"
+                f"{stored}-dimensional ones; open it with the embedding it was written with"
             )
         return np.ascontiguousarray(matrix)
 
-    def _remember_dim(self, conn: sqlite3.Connection, dim: int) -> None:
-        conn.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(dim),))
-
-    def _memory_vector_cache(self) -> dict[str, np.ndarray]:
+    def _memory_vector_cache(self) -> RowMatrix:
         if self._memory_vectors is None:
-            rows = self._read("SELECT id, embedding FROM memory_vectors")
-            self._memory_vectors = {
-                str(row_id): np.frombuffer(blob, dtype=np.float32) for row_id, blob in rows
-            }
+            self._memory_vectors = RowMatrix()
+            for row_id, blob in self._db.read("SELECT id, embedding FROM memory_vectors"):
+                self._memory_vectors.add(str(row_id), 0, np.frombuffer(blob, dtype=np.float32))
         return self._memory_vectors
 
     def _new_id(self, prefix: str) -> str:
@@ -286,7 +156,7 @@ class TieredStore:
             source=source,
         )
         vector = self._vectors_of([content])[0]
-        with self._write() as conn:
+        with self._db.write() as conn:
             self._insert_memory(conn, item, vector)
         self._added_memory(item, vector)
         return item
@@ -294,25 +164,24 @@ class TieredStore:
     def _insert_memory(
         self, conn: sqlite3.Connection, item: MemoryItem, vector: np.ndarray
     ) -> None:
-        created = _us(item.created_at)
+        created = to_us(item.created_at)
         conn.execute(
-            f"INSERT INTO memories ({_MEMORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             (item.id, item.content, item.category, item.importance, created,
-             _us(item.last_accessed), item.source, item.kind, created),
+             to_us(item.last_accessed), item.source, item.kind, created),
         )  # fmt: skip
         conn.execute("INSERT INTO memory_vectors VALUES (?, ?)", (item.id, vector.tobytes()))
-        self._remember_dim(conn, vector.shape[0])
+        self._db.remember_dim(conn, vector.shape[0])
 
     def _added_memory(self, item: MemoryItem, vector: np.ndarray) -> None:
         if self._memory_vectors is not None:
-            self._memory_vectors[item.id] = vector
-        self._index.added("memories", item.id, _us(item.created_at), vector)
+            self._memory_vectors.add(item.id, 0, vector)
+        self._db.index.added("memories", item.id, to_us(item.created_at), vector)
 
     def _removed_memories(self, ids: Sequence[str]) -> None:
         if self._memory_vectors is not None:
-            for item_id in ids:
-                self._memory_vectors.pop(item_id, None)
-        self._index.removed("memories", ids)
+            self._memory_vectors.remove(ids)
+        self._db.index.removed("memories", ids)
 
     def add_episode(
         self, *, at: datetime, thread_id: str, input: str, output: str, outcome: str
@@ -327,14 +196,15 @@ class TieredStore:
             outcome=outcome,
         )
         vector = self._vectors_of([input])[0]
-        at_us = _us(at)
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+        at_us = to_us(at)
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (episode.id, at_us, thread_id, input, output, outcome, vector.tobytes()),
             )
-            self._remember_dim(conn, vector.shape[0])
-        self._index.added("episodes", episode.id, at_us, vector)
+            self._db.remember_dim(conn, vector.shape[0])
+            self._db.index.stage(conn, "episodes", int(cursor.lastrowid or 0), at_us, vector)
+        self._db.index.added("episodes", episode.id, at_us, vector)
         return episode
 
     def set_session_summary(
@@ -342,39 +212,39 @@ class TieredStore:
     ) -> None:
         """Set (replace) the summary and key points of ``thread_id``, written at ``at``."""
         points = json.dumps([str(point) for point in key_points], ensure_ascii=False)
-        with self._write() as conn:
+        with self._db.write() as conn:
             (seq,) = conn.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM session_summaries"
             ).fetchone()
             conn.execute(
                 "INSERT OR REPLACE INTO session_summaries VALUES (?, ?, ?, ?, ?)",
-                (thread_id, summary, points, _us(at), seq),
+                (thread_id, summary, points, to_us(at), seq),
             )
 
     # ------------------------------------------------------------------ reads
 
     def memories(self) -> list[MemoryItem]:
         """Every semantic memory, ordered by creation time then id."""
-        rows = self._read(f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY created_us, id")
-        return [_item(row) for row in rows]
+        rows = self._db.read(f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY created_us, id")
+        return [item_of(row) for row in rows]
 
     def episodes(
         self, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[Episode]:
         """Episodes with ``since <= at <= until`` (either bound optional), oldest first."""
-        where, params = _time_range(since, until)
-        rows = self._read(
-            f"SELECT {_EPISODE_COLUMNS} FROM episodes{where} ORDER BY at_us, id", params
+        where, params = time_range(since, until)
+        rows = self._db.read(
+            f"SELECT {EPISODE_COLUMNS} FROM episodes{where} ORDER BY at_us, id", params
         )
-        return [_episode(row) for row in rows]
+        return [episode_of(row) for row in rows]
 
     def session_summary(self, thread_id: str | None = None) -> tuple[str, list[str]] | None:
         """``(summary, key points)`` of ``thread_id``, or of the latest written; else ``None``."""
         select = "SELECT summary, key_points FROM session_summaries"
         if thread_id is None:
-            rows = self._read(f"{select} ORDER BY at_us DESC, seq DESC LIMIT 1")
+            rows = self._db.read(f"{select} ORDER BY at_us DESC, seq DESC LIMIT 1")
         else:
-            rows = self._read(f"{select} WHERE thread_id = ?", (thread_id,))
+            rows = self._db.read(f"{select} WHERE thread_id = ?", (thread_id,))
         if not rows:
             return None
         return str(rows[0][0]), [str(point) for point in json.loads(rows[0][1])]
@@ -392,17 +262,17 @@ class TieredStore:
         found = self._search("memories", query, k)
         if not found:
             return []
-        at_us = _us(at)
+        at_us = to_us(at)
         ids = [row_id for row_id, _score in found]
-        with self._write() as conn:
+        with self._db.write() as conn:
             conn.executemany(
                 "UPDATE memories SET accessed_us = max(accessed_us, ?) WHERE id = ?",
                 [(at_us, row_id) for row_id in ids],
             )
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(ids)})", ids
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)})", ids
             ).fetchall()
-        items = {row[0]: _item(row) for row in rows}
+        items = {row[0]: item_of(row) for row in rows}
         return [(items[row_id], score) for row_id, score in found]
 
     def recall_episodes(
@@ -421,23 +291,23 @@ class TieredStore:
         if k <= 0:
             return []
         if query is None:
-            where, params = _time_range(since, until)
-            rows = self._read(
-                f"SELECT {_EPISODE_COLUMNS} FROM episodes{where} "
+            where, params = time_range(since, until)
+            rows = self._db.read(
+                f"SELECT {EPISODE_COLUMNS} FROM episodes{where} "
                 "ORDER BY at_us DESC, id DESC LIMIT ?",
                 [*params, k],
             )
-            return [(_episode(row), 0.0) for row in rows]
-        since_us = None if since is None else _us(since)
-        until_us = None if until is None else _us(until)
+            return [(episode_of(row), 0.0) for row in rows]
+        since_us = None if since is None else to_us(since)
+        until_us = None if until is None else to_us(until)
         found = self._search("episodes", query, k, since_us, until_us)
         if not found:
             return []
         ids = [row_id for row_id, _score in found]
-        rows = self._read(
-            f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE id IN ({_marks(ids)})", ids
+        rows = self._db.read(
+            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id IN ({marks(ids)})", ids
         )
-        episodes = {row[0]: _episode(row) for row in rows}
+        episodes = {row[0]: episode_of(row) for row in rows}
         return [(episodes[row_id], score) for row_id, score in found]
 
     def _search(
@@ -449,13 +319,7 @@ class TieredStore:
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
         vector = self._vectors_of([query])[0]
-        with self._lock:
-            try:
-                return self._index.search(self._conn, table, vector, k, since_us, until_us)
-            except Exception as exc:
-                if _is_sqlite_error(exc):
-                    raise self._database_error(exc) from None
-                raise
+        return self._db.search(table, vector, k, since_us, until_us)
 
     # ------------------------------------------------------------------ forgetting
 
@@ -465,63 +329,77 @@ class TieredStore:
         One transaction. Events: one ``decayed`` per deleted item (as it was, decayed), then one
         ``merged`` per dropped near-duplicate (most similar pair first).
         """
-        at_us = _us(at)
-        with self._write() as conn:
+        at_us = to_us(at)
+        with self._db.write() as conn:
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories ORDER BY created_us, id"
+                "SELECT id, importance, accessed_us, decayed_us, merge_checked, length(content) "
+                "FROM memories ORDER BY created_us, id"
             ).fetchall()
-            events, survivors, fresh = self._decay(conn, rows, at, at_us, rules)
-            events += self._merge(conn, survivors, fresh, at, rules)
-            gone = [item.id for event in events for item in event.removed]
-            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in gone])
-            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in gone])
+            if not rows:
+                return []
+            ids, importance, accessed, decayed, checked, lengths = (
+                list(c) for c in zip(*rows, strict=True)
+            )
+            days = idle_days(np.array(accessed), np.array(decayed), at_us)
+            current = decayed_importance(np.array(importance), days, rules)
+            gone = current < rules.delete_below
+            idle = np.flatnonzero((days > 0) & ~gone).tolist()
+            conn.executemany(
+                "UPDATE memories SET importance = ?, decayed_us = ? WHERE id = ?",
+                [(float(current[i]), at_us, ids[i]) for i in idle],
+            )
+            deleted = np.flatnonzero(gone).tolist()
+            events = [
+                ForgettingEvent(
+                    kind="decayed",
+                    at=at,
+                    removed=(replace(item, importance=float(current[i])),),
+                    kept=None,
+                )
+                for i, item in zip(
+                    deleted, self._items(conn, [ids[i] for i in deleted]), strict=True
+                )
+            ]
+            kept = np.flatnonzero(~gone).tolist()
+            events += self._merge(
+                conn,
+                [ids[i] for i in kept],
+                [lengths[i] for i in kept],
+                [not checked[i] for i in kept],
+                at,
+                rules,
+            )
+            removed = [item.id for event in events for item in event.removed]
+            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in removed])
+            conn.executemany("DELETE FROM memory_vectors WHERE id = ?", [(i,) for i in removed])
             conn.execute("UPDATE memories SET merge_checked = 1 WHERE merge_checked = 0")
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('merge_checked_above', ?)",
                 (repr(rules.merge_above),),
             )
-        self._removed_memories(gone)
+        self._removed_memories(removed)
         return events
 
-    def _decay(
-        self,
-        conn: sqlite3.Connection,
-        rows: Sequence[Sequence[Any]],
-        at: datetime,
-        at_us: int,
-        rules: ForgettingRules,
-    ) -> tuple[list[ForgettingEvent], list[MemoryItem], list[bool]]:
-        events: list[ForgettingEvent] = []
-        survivors: list[MemoryItem] = []
-        fresh: list[bool] = []
-        updates = []
-        for row in rows:
-            item = _item(row)
-            days = idle_days(item.last_accessed, _dt(row[8]), at)
-            if days <= 0:
-                survivors.append(item)
-                fresh.append(not row[9])
-                continue
-            importance = decayed_importance(item.importance, days, rules)
-            item = MemoryItem(**{**vars(item), "importance": importance})
-            if importance < rules.delete_below:
-                events.append(ForgettingEvent(kind="decayed", at=at, removed=(item,), kept=None))
-                continue
-            updates.append((importance, at_us, item.id))
-            survivors.append(item)
-            fresh.append(not row[9])
-        conn.executemany("UPDATE memories SET importance = ?, decayed_us = ? WHERE id = ?", updates)
-        return events, survivors, fresh
+    def _items(self, conn: sqlite3.Connection, ids: Sequence[str]) -> list[MemoryItem]:
+        """The memories ``ids`` as stored now (inside the open transaction), in that order."""
+        if not ids:
+            return []
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)})", list(ids)
+        ).fetchall()
+        items = {row[0]: item_of(row) for row in rows}
+        return [items[item_id] for item_id in ids]
 
     def _merge(
         self,
         conn: sqlite3.Connection,
-        survivors: list[MemoryItem],
+        ids: list[str],
+        lengths: list[int],
         fresh: list[bool],
         at: datetime,
         rules: ForgettingRules,
     ) -> list[ForgettingEvent]:
-        if len(survivors) < 2:
+        if len(ids) < 2:
             return []
         checked = conn.execute(
             "SELECT value FROM meta WHERE key = 'merge_checked_above'"
@@ -529,12 +407,16 @@ class TieredStore:
         same_threshold = checked is not None and checked[0] == repr(rules.merge_above)
         if same_threshold and not any(fresh):
             return []
-        cache = self._memory_vector_cache()
-        vectors = np.vstack([cache[item.id] for item in survivors])
-        steps = merge_plan(survivors, vectors, rules, fresh if same_threshold else None)
+        vectors = self._memory_vector_cache().get(ids)
+        steps = merge_plan(lengths, vectors, rules, fresh if same_threshold else None)
+        involved = sorted({ids[i] for step in steps for i in (step.kept, step.removed)})
+        items = dict(zip(involved, self._items(conn, involved), strict=True))
         return [
             ForgettingEvent(
-                kind="merged", at=at, removed=(survivors[step.removed],), kept=survivors[step.kept]
+                kind="merged",
+                at=at,
+                removed=(items[ids[step.removed]],),
+                kept=items[ids[step.kept]],
             )
             for step in steps
         ]
@@ -558,13 +440,13 @@ class TieredStore:
         if not ids:
             raise StoreError("replace_with_summary needs at least one memory to replace")
         vector = self._vectors_of([summary])[0]
-        with self._write() as conn:
+        with self._db.write() as conn:
             rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(ids)}) "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)}) "
                 "ORDER BY created_us, id",
                 ids,
             ).fetchall()
-            removed = tuple(_item(row) for row in rows)
+            removed = tuple(item_of(row) for row in rows)
             missing = sorted(set(ids) - {item.id for item in removed})
             if missing:
                 raise StoreError(
@@ -594,7 +476,7 @@ class TieredStore:
 
     def snapshot(self) -> dict[str, Any]:
         """The store as JSON (no vectors): memories, episodes, session summaries, sorted."""
-        summaries = self._read(
+        summaries = self._db.read(
             "SELECT thread_id, summary, key_points, at_us FROM session_summaries "
             "ORDER BY at_us, seq"
         )
@@ -621,7 +503,7 @@ class TieredStore:
                     "thread_id": thread_id,
                     "summary": summary,
                     "key_points": json.loads(points),
-                    "at": utc_iso(_dt(at_us)),
+                    "at": utc_iso(from_us(at_us)),
                 }
                 for thread_id, summary, points, at_us in summaries
             ],
@@ -629,8 +511,7 @@ class TieredStore:
 
     def close(self) -> None:
         """Close the database (checkpointing the WAL into the file)."""
-        with self._lock:
-            self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> TieredStore:
         return self
@@ -640,20 +521,3 @@ class TieredStore:
 
     def __repr__(self) -> str:
         return f"TieredStore({str(self.path or ':memory:')!r}, vectors={self.vectors!r})"
-
-
-def _is_sqlite_error(exc: BaseException) -> bool:
-    # sqlite3's and pysqlite3's exception classes differ; both follow DB-API names.
-    return isinstance(exc, sqlite3.Error) or any(
-        cls.__name__ == "DatabaseError" for cls in type(exc).__mro__
-    )
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join("?" * len(values))
-
-
-def _time_range(since: datetime | None, until: datetime | None) -> tuple[str, list[int]]:
-    return range_clause(
-        None if since is None else _us(since), None if until is None else _us(until), "at_us"
-    )

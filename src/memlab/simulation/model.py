@@ -67,6 +67,7 @@ from memlab.simulation.profile import (
 )
 from memlab.simulation.profile import uniform as _uniform
 from memlab.simulation.qa import AnswerDecision, JudgeDecision, SimQA
+from memlab.simulation.replies import Breakage, broken_reply
 from memlab.simulation.tiered import SimTiered, TieredDecision
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
@@ -452,24 +453,12 @@ _NO_JSON = "I reviewed the conversation and updated the memory accordingly."
 
 def _render(decision: SimDecision) -> tuple[str, str]:
     """The reply text for a decision, broken as its failure says, and the finish reason."""
-    body = json.dumps(decision.update, ensure_ascii=False)
-    failure = decision.failure
-    if failure is None:
-        return body, "stop"
-    if failure is FailureCategory.TRUNCATED:
-        return body[: max(1, len(body) * 2 // 3)], "length"
-    texts: dict[FailureCategory, str] = {
-        FailureCategory.EMPTY: "",
-        FailureCategory.NO_JSON: _NO_JSON,
-        FailureCategory.FENCED: f"```json\n{body}\n```",
-        FailureCategory.PROSE_WRAPPED: _PROSE.format(body=body),
-        FailureCategory.THINK_BLOCK: _THINK.format(body=body),
-        FailureCategory.INVALID_JSON: body[:-1] + ",}",
-        FailureCategory.WRONG_SHAPE: json.dumps(
-            {k: decision.update[k] for k in ("newFacts", "factsToRemove")}, ensure_ascii=False
-        ),
-        FailureCategory.SCHEMA_VIOLATION: json.dumps(
-            {**decision.update, "factsToRemove": "none"}, ensure_ascii=False
-        ),
-    }
-    return texts[failure], "stop"
+    update = decision.update
+    breakage = Breakage(
+        prose=_PROSE,
+        think=_THINK,
+        no_json=_NO_JSON,
+        wrong_shape={k: update[k] for k in ("newFacts", "factsToRemove")},
+        violation={**update, "factsToRemove": "none"},
+    )
+    return broken_reply(update, decision.failure, breakage)

@@ -135,6 +135,16 @@ class SimQAProfile(BaseModel):
         return self.judge_leniency.get(judge, self.default_leniency)
 
 
+def _unit_distribution(value: dict[float, float], what: str) -> dict[float, float]:
+    """Values in [0, 1] -> weights, at least one positive; sorted by value."""
+    bad = [v for v in value if not 0.0 <= v <= 1.0]
+    if bad:
+        raise ValueError(f"{what}s must lie in [0, 1], got {bad}")
+    if not value or sum(value.values()) <= 0:
+        raise ValueError(f"give at least one {what} with a positive weight")
+    return dict(sorted(value.items()))
+
+
 def _default_importance() -> dict[float, float]:
     return {0.9: 0.6, 0.7: 0.2, 0.5: 0.2}
 
@@ -162,12 +172,7 @@ class SimTieredProfile(BaseModel):
     @field_validator("importance", "other_importance")
     @classmethod
     def _ratings(cls, value: dict[float, float]) -> dict[float, float]:
-        bad = [r for r in value if not 0.0 <= r <= 1.0]
-        if bad:
-            raise ValueError(f"importance ratings must lie in [0, 1], got {bad}")
-        if not value or sum(value.values()) <= 0:
-            raise ValueError("give at least one rating with a positive weight")
-        return dict(sorted(value.items()))
+        return _unit_distribution(value, "importance rating")
 
     def rating_shares(self, gold: bool = True) -> dict[float, float]:
         """Rating values with their probabilities (weights normalised)."""
@@ -215,14 +220,7 @@ class SimProfile(BaseModel):
     @field_validator("confidence", "invented_confidence")
     @classmethod
     def _confidences(cls, value: dict[float, float] | None) -> dict[float, float] | None:
-        if value is None:
-            return None
-        bad = [c for c in value if not 0.0 <= c <= 1.0]
-        if bad:
-            raise ValueError(f"confidence values must lie in [0, 1], got {bad}")
-        if not value or sum(value.values()) <= 0:
-            raise ValueError("give at least one confidence value with a positive weight")
-        return dict(sorted(value.items()))
+        return None if value is None else _unit_distribution(value, "confidence value")
 
     @field_validator("failures")
     @classmethod

@@ -18,7 +18,6 @@ each failure category describes. Every draw is a hash of the seeds and what it i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 from memlab.core.parsing import FailureCategory
 from memlab.core.tiered_prompts import compression_prompt, importance_prompt, summary_prompt
 from memlab.simulation.profile import SimProfile, uniform
+from memlab.simulation.replies import Breakage, broken_reply
 
 __all__ = ["SimTiered", "TieredDecision"]
 
@@ -109,8 +109,18 @@ class SimTiered:
         return None
 
     def render(self, decision: TieredDecision) -> tuple[str, str]:
-        """The reply text of a decision, broken as its failure says, and the finish reason."""
-        return render_broken(decision.reply, decision.failure)
+        """The reply text of a decision, broken as its failure says, and the finish reason
+        (the wrong shape lacks the contract's first key, the violation makes it a number)."""
+        reply = decision.reply
+        first = next(iter(reply))
+        breakage = Breakage(
+            prose=_PROSE,
+            think=_THINK,
+            no_json=_NO_JSON,
+            wrong_shape={k: v for k, v in reply.items() if k != first},
+            violation={**reply, first: 42},
+        )
+        return broken_reply(reply, decision.failure, breakage)
 
     # ------------------------------------------------------------------ calls
 
@@ -198,27 +208,3 @@ def _trailing(blocks: Sequence[str], conversation: str) -> int:
 _PROSE = "Here is the result:\n{body}\nI kept only what matters."
 _THINK = "<think>Let me weigh what matters here.</think>\n{body}"
 _NO_JSON = "I reviewed the messages and kept what matters."
-
-
-def render_broken(reply: dict[str, Any], failure: FailureCategory | None) -> tuple[str, str]:
-    """A contract object as reply text, broken as ``failure`` says (any contract: the wrong
-    shape drops its first key, the schema violation makes that key's value a number)."""
-    body = json.dumps(reply, ensure_ascii=False)
-    if failure is None:
-        return body, "stop"
-    if failure is FailureCategory.TRUNCATED:
-        return body[: max(1, len(body) * 2 // 3)], "length"
-    first = next(iter(reply))
-    texts: dict[FailureCategory, str] = {
-        FailureCategory.EMPTY: "",
-        FailureCategory.NO_JSON: _NO_JSON,
-        FailureCategory.FENCED: f"```json\n{body}\n```",
-        FailureCategory.PROSE_WRAPPED: _PROSE.format(body=body),
-        FailureCategory.THINK_BLOCK: _THINK.format(body=body),
-        FailureCategory.INVALID_JSON: body[:-1] + ",}",
-        FailureCategory.WRONG_SHAPE: json.dumps(
-            {k: v for k, v in reply.items() if k != first}, ensure_ascii=False
-        ),
-        FailureCategory.SCHEMA_VIOLATION: json.dumps({**reply, first: 42}, ensure_ascii=False),
-    }
-    return texts[failure], "stop"

@@ -252,19 +252,25 @@ class _Replayer:
         try:
             done = step() or Step()
         except Exception as exc:  # the queue would only log it: record it as a failed call
-            result = UpdateResult(thread_id, self.scheduler.now())
-            result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
-            kind = self.strategy.primary_call
-            if kind is not None:
-                result.extra["call"] = kind
-            done = Step([result.to_record()])
+            done = self._failure(thread_id, exc)
         self._record(done, thread_id)
         return done.saved
+
+    def _failure(self, thread_id: str, exc: Exception) -> Step:
+        """A step that raised, as one failed primary record (the replay is unfinished)."""
+        result = UpdateResult(thread_id, self.scheduler.now())
+        result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
+        kind = self.strategy.primary_call
+        if kind is not None:
+            result.extra["call"] = kind
+        return Step([result.to_record()])
 
     def _record(self, step: Step, thread_id: str | None) -> None:
         for record in step.records:
             session = record.get("thread_id", thread_id)
-            record["session_index"] = self.session_of.get(str(session), -1)
+            # A call of no session (compression between sessions): the snapshot taken next.
+            index = len(self.out.snapshots) if session is None else self.session_of.get(session)
+            record["session_index"] = -1 if index is None else index
             record["virtual_time"] = utc_iso(self.scheduler.now())
             self.out.calls.append(record)
         if self.out.forgetting is not None:
@@ -274,7 +280,10 @@ class _Replayer:
 
     def end_session(self, thread_id: str) -> None:
         """Close a session's conversation (the tiered memory folds its working memory)."""
-        step = self.strategy.end_session(thread_id)
+        try:
+            step = self.strategy.end_session(thread_id)
+        except Exception as exc:  # recorded, never lost: the replay is then unfinished
+            step = self._failure(thread_id, exc)
         if step is not None:
             self.out.updates += 1
             self._record(step, thread_id)
