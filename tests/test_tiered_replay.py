@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from memlab.backends.cache import CacheMode
+from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import Violation
 from memlab.core.llm import Completion, CompletionRequest
 from memlab.core.parsing import FailureCategory, parse_reply
@@ -31,7 +33,8 @@ from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import uniform
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, LaneConfig
+from memlab.sweeps.grid import Grid, GridError, LaneConfig
+from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes
 from memlab.sweeps.run import Run
 
 OWNERS = load_dataset(resolve_dataset("personas"))
@@ -403,3 +406,16 @@ def test_a_killed_tiered_sweep_resumes_to_the_clean_result(tmp_path: Path) -> No
     assert _owner_records(runs / "killed") == _owner_records(tmp_path / "clean" / "killed")
     assert resumed.summary.equals(clean.summary)
     assert status  # the resumed run finished with a manifest
+
+
+def test_a_fork_of_a_tiered_lane_is_refused_at_its_memory_key() -> None:
+    class _Fork:  # what resolving reads of a loaded fork
+        def identity(self) -> dict[str, Any]:
+            return {"run": "ref", "lane": "x", "at_session": 1}
+
+    grid = Grid.from_mapping({"name": "f", "axes": {"memory": ["deerflow", "tiered"]}})
+    backends = LaneBackends(lambda _spec: ScriptedBackend(["{}"]), None, CacheMode.OFF)
+    with pytest.raises(GridError) as info:
+        resolve_lanes(grid, prompt_registry(grid), backends, _Fork())  # type: ignore[arg-type]
+    assert info.value.key == "axes.memory[1]"
+    assert "fork only memory: deerflow lanes" in str(info.value)
