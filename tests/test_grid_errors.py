@@ -29,6 +29,12 @@ BAD_GRIDS: list[tuple[str, str, str]] = [
     ("name: g\naxes:\n  backend: [scripted, 'nope:x']\n", ":3: axes.backend[1]", "known prefixes"),
     ("name: g\nbase:\n  output_mode: xml\n", ":3: base.output_mode", "free"),
     ("name: g\naxes:\n  parse: [default, loose]\n", ":3: axes.parse[1]", "strict_only"),
+    (
+        "name: g\naxes:\n  memory: [deerflow, tierd]\n",
+        ":3: axes.memory[1]",
+        "'deerflow' or 'tiered'",
+    ),
+    ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "'deerflow' or 'tiered'"),
     ("name: g\nprompts: [missing.txt]\n", ":2: prompts[0]", "does not exist"),
     ("name: g\nprompts: [noconv.txt]\n", ":2: prompts[0]", "{conversation}"),
     ("name: g\nbase:\n  max_facts: many\n", ":3: base.max_facts", "integer"),

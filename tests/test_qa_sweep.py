@@ -60,6 +60,8 @@ def profile_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for key in ("confidence", "invented_confidence"):  # numbers again, as YAML keys
         if careful.get(key):
             careful[key] = {float(k): v for k, v in careful[key].items()}
+    for key in ("importance", "other_importance"):  # the tiered calls' ratings, likewise
+        careful["tiered"][key] = {float(k): v for k, v in careful["tiered"][key].items()}
     careful["name"] = "qa-test"
     careful["qa"] = {
         "answer_rate": ANSWER_RATE,

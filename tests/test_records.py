@@ -142,6 +142,7 @@ def test_a_session_row_as_a_whole(run: Run) -> None:
                 "evicted": 0,
                 "skipped_below_threshold": 0,
                 "skipped_duplicate": 0,
+                "memory_tokens": 4,
                 "op_adds": 1,
                 "op_adds_expected": 1,
                 "op_adds_correct": 1,

@@ -28,6 +28,7 @@ __all__ = [
     "add_prompts_option",
     "add_stat_options",
     "count",
+    "curve_every",
     "directory",
     "executor",
     "existing_directory",
@@ -56,6 +57,11 @@ def _int_between(text: str, low: int, high: int | None, what: str) -> int:
 def workers(text: str) -> int:
     """Concurrent replays: 1 to :data:`MAX_WORKERS`."""
     return _int_between(text, 1, MAX_WORKERS, "the number of workers")
+
+
+def curve_every(text: str) -> int:
+    """Sessions between two askings of the consolidation curve: at least 1."""
+    return _int_between(text, 1, None, "the sessions between askings")
 
 
 def resamples(text: str) -> int:

@@ -30,6 +30,7 @@ _EXAMPLE = """examples:
       --conditions memory,none,gold_memory --cache-dir cache
   memlab qa runs/nightly          # the settings of the grid's qa: key
   memlab qa runs/nightly --answer-prompt prompts/agent.txt --judges strict,prompts/picky.yaml
+  memlab qa runs/nightly --curve-every 1   # then ask correct answers again after later sessions
 
 Answers and verdicts go through the response cache: an interrupted QA step run again sends
 only what is missing.
@@ -86,6 +87,13 @@ def register(subparsers: Any) -> None:
         help="exit 0 even when some calls failed (their answers count as wrong)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--curve-every",
+        type=_args.curve_every,
+        metavar="N",
+        help="the consolidation curve: ask each question answered correctly from memory again "
+        "after every N-th later session (written to qa/curve.jsonl)",
+    )
     p.add_argument(
         "--matcher",
         default="default",
@@ -195,4 +203,24 @@ def _qa(args: argparse.Namespace) -> int:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
     print(qa_text(run))
+    if args.curve_every is not None and status == 0:
+        _curve(run, args)
     return status
+
+
+def _curve(run: Any, args: argparse.Namespace) -> None:
+    """Ask the run's correct answers again after later sessions; print the curve."""
+    from memlab.backends.cache import CacheMode
+    from memlab.reporting.memory_time import curve_numbers
+    from memlab.sweeps.consolidation import add_curve
+
+    add_curve(
+        run,
+        every=args.curve_every,
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+        max_workers=args.workers,
+        progress=not args.no_progress,
+    )
+    print("\nconsolidation curve (answers asked again after later sessions; 95% intervals)")
+    print(curve_numbers(run).to_string(index=False))

@@ -24,8 +24,8 @@ import copy
 import functools
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import (
     Annotated,
@@ -51,6 +51,7 @@ __all__ = [
     "SCHEMA_RESOURCE",
     "SECTION_NAMES",
     "TOP_LEVEL_KEYS",
+    "UPDATE_CONTRACT",
     "UPLOAD_MARKER",
     "USER_SECTIONS",
     "Bounds",
@@ -61,6 +62,7 @@ __all__ = [
     "MemoryUpdateDict",
     "NewFact",
     "NewFactDict",
+    "ReplyContract",
     "SchemaBounds",
     "SectionName",
     "SectionUpdate",
@@ -71,6 +73,7 @@ __all__ = [
     "bounded_schema",
     "contract_schema",
     "minimal_update",
+    "schema_contract",
     "validate_update",
 ]
 
@@ -360,14 +363,61 @@ def validate_update(obj: Any) -> list[Violation]:
 
     Violations are sorted by pointer (array indices numerically), then keyword.
     """
+    return _violations(_validator(), obj)
+
+
+def _violations(validator: CompiledSchema, obj: Any) -> list[Violation]:
+    """Every violation of ``obj`` against ``validator``'s schema, non-finite numbers too."""
     # The compiled check takes a tuple as an array and lets NaN through its range checks:
     # anything but a plain, finite JSON tree skips it and is walked in full.
     plain, non_finite = scan_json(obj)
     found: list[tuple[tuple[str | int, ...], Violation]] = []
-    for error in _validator().errors(obj, fast=plain and non_finite is None):
+    for error in validator.errors(obj, fast=plain and non_finite is None):
         found.append((error.path, Violation(_pointer(error.path), error.keyword, error.message)))
     for path, value in _non_finite(obj, ()) if non_finite is not None or not plain else ():
         message = f"{value} is not a finite number (NaN and Infinity are not valid JSON)"
         found.append((path, Violation(_pointer(path), "finite", message)))
     found.sort(key=_sort_key)
     return [violation for _, violation in found]
+
+
+@dataclass(frozen=True)
+class ReplyContract:
+    """A JSON reply contract the parse ladder checks replies against.
+
+    The ladder (:func:`memlab.core.parsing.parse_reply`) looks for an object with every one
+    of ``keys`` and validates it with ``validate``; its failure taxonomy is the same for
+    every contract, so the outcomes of every kind of LLM call are counted alike.
+
+    Attributes:
+        name: What the reply is (``memory_update``, ``tiered_summary``...).
+        keys: The top-level keys that identify the object in a reply.
+        validate: Every violation of a decoded object (empty when valid).
+        schema: The JSON Schema, sent in ``json_schema`` output mode (``None``: the caller
+            builds the schema it sends, as the updater does).
+    """
+
+    name: str
+    keys: tuple[str, ...]
+    validate: Callable[[Any], list[Violation]]
+    schema: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+
+
+UPDATE_CONTRACT = ReplyContract("memory_update", TOP_LEVEL_KEYS, validate_update)
+"""The memory update's contract (the parse ladder's default)."""
+
+
+@functools.cache
+def _compiled(resource: str) -> tuple[dict[str, Any], CompiledSchema]:
+    schema: dict[str, Any] = json.loads(
+        resources.files("memlab.core").joinpath(resource).read_text(encoding="utf-8")
+    )
+    return schema, CompiledSchema(schema)
+
+
+def schema_contract(name: str, resource: str) -> ReplyContract:
+    """The contract of a JSON Schema file under ``memlab/core`` (its required keys identify
+    the object; every violation is reported as for the update contract)."""
+    schema, validator = _compiled(resource)
+    keys = tuple(str(k) for k in schema.get("required", ()))
+    return ReplyContract(name, keys, functools.partial(_violations, validator), schema)

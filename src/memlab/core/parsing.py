@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import Any, cast
 
 from memlab import plugins
-from memlab.core.contract import TOP_LEVEL_KEYS, MemoryUpdateDict, Violation, validate_update
+from memlab.core.contract import UPDATE_CONTRACT, MemoryUpdateDict, ReplyContract, Violation
 from memlab.core.json_repair import repair_scan
 
 __all__ = [
@@ -220,8 +220,8 @@ class _Body:
     regions: tuple[_Region, ...]
 
 
-def _has_shape(value: Any) -> bool:
-    return isinstance(value, dict) and all(key in value for key in TOP_LEVEL_KEYS)
+def _has_shape(value: Any, contract: ReplyContract) -> bool:
+    return isinstance(value, dict) and all(key in value for key in contract.keys)
 
 
 def _split_body(reply: str) -> _Body:
@@ -286,13 +286,15 @@ def _decode_region(region: _Region) -> tuple[Any, bool]:
         return None, False
 
 
-def _find_object(body: _Body) -> tuple[dict[str, Any], tuple[str, ...]] | None:
-    """First object with the four top-level keys, with the wrappers around it."""
+def _find_object(
+    body: _Body, contract: ReplyContract
+) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """First object with the contract's top-level keys, with the wrappers around it."""
     for region in body.regions:
         value, whole = _decode_region(region)
         if whole:
             # A region that is one JSON value is taken as a whole, not searched inside.
-            if _has_shape(value):
+            if _has_shape(value, contract):
                 start = region.text.find(region.text.strip())
                 return value, _wrappers(body, region, start, start + len(region.text.strip()))
             continue
@@ -301,7 +303,7 @@ def _find_object(body: _Body) -> tuple[dict[str, Any], tuple[str, ...]] | None:
                 value, end = _DECODER.raw_decode(region.text, start)
             except (ValueError, RecursionError):
                 continue
-            if _has_shape(value):
+            if _has_shape(value, contract):
                 return value, _wrappers(body, region, start, end)
     return None
 
@@ -312,7 +314,9 @@ class _RepairOutcome:
     truncated_violations: tuple[Violation, ...] = ()
 
 
-def _try_repair(body: _Body, reply: str, options: ParseOptions) -> _RepairOutcome:
+def _try_repair(
+    body: _Body, reply: str, options: ParseOptions, contract: ReplyContract
+) -> _RepairOutcome:
     outcome = _RepairOutcome()
     if not options.lenient:
         # Without the lenient rung the reply itself must be the (broken) object.
@@ -335,9 +339,9 @@ def _try_repair(body: _Body, reply: str, options: ParseOptions) -> _RepairOutcom
                     value = json.loads(candidate)
                 except (ValueError, RecursionError):
                     continue
-                if not _has_shape(value):
+                if not _has_shape(value, contract):
                     continue
-                result = _finish(value, Rung.REPAIR, wrappers, options, repairs)
+                result = _finish(value, Rung.REPAIR, wrappers, options, contract, repairs)
                 if result.ok or not scan.truncated:
                     outcome.result = result
                     return outcome
@@ -356,10 +360,11 @@ def _finish(
     rung: Rung,
     wrappers: tuple[str, ...],
     options: ParseOptions,
+    contract: ReplyContract,
     repairs: tuple[str, ...] = (),
 ) -> ParseResult:
     if options.validate:
-        violations = tuple(validate_update(value))
+        violations = tuple(contract.validate(value))
         if violations:
             shown = "; ".join(str(v) for v in violations[:5])
             more = f" (+{len(violations) - 5} more)" if len(violations) > 5 else ""
@@ -372,7 +377,8 @@ def _finish(
                 error=f"reply breaks the contract: {shown}{more}",
                 repairs=repairs,
             )
-    # Valid against the contract: the document has the typed dict's shape.
+    # Valid against the contract: the document has the typed dict's shape (for the update
+    # contract; other contracts' callers read it as the plain object it is).
     data = cast(MemoryUpdateDict, value)
     return ParseResult(ok=True, data=data, rung=rung, wrappers=wrappers, repairs=repairs)
 
@@ -381,15 +387,15 @@ def _fail(category: FailureCategory, error: str, **extra: Any) -> ParseResult:
     return ParseResult(ok=False, category=category, error=error, **extra)
 
 
-def _shape_error(value: Any) -> str:
+def _shape_error(value: Any, contract: ReplyContract) -> str:
     if isinstance(value, dict):
-        missing = [key for key in TOP_LEVEL_KEYS if key not in value]
+        missing = [key for key in contract.keys if key not in value]
         return f"JSON object lacks the top-level keys {missing}"
     kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
     return f"reply is {kind.get(type(value), 'a number')}, not a JSON object"
 
 
-def _top_level_spans(text: str) -> tuple[bool, str]:
+def _top_level_spans(text: str, contract: ReplyContract) -> tuple[bool, str]:
     """Walk the top-level '{' spans of `text` (nested braces are skipped).
 
     Returns (whether a span runs off the end, shape error of the first decodable object).
@@ -410,21 +416,26 @@ def _top_level_spans(text: str) -> tuple[bool, str]:
         except (ValueError, RecursionError):
             pass
         else:
-            shape_error = shape_error or _shape_error(value)
+            shape_error = shape_error or _shape_error(value, contract)
         pos = text.find("{", scan.end)
     return False, shape_error
 
 
-def _diagnose(body: _Body, reply: str, truncated_violations: tuple[Violation, ...]) -> ParseResult:
+def _diagnose(
+    body: _Body,
+    reply: str,
+    truncated_violations: tuple[Violation, ...],
+    contract: ReplyContract,
+) -> ParseResult:
     """Categorise a reply from which no rung got an update object."""
     truncated = False
     shape_error = ""
     for region in body.regions:
         value, whole = _decode_region(region)
         if whole:
-            shape_error = shape_error or _shape_error(value)
+            shape_error = shape_error or _shape_error(value, contract)
             continue
-        region_truncated, region_shape = _top_level_spans(region.text)
+        region_truncated, region_shape = _top_level_spans(region.text, contract)
         truncated = truncated or region_truncated
         shape_error = shape_error or region_shape
     if truncated:
@@ -467,12 +478,17 @@ def _where(body: _Body, reply: str) -> str:
     return ""
 
 
-def parse_reply(text: str, options: ParseOptions | None = None) -> ParseResult:
-    """Parse a model reply into a validated memory update.
+def parse_reply(
+    text: str,
+    options: ParseOptions | None = None,
+    contract: ReplyContract = UPDATE_CONTRACT,
+) -> ParseResult:
+    """Parse a model reply into a validated memory update (or a reply of another contract).
 
     Args:
         text: The raw reply.
         options: Rungs allowed; defaults to `ParseOptions()` (strict + lenient, no repair).
+        contract: The reply's contract (default: the memory update's).
 
     Returns:
         A `ParseResult`; `data` is set only when `ok` is true.
@@ -489,18 +505,18 @@ def parse_reply(text: str, options: ParseOptions | None = None) -> ParseResult:
     except (ValueError, RecursionError):
         pass
     else:
-        if _has_shape(value):
-            return _finish(value, Rung.STRICT, (), opts)
-        return _fail(FailureCategory.WRONG_SHAPE, _shape_error(value))
+        if _has_shape(value, contract):
+            return _finish(value, Rung.STRICT, (), opts, contract)
+        return _fail(FailureCategory.WRONG_SHAPE, _shape_error(value, contract))
 
     body = _split_body(stripped)
-    found = _find_object(body)
+    found = _find_object(body, contract)
     if found is not None:
         value, wrappers = found
         allowed = opts.strip if opts.lenient else frozenset()
         blocked = [w for w in wrappers if w not in allowed]
         if not blocked:
-            return _finish(value, Rung.LENIENT, wrappers, opts)
+            return _finish(value, Rung.LENIENT, wrappers, opts, contract)
         category, what = _WRAPPER_FAILURE[blocked[0]]
         reason = "is disabled" if not opts.lenient else f"may not strip {blocked[0]}"
         return _fail(
@@ -511,8 +527,8 @@ def parse_reply(text: str, options: ParseOptions | None = None) -> ParseResult:
 
     truncated_violations: tuple[Violation, ...] = ()
     if opts.repair:
-        outcome = _try_repair(body, stripped, opts)
+        outcome = _try_repair(body, stripped, opts, contract)
         if outcome.result is not None:
             return outcome.result
         truncated_violations = outcome.truncated_violations
-    return _diagnose(body, stripped, truncated_violations)
+    return _diagnose(body, stripped, truncated_violations, contract)

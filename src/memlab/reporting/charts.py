@@ -510,7 +510,7 @@ def tokens_chart(run: Run) -> Figure:
 
 def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
     lane = run.lanes[lane_id]
-    dumped = lane.model_dump(mode="json")
+    dumped = lane.settings()
     dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
     label = _plain(", ".join(f"{k}={dumped[k]}" for k in keys) or "all")
     return f"[simulated] {label}" if is_simulated(lane.backend) else label

@@ -31,7 +31,11 @@ from matplotlib.figure import Figure
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
-from memlab.reporting.statistics import html_table, md_table
+from memlab.reporting.statistics import (
+    stacked,
+    titled_tables_html,
+    titled_tables_markdown,
+)
 from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
@@ -290,9 +294,7 @@ def compare_under_judges(
     return _under_every_judge([run_a] if run_b is None else [run_a, run_b], table)
 
 
-def _under_every_judge(
-    runs: Sequence[Run], table: Callable[[str], pd.DataFrame]
-) -> pd.DataFrame:
+def _under_every_judge(runs: Sequence[Run], table: Callable[[str], pd.DataFrame]) -> pd.DataFrame:
     shared = [j for j in runs[0].judges if all(j in run.judges for run in runs)]
     if len(shared) < 2:
         return pd.DataFrame()
@@ -337,22 +339,17 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
     robust = judge_robustness(pairs, asked[0].stats, allow_mixed=allow_mixed)
     return QASection(
         runs=asked,
-        accuracy=_concat(frames["accuracy"]),
-        other_kinds=_concat(frames["other"]),
-        categories=_concat(frames["categories"]),
-        band=_concat(frames["band"]),
-        ceiling=_concat(frames["ceiling"]),
-        causes=_concat(frames["causes"]),
-        cost=_concat(frames["cost"]),
+        accuracy=stacked(frames["accuracy"]),
+        other_kinds=stacked(frames["other"]),
+        categories=stacked(frames["categories"]),
+        band=stacked(frames["band"]),
+        ceiling=stacked(frames["ceiling"]),
+        causes=stacked(frames["causes"]),
+        cost=stacked(frames["cost"]),
         robust=_robust_display(robust),
         notes=notes,
         warnings=warnings,
     )
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    kept = [f for f in frames if not f.empty]
-    return pd.concat(kept, ignore_index=True).fillna("-") if kept else pd.DataFrame()
 
 
 def _robust_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -375,6 +372,10 @@ _TABLES = (
 )
 
 
+def _tables(section: QASection) -> list[tuple[str, pd.DataFrame]]:
+    return [(title, getattr(section, name)) for title, name in _TABLES]
+
+
 def qa_markdown(section: QASection | None) -> list[str]:
     """Markdown lines of the section (none without one)."""
     if section is None:
@@ -382,10 +383,7 @@ def qa_markdown(section: QASection | None) -> list[str]:
     lines = ["## Memory QA", "", md_escape(INTRO), ""]
     lines += [f"**warning**: {md_escape(w)}  " for w in section.warnings]
     lines += [f"{md_escape(note)}  " for note in section.notes]
-    for title, name in _TABLES:
-        table: pd.DataFrame = getattr(section, name)
-        if not table.empty:
-            lines += ["", f"### {title}", "", *md_table(table)]
+    lines += titled_tables_markdown(_tables(section))
     return [*lines, ""]
 
 
@@ -397,10 +395,7 @@ def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[s
     parts = [f"<p class='muted'>{escape(INTRO)}</p>"]
     parts += [f"<p><b>warning</b>: {escape(w)}</p>" for w in section.warnings]
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
-    for title, name in _TABLES:
-        table: pd.DataFrame = getattr(section, name)
-        if not table.empty:
-            parts += [f"<h3>{escape(title)}</h3>", html_table(table)]
+    parts += titled_tables_html(_tables(section))
     for run in section.runs:
         for title, chart in QA_CHARTS:
             parts.append(f"<h3>{escape(title)}: {escape(run.name)}</h3>")

@@ -33,6 +33,12 @@ from memlab.reporting import charts
 from memlab.reporting.chart_tables import chart_numbers
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
+from memlab.reporting.memory_time import (
+    MemoryTimeSection,
+    memory_time_html,
+    memory_time_markdown,
+    memory_time_section,
+)
 from memlab.reporting.operations import OperationsSection, operations_section
 from memlab.reporting.operations import section_html as operations_html
 from memlab.reporting.operations import section_markdown as operations_markdown
@@ -134,6 +140,7 @@ class _Report:
     stats: StatisticsSection
     operations: OperationsSection | None
     qa: QASection | None
+    memory_time: MemoryTimeSection | None = None
 
 
 @dataclass(frozen=True)
@@ -293,6 +300,7 @@ def build_report(
         stats=stats,
         operations=operations_section(runs),
         qa=qa_section(runs, allow_mixed=allow_mixed),
+        memory_time=memory_time_section(runs),
     )
     html, md = _html(report), _markdown(report)
     if intro:
@@ -353,6 +361,7 @@ def _html(report: _Report) -> str:
         *_section("Statistics", section_html(report.stats)),
         *_section("Memory operations", operations_html(report.operations)),
         *_section("Memory QA", qa_html(report.qa, figure_to_data_uri)),
+        *_section("Memory over time", memory_time_html(report.memory_time, figure_to_data_uri)),
         *_section("Prompt changes", prompt_changes_html(changes), anchor="prompt-changes"),
         *_section("Worst failures", _html_failures(report.failures)),
         *_section("Fact-level diff", _html_fact_diff(report.diff, report.diff_title)),
@@ -520,6 +529,7 @@ def _markdown(report: _Report) -> str:
     lines += section_markdown(report.stats)
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
+    lines += memory_time_markdown(report.memory_time)
     lines += prompt_changes_markdown(changes)
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)

@@ -34,7 +34,10 @@ __all__ = [
     "md_table",
     "section_html",
     "section_markdown",
+    "stacked",
     "statistics_section",
+    "titled_tables_html",
+    "titled_tables_markdown",
 ]
 
 
@@ -260,6 +263,30 @@ def md_table(frame: pd.DataFrame) -> list[str]:
         cells = [md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c]) for c in frame.columns]
         lines.append(md_table_row(cells))
     return lines
+
+
+def stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The non-empty frames of several runs one under the other, gaps shown as ``-``."""
+    kept = [f for f in frames if not f.empty]
+    return pd.concat(kept, ignore_index=True).fillna("-") if kept else pd.DataFrame()
+
+
+def titled_tables_markdown(tables: Sequence[tuple[str, pd.DataFrame]]) -> list[str]:
+    """Each non-empty table under its ``###`` title, as Markdown lines."""
+    lines: list[str] = []
+    for title, table in tables:
+        if not table.empty:
+            lines += ["", f"### {title}", "", *md_table(table)]
+    return lines
+
+
+def titled_tables_html(tables: Sequence[tuple[str, pd.DataFrame]]) -> list[str]:
+    """Each non-empty table under its ``<h3>`` title, as HTML parts."""
+    parts: list[str] = []
+    for title, table in tables:
+        if not table.empty:
+            parts += [f"<h3>{escape(title)}</h3>", html_table(table)]
+    return parts
 
 
 def _split_rows(found: GroupComparison) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -117,6 +117,8 @@ def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
                 }
             )
     table = pd.DataFrame(rows)
+    if "memory" in table.columns:  # the lane dumps leave out the default memory design
+        table["memory"] = table["memory"].fillna("deerflow")
     if not table.empty:
         table["lane"] = _disambiguated(table["lane"], table["prompt"], table["prompt_sha256"])
     fields = [c for c in table.columns if c not in {"run", "lane"}]

@@ -97,6 +97,8 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         in_rows=True,
     ),
     CountSpec("dup_embedding", "last_session", "embeddings"),
+    # The memory's size in cl100k tokens (memlab.scoring.consolidation.memory_tokens).
+    CountSpec("memory_tokens", "last_session", "state"),
     CountSpec("gold_regret", "last_session", "operations"),
     CountSpec("agent_runs", "sessions", "replay", in_rows=True),
     *_counts(
@@ -417,6 +419,15 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         requires=_EMB_HINT,
     ),
     MetricSpec("final_facts", "final facts", None, total="facts", report=True),
+    # Per session it draws the memory-size curve (memlab.scoring.consolidation).
+    MetricSpec(
+        "memory_tokens",
+        "memory size (tokens / owner)",
+        None,
+        "number",
+        ratio=("memory_tokens", "owners"),
+        requires="not recorded in this run (rescore it: memlab rescore RUN)",
+    ),
     MetricSpec(
         "retracted_held", "retracted facts held", "lower", gate="retracted_held", report=True
     ),

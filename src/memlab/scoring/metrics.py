@@ -44,6 +44,7 @@ from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
+from memlab.scoring.consolidation import memory_tokens
 from memlab.scoring.estimators import estimator
 from memlab.scoring.injection_audit import injection_counts
 from memlab.scoring.metric_specs import (
@@ -213,6 +214,7 @@ def _state_row(
         "dup_exact": dups.exact,
         "dup_normalized": dups.normalized,
         "dup_near": dups.near,
+        "memory_tokens": memory_tokens(snapshot),
         **(
             {"dup_embedding": embedding_duplicates.count(stored)}
             if embedding_duplicates is not None

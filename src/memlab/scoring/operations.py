@@ -56,7 +56,7 @@ from memlab.datasets.models import Owner
 from memlab.scoring.metric_specs import STALE_HORIZON, count_columns
 from memlab.scoring.survival import Episode, episode_counts
 
-__all__ = ["OPERATION_COUNTS", "gold_losses", "score_operations"]
+__all__ = ["OPERATION_COUNTS", "gold_losses", "lost_golds", "score_operations"]
 
 Covers = Callable[[str, str], bool]
 
@@ -103,6 +103,21 @@ class _Memory:
 
     def held(self, gold_id: str) -> bool:
         return bool(self.holders.get(gold_id))
+
+
+def lost_golds(
+    removed: Sequence[str], left: Sequence[str], golds: Mapping[str, str], covers: Covers
+) -> set[str]:
+    """The gold facts (id -> text) a removal lost: some text of ``removed`` states each, and
+    no text of ``left`` (the memory after the removal) does, "states" and "held" decided by
+    ``covers`` as for every operation above (forgetting regret reuses it)."""
+    memory = _Memory(covers)
+    for position, content in enumerate(left):
+        memory.add(f"left-{position}", content)
+    for gold_id, text in golds.items():
+        memory.reveal(gold_id, text)
+    stated = set().union(*(memory.stated(content) for content in removed))
+    return {gold_id for gold_id in stated if not memory.held(gold_id)}
 
 
 def _text(value: object) -> str:

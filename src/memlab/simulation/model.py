@@ -25,7 +25,9 @@ against (:class:`~memlab.simulation.provenance.ProvenanceMatcher`).
 
 Prompts that ask a question of the dataset, or ask to grade an answer, are answered and judged
 as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa`; :meth:`decide_qa`
-gives the provenance).
+gives the provenance). Prompts of the tiered memory's calls (session summary, importance,
+compression) are answered as its ``tiered`` section declares (:mod:`memlab.simulation.tiered`;
+:meth:`decide_tiered`), and the wordings they keep are recorded like proposals.
 
 Every random choice is a hash of the backend seed, the request seed, the owner and what the
 choice is about (the gold fact id for fact decisions, the thread and how much of it the
@@ -56,6 +58,7 @@ from memlab.core.qa_prompts import JudgePrompt
 from memlab.simulation.profile import (
     INVENTED_FACTS,
     SimProfile,
+    SimTieredProfile,
     leaked,
     load_profile,
     restated,
@@ -64,6 +67,8 @@ from memlab.simulation.profile import (
 )
 from memlab.simulation.profile import uniform as _uniform
 from memlab.simulation.qa import AnswerDecision, JudgeDecision, SimQA
+from memlab.simulation.replies import Breakage, broken_reply
+from memlab.simulation.tiered import SimTiered, TieredDecision
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
     from memlab.datasets.models import Owner, Session
@@ -150,6 +155,13 @@ class SimulatedBackend:
         """Every gold fact of the dataset: id -> content."""
         self._origins: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+        self._tiered = SimTiered(
+            self.profile,
+            ((v.owner.user_id, v.index, v.session.labels.facts, v.blocks) for v in self._views),
+            seed,
+            lambda content, gold_id: self._record(content, "gold", gold_id),
+            self.origins,
+        )
 
     @property
     def model(self) -> str:
@@ -161,7 +173,10 @@ class SimulatedBackend:
 
     def identity(self) -> dict[str, Any]:
         """The behaviour, not only its name: an edited profile file is another model."""
-        profile = json.dumps(self.profile.model_dump(mode="json"), sort_keys=True)
+        dumped = self.profile.model_dump(mode="json")
+        if self.profile.tiered == SimTieredProfile():
+            del dumped["tiered"]  # profiles from before the tiered calls keep their identity
+        profile = json.dumps(dumped, sort_keys=True)
         return {
             "simulated": True,
             "profile_sha256": hashlib.sha256(profile.encode("utf-8")).hexdigest(),
@@ -183,8 +198,11 @@ class SimulatedBackend:
     def complete(self, request: CompletionRequest) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
         qa = self._qa.decide(prompt, request.params.seed)
+        tiered = self._tiered.decide(prompt, request.params.seed) if qa is None else None
         if qa is not None:
             text, finish = qa.text, "stop"
+        elif tiered is not None:
+            text, finish = self._tiered.render(tiered)
         else:
             text, finish = _render(self.decide(prompt, request.params.seed))
         return Completion(
@@ -204,6 +222,10 @@ class SimulatedBackend:
     ) -> AnswerDecision | JudgeDecision | None:
         """The answer or verdict for a QA prompt with its provenance; None for other prompts."""
         return self._qa.decide(prompt, request_seed)
+
+    def decide_tiered(self, prompt: str, request_seed: int | None = 0) -> TieredDecision | None:
+        """The decision for a tiered memory call with its provenance; None for other prompts."""
+        return self._tiered.decide(prompt, request_seed)
 
     def decide(self, prompt: str, request_seed: int | None = 0) -> SimDecision:
         """Decide the reply to ``prompt`` (what :meth:`complete` renders as text).
@@ -431,24 +453,12 @@ _NO_JSON = "I reviewed the conversation and updated the memory accordingly."
 
 def _render(decision: SimDecision) -> tuple[str, str]:
     """The reply text for a decision, broken as its failure says, and the finish reason."""
-    body = json.dumps(decision.update, ensure_ascii=False)
-    failure = decision.failure
-    if failure is None:
-        return body, "stop"
-    if failure is FailureCategory.TRUNCATED:
-        return body[: max(1, len(body) * 2 // 3)], "length"
-    texts: dict[FailureCategory, str] = {
-        FailureCategory.EMPTY: "",
-        FailureCategory.NO_JSON: _NO_JSON,
-        FailureCategory.FENCED: f"```json\n{body}\n```",
-        FailureCategory.PROSE_WRAPPED: _PROSE.format(body=body),
-        FailureCategory.THINK_BLOCK: _THINK.format(body=body),
-        FailureCategory.INVALID_JSON: body[:-1] + ",}",
-        FailureCategory.WRONG_SHAPE: json.dumps(
-            {k: decision.update[k] for k in ("newFacts", "factsToRemove")}, ensure_ascii=False
-        ),
-        FailureCategory.SCHEMA_VIOLATION: json.dumps(
-            {**decision.update, "factsToRemove": "none"}, ensure_ascii=False
-        ),
-    }
-    return texts[failure], "stop"
+    update = decision.update
+    breakage = Breakage(
+        prose=_PROSE,
+        think=_THINK,
+        no_json=_NO_JSON,
+        wrong_shape={k: update[k] for k in ("newFacts", "factsToRemove")},
+        violation={**update, "factsToRemove": "none"},
+    )
+    return broken_reply(update, decision.failure, breakage)

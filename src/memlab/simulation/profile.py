@@ -22,6 +22,11 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
       trap_rate: 0.3       # abstain/adversarial question, its evidence in the prompt: P(trap)
       judge_leniency: {lenient: 0.6, strict: 0.05}   # judge prompt -> P(accept a wrong
       default_leniency: 0.3                          # but on-topic answer)
+    tiered:                                 # the tiered memory's calls (memlab.simulation.tiered)
+      summary_keep_rate: 0.9               # P(a session's gold fact becomes a key point)
+      importance: {0.9: 0.6, 0.7: 0.2, 0.5: 0.2}   # rating -> weight (stored only above 0.7)
+      other_importance: {0.3: 1.0}         # ratings of candidates of no gold fact
+      compress_keep_rate: 0.8              # P(a memory survives compression)
 
 Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
 """
@@ -52,6 +57,7 @@ __all__ = [
     "SimProfile",
     "SimProfileError",
     "SimQAProfile",
+    "SimTieredProfile",
     "WordingStyle",
     "leaked",
     "load_profile",
@@ -129,6 +135,60 @@ class SimQAProfile(BaseModel):
         return self.judge_leniency.get(judge, self.default_leniency)
 
 
+def _unit_distribution(value: dict[float, float], what: str) -> dict[float, float]:
+    """Values in [0, 1] -> weights, at least one positive; sorted by value."""
+    bad = [v for v in value if not 0.0 <= v <= 1.0]
+    if bad:
+        raise ValueError(f"{what}s must lie in [0, 1], got {bad}")
+    if not value or sum(value.values()) <= 0:
+        raise ValueError(f"give at least one {what} with a positive weight")
+    return dict(sorted(value.items()))
+
+
+def _default_importance() -> dict[float, float]:
+    return {0.9: 0.6, 0.7: 0.2, 0.5: 0.2}
+
+
+class SimTieredProfile(BaseModel):
+    """How the simulated model answers the tiered memory's calls (:mod:`.tiered`).
+
+    Attributes:
+        summary_keep_rate: P(a gold fact of the session becomes a key point of the summary
+            that folds the session's last message), in its verbatim wording.
+        importance: Rating value -> weight, for a candidate that states a gold fact (the
+            declared noise of the ratings: with the seed's threshold 0.7, only ratings above
+            it store the fact, so a rating of exactly 0.7 does not).
+        other_importance: The same for a candidate of no known gold fact.
+        compress_keep_rate: P(a memory's content survives into the compression summary).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    summary_keep_rate: Probability = 0.9
+    importance: dict[Number, Weight] = Field(default_factory=_default_importance)
+    other_importance: dict[Number, Weight] = Field(default_factory=lambda: {0.3: 1.0})
+    compress_keep_rate: Probability = 0.8
+
+    @field_validator("importance", "other_importance")
+    @classmethod
+    def _ratings(cls, value: dict[float, float]) -> dict[float, float]:
+        return _unit_distribution(value, "importance rating")
+
+    def rating_shares(self, gold: bool = True) -> dict[float, float]:
+        """Rating values with their probabilities (weights normalised)."""
+        weights = self.importance if gold else self.other_importance
+        total = sum(weights.values())
+        return {value: weight / total for value, weight in weights.items()}
+
+    def share_above(self, threshold: float, gold: bool = True) -> float:
+        """P(rating > threshold): the share of candidates the tiered memory stores."""
+        return sum(p for r, p in self.rating_shares(gold).items() if r > threshold)
+
+    def pick_rating(self, u: float, gold: bool = True) -> float:
+        """The rating for a uniform draw ``u`` in [0, 1)."""
+        return _pick(self.rating_shares(gold), u)
+
+
 class SimProfile(BaseModel):
     """The declared behaviour of the simulated model (see the module docstring)."""
 
@@ -148,6 +208,7 @@ class SimProfile(BaseModel):
     leak_rate: Probability = 0.0
     failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
     qa: SimQAProfile = Field(default_factory=SimQAProfile)
+    tiered: SimTieredProfile = Field(default_factory=SimTieredProfile)
 
     @field_validator("wording")
     @classmethod
@@ -159,14 +220,7 @@ class SimProfile(BaseModel):
     @field_validator("confidence", "invented_confidence")
     @classmethod
     def _confidences(cls, value: dict[float, float] | None) -> dict[float, float] | None:
-        if value is None:
-            return None
-        bad = [c for c in value if not 0.0 <= c <= 1.0]
-        if bad:
-            raise ValueError(f"confidence values must lie in [0, 1], got {bad}")
-        if not value or sum(value.values()) <= 0:
-            raise ValueError("give at least one confidence value with a positive weight")
-        return dict(sorted(value.items()))
+        return None if value is None else _unit_distribution(value, "confidence value")
 
     @field_validator("failures")
     @classmethod

@@ -5,7 +5,8 @@ A sweep is planned (:func:`plan_sweep`: every name in the grid resolved into
 (lane, owner) replay on a thread pool or a Dask cluster, on a virtual clock), and collected
 into a :class:`Run`: the run directory's tables as DataFrames, scored by
 :mod:`memlab.scoring`. :func:`rescore` scores a finished run again with another matcher;
-:func:`add_qa` asks its memories the dataset's questions (memory QA).
+:func:`add_qa` asks its memories the dataset's questions (memory QA), :func:`add_curve` asks
+the correctly answered ones again after later sessions (the consolidation curve).
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """
@@ -18,6 +19,7 @@ from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
     from memlab.sweeps.audit import draw_sheet
+    from memlab.sweeps.consolidation import add_curve
     from memlab.sweeps.driver import IncompleteSweepError, sweep
     from memlab.sweeps.executors import DaskSpec, ExecutorError, SweepExecutor, parse_executor
     from memlab.sweeps.fork import describe_fork
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "draw_sheet": "memlab.sweeps.audit",
+    "add_curve": "memlab.sweeps.consolidation",
     "IncompleteSweepError": "memlab.sweeps.driver",
     "SweepPlan": "memlab.sweeps.plan",
     "plan_sweep": "memlab.sweeps.plan",
@@ -93,6 +96,7 @@ __all__ = [
     "RunError",
     "SweepExecutor",
     "SweepPlan",
+    "add_curve",
     "add_qa",
     "describe_fork",
     "draw_sheet",

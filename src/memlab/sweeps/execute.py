@@ -32,6 +32,7 @@ from memlab.core.redact import redact_text, redacted_json
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
+from memlab.memory.strategy import is_primary
 from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
@@ -137,12 +138,14 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
 
 def unfinished(replay: OwnerReplay) -> str:
     """Why ``replay`` is not a finished result ("" when it is): a call that failed for a
-    reason other than the model's reply, or fewer call records than updates."""
+    reason other than the model's reply, or fewer primary call records than updates (see
+    :func:`memlab.memory.strategy.is_primary`)."""
     failed = [c for c in replay.calls if c.get("error_stage") in UNFINISHED_STAGES]
     if failed:
         return str(failed[0].get("error") or f"{failed[0].get('error_stage')} error")
-    if len(replay.calls) != replay.updates:
-        return f"{replay.updates} updates ran but {len(replay.calls)} were recorded"
+    recorded = sum(1 for c in replay.calls if is_primary(c))
+    if recorded != replay.updates:
+        return f"{replay.updates} updates ran but {recorded} were recorded"
     return ""
 
 
@@ -154,7 +157,7 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
         "owner_sha256": job.owner_sha,
         "complete": not error,
         **({"error": redact_text(error)[:2000]} if error else {}),
-        **vars(replay),
+        **replay.to_record(),
     }
     text = redacted_json(record)  # a secret a server echoed must not reach the run directory
     path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)

@@ -40,10 +40,12 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     Strict,
     TypeAdapter,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -65,6 +67,7 @@ __all__ = [
     "AXES",
     "INJECTION_FIELDS",
     "MAX_LANES",
+    "MEMORY_KINDS",
     "MEMORY_SETTINGS",
     "ForkSpec",
     "Grid",
@@ -77,6 +80,14 @@ MAX_LANES = 10_000
 """Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
 
 ReplayMode = Literal["debounce", "per_session"]
+MemoryKind = Literal["deerflow", "tiered"]
+MEMORY_KINDS: tuple[str, ...] = ("deerflow", "tiered")
+"""Memory designs a lane can replay (``memory``): DeerFlow's one-document memory, or the
+tiered design of working memory, session summaries, semantic and episodic memories with
+forgetting (:mod:`memlab.memory`)."""
+_DEFAULT_MEMORY: MemoryKind = "deerflow"
+
+
 def _known_preset(name: str) -> str:
     parse_options_for(name)  # an unknown name raises, listing the known ones
     return name
@@ -168,6 +179,23 @@ class LaneConfig(BaseModel):
     injection_policy: InjectionPolicy = "confidence"
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
+    memory: MemoryKind = _DEFAULT_MEMORY
+    """The memory design replayed: ``deerflow`` (one document, one LLM update per queued
+    conversation) or ``tiered`` (:mod:`memlab.memory.tiered`)."""
+
+    @model_serializer(mode="wrap")
+    def _default_memory_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``memory: deerflow`` is left out of every dump, so lanes recorded before the
+        setting existed keep their point ids, config files and tables byte for byte."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("memory") == _DEFAULT_MEMORY:
+            del data["memory"]
+        return data
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting as JSON values, ``memory`` included (the dumps leave it out at its
+        default)."""
+        return {**self.model_dump(mode="json"), "memory": self.memory}
 
     @model_validator(mode="before")
     @classmethod
@@ -223,6 +251,8 @@ class LaneConfig(BaseModel):
             f"{self.prompt}-{mode}-t{self.fact_confidence_threshold:g}-m{self.max_facts}"
             f"-{self.merge}-d{self.debounce_seconds}-{backend}"
         )
+        if self.memory != _DEFAULT_MEMORY:
+            readable = f"{self.memory}-{readable}"
         # Bounded: a long prompt or backend name must not make an over-long file name.
         return "".join(c if c.isalnum() or c in "-._" else "_" for c in readable[:100])
 
@@ -248,7 +278,7 @@ class LaneConfig(BaseModel):
         if not varying:
             text = self.prompt
         else:
-            dumped = self.model_dump(mode="json")
+            dumped = self.settings()
             dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
             text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
         return f"[simulated] {text}" if is_simulated(self.backend) else text

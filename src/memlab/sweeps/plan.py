@@ -45,6 +45,7 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
+from memlab.memory.tiered import TieredSettings, tiered_identity
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
 from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
@@ -60,6 +61,7 @@ __all__ = [
     "build_updater",
     "check_grid",
     "dataset_path",
+    "generation_params",
     "identity_changes",
     "injection_identity",
     "load_grid",
@@ -68,6 +70,7 @@ __all__ = [
     "registry_backend",
     "resolve_lanes",
     "select_owners",
+    "tiered_settings",
 ]
 
 PromptSource = (
@@ -174,15 +177,26 @@ def build_updater(
         backend=backend,
         prompt=prompt,
         output_mode=lane.output_mode,
-        params=GenerationParams(
-            temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed + sample
-        ),
+        params=generation_params(lane, sample),
         sample=sample,
         schema_bounds=lane.schema_bounds,
         parse_options=parse_options_for(lane.parse),
         merge=get_merge_strategy(lane.merge, **lane.merge_params),
         **collaborators,
     )
+
+
+def generation_params(lane: LaneConfig, sample: int = 0) -> GenerationParams:
+    """The sampling parameters of a lane's calls (repeated sample ``k``: seed ``seed + k``)."""
+    return GenerationParams(
+        temperature=lane.temperature, max_tokens=lane.max_tokens, seed=lane.seed + sample
+    )
+
+
+def tiered_settings(lane: LaneConfig) -> TieredSettings:
+    """The tiered memory's parameters for ``lane`` (the seed's, counting tokens as the lane
+    counts them)."""
+    return TieredSettings(token_counting=lane.token_counting)
 
 
 def resolve_lanes(
@@ -234,6 +248,15 @@ def resolve_lanes(
             identity["injection"] = injection
         if fork is not None:
             identity["fork"] = fork.identity()
+        if config.memory != "deerflow":
+            # Only for other designs: DeerFlow lanes keep the ids they had before.
+            if fork is not None:
+                raise grid.error(
+                    grid.key_of("memory", config.memory),
+                    "a fork starts from a DeerFlow memory document; "
+                    "fork only memory: deerflow lanes",
+                )
+            identity["strategy"] = tiered_identity(tiered_settings(config))
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
         lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id, fork))
     return lanes
@@ -376,6 +399,7 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("injection",), "injection settings changed"),
     (("fork",), "fork source changed"),
     (("replay_mode",), "replay mode changed"),
+    (("strategy",), "memory design changed"),
     (("memlab",), "memlab version changed"),
 )
 
@@ -540,9 +564,9 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
         candidates.append((mtime, described, config))
     found: dict[str, dict[str, Any]] = {}
     for lane in lanes:
-        new = lane.config.model_dump(mode="json")
+        new = lane.config.settings()
         scored = [
-            (sum(new[k] != old.model_dump(mode="json")[k] for k in new), -mtime, i)
+            (sum(new[k] != old.settings()[k] for k in new), -mtime, i)
             for i, (mtime, _, old) in enumerate(candidates)
         ]
         if scored:

@@ -15,6 +15,12 @@ in ``per_session`` mode right after the flush. With each snapshot but the last, 
 audits what the next session's agent would receive from that memory under the lane's
 injection settings (see :mod:`memlab.scoring.injection_audit`).
 
+The lane's ``memory`` setting chooses the memory design the updates go to
+(:mod:`memlab.memory`): DeerFlow's document (one LLM update per queued update) or the
+tiered memory, which also closes each session's working memory before the snapshot and
+forgets as virtual time passes between sessions. Its forgetting events are recorded with the
+index of the first snapshot that shows them.
+
 A lane whose grid forks (:mod:`memlab.sweeps.fork`) starts each owner at the fork's session from
 the reference memory: earlier sessions are not played, and their snapshots are the
 reference's.
@@ -23,7 +29,7 @@ reference's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -45,10 +51,18 @@ from memlab.core.redact import redact
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.core.updater import UpdateResult
 from memlab.datasets.models import Owner, Session
+from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
+from memlab.memory.tiered import TieredStrategy, tiered_store_path
+from memlab.memory.tiered_calls import TieredCaller
 from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
 from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.plan import ResolvedLane, build_updater
+from memlab.sweeps.plan import (
+    ResolvedLane,
+    build_updater,
+    generation_params,
+    tiered_settings,
+)
 
 __all__ = ["OwnerReplay", "replay_owner"]
 
@@ -71,8 +85,12 @@ class OwnerReplay:
             the last session and for sessions before a fork.
         fork: The fork this replay started from (run, lane, session, snapshot hash), or
             ``None`` for a replay from an empty memory.
-        updates: Updates the queue handed to the updater: each gives exactly one record in
-            ``calls``, so a replay whose counts differ lost one and is not finished.
+        updates: Updates handed to the memory (by the queue, and for the tiered memory at
+            each session's end): each gives exactly one primary record in ``calls``
+            (:func:`memlab.memory.strategy.is_primary`), so a replay whose counts differ
+            lost one and is not finished.
+        forgetting: The tiered memory's forgetting events (each with ``session_index``, the
+            first snapshot that shows it); ``None`` for a design that never forgets.
     """
 
     user_id: str
@@ -84,6 +102,14 @@ class OwnerReplay:
     injections: list[dict[str, Any] | None] = field(default_factory=list)
     fork: dict[str, Any] | None = None
     updates: int = 0
+    forgetting: list[dict[str, Any]] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The fields an owner record stores (``forgetting`` only where a design forgets)."""
+        fields = dict(vars(self))
+        if fields["forgetting"] is None:
+            del fields["forgetting"]
+        return fields
 
 
 def replay_owner(
@@ -144,21 +170,11 @@ class _Replayer:
         store_path.parent.mkdir(parents=True, exist_ok=True)
         store_path.unlink(missing_ok=True)
         self.store_path = store_path
-        self.storage = InMemoryStorage(
-            start.memory if start is not None else None, clock=scheduler.now
-        )
         # A scratch file rebuilt on every replay: atomic writes, but no fsync.
         self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
-        self.updater = build_updater(
-            config,
-            lane.prompt,
-            backend,
-            sample,
-            storage=self.storage,
-            config_provider=self.config,
-            clock=scheduler.now,
-            fact_ids=SeededFactIds(f"{config.point_id}/{owner.user_id}"),
-        )
+        self.strategy = self._strategy(lane, backend, sample, start, owner.user_id)
+        if config.memory == "tiered":
+            self.out.forgetting = []
         self.replay_mode = replay_mode
         self.debounce_seconds = config.debounce_seconds
         self.session_of = {s.thread_id: i for i, s in enumerate(owner.sessions)}
@@ -182,25 +198,104 @@ class _Replayer:
         self.out.fork = lane.fork.record(user_id)
         return start
 
+    def _strategy(
+        self,
+        lane: ResolvedLane,
+        backend: Backend,
+        sample: int,
+        start: ForkStart | None,
+        user_id: str,
+    ) -> MemoryStrategy:
+        """The lane's memory design, its ids seeded by the grid point and the owner."""
+        config = lane.config
+        fact_ids = SeededFactIds(f"{config.point_id}/{user_id}")
+        if config.memory == "tiered":
+            caller = TieredCaller(
+                backend,
+                config.output_mode,
+                generation_params(config, sample),
+                lane.parse_options,
+                sample,
+                self.scheduler.now,
+            )
+            return TieredStrategy.open(
+                caller,
+                tiered_store_path(self.store_path),
+                tiered_settings(config),
+                self.scheduler.now,
+                ids=fact_ids,
+            )
+        storage = InMemoryStorage(
+            start.memory if start is not None else None, clock=self.scheduler.now
+        )
+        updater = build_updater(
+            config,
+            lane.prompt,
+            backend,
+            sample,
+            storage=storage,
+            config_provider=self.config,
+            clock=self.scheduler.now,
+            fact_ids=fact_ids,
+        )
+        return DeerFlowStrategy(updater, storage)
+
     def config(self) -> MemoryConfig:
         return self.memory_config
 
     def process(self, context: ConversationContext) -> bool:
+        return self._handle(context.thread_id, lambda: self.strategy.process(context))
+
+    def _handle(self, thread_id: str, step: Callable[[], Step | None]) -> bool:
+        """Run one handed-over update of the strategy and record its calls."""
         self.out.updates += 1
         try:
-            result = self.updater.run_update(context.messages, context.thread_id)
-            record = result.to_record()
+            done = step() or Step()
         except Exception as exc:  # the queue would only log it: record it as a failed call
-            result = UpdateResult(context.thread_id, self.scheduler.now())
-            result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
-            record = result.to_record()
-        record["session_index"] = self.session_of.get(context.thread_id, -1)
-        record["virtual_time"] = utc_iso(self.scheduler.now())
-        self.out.calls.append(record)
-        return result.saved
+            done = self._failure(thread_id, exc)
+        self._record(done, thread_id)
+        return done.saved
+
+    def _failure(self, thread_id: str, exc: Exception) -> Step:
+        """A step that raised, as one failed primary record (the replay is unfinished)."""
+        result = UpdateResult(thread_id, self.scheduler.now())
+        result.error, result.error_stage = f"unexpected {type(exc).__name__}", "internal"
+        kind = self.strategy.primary_call
+        if kind is not None:
+            result.extra["call"] = kind
+        return Step([result.to_record()])
+
+    def _record(self, step: Step, thread_id: str | None) -> None:
+        for record in step.records:
+            session = record.get("thread_id", thread_id)
+            # A call of no session (compression between sessions): the snapshot taken next.
+            index = len(self.out.snapshots) if session is None else self.session_of.get(session)
+            record["session_index"] = -1 if index is None else index
+            record["virtual_time"] = utc_iso(self.scheduler.now())
+            self.out.calls.append(record)
+        if self.out.forgetting is not None:
+            # The first snapshot that shows the event: the one taken next.
+            upcoming = len(self.out.snapshots)
+            self.out.forgetting.extend({**e, "session_index": upcoming} for e in step.forgetting)
+
+    def end_session(self, thread_id: str) -> None:
+        """Close a session's conversation (the tiered memory folds its working memory)."""
+        try:
+            step = self.strategy.end_session(thread_id)
+        except Exception as exc:  # recorded, never lost: the replay is then unfinished
+            step = self._failure(thread_id, exc)
+        if step is not None:
+            self.out.updates += 1
+            self._record(step, thread_id)
+
+    def pass_time(self) -> None:
+        """Let the strategy see the virtual clock (forgetting between sessions)."""
+        step = self.strategy.advance(self.scheduler.now())
+        if step is not None:
+            self._record(step, None)
 
     def snapshot(self) -> None:
-        memory = self.storage.load()  # a private copy
+        memory = self.strategy.snapshot()  # a private copy
         self.out.snapshots.append(memory)
         upcoming = len(self.out.snapshots)
         audit = None
@@ -230,26 +325,39 @@ class _Replayer:
 
     def run(self, sessions: Sequence[Session]) -> None:
         debounce = self.replay_mode == "debounce"
-        for index, session in enumerate(sessions):
-            if index < self.first:
-                continue  # before the fork: the reference's memory stands in
-            self.move_to(session.started_at)
-            if index > self.first and debounce:
-                self.snapshot()  # the memory the user returns to
-            self.out.agent_runs.append(self.play(session))
-            if not debounce:
+        try:
+            for index, session in enumerate(sessions):
+                if index < self.first:
+                    continue  # before the fork: the reference's memory stands in
+                self.move_to(session.started_at)
+                if index > self.first and debounce:
+                    self.close_session(sessions[index - 1].thread_id)
+                    self.snapshot()  # the memory the user returns to
+                elif index > self.first:
+                    self.pass_time()
+                self.out.agent_runs.append(self.play(session))
+                if not debounce:
+                    self.queue.flush()
+                    self.end_session(session.thread_id)
+                    self.snapshot()
+            if debounce:
+                self.scheduler.advance(timedelta(seconds=self.debounce_seconds + 1).total_seconds())
+                self.scheduler.run_until_idle()
                 self.queue.flush()
+                self.end_session(sessions[-1].thread_id)
                 self.snapshot()
-        if debounce:
-            self.scheduler.advance(timedelta(seconds=self.debounce_seconds + 1).total_seconds())
-            self.scheduler.run_until_idle()
-            self.queue.flush()
-            self.snapshot()
-        self.queue.close()
-        self.out.coalesced = self.queue.stats.coalesced
-        # What leaves the replay is redacted once more (the updater redacts each reply).
-        self.out.final_memory = redact(self.storage.load())
-        self.write_store_file(self.out.final_memory)
+            self.queue.close()
+            self.out.coalesced = self.queue.stats.coalesced
+            # What leaves the replay is redacted once more (the updater redacts each reply).
+            self.out.final_memory = redact(self.strategy.snapshot())
+            self.write_store_file(self.out.final_memory)
+        finally:
+            self.strategy.close()
+
+    def close_session(self, thread_id: str) -> None:
+        """A session is over and time has passed: fold it, then forget."""
+        self.end_session(thread_id)
+        self.pass_time()
 
     def play(self, session: Session) -> int:
         """Feed one session's messages; return the agent runs that requested an update."""

@@ -1,0 +1,313 @@
+"""Ask a run's correctly answered questions again after later sessions; read what forgetting
+did and how large each memory grew (:mod:`memlab.scoring.consolidation`,
+:mod:`memlab.scoring.forgetting`).
+
+:func:`add_curve` reads a run that has memory QA and, for every answerable question a lane
+answered correctly from its memory (under the run's headline judge, against the file's
+answer key), asks it again of the lane's memory snapshot after each later session ``k``
+(with ``every=N``: the sessions ``N``, ``2N``, ... after the one it was asked after). A
+question whose evidence fact a later session retracts is not asked again from there on (its
+answer key no longer holds). The calls go through the QA step's path: the lane's injection
+(read path), the same answer and judge prompts, backends and response cache, so running it
+again costs nothing. It writes ``qa/curve.jsonl`` (answer rows, ``asked_at`` the session the
+question was first asked after) and then ``qa/curve.json`` (the settings, the answer table it
+started from, row count and hash); :func:`curve_answers` reads them back, and ignores a
+curve whose QA answers changed since.
+
+Memory knows nothing of a strategy here: a lane's snapshots are memory documents (a strategy
+that keeps its memory elsewhere records views of it), and its forgetting records are read
+when its replay has them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memlab.backends.cache import CacheMode
+from memlab.core.atomic import atomic_write_text
+from memlab.core.document import utc_iso
+from memlab.core.llm import Backend
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.models import Owner
+from memlab.errors import MemlabError
+from memlab.matching.base import FactMatcher
+from memlab.matching.matchers import default_matcher, resolve_matcher
+from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
+from memlab.scoring.consolidation import curve_table, memory_tokens
+from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
+from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
+from memlab.sweeps.lane_backends import LaneBackends
+from memlab.sweeps.plan import select_owners
+from memlab.sweeps.qa_calls import QACalls, ask_and_grade
+from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
+from memlab.sweeps.qa_step import Fate, _Job, _owners, _read_path, _rows, qa_backend
+from memlab.sweeps.records import QARow, read_rows
+from memlab.sweeps.run import (
+    QA_ANSWERS,
+    Run,
+    file_facts,
+    load_run,
+    owned_path,
+    read_owner_record,
+    write_jsonl,
+)
+
+__all__ = [
+    "CURVE_ANSWERS",
+    "CURVE_MANIFEST",
+    "add_curve",
+    "curve",
+    "curve_answers",
+    "forgetting_table",
+    "memory_sizes",
+    "run_matcher",
+]
+
+logger = logging.getLogger(__name__)
+
+CURVE_ANSWERS = Path("qa") / "curve.jsonl"
+CURVE_MANIFEST = Path("qa") / "curve.json"
+
+
+def add_curve(
+    run: Run | str | Path,
+    *,
+    every: int = 1,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    max_workers: int = 8,
+    progress: bool = False,
+    backend_factory: Callable[[str], Backend] | None = None,
+    prompts_dir: str | Path | None = None,
+) -> pd.DataFrame:
+    """Ask every correctly answered question again after later sessions (see the module
+    docstring) and return the re-asked answer rows.
+
+    Args:
+        run: A run with memory QA, or its directory.
+        every: Ask again after every ``every``-th later session.
+        cache_dir, cache_mode, max_workers, progress, backend_factory, prompts_dir: As for
+            :func:`memlab.sweeps.qa_step.add_qa`.
+
+    Raises:
+        QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
+    """
+    run = load_run(run) if isinstance(run, str | Path) else run
+    if every < 1:
+        raise QAError(f"every must be at least 1, got {every}")
+    if run.qa_answers.empty:
+        raise QAError(f"{run.path}: no memory QA to ask again; run it first (memlab qa RUN)")
+    spec = QASpec.model_validate(run.qa_manifest["spec"])
+    base = Path(prompts_dir) if prompts_dir is not None else run.grid.base_dir
+    prompts = resolve_prompts(spec, base)
+    dataset = run.dataset_path
+    if dataset is None:
+        raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
+    owners = {o.user_id: o for o in _owners(run, dataset)}
+    factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
+    backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
+    answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
+    settings = AnswerSettings(prompts.answer, spec.answer_params())
+    jobs = list(_jobs(run, owners, _anchors(run), settings, every))
+    calls: QACalls[list[list[Fate]]] = ask_and_grade(
+        (job.tasks for job in jobs),
+        answerer,
+        grader,
+        prompts.judges,
+        spec.judge_params(),
+        max_workers=max_workers,
+        progress=progress,
+    )
+    rows = _rows(jobs, calls, (answerer, grader), spec, prompts)
+    for row in rows:
+        question = next(q for q in owners[row["user_id"]].questions if q.id == row["question_id"])
+        row["asked_at"] = owners[row["user_id"]].session_index(question.after_session)
+    _write(run, rows, every)
+    failed = sum(1 for r in rows if r["error"] is not None or r["judge_errors"])
+    if failed:  # kept as wrong answers; running the curve again retries them
+        logger.warning("consolidation curve: %d of %d calls failed", failed, len(rows))
+    return pd.DataFrame(rows)
+
+
+def _anchors(run: Run) -> set[tuple[str, int, str, str]]:
+    """(lane, sample, owner, question) of each answerable question answered correctly from
+    memory under the run's judge, against the file's answer key."""
+    answers = run.qa_answers
+    mine = answers[(answers["condition"] == "memory") & answers["kind"].isin(HEADLINE_KINDS)]
+    if mine.empty:
+        return set()
+    verdicts = verdict_table(mine)
+    right = verdicts[
+        (verdicts["judge"] == run.judge) & (verdicts["key"] == "answer") & verdicts["correct"]
+    ]
+    keys = right[["lane_id", "sample", "user_id", "question_id"]].to_numpy().tolist()
+    return {(str(lane), int(sample), str(user), str(q)) for lane, sample, user, q in keys}
+
+
+def _later(owner: Owner, asked: int, evidence: list[str], every: int) -> list[int]:
+    """The sessions a question first asked after ``asked`` is asked again after."""
+    later = []
+    for index in range(asked + every, len(owner.sessions), every):
+        active = {fact.id for fact in owner.active_gold_facts(index)}
+        if not set(evidence) <= active:
+            break  # a retracted evidence fact: the answer key no longer holds
+        later.append(index)
+    return later
+
+
+def _jobs(
+    run: Run,
+    owners: dict[str, Owner],
+    anchors: set[tuple[str, int, str, str]],
+    settings: AnswerSettings,
+    every: int,
+) -> Iterator[_Job]:
+    """Per (lane, sample, owner) with a correct answer: the re-asking tasks, session order."""
+    for lane_id, config in run.lanes.items():
+        read = _read_path(config)
+        for sample in sorted({a[1] for a in anchors if a[0] == lane_id}):
+            for user_id, owner in owners.items():
+                chosen = [q for q in owner.questions if (lane_id, sample, user_id, q.id) in anchors]
+                if not chosen:
+                    continue
+                record = read_owner_record(run.path, lane_id, user_id, sample)
+                snapshots = record.get("snapshots", [])
+                due = {
+                    q.id: _later(
+                        owner, owner.session_index(q.after_session), q.evidence.facts, every
+                    )
+                    for q in chosen
+                }
+                tasks: list[AnswerTask] = []
+                for index in range(len(owner.sessions)):
+                    asked = [q for q in chosen if index in due[q.id]]
+                    if asked:
+                        point = ReplayPoint(owner, index, snapshots[index])
+                        tasks += answer_tasks(point, asked, ["memory"], settings, read)
+                yield _Job(lane_id, sample, owner, record, tasks)
+
+
+def _write(run: Run, rows: list[dict[str, Any]], every: int) -> None:
+    """The re-asked answers, then the curve's manifest (last: a step that stopped leaves
+    none)."""
+    manifest_path = owned_path(run.path / CURVE_MANIFEST, run.path)
+    manifest_path.unlink(missing_ok=True)
+    write_jsonl(owned_path(run.path / CURVE_ANSWERS, run.path), rows)
+    manifest = {
+        "every": every,
+        "judge": run.judge,
+        "complete": not any(r["error"] is not None or r["judge_errors"] for r in rows),
+        "qa_answers": file_facts(run.path / QA_ANSWERS, run.path),
+        "finished_at": utc_iso(datetime.now(UTC)),
+        "files": {CURVE_ANSWERS.name: file_facts(run.path / CURVE_ANSWERS, run.path)},
+    }
+    atomic_write_text(manifest_path, json.dumps(manifest, indent=2))
+    logger.info("consolidation curve: %d answers -> %s", len(rows), run.path / CURVE_ANSWERS)
+
+
+def curve_answers(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The re-asked answers and the curve's manifest; empty when the run has no curve, or
+    when its QA answers changed since the curve was asked (then the curve is stale)."""
+    path = run.path / CURVE_MANIFEST
+    empty = pd.DataFrame(columns=[*QARow.model_fields, "asked_at"])
+    if not path.exists() or run.qa_answers.empty:
+        return empty, {}
+    manifest = json.loads(owned_path(path, run.path).read_text(encoding="utf-8"))
+    if manifest.get("qa_answers") != file_facts(run.path / QA_ANSWERS, run.path):
+        logger.warning("%s: the QA answers changed since the curve was asked; ask it again", path)
+        return empty, {}
+    rows = read_rows(run.path / CURVE_ANSWERS, QARow, inside=run.path)
+    return (pd.DataFrame(rows) if rows else empty), manifest
+
+
+def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
+    """Every (lane, sample, owner, owner record) of the run."""
+    dataset = run.dataset_path
+    if dataset is None:
+        raise QAError(f"{run.path}: the dataset file the run replayed is gone")
+    owners = _owners_of(run, dataset)
+    samples = int(run.manifest.get("samples", 1) or 1)
+    for lane_id in run.lanes:
+        for sample in range(samples):
+            for owner in owners:
+                yield (
+                    lane_id,
+                    sample,
+                    owner,
+                    read_owner_record(run.path, lane_id, owner.user_id, sample),
+                )
+
+
+def _owners_of(run: Run, dataset: Path) -> list[Owner]:
+    """The owners the run replayed, as it replayed them (selection and session cut)."""
+    chosen = set(run.owner_ids)
+    return [o for o in select_owners(load_dataset(dataset), run.grid) if o.user_id in chosen]
+
+
+def memory_sizes(run: Run) -> pd.DataFrame:
+    """Per (lane, sample, owner, session): the memory's size in tokens after the session
+    (:func:`memlab.scoring.consolidation.memory_tokens`) and ``days``, the virtual days from
+    the owner's first session's start to the session's end."""
+    rows = []
+    for lane_id, sample, owner, record in _records(run):
+        first = owner.sessions[0].started_at
+        for index, snapshot in enumerate(record.get("snapshots", [])):
+            ended = owner.sessions[index].ended_at
+            rows.append(
+                {
+                    "lane_id": lane_id,
+                    "sample": sample,
+                    "user_id": owner.user_id,
+                    "session_index": index,
+                    "memory_tokens": memory_tokens(snapshot),
+                    "days": (ended - first).total_seconds() / 86400,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def curve(run: Run) -> pd.DataFrame:
+    """The run's consolidation curve (:func:`memlab.scoring.consolidation.curve_table`): one
+    row per lane and session; ``retained`` is NaN everywhere when no curve was asked."""
+    reasks, _ = curve_answers(run)
+    return curve_table(reasks, memory_sizes(run), run.judge, options=run.stats)
+
+
+def forgetting_table(run: Run, matcher: FactMatcher | None = None) -> pd.DataFrame:
+    """Per (lane, sample, owner): the forgetting counts of its replay
+    (:data:`memlab.scoring.forgetting.FORGETTING_COUNTS`), NaN for a lane whose memory does not
+    forget (its replays keep no ``forgetting`` records: a DeerFlow memory). ``matcher``
+    decides which memory states a gold fact (default: the matcher that scored the run)."""
+    columns = ["lane_id", "sample", "user_id", *FORGETTING_COUNTS]
+    rows: list[dict[str, Any]] = []
+    for lane_id, sample, owner, record in _records(run):
+        row: dict[str, Any] = {"lane_id": lane_id, "sample": sample, "user_id": owner.user_id}
+        events = record.get("forgetting")  # only a memory that forgets keeps the key
+        if events is not None:
+            matcher = matcher if matcher is not None else run_matcher(run)
+            snapshots = record.get("snapshots", [])
+            row.update(forgetting_counts(owner, events, snapshots, matcher.covers) or {})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(FORGETTING_COUNTS, float))
+
+
+def run_matcher(run: Run) -> FactMatcher:
+    """The matcher that scored ``run`` (``environment.json``), built again; the default
+    matcher when it cannot be built offline (an LLM judge) or is not installed."""
+    recorded = run.environment.get("matcher")
+    name = str(recorded.get("name") or "") if isinstance(recorded, dict) else ""
+    if name and not name.startswith("judge"):
+        try:
+            return resolve_matcher(name)
+        except MemlabError as exc:
+            logger.warning(
+                "%s: matcher %r unavailable (%s); using the default", run.path, name, exc
+            )
+    return default_matcher()
