@@ -200,7 +200,9 @@ class _Replayer:
         return result.saved
 
     def snapshot(self) -> None:
-        memory = self.storage.load()  # a private copy
+        # The store's own document, not a copy: the store keeps a new one at every update,
+        # and nothing downstream changes a snapshot.
+        memory = self.storage.view()
         self.out.snapshots.append(memory)
         upcoming = len(self.out.snapshots)
         audit = None
@@ -248,7 +250,7 @@ class _Replayer:
         self.queue.close()
         self.out.coalesced = self.queue.stats.coalesced
         # What leaves the replay is redacted once more (the updater redacts each reply).
-        self.out.final_memory = redact(self.storage.load())
+        self.out.final_memory = redact(self.storage.view())
         self.write_store_file(self.out.final_memory)
 
     def play(self, session: Session) -> int:
