@@ -21,6 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from builders import one_turn, sweep_scripted, update, write_owners
@@ -447,3 +448,25 @@ def test_a_grids_primary_set_is_the_family_and_the_gate_follows_it(good: Run, ba
         Grid.from_mapping({"name": "x", "primary": ["final_facts"]})
     with pytest.raises(CompareError, match="not a rate with an interval"):
         compare(good, bad, primary=["nope"])
+
+
+def test_each_owners_rate_is_its_own_counts_ratio() -> None:
+    """Per-owner rates, computed by hand from each owner's counts: a plain ratio, an owner
+    with nothing to cover (no value), a NaN count, and a macro rate over one owner."""
+    from memlab.scoring.comparison import _owner_rates, _pick_metrics
+
+    counts = pd.DataFrame(
+        {
+            "gold_covered": [3.0, 0.0, 1.0, float("nan")],
+            "gold_active": [4.0, 0.0, 5.0, 2.0],
+            "stored_precise": [1.0, 2.0, 0.0, 1.0],
+            "facts": [2.0, 2.0, 0.0, 4.0],
+        },
+        index=["a", "b", "c", "d"],
+    )
+    recall, macro = _pick_metrics(["recall", "precision_macro"])
+    got = _owner_rates(recall, counts)
+    assert got[0] == 0.75 and got[2] == 0.2
+    assert np.isnan(got[1]) and np.isnan(got[3])
+    assert list(_owner_rates(macro, counts)[[0, 1, 3]]) == [0.5, 1.0, 0.25]
+    assert len(_owner_rates(recall, counts.iloc[:0])) == 0

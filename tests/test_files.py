@@ -140,3 +140,12 @@ def test_a_resolved_root_is_used_as_given_and_as_resolved(tmp_path: Path) -> Non
         contained(link / "planted" / "x", root)
     with pytest.raises(FileReadError, match="outside"):
         contained(tmp_path / "elsewhere", root)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux /proc")
+def test_read_bytes_reads_past_a_reported_size_of_zero() -> None:
+    # /proc files are regular files of size 0 with content: the read goes on to the bound.
+    data = read_bytes("/proc/self/status", what="f", max_bytes=1 << 20)
+    assert data.startswith(b"Name:") and len(data) > 100
+    with pytest.raises(FileReadError, match="grew past 10 bytes"):
+        read_bytes("/proc/self/status", what="f", max_bytes=10)

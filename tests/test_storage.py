@@ -17,7 +17,9 @@ import pytest
 
 import memlab
 import memlab.core.storage as storage_module
+from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.document import create_empty_memory, utc_iso
+from memlab.core.merge import BaselineMerge
 from memlab.core.storage import (
     CorruptMemoryError,
     InMemoryStorage,
@@ -248,6 +250,40 @@ def test_in_memory_storage_copies_in_and_out() -> None:
         store.save({"facts": [object()]})
     assert len(store.reload()["facts"]) == 1
     assert InMemoryStorage().load()["facts"] == []
+
+
+def test_a_view_stays_as_it_was_through_later_updates() -> None:
+    """A view is the store's own document (no copy): later saves and merges must keep a new
+    one, never change the one lent out."""
+    store = InMemoryStorage(sample(3), clock=lambda: NOW)
+    view = store.view()
+    assert view is store.view()  # lent, not copied
+    before = json.dumps(view, sort_keys=True)
+    merge = BaselineMerge()
+    removed = view["facts"][0]["id"]
+
+    def apply(memory: dict[str, Any]) -> dict[str, Any]:
+        update = {
+            **MINIMAL_VALID_UPDATE,
+            "user": {"workContext": {"summary": "Works nights", "shouldUpdate": True}},
+            "newFacts": [{"content": "Likes tea", "category": "preference", "confidence": 0.9}],
+            "factsToRemove": [removed],
+        }
+        return merge.apply_in_place(
+            memory,
+            update,
+            thread_id="t",
+            threshold=0.5,
+            max_facts=3,
+            now=NOW,
+            new_id=lambda: "fact_new",
+        ).memory
+
+    saved = store.modify(apply)
+    assert [f["content"] for f in saved["facts"]][-1] == "Likes tea"
+    store.save({**saved, "facts": []})
+    assert json.dumps(view, sort_keys=True) == before
+    assert store.view()["facts"] == []
 
 
 # -- crash safety ------------------------------------------------------------------------------

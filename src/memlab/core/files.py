@@ -258,7 +258,13 @@ def read_bytes(
         OSError: The file is missing or cannot be opened.
     """
     with open_regular(path, what=what, max_bytes=max_bytes, inside=inside) as handle:
-        data = handle.read(max_bytes + 1)
+        # Ask for the file's size plus one byte, not for max_bytes + 1: a read allocates what
+        # it is asked for (64 MiB per cache entry of a replay). A file that grew meanwhile is
+        # read on, up to the bound.
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(min(size, max_bytes) + 1)
+        if size < len(data) <= max_bytes:
+            data += handle.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise FileReadError(path, what, f"it grew past {max_bytes} bytes while it was read")
     return data

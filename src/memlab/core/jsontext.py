@@ -125,9 +125,39 @@ def _render_path(path: list[str | int], shown: int = 6) -> str:
 
 def _within_depth(value: Any, limit: int) -> bool:
     """Whether no container in ``value`` is nested deeper than ``limit`` (the common case,
-    checked without building the paths :func:`nesting_path` reports)."""
+    checked without building the paths :func:`nesting_path` reports).
+
+    Level by level: a container whose children are all plain scalars (most of them: a fact,
+    a message, a verdict) is passed over by one C-level type check, without a Python step per
+    child. Anything else that is neither a scalar nor an exact ``dict``/``list`` (a subclass,
+    a tuple) takes the general walk."""
     if limit < 1:
         return not isinstance(value, dict | list)
+    level = [value] if type(value) is dict or type(value) is list else []
+    if not level:
+        return _within_depth_any(value, limit)
+    depth = 1
+    while level:
+        deeper: list[Any] = []
+        for container in level:
+            children = container.values() if type(container) is dict else container
+            if _SCALARS.issuperset(map(type, children)):
+                continue
+            for item in children:
+                kind = type(item)
+                if kind is dict or kind is list:
+                    deeper.append(item)
+                elif kind not in _SCALARS:
+                    return _within_depth_any(value, limit)
+        if deeper and depth >= limit:
+            return False
+        level = deeper
+        depth += 1
+    return True
+
+
+def _within_depth_any(value: Any, limit: int) -> bool:
+    """:func:`_within_depth` for values with subclasses of ``dict`` and ``list`` in them."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         container, depth = stack.pop()

@@ -439,6 +439,15 @@ class InMemoryStorage:
                 return create_empty_memory(self._clock())
             return copy_document(self._document)
 
+    def view(self) -> Document:
+        """The stored document itself, not a copy: for a reader that never changes it (a
+        replay's snapshots). The store never changes a document it keeps; every save and
+        modify keeps a new one, so a view stays as it was when taken."""
+        with self._lock:
+            if self._document is None:
+                return create_empty_memory(self._clock())
+            return self._document
+
     def reload(self) -> Document:
         """Same as :meth:`load` (nothing is cached)."""
         return self.load()

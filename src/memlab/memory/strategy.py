@@ -92,7 +92,7 @@ class MemoryStrategy(Protocol):
         """Virtual time is now ``now``; ``None`` when time changes nothing."""
 
     def snapshot(self) -> MemoryDocument:
-        """The memory as a document (a private copy)."""
+        """The memory as a document that no later step changes; callers only read it."""
 
     def close(self) -> None:
         """Release what the strategy holds (files, connections)."""
@@ -123,7 +123,8 @@ class DeerFlowStrategy:
         return None  # DeerFlow's memory does not forget
 
     def snapshot(self) -> MemoryDocument:
-        return self.storage.load()
+        # The store's own document, not a copy: it keeps a new one at every update.
+        return self.storage.view()
 
     def close(self) -> None:
         return None

@@ -295,7 +295,7 @@ class _Replayer:
             self._record(step, None)
 
     def snapshot(self) -> None:
-        memory = self.strategy.snapshot()  # a private copy
+        memory = self.strategy.snapshot()  # never changed later: no copy needed
         self.out.snapshots.append(memory)
         upcoming = len(self.out.snapshots)
         audit = None

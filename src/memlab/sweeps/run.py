@@ -518,7 +518,19 @@ class Run:
         return sorted({path.stem for path in found})
 
     def final_facts(self, lane_id: str) -> pd.DataFrame:
-        """Every stored fact at the end of a lane, one row per (owner, fact)."""
+        """Every stored fact at the end of a lane, one row per (owner, fact).
+
+        Read once per lane (each a copy): a report asks again for every pair of lanes it
+        diffs, and each read parses every owner record of the lane whole."""
+        if lane_id not in self._final_facts:
+            self._final_facts[lane_id] = self._read_final_facts(lane_id)
+        return self._final_facts[lane_id].copy()
+
+    @cached_property
+    def _final_facts(self) -> dict[str, pd.DataFrame]:
+        return {}
+
+    def _read_final_facts(self, lane_id: str) -> pd.DataFrame:
         rows = []
         for user_id in self.owner_ids:
             if not record_path(self.path, lane_id, user_id).exists():

@@ -1,0 +1,139 @@
+"""How a cached replay, `memlab report` and `memlab compare` grow with the number of owners.
+
+For each size N (owners, 20 sessions each, ``per_session`` mode, 4 lanes: two confidence
+thresholds x two ``max_facts``), the script writes the dataset of ``sweep_bench.py``, records
+the sweep once through the response cache (the scripted backend, not timed), then times:
+
+1. the sweep replayed from the cache (``READ_ONLY``, a backend that raises if called), in
+   this process: wall and CPU time;
+2. ``memlab report RUN -o OUT`` as a new process;
+3. ``memlab compare RUN`` (every lane against the first) as a new process.
+
+Each row prints wall and CPU time (the child's CPU for the two commands) and the time per
+update (per owner x lane for the commands); the ratio of the largest size's per-update time to
+the smallest's shows whether a step grows faster than the owners do (about 1 when linear).
+Goal: the three steps together <= 30 s at 1,000 owners on a quiet 2-core machine.
+
+Usage::
+
+    .venv/bin/python benchmarks/scale_bench.py                      # 1,000 owners (minutes)
+    .venv/bin/python benchmarks/scale_bench.py --owners 50 200      # the ratio on a smaller run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sweep_bench import (
+    ScriptedBackend,
+    _ForbiddenBackend,
+    _number_reply,
+    _timed_sweep,
+    write_dataset,
+)
+
+from memlab.backends.cache import CacheMode
+from memlab.sweeps.grid import Grid
+
+SESSIONS = 20
+GOAL_S = 30.0
+GRID = {
+    "name": "bench-scale",
+    "replay_mode": "per_session",
+    "axes": {"fact_confidence_threshold": [0.7, 0.9], "max_facts": [10, 100]},
+}
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _command(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``memlab ARGS`` run as a new process."""
+    cpu, started = _child_cpu(), time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "memlab", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started, _child_cpu() - cpu
+
+
+def measure(workdir: Path, owners: int, workers: int) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds of the cached replay, the report and the comparison."""
+    base = workdir / f"n{owners}"
+    dataset = write_dataset(base / "data.jsonl", owners=owners, sessions=SESSIONS, gold=True)
+    grid = Grid.from_mapping(GRID)
+    responses = (base / "responses", CacheMode.READ_WRITE)
+    recorder = ScriptedBackend(function=_number_reply)
+    _timed_sweep(dataset, grid, base / "runs", "record", recorder, workers, responses)
+    cpu = time.process_time()
+    wall, _rows, _hits = _timed_sweep(
+        dataset,
+        grid,
+        base / "runs",
+        "replay",
+        _ForbiddenBackend(),
+        workers,
+        (base / "responses", CacheMode.READ_ONLY),
+    )
+    run = str(base / "runs" / "replay")
+    return {
+        "sweep from cache": (wall, time.process_time() - cpu),
+        "memlab report": _command(["report", run, "-o", str(base / "report")]),
+        "memlab compare": _command(["compare", run]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--owners", type=int, nargs="+", default=[1000])
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the runs (under --workdir)")
+    args = parser.parse_args(argv)
+    sizes = sorted(args.owners)
+    before = os.getloadavg()
+    if args.keep and args.workdir is not None:
+        results = {n: measure(args.workdir, n, args.workers) for n in sizes}
+    else:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            results = {n: measure(Path(tmp), n, args.workers) for n in sizes}
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"load average {load} (before the run: {' '.join(f'{x:.2f}' for x in before)})")
+    print(f"{SESSIONS} sessions per owner, 4 lanes, per_session mode, {args.workers} workers")
+    print(
+        f"{'owners':>7} {'step':<17} {'wall s':>8} {'CPU s':>8} {'CPU ms/update':>14} {'ratio':>6}"
+    )
+    first = sizes[0]
+    for n in sizes:
+        for step, (wall, cpu) in results[n].items():
+            per = cpu / (n * SESSIONS * 4)
+            base_cpu = results[first][step][1] / (first * SESSIONS * 4)
+            print(
+                f"{n:>7} {step:<17} {wall:>8.2f} {cpu:>8.2f} {per * 1000:>14.3f} "
+                f"{per / base_cpu:>6.2f}"
+            )
+        total = sum(wall for wall, _ in results[n].values())
+        print(f"{n:>7} {'end to end':<17} {total:>8.2f}")
+    total = sum(wall for wall, _ in results[sizes[-1]].values())
+    if sizes[-1] >= 1000:
+        verdict = "PASS" if total <= GOAL_S else "MISS"
+        print(f"goal: <= {GOAL_S:g} s end to end at {sizes[-1]} owners: {verdict}")
+        return 0 if total <= GOAL_S else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
