@@ -32,13 +32,13 @@ import argparse
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,11 +220,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
     "comparison": (
         f"{_SCORING}/comparison.py",
-        ("tests/test_verdicts.py", *_FAST),
+        ("tests/test_comparison.py", "tests/test_verdicts.py", *_FAST),
     ),
     "estimators": (
         f"{_SCORING}/estimators.py",
-        ("tests/test_verdicts.py", "tests/test_survival.py", *_FAST),
+        ("tests/test_estimators.py", "tests/test_survival.py", *_FAST),
     ),
     "metric_specs": (
         f"{_SCORING}/metric_specs.py",
@@ -255,12 +255,18 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
 """The critical modules and the tests run against their mutants (the fast ones that cover
 them; the long simulations are left to ``scripts/test.sh``)."""
 
-AT_IMPORT = frozenset({"metric_specs"})
-"""Modules whose code mostly runs when they are imported (their spec tables). mutmut forks each
-mutant's test process from one that has imported them already, so such a mutant would never
-take effect; for these, every mutant's tests run in a process that imports everything afresh
-with the mutant active (slower: a few seconds per mutant). mutmut ties code that runs at import
-to the first test it runs, so each module's list starts with a test that pins the whole table."""
+AT_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "metric_specs": (
+        ("x__counts__mutmut_*", "x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
+        ("tests/test_metric_table.py",),
+    ),
+}
+"""Per module: its functions that run when it is imported (those that build its spec tables,
+as mutant name patterns) and the tests for them. mutmut forks each mutant's test process from
+one that has imported the module already, so such a mutant never takes effect; these mutants
+are run again, each in a process that imports everything afresh with the mutant active
+(slower: seconds per mutant, hence light tests that pin the whole table), and that run decides
+them. mutmut ties code run at import to the first test it runs."""
 
 
 def _copy_tree(into: Path) -> None:
@@ -317,84 +323,77 @@ def _mutmut_config(module: str, tests: tuple[str, ...], *, fresh_import: bool = 
     return config
 
 
-_LEFT = re.compile(r": (survived|no tests)$")
-"""Mutants no test killed: they survived, or no selected test runs their code."""
-
-
-def _survivors(workdir: Path) -> str:
-    """The diff of every mutant left alive (``mutmut show``), for the log."""
-    listed = subprocess.run(
-        [sys.executable, "-m", "mutmut", "results"],
+def _show(workdir: Path, mutant: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", mutant],
         cwd=workdir,
         capture_output=True,
         text=True,
         check=False,
     ).stdout
-    names = [line.split(":")[0].strip() for line in listed.splitlines() if _LEFT.search(line)]
-    shown = []
-    for mutant in names:
-        diff = subprocess.run(
-            [sys.executable, "-m", "mutmut", "show", mutant],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        shown.append(f"# {mutant}\n{diff}")
-    return "\n".join(shown)
+
+
+def _mutmut(
+    workdir: Path, module: str, tests: tuple[str, ...], patterns: tuple[str, ...] = ()
+) -> dict[str, int | None]:
+    """Run mutmut in ``workdir`` (on ``patterns`` only, with fresh imports, when given); the
+    exit code of every mutant's tests by mutant name (``None``: not run)."""
+    fresh = bool(patterns)
+    (workdir / "setup.cfg").write_text(
+        _mutmut_config(module, tests, fresh_import=fresh), encoding="utf-8"
+    )
+    prefix = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    names = [f"{prefix}.{pattern}" for pattern in patterns]
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names]
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
+    codes: dict[str, int | None] = {}
+    for meta in (workdir / "mutants").rglob("*.meta"):
+        codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
+    if fresh:
+        codes = {k: v for k, v in codes.items() if any(fnmatch(k, n) for n in names)}
+    if not codes or all(v is None for v in codes.values()):
+        print(done.stdout[-2000:] + done.stderr[-2000:])
+    return codes
+
+
+_KILLED = frozenset({1, 3, 2, 36, 24, -24, 152, 255})
+"""Exit codes of a mutant's tests that kill it: a test failed (1, or 3: pytest's internal
+error), the tests could not be collected (2: importing the mutant fails; nobody interrupts
+these runs), or they ran out of time (mutmut's own code 36, or the CPU limit's signal)."""
+_SKIPPED = 34
 
 
 def run_module(name: str, survivors: Path | None = None) -> tuple[int, int]:
     """mutmut on one module: (killed, tested); the survivors' diffs appended to ``survivors``."""
     module, tests = MODULES[name]
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"memlab-mutmut-{name}-") as tmp:
-        workdir = Path(tmp)
+        workdirs = {}
+        workdir = workdirs["main"] = Path(tmp) / "main"
         _copy_tree(workdir)
-        (workdir / "setup.cfg").write_text(
-            _mutmut_config(module, tests, fresh_import=name in AT_IMPORT), encoding="utf-8"
-        )
-        started = time.perf_counter()
-        command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1"]
-        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
-        stats_file = workdir / "mutants" / "mutmut-cicd-stats.json"
-        if not stats_file.exists():
-            subprocess.run(
-                [sys.executable, "-m", "mutmut", "export-cicd-stats"],
-                cwd=workdir,
-                capture_output=True,
-                check=False,
-            )
-        counts = _counts(workdir, stats_file, done.stdout)
+        codes = _mutmut(workdir, module, tests)
+        where = dict.fromkeys(codes, workdir)
+        if name in AT_IMPORT:
+            patterns, fresh_tests = AT_IMPORT[name]
+            fresh_dir = Path(tmp) / "fresh"
+            _copy_tree(fresh_dir)
+            fresh = _mutmut(fresh_dir, module, fresh_tests, patterns)
+            codes.update(fresh)
+            where.update(dict.fromkeys(fresh, fresh_dir))
+        tested = [k for k, v in codes.items() if v != _SKIPPED]
+        left = [k for k in tested if codes[k] not in _KILLED]
         if survivors is not None:
+            shown = "\n".join(f"# {k}: exit {codes[k]}\n{_show(where[k], k)}" for k in left)
             with survivors.open("a", encoding="utf-8") as log:
-                log.write(f"## {name}\n{_survivors(workdir)}\n")
-        killed, tested = counts
-        rate = killed / tested if tested else float("nan")
-        print(
-            f"{name:16} {killed:4d} / {tested:4d} killed ({rate:6.1%})  "
-            f"[{time.perf_counter() - started:.0f} s]",
-            flush=True,
-        )
-        if tested == 0:
-            print(done.stdout[-2000:] + done.stderr[-2000:])
-        return counts
-
-
-def _counts(workdir: Path, stats_file: Path, output: str) -> tuple[int, int]:
-    if stats_file.exists():
-        data = json.loads(stats_file.read_text(encoding="utf-8"))
-        # pytest's exit code 2 ("interrupted") in these unattended runs means the tests could
-        # not be collected: the mutant makes importing the module fail, a loud failure.
-        broken = int(data.get("check_was_interrupted_by_user", 0))
-        killed = int(data.get("killed", 0)) + int(data.get("timeout", 0)) + broken
-        tested = int(data.get("total", 0)) - int(data.get("skipped", 0))
-        return killed, tested
-    # Fall back on the progress line: "N/N  🎉 killed ... 🙁 survived".
-    found = re.findall(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)", output)
-    if not found:
-        return 0, 0
-    _done, _total, killed, no_tests, timeout, suspicious, survived = map(int, found[-1])
-    return killed + timeout, killed + timeout + suspicious + survived + no_tests
+                log.write(f"## {name}\n{shown}\n")
+    killed = len(tested) - len(left)
+    rate = killed / len(tested) if tested else float("nan")
+    print(
+        f"{name:16} {killed:4d} / {len(tested):4d} killed ({rate:6.1%})  "
+        f"[{time.perf_counter() - started:.0f} s]",
+        flush=True,
+    )
+    return killed, len(tested)
 
 
 def main(argv: list[str] | None = None) -> int:
