@@ -345,7 +345,12 @@ def _mutmut(
     prefix = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
     names = [f"{prefix}.{pattern}" for pattern in patterns]
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names]
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
+    # Fresh imports are paid per mutant: without pytest's installed plugins (notebooks,
+    # hypothesis, snapshots: seconds of imports), which the light tests of these passes need not.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if fresh else None
+    done = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, check=False
+    )
     codes: dict[str, int | None] = {}
     for meta in (workdir / "mutants").rglob("*.meta"):
         codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
@@ -359,7 +364,8 @@ def _mutmut(
 _KILLED = frozenset({1, 3, 2, 36, 24, -24, 152, 255})
 """Exit codes of a mutant's tests that kill it: a test failed (1, or 3: pytest's internal
 error), the tests could not be collected (2: importing the mutant fails; nobody interrupts
-these runs), or they ran out of time (mutmut's own code 36, or the CPU limit's signal)."""
+these runs), the test process raised before pytest reported (255), or they ran out of time
+(mutmut's own code 36, or the CPU limit's signal)."""
 _SKIPPED = 34
 
 

@@ -204,6 +204,7 @@ def test_values_are_formatted_in_each_unit() -> None:
     count = MetricSpec("n", "n", None)
     assert count.fmt(None) == "-" and count.fmt(7) == "7" and count.fmt(7.0) == "7"
     assert count.fmt(2.345678) == "2.346" and count.fmt_delta(3.0) == "+3"
+    assert count.fmt(12345.0) == "12345"  # a whole float is a count, not 1.234e+04
     assert count.fmt_delta(-0.123456) == "-0.1235" and count.fmt_delta(math.nan) == "-"
     assert count.fmt_bounds(1.0, 12345.0) == "[1, 1.234e+04]"
     assert count.fmt_bounds(math.nan, 1.0) == "[-]" and count.fmt_bounds(1.0, math.nan) == "[-]"
@@ -211,6 +212,7 @@ def test_values_are_formatted_in_each_unit() -> None:
     assert recall.fmt_delta(-0.0049) == "-0.5 pts" and recall.fmt_delta(math.nan) == "-"
     assert recall.fmt(1) == "100.0%"
     assert recall.fmt_bounds(math.nan, 0.1, points=True) == "[-]"
+    assert recall.fmt_bounds(0.5, 0.6, points=True) == "[50.0, 60.0]"
 
 
 def test_gate_names_flags_and_help_follow_the_direction() -> None:
