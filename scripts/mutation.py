@@ -364,8 +364,8 @@ def _mutmut(
 _KILLED = frozenset({1, 3, 2, 36, 24, -24, 152, 255})
 """Exit codes of a mutant's tests that kill it: a test failed (1, or 3: pytest's internal
 error), the tests could not be collected (2: importing the mutant fails; nobody interrupts
-these runs), the test process raised before pytest reported (255), or they ran out of time
-(mutmut's own code 36, or the CPU limit's signal)."""
+these runs; 255: mutmut's code for pytest's exit 4, "found no collectors" for a test named
+by id whose module fails to import), or they ran out of time (36, or the CPU limit's signal)."""
 _SKIPPED = 34
 
 
