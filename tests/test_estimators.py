@@ -89,10 +89,11 @@ def test_survival_relevance_reads_the_first_at_risk_count() -> None:
     found = estimator(STALE, counts)
     assert found.mask().tolist() == [True, False]
     assert found.value() == 0.0
-    # A NaN count keeps its owner in, and makes the value NaN.
+    # A NaN count keeps its owner in (and no other), and makes the value NaN.
+    counts.loc["c"] = [0.0] * 6
     counts.loc["b", "stale_removed_2"] = math.nan
     found = estimator(STALE, counts)
-    assert found.mask().tolist() == [True, True]
+    assert found.mask().tolist() == [True, True, False]
     assert math.isnan(found.value())
 
 
@@ -107,6 +108,16 @@ def test_missing_owners_are_named_in_one_warning(caplog: pytest.LogCaptureFixtur
     assert [r.getMessage() for r in caplog.records] == [
         "run: lane: recall: owners o1, o2, o3, o4, o5 ... have no value (NaN) for "
         "gold_covered/gold_active: the metric is NaN"
+    ]
+
+
+def test_five_missing_owners_are_all_named(caplog: pytest.LogCaptureFixture) -> None:
+    owners = {f"o{i}": [math.nan if i < 5 else 1.0, 2.0] for i in range(7)}
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+        estimator(RECALL, _counts(owners, RECALL.sources))
+    assert caplog.messages == [
+        "recall: owners o0, o1, o2, o3, o4 have no value (NaN) for gold_covered/gold_active: "
+        "the metric is NaN"
     ]
 
 
