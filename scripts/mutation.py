@@ -13,8 +13,10 @@ removed) and runs the tests named for each: every one must fail.
 ``--modules`` (the default) runs ``mutmut`` on each critical module in turn (:data:`MODULES`),
 with the fast tests that cover it, one module at a time and one worker, and prints each
 module's kill rate and the total. Mutants are killed when a test fails, when they time out, or
-when the tests cannot even be collected (importing the mutant fails); the rest survived. This
-takes long (about a second per mutant): run it by hand, not in CI.
+when the tests cannot even be collected (importing the mutant fails); the rest survived. The
+mutants of functions that run at import (:data:`AT_IMPORT`) are run a second time in processes
+that import everything afresh, which decides them. This takes long (about a second per
+mutant): run it by hand, not in CI.
 
 Usage::
 
