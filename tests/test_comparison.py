@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import pytest
 from test_verdicts import OWNERS, FakeRun, _frames
 
+from memlab.scoring.comparability import LaneFacts, MixedComparisonError
 from memlab.scoring.comparison import (
     CompareError,
     Lane,
@@ -60,6 +61,10 @@ def test_a_primary_row_in_words() -> None:
     )
     assert describe(_row(p_value=0.0004, p_holm=0.0008)).endswith("p < 0.001, significant")
     assert describe(_row(p_value=0.0002, p_holm=math.nan)).endswith("p < 0.001, significant")
+    assert describe(_row(p_value=0.001, p_holm=0.001)).endswith("p = 0.001, significant")
+    # A row from before levels were recorded: no level, no "CI" label.
+    old = {k: v for k, v in _row().items() if k != "level"}
+    assert describe(old).startswith("+6.2 pts [2.1, 10.4], p = 0.004")
 
 
 def test_a_secondary_row_and_missing_parts_in_words() -> None:
@@ -209,7 +214,8 @@ def test_lanes_are_paired_by_label_across_runs() -> None:
     table = compare(run_a, run_b, metrics=["recall"])
     assert table[["baseline_lane", "lane"]].values.tolist() == [["cand", "cand"], ["base", "base"]]
     assert table["delta"].tolist() == pytest.approx([0.4, 0.0])
-    with pytest.raises(CompareError, match="lane 'x' has no lane of the same label in a"):
+    hint = "pass baseline_lane \\(--baseline-lane\\) to compare every lane with one lane"
+    with pytest.raises(CompareError, match=f"lane 'x' has no lane of the same label in a; {hint}"):
         compare(run_a, _run("b", lanes=("x",)), metrics=["recall"])
     # One baseline lane named: every lane of run B against it.
     table = compare(run_a, run_b, baseline_lane="base", metrics=["recall"])
@@ -252,3 +258,42 @@ def test_owner_deltas_per_owner() -> None:
     assert deltas.loc["u00"].tolist() == pytest.approx([0.5, 0.9, 0.4])
     assert deltas.loc["u01"].tolist() == pytest.approx([0.5, 0.4, -0.1])
     assert deltas["delta"].iloc[2:].tolist() == [0.0] * 12
+
+
+class LabelledRun(FakeRun):
+    """Lanes whose labels are not their ids, and whose matcher is named per lane."""
+
+    matchers: ClassVar[dict[str, str]] = {}
+
+    def label(self, lane_id: str) -> str:
+        return f"L-{lane_id}"
+
+    def lane_facts(self, lane_id: str) -> LaneFacts:
+        return LaneFacts(self.name, lane_id, matcher=self.matchers.get(lane_id, "default"))
+
+
+def _labelled(run: FakeRun) -> LabelledRun:
+    return LabelledRun(run.name, run.calls, run.sessions, stats=run.stats)
+
+
+def test_a_baseline_lane_is_found_by_label_and_the_run_options_apply() -> None:
+    base = _run(lanes=("base", "cand"), cand={"facts": np.full(OWNERS, 7.0)})
+    run = _labelled(base)
+    run.stats = StatOptions(resamples=400, seed=1, level=0.9)
+    table = compare(run, baseline_lane="L-base")
+    assert set(table["baseline_lane"]) == {"L-base"} and set(table["lane"]) == {"L-cand"}
+    assert _by_metric(table).loc["precision", "level"] == pytest.approx(0.9)  # run's level
+    with pytest.raises(CompareError, match=r"no lane ''; lanes: L-base, L-cand"):
+        compare(run, baseline_lane="")
+    empty = FakeRun("e", base.calls.iloc[:0], base.sessions.iloc[:0])
+    with pytest.raises(CompareError, match=r"run e: no lane 'x'; lanes: none$"):
+        compare(empty, baseline_lane="x")
+
+
+def test_lanes_measured_differently_are_refused_unless_allowed() -> None:
+    run = _labelled(_run())
+    run.matchers = {"base": "default", "cand": "lexical"}
+    with pytest.raises(MixedComparisonError, match="different matcher: default vs lexical"):
+        compare(run, metrics=["recall"])
+    table = compare(run, metrics=["recall"], allow_mixed=True)
+    assert table.attrs["banners"] and "matcher" in table.attrs["banners"][0]
