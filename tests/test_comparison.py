@@ -13,6 +13,7 @@ from test_verdicts import OWNERS, FakeRun, _frames
 
 from memlab.scoring.comparability import LaneFacts, MixedComparisonError
 from memlab.scoring.comparison import (
+    COMPARE_COLUMNS,
     CompareError,
     Lane,
     compare,
@@ -170,7 +171,8 @@ def test_a_clear_gain_on_a_primary_metric_is_better_at_holms_level() -> None:
     assert by.loc["precision_macro", "verdict"] == "no change"
     assert recall["level"] == pytest.approx(0.95)
     assert recall["p_holm"] == pytest.approx(recall["p_value"])
-    assert recall["delta_lo"] > 0
+    assert 0 < recall["delta_lo"] < recall["delta"] < recall["delta_hi"]
+    assert list(table.columns) == list(COMPARE_COLUMNS)
     assert recall["mde"] > 0 and not math.isinf(recall["mde"])
     assert (by["significant"] == (by["verdict"].isin(["better", "worse"]))).all()
 
