@@ -297,5 +297,7 @@ def test_lanes_measured_differently_are_refused_unless_allowed() -> None:
     run.matchers = {"base": "default", "cand": "lexical"}
     with pytest.raises(MixedComparisonError, match="different matcher: default vs lexical"):
         compare(run, metrics=["recall"])
+    with pytest.raises(MixedComparisonError):
+        compare_lanes([(Lane(run, "base"), Lane(run, "cand"))], metrics=["recall"])
     table = compare(run, metrics=["recall"], allow_mixed=True)
     assert table.attrs["banners"] and "matcher" in table.attrs["banners"][0]
