@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, ClassVar
 
@@ -206,6 +207,7 @@ def test_a_rate_defined_on_one_side_only() -> None:
     by = _by_metric(compare(_run(cand=nothing)))
     assert by.loc["precision", "verdict"] == "not computable"
     assert by.loc["precision", "owners"] == OWNERS  # the baseline's owners with facts
+    assert math.isnan(by.loc["precision", "p_value"]) and math.isnan(by.loc["precision", "mde"])
     by = _by_metric(compare(_run(base=nothing)))
     assert by.loc["precision", "verdict"] == "not comparable"
 
@@ -215,6 +217,10 @@ def test_lanes_are_paired_by_label_across_runs() -> None:
     run_b = _run("b", lanes=("cand", "base"), cand={"covered": np.full(OWNERS, 9.0)})
     table = compare(run_a, run_b, metrics=["recall"])
     assert table[["baseline_lane", "lane"]].values.tolist() == [["cand", "cand"], ["base", "base"]]
+    assert table[["baseline_run", "run", "lane_id", "title"]].values.tolist() == [
+        ["a", "b", "cand", "recall"],
+        ["a", "b", "base", "recall"],
+    ]
     assert table["delta"].tolist() == pytest.approx([0.4, 0.0])
     hint = "pass baseline_lane \\(--baseline-lane\\) to compare every lane with one lane"
     with pytest.raises(CompareError, match=f"lane 'x' has no lane of the same label in a; {hint}"):
@@ -234,7 +240,8 @@ def test_one_run_against_a_named_lane_and_errors() -> None:
     assert table["delta"].tolist() == pytest.approx([-0.4, -0.4])
     with pytest.raises(CompareError, match=r"run r: no lane 'nope'; lanes: base, cand, third"):
         compare(run, baseline_lane="nope")
-    with pytest.raises(CompareError, match=r"cannot compare 'final_facts': not a rate; rates: "):
+    rates = "rates: parse_failure_rate, backend_error_rate, recall, precision"
+    with pytest.raises(CompareError, match=f"cannot compare 'final_facts': not a rate; {rates}"):
         compare(run, metrics=["final_facts"])
     with pytest.raises(CompareError, match=r"cannot compare 'nothing': not a rate"):
         compare(run, metrics=["nothing"])
@@ -248,7 +255,8 @@ def test_lanes_without_shared_owners_are_refused() -> None:
     sessions = run_b.sessions.assign(user_id=run_b.sessions["user_id"] + "x")
     calls = run_b.calls.assign(user_id=run_b.calls["user_id"] + "x")
     other = FakeRun("b", calls, sessions)
-    with pytest.raises(CompareError, match="b: base and a: base share no owners"):
+    message = "b: base and a: base share no owners; compare runs of the same dataset"
+    with pytest.raises(CompareError, match=message):
         compare_lanes([(Lane(run_a, "base"), Lane(other, "base"))])
 
 
@@ -301,3 +309,38 @@ def test_lanes_measured_differently_are_refused_unless_allowed() -> None:
         compare_lanes([(Lane(run, "base"), Lane(run, "cand"))], metrics=["recall"])
     table = compare(run, metrics=["recall"], allow_mixed=True)
     assert table.attrs["banners"] and "matcher" in table.attrs["banners"][0]
+
+
+def test_a_metric_only_one_side_measured_is_left_out() -> None:
+    run_a = _run("a", lanes=("base",))
+    run_b = _run("b", lanes=("base",))
+    run_a.sessions = run_a.sessions.assign(dup_embedding=1.0)
+    metrics = set(compare(run_a, run_b)["metric"])
+    assert "duplicate_rate" in metrics and "duplicate_rate_embedding" not in metrics
+    run_b.sessions = run_b.sessions.assign(dup_embedding=0.0)
+    assert "duplicate_rate_embedding" in set(compare(run_a, run_b)["metric"])
+
+
+def test_the_resampling_options_are_the_ones_given() -> None:
+    facts = np.array([7.0, 6.0, 8.0, 5.0, 9.0, 5.0, 6.0] * 2)
+    run = _run(cand={"facts": facts})
+    pair = [(Lane(run, "base"), Lane(run, "cand"))]
+    bounds = {
+        seed: compare_lanes(pair, metrics=["precision"], options=StatOptions(300, seed=seed)).loc[
+            0, "delta_lo"
+        ]
+        for seed in (1, 2)
+    }
+    assert bounds[1] != bounds[2]  # a sentinel: the seed given is the seed used
+
+
+def test_a_missing_count_is_logged_with_its_lane(caplog: pytest.LogCaptureFixture) -> None:
+    run = _run()
+    sessions = run.sessions.copy()
+    mine = (sessions["lane_id"] == "cand") & (sessions["user_id"] == "u03")
+    sessions.loc[mine, "facts"] = math.nan
+    run.sessions = sessions
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+        compare(run, metrics=["precision"])
+    assert any(m.startswith("r: cand: precision: owners u03 ") for m in caplog.messages)
+    assert not any(m.startswith("r: base:") for m in caplog.messages)
