@@ -12,8 +12,11 @@ removed) and runs the tests named for each: every one must fail.
 
 ``--modules`` (the default) runs ``mutmut`` on each critical module in turn (:data:`MODULES`),
 with the fast tests that cover it, one module at a time and one worker, and prints each
-module's kill rate and the total. Mutants are killed when a test fails, or time out; the rest
-survived. This takes long (about a second per mutant): run it by hand, not in CI.
+module's kill rate and the total. Mutants are killed when a test fails, when they time out, or
+when the tests cannot even be collected (importing the mutant fails); the rest survived. The
+mutants of functions that run at import (:data:`AT_IMPORT`) are run a second time in processes
+that import everything afresh, which decides them. This takes long (about a second per
+mutant): run it by hand, not in CI.
 
 Usage::
 
@@ -31,13 +34,13 @@ import argparse
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,13 +222,16 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
     "comparison": (
         f"{_SCORING}/comparison.py",
-        ("tests/test_verdicts.py", *_FAST),
+        ("tests/test_comparison.py", "tests/test_verdicts.py", *_FAST),
     ),
     "estimators": (
         f"{_SCORING}/estimators.py",
-        ("tests/test_verdicts.py", "tests/test_survival.py", *_FAST),
+        ("tests/test_estimators.py", "tests/test_survival.py", *_FAST),
     ),
-    "metric_specs": (f"{_SCORING}/metric_specs.py", ("tests/test_metric_specs.py",)),
+    "metric_specs": (
+        f"{_SCORING}/metric_specs.py",
+        ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
+    ),
     "operations": (f"{_SCORING}/operations.py", ("tests/test_operations.py",)),
     "injection_audit": (
         f"{_SCORING}/injection_audit.py",
@@ -250,6 +256,19 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 """The critical modules and the tests run against their mutants (the fast ones that cover
 them; the long simulations are left to ``scripts/test.sh``)."""
+
+AT_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "metric_specs": (
+        ("x__counts__mutmut_*", "x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
+        ("tests/test_metric_table.py",),
+    ),
+}
+"""Per module: its functions that run when it is imported (those that build its spec tables,
+as mutant name patterns) and the tests for them. mutmut forks each mutant's test process from
+one that has imported the module already, so such a mutant never takes effect; these mutants
+are run again, each in a process that imports everything afresh with the mutant active
+(slower: seconds per mutant, hence light tests that pin the whole table), and that run decides
+them. mutmut ties code run at import to the first test it runs."""
 
 
 def _copy_tree(into: Path) -> None:
@@ -290,90 +309,99 @@ def run_named(selected: list[Named]) -> int:
     return survived
 
 
-def _mutmut_config(module: str, tests: tuple[str, ...]) -> str:
+def _mutmut_config(module: str, tests: tuple[str, ...], *, fresh_import: bool = False) -> str:
     selection = "\n    ".join(tests)
-    return (
+    config = (
         "[mutmut]\n"
         "source_paths=src\n"
         f"only_mutate={module}\n"
         f"pytest_add_cli_args_test_selection=\n    {selection}\n"
         "pytest_add_cli_args=\n    -m\n    not simulation\n"
     )
+    if fresh_import:
+        # A clean server process forks each mutant's tests before anything is imported; the
+        # imports count against the time limit, hence the larger constant.
+        config += "process_isolation=forkserver\nforkserver_warmup=none\ntimeout_constant=10\n"
+    return config
 
 
-_LEFT = re.compile(r": (survived|no tests)$")
-"""Mutants no test killed: they survived, or no selected test runs their code."""
-
-
-def _survivors(workdir: Path) -> str:
-    """The diff of every mutant left alive (``mutmut show``), for the log."""
-    listed = subprocess.run(
-        [sys.executable, "-m", "mutmut", "results"],
+def _show(workdir: Path, mutant: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", mutant],
         cwd=workdir,
         capture_output=True,
         text=True,
         check=False,
     ).stdout
-    names = [line.split(":")[0].strip() for line in listed.splitlines() if _LEFT.search(line)]
-    shown = []
-    for mutant in names:
-        diff = subprocess.run(
-            [sys.executable, "-m", "mutmut", "show", mutant],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        shown.append(f"# {mutant}\n{diff}")
-    return "\n".join(shown)
+
+
+def _mutmut(
+    workdir: Path, module: str, tests: tuple[str, ...], patterns: tuple[str, ...] = ()
+) -> dict[str, int | None]:
+    """Run mutmut in ``workdir`` (on ``patterns`` only, with fresh imports, when given); the
+    exit code of every mutant's tests by mutant name (``None``: not run)."""
+    fresh = bool(patterns)
+    (workdir / "setup.cfg").write_text(
+        _mutmut_config(module, tests, fresh_import=fresh), encoding="utf-8"
+    )
+    prefix = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    names = [f"{prefix}.{pattern}" for pattern in patterns]
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names]
+    # Fresh imports are paid per mutant: without pytest's installed plugins (notebooks,
+    # hypothesis, snapshots: seconds of imports), which the light tests of these passes need not.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if fresh else None
+    done = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, check=False
+    )
+    codes: dict[str, int | None] = {}
+    for meta in (workdir / "mutants").rglob("*.meta"):
+        codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
+    if fresh:
+        codes = {k: v for k, v in codes.items() if any(fnmatch(k, n) for n in names)}
+    if not codes or all(v is None for v in codes.values()):
+        print(done.stdout[-2000:] + done.stderr[-2000:])
+    return codes
+
+
+_KILLED = frozenset({1, 3, 2, 36, 24, -24, 152, 255})
+"""Exit codes of a mutant's tests that kill it: a test failed (1, or 3: pytest's internal
+error), the tests could not be collected (2: importing the mutant fails; nobody interrupts
+these runs; 255: mutmut's code for pytest's exit 4, "found no collectors" for a test named
+by id whose module fails to import), or they ran out of time (36, or the CPU limit's signal)."""
+_SKIPPED = 34
 
 
 def run_module(name: str, survivors: Path | None = None) -> tuple[int, int]:
     """mutmut on one module: (killed, tested); the survivors' diffs appended to ``survivors``."""
     module, tests = MODULES[name]
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"memlab-mutmut-{name}-") as tmp:
-        workdir = Path(tmp)
+        workdirs = {}
+        workdir = workdirs["main"] = Path(tmp) / "main"
         _copy_tree(workdir)
-        (workdir / "setup.cfg").write_text(_mutmut_config(module, tests), encoding="utf-8")
-        started = time.perf_counter()
-        command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1"]
-        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
-        stats_file = workdir / "mutants" / "mutmut-cicd-stats.json"
-        if not stats_file.exists():
-            subprocess.run(
-                [sys.executable, "-m", "mutmut", "export-cicd-stats"],
-                cwd=workdir,
-                capture_output=True,
-                check=False,
-            )
-        counts = _counts(workdir, stats_file, done.stdout)
+        codes = _mutmut(workdir, module, tests)
+        where = dict.fromkeys(codes, workdir)
+        if name in AT_IMPORT:
+            patterns, fresh_tests = AT_IMPORT[name]
+            fresh_dir = Path(tmp) / "fresh"
+            _copy_tree(fresh_dir)
+            fresh = _mutmut(fresh_dir, module, fresh_tests, patterns)
+            codes.update(fresh)
+            where.update(dict.fromkeys(fresh, fresh_dir))
+        tested = [k for k, v in codes.items() if v != _SKIPPED]
+        left = [k for k in tested if codes[k] not in _KILLED]
         if survivors is not None:
+            shown = "\n".join(f"# {k}: exit {codes[k]}\n{_show(where[k], k)}" for k in left)
             with survivors.open("a", encoding="utf-8") as log:
-                log.write(f"## {name}\n{_survivors(workdir)}\n")
-        killed, tested = counts
-        rate = killed / tested if tested else float("nan")
-        print(
-            f"{name:16} {killed:4d} / {tested:4d} killed ({rate:6.1%})  "
-            f"[{time.perf_counter() - started:.0f} s]",
-            flush=True,
-        )
-        if tested == 0:
-            print(done.stdout[-2000:] + done.stderr[-2000:])
-        return counts
-
-
-def _counts(workdir: Path, stats_file: Path, output: str) -> tuple[int, int]:
-    if stats_file.exists():
-        data = json.loads(stats_file.read_text(encoding="utf-8"))
-        killed = int(data.get("killed", 0)) + int(data.get("timeout", 0))
-        tested = int(data.get("total", 0)) - int(data.get("skipped", 0))
-        return killed, tested
-    # Fall back on the progress line: "N/N  🎉 killed ... 🙁 survived".
-    found = re.findall(r"(\d+)/(\d+)\s+🎉 (\d+) 🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)", output)
-    if not found:
-        return 0, 0
-    _done, _total, killed, no_tests, timeout, suspicious, survived = map(int, found[-1])
-    return killed + timeout, killed + timeout + suspicious + survived + no_tests
+                log.write(f"## {name}\n{shown}\n")
+    killed = len(tested) - len(left)
+    rate = killed / len(tested) if tested else float("nan")
+    print(
+        f"{name:16} {killed:4d} / {len(tested):4d} killed ({rate:6.1%})  "
+        f"[{time.perf_counter() - started:.0f} s]",
+        flush=True,
+    )
+    return killed, len(tested)
 
 
 def main(argv: list[str] | None = None) -> int:

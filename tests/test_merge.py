@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -506,3 +507,238 @@ def test_apply_in_place_changes_the_given_document_only() -> None:
     assert result.memory is memory
     assert [f["content"] for f in memory["facts"]] == ["Likes tea", "Plays chess"]
     assert update == update_before
+
+
+# -- bookkeeping, validation and the alternatives' details --------------------------------------
+
+
+def test_the_record_lists_what_each_step_touched() -> None:
+    memory = memory_with(fact("fact_0000000a", "Likes tea", 0.9), fact("fact_0000000b", "Old", 0.8))
+    update = {
+        "newFacts": [new("Plays chess", 0.95, sourceError="x"), new("low", 0.1), new("likes TEA")],
+        "factsToRemove": ["fact_0000000b", "fact_missing"],
+    }
+    result = run(memory, update)
+    record = result.to_record()
+    added_id = result.added[0]["id"]
+    assert record == {
+        "added": [{"id": added_id, "content": "Plays chess", "confidence": 0.95}],
+        "removed": [{"id": "fact_0000000b", "content": "Old", "confidence": 0.8}],
+        "evicted": [],
+        "skipped_below_threshold": [{"content": "low", "confidence": 0.1}],
+        "skipped_duplicate": [{"content": "likes TEA", "confidence": 0.9}],
+        "unknown_removals": ["fact_missing"],
+        "merged": [],
+        "sections_updated": [],
+    }
+    assert result.counts() == {
+        "added": 1,
+        "skipped_below_threshold": 1,
+        "skipped_duplicate": 1,
+        "removed": 1,
+        "unknown_removals": 1,
+        "evicted": 0,
+        "sections_updated": 0,
+        "merged": 0,
+    }
+
+
+def test_strategies_show_their_parameters() -> None:
+    assert repr(BaselineMerge()) == "BaselineMerge()"
+    assert repr(NearDuplicateMerge(0.5)) == "NearDuplicateMerge(similarity=0.5)"
+    assert repr(CategoryCapMerge(3)) == "CategoryCapMerge(per_category=3)"
+    assert repr(TimeDecayMerge(7)) == "TimeDecayMerge(half_life_days=7.0)"
+    assert CategoryCapMerge().per_category == 20 and TimeDecayMerge().half_life_days == 30.0
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: NearDuplicateMerge(0.0), r"similarity must be within \(0, 1\], got 0.0"),
+        (lambda: NearDuplicateMerge(1.01), "similarity must be within"),
+        (lambda: CategoryCapMerge(0), "per_category must be an integer >= 1, got 0"),
+        (lambda: CategoryCapMerge(True), "per_category must be an integer >= 1, got True"),
+        (lambda: CategoryCapMerge(2.0), "per_category must be an integer"),  # type: ignore[arg-type]
+        (lambda: TimeDecayMerge(0), "half_life_days must be a positive number, got 0"),
+        (lambda: TimeDecayMerge(math.inf), "half_life_days must be a positive number, got inf"),
+        (lambda: TimeDecayMerge(math.nan), "half_life_days must be a positive number, got nan"),
+    ],
+)
+def test_strategy_parameters_are_checked(build: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_strategy_parameter_bounds_are_inclusive_where_stated() -> None:
+    assert NearDuplicateMerge(1.0).similarity == 1.0
+    assert CategoryCapMerge(1).per_category == 1
+    assert TimeDecayMerge(0.001).half_life_days == 0.001
+
+
+@pytest.mark.parametrize(
+    ("update", "message"),
+    [
+        ({"newFacts": ["x"]}, "newFacts/0: a new fact must be an object, got 'x'"),
+        ({"newFacts": [new("ok"), new("   ")]}, "newFacts/1/content: must be a non-empty string"),
+        ({"newFacts": [{"confidence": 0.9}]}, "newFacts/0/content: must be a non-empty string"),
+        (
+            {"newFacts": [new("a", True)]},
+            "newFacts/0/confidence: must be a number in 0-1, got True",
+        ),
+        ({"newFacts": [new("a", math.nan)]}, "newFacts/0/confidence: must be a number in 0-1"),
+        ({"newFacts": [new("a", math.inf)]}, "newFacts/0/confidence: must be a number in 0-1"),
+        ({"newFacts": [new("a", "0.9")]}, "newFacts/0/confidence: must be a number in 0-1"),
+        ({"newFacts": "a"}, "newFacts must be a list, got str"),
+        ({"factsToRemove": "fact_0000000a"}, "factsToRemove must be a list of fact ids"),
+        ({"factsToRemove": ["fact_0000000a", 3]}, "factsToRemove/1: fact ids are strings, got 3"),
+    ],
+)
+def test_malformed_updates_name_the_field(update: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        run(memory_with(fact("fact_0000000a", "Likes tea")), update)
+
+
+def test_limits_are_checked_at_their_bounds() -> None:
+    memory = memory_with(fact("fact_0000000a", "Likes tea", 1.0))
+    assert run(memory, {"newFacts": [new("b", 1.0)]}, threshold=1.0).added  # 1.0 admits 1.0
+    assert run(memory, {}, threshold=0.0).memory["facts"]
+    for threshold in (-0.01, 1.01):
+        with pytest.raises(ValueError, match=f"threshold must be within 0.0-1.0, got {threshold}"):
+            run(memory, {}, threshold=threshold)
+    for max_facts in (0, True, 2.0):
+        with pytest.raises(ValueError, match="max_facts must be an integer >= 1, got"):
+            run(memory, {}, max_facts=max_facts)  # type: ignore[arg-type]
+    assert len(run(memory, {"newFacts": [new("b")]}, max_facts=1).memory["facts"]) == 1
+    broken = memory_with()
+    broken["facts"] = {"a": 1}
+    with pytest.raises(ValueError, match="memory 'facts' must be a list, got dict"):
+        run(broken, {})
+
+
+def test_an_id_generator_that_only_repeats_taken_ids_fails() -> None:
+    memory = memory_with(fact("fact_0000000a", "Likes tea"))
+    with pytest.raises(ValueError, match="returned only taken ids in 1000 attempts"):
+        BaselineMerge().apply(
+            memory,
+            {"newFacts": [new("Plays chess")]},
+            thread_id=None,
+            threshold=0.5,
+            max_facts=10,
+            now=NOW,
+            new_id=lambda: "fact_0000000a",
+        )
+    calls = iter(["fact_0000000a"] * 999 + ["fact_0000000b"])
+    result = BaselineMerge().apply(
+        memory,
+        {"newFacts": [new("Plays chess")]},
+        thread_id=None,
+        threshold=0.5,
+        max_facts=10,
+        now=NOW,
+        new_id=lambda: next(calls),
+    )
+    assert result.added[0]["id"] == "fact_0000000b"  # the 1000th attempt still counts
+    assert result.added[0]["source"] == "unknown"
+
+
+def test_a_near_duplicate_with_more_confidence_takes_over_the_stored_fact() -> None:
+    stored = fact("fact_0000000a", "User likes green tea a lot", 0.7, sourceError="old")
+    memory = memory_with(stored, fact("fact_0000000b", "Lives in Oslo", 0.9))
+    proposal = new("user likes green tea a lot!", 0.9, category="preference", sourceError=" s ")
+    result = run(memory, {"newFacts": [proposal]}, strategy=NearDuplicateMerge())
+    kept = result.memory["facts"][0]
+    assert kept == {
+        "id": "fact_0000000a",
+        "content": "user likes green tea a lot!",
+        "category": "preference",
+        "confidence": 0.9,
+        "createdAt": "2024-12-01T00:00:00Z",
+        "source": "thread-1",
+        "sourceError": "s",
+    }
+    # Without a category, a source or a source error of its own: the stored category stays,
+    # the source becomes unknown and the old source error goes.
+    bare = {"content": "user likes green tea a lot!!", "confidence": 0.95}
+    result = run(memory, {"newFacts": [bare]}, thread_id=None, strategy=NearDuplicateMerge())
+    kept = result.memory["facts"][0]
+    assert (kept["category"], kept["source"], "sourceError" in kept) == (
+        "knowledge",
+        "unknown",
+        False,
+    )
+    assert result.memory["facts"][1]["content"] == "Lives in Oslo"
+
+
+def test_the_most_similar_stored_fact_is_the_one_merged() -> None:
+    memory = memory_with(
+        fact("fact_0000000a", "likes green tea and black coffee", 0.5),
+        fact("fact_0000000b", "likes green tea", 0.5),
+        fact("fact_0000000c", "likes green tea and coffee", 0.5),
+    )
+    result = run(
+        memory, {"newFacts": [new("Likes green tea!", 0.9)]}, strategy=NearDuplicateMerge(0.5)
+    )
+    assert result.merged[0]["keptId"] == "fact_0000000b"
+    assert result.merged[0]["similarity"] == 1.0
+    # A fact without text is never the one merged into.
+    memory = memory_with(
+        {"id": "fact_0000000d", "confidence": 0.1}, fact("fact_0000000b", "likes strong tea")
+    )
+    update = {"newFacts": [new("likes strong tea daily", 0.95)]}
+    result = run(memory, update, strategy=NearDuplicateMerge(0.5))
+    assert result.merged[0]["keptId"] == "fact_0000000b"
+
+
+def test_time_decay_ranks_by_half_lives() -> None:
+    # 0.8 at one half-life (0.4) ranks below 0.5 today and above 0.3 today; a fact dated in
+    # the future counts as new, one without a date as new.
+    memory = memory_with(
+        fact("fact_00000001", "one half-life", 0.8, createdAt=utc_iso(NOW - timedelta(10))),
+        fact("fact_00000002", "today", 0.5, createdAt=utc_iso(NOW)),
+        fact("fact_00000003", "low", 0.3, createdAt=utc_iso(NOW)),
+        fact("fact_00000004", "future", 0.45, createdAt=utc_iso(NOW + timedelta(30))),
+        fact("fact_00000005", "undated", 0.42, createdAt="not a date"),
+    )
+    strategy = TimeDecayMerge(half_life_days=10)
+    result = run(memory, {}, max_facts=4, strategy=strategy)
+    assert contents(result) == ["today", "future", "undated", "one half-life"]
+    assert [f["content"] for f in result.evicted] == ["low"]
+    result = run(memory, {}, max_facts=3, strategy=strategy)
+    assert [f["content"] for f in result.evicted] == ["one half-life", "low"]
+
+
+def test_facts_with_unusable_confidence_are_evicted_first() -> None:
+    memory = memory_with(
+        fact("fact_00000001", "bool", True),  # type: ignore[arg-type]
+        fact("fact_00000002", "nan", math.nan),
+        fact("fact_00000003", "text", "0.99"),  # type: ignore[arg-type]
+        fact("fact_00000004", "real", 0.05),
+    )
+    result = run(memory, {}, max_facts=1)
+    assert contents(result) == ["real"]
+    assert [f["content"] for f in result.evicted] == ["bool", "nan", "text"]
+
+
+def test_category_cap_keeps_the_most_confident_in_order() -> None:
+    memory = memory_with(
+        fact("fact_00000001", "a", 0.5, category="goal"),
+        fact("fact_00000002", "b", 0.9, category="goal"),
+        fact("fact_00000003", "c", 0.7, category="goal"),
+        fact("fact_00000004", "d", 0.7, category="goal"),
+    )
+    result = run(memory, {}, strategy=CategoryCapMerge(per_category=2))
+    assert contents(result) == ["b", "c"]  # ties keep the older; order kept
+    assert [f["content"] for f in result.evicted] == ["a", "d"]
+    assert contents(run(memory, {}, strategy=CategoryCapMerge(per_category=4))) == list("abcd")
+
+
+def test_a_section_update_replaces_a_group_that_is_not_an_object() -> None:
+    memory = memory_with()
+    memory["user"] = "broken"
+    update = {"user": {"workContext": {"summary": "Nurse", "shouldUpdate": True}}}
+    result = run(memory, update)
+    assert result.memory["user"] == {"workContext": {"summary": "Nurse", "updatedAt": utc_iso(NOW)}}
+    assert result.sections_updated == ["user.workContext"]
+    assert (
+        run(memory_with(), {"user": "x", "history": {"recentMonths": "x"}}).sections_updated == []
+    )

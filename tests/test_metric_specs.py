@@ -198,3 +198,102 @@ def test_spec_formatting() -> None:
 def test_sweep_csv_has_the_interval_columns(run: Run) -> None:
     header = Path(run.path / "summary.csv").read_text(encoding="utf-8").splitlines()[0]
     assert "recall_lo" in header.split(",") and "recall_hi" in header.split(",")
+
+
+def test_values_are_formatted_in_each_unit() -> None:
+    count = MetricSpec("n", "n", None)
+    assert count.fmt(None) == "-" and count.fmt(7) == "7" and count.fmt(7.0) == "7"
+    assert count.fmt(2.345678) == "2.346" and count.fmt_delta(3.0) == "+3"
+    assert count.fmt(12345.0) == "12345"  # a whole float is a count, not 1.234e+04
+    assert count.fmt_delta(-0.123456) == "-0.1235" and count.fmt_delta(math.nan) == "-"
+    assert count.fmt_bounds(1.0, 12345.0) == "[1, 1.234e+04]"
+    assert count.fmt_bounds(math.nan, 1.0) == "[-]" and count.fmt_bounds(1.0, math.nan) == "[-]"
+    recall = metric_specs.metric_spec("recall")
+    assert recall.fmt_delta(-0.0049) == "-0.5 pts" and recall.fmt_delta(math.nan) == "-"
+    assert recall.fmt(1) == "100.0%"
+    assert recall.fmt_bounds(math.nan, 0.1, points=True) == "[-]"
+    assert recall.fmt_bounds(0.5, 0.6, points=True) == "[50.0, 60.0]"
+
+
+def test_gate_names_flags_and_help_follow_the_direction() -> None:
+    recall = metric_specs.metric_spec("recall")
+    assert (recall.bound, recall.threshold, recall.flag) == ("min", "min_recall", "--min-recall")
+    assert recall.gate_help() == "lowest allowed recall (0-1)"
+    failures = metric_specs.metric_spec("parse_failure_rate")
+    assert failures.threshold == "max_parse_failure"
+    assert failures.gate_help() == "highest allowed parse failure rate (0-1)"
+    removals = metric_specs.metric_spec("op_wrong_removals")
+    assert removals.gate_help() == (
+        "highest allowed wrong removals (>= 0); not recorded in this run (rerun the sweep to "
+        "score operations)"
+    )
+    stale = metric_specs.metric_spec("stale_rmst").gate_help()
+    assert stale.startswith("highest allowed sessions a retracted fact survives")
+    assert "(restricted mean, 3 sessions) (0-3); not recorded" in stale
+    plain = MetricSpec("n", "n", None)
+    assert (plain.threshold, plain.flag, plain.ranked, plain.percent) == (None, None, False, False)
+    assert recall.ranked and recall.percent and recall.higher_is_better
+    assert not failures.higher_is_better
+
+
+def test_declaration_mistakes_fail_where_declared() -> None:
+    with pytest.raises(ValueError, match="metric p: a primary metric needs an interval"):
+        MetricSpec("p", "p", "higher", ratio=("facts", "facts"), primary=True)
+    with pytest.raises(ValueError, match="metric m: a macro average needs a ratio"):
+        MetricSpec("m", "m", "higher", average="macro")
+    with pytest.raises(ValueError, match="metric t: give ratio or total, not both"):
+        MetricSpec("t", "t", "higher", ratio=("facts", "facts"), total="facts")
+    with pytest.raises(ValueError, match="metric g: a gated metric needs a direction"):
+        MetricSpec("g", "g", None, gate="g")
+    with pytest.raises(ValueError, match="metric i: an interval needs a ratio or a survival"):
+        MetricSpec("i", "i", "higher", interval=True)
+    # Each rule alone: a macro rate with its ratio, a gated count with a direction are fine.
+    MetricSpec("m", "m", "higher", ratio=("facts", "facts"), average="macro")
+    MetricSpec("g", "g", "lower", gate="g")
+    MetricSpec("p", "p", "higher", ratio=("facts", "facts"), interval=True, primary=True)
+
+
+def test_count_columns_filter_by_how_and_by_whom() -> None:
+    assert count_columns(over="derived", by="owner") == (
+        "owners",
+        "sessions",
+        "calls_saved_by_debounce",
+    )
+    assert count_columns(by="embeddings") == ("dup_embedding",)
+    assert count_columns(over="last_session")[:2] == ("facts", "gold_active")
+    assert len(count_columns()) == len(metric_specs.COUNT_SPECS)
+
+
+def test_the_primary_set_is_checked_and_deduplicated() -> None:
+    assert metric_specs.primary_metrics() == DEFAULT_PRIMARY
+    assert metric_specs.primary_metrics(["recall", "precision", "recall"]) == (
+        "recall",
+        "precision",
+    )
+    assert metric_specs.primary_metrics([]) == ()
+    rates = "rates: parse_failure_rate, backend_error_rate, recall"
+    with pytest.raises(KeyError, match=f"'final_facts' is not a rate with an interval; {rates}"):
+        metric_specs.primary_metrics(["recall", "final_facts"])
+
+
+def test_unknown_metrics_list_the_known_ones() -> None:
+    with pytest.raises(KeyError) as raised:
+        metric_specs.metric_spec("nope")
+    message = str(raised.value.args[0])
+    assert message.startswith("unknown metric 'nope'; known metrics: owners, sessions, ")
+    assert message.endswith("qa_read_latency_per_question")
+
+
+def test_summary_columns_put_each_interval_after_its_metric() -> None:
+    columns = summary_columns()
+    at = columns.index("recall")
+    assert columns[at - 3 : at + 3] == (
+        "backend_error_rate",
+        "backend_error_rate_lo",
+        "backend_error_rate_hi",
+        "recall",
+        "recall_lo",
+        "recall_hi",
+    )
+    assert columns[:4] == ("owners", "sessions", "agent_runs", "parse_failures")
+    assert len(columns) == len(METRIC_SPECS) + 2 * len(interval_specs())
