@@ -52,6 +52,7 @@ dup_exact last_session state rows
 dup_normalized last_session state rows
 dup_near last_session state rows
 dup_embedding last_session embeddings
+memory_tokens last_session state
 gold_regret last_session operations
 agent_runs sessions replay rows
 added sessions merge rows
@@ -228,6 +229,16 @@ METRICS = [
         ),
     ),
     ("final_facts", "final facts", None, dict(total="facts", report=True)),
+    (
+        "memory_tokens",
+        "memory size (tokens / owner)",
+        None,
+        dict(
+            unit="number",
+            ratio=("memory_tokens", "owners"),
+            requires="not recorded in this run (rescore it: memlab rescore RUN)",
+        ),
+    ),
     ("retracted_held", "retracted facts held", "lower", dict(gate="retracted_held", report=True)),
     (
         "retracted_held_rate",
