@@ -263,16 +263,6 @@ def test_llguidance_replies_keep_the_contract_greedy_or_sampled(
         assert completion.text == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def test_both_constraints_give_the_same_greedy_reply(local: LocalLlamaBackend) -> None:
-    """One grammar, two engines: greedy decoding picks the best allowed token, and both
-    engines allow the same tokens, so the replies are the same text on any build."""
-    pytest.importorskip("llguidance")
-    guided = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX, constraint="llguidance")
-    schema = bounded_schema(contract(), BOUNDS)
-    request = chat(update_prompt(), OutputMode.JSON_SCHEMA, bounded_reply_tokens(BOUNDS), schema)
-    assert guided.complete(request).text == local.complete(request).text
-
-
 def test_local_free_and_json_modes_and_cache(local: LocalLlamaBackend, tmp_path: Path) -> None:
     cached = CachedBackend(local, tmp_path)
     for mode in (OutputMode.FREE, OutputMode.JSON_OBJECT):
