@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +37,7 @@ from typing import Any
 
 from memlab.backends.cache import CachedBackend
 from memlab.backends.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema, validate_update
 from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
 
 CONVERSATION = (
@@ -172,49 +175,12 @@ def main(argv: list[str] | None = None) -> int:
 BOUNDS = SchemaBounds(summary_chars=60, fact_chars=80, max_new_facts=3, max_removals=2)
 
 
-def llguidance_processor(llm: Any, schema: dict[str, Any]) -> Callable[[], Any] | None:
-    """A factory of llama-cpp-python logits processors enforcing ``schema`` with llguidance
-    (compact JSON, like llama.cpp's grammar) for greedy decoding, or None when llguidance is
-    not installed."""
-    try:
-        import llguidance
-        import llguidance.llamacpp
-        import llguidance.numpy as llg_numpy
-    except ImportError:
-        return None
-    import json
-
-    import numpy as np
-
-    tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab)
-    sent = {k: v for k, v in schema.items() if k not in ("$schema", "$id")}
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(
-        json.dumps(sent), defaults={"whitespace_flexible": False}
-    )
-    n_vocab = llm.n_vocab()
-
-    def make() -> Any:
-        matcher = llguidance.LLMatcher(tokenizer, grammar)
-        mask = llg_numpy.allocate_token_bitmask(1, n_vocab)
-        seen = [-1]
-
-        def process(input_ids: Any, scores: Any) -> Any:
-            if seen[0] >= 0:
-                for token in input_ids[seen[0] :]:
-                    matcher.consume_token(int(token))
-            seen[0] = len(input_ids)
-            # Greedy decoding (temperature 0) picks the best token: when the grammar accepts
-            # it, the full mask would not change the choice, so it is only computed otherwise.
-            if matcher.validate_tokens([int(np.argmax(scores))]) == 1:
-                return scores
-            llg_numpy.fill_next_token_bitmask(matcher, mask)
-            allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")[:n_vocab]
-            scores[allowed == 0] = -np.inf
-            return scores
-
-        return process
-
-    return make
+def check_contract(text: str) -> None:
+    """A finished constrained reply is strict JSON that keeps the contract, or the run stops
+    (a reply cut by ``max_tokens`` is not checked)."""
+    violations = validate_update(json.loads(text))
+    if violations:
+        raise RuntimeError(f"a constrained reply broke the contract: {violations[0]}: {text!r}")
 
 
 def output_modes(
@@ -225,62 +191,76 @@ def output_modes(
 
     llm = backend.llama()
     schema = bounded_schema(contract_schema(), BOUNDS)
-    params = GenerationParams(max_tokens=max_tokens)
-    make_processor = llguidance_processor(llm, schema)
+    # The same loaded model, its json_schema replies enforced by llguidance's token masks.
+    guided = LocalLlamaBackend(
+        backend.model_path,
+        n_ctx=backend.n_ctx,
+        n_threads=backend.n_threads,
+        constraint="llguidance",
+    )
 
-    def memlab_call(mode: OutputMode) -> Callable[[str], int]:
-        def call(prompt: str) -> int:
+    def memlab_call(mode: OutputMode, on: LocalLlamaBackend = backend) -> Callable[[str, int], int]:
+        def call(prompt: str, tokens: int) -> int:
             request = CompletionRequest(
                 messages=[{"role": "user", "content": prompt}],
                 mode=mode,
                 schema=schema if mode is OutputMode.JSON_SCHEMA else None,
-                params=params,
+                params=GenerationParams(max_tokens=tokens),
             )
-            return backend.complete(request).completion_tokens
+            completion = on.complete(request)
+            if mode is OutputMode.JSON_SCHEMA and completion.finish_reason == "stop":
+                check_contract(completion.text)
+            return completion.completion_tokens
 
         return call
 
-    def llguidance_call(prompt: str) -> int:
-        assert make_processor is not None
-        response = llm.create_chat_completion(
-            messages=[{"role": "user", "content": prompt}],
-            max_tokens=max_tokens,
-            temperature=0.0,
-            seed=0,
-            logits_processor=llama_cpp.LogitsProcessorList([make_processor()]),
-        )
-        return int(response["usage"]["completion_tokens"])
-
-    modes: list[tuple[str, Callable[[str], int]]] = [
+    modes: list[tuple[str, Callable[[str, int], int]]] = [
         ("free", memlab_call(OutputMode.FREE)),
         ("schema (llama.cpp grammar)", memlab_call(OutputMode.JSON_SCHEMA)),
     ]
-    if make_processor is not None:
-        modes.append(("schema (llguidance)", llguidance_call))
-    totals = {name: [0, 0.0] for name, _ in modes}
+    if importlib.util.find_spec("llguidance") is not None:
+        modes.append(("schema (llguidance)", memlab_call(OutputMode.JSON_SCHEMA, guided)))
+    for name, call in modes:  # not timed: llguidance reads the vocabulary once (1-4 s)
+        call(f"[warm-up {name}] {base_prompt}", 8)
+    totals = {name: [0, 0.0, 0.0] for name, _ in modes}  # tokens, generation ms, decode ms
     for round_no in range(rounds):
         order = modes if round_no % 2 == 0 else list(reversed(modes))
         for name, call in order:
             prompt = f"[mode round {round_no} {name}] {base_prompt}"
             llama_cpp.llama_perf_context_reset(llm.ctx)
             started = time.perf_counter()
-            tokens = call(prompt)
+            tokens = call(prompt, max_tokens)
             wall_ms = (time.perf_counter() - started) * 1000
-            prompt_ms = llama_cpp.llama_perf_context(llm.ctx).t_p_eval_ms
+            perf = llama_cpp.llama_perf_context(llm.ctx)
             totals[name][0] += tokens
-            totals[name][1] += wall_ms - prompt_ms
+            totals[name][1] += wall_ms - perf.t_p_eval_ms
+            totals[name][2] += perf.t_eval_ms
     print(f"\ngeneration by output mode (threads={backend.n_threads}, rounds={rounds}, ", end="")
-    print(f"max_tokens={max_tokens}, schema bounds {BOUNDS.model_dump()})")
+    print(f"max_tokens={max_tokens}, schema bounds {BOUNDS.model_dump()}, load {_load()})")
+    print("  (sampling: ms per token outside llama.cpp's decode, where constraints cost;")
+    print("  at the same decode: the ratio with every mode's decode at this run's mean per token,")
+    print("  which a loaded machine's swings between calls do not move)")
+    all_tokens = sum(t[0] for t in totals.values())
+    decode = sum(t[2] for t in totals.values()) / all_tokens if all_tokens else float("nan")
     free_rate = rate(int(totals["free"][0]), totals["free"][1])
-    for name, (tokens, ms) in totals.items():
+    free_sampling = (totals["free"][1] - totals["free"][2]) / max(totals["free"][0], 1)
+    for name, (tokens, ms, decode_ms) in totals.items():
         value = rate(int(tokens), ms)
         ratio = value / free_rate
+        sampling = (ms - decode_ms) / tokens if tokens else float("nan")
+        same_decode = (decode + free_sampling) / (decode + sampling)
         goal = "" if name == "free" else f"  (goal >= 0.8x: {'OK' if ratio >= 0.8 else 'BELOW'})"
         print(
-            f"  {name:<28} {value:>7.1f} tok/s  {int(tokens):>6d} tokens  {ratio:.2f}x free{goal}"
+            f"  {name:<28} {value:>7.1f} tok/s  {int(tokens):>6d} tokens  "
+            f"sampling {sampling:5.2f} ms/token  {ratio:.2f}x free{goal}  "
+            f"at the same decode {same_decode:.2f}x"
         )
-    if make_processor is None:
-        print("  schema (llguidance): not measured, pip install llguidance to compare")
+    if len(modes) < 3:
+        print("  schema (llguidance): not measured, pip install 'memlab[local]' to compare")
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -22,10 +22,23 @@ from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
 from memlab.core.llm import Completion, CompletionRequest
-from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client, parse_executor
+from memlab.sweeps.executors import (
+    MAX_BATCH,
+    DaskSpec,
+    ExecutorError,
+    batch_size,
+    dask_client,
+    parse_executor,
+)
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import plan_sweep
-from memlab.sweeps.remote import RemoteTask, WorkerBackendError, WorkerBackends, run_remote
+from memlab.sweeps.remote import (
+    RemoteTask,
+    WorkerBackendError,
+    WorkerBackends,
+    run_remote,
+    run_remote_batch,
+)
 
 
 @pytest.mark.parametrize(
@@ -146,3 +159,30 @@ def test_user_lines_replies_are_deterministic_facts_of_the_user_lines() -> None:
     assert 0.5 <= reply["newFacts"][0]["confidence"] < 1.0
     assert reply["user"]["topOfMind"] == {"summary": "I moved to Porto.", "shouldUpdate": True}
     assert user_lines_reply(_request(prompt)) == json.dumps(reply, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("replays", "threads", "size"),
+    [
+        (64, 8, 4),  # two batches per thread: 16 tasks instead of 64
+        (65, 8, 5),  # rounded up: never more than two batches per thread
+        (3, 8, 1),  # fewer replays than threads: one each
+        (28, 2, 7),
+        (10_000, 8, MAX_BATCH),  # a lost worker reruns at most MAX_BATCH replays
+        (64, 0, 1),  # no worker connected yet: thread count unknown
+    ],
+)
+def test_batches_keep_every_thread_busy(replays: int, threads: int, size: int) -> None:
+    assert batch_size(replays, threads) == size
+
+
+def test_a_batch_gives_each_tasks_own_result_in_order(tmp_path: Path) -> None:
+    grid = Grid.from_mapping({"name": "t", "base": {"backend": "scripted:user-lines"}})
+    plan = plan_sweep("smoke", grid, runs_dir=tmp_path)
+    tasks = [RemoteTask(plan.lanes[0], owner, 0, grid.replay_mode) for owner in plan.owners]
+    source = WorkerBackends(resolve_backend, "batch")
+    batch = run_remote_batch(tasks, source, {})
+    alone = [run_remote(task, source, {}) for task in tasks]
+    assert len(tasks) > 1
+    assert [r.replay.user_id for r in batch] == [o.user_id for o in plan.owners]
+    assert [r.replay.final_memory for r in batch] == [r.replay.final_memory for r in alone]

@@ -234,6 +234,35 @@ def test_local_schema_constrained_contract_reply(
     assert parsed.ok and parsed.rung is Rung.STRICT
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_llguidance_replies_keep_the_contract_greedy_or_sampled(
+    seed: int, record_property: Any
+) -> None:
+    """The llguidance constraint: greedy (the best token checked, the mask computed only when
+    it is refused) and sampled at temperature 0.8 (the whole mask at every step), with the
+    bound as max_tokens, each reply ends with ``stop``, is compact JSON and keeps the contract
+    and its bounds."""
+    pytest.importorskip("llguidance")
+    guided = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX, constraint="llguidance")
+    schema = bounded_schema(contract(), BOUNDS)
+    bound = bounded_reply_tokens(BOUNDS, "compact")
+    for temperature in (0.0, 0.8):
+        request = chat(update_prompt(), OutputMode.JSON_SCHEMA, bound, schema)
+        request = CompletionRequest(
+            messages=request.messages,
+            mode=request.mode,
+            schema=schema,
+            params=GenerationParams(max_tokens=bound, temperature=temperature, seed=seed),
+        )
+        completion = guided.complete(request)
+        record_property(f"llguidance_t{temperature}", f"{completion.completion_tokens} tokens")
+        assert completion.finish_reason == "stop"
+        assert 0 < completion.completion_tokens < bound
+        data = json.loads(completion.text)
+        jsonschema.validate(data, schema)
+        assert completion.text == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
 def test_local_free_and_json_modes_and_cache(local: LocalLlamaBackend, tmp_path: Path) -> None:
     cached = CachedBackend(local, tmp_path)
     for mode in (OutputMode.FREE, OutputMode.JSON_OBJECT):

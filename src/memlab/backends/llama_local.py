@@ -11,8 +11,11 @@ Defaults are deterministic (temperature 0 and a fixed seed from :class:`Generati
 ``json_schema`` mode constrains decoding with a grammar compiled from the schema in memlab's
 compact dialect (no whitespace between tokens; see :mod:`memlab.backends.grammar`), so a schema
 with length bounds bounds the reply's length; ``json_object`` mode uses llama.cpp's generic
-JSON grammar. A reply the context window cuts before ``max_tokens`` is an error, not a
-truncated reply: ``max_tokens`` was promised and not given.
+JSON grammar. The ``constraint`` option picks the engine that enforces the schema's grammar:
+``"grammar"`` (llama.cpp's grammar sampler, the default) or ``"llguidance"`` (token masks
+from llguidance, the same language and faster: :mod:`memlab.backends.token_mask`).
+A reply the context window cuts before ``max_tokens`` is an error, not a truncated reply:
+``max_tokens`` was promised and not given.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from memlab.backends.grammar import compile_grammar
 from memlab.core.llm import (
     BackendError,
     Completion,
     CompletionRequest,
+    GenerationParams,
     OutputMode,
     check_model_requests_allowed,
 )
@@ -41,6 +45,7 @@ __all__ = [
     "BUNDLED_MODEL_FILE",
     "BUNDLED_MODEL_ID",
     "DEFAULT_N_CTX",
+    "Constraint",
     "LocalLlamaBackend",
     "bundled_model_path",
     "clear_model_cache",
@@ -57,6 +62,9 @@ DEFAULT_N_CTX = 8192
 full window is the default (the KV cache of the 135M model at 8192 tokens is about 190 MB)."""
 
 _INSTALL_LOCAL = "pip install 'memlab[local]'"
+
+Constraint = Literal["grammar", "llguidance"]
+"""What enforces ``json_schema`` output: llama.cpp's grammar sampler or llguidance's masks."""
 
 
 def bundled_model_path() -> Path:
@@ -89,6 +97,26 @@ def _import_llama_cpp() -> Any:
     except ImportError as exc:
         raise BackendError(f"The local backend needs 'llama-cpp-python': {_INSTALL_LOCAL}") from exc
     return llama_cpp
+
+
+def default_constraint() -> Constraint:
+    """``MEMLAB_LLAMA_CONSTRAINT`` when set, else ``"grammar"``.
+
+    Raises:
+        BackendError: The variable names no constraint.
+    """
+    value = os.environ.get("MEMLAB_LLAMA_CONSTRAINT", "").strip() or "grammar"
+    return _check_constraint(value, "MEMLAB_LLAMA_CONSTRAINT")
+
+
+def _check_constraint(value: object, where: str) -> Constraint:
+    for choice in get_args(Constraint):
+        if value == choice:
+            return choice  # type: ignore[no-any-return]
+    raise BackendError(
+        f"{where} must be one of {', '.join(get_args(Constraint))}, got {value!r}: 'grammar' "
+        "is llama.cpp's grammar sampler, 'llguidance' its faster token masks"
+    )
 
 
 def default_threads() -> int:
@@ -189,6 +217,9 @@ class LocalLlamaBackend:
         n_threads: CPU threads; defaults to ``MEMLAB_LLAMA_THREADS`` or the CPU count.
         model_id: Model id reported in completions and cache keys (defaults to
             ``smollm2-135m-instruct-q4_1`` for the bundled model, else the file name stem).
+        constraint: What enforces ``json_schema`` output: ``"grammar"`` (llama.cpp's grammar
+            sampler) or ``"llguidance"`` (token masks, same language, faster); defaults to
+            ``MEMLAB_LLAMA_CONSTRAINT`` or ``"grammar"``.
 
     The model is loaded lazily on the first call and shared with every other backend using the
     same ``(path, n_ctx, n_threads)``.
@@ -203,6 +234,7 @@ class LocalLlamaBackend:
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         model_id: str | None = None,
+        constraint: Constraint | None = None,
     ) -> None:
         if model_path is None or str(model_path) == "smollm2":
             self.model_path = bundled_model_path()
@@ -222,6 +254,11 @@ class LocalLlamaBackend:
         if self.n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {self.n_threads}.")
         self._model_id = model_id or default_id
+        self.constraint: Constraint = (
+            default_constraint()
+            if constraint is None
+            else _check_constraint(constraint, "constraint")
+        )
 
     @property
     def model(self) -> str:
@@ -231,19 +268,22 @@ class LocalLlamaBackend:
     def __repr__(self) -> str:
         return (
             f"LocalLlamaBackend(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
-            f"n_threads={self.n_threads})"
+            f"n_threads={self.n_threads}, constraint={self.constraint!r})"
         )
 
     def identity(self) -> dict[str, Any]:
         """The model file by content (a re-quantised file under the same name is another model)."""
         from memlab.backends.identity import file_digest
 
-        return {
+        identity = {
             "model_file": self.model_path.name,
             "model_bytes": self.model_path.stat().st_size,
             "model_sha256": file_digest(self.model_path),
             "grammar": "compact",  # json_schema replies depend on the grammar's dialect
         }
+        if self.constraint != "grammar":  # the default engine keeps the identity it had
+            identity["constraint"] = self.constraint
+        return identity
 
     def llama(self) -> Any:
         """Return the shared ``llama_cpp.Llama`` (loading it if needed)."""
@@ -274,11 +314,7 @@ class LocalLlamaBackend:
                     "Output mode 'json_schema' needs a schema: set CompletionRequest.schema "
                     "(e.g. memlab.core.contract.contract_schema())."
                 )
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            kwargs["grammar"] = LlamaGrammar.from_string(
-                compile_grammar(request.schema), verbose=False
-            )
+            kwargs.update(self._schema_constraint(llm, compile_grammar(request.schema), params))
         elif request.mode is OutputMode.JSON_OBJECT:
             kwargs["response_format"] = {"type": "json_object"}
         with lock:
@@ -300,6 +336,9 @@ class LocalLlamaBackend:
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         self._check_not_cut(choice.get("finish_reason"), usage, params.max_tokens)
+        for processor in kwargs.get("logits_processor") or ():
+            if processor.error:
+                raise BackendError(f"the llguidance constraint failed: {processor.error}")
         return Completion(
             text=choice["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -309,6 +348,21 @@ class LocalLlamaBackend:
             model=self._model_id,
             backend=self.name,
         )
+
+    def _schema_constraint(self, llm: Any, gbnf: str, params: GenerationParams) -> dict[str, Any]:
+        """The ``create_chat_completion`` arguments that keep a reply inside ``gbnf``."""
+        if self.constraint == "llguidance":
+            import llama_cpp
+
+            from memlab.backends.token_mask import mask_processor
+
+            processor = mask_processor(
+                llm, str(self.model_path.resolve()), gbnf, greedy=params.temperature == 0
+            )
+            return {"logits_processor": llama_cpp.LogitsProcessorList([processor])}
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        return {"grammar": LlamaGrammar.from_string(gbnf, verbose=False)}
 
     def _check_not_cut(self, finish: Any, usage: Mapping[str, Any], max_tokens: int) -> None:
         """llama-cpp-python silently lowers ``max_tokens`` to what the context window has

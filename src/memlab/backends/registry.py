@@ -195,7 +195,8 @@ BACKENDS.register(
         _local_factory,
         "a GGUF model through llama-cpp-python (local:smollm2 is bundled)",
         "local:smollm2",
-        schema_decoding="llama.cpp grammar compiled from the schema (compact dialect)",
+        schema_decoding="a grammar compiled from the schema (compact dialect), enforced by "
+        "llama.cpp or llguidance (MEMLAB_LLAMA_CONSTRAINT)",
         reply_grammar="compact",
         packages=("llama-cpp-python",),
     ),

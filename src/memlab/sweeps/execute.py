@@ -38,6 +38,7 @@ from memlab.sweeps.executors import (
     DaskSpec,
     ExecutorError,
     SweepExecutor,
+    batch_size,
     dask_client,
     is_dask_client,
     parse_executor,
@@ -268,18 +269,24 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcom
         DaskPool(client, plan.backends, plan.replay_mode) as pool,
         _progress_bar(plan, len(jobs), progress) as bar,
     ):
-        submitted: dict[Any, tuple[int, _Job]] = {}
+        pending: list[tuple[int, _Job]] = []
         for index, (lane, owner, sample) in enumerate(jobs):
             job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
             if isinstance(job, Outcome):
                 outcomes[index] = job
                 bar.update(1)
             else:
-                submitted[pool.submit(lane, owner, sample)] = (index, job)
-        for future, result in pool.completed(submitted):
-            index, job = submitted.pop(future)  # dropped: the workers free the result
-            outcomes[index] = _finish_remote(plan, job, result)
-            bar.update(1)
+                pending.append((index, job))
+        size = batch_size(len(pending), pool.threads())
+        submitted: dict[Any, list[tuple[int, _Job]]] = {}
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            submitted[pool.submit([(j.lane, j.owner, j.sample) for _, j in batch])] = batch
+        for future, results in pool.completed(submitted):
+            batch = submitted.pop(future)  # dropped: the workers free the result
+            for (index, job), result in zip(batch, results, strict=True):
+                outcomes[index] = _finish_remote(plan, job, result)
+                bar.update(1)
     return [outcome for outcome in outcomes if outcome is not None]
 
 

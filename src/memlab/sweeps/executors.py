@@ -11,10 +11,13 @@ an ``Executor``             any ``concurrent.futures`` executor, running in this
 a ``distributed.Client``    the cluster it is connected to (left open afterwards)
 ==========================  ==================================================================
 
-On Dask, each (lane, owner, sample) replay is a task described as data
-(:class:`~memlab.sweeps.remote.RemoteTask`); workers build the backends themselves from the
-lanes' specs with the sweep's backend factory, which must therefore be picklable (the default
-registry is). Results come back to the driver, which alone writes the run directory.
+On Dask, each (lane, owner, sample) replay is described as data
+(:class:`~memlab.sweeps.remote.RemoteTask`) and sent in a batch of a few replays, one cluster
+task per batch (:func:`batch_size`: about two batches per worker thread, so every thread stays
+busy while a replay costs a fraction of a scheduler round trip). Workers build the backends
+themselves from the lanes' specs with the sweep's backend factory, which must therefore be
+picklable (the default registry is). Results come back to the driver, which alone writes the
+run directory.
 
 **Response cache.** Workers never touch the driver's disk. At the start of a sweep the driver
 reads its cache directory once (every entry, any model) and broadcasts it to the workers; a
@@ -40,7 +43,7 @@ import re
 import signal
 import socket
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -54,7 +57,7 @@ from memlab.errors import MemlabError, excerpt
 from memlab.sweeps.grid import ReplayMode
 from memlab.sweeps.lane_backends import LaneBackends
 from memlab.sweeps.plan import ResolvedLane
-from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote
+from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote_batch
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -67,6 +70,7 @@ __all__ = [
     "DaskSpec",
     "ExecutorError",
     "SweepExecutor",
+    "batch_size",
     "check_local_size",
     "dask_client",
     "is_dask_client",
@@ -80,6 +84,12 @@ CONNECT_TIMEOUT_S = 15
 """How long to wait for a ``dask://`` scheduler before giving up."""
 
 _HANDSHAKE_S = 5.0  # a scheduler greets a new connection at once
+
+BATCHES_PER_THREAD = 2
+"""Batches queued per worker thread: two keep a thread busy while its next batch is sent."""
+
+MAX_BATCH = 16
+"""Most replays in one cluster task (a lost worker reruns its whole batch)."""
 
 MAX_LOCAL_WORKERS = 256
 """Bounds of ``dask-local:NxT`` (processes and threads per process, and threads in all)."""
@@ -138,6 +148,17 @@ def parse_executor(text: str) -> DaskSpec:
         f"bad executor {excerpt(value)}: {_SPEC_HELP}; counts from 1 to {MAX_LOCAL_WORKERS}, "
         "ports from 1 to 65535"
     )
+
+
+def batch_size(replays: int, threads: int) -> int:
+    """Replays per cluster task for ``replays`` replays on ``threads`` worker threads.
+
+    Batches of ``ceil(replays / (BATCHES_PER_THREAD * threads))`` (at most ``MAX_BATCH``);
+    one replay per task while no worker is connected (its thread count is unknown).
+    """
+    if threads < 1:
+        return 1
+    return max(1, min(MAX_BATCH, -(-replays // (BATCHES_PER_THREAD * threads))))
 
 
 def local_process_limit() -> int:
@@ -362,15 +383,26 @@ class DaskPool:
         if pending:
             self._client.cancel(pending)
 
-    def submit(self, lane: ResolvedLane, owner: Owner, sample: int) -> DaskFuture:
-        """Submit the replay of ``owner`` under ``lane`` (sample ``sample``)."""
-        task = RemoteTask(lane, owner, sample, self._replay_mode)
-        future = self._client.submit(run_remote, task, self._source, self._entries, pure=False)
-        self._names[future] = f"{lane.lane_id} / {owner.user_id} (sample {sample})"
+    def threads(self) -> int:
+        """Worker threads connected to the cluster now."""
+        return int(sum(self._client.nthreads().values()))
+
+    def submit(self, jobs: Sequence[tuple[ResolvedLane, Owner, int]]) -> DaskFuture:
+        """Submit the replays of ``jobs`` ``(lane, owner, sample)`` as one cluster task; its
+        result is their :class:`RemoteResult` list, in order."""
+        tasks = [RemoteTask(lane, owner, sample, self._replay_mode) for lane, owner, sample in jobs]
+        future = self._client.submit(
+            run_remote_batch, tasks, self._source, self._entries, pure=False
+        )
+        lane, owner, sample = jobs[0]
+        more = f" and {len(jobs) - 1} more" if len(jobs) > 1 else ""
+        self._names[future] = f"{lane.lane_id} / {owner.user_id} (sample {sample}){more}"
         return future
 
-    def completed(self, futures: Iterable[DaskFuture]) -> Iterator[tuple[DaskFuture, RemoteResult]]:
-        """``(future, result)`` of ``futures`` in the order they finish.
+    def completed(
+        self, futures: Iterable[DaskFuture]
+    ) -> Iterator[tuple[DaskFuture, list[RemoteResult]]]:
+        """``(future, results)`` of ``futures`` in the order they finish.
 
         The pool forgets a future once it is yielded: when the caller drops it too, the
         workers free its result (a long sweep's results would otherwise pile up there).

@@ -20,7 +20,7 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,14 @@ from memlab.sweeps.lane_backends import BackendFactory
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 
-__all__ = ["RemoteResult", "RemoteTask", "WorkerBackendError", "WorkerBackends", "run_remote"]
+__all__ = [
+    "RemoteResult",
+    "RemoteTask",
+    "WorkerBackendError",
+    "WorkerBackends",
+    "run_remote",
+    "run_remote_batch",
+]
 
 
 class WorkerBackendError(MemlabError, RuntimeError):
@@ -166,3 +173,15 @@ def run_remote(
     if layer is None:
         return RemoteResult(replay, worker=_worker_name())
     return RemoteResult(replay, layer.recorded, layer.used, _worker_name())
+
+
+def run_remote_batch(
+    tasks: Sequence[RemoteTask],
+    backends: WorkerBackends,
+    entries: Mapping[str, Completion | str],
+) -> list[RemoteResult]:
+    """:func:`run_remote` for each of ``tasks`` in turn: one cluster task and one result
+    message for several replays (the scheduler's round trip per task costs more than a short
+    replay). A replay that raises stops the batch; the driver then stops the sweep.
+    """
+    return [run_remote(task, backends, entries) for task in tasks]
