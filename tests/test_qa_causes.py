@@ -257,3 +257,38 @@ def test_missing_parts_of_a_record_are_empty(monkeypatch: pytest.MonkeyPatch) ->
         [{}, {}], [("q.job", 0, ["m1"]), ("q.job", 1, ["m1"])], monkeypatch, record=bare
     )
     assert found == [("never_proposed", {"job": "never_proposed"})] * 2
+
+
+def test_a_fact_a_forgetting_event_removed_was_removed_not_never_proposed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A tiered memory stored the job in session 0 and forgot it (decay) before snapshot 1;
+    # its call records carry no per-fact bookkeeping, so the operation walk knows no loss.
+    record = {
+        "calls": [],
+        "snapshots": [
+            {"facts": [{"id": "m1", "content": JOB}]},
+            {"facts": [{"id": "m2", "content": TEA}]},
+        ],
+        "forgetting": [
+            {"kind": "decayed", "session_index": 1, "removed": [{"id": "m1", "content": JOB}]},
+            # An event shown only by a later snapshot, and one without a session, change
+            # nothing at snapshot 1.
+            {"kind": "decayed", "session_index": 2, "removed": [{"id": "m9", "content": CAT}]},
+            {"kind": "merged", "removed": [{"id": "m8", "content": CAT}]},
+        ],
+    }
+    found, _ = _fates(
+        [{}, {}],
+        [("q.job", 0, ["m1"]), ("q.both", 1, ["m2"]), ("q.cat", 1, [])],
+        monkeypatch,
+        record=record,
+    )
+    assert found == [
+        ("injected", {"job": "injected"}),  # before the event: held and injected
+        ("removed", {"job": "removed", "tea": "injected"}),
+        ("never_proposed", {"cat": "never_proposed"}),
+    ]
+    # A loss the call records name is kept (the walk saw it first).
+    found, _ = _fates([{}, {"job": "cap"}], [("q.both", 1, ["m2"])], monkeypatch, record=record)
+    assert found == [("evicted", {"job": "evicted", "tea": "injected"})]

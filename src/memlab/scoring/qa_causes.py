@@ -10,8 +10,9 @@ evidence facts (gold fact ids) has a *fate* at that point:
 - the snapshot does not hold it: the last thing that happened to it in the replay's operation
   records (:func:`memlab.scoring.operations.gold_losses`): ``evicted`` by the cap,
   ``below_threshold`` (proposed with too little confidence), ``duplicate`` (skipped as a
-  duplicate), ``removed`` (a wrong removal), or ``never_proposed`` (never stored: not proposed,
-  or proposed in a reply that failed to parse).
+  duplicate), ``removed`` (a wrong removal, or forgotten: a memory that states it decayed,
+  was merged or compressed away, as the replay's ``forgetting`` records say), or
+  ``never_proposed`` (never stored: not proposed, or proposed in a reply that failed to parse).
 
 The question's fate is the earliest stage of the pipeline at which one of its evidence facts
 was lost (the order of :data:`FATES`), ``injected`` when all of them reached the prompt, and
@@ -111,10 +112,14 @@ def evidence_fates(
         or []
     )
     gold = owner.gold_facts()
+    forgetting = [e for e in record.get("forgetting") or [] if isinstance(e, Mapping)]
     out = []
     for question, index, injected in asked:
         facts = [f for f in snapshots[index].get("facts", []) if isinstance(f, Mapping)]
-        lost = losses[index] if index < len(losses) else {}
+        lost = dict(losses[index]) if index < len(losses) else {}
+        for gold_id in _forgotten(forgetting, index, question.evidence.facts, gold, covers):
+            if lost.get(gold_id, "never") == "never":  # the call records do not see forgetting
+                lost[gold_id] = "removed"
         detail = {
             gold_id: _fate(gold[gold_id].content, gold_id, facts, set(injected), lost, covers)
             for gold_id in question.evidence.facts
@@ -123,6 +128,29 @@ def evidence_fates(
         fate = min(detail.values(), key=FATES.index) if detail else "no_evidence"
         out.append((fate, detail))
     return out
+
+
+def _forgotten(
+    events: Sequence[Mapping[str, Any]],
+    index: int,
+    evidence: Sequence[str],
+    gold: Mapping[str, Any],
+    covers: Covers,
+) -> set[str]:
+    """Evidence facts a memory stated before a forgetting event shown by snapshot ``index``
+    removed (whether the snapshot still holds them is decided by the caller)."""
+    removed = [
+        str(item.get("content", ""))
+        for event in events
+        if isinstance(event.get("session_index"), int) and event["session_index"] <= index
+        for item in event.get("removed") or []
+        if isinstance(item, Mapping)
+    ]
+    return {
+        gold_id
+        for gold_id in evidence
+        if gold_id in gold and any(covers(text, gold[gold_id].content) for text in removed)
+    }
 
 
 def _fate(
