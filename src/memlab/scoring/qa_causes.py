@@ -33,7 +33,7 @@ from typing import Any
 
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
-from memlab.scoring.operations import gold_losses
+from memlab.scoring.operations import gold_losses, lost_golds
 
 __all__ = ["CAUSES", "CAUSE_TITLES", "FATES", "cause_of", "evidence_fates"]
 
@@ -117,7 +117,8 @@ def evidence_fates(
     for question, index, injected in asked:
         facts = [f for f in snapshots[index].get("facts", []) if isinstance(f, Mapping)]
         lost = dict(losses[index]) if index < len(losses) else {}
-        for gold_id in _forgotten(forgetting, index, question.evidence.facts, gold, covers):
+        evidence = {g: gold[g].content for g in question.evidence.facts if g in gold}
+        for gold_id in _forgotten(forgetting, index, facts, evidence, covers):
             if lost.get(gold_id, "never") == "never":  # the call records do not see forgetting
                 lost[gold_id] = "removed"
         detail = {
@@ -133,12 +134,13 @@ def evidence_fates(
 def _forgotten(
     events: Sequence[Mapping[str, Any]],
     index: int,
-    evidence: Sequence[str],
-    gold: Mapping[str, Any],
+    facts: Sequence[Mapping[str, Any]],
+    evidence: Mapping[str, str],
     covers: Covers,
 ) -> set[str]:
-    """Evidence facts a memory stated before a forgetting event shown by snapshot ``index``
-    removed (whether the snapshot still holds them is decided by the caller)."""
+    """Evidence facts (id -> text) that forgetting events shown by snapshot ``index`` lost:
+    a removed memory stated them and the snapshot's ``facts`` do not (forgetting regret's
+    rule, :func:`memlab.scoring.operations.lost_golds`)."""
     removed = [
         str(item.get("content", ""))
         for event in events
@@ -146,11 +148,8 @@ def _forgotten(
         for item in event.get("removed") or []
         if isinstance(item, Mapping)
     ]
-    return {
-        gold_id
-        for gold_id in evidence
-        if gold_id in gold and any(covers(text, gold[gold_id].content) for text in removed)
-    }
+    left = [str(fact.get("content", "")) for fact in facts]
+    return lost_golds(removed, left, evidence, covers)
 
 
 def _fate(
