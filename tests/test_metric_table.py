@@ -112,6 +112,7 @@ cost_usd calls calls
 cache_hits calls calls
 model_calls calls calls
 simulated_calls calls calls
+queued_updates calls calls
 owners derived owner
 sessions derived owner
 calls_saved_by_debounce derived owner

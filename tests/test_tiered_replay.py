@@ -419,3 +419,39 @@ def test_a_fork_of_a_tiered_lane_is_refused_at_its_memory_key() -> None:
         resolve_lanes(grid, prompt_registry(grid), backends, _Fork())  # type: ignore[arg-type]
     assert info.value.key == "axes.memory[1]"
     assert "fork only memory: deerflow lanes" in str(info.value)
+
+
+# ---------------------------------------------------------------------- call counts
+
+
+def test_llm_calls_count_the_calls_the_model_answered(tmp_path: Path) -> None:
+    """A tiered lane's ``llm_calls`` is the number of prompts the simulated model answered:
+    its working-memory steps that made no call are rows, not calls."""
+    profile = tmp_path / "noisy.yaml"
+    profile.write_text(NOISY, encoding="utf-8")
+    recording = _Recording(SimulatedBackend(profile, dataset=OWNERS))
+    grid = Grid.from_mapping(
+        {"name": "counts", "base": {"backend": f"sim:{profile}", "memory": "tiered"}}
+    )
+    run = _sweep(grid, tmp_path, recording, recording.backend)
+    ((lane, summary),) = run.summary.iterrows()
+    rows = sum(len(_record(run, lane, o.user_id)["calls"]) for o in OWNERS)
+    assert rows > len(recording.prompts) > 0  # a sentinel: some rows made no call
+    assert summary["llm_calls"] == len(recording.prompts) == summary["simulated_calls"]
+    assert run.sessions["llm_calls"].sum() == len(recording.prompts)
+
+
+def test_the_debounce_saves_the_same_updates_under_both_designs(
+    both: tuple[Run, _Recording],
+) -> None:
+    """The debounce is the queue's: both designs see the same agent runs and hand-overs, so
+    they save the same updates, whatever else the tiered design asks. A DeerFlow lane makes
+    one call per hand-over, so its saving is its agent runs minus its call records."""
+    run, _ = both
+    deerflow = [_record(run, _lane(run, "deerflow"), o.user_id) for o in OWNERS]
+    runs = sum(sum(r["agent_runs"]) for r in deerflow)
+    handed_over = sum(len(r["calls"]) for r in deerflow)
+    assert runs > handed_over  # a sentinel: the debounce merged some agent runs
+    saved = run.summary["calls_saved_by_debounce"].to_dict()
+    assert saved == dict.fromkeys(run.lanes, runs - handed_over)
+    assert run.summary.loc[_lane(run, "deerflow"), "llm_calls"] == handed_over

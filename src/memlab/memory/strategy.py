@@ -40,8 +40,10 @@ __all__ = [
     "DeerFlowStrategy",
     "MemoryStrategy",
     "Step",
+    "asked_model",
     "call_kind",
     "is_primary",
+    "is_queued_update",
 ]
 
 PRIMARY_CALLS = frozenset({"update", "summary"})
@@ -58,6 +60,19 @@ def call_kind(record: Mapping[str, Any]) -> str:
 def is_primary(record: Mapping[str, Any]) -> bool:
     """True for the one record of a handed-over update (see :data:`PRIMARY_CALLS`)."""
     return call_kind(record) in PRIMARY_CALLS
+
+
+def is_queued_update(record: Mapping[str, Any]) -> bool:
+    """True for the primary record of an update the queue handed over, the unit the debounce
+    saves: not a session end's fold, which the replay marks ``session_end``."""
+    return is_primary(record) and record.get("session_end") is not True
+
+
+def asked_model(skipped: object) -> bool:
+    """True when a record with this ``skipped`` value asked a model (live, cached or
+    simulated): ``skipped`` names why no call was made (a DeerFlow update with nothing to
+    send, a tiered update kept in working memory); a call table reads a missing one as NaN."""
+    return not isinstance(skipped, str)
 
 
 @dataclass

@@ -131,7 +131,7 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_no_verdict "
         "qa_errors",
     ),
-    # llm_calls is also in every session row: the calls of that session.
+    # llm_calls (records that asked a model) is also in every session row: that session's.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),
     *_counts(
         "calls",
@@ -139,6 +139,9 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "replies parse_failures backend_errors prompt_tokens completion_tokens tokens cost_usd "
         "cache_hits model_calls simulated_calls",
     ),
+    # The updates the queue handed to the memory (memlab.memory.strategy.is_queued_update):
+    # what calls_saved_by_debounce subtracts from agent_runs.
+    CountSpec("queued_updates", "calls", "calls"),
     *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
     *_counts(
         "derived",
@@ -456,7 +459,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
     MetricSpec("cache_hits", "cache hits", None),
     # Calls that reached a model (not the cache, not the simulated model), and the simulated
-    # model's: llm_calls = model_calls + cache_hits + simulated_calls + skipped updates.
+    # model's: llm_calls = model_calls + cache_hits + simulated_calls.
     MetricSpec("model_calls", "model calls", None),
     MetricSpec("simulated_calls", "simulated calls", None),
     MetricSpec("added", "facts added", None),

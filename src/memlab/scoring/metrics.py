@@ -16,7 +16,13 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
   :class:`~memlab.matching.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
-- *calls saved by debounce*: agent runs that requested an update minus LLM calls made.
+- *LLM calls*: call records that asked a model, live, from the cache or simulated
+  (``model_calls + cache_hits + simulated_calls``); a skipped update asked nothing
+  (:func:`memlab.memory.strategy.asked_model`).
+- *calls saved by debounce*: agent runs that requested an update minus the updates the queue
+  handed to the memory (:func:`memlab.memory.strategy.is_queued_update`: a DeerFlow update
+  call, or a tiered lane's working-memory step; not its session-end folds, importance
+  ratings or compressions).
 - *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
   *eviction regret*: each update scored against the labels, see :mod:`memlab.scoring.operations`.
 - *injected gold coverage*: active gold facts in what the next session's agent receives, see
@@ -44,6 +50,7 @@ from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
+from memlab.memory.strategy import asked_model, is_queued_update
 from memlab.scoring.consolidation import memory_tokens
 from memlab.scoring.estimators import estimator
 from memlab.scoring.injection_audit import injection_counts
@@ -116,7 +123,7 @@ def session_rows(
         row = _state_row(owner, index, snapshot, labels_so_far, matcher, embedding_duplicates)
         session_calls = [c for c in calls if c.get("session_index") == index]
         row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
-        row["llm_calls"] = len(session_calls)
+        row["llm_calls"] = sum(1 for c in session_calls if asked_model(c.get("skipped")))
         for key in count_columns(by="merge"):  # each call record's n_<count>, summed
             row[key] = sum(int(c.get(f"n_{key}", 0) or 0) for c in session_calls)
         if operations is not None:
@@ -276,7 +283,7 @@ def owner_counts(
     counts = final.join(totals).assign(sessions=grouped.size(), owners=1)
     call_columns = count_columns(over="calls")
     counts = counts.join(_call_counts(calls, unit, prices)).fillna(dict.fromkeys(call_columns, 0))
-    counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["llm_calls"]
+    counts["calls_saved_by_debounce"] = counts["agent_runs"] - counts["queued_updates"]
     counts = _f1_counts(counts)
     if nested:
         counts = counts.groupby(["lane_id", cluster], sort=False).mean()
@@ -313,12 +320,17 @@ def _call_counts(
     rates = {model: _price(model, prices) for model in models.unique()}
     cached = calls["cached"].astype(bool)
     # A skipped update asked nothing; the simulated model is an instrument, not a model call.
-    asked = calls["skipped"].isna() if "skipped" in calls.columns else pd.Series(True, calls.index)
+    skipped = calls["skipped"] if "skipped" in calls.columns else pd.Series(None, calls.index)
+    asked = skipped.map(asked_model).astype(bool)
+    marks = calls[[c for c in ("call", "session_end") if c in calls.columns]]
+    records = [{str(k): v for k, v in r.items()} for r in marks.to_dict("records")]
+    queued = pd.Series([is_queued_update(r) for r in records], index=calls.index, dtype=bool)
     backends = calls["backend"] if "backend" in calls.columns else pd.Series("", calls.index)
     sim = {name: isinstance(name, str) and is_simulated(name) for name in backends.unique()}
     simulated = backends.map(sim).astype(bool)
     frame = calls[unit].assign(
-        llm_calls=1,
+        llm_calls=asked.astype(int),
+        queued_updates=queued.astype(int),
         replies=replied.astype(int),
         parse_failures=(replied & ~calls["parse_ok"].astype(bool)).astype(int),
         backend_errors=(calls["error_stage"] == "backend").astype(int),

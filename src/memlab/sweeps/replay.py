@@ -88,7 +88,8 @@ class OwnerReplay:
         updates: Updates handed to the memory (by the queue, and for the tiered memory at
             each session's end): each gives exactly one primary record in ``calls``
             (:func:`memlab.memory.strategy.is_primary`), so a replay whose counts differ
-            lost one and is not finished.
+            lost one and is not finished. A session end's primary record says
+            ``session_end: true`` (the debounce saves only the queue's updates).
         forgetting: The tiered memory's forgetting events (each with ``session_index``, the
             first snapshot that shows it); ``None`` for a design that never forgets.
     """
@@ -286,6 +287,8 @@ class _Replayer:
             step = self._failure(thread_id, exc)
         if step is not None:
             self.out.updates += 1
+            if step.records:  # its primary record: an update, but not one the queue handed over
+                step.records[0]["session_end"] = True
             self._record(step, thread_id)
 
     def pass_time(self) -> None:
