@@ -34,7 +34,6 @@ from memlab.backends.cache import CacheMode
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
-from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
@@ -44,10 +43,10 @@ from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
 from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
 from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.plan import select_owners
 from memlab.sweeps.qa_calls import QACalls, ask_and_grade
+from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
 from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
-from memlab.sweeps.qa_step import Fate, _Job, _owners, _read_path, _rows, qa_backend
+from memlab.sweeps.qa_step import qa_backend
 from memlab.sweeps.records import QARow, read_rows
 from memlab.sweeps.run import (
     QA_ANSWERS,
@@ -110,7 +109,7 @@ def add_curve(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = {o.user_id: o for o in _owners(run, dataset)}
+    owners = {o.user_id: o for o in run_owners(run, dataset)}
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
@@ -125,7 +124,7 @@ def add_curve(
         max_workers=max_workers,
         progress=progress,
     )
-    rows = _rows(jobs, calls, (answerer, grader), spec, prompts)
+    rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
     for row in rows:
         question = next(q for q in owners[row["user_id"]].questions if q.id == row["question_id"])
         row["asked_at"] = owners[row["user_id"]].session_index(question.after_session)
@@ -168,10 +167,10 @@ def _jobs(
     anchors: set[tuple[str, int, str, str]],
     settings: AnswerSettings,
     every: int,
-) -> Iterator[_Job]:
+) -> Iterator[QAJob]:
     """Per (lane, sample, owner) with a correct answer: the re-asking tasks, session order."""
     for lane_id, config in run.lanes.items():
-        read = _read_path(config)
+        read = read_path(config)
         for sample in sorted({a[1] for a in anchors if a[0] == lane_id}):
             for user_id, owner in owners.items():
                 chosen = [q for q in owner.questions if (lane_id, sample, user_id, q.id) in anchors]
@@ -191,7 +190,7 @@ def _jobs(
                     if asked:
                         point = ReplayPoint(owner, index, snapshots[index])
                         tasks += answer_tasks(point, asked, ["memory"], settings, read)
-                yield _Job(lane_id, sample, owner, record, tasks)
+                yield QAJob(lane_id, sample, owner, record, tasks)
 
 
 def _write(run: Run, rows: list[dict[str, Any]], every: int) -> None:
@@ -232,7 +231,7 @@ def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone")
-    owners = _owners_of(run, dataset)
+    owners = run_owners(run, dataset, questions=False)
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id in run.lanes:
         for sample in range(samples):
@@ -243,12 +242,6 @@ def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
                     owner,
                     read_owner_record(run.path, lane_id, owner.user_id, sample),
                 )
-
-
-def _owners_of(run: Run, dataset: Path) -> list[Owner]:
-    """The owners the run replayed, as it replayed them (selection and session cut)."""
-    chosen = set(run.owner_ids)
-    return [o for o in select_owners(load_dataset(dataset), run.grid) if o.user_id in chosen]
 
 
 def memory_sizes(run: Run) -> pd.DataFrame:

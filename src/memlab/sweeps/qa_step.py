@@ -45,7 +45,6 @@ from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
-from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
@@ -53,19 +52,14 @@ from memlab.matching.matchers import default_matcher
 from memlab.qa.answering import (
     AnswerSettings,
     AnswerTask,
-    CallResult,
     ReplayPoint,
-    answer_row,
     answer_tasks,
-    judge_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
-from memlab.scoring.injection_audit import policy_embedder, policy_injector
 from memlab.scoring.qa_causes import evidence_fates
-from memlab.sweeps.grid import LaneConfig
 from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.plan import select_owners
-from memlab.sweeps.qa_calls import QACalls, ask_and_grade, call_key
+from memlab.sweeps.qa_calls import ask_and_grade
+from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
 from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.sweeps.run import (
     QA_ANSWERS,
@@ -112,17 +106,6 @@ def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> 
     if is_simulated(spec) and judges:
         options["judges"] = list(judges)
     return resolve_backend(spec, **options)
-
-
-@dataclasses.dataclass
-class _Job:
-    """One lane's replay of one owner (one sample) and the answers asked of it."""
-
-    lane_id: str
-    sample: int
-    owner: Owner
-    record: Mapping[str, Any]
-    tasks: list[AnswerTask]
 
 
 def add_qa(
@@ -172,12 +155,12 @@ def add_qa(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = _owners(run, dataset)
+    owners = run_owners(run, dataset)
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     matcher = matcher if matcher is not None else default_matcher()
-    jobs: list[_Job] = []
+    jobs: list[QAJob] = []
 
     def batches() -> Iterator[list[AnswerTask]]:
         for job in _jobs(run, owners, spec, prompts):  # built while the first calls run
@@ -194,7 +177,7 @@ def add_qa(
         progress=progress,
         alongside=lambda: [_fates(job, matcher) for job in jobs],
     )
-    rows = _rows(jobs, calls, (answerer, grader), spec, prompts)
+    rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
     failed = [r for r in rows if r["error"] is not None or r["judge_errors"]]
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed)
@@ -218,39 +201,15 @@ def _spec(run: Run, spec: QASpec | Mapping[str, Any] | None) -> QASpec:
     return spec if isinstance(spec, QASpec) else QASpec.model_validate(dict(spec))
 
 
-def _owners(run: Run, dataset: Path) -> list[Owner]:
-    """The owners the run replayed, as it replayed them (selection and session cut)."""
-    chosen = set(run.owner_ids)
-    owners = [o for o in select_owners(load_dataset(dataset), run.grid) if o.user_id in chosen]
-    if not any(o.questions for o in owners):
-        raise QAError(
-            f"{dataset}: the run's owners have no questions; add questions to the dataset "
-            "(docs/dataset-format.md, Questions)"
-        )
-    return owners
-
-
-def _read_path(config: LaneConfig) -> ReadPath:
-    """The lane's injection settings as the agent's read path (policies ranked by question)."""
-    memory_config = config.memory_config()
-    policy = config.injection_policy
-    return ReadPath(
-        max_tokens=config.max_injection_tokens,
-        token_counting=config.token_counting,
-        enabled=config.injection_enabled,
-        inject=policy_injector(memory_config, policy, policy_embedder(policy)),
-    )
-
-
 def _jobs(
     run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedPrompts
-) -> Iterator[_Job]:
+) -> Iterator[QAJob]:
     """Every (lane, owner, sample) replay with the answer tasks of its questions."""
     settings = AnswerSettings(prompts.answer, spec.answer_params())
     histories: dict[tuple[str, str], History] = {}
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id, config in run.lanes.items():
-        read = _read_path(config)
+        read = read_path(config)
         for owner in owners:
             if not owner.questions:
                 continue
@@ -260,7 +219,7 @@ def _jobs(
             for sample in range(samples):
                 record = read_owner_record(run.path, lane_id, owner.user_id, sample)
                 tasks = _owner_tasks(owner, record, spec, settings, read, histories.get(key))
-                yield _Job(lane_id, sample, owner, record, tasks)
+                yield QAJob(lane_id, sample, owner, record, tasks)
 
 
 def _owner_tasks(
@@ -286,40 +245,7 @@ def _owner_tasks(
     return tasks
 
 
-Fate = tuple[str | None, dict[str, str] | None]
-"""An answer's fate and its evidence facts' fates (None for other conditions)."""
-
-
-def _rows(
-    jobs: Sequence[_Job],
-    calls: QACalls[list[list[Fate]]],
-    backends: tuple[Backend, Backend],
-    spec: QASpec,
-    prompts: ResolvedPrompts,
-) -> list[dict[str, Any]]:
-    """The answer rows of every job, with their verdicts and their evidence's fate."""
-    answerer, grader = backends
-    fates = calls.alongside or [[(None, None)] * len(job.tasks) for job in jobs]
-    rows: list[dict[str, Any]] = []
-    for job, job_fates in zip(jobs, fates, strict=True):
-        for task, (fate, detail) in zip(job.tasks, job_fates, strict=True):
-            result = calls.answers[call_key(answerer, task.request)]
-            verdicts: dict[str, dict[str, CallResult]] = {}
-            if result.text is not None:
-                judged = judge_tasks(
-                    task.question, result.text, prompts.judges, spec.judge_params()
-                )
-                for j in judged:
-                    verdicts.setdefault(j.judge, {})[j.key] = calls.verdicts[
-                        call_key(grader, j.request)
-                    ]
-            row = answer_row(task, result, verdicts)
-            row.update(fate=fate, evidence_fates=detail)
-            rows.append({"lane_id": job.lane_id, "sample": job.sample, **row})
-    return rows
-
-
-def _fates(job: _Job, matcher: FactMatcher) -> list[Fate]:
+def _fates(job: QAJob, matcher: FactMatcher) -> list[Fate]:
     """The fate of each task's evidence (answers from memory only), in task order."""
     rows: list[dict[str, Any]] = [
         {

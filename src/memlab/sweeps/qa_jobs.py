@@ -1,0 +1,102 @@
+"""The pieces both QA steps share: the memory QA step (:mod:`memlab.sweeps.qa_step`) and
+the consolidation curve (:mod:`memlab.sweeps.consolidation`).
+
+- :class:`QAJob`: one lane's replay of one owner (one sample) and the answer tasks asked of it;
+- :func:`run_owners`: the owners a run replayed, as it replayed them;
+- :func:`read_path`: a lane's injection settings as the agent's read path;
+- :func:`answer_rows`: the answer rows of the jobs once their calls are answered and graded,
+  each with its verdicts and its evidence's :data:`Fate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memlab.core.llm import Backend
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.models import Owner
+from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
+from memlab.qa.conditions import ReadPath
+from memlab.scoring.injection_audit import policy_embedder, policy_injector
+from memlab.sweeps.grid import LaneConfig
+from memlab.sweeps.plan import select_owners
+from memlab.sweeps.qa_calls import QACalls, call_key
+from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts
+from memlab.sweeps.run import Run
+
+__all__ = ["Fate", "QAJob", "answer_rows", "read_path", "run_owners"]
+
+
+@dataclasses.dataclass
+class QAJob:
+    """One lane's replay of one owner (one sample) and the answers asked of it."""
+
+    lane_id: str
+    sample: int
+    owner: Owner
+    record: Mapping[str, Any]
+    tasks: list[AnswerTask]
+
+
+def run_owners(run: Run, dataset: Path, *, questions: bool = True) -> list[Owner]:
+    """The owners the run replayed, as it replayed them (selection and session cut).
+
+    Raises:
+        QAError: ``questions`` is true and none of them has a question.
+    """
+    chosen = set(run.owner_ids)
+    owners = [o for o in select_owners(load_dataset(dataset), run.grid) if o.user_id in chosen]
+    if questions and not any(o.questions for o in owners):
+        raise QAError(
+            f"{dataset}: the run's owners have no questions; add questions to the dataset "
+            "(docs/dataset-format.md, Questions)"
+        )
+    return owners
+
+
+def read_path(config: LaneConfig) -> ReadPath:
+    """The lane's injection settings as the agent's read path (policies ranked by question)."""
+    memory_config = config.memory_config()
+    policy = config.injection_policy
+    return ReadPath(
+        max_tokens=config.max_injection_tokens,
+        token_counting=config.token_counting,
+        enabled=config.injection_enabled,
+        inject=policy_injector(memory_config, policy, policy_embedder(policy)),
+    )
+
+
+Fate = tuple[str | None, dict[str, str] | None]
+"""An answer's fate and its evidence facts' fates (None for other conditions)."""
+
+
+def answer_rows(
+    jobs: Sequence[QAJob],
+    calls: QACalls[list[list[Fate]]],
+    backends: tuple[Backend, Backend],
+    spec: QASpec,
+    prompts: ResolvedPrompts,
+) -> list[dict[str, Any]]:
+    """The answer rows of every job, with their verdicts and their evidence's fate."""
+    answerer, grader = backends
+    fates = calls.alongside or [[(None, None)] * len(job.tasks) for job in jobs]
+    rows: list[dict[str, Any]] = []
+    for job, job_fates in zip(jobs, fates, strict=True):
+        for task, (fate, detail) in zip(job.tasks, job_fates, strict=True):
+            result = calls.answers[call_key(answerer, task.request)]
+            verdicts: dict[str, dict[str, CallResult]] = {}
+            if result.text is not None:
+                judged = judge_tasks(
+                    task.question, result.text, prompts.judges, spec.judge_params()
+                )
+                for j in judged:
+                    verdicts.setdefault(j.judge, {})[j.key] = calls.verdicts[
+                        call_key(grader, j.request)
+                    ]
+            row = answer_row(task, result, verdicts)
+            row.update(fate=fate, evidence_fates=detail)
+            rows.append({"lane_id": job.lane_id, "sample": job.sample, **row})
+    return rows
