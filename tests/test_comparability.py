@@ -32,7 +32,7 @@ from memlab.scoring.comparability import (
     MixedComparisonError,
     check_pairs,
     differences,
-    same_kind_baselines,
+    kind_baselines,
 )
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -113,7 +113,8 @@ def test_facts_a_run_did_not_record_are_no_difference() -> None:
 
 def test_lanes_are_ranked_against_the_first_lane_of_their_kind() -> None:
     kinds = [facts(simulated=s) for s in (False, True, False, True, True)]
-    assert same_kind_baselines(kinds) == [0, 1, 0, 1, 1]
+    pairs = kind_baselines(range(len(kinds)), lambda i: kinds[i])
+    assert pairs == [(0, 0), (1, 1), (0, 2), (1, 3), (1, 4)]
 
 
 # --- runs on disk ------------------------------------------------------------------------

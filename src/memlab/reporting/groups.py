@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.scoring.comparability import kind_of, same_kind_baselines
+from memlab.scoring.comparability import kind_baselines, kind_of
 from memlab.sweeps.run import Run
 
 __all__ = ["GROUP_TITLES", "LaneGroup", "group_name", "lane_groups"]
@@ -51,12 +51,11 @@ class LaneGroup:
 def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
     """The runs' lanes split into real (first) and simulated; empty groups left out.
 
-    Split by :func:`~memlab.scoring.comparability.same_kind_baselines`, as ``compare`` pairs
+    Split by :func:`~memlab.scoring.comparability.kind_baselines`, as ``compare`` pairs
     lanes, so a report and a comparison always rank a lane against the same baseline."""
     lanes = [(run, lane_id) for run in runs for lane_id in run.lanes]
-    baselines = same_kind_baselines([run.lane_facts(lane_id) for run, lane_id in lanes])
-    found: dict[int, list[tuple[Run, str]]] = {}
-    for lane, baseline in zip(lanes, baselines, strict=True):
-        found.setdefault(baseline, []).append(lane)
-    groups = [LaneGroup(group_name(*lanes[b]), members) for b, members in found.items()]
+    found: dict[int, list[tuple[Run, str]]] = {}  # by the baseline (its identity)
+    for baseline, lane in kind_baselines(lanes, lambda lane: lane[0].lane_facts(lane[1])):
+        found.setdefault(id(baseline), []).append(lane)
+    groups = [LaneGroup(group_name(*members[0]), members) for members in found.values()]
     return sorted(groups, key=lambda group: group.name != "real")

@@ -13,9 +13,9 @@ which case it returns the banners to show above the comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from memlab.errors import MemlabError
 
@@ -27,8 +27,8 @@ __all__ = [
     "MixedComparisonError",
     "check_pairs",
     "differences",
+    "kind_baselines",
     "kind_of",
-    "same_kind_baselines",
 ]
 
 BLOCKING: tuple[str, ...] = (
@@ -193,8 +193,18 @@ def check_pairs(
     return banners
 
 
-def same_kind_baselines(lanes: Sequence[LaneFacts]) -> list[int]:
-    """For each lane, the index of the first lane of its kind (simulated or real): the
-    baseline a table may rank it against. A report splits its tables by these baselines."""
-    first: dict[str, int] = {}
-    return [first.setdefault(kind_of(lane), i) for i, lane in enumerate(lanes)]
+_Item = TypeVar("_Item")
+
+
+def kind_baselines(
+    items: Sequence[_Item], facts: Callable[[_Item], LaneFacts]
+) -> list[tuple[_Item, _Item]]:
+    """Each item (a lane, ``facts`` reads its facts) paired with its baseline, the first item
+    of its kind (simulated or real), in the items' order; a baseline is paired with itself.
+
+    The one pairing rule: a comparison ranks a lane against its baseline only
+    (:func:`memlab.scoring.comparison.pairs_by_kind`) and a report splits its tables by
+    baseline (:func:`memlab.reporting.groups.lane_groups`), so a simulated lane is never
+    ranked against a real model."""
+    first: dict[str, _Item] = {}
+    return [(first.setdefault(kind_of(facts(item)), item), item) for item in items]

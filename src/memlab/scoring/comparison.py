@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.errors import MemlabError
-from memlab.scoring.comparability import LaneFacts, check_pairs, same_kind_baselines
+from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines
 from memlab.scoring.estimators import estimator
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
@@ -193,8 +193,8 @@ def pairs_by_kind(lanes: Sequence[Lane]) -> list[tuple[Lane, Lane]]:
     """Each lane but the first of its kind paired with the first lane of its kind: simulated
     lanes with the first simulated lane, real ones with the first real one (a simulated lane
     is never ranked against a real model). Tables that rank lanes split the same way."""
-    baselines = same_kind_baselines([lane.facts for lane in lanes])
-    return [(lanes[b], lanes[i]) for i, b in enumerate(baselines) if i != b]
+    pairs = kind_baselines(lanes, lambda lane: lane.facts)
+    return [(baseline, lane) for baseline, lane in pairs if baseline is not lane]
 
 
 def _pair_by_kind(run: ScoredRun) -> list[tuple[Lane, Lane]]:
