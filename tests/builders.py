@@ -5,15 +5,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
 from hypothesis import strategies as st
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import Backend, CompletionRequest
+from memlab.scoring.comparability import LaneFacts
+from memlab.scoring.metric_specs import COUNT_SPECS
+from memlab.scoring.stats import StatOptions
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
@@ -23,8 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALIBRATION_KINDS",
+    "FAKE_OWNERS",
+    "FakeRun",
     "cache_entries",
     "city_owners",
+    "count_frames",
     "iso",
     "json_values",
     "locomo_sample",
@@ -263,3 +272,70 @@ def mutated_json(
         else:
             parent.append(draw(values))
     return doc
+
+
+# ---------------------------------------------------------------------- counts without a sweep
+
+FAKE_OWNERS = 14
+"""Owners of each lane :func:`count_frames` builds."""
+
+
+@dataclass
+class FakeRun:
+    """What scoring reads of a run (:class:`memlab.scoring.comparison.ScoredRun`)."""
+
+    name: str
+    calls: pd.DataFrame
+    sessions: pd.DataFrame
+    primary: tuple[str, ...] | None = None
+    stats: StatOptions = field(default_factory=lambda: StatOptions(resamples=1000))
+    prices: dict[str, tuple[float, float]] | None = None
+
+    @property
+    def lanes(self) -> dict[str, Any]:
+        return {lane: None for lane in dict.fromkeys(self.sessions["lane_id"])}
+
+    def label(self, lane_id: str) -> str:
+        return lane_id
+
+    def lane_facts(self, lane_id: str) -> LaneFacts:
+        # Every fake lane is measured alike: these tests are about the statistics.
+        return LaneFacts(self.name, lane_id)
+
+
+def count_frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One session and one call per (lane, owner) with the given counts (others 0)."""
+    sessions, calls = [], []
+    for lane, counts in per_lane.items():
+        for o in range(FAKE_OWNERS):
+            row = {
+                "lane_id": lane,
+                "user_id": f"u{o:02d}",
+                "session_index": 0,
+                **{name: 0 for name in _FAKE_ROW_COUNTS},
+                "agent_runs": 1,
+            }
+            row.update({name: float(values[o]) for name, values in counts.items()})
+            sessions.append(row)
+            failed = bool(counts.get("failed", np.zeros(FAKE_OWNERS))[o])
+            calls.append(
+                {
+                    "lane_id": lane,
+                    "user_id": f"u{o:02d}",
+                    "reply": "x",
+                    "parse_ok": not failed,
+                    "error_stage": "parse" if failed else None,
+                    "model": "sim",
+                    "prompt_tokens": 10,
+                    "completion_tokens": 5,
+                    "cached": False,
+                }
+            )
+    frame = pd.DataFrame(sessions).drop(columns=["failed"], errors="ignore")
+    return pd.DataFrame(calls), frame
+
+
+# Every count a session row has (the scripted calls give llm_calls, agent_runs is set above).
+_FAKE_ROW_COUNTS = tuple(
+    spec.column for spec in COUNT_SPECS if spec.in_rows and spec.column != "llm_calls"
+)

@@ -10,7 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-from test_verdicts import OWNERS, FakeRun, _frames
+from builders import FAKE_OWNERS as OWNERS
+from builders import FakeRun
+from builders import count_frames as _frames
 
 from memlab.scoring.comparability import LaneFacts, MixedComparisonError
 from memlab.scoring.comparison import (

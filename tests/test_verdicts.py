@@ -10,83 +10,21 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
 import pytest
+from builders import FAKE_OWNERS as OWNERS
+from builders import FakeRun
+from builders import count_frames as _frames
 
 from memlab.reporting.gate import check_regressions
-from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.comparison import Lane, compare, compare_lanes
-from memlab.scoring.metric_specs import COUNT_SPECS, count_columns
-from memlab.scoring.stats import StatOptions
+from memlab.scoring.metric_specs import count_columns
 from memlab.sweeps.run import Run
 
-OWNERS = 14
 REPLICATIONS = 100
-
-
-@dataclass
-class FakeRun:
-    """What scoring reads of a run (:class:`memlab.scoring.comparison.ScoredRun`)."""
-
-    name: str
-    calls: pd.DataFrame
-    sessions: pd.DataFrame
-    primary: tuple[str, ...] | None = None
-    stats: StatOptions = field(default_factory=lambda: StatOptions(resamples=1000))
-    prices: dict[str, tuple[float, float]] | None = None
-
-    @property
-    def lanes(self) -> dict[str, Any]:
-        return {lane: None for lane in dict.fromkeys(self.sessions["lane_id"])}
-
-    def label(self, lane_id: str) -> str:
-        return lane_id
-
-    def lane_facts(self, lane_id: str) -> LaneFacts:
-        # Every fake lane is measured alike: these tests are about the statistics.
-        return LaneFacts(self.name, lane_id)
-
-
-def _frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One session and one call per (lane, owner) with the given counts (others 0)."""
-    sessions, calls = [], []
-    for lane, counts in per_lane.items():
-        for o in range(OWNERS):
-            row = {
-                "lane_id": lane,
-                "user_id": f"u{o:02d}",
-                "session_index": 0,
-                **{name: 0 for name in _ROW_COUNTS},
-                "agent_runs": 1,
-            }
-            row.update({name: float(values[o]) for name, values in counts.items()})
-            sessions.append(row)
-            failed = bool(counts.get("failed", np.zeros(OWNERS))[o])
-            calls.append(
-                {
-                    "lane_id": lane,
-                    "user_id": f"u{o:02d}",
-                    "reply": "x",
-                    "parse_ok": not failed,
-                    "error_stage": "parse" if failed else None,
-                    "model": "sim",
-                    "prompt_tokens": 10,
-                    "completion_tokens": 5,
-                    "cached": False,
-                }
-            )
-    frame = pd.DataFrame(sessions).drop(columns=["failed"], errors="ignore")
-    return pd.DataFrame(calls), frame
-
-
-# Every count a session row has (the scripted calls give llm_calls, agent_runs is set above).
-_ROW_COUNTS = tuple(
-    spec.column for spec in COUNT_SPECS if spec.in_rows and spec.column != "llm_calls"
-)
 
 
 def recall_gain(rng: np.random.Generator, gain: float = 0.10) -> FakeRun:
