@@ -35,6 +35,22 @@ BAD_GRIDS: list[tuple[str, str, str]] = [
         "'deerflow' or 'tiered'",
     ),
     ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "'deerflow' or 'tiered'"),
+    (
+        "name: g\nbase:\n  memory: tiered\n  tiered: {importance_treshold: 0.6}\n",
+        ":4: base.tiered.importance_treshold",
+        "known keys: working_tokens, summary_tokens, importance_threshold",
+    ),
+    (
+        "name: g\nbase:\n  memory: tiered\n  tiered:\n    recall_k: many\n",
+        ":5: base.tiered.recall_k",
+        "valid integer",
+    ),
+    (
+        "name: g\nbase: {memory: tiered}\naxes:\n  tiered: [{}, {decay_per_day: 2}]\n",
+        ":4: axes.tiered[1].decay_per_day",
+        "less than 1",
+    ),
+    ("name: g\nbase:\n  tiered: {recall_k: 5}\n", ":3: base.tiered", "memory: tiered only"),
     ("name: g\nprompts: [missing.txt]\n", ":2: prompts[0]", "does not exist"),
     ("name: g\nprompts: [noconv.txt]\n", ":2: prompts[0]", "{conversation}"),
     ("name: g\nbase:\n  max_facts: many\n", ":3: base.max_facts", "integer"),

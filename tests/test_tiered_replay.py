@@ -28,13 +28,15 @@ from memlab.core.parsing import FailureCategory, parse_reply
 from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.memory.options import TieredOptions
 from memlab.memory.strategy import call_kind, is_primary
+from memlab.memory.tiered import TieredSettings
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import uniform
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, GridError, LaneConfig
-from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes
+from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tiered_settings
 from memlab.sweeps.run import Run
 
 OWNERS = load_dataset(resolve_dataset("personas"))
@@ -241,16 +243,19 @@ tiered:
 """
 
 
-def _first_sessions(tmp: Path, rating: str, seed: int = 0) -> tuple[Run, SimulatedBackend]:
+def _first_sessions(
+    tmp: Path, rating: str, seed: int = 0, **tiered: Any
+) -> tuple[Run, SimulatedBackend]:
     profile = tmp / f"sure-{rating}.yaml"
     profile.write_text(SURE.replace("RATING", rating), encoding="utf-8")
     backend = SimulatedBackend(profile, dataset=OWNERS)
+    base = {"backend": f"sim:{profile}", "memory": "tiered", "seed": seed}
     grid = Grid.from_mapping(
         {
-            "name": f"first-{rating}",
+            "name": f"first-{rating}-{len(tiered)}",
             "replay_mode": "per_session",
             "max_sessions": 1,
-            "base": {"backend": f"sim:{profile}", "memory": "tiered", "seed": seed},
+            "base": {**base, **({"tiered": tiered} if tiered else {})},
         }
     )
     return _sweep(grid, tmp, backend, backend), backend
@@ -269,6 +274,31 @@ def test_a_rating_of_exactly_the_threshold_stores_nothing(tmp_path: Path) -> Non
     assert _stored(above) == gold  # every key point of a first session, one memory each
     calls = at_threshold.calls
     assert (calls["call"] == "importance").sum() == sum(1 for n in gold.values() if n)
+
+
+def test_a_lane_sets_the_importance_threshold(tmp_path: Path) -> None:
+    """``tiered: {importance_threshold: 0.6}``: a rating of 0.7, refused at the seed's
+    threshold, is now stored; the lane's id, identity and dumps say so."""
+    gold = {o.user_id: len(o.sessions[0].labels.facts) for o in OWNERS}
+    lowered, _ = _first_sessions(tmp_path, "0.7", importance_threshold=0.6)
+    assert _stored(lowered) == gold
+    ((lane_id, config),) = lowered.lanes.items()
+    assert config.tiered.importance_threshold == 0.6
+    assert config.model_dump()["tiered"] == {"importance_threshold": 0.6}
+    described = json.loads((lowered.path / "lanes" / lane_id / "config.json").read_text())
+    assert described["identity"]["strategy"]["settings"]["importance_threshold"] == 0.6
+
+
+def test_the_default_options_are_the_seeds_and_change_no_id() -> None:
+    """Options at their defaults are the seed's values and are left out of every dump."""
+    tiered = LaneConfig(memory="tiered")
+    assert tiered_settings(tiered) == TieredSettings(token_counting=tiered.token_counting)
+    explicit = LaneConfig(memory="tiered", tiered=TieredOptions().model_dump())
+    assert explicit.point_id == tiered.point_id
+    assert "tiered" not in explicit.model_dump() and explicit.settings()["tiered"] == {}
+    changed = LaneConfig(memory="tiered", tiered={"recall_k": 5})
+    assert changed.point_id != tiered.point_id
+    assert tiered_settings(changed).recall_k == 5
 
 
 def test_noisy_ratings_store_what_the_draws_imply(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         MemoryItem,
         StoreError,
     )
+    from memlab.memory.options import TieredOptions
     from memlab.memory.store import Embed, TieredStore
     from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
     from memlab.memory.tiered import TieredSettings, TieredStrategy
@@ -49,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "DeerFlowStrategy": "memlab.memory.strategy",
     "MemoryStrategy": "memlab.memory.strategy",
     "Step": "memlab.memory.strategy",
+    "TieredOptions": "memlab.memory.options",
     "TieredSettings": "memlab.memory.tiered",
     "TieredStrategy": "memlab.memory.tiered",
     "HashedEmbedding": "memlab.memory.vectors",
@@ -67,6 +69,7 @@ __all__ = [
     "MemoryStrategy",
     "Step",
     "StoreError",
+    "TieredOptions",
     "TieredSettings",
     "TieredStore",
     "TieredStrategy",

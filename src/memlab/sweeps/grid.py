@@ -32,7 +32,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -58,6 +58,7 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
+from memlab.memory.options import TieredOptions
 from memlab.scoring.injection_audit import InjectionPolicy
 from memlab.scoring.metric_specs import primary_metrics
 from memlab.sweeps.qa_spec import QASpec
@@ -182,20 +183,45 @@ class LaneConfig(BaseModel):
     memory: MemoryKind = _DEFAULT_MEMORY
     """The memory design replayed: ``deerflow`` (one document, one LLM update per queued
     conversation) or ``tiered`` (:mod:`memlab.memory.tiered`)."""
+    tiered: TieredOptions = Field(default_factory=lambda: TieredOptions.model_validate({}))
+    """The tiered memory's parameters (:class:`~memlab.memory.options.TieredOptions`, the
+    seed's values by default), e.g. ``tiered: {importance_threshold: 0.6}``; only a
+    ``memory: tiered`` lane takes them."""
 
     @model_serializer(mode="wrap")
-    def _default_memory_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """``memory: deerflow`` is left out of every dump, so lanes recorded before the
-        setting existed keep their point ids, config files and tables byte for byte."""
+    def _defaults_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``memory: deerflow`` and the tiered options at their defaults are left out of
+        every dump (only changed options are written), so lanes recorded before these
+        settings existed keep their point ids, config files and tables byte for byte."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("memory") == _DEFAULT_MEMORY:
-            del data["memory"]
+        if isinstance(data, dict):
+            if data.get("memory") == _DEFAULT_MEMORY:
+                del data["memory"]
+            changed = self.tiered.changed()
+            if changed:
+                data["tiered"] = changed
+            else:
+                data.pop("tiered", None)
         return data
 
     def settings(self) -> dict[str, Any]:
-        """Every setting as JSON values, ``memory`` included (the dumps leave it out at its
-        default)."""
-        return {**self.model_dump(mode="json"), "memory": self.memory}
+        """Every setting as JSON values, ``memory`` and the changed ``tiered`` options
+        included (the dumps leave them out at their defaults)."""
+        return {
+            **self.model_dump(mode="json"),
+            "memory": self.memory,
+            "tiered": self.tiered.changed(),
+        }
+
+    @model_validator(mode="after")
+    def _tiered_options_need_the_tiered_memory(self) -> LaneConfig:
+        if self.memory != "tiered" and self.tiered.changed():
+            raise _setting_error(
+                "tiered",
+                f"tiered options apply to memory: tiered only (this lane replays "
+                f"{self.memory}); set memory: tiered, or remove the tiered key",
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -547,7 +573,16 @@ def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
         err = exc.errors()[0]
         inner = _key_path(err["loc"])  # a nested setting, e.g. schema_bounds.fact_chars
         where = f"{key}.{inner}" if inner and not inner.startswith("[") else key + inner
-        raise grid.error(where, _describe(err)) from None
+        raise grid.error(where, _describe(err, _nested_keys(field))) from None
+
+
+def _nested_keys(field: str) -> tuple[str, ...]:
+    """The keys of a lane setting that is a mapping of its own (``tiered``, ...)."""
+    annotation = LaneConfig.model_fields[field].annotation
+    for kind in (annotation, *get_args(annotation)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return tuple(kind.model_fields)
+    return ()
 
 
 @functools.cache
@@ -568,8 +603,11 @@ def _key_path(loc: Sequence[int | str]) -> str:
 _EXCERPT = 60
 
 
-def _describe(err: Mapping[str, Any]) -> str:
-    """One pydantic error as a short sentence, quoting at most a short excerpt of the input."""
+def _describe(err: Mapping[str, Any], keys: Sequence[str] = ()) -> str:
+    """One pydantic error as a short sentence, quoting at most a short excerpt of the input
+    (``keys``: those of the lane setting the error is inside, for an unknown key)."""
+    if err["type"] == "extra_forbidden" and keys:
+        return f"unknown key; known keys: {', '.join(keys)}"
     if err["type"] == "extra_forbidden":
         known = ", ".join(Grid.model_fields)
         return f"unknown key; known keys: {known} (lane settings go under base: or axes:)"

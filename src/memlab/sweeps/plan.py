@@ -194,9 +194,17 @@ def generation_params(lane: LaneConfig, sample: int = 0) -> GenerationParams:
 
 
 def tiered_settings(lane: LaneConfig) -> TieredSettings:
-    """The tiered memory's parameters for ``lane`` (the seed's, counting tokens as the lane
-    counts them)."""
-    return TieredSettings(token_counting=lane.token_counting)
+    """The tiered memory's parameters for ``lane``: its ``tiered`` options (the seed's values
+    unless the grid sets them), counting tokens as the lane counts them."""
+    options = lane.tiered
+    return TieredSettings(
+        working_tokens=options.working_tokens,
+        summary_tokens=options.summary_tokens,
+        importance_threshold=options.importance_threshold,
+        recall_k=options.recall_k,
+        rules=options.rules(),
+        token_counting=lane.token_counting,
+    )
 
 
 def resolve_lanes(
