@@ -274,3 +274,30 @@ def test_odd_facts_are_shown_with_defaults_and_the_rest_still_listed() -> None:
         "- [context | 0.00] infinite",
         "- [context | 0.00] flag",
     ]
+
+
+
+def _tiered_view(episodes: str) -> dict[str, Any]:
+    return {
+        "user": {"topOfMind": section("Planning a move to Lisbon.")},
+        "history": {"recentMonths": section(episodes)},
+        "facts": [fact(f"fact number {i} about the user", 0.9 - i / 100) for i in range(6)],
+    }
+
+
+def test_history_last_puts_the_episodes_after_the_facts_and_cuts_them_first() -> None:
+    """The tiered layout (the seed's: summary, semantic memories, episodes): the episodes
+    take no budget from the facts and are what the budget cuts."""
+    memory = _tiered_view("went hiking -> noted " * 200)
+    first = render_injection(memory, 200)
+    last = render_injection(memory, 200, history_last=True)
+    assert "Facts:" not in first.text and len(first.dropped) == 6  # History ate the budget
+    assert last.text.index("User Context:") < last.text.index("Facts:")
+    assert last.text.index("Facts:") < last.text.index("History:")
+    assert len(last.injected) == 6 and last.text.endswith("...")
+    assert last.tokens == get_token_counter("tiktoken").count(last.text) <= 200
+    short = render_injection(_tiered_view("went hiking -> noted"), 2000, history_last=True)
+    assert short.text.endswith("History:\n- Recent: went hiking -> noted")
+    tight = render_injection(memory, 60, history_last=True)
+    assert 0 < len(tight.injected) < 6 and tight.tokens <= 60  # the facts fill it first
+    assert tight.text.index("Facts:") < tight.text.index("History:") and tight.text.endswith("...")

@@ -234,23 +234,22 @@ def render_injection(
     *,
     token_counting: str = "tiktoken",
     rank: FactRank = by_confidence,
+    history_last: bool = False,
 ) -> Injection:
     """Render a memory document as prompt text that fits ``max_tokens``, with bookkeeping.
 
     Facts are offered to the budget in ``rank`` order (default: confidence, the pipeline's
     order) and kept while the whole text fits; see :func:`format_memory_for_injection`.
+    ``history_last``: the History block follows the facts (the tiered memory's order:
+    summary, semantic memories, then episodes) and gets what budget they leave, cut at the
+    end when it does not fit.
     """
     if not memory:
         return Injection("", 0)
     counter = get_token_counter(token_counting)
-    blocks = [
-        block
-        for block in (
-            _summary_block(memory.get("user"), "User Context", _USER_SECTIONS),
-            _summary_block(memory.get("history"), "History", _HISTORY_SECTIONS),
-        )
-        if block
-    ]
+    user = _summary_block(memory.get("user"), "User Context", _USER_SECTIONS)
+    history = _summary_block(memory.get("history"), "History", _HISTORY_SECTIONS)
+    blocks = [block for block in (user, None if history_last else history) if block]
     base = "\n\n".join(blocks)
     offered = _fact_lines(memory.get("facts"), rank)
 
@@ -277,8 +276,18 @@ def render_injection(
         kept -= 1
         result = render([line for _, line in offered[:kept]])
     text = truncate_to_tokens(result, max_tokens, counter) if result else ""
+    if history_last and history and text == result:  # the facts kept fit: the episodes follow
+        text = _append_cut(text, history, max_tokens, counter)
     facts = tuple(fact for fact, _ in offered)
     return Injection(text, counter.count(text), facts[:kept], facts[kept:])
+
+
+def _append_cut(text: str, block: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` and then ``block``, cut at the end to fit ``max_tokens``; ``text`` alone when
+    not even the block's first characters fit after it."""
+    whole = f"{text}\n\n{block}" if text else block
+    cut = truncate_to_tokens(whole, max_tokens, counter)
+    return cut if cut.startswith(whole[: len(text) + 2 + 1]) else text
 
 
 def format_memory_for_injection(

@@ -10,10 +10,11 @@ memory QA read a tiered lane as they read a DeerFlow lane:
 - ``history.recentMonths``: the latest interactions (episodic memory), one line each, the
   input and output cut to 200 characters as the seed's prompt cuts them.
 
-The injection (:func:`memlab.core.injection.render_injection`) then assembles the seed's
-context within the lane's budget: summary, recent episodes, then semantic memories in the
-lane's policy order until the budget is spent; the injection audit records which memories
-made it in and which the budget dropped.
+The injection (:func:`memlab.core.injection.render_injection` with ``history_last``, as
+:attr:`memlab.sweeps.grid.LaneConfig.history_last` says for a tiered lane) then assembles
+the seed's context in the seed's order within the lane's budget: summary, semantic memories
+in the lane's policy order while they fit, then the recent episodes, cut at the end; the
+injection audit records which memories made it in and which the budget dropped.
 """
 
 from __future__ import annotations

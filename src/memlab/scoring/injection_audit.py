@@ -121,9 +121,12 @@ def inject(
     policy: str,
     query: str,
     embedder: Embedder | None = None,
+    *,
+    history_last: bool = False,
 ) -> Injection:
     """What an agent starting with ``query`` receives from ``memory`` under ``config`` and
-    ``policy`` (an empty injection when the config disables injection)."""
+    ``policy`` (an empty injection when the config disables injection); ``history_last``:
+    the memory design's layout (see :func:`~memlab.core.injection.render_injection`)."""
     if not config.injection_enabled:
         return Injection("", 0)
     raw = memory.get("facts")
@@ -135,17 +138,22 @@ def inject(
         config.max_injection_tokens,
         token_counting=config.token_counting,
         rank=_rank(policy, ordered, query, embedder),
+        history_last=history_last,
     )
 
 
 def policy_injector(
-    config: MemoryConfig, policy: str, embedder: Embedder | None = None
+    config: MemoryConfig,
+    policy: str,
+    embedder: Embedder | None = None,
+    *,
+    history_last: bool = False,
 ) -> Callable[[Mapping[str, Any], str], Injection]:
     """:func:`inject` with the lane's settings fixed: ``(memory, query) -> Injection``, the
     read path memory QA renders a lane's memory through (the query is the question)."""
 
     def injector(memory: Mapping[str, Any], query: str) -> Injection:
-        return inject(memory, config, policy, query, embedder)
+        return inject(memory, config, policy, query, embedder, history_last=history_last)
 
     return injector
 
@@ -156,8 +164,11 @@ def audit_injection(
     policy: str,
     query: str,
     embedder: Embedder | None = None,
+    *,
+    history_last: bool = False,
 ) -> dict[str, Any]:
-    """What an agent starting with ``query`` receives from ``memory`` under ``config``.
+    """What an agent starting with ``query`` receives from ``memory`` under ``config``
+    (``history_last`` as for :func:`inject`).
 
     Returns a JSON-ready record: ``enabled``, ``policy``, ``tokens`` (of the injected text,
     counted with the config's counter), ``facts`` (facts offered), ``injected`` and
@@ -168,7 +179,7 @@ def audit_injection(
     record: dict[str, Any] = {"enabled": config.injection_enabled, "policy": policy}
     if not config.injection_enabled:
         return {**record, "tokens": 0, "facts": len(facts), "injected": [], "dropped": []}
-    injection = inject(memory, config, policy, query, embedder)
+    injection = inject(memory, config, policy, query, embedder, history_last=history_last)
     return {
         **record,
         "tokens": injection.tokens,

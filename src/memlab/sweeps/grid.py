@@ -213,6 +213,13 @@ class LaneConfig(BaseModel):
             "tiered": self.tiered.changed(),
         }
 
+    @property
+    def history_last(self) -> bool:
+        """Whether the injected context puts History after the facts: the tiered memory's
+        layout (the seed's: summary, semantic memories, then episodes); DeerFlow's puts the
+        history summaries first."""
+        return self.memory == "tiered"
+
     @model_validator(mode="after")
     def _tiered_options_need_the_tiered_memory(self) -> LaneConfig:
         if self.memory != "tiered" and self.tiered.changed():

@@ -65,7 +65,9 @@ def read_path(config: LaneConfig) -> ReadPath:
         max_tokens=config.max_injection_tokens,
         token_counting=config.token_counting,
         enabled=config.injection_enabled,
-        inject=policy_injector(memory_config, policy, policy_embedder(policy)),
+        inject=policy_injector(
+            memory_config, policy, policy_embedder(policy), history_last=config.history_last
+        ),
     )
 
 

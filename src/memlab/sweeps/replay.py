@@ -167,6 +167,7 @@ class _Replayer:
         self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
         self.memory_config = config.memory_config(storage_path=str(store_path))
         self.policy = config.injection_policy
+        self.history_last = config.history_last
         self.embedder = policy_embedder(self.policy)
         store_path.parent.mkdir(parents=True, exist_ok=True)
         store_path.unlink(missing_ok=True)
@@ -309,6 +310,7 @@ class _Replayer:
                 self.policy,
                 next_query(self.sessions[upcoming]),
                 self.embedder,
+                history_last=self.history_last,
             )
         self.out.injections.append(audit)
 
