@@ -37,6 +37,7 @@ from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid, GridError, LaneConfig
 from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tiered_settings
+from memlab.sweeps.qa_jobs import read_path
 from memlab.sweeps.run import Run
 
 OWNERS = load_dataset(resolve_dataset("personas"))
@@ -485,3 +486,17 @@ def test_the_debounce_saves_the_same_updates_under_both_designs(
     saved = run.summary["calls_saved_by_debounce"].to_dict()
     assert saved == dict.fromkeys(run.lanes, runs - handed_over)
     assert run.summary.loc[_lane(run, "deerflow"), "llm_calls"] == handed_over
+
+
+def test_a_tiered_lane_reads_its_memory_in_the_seeds_order() -> None:
+    """Memory QA's read path renders a tiered lane's view as the seed assembles its context
+    (summary, semantic memories, then episodes); a DeerFlow lane's keeps History first."""
+    memory = {
+        "user": {"topOfMind": {"summary": "Moving to Lisbon.", "updatedAt": ""}},
+        "history": {"recentMonths": {"summary": "asked for flats -> got three", "updatedAt": ""}},
+        "facts": [{"id": "m1", "content": "The user moves to Lisbon in May", "confidence": 0.9}],
+    }
+    layouts = (("tiered", "Facts:", "History:"), ("deerflow", "History:", "Facts:"))
+    for memory_kind, first, then in layouts:
+        text = read_path(LaneConfig(memory=memory_kind)).render(memory, "Where?").text
+        assert text.index("User Context:") < text.index(first) < text.index(then), memory_kind
