@@ -227,3 +227,37 @@ def test_bookkeeping_copies_are_deep() -> None:
     copied_nested = _copied(nested)
     copied_nested[0]["tags"].append("b")
     assert nested[0]["tags"] == ["a"]
+
+
+class _BatchEmbedder:
+    """Records every batch it embeds (a stand-in: its verdicts are not shared)."""
+
+    name = "batches"
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.batches.append(list(texts))
+        return [[1.0, float(len(t))] for t in texts]
+
+
+def test_warmed_texts_are_embedded_in_one_batch_only_when_a_pair_is_decided() -> None:
+    embedder = _BatchEmbedder()
+    matcher = DefaultMatcher(embedder=embedder)
+    matcher.warm(["Lives in Leeds", "Lives in Porto", "Plays chess"])
+    assert embedder.batches == []  # nothing to decide yet
+    first = matcher.match("Lives in Leeds", "Lives in Porto")
+    assert len(embedder.batches) == 1
+    assert {"Lives in Leeds", "Lives in Porto", "Plays chess"} <= set(embedder.batches[0])
+    matcher.warm(["Lives in Leeds", "Lives in Porto", "Owns a boat"])
+    assert matcher.match("Lives in Leeds", "Lives in Porto") is first  # memoised: no batch
+    assert len(embedder.batches) == 1
+    # A pair to decide: the waiting batch first (its new text), then the pair.
+    matcher.match("Owns a boat", "Plays chess")
+    assert "Owns a boat" in embedder.batches[1]
+    # The verdict is the one an eagerly warmed matcher gives.
+    eager = DefaultMatcher(embedder=_BatchEmbedder())
+    eager.warm(["Lives in Leeds", "Lives in Porto", "Plays chess"])
+    eager._warm_pending()
+    assert eager.match("Lives in Leeds", "Lives in Porto") == first
