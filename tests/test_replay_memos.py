@@ -261,3 +261,22 @@ def test_warmed_texts_are_embedded_in_one_batch_only_when_a_pair_is_decided() ->
     eager.warm(["Lives in Leeds", "Lives in Porto", "Plays chess"])
     eager._warm_pending()
     assert eager.match("Lives in Leeds", "Lives in Porto") == first
+
+
+def test_a_waiting_batch_that_fails_to_embed_is_not_tried_again() -> None:
+    class Failing(_BatchEmbedder):
+        def embed(self, texts: Any) -> list[list[float]]:
+            if not self.batches:
+                self.batches.append(["failed"])
+                raise RuntimeError("embedding server down")
+            return super().embed(texts)
+
+    embedder = Failing()
+    matcher = DefaultMatcher(embedder=embedder)
+    matcher.warm(["Lives in Leeds", "Lives in Porto"])
+    with pytest.raises(RuntimeError, match="embedding server down"):
+        matcher.match("Lives in Leeds", "Lives in Porto")
+    assert matcher._pending == []  # dropped, as an eager warm that raised leaves nothing
+    # The pair is decided on its own, without the failed batch.
+    assert matcher.match("Lives in Leeds", "Lives in Porto").matched is False
+    assert all("Lives in Leeds" not in batch for batch in embedder.batches[1:])

@@ -64,6 +64,7 @@ full."""
 
 _PENDING_TEXTS = 20_000
 """Texts :meth:`DefaultMatcher.warm` lets wait for a pair to decide before it reads them."""
+_WARM_LOCK = threading.RLock()
 
 # Verdicts shared by the matchers of one configuration in this process: a verdict depends only
 # on the two texts, the parameters and the embedding model, so the lanes of a sweep, a rerun
@@ -186,12 +187,14 @@ class DefaultMatcher:
             self._warm_pending()
 
     def _warm_pending(self) -> None:
-        while self._pending:
-            try:
-                batch = self._pending.pop(0)
-            except IndexError:  # another thread took the last one
-                return
-            self._warm_now(batch)
+        # A batch leaves the queue only once it is embedded, and under one lock: a thread
+        # that finds texts waiting waits for them instead of embedding its pair alone.
+        with _WARM_LOCK:
+            while self._pending:
+                try:
+                    self._warm_now(self._pending[0])
+                finally:  # a batch that fails is not tried again (as an eager warm)
+                    del self._pending[0]
 
     def _warm_now(self, texts: list[str]) -> None:
         readings = [read_fact(text) for text in texts]
