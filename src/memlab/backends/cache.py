@@ -307,14 +307,16 @@ class CachedBackend:
 
     def _load(self, path: Path, key: str) -> Completion | None:
         """The entry for ``key``, or ``None`` when there is none (or it was set aside)."""
-        path = self._inside(path)
         try:
+            # Checks that the entry lies in a real shard directory of the cache (no link on
+            # the way) before it opens it, so the path is checked once per hit.
             raw = read_bytes(
                 path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
             )
         except FileNotFoundError:
             return None
         except FileReadError as exc:  # a link, a FIFO, a device or a huge file in its place
+            path = self._inside(path)  # a link on the way: a CacheError saying what to fix
             if not path.is_dir() or path.is_symlink():
                 self._set_aside(path, exc.reason)
                 return None
@@ -328,7 +330,7 @@ class CachedBackend:
             ) from None
         problem, completion = _decode_entry(raw, key)
         if completion is None:
-            self._set_aside(path, problem)
+            self._set_aside(self._inside(path), problem)
         return completion
 
     def _set_aside(self, path: Path, problem: str) -> None:

@@ -198,7 +198,7 @@ def _fact_lines(facts: Any, rank: FactRank) -> list[tuple[Mapping[str, Any], str
         return []
     rows: list[tuple[float, Mapping[str, Any], str]] = []
     for fact in facts:
-        if not isinstance(fact, Mapping):
+        if type(fact) is not dict and not isinstance(fact, Mapping):  # ABC checks are slow
             continue
         content = fact.get("content")
         if not isinstance(content, str) or not content.strip():

@@ -212,10 +212,22 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise JsonDepthError(None, max_depth) from None
+    if _few_brackets(text, max_depth):
+        return value
     path = nesting_path(value, max_depth)
     if path is not None:
         raise JsonDepthError(path, max_depth)
     return value
+
+
+def _few_brackets(text: str | bytes, limit: int) -> bool:
+    """Whether ``text`` holds at most ``limit`` opening brackets, so no value decoded from it
+    can nest deeper: each object and array begins with one (counting those inside strings
+    too only overestimates). A cache entry passes without the walk of :func:`nesting_path`.
+    The count is of the byte ``{``/``[`` in any encoding ``json.loads`` accepts."""
+    if isinstance(text, str):
+        return text.count("{") + text.count("[") <= limit
+    return text.count(b"{") + text.count(b"[") <= limit
 
 
 def scan_json(value: Any) -> tuple[bool, float | None]:

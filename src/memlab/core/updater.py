@@ -38,7 +38,7 @@ from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
 from memlab.core.prompts import PromptVariant, get_prompt
 from memlab.core.redact import redact, redact_text
-from memlab.core.storage import JsonFileStorage, MemoryStorage, StorageError
+from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage, StorageError
 from memlab.errors import one_line
 
 __all__ = [
@@ -264,7 +264,7 @@ class MemoryUpdater:
             return
         storage = self.storage_for(config)
         try:
-            current = storage.load()
+            current = self._read(storage)
         except StorageError as exc:
             self._fail(result, "load", str(exc))
             return
@@ -272,6 +272,14 @@ class MemoryUpdater:
         update = self._ask(result, current, conversation, config)
         if update is not None:
             self._apply(result, storage, update, config, thread_id)
+
+    def _read(self, storage: MemoryStorage) -> MemoryDocument:
+        """The current memory, to render into the prompt: the in-memory store's own document
+        when the prompt is a built-in variant (its rendering only reads it, and the store
+        never changes a document it keeps), else a copy."""
+        if type(storage) is InMemoryStorage and type(self.prompt).render is PromptVariant.render:
+            return storage.view()
+        return storage.load()
 
     def _ask(
         self,
@@ -405,12 +413,28 @@ def _detached(applied: ApplyResult, saved: MemoryDocument) -> ApplyResult:
         detached = copy.copy(applied)
         for f in dataclasses.fields(applied):
             if f.name != "memory":
-                setattr(detached, f.name, copy.deepcopy(getattr(applied, f.name)))
+                setattr(detached, f.name, _copied(getattr(applied, f.name)))
         detached.memory = saved
     except Exception:  # a custom ApplyResult subclass (frozen, uncopyable values)
         logger.debug("could not copy the merge result; keeping it as it is", exc_info=True)
         return applied
     return detached
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of one bookkeeping list: a list of scalars or of flat dicts (the facts
+    a merge touched, every update) is copied directly, anything else by ``copy.deepcopy``."""
+    if type(value) is list:
+        if _SCALARS.issuperset(map(type, value)):
+            return list(value)
+        if all(
+            type(item) is dict and _SCALARS.issuperset(map(type, item.values())) for item in value
+        ):
+            return [dict(item) for item in value]  # keys of a dict are immutable
+    return copy.deepcopy(value)
 
 
 def update_memory_from_conversation(messages: Sequence[Any], thread_id: str | None = None) -> bool:

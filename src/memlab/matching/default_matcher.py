@@ -62,6 +62,10 @@ _MEMO_SIZE = 200_000
 """Verdicts kept per matcher configuration (a few tens of MB at most); the memo restarts when
 full."""
 
+_PENDING_TEXTS = 20_000
+"""Texts :meth:`DefaultMatcher.warm` lets wait for a pair to decide before it reads them."""
+_WARM_LOCK = threading.RLock()
+
 # Verdicts shared by the matchers of one configuration in this process: a verdict depends only
 # on the two texts, the parameters and the embedding model, so the lanes of a sweep, a rerun
 # from the response cache and a rescoring ask again for pairs already decided. Matchers with
@@ -123,6 +127,7 @@ class DefaultMatcher:
     _verdicts: dict[tuple[str, str], MatchResult] = field(
         default_factory=dict, init=False, repr=False
     )
+    _pending: list[list[str]] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.embedder is not None:
@@ -172,8 +177,27 @@ class DefaultMatcher:
 
     def warm(self, texts: Iterable[str]) -> None:
         """Read ``texts`` and embed them and their words in one batch, ahead of matching them
-        (embedding texts one at a time costs several times as much)."""
-        readings = [read_fact(text) for text in dict.fromkeys(texts)]
+        (embedding texts one at a time costs several times as much).
+
+        The batch waits for the first pair that is not memoised (each waiting batch is then
+        read and embedded, in the order given, as it would have been here): a replay whose
+        verdicts were all saved reads and embeds nothing."""
+        self._pending.append(list(dict.fromkeys(texts)))
+        if sum(map(len, self._pending)) > _PENDING_TEXTS:
+            self._warm_pending()
+
+    def _warm_pending(self) -> None:
+        # A batch leaves the queue only once it is embedded, and under one lock: a thread
+        # that finds texts waiting waits for them instead of embedding its pair alone.
+        with _WARM_LOCK:
+            while self._pending:
+                try:
+                    self._warm_now(self._pending[0])
+                finally:  # a batch that fails is not tried again (as an eager warm)
+                    del self._pending[0]
+
+    def _warm_now(self, texts: list[str]) -> None:
+        readings = [read_fact(text) for text in texts]
         if self._vectors is not None:
             english = [r for r in readings if not r.cjk]
             self._vectors.prepare(
@@ -186,6 +210,8 @@ class DefaultMatcher:
         key = (stored, gold)
         result = self._verdicts.get(key)
         if result is None:
+            if self._pending:
+                self._warm_pending()
             if len(self._verdicts) >= _MEMO_SIZE:
                 self._verdicts.clear()
             result = self._verdicts[key] = self._match(stored, gold)

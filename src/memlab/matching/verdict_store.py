@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.atomic import atomic_write_text
-from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.files import MAX_TABLE_BYTES, read_bytes
 from memlab.matching.base import FactMatcher, MatchResult
 from memlab.matching.default_matcher import DefaultMatcher
 
@@ -71,9 +71,13 @@ def load_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
         return 0
     assert isinstance(matcher, DefaultMatcher)
     try:
-        data = loads_json(path.read_bytes())
+        raw = read_bytes(path, what="matcher verdicts", max_bytes=MAX_TABLE_BYTES)
+        try:
+            data = json.loads(raw)
+        except RecursionError:  # the shape check below bounds what is kept
+            raise ValueError("nested too deeply to be a verdicts file") from None
         pairs = _decode(data)
-    except (OSError, ValueError, TypeError, JsonDepthError) as exc:
+    except (OSError, ValueError, TypeError, OverflowError) as exc:
         logger.warning("ignoring the saved matcher verdicts %s: %s", path, exc)
         return 0
     if pairs is None:
@@ -100,19 +104,37 @@ def save_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
 
 
 def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
+    """The verdicts of a decoded file, or None when another matcher code saved them.
+
+    Every row is checked to be ``[text, text, number, bool, text]`` (so nothing nested is
+    kept, whatever the file holds), a column at a time: the file holds tens of thousands of
+    rows and a replay reads it at the start of every sweep.
+    """
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         raise ValueError("not a verdicts file of this format")
     if data.get("code") != _code_digest():
         return None
-    pairs: dict[tuple[str, str], MatchResult] = {}
-    for stored, gold, score, matched, reason in data["verdicts"]:
-        if not (
-            isinstance(stored, str)
-            and isinstance(gold, str)
-            and isinstance(score, int | float)
-            and isinstance(matched, bool)
-            and isinstance(reason, str)
-        ):
-            raise ValueError("a verdict row is not (text, text, score, matched, reason)")
-        pairs[(stored, gold)] = MatchResult(float(score), matched, reason)
-    return pairs
+    rows = data.get("verdicts")
+    if type(rows) is not list or not _LIST.issuperset(map(type, rows)):
+        raise ValueError("the verdicts are not a list of rows")
+    if not _FIVE.issuperset(map(len, rows)):
+        raise ValueError("a verdict row is not (text, text, score, matched, reason)")
+    stored, gold, score, matched, reason = zip(*rows, strict=True) if rows else ((),) * 5
+    if not (
+        _STR.issuperset(map(type, stored))
+        and _STR.issuperset(map(type, gold))
+        and _NUMBER.issuperset(map(type, score))
+        and _BOOL.issuperset(map(type, matched))
+        and _STR.issuperset(map(type, reason))
+    ):
+        raise ValueError("a verdict row is not (text, text, score, matched, reason)")
+    results = map(MatchResult, map(float, score), matched, reason)
+    return dict(zip(zip(stored, gold, strict=True), results, strict=True))
+
+
+# The exact types json.loads gives (a bool is a number too, as isinstance(True, int) says).
+_LIST = frozenset({list})
+_STR = frozenset({str})
+_NUMBER = frozenset({int, float, bool})
+_BOOL = frozenset({bool})
+_FIVE = frozenset({5})

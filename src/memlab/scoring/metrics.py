@@ -39,7 +39,7 @@ unless its spec says macro (the mean of owners' own rates: ``precision_macro``),
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -107,10 +107,11 @@ def session_rows(
             [f.content for s in owner.sessions for f in s.labels.facts]
             + [str(f.get("content", "")) for snap in snapshots for f in snap.get("facts", [])]
         )
+    covers = _owner_verdicts(matcher.covers)
     operations = score_operations(
         owner,
         calls,
-        matcher.covers,
+        covers,
         start=start,
         start_memory=snapshots[start - 1] if start > 0 else None,
     )
@@ -120,7 +121,7 @@ def session_rows(
         labels_so_far.add(session)
         if index < start:
             continue
-        row = _state_row(owner, index, snapshot, labels_so_far, matcher, embedding_duplicates)
+        row = _state_row(owner, index, snapshot, labels_so_far, covers, embedding_duplicates)
         session_calls = [c for c in calls if c.get("session_index") == index]
         row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
         row["llm_calls"] = sum(1 for c in session_calls if asked_model(c.get("skipped")))
@@ -130,7 +131,7 @@ def session_rows(
             row.update(operations[index])
         audit = injections[index] if injections is not None and index < len(injections) else None
         active = labels_so_far.active()
-        row.update(injection_counts(audit, snapshot, active, matcher.covers))
+        row.update(injection_counts(audit, snapshot, active, covers))
         rows.append(row)
     return rows
 
@@ -154,6 +155,26 @@ def replay_rows(
         injections=record.get("injections"),
         start=int(fork.get("at_session", 0)) if isinstance(fork, Mapping) else 0,
     )
+
+
+def _owner_verdicts(covers: Callable[[str, str], bool]) -> Callable[[str, str], bool]:
+    """``covers`` remembered per (stored, gold) pair for one owner's rows.
+
+    Each session's row asks again about the pairs of the sessions before it (the stored facts
+    stay, the gold facts accumulate): about 160,000 questions for 1,000 sessions, of which a
+    few thousand are new. The matcher is asked each distinct pair at most once, in the order
+    the rows first ask it, so it sees the same pairs as without this memo.
+    """
+    verdicts: dict[tuple[str, str], bool] = {}
+
+    def remembered(stored: str, gold: str) -> bool:
+        key = (stored, gold)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = bool(covers(stored, gold))
+        return verdict
+
+    return remembered
 
 
 class _LabelsSoFar:
@@ -180,7 +201,7 @@ def _state_row(
     index: int,
     snapshot: Mapping[str, Any],
     so_far: _LabelsSoFar,
-    matcher: FactMatcher,
+    covers: Callable[[str, str], bool],
     embedding_duplicates: EmbeddingDuplicates | None,
 ) -> dict[str, Any]:
     """The memory state after session ``index`` scored against the labels so far."""
@@ -191,16 +212,12 @@ def _state_row(
     covered: set[str] = set()
     covering: set[str] = set()  # stored facts found to cover an active gold fact
     for gid, text in active.items():
-        first = next((s for s in stored if matcher.covers(s, text)), None)
+        first = next((s for s in stored if covers(s, text)), None)
         if first is not None:
             covered.add(gid)
             covering.add(first)
-    precise = sum(
-        1 for s in stored if s in covering or any(matcher.covers(s, t) for t in active.values())
-    )
-    held = sum(
-        1 for gid in retracted if gid in gold and any(matcher.covers(s, gold[gid]) for s in stored)
-    )
+    precise = sum(1 for s in stored if s in covering or any(covers(s, t) for t in active.values()))
+    held = sum(1 for gid in retracted if gid in gold and any(covers(s, gold[gid]) for s in stored))
     bad = sum(1 for s in stored if any(f and f in s.casefold() for f in so_far.forbidden))
     dups = count_duplicates(stored)
     return {
