@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import subprocess
@@ -70,9 +71,8 @@ def _command(args: list[str]) -> tuple[float, float]:
     return time.perf_counter() - started, _child_cpu() - cpu
 
 
-def measure(workdir: Path, owners: int, workers: int) -> dict[str, tuple[float, float]]:
-    """Wall and CPU seconds of the cached replay, the report and the comparison."""
-    base = workdir / f"n{owners}"
+def _replay(base: Path, owners: int, workers: int) -> tuple[float, float]:
+    """Record the sweep through the response cache, then time its replay from the cache."""
     dataset = write_dataset(base / "data.jsonl", owners=owners, sessions=SESSIONS, gold=True)
     grid = Grid.from_mapping(GRID)
     responses = (base / "responses", CacheMode.READ_WRITE)
@@ -88,9 +88,25 @@ def measure(workdir: Path, owners: int, workers: int) -> dict[str, tuple[float, 
         workers,
         (base / "responses", CacheMode.READ_ONLY),
     )
+    (base / "replay.done").write_text("", encoding="utf-8")
+    return wall, time.process_time() - cpu
+
+
+def measure(
+    workdir: Path, owners: int, workers: int, *, reuse: bool = False
+) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds of the cached replay, the report and the comparison.
+
+    With ``reuse``, a replayed run left in ``workdir`` by an earlier ``--keep`` is scored
+    again without recording or replaying it (the replay's row is then NaN)."""
+    base = workdir / f"n{owners}"
+    if reuse and (base / "replay.done").exists():
+        replay = (math.nan, math.nan)
+    else:
+        replay = _replay(base, owners, workers)
     run = str(base / "runs" / "replay")
     return {
-        "sweep from cache": (wall, time.process_time() - cpu),
+        "sweep from cache": replay,
         "memlab report": _command(["report", run, "-o", str(base / "report")]),
         "memlab compare": _command(["compare", run]),
     }
@@ -102,11 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the runs (under --workdir)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="score the runs an earlier --keep left under --workdir, without replaying them",
+    )
     args = parser.parse_args(argv)
     sizes = sorted(args.owners)
     before = os.getloadavg()
-    if args.keep and args.workdir is not None:
-        results = {n: measure(args.workdir, n, args.workers) for n in sizes}
+    if (args.keep or args.reuse) and args.workdir is not None:
+        results = {n: measure(args.workdir, n, args.workers, reuse=args.reuse) for n in sizes}
     else:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             results = {n: measure(Path(tmp), n, args.workers) for n in sizes}
