@@ -56,7 +56,7 @@ from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.final_reads import parse_final_memory
 from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.lane_facts import read_lane_facts
+from memlab.sweeps.lane_facts import dataset_identity, read_lane_facts
 from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
 from memlab.sweeps.views import RUN_VIEWS
 
@@ -448,12 +448,17 @@ class Run:
         like the files they come from (each comparison asks again, and a dataset recorded
         without its hash is hashed from its file)."""
         if lane_id not in self._lane_facts:
-            self._lane_facts[lane_id] = read_lane_facts(self, lane_id)
+            dataset = self._dataset_identity
+            self._lane_facts[lane_id] = read_lane_facts(self, lane_id, dataset=dataset)
         return self._lane_facts[lane_id]
 
     @cached_property
     def _lane_facts(self) -> dict[str, LaneFacts]:
         return {}
+
+    @cached_property
+    def _dataset_identity(self) -> str:
+        return dataset_identity(self)  # grid.yaml parsed once, not once per lane
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
