@@ -12,12 +12,16 @@ the sweep once through the response cache (the scripted backend, not timed), the
 Each row prints wall and CPU time (the child's CPU for the two commands) and the time per
 update (per owner x lane for the commands); the ratio of the largest size's per-update time to
 the smallest's shows whether a step grows faster than the owners do (about 1 when linear).
-Goal: the three steps together <= 30 s at 1,000 owners on a quiet 2-core machine.
+Goal: ``memlab report`` and ``memlab compare`` each <= 30 s end to end (wall) at 1,000 owners
+on a quiet 2-core machine, printed PASS or MISS (exit status 1 on a MISS); the replay from
+the cache has the goal of ``sweep_bench.py``'s cached replay (per update), not this one.
 
 Usage::
 
     .venv/bin/python benchmarks/scale_bench.py                      # 1,000 owners (minutes)
     .venv/bin/python benchmarks/scale_bench.py --owners 50 200      # the ratio on a smaller run
+    .venv/bin/python benchmarks/scale_bench.py --owners 160 --workdir /tmp/scale --keep
+    .venv/bin/python benchmarks/scale_bench.py --owners 160 --workdir /tmp/scale --reuse
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ from memlab.sweeps.grid import Grid
 
 SESSIONS = 20
 GOAL_S = 30.0
+GOAL_OWNERS = 1000
+GOAL_STEPS = ("memlab report", "memlab compare")
+"""Each command, a new process, within GOAL_S wall seconds at GOAL_OWNERS owners."""
 GRID = {
     "name": "bench-scale",
     "replay_mode": "per_session",
@@ -146,14 +153,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{n:>7} {step:<17} {wall:>8.2f} {cpu:>8.2f} {per * 1000:>14.3f} "
                 f"{per / base_cpu:>6.2f}"
             )
-        total = sum(wall for wall, _ in results[n].values())
+        total = sum(wall for wall, _ in results[n].values() if not math.isnan(wall))
         print(f"{n:>7} {'end to end':<17} {total:>8.2f}")
-    total = sum(wall for wall, _ in results[sizes[-1]].values())
-    if sizes[-1] >= 1000:
-        verdict = "PASS" if total <= GOAL_S else "MISS"
-        print(f"goal: <= {GOAL_S:g} s end to end at {sizes[-1]} owners: {verdict}")
-        return 0 if total <= GOAL_S else 1
-    return 0
+    if sizes[-1] < GOAL_OWNERS:
+        return 0
+    missed = False
+    for step in GOAL_STEPS:
+        wall = results[sizes[-1]][step][0]
+        verdict = "PASS" if wall <= GOAL_S else "MISS"
+        missed = missed or wall > GOAL_S
+        print(f"goal: {step} <= {GOAL_S:g} s end to end at {sizes[-1]} owners: {verdict}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
