@@ -12,17 +12,22 @@ the sweep once through the response cache (the scripted backend, not timed), the
 Each row prints wall and CPU time (the child's CPU for the two commands) and the time per
 update (per owner x lane for the commands); the ratio of the largest size's per-update time to
 the smallest's shows whether a step grows faster than the owners do (about 1 when linear).
-Goal: the three steps together <= 30 s at 1,000 owners on a quiet 2-core machine.
+Goal: ``memlab report`` and ``memlab compare`` each <= 30 s end to end (wall) at 1,000 owners
+on a quiet 2-core machine, printed PASS or MISS (exit status 1 on a MISS); the replay from
+the cache has the goal of ``sweep_bench.py``'s cached replay (per update), not this one.
 
 Usage::
 
     .venv/bin/python benchmarks/scale_bench.py                      # 1,000 owners (minutes)
     .venv/bin/python benchmarks/scale_bench.py --owners 50 200      # the ratio on a smaller run
+    .venv/bin/python benchmarks/scale_bench.py --owners 160 --workdir /tmp/scale --keep
+    .venv/bin/python benchmarks/scale_bench.py --owners 160 --workdir /tmp/scale --reuse
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import subprocess
@@ -46,6 +51,9 @@ from memlab.sweeps.grid import Grid
 
 SESSIONS = 20
 GOAL_S = 30.0
+GOAL_OWNERS = 1000
+GOAL_STEPS = ("memlab report", "memlab compare")
+"""Each command, a new process, within GOAL_S wall seconds at GOAL_OWNERS owners."""
 GRID = {
     "name": "bench-scale",
     "replay_mode": "per_session",
@@ -70,9 +78,8 @@ def _command(args: list[str]) -> tuple[float, float]:
     return time.perf_counter() - started, _child_cpu() - cpu
 
 
-def measure(workdir: Path, owners: int, workers: int) -> dict[str, tuple[float, float]]:
-    """Wall and CPU seconds of the cached replay, the report and the comparison."""
-    base = workdir / f"n{owners}"
+def _replay(base: Path, owners: int, workers: int) -> tuple[float, float]:
+    """Record the sweep through the response cache, then time its replay from the cache."""
     dataset = write_dataset(base / "data.jsonl", owners=owners, sessions=SESSIONS, gold=True)
     grid = Grid.from_mapping(GRID)
     responses = (base / "responses", CacheMode.READ_WRITE)
@@ -88,9 +95,25 @@ def measure(workdir: Path, owners: int, workers: int) -> dict[str, tuple[float, 
         workers,
         (base / "responses", CacheMode.READ_ONLY),
     )
+    (base / "replay.done").write_text("", encoding="utf-8")
+    return wall, time.process_time() - cpu
+
+
+def measure(
+    workdir: Path, owners: int, workers: int, *, reuse: bool = False
+) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds of the cached replay, the report and the comparison.
+
+    With ``reuse``, a replayed run left in ``workdir`` by an earlier ``--keep`` is scored
+    again without recording or replaying it (the replay's row is then NaN)."""
+    base = workdir / f"n{owners}"
+    if reuse and (base / "replay.done").exists():
+        replay = (math.nan, math.nan)
+    else:
+        replay = _replay(base, owners, workers)
     run = str(base / "runs" / "replay")
     return {
-        "sweep from cache": (wall, time.process_time() - cpu),
+        "sweep from cache": replay,
         "memlab report": _command(["report", run, "-o", str(base / "report")]),
         "memlab compare": _command(["compare", run]),
     }
@@ -102,11 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the runs (under --workdir)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="score the runs an earlier --keep left under --workdir, without replaying them",
+    )
     args = parser.parse_args(argv)
     sizes = sorted(args.owners)
     before = os.getloadavg()
-    if args.keep and args.workdir is not None:
-        results = {n: measure(args.workdir, n, args.workers) for n in sizes}
+    if (args.keep or args.reuse) and args.workdir is not None:
+        results = {n: measure(args.workdir, n, args.workers, reuse=args.reuse) for n in sizes}
     else:
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             results = {n: measure(Path(tmp), n, args.workers) for n in sizes}
@@ -125,14 +153,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{n:>7} {step:<17} {wall:>8.2f} {cpu:>8.2f} {per * 1000:>14.3f} "
                 f"{per / base_cpu:>6.2f}"
             )
-        total = sum(wall for wall, _ in results[n].values())
+        total = sum(wall for wall, _ in results[n].values() if not math.isnan(wall))
         print(f"{n:>7} {'end to end':<17} {total:>8.2f}")
-    total = sum(wall for wall, _ in results[sizes[-1]].values())
-    if sizes[-1] >= 1000:
-        verdict = "PASS" if total <= GOAL_S else "MISS"
-        print(f"goal: <= {GOAL_S:g} s end to end at {sizes[-1]} owners: {verdict}")
-        return 0 if total <= GOAL_S else 1
-    return 0
+    if sizes[-1] < GOAL_OWNERS:
+        return 0
+    missed = False
+    for step in GOAL_STEPS:
+        wall = results[sizes[-1]][step][0]
+        verdict = "PASS" if wall <= GOAL_S else "MISS"
+        missed = missed or wall > GOAL_S
+        print(f"goal: {step} <= {GOAL_S:g} s end to end at {sizes[-1]} owners: {verdict}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

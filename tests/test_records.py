@@ -4,6 +4,7 @@ for tables that were edited or not written by memlab."""
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -185,5 +186,40 @@ def test_an_edited_table_names_file_line_and_column(run: Run) -> None:
     with pytest.raises(RecordError, match=r"calls.jsonl:1: column 'parse_ok'"):
         read_rows(path, CallRow)
     path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=r"calls.jsonl:1: not a JSON row"):
+        read_rows(path, CallRow)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param({}, id="as-written"),
+        pytest.param({"reply": "\ud800 lone surrogate"}, id="surrogate"),
+        pytest.param({"latency_s": math.nan, "extra_nan": math.nan}, id="nan"),
+        pytest.param({"extra_list": [[1, [2]], {"a": None}]}, id="nested-extra"),
+        pytest.param({"parse_ok": 1}, id="lax-bool"),
+    ],
+)
+def test_a_row_reads_as_json_loads_and_the_model_read_it(run: Run, edit: dict[str, Any]) -> None:
+    """The row read straight from its JSON text equals json.loads then the model, also for
+    text pydantic-core's parser refuses (then read again the long way)."""
+    path = run.path / "calls.jsonl"
+    row = {**json.loads(path.read_text(encoding="utf-8").splitlines()[0]), **edit}
+    text = json.dumps(row, ensure_ascii=True) + "\n"
+    path.write_text(text, encoding="utf-8")
+    (found,) = read_rows(path, CallRow)
+    expected = CallRow.model_validate(json.loads(text)).model_dump()
+    assert json.dumps(found, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert found["reply"] == row["reply"]  # a sentinel: the edit reached the row
+
+
+def test_a_row_nested_too_deep_is_refused_like_any_json_row(run: Run) -> None:
+    path = run.path / "calls.jsonl"
+    row = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    deep: Any = 1
+    for _ in range(100):
+        deep = [deep]
+    row["extra_deep"] = deep  # level 101 inside the row
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     with pytest.raises(RecordError, match=r"calls.jsonl:1: not a JSON row"):
         read_rows(path, CallRow)

@@ -1,9 +1,12 @@
-"""A loaded run reads each lane's owner records once for its final facts, and hands out copies."""
+"""A loaded run reads each lane's owner records once for its final facts, and hands out copies;
+the fast read of a final memory gives what the full read gives, or leaves it to the full read."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import city_owners, update, write_owners
@@ -12,6 +15,7 @@ import memlab.sweeps.run as run_module
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest
 from memlab.sweeps.driver import sweep
+from memlab.sweeps.final_reads import parse_final_memory
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import load_run
 
@@ -33,16 +37,80 @@ def test_final_facts_are_read_once_per_lane_and_copied(
     run = load_run(tmp_path / "f")
     (lane,) = run.lanes
     reads: list[str] = []
-    real = run_module.read_owner_record
+    real, fast = run_module.read_owner_record, parse_final_memory
 
     def counted(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> dict:  # type: ignore[type-arg]
         reads.append(user_id)
         return real(run_path, lane_id, user_id, sample)
 
+    def counted_fast(raw: bytes) -> tuple[str, dict[str, Any]] | None:
+        found = fast(raw)
+        reads.append(found[0] if found is not None else "(full read follows)")
+        return found
+
     monkeypatch.setattr(run_module, "read_owner_record", counted)
+    monkeypatch.setattr(run_module, "parse_final_memory", counted_fast)
     first = run.final_facts(lane)
     assert sorted(first["content"]) == ["Lives in Leeds", "Lives in Porto"]
     first.loc[:, "content"] = "changed by the caller"  # a sentinel the memo must not see
     again = run.final_facts(lane)
     assert sorted(again["content"]) == ["Lives in Leeds", "Lives in Porto"]
     assert sorted(reads) == ["ann", "bob"]  # each owner record read once for both calls
+
+
+def _one_owner_run(tmp_path: Path) -> tuple[Path, str]:
+    dataset = write_owners(tmp_path / "d.jsonl", city_owners(T0)[:1])
+    grid = Grid.from_mapping({"name": "f", "replay_mode": "per_session"})
+    model = ScriptedBackend(function=_reply)
+    sweep(dataset, grid, runs_dir=tmp_path, backend_factory=lambda _s: model, progress=False)
+    run = load_run(tmp_path / "f")
+    (lane,) = run.lanes
+    return run.path, lane
+
+
+def test_fast_final_memory_read_matches_the_full_read(tmp_path: Path) -> None:
+    run_path, lane = _one_owner_run(tmp_path)
+    path = run_module.record_path(run_path, lane, "ann")
+    record = run_module.read_owner_record(run_path, lane, "ann")
+    assert record["final_memory"]["facts"]  # a sentinel: there are facts to compare
+    assert parse_final_memory(path.read_bytes()) == ("ann", record["final_memory"])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(
+            lambda r: r["final_memory"]["facts"][0].update(content="\ud800"), id="surrogate"
+        ),
+        pytest.param(lambda r: r.update(calls=[1]), id="calls-not-objects"),
+        pytest.param(lambda r: r["final_memory"].update(facts={"a": 1}), id="facts-not-a-list"),
+        pytest.param(lambda r: r["final_memory"].update(deep=_nested(99)), id="too-deep"),
+    ],
+)
+def test_fast_final_memory_read_leaves_what_it_cannot_vouch_for_to_the_full_read(
+    tmp_path: Path, edit: Any
+) -> None:
+    run_path, lane = _one_owner_run(tmp_path)
+    path = run_module.record_path(run_path, lane, "ann")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    edit(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert parse_final_memory(path.read_bytes()) is None
+    run = load_run(run_path)
+    try:
+        full: Any = run_module.read_owner_record(run_path, lane, "ann")["final_memory"]["facts"]
+    except run_module.RunError as exc:
+        full = str(exc)
+    try:
+        read: Any = run.final_facts(lane)["content"].tolist()
+    except run_module.RunError as exc:
+        read = str(exc)
+    expected = full if isinstance(full, str) else [fact["content"] for fact in full]
+    assert read == expected
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value

@@ -36,6 +36,7 @@ __all__ = [
     "resamples",
     "run_name",
     "schema_bounds",
+    "single_blas_thread",
     "workers",
 ]
 
@@ -150,6 +151,14 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
         default=CacheMode.READ_WRITE.value,
         help="read_write (default), read_only (a cache miss is an error) or off",
     )
+
+
+def single_blas_thread() -> None:
+    """One BLAS thread for the commands that score runs, unless the user set it (before
+    NumPy loads). Their matrix products are small (resamples x owners by a few columns):
+    BLAS worker threads cost more CPU than they save there, several times more on a busy
+    machine, and give the same numbers."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:

@@ -65,6 +65,7 @@ def register(subparsers: Any) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     # Imported here: pandas and the statistics load when a comparison runs, not for --help.
+    _args.single_blas_thread()
     from memlab.reporting.qa import compare_under_judges
     from memlab.scoring.comparison import CompareError, compare, comparison_text
     from memlab.scoring.stats import StatOptions

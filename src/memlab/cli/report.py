@@ -79,6 +79,7 @@ def register(subparsers: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    _args.single_blas_thread()
     from memlab.reporting.report import build_report
     from memlab.sweeps.run import load_run
 
@@ -190,6 +191,7 @@ def _regression_metrics(text: str, primary: tuple[str, ...] | None) -> list[str]
 
 
 def _gate(args: argparse.Namespace) -> int:
+    _args.single_blas_thread()
     from memlab.reporting.gate import (
         DEFAULT_TOLERANCE,
         Regression,

@@ -348,10 +348,10 @@ def fact_diff(
     """
     facts_a, facts_b = a.final_facts(lane_a), b.final_facts(lane_b)
     owners = sorted(set(facts_a.get("user_id", [])) | set(facts_b.get("user_id", [])))
+    by_a, by_b = _contents_by_owner(facts_a), _contents_by_owner(facts_b)
     rows: list[dict[str, Any]] = []
     for owner in owners:
-        texts_a = _contents(facts_a, owner)
-        texts_b = _contents(facts_b, owner)
+        texts_a, texts_b = by_a.get(owner, []), by_b.get(owner, [])
         norm_b = {normalize_text(t) for t in texts_b}
         norm_a = {normalize_text(t) for t in texts_a}
         rest_a = [t for t in texts_a if normalize_text(t) not in norm_b]
@@ -379,7 +379,11 @@ def fact_diff(
     return pd.DataFrame(rows, columns=["user_id", "side", "fact_a", "fact_b"])
 
 
-def _contents(facts: pd.DataFrame, owner: str) -> list[str]:
+def _contents_by_owner(facts: pd.DataFrame) -> dict[Any, list[str]]:
+    """Each owner's fact texts in table order, in one pass (a mask per owner was quadratic)."""
+    grouped: dict[Any, list[str]] = {}
     if facts.empty:
-        return []
-    return [str(c) for c in facts[facts["user_id"] == owner]["content"]]
+        return grouped
+    for owner, content in zip(facts["user_id"], facts["content"], strict=True):
+        grouped.setdefault(owner, []).append(str(content))
+    return grouped

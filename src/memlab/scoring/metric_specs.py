@@ -602,10 +602,12 @@ METRICS: plugins.Registry[MetricSpec] = plugins.declare("metric", "metric", unkn
 (``METRICS.register(spec.column, spec)``), in column order."""
 
 
+_DECLARED_COUNTS = frozenset(count.column for count in COUNT_SPECS)
+
+
 def _check_counts(spec: MetricSpec) -> MetricSpec:
     """A spec whose counts are not declared fails where it is declared, not in a report."""
-    declared = {count.column for count in COUNT_SPECS}
-    missing = [column for column in spec.sources if column not in declared]
+    missing = [column for column in spec.sources if column not in _DECLARED_COUNTS]
     if missing:
         raise ValueError(
             f"metric {spec.column}: per-owner counts {missing} are not declared in COUNT_SPECS"

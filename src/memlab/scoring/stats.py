@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -157,8 +158,28 @@ def _check_size(resamples: int, width: int) -> None:
         )
 
 
+_REUSED_ELEMENTS = 4_000_000
+"""Resample matrices up to this size (32 MB: 2,000 resamples over 2,000 owners) are drawn
+once per process and reused: a report draws the same ones for every lane and metric (the
+same owners, resamples and seed give the same draws)."""
+
+
 def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
-    """How often each owner is drawn in each resample: shape ``(resamples, owners)``."""
+    """How often each owner is drawn in each resample: shape ``(resamples, owners)``
+    (read-only when reused)."""
+    if owners * resamples <= _REUSED_ELEMENTS:
+        return _reused_weights(owners, resamples, seed)
+    return _draw_weights(owners, resamples, seed)
+
+
+@lru_cache(maxsize=2)
+def _reused_weights(owners: int, resamples: int, seed: int) -> FloatArray:
+    weights = _draw_weights(owners, resamples, seed)
+    weights.setflags(write=False)
+    return weights
+
+
+def _draw_weights(owners: int, resamples: int, seed: int) -> FloatArray:
     _check_size(resamples, owners)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, owners, size=(resamples, owners))
@@ -169,13 +190,27 @@ def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
 
 
 def _swap_masks(owners: int, resamples: int, seed: int) -> tuple[FloatArray, bool]:
-    """Which owners swap sides in each permutation: all ``2**owners`` when few, else random."""
+    """Which owners swap sides in each permutation: all ``2**owners`` when few, else random
+    (read-only when reused, like the bootstrap weights)."""
     if owners < 63 and 2**owners <= resamples:
         codes = np.arange(2**owners)[:, None]
         return ((codes >> np.arange(owners)) & 1).astype(float), True
+    if owners * resamples <= _REUSED_ELEMENTS:
+        return _reused_swaps(owners, resamples, seed), False
+    return _draw_swaps(owners, resamples, seed), False
+
+
+@lru_cache(maxsize=2)
+def _reused_swaps(owners: int, resamples: int, seed: int) -> FloatArray:
+    masks = _draw_swaps(owners, resamples, seed)
+    masks.setflags(write=False)
+    return masks
+
+
+def _draw_swaps(owners: int, resamples: int, seed: int) -> FloatArray:
     _check_size(resamples, owners)
     rng = np.random.default_rng(seed + 1)
-    return rng.integers(0, 2, size=(resamples, owners)).astype(float), False
+    return rng.integers(0, 2, size=(resamples, owners)).astype(float)
 
 
 def _t_quantile(p: float, df: int) -> float:

@@ -54,8 +54,9 @@ from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
+from memlab.sweeps.final_reads import parse_final_memory
 from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.lane_facts import read_lane_facts
+from memlab.sweeps.lane_facts import dataset_identity, read_lane_facts
 from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
 from memlab.sweeps.views import RUN_VIEWS
 
@@ -447,12 +448,17 @@ class Run:
         like the files they come from (each comparison asks again, and a dataset recorded
         without its hash is hashed from its file)."""
         if lane_id not in self._lane_facts:
-            self._lane_facts[lane_id] = read_lane_facts(self, lane_id)
+            dataset = self._dataset_identity
+            self._lane_facts[lane_id] = read_lane_facts(self, lane_id, dataset=dataset)
         return self._lane_facts[lane_id]
 
     @cached_property
     def _lane_facts(self) -> dict[str, LaneFacts]:
         return {}
+
+    @cached_property
+    def _dataset_identity(self) -> str:
+        return dataset_identity(self)  # grid.yaml parsed once, not once per lane
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
@@ -533,12 +539,28 @@ class Run:
     def _read_final_facts(self, lane_id: str) -> pd.DataFrame:
         rows = []
         for user_id in self.owner_ids:
-            if not record_path(self.path, lane_id, user_id).exists():
+            path = record_path(self.path, lane_id, user_id)
+            if not path.exists():
                 continue
-            data = read_owner_record(self.path, lane_id, user_id)
-            for fact in data["final_memory"].get("facts", []):
-                rows.append({"user_id": data["user_id"], **fact})
+            owner, memory = self._final_memory_of(path, lane_id, user_id)
+            for fact in memory.get("facts", []):
+                rows.append({"user_id": owner, **fact})
         return pd.DataFrame(rows)
+
+    def _final_memory_of(self, path: Path, lane_id: str, user_id: str) -> tuple[str, Any]:
+        """The owner and final memory of a record: parsed alone when the fast read vouches
+        for it (:mod:`memlab.sweeps.final_reads`), else from the whole record."""
+        try:
+            raw = read_bytes(
+                path, what="owner record", max_bytes=MAX_RUN_FILE_BYTES, inside=self.path
+            )
+        except OSError:
+            raw = b""  # the full read says what is wrong with the file
+        found = parse_final_memory(raw) if raw else None
+        if found is not None:
+            return found
+        data = read_owner_record(self.path, lane_id, user_id)
+        return data["user_id"], data["final_memory"]
 
 
 def load_run(path: str | Path) -> Run:
