@@ -246,7 +246,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
     "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_untrusted_inputs.py", *_FAST)),
     "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
-    "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
+    "cache": (
+        "src/memlab/backends/cache.py",
+        ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
+    ),
     "markdown": (
         "src/memlab/reporting/markdown.py",
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
