@@ -84,7 +84,7 @@ def test_uniform_draws_are_fixed_by_their_key() -> None:
     assert uniform("a", 1) == 0.5141306901658262
     assert uniform() == 0.8894159948913374
     assert uniform("a", 1) != uniform("a1") and uniform("a", "1") == uniform("a", 1)
-    digest = hashlib.sha256("a\x1f1".encode()).digest()
+    digest = hashlib.sha256(b"a\x1f1").digest()
     assert uniform("a", 1) == int.from_bytes(digest[:7], "big") / 2**56
     assert all(0.0 <= uniform(i) < 1.0 for i in range(200))
 
@@ -264,7 +264,10 @@ _INVALID = "P: invalid simulated model profile: field "
             "name: x\nqa: {judge_leniency: {strict: 2}}\n",
             "'qa.judge_leniency.strict': Input should be less than or equal to 1 (got 2)",
         ),
-        ("name: x\npropose_rate: true\n", "'propose_rate': Input should be a valid number (got True)"),
+        (
+            "name: x\npropose_rate: true\n",
+            "'propose_rate': Input should be a valid number (got True)",
+        ),
         ("name: ''\n", "'name': String should have at least 1 character (got '')"),
         (
             "name: x\ninvent_rate: 5.5\n",
