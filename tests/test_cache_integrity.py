@@ -30,6 +30,7 @@ from memlab.backends.cache import (
     read_entries,
     request_key,
 )
+from memlab.backends.cache_admin import cache_stats
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import Completion, CompletionRequest, GenerationParams, OutputMode
 
@@ -379,6 +380,13 @@ def test_a_read_only_miss_says_how_to_record_it(tmp_path: Path) -> None:
     empty = CompletionRequest(messages=[])
     with pytest.raises(CacheMissError, match=r"\(last message starts ''\)"):
         cached.complete(empty)
+    # The preview is taken from the first 400 characters only.
+    spaced = req(messages=[{"role": "user", "content": " " * 399 + "ab"}])
+    with pytest.raises(CacheMissError, match=r"\(last message starts 'a'\)"):
+        cached.complete(spaced)
+    no_content = req(messages=[{"role": "user"}])
+    with pytest.raises(CacheMissError, match=r"\(last message starts ''\)"):
+        cached.complete(no_content)
 
 
 def test_put_stores_only_new_replies_in_read_write_mode(tmp_path: Path) -> None:
@@ -492,3 +500,86 @@ def test_read_entries_reports_an_unreadable_entry(tmp_path: Path) -> None:
     path.write_bytes(b"{no")
     (problem,) = read_entries(tmp_path).values()
     assert isinstance(problem, str) and problem.startswith("not valid JSON: Expecting")
+
+
+def test_the_directory_tools_count_set_aside_and_temporary_files(tmp_path: Path) -> None:
+    cached = CachedBackend(ScriptedBackend(["a", "b"]), tmp_path)
+    cached.complete(req())
+    key = cached.key_for(req())
+    path = entry_path(tmp_path, key)
+    path.write_text("{", encoding="utf-8")
+    cached.complete(req())  # sets the broken entry aside and records anew
+    (aside,) = path.parent.glob("*.corrupt-*")
+    (path.parent / ".tmp-x1.json").write_text("{", encoding="utf-8")
+    (path.parent / f"{key}.json.corrupt-2026").write_text("{", encoding="utf-8")  # not ours
+    stats = cache_stats(tmp_path)
+    assert (stats.entries, stats.corrupt_files, stats.temp_files) == (1, [str(aside)], 1)
+
+
+def test_a_directory_that_cannot_be_listed_is_a_cache_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    CachedBackend(ScriptedBackend(["a"]), tmp_path).complete(req())
+
+    def refuse(path: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    with pytest.raises(CacheError) as info:
+        read_entries(tmp_path)
+    assert str(info.value) == f"cannot list cache directory {tmp_path}: Permission denied"
+
+
+def test_a_hit_is_served_when_its_time_cannot_be_updated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    CachedBackend(ScriptedBackend(["a"]), tmp_path).complete(req())
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "utime", refuse)
+    cached = CachedBackend(ScriptedBackend([]), tmp_path, CacheMode.READ_ONLY)
+    assert cached.complete(req()).text == "a"
+    cached.mark_used(cached.key_for(req()))
+
+
+def test_an_entry_that_cannot_be_set_aside_is_an_error_and_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, raw = _record(tmp_path, _with(format=2))
+    original = os.replace
+
+    def refuse_aside(src: Any, dst: Any) -> None:
+        if ".corrupt-" in str(dst):
+            raise PermissionError(13, "Permission denied")
+        original(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_aside)
+    backend = ScriptedBackend(["new"])
+    with pytest.raises(CacheError) as info:
+        CachedBackend(backend, tmp_path).complete(req())
+    assert str(info.value) == (
+        f"cache entry {path} is corrupt (not a cache entry of format 1) and cannot be moved "
+        "aside (Permission denied); remove it by hand"
+    )
+    assert path.read_bytes() == raw and backend.call_count == 0
+
+
+def test_an_entry_another_worker_set_aside_first_is_recorded_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = _record(tmp_path, _with(format=2))
+    original = os.replace
+
+    def moved_meanwhile(src: Any, dst: Any) -> None:
+        if ".corrupt-" in str(dst):
+            original(src, str(dst) + "-other")  # the other worker's move
+            raise FileNotFoundError(2, "No such file or directory")
+        original(src, dst)
+
+    monkeypatch.setattr(os, "replace", moved_meanwhile)
+    cached = CachedBackend(ScriptedBackend(["new"]), tmp_path)
+    assert cached.complete(req()).text == "new"
+    assert json.loads(path.read_text(encoding="utf-8"))["completion"]["text"] == "new"
+    assert cached.counters.corrupt == 1
