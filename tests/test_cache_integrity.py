@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -583,3 +584,24 @@ def test_an_entry_another_worker_set_aside_first_is_recorded_anew(
     assert cached.complete(req()).text == "new"
     assert json.loads(path.read_text(encoding="utf-8"))["completion"]["text"] == "new"
     assert cached.counters.corrupt == 1
+
+
+def test_times_are_utc_whatever_the_local_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kathmandu")  # UTC+05:45 all year
+    time.tzset()
+    try:
+        path, _ = _record(tmp_path, _with(format=2))
+        cached = CachedBackend(ScriptedBackend(["new"]), tmp_path)
+        cached.complete(req())
+        stored = json.loads(path.read_text(encoding="utf-8"))["created_at"]
+        (aside,) = path.parent.glob("*.corrupt-*")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    now = datetime.now(UTC)
+    created = datetime.strptime(stored, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    moved = datetime.strptime(aside.name.split(".corrupt-")[1], "%Y%m%dT%H%M%S%fZ")
+    assert abs((now - created).total_seconds()) < 600
+    assert abs((now - moved.replace(tzinfo=UTC)).total_seconds()) < 600
