@@ -248,7 +248,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "src/memlab/core/yamlio.py",
         ("tests/test_yamlio.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
-    "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
+    "jsontext": (
+        "src/memlab/core/jsontext.py",
+        ("tests/test_jsontext.py", "tests/test_jsontext_limits.py", *_FAST),
+    ),
     "cache": (
         "src/memlab/backends/cache.py",
         ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
