@@ -244,10 +244,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "merge": ("src/memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
     "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
-    "yamlio": (
-        "src/memlab/core/yamlio.py",
-        ("tests/test_yamlio.py", "tests/test_untrusted_inputs.py", *_FAST),
-    ),
+    "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
     "jsontext": (
         "src/memlab/core/jsontext.py",
         ("tests/test_jsontext.py", "tests/test_jsontext_limits.py", *_FAST),
