@@ -605,3 +605,25 @@ def test_times_are_utc_whatever_the_local_zone(
     moved = datetime.strptime(aside.name.split(".corrupt-")[1], "%Y%m%dT%H%M%S%fZ")
     assert abs((now - created).total_seconds()) < 600
     assert abs((now - moved.replace(tzinfo=UTC)).total_seconds()) < 600
+
+
+def test_read_entries_reports_entries_too_large_to_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = CachedBackend(ScriptedBackend(["a", "b"]), tmp_path)
+    cached.complete(req())
+    cached.complete(req(sample=1))
+    monkeypatch.setattr(cache_module, "MAX_CACHE_ENTRY_BYTES", 10)
+    entries = read_entries(tmp_path)
+    assert sorted(entries) == sorted([cached.key_for(req()), cached.key_for(req(sample=1))])
+    for problem in entries.values():
+        assert isinstance(problem, str)
+        pattern = r"cannot be read \(it is \d+ bytes; memlab reads at most 10 bytes .*\)"
+        assert re.fullmatch(pattern, problem), problem
+
+
+def test_put_records_the_request_summary(tmp_path: Path) -> None:
+    cached = CachedBackend(ScriptedBackend([], model="m1"), tmp_path)
+    cached.put(req(), Completion(text="remote", prompt_tokens=2, completion_tokens=1, latency_s=0))
+    data = json.loads(entry_path(tmp_path, cached.key_for(req())).read_text(encoding="utf-8"))
+    assert (data["request"]["backend"], data["request"]["model"]) == ("scripted", "m1")

@@ -130,6 +130,11 @@ def test_the_file_readers_name_the_file_and_what_it_is(tmp_path: Path) -> None:
     with pytest.raises(YamlInputError) as info:
         read_yaml(missing)
     assert str(info.value) == f"{missing}: cannot read YAML file: No such file or directory"
+    long_path = tmp_path / ("d" * 200) / ("f" * 200)
+    with pytest.raises(YamlInputError) as info:
+        read_yaml(long_path)
+    shown = str(long_path)[:297] + "..."  # a path is cut to 300 characters
+    assert str(info.value) == f"{shown}: cannot read YAML file: No such file or directory"
     with pytest.raises(YamlInputError) as info:
         read_text_limited(tmp_path, what="prompt file")
     assert str(info.value) == (
