@@ -627,3 +627,24 @@ def test_put_records_the_request_summary(tmp_path: Path) -> None:
     cached.put(req(), Completion(text="remote", prompt_tokens=2, completion_tokens=1, latency_s=0))
     data = json.loads(entry_path(tmp_path, cached.key_for(req())).read_text(encoding="utf-8"))
     assert (data["request"]["backend"], data["request"]["model"]) == ("scripted", "m1")
+
+
+def test_links_in_a_cache_directory_are_neither_listed_nor_touched(tmp_path: Path) -> None:
+    cached = CachedBackend(ScriptedBackend(["a"]), tmp_path / "cache")
+    cached.complete(req())
+    key = cached.key_for(req())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "target.json"
+    target.write_bytes(entry_path(tmp_path / "cache", key).read_bytes())
+    old = time.time() - 86400
+    os.utime(target, (old, old))
+    other = "ee" if key[:2] != "ee" else "dd"
+    (tmp_path / "cache" / other).symlink_to(outside)  # a linked shard
+    (outside / f"{other}{'0' * 62}.json").write_bytes(target.read_bytes())
+    linked = entry_path(tmp_path / "cache", key)
+    linked.unlink()
+    linked.symlink_to(target)  # a linked entry in a real shard
+    assert read_entries(tmp_path / "cache") == {}
+    cached.mark_used(key)
+    assert target.stat().st_mtime == pytest.approx(old, abs=1)

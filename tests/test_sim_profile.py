@@ -375,3 +375,19 @@ def test_restated_and_leaked_wordings() -> None:
         "User cat": "restated",
     }
     assert wordings("Plays chess") == {"Plays chess": "original", "User plays chess": "restated"}
+
+
+def test_registered_profile_files_and_several_problems_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "plugin.yaml"
+    path.write_text("name: x\npropose_rate: 2\nwording: {poetic: 1}\n", encoding="utf-8")
+    PROFILES.register("registered-file", path)
+    try:
+        with pytest.raises(SimProfileError) as info:
+            load_profile("registered-file")
+    finally:
+        PROFILES.unregister("registered-file")
+    assert str(info.value) == (
+        f"{path}: invalid simulated model profile: field 'propose_rate': Input should be less "
+        "than or equal to 1 (got 2); field 'wording.poetic': Input should be 'verbatim' or "
+        "'terse' (got 'poetic')"
+    )
