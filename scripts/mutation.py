@@ -244,14 +244,20 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "merge": ("src/memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
     "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
-    "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_untrusted_inputs.py", *_FAST)),
-    "jsontext": ("src/memlab/core/jsontext.py", ("tests/test_jsontext.py", *_FAST)),
-    "cache": ("src/memlab/backends/cache.py", ("tests/test_cache.py", *_FAST)),
+    "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
+    "jsontext": (
+        "src/memlab/core/jsontext.py",
+        ("tests/test_jsontext.py", "tests/test_jsontext_limits.py", *_FAST),
+    ),
+    "cache": (
+        "src/memlab/backends/cache.py",
+        ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
+    ),
     "markdown": (
         "src/memlab/reporting/markdown.py",
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
-    "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_backend.py", *_FAST)),
+    "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
     "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
 }
 """The critical modules and the tests run against their mutants (the fast ones that cover
