@@ -742,3 +742,39 @@ def test_a_section_update_replaces_a_group_that_is_not_an_object() -> None:
     assert (
         run(memory_with(), {"user": "x", "history": {"recentMonths": "x"}}).sections_updated == []
     )
+
+
+def test_apply_updates_defaults_to_the_baseline_rules() -> None:
+    """Without options: threshold 0.7 (inclusive), a cap of 100 facts, random fact ids, the
+    current time, the source ``unknown`` and the baseline strategy (no merging)."""
+    stored = [fact(f"fact_{k:08x}", f"stored fact number {k}", 0.9) for k in range(99)]
+    update = {
+        "newFacts": [new("stored fact number 7 again", 0.95), new("at the threshold", 0.7),
+                     new("just below", 0.69)],
+    }  # fmt: skip
+    before = datetime.now(UTC).replace(microsecond=0)
+    result = apply_updates(memory_with(*stored), update)
+    after = datetime.now(UTC)
+    assert [f["content"] for f in result.added] == [
+        "stored fact number 7 again",
+        "at the threshold",
+    ]
+    assert [f["content"] for f in result.skipped_below_threshold] == ["just below"]
+    assert [f["content"] for f in result.evicted] == ["at the threshold"]
+    assert result.merged == []
+    (first, second) = result.added
+    assert is_fact_id(first["id"]) and is_fact_id(second["id"]) and first["id"] != second["id"]
+    assert first["source"] == "unknown"
+    assert before <= datetime.fromisoformat(first["createdAt"]) <= after
+
+
+def test_time_decay_halves_the_rank_at_exactly_one_half_life() -> None:
+    # 0.8 one day old with a one-day half-life ranks exactly 0.4: a tie with 0.4 today, which
+    # the older position in the list wins.
+    memory = memory_with(
+        fact("fact_00000001", "today", 0.4, createdAt=utc_iso(NOW)),
+        fact("fact_00000002", "a day old", 0.8, createdAt=utc_iso(NOW - timedelta(days=1))),
+    )
+    result = run(memory, {}, max_facts=1, strategy=TimeDecayMerge(half_life_days=1))
+    assert contents(result) == ["today"]
+    assert [f["content"] for f in result.evicted] == ["a day old"]

@@ -36,7 +36,8 @@ def owner(*labels: dict[str, Any]) -> Owner:
     """One session per ``labels`` (``facts`` as ``(id, text)`` pairs, ``retracts`` as ids)."""
     sessions = []
     for index, session in enumerate(labels):
-        facts = [{"id": g, "content": t, "category": "context"} for g, t in session.get("facts", [])]
+        pairs = session.get("facts", [])
+        facts = [{"id": g, "content": t, "category": "context"} for g, t in pairs]
         extra = {"retracts": session["retracts"]} if "retracts" in session else {}
         sessions.append(one_turn(f"t{index}", T0 + index * DAY, f"s{index}", facts=facts, **extra))
     return Owner.model_validate({"user_id": "u", "sessions": sessions})
@@ -71,8 +72,10 @@ def test_adds_are_correct_redundant_spurious_or_neither() -> None:
     )
     calls = [
         # correct g1, redundant (g1 again in the session), spurious, correct g2
-        call(0, added=stored(("f1", LEEDS), ("f2", "lives in leeds"), ("f3", "Likes tea"),
-                             ("f4", DOG))),  # fmt: skip
+        call(
+            0,
+            added=stored(("f1", LEEDS), ("f2", "lives in leeds"), ("f3", "Likes tea"), ("f4", DOG)),
+        ),
         # g3 was revealed earlier and never stored: an add only; g1 is held: redundant;
         # g4 is expected here: correct
         call(1, added=stored(("f5", CHESS), ("f6", "LIVES IN LEEDS"), ("f7", NURSE))),
@@ -91,15 +94,31 @@ def test_removals_and_the_stale_episodes_they_end() -> None:
         {},
     )
     calls = [
-        call(0, added=stored(("f1", LEEDS), ("f2", DOG), ("f3", CHESS), ("f4", "plays chess"),
-                             ("f6", "Likes tea"))),  # fmt: skip
+        call(
+            0,
+            added=stored(
+                ("f1", LEEDS),
+                ("f2", DOG),
+                ("f3", CHESS),
+                ("f4", "plays chess"),
+                ("f6", "Likes tea"),
+            ),
+        ),
         # g1 removed (correct); one copy of g3 removed while another holds it; no gold at all
-        call(1, DAY + timedelta(hours=12), removed=stored(("f1", LEEDS), ("f3", CHESS),
-             ("f6", "Likes tea")), added=stored(("f7", NURSE))),  # fmt: skip
+        call(
+            1,
+            DAY + timedelta(hours=12),
+            removed=stored(("f1", LEEDS), ("f3", CHESS), ("f6", "Likes tea")),
+            added=stored(("f7", NURSE)),
+        ),
         # g2 removed a session late (its removal counts only as a removal); the last copy of
         # the active g3 removed (wrong); an add of the retracted g1 (spurious)
-        call(2, 2 * DAY + timedelta(hours=18), removed=stored(("f2", DOG), ("f4", CHESS)),
-             added=stored(("f8", LEEDS))),  # fmt: skip
+        call(
+            2,
+            2 * DAY + timedelta(hours=18),
+            removed=stored(("f2", DOG), ("f4", CHESS)),
+            added=stored(("f8", LEEDS)),
+        ),
     ]
     episodes = [
         {"gold": "g1", "sessions": 0, "days": 0.5, "censored": False},
@@ -160,15 +179,23 @@ def test_losses_to_the_cap_the_threshold_and_duplicates() -> None:
     calls = [
         # g2 added and evicted in one call (still a correct add); g3 skipped as a duplicate,
         # then below the threshold (the later reason wins); g4 only a duplicate (no regret)
-        call(0, added=stored(("f1", LEEDS), ("f2", DOG)), evicted=stored(("f2", DOG)),
-             skipped_duplicate=[{"content": CHESS}, {"content": "works as a nurse"}],
-             skipped_below_threshold=proposals),  # fmt: skip
+        call(
+            0,
+            added=stored(("f1", LEEDS), ("f2", DOG)),
+            evicted=stored(("f2", DOG)),
+            skipped_duplicate=[{"content": CHESS}, {"content": "works as a nurse"}],
+            skipped_below_threshold=proposals,
+        ),
         # g2 stored again, then its fact rewritten by a near-duplicate merge: lost, not to the
         # cap any more; a merge that kept the stored text changes nothing
-        call(1, added=stored(("f5", DOG)), merged=[
-            {"keptId": "f5", "keptContent": "Has a cat", "replaced": True},
-            {"keptId": "f1", "keptContent": "Lives in York", "replaced": False},
-        ]),  # fmt: skip
+        call(
+            1,
+            added=stored(("f5", DOG)),
+            merged=[
+                {"keptId": "f5", "keptContent": "Has a cat", "replaced": True},
+                {"keptId": "f1", "keptContent": "Lives in York", "replaced": False},
+            ],
+        ),
     ]
     assert score(person, calls) == [
         row(op_adds=2, op_adds_expected=4, op_adds_correct=2, op_adds_missed=2, gold_evicted=1,
@@ -184,8 +211,12 @@ def test_losses_to_the_cap_the_threshold_and_duplicates() -> None:
 def test_eviction_after_a_duplicate_skip_is_the_cap() -> None:
     person = owner({"facts": [("g1", LEEDS)]})
     calls = [
-        call(0, added=stored(("f1", LEEDS)), evicted=stored(("f1", LEEDS)),
-             skipped_duplicate=[{"content": LEEDS}]),  # fmt: skip
+        call(
+            0,
+            added=stored(("f1", LEEDS)),
+            evicted=stored(("f1", LEEDS)),
+            skipped_duplicate=[{"content": LEEDS}],
+        ),
     ]
     assert gold_losses(person, calls, covers) == [{"g1": "cap"}]
     assert score(person, calls) == [
@@ -214,10 +245,47 @@ def test_a_fork_scores_from_its_session_on_its_start_memory() -> None:
     assert gold_losses(person, calls, covers, **options) == [{}, {"g2": "never"}, {"g2": "never"}]
 
 
-def test_a_gold_fact_revealed_after_it_was_stored_is_no_expected_add() -> None:
-    person = owner({}, {"facts": [("g1", DOG)]})
-    calls = [call(0, added=stored(("f1", DOG)))]
-    assert score(person, calls) == [row(op_adds=1, op_adds_spurious=1), row()]
+def test_labels_revealed_after_the_facts_that_state_them() -> None:
+    person = owner(
+        {},
+        {"facts": [("g1", DOG), ("g2", LEEDS)]},
+        {"facts": [("g3", CHESS)], "retracts": ["g1"]},
+    )
+    calls = [
+        # both stored before their labels; a fact never stored is "removed" too
+        call(0, added=stored(("f1", DOG), ("f2", CHESS)), removed=stored(("x", LEEDS))),
+        # f2 goes before g3 is revealed: g3 is not held when its session starts
+        call(1, removed=stored(("f2", CHESS))),
+        # f1 states g1 although it was stored before g1 was revealed: a correct removal
+        call(2, 2 * DAY + timedelta(hours=6), removed=stored(("f1", DOG))),
+    ]
+    episodes = [{"gold": "g1", "sessions": 0, "days": 0.25, "censored": False}]
+    assert score(person, calls) == [
+        row(op_adds=2, op_adds_spurious=2, op_removals=1),
+        row(op_adds_expected=1, op_adds_missed=1, op_removals=1),
+        row(op_adds_expected=1, op_adds_missed=1, op_removals=1, op_removals_expected=1,
+            op_removals_correct=1, stale_facts=1, stale_days=0.25, stale_detail=episodes,
+            stale_removed_0=1, stale_at_risk_0=1),
+    ]  # fmt: skip
+
+
+def test_a_fact_without_text_states_nothing_whatever_the_matcher() -> None:
+    person = owner({"facts": [("g1", LEEDS)]})
+    calls = [
+        call(
+            0,
+            added=[{"id": "f1", "content": None}],
+            skipped_below_threshold=[{"content": None}],
+        )
+    ]
+
+    def any_text(stored: str, gold: str) -> bool:  # every text states every gold fact
+        return bool(stored)
+
+    assert score_operations(person, calls, any_text) == [
+        row(op_adds=1, op_adds_expected=1, op_adds_spurious=1, op_adds_missed=1)
+    ]
+    assert gold_losses(person, calls, any_text) == [{"g1": "never"}]
 
 
 def test_records_the_scoring_cannot_use_are_skipped() -> None:
