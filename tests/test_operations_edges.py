@@ -26,6 +26,7 @@ DAY = timedelta(days=1)
 DAY_AND_ANSWER = (86400 + 2) / 86400  # in days: a session starts a day later, answered in 2 s
 
 LEEDS, DOG, CHESS, NURSE = "Lives in Leeds", "Has a dog", "Plays chess", "Works as a nurse"
+VAN = "Drives a van"
 
 
 def covers(stored: str, gold: str) -> bool:
@@ -89,8 +90,8 @@ def test_adds_are_correct_redundant_spurious_or_neither() -> None:
 
 def test_removals_and_the_stale_episodes_they_end() -> None:
     person = owner(
-        {"facts": [("g1", LEEDS), ("g2", DOG), ("g3", CHESS)]},
-        {"facts": [("g4", NURSE)], "retracts": ["g1", "g2"]},
+        {"facts": [("g1", LEEDS), ("g2", DOG), ("g3", CHESS), ("g5", VAN)]},
+        {"facts": [("g4", NURSE)], "retracts": ["g1", "g2", "g5"]},
         {},
     )
     calls = [
@@ -102,14 +103,16 @@ def test_removals_and_the_stale_episodes_they_end() -> None:
                 ("f3", CHESS),
                 ("f4", "plays chess"),
                 ("f6", "Likes tea"),
+                ("f9", VAN),
             ),
         ),
-        # g1 removed (correct); one copy of g3 removed while another holds it; no gold at all
+        # the session's first call adds g4 (correct), its second removes g1 and g5 (correct),
+        # one copy of g3 while another holds it, and a fact that states no gold
+        call(1, DAY + timedelta(hours=6), added=stored(("f7", NURSE))),
         call(
             1,
             DAY + timedelta(hours=12),
-            removed=stored(("f1", LEEDS), ("f3", CHESS), ("f6", "Likes tea")),
-            added=stored(("f7", NURSE)),
+            removed=stored(("f1", LEEDS), ("f3", CHESS), ("f6", "Likes tea"), ("f9", VAN)),
         ),
         # g2 removed a session late (its removal counts only as a removal); the last copy of
         # the active g3 removed (wrong); an add of the retracted g1 (spurious)
@@ -123,14 +126,15 @@ def test_removals_and_the_stale_episodes_they_end() -> None:
     episodes = [
         {"gold": "g1", "sessions": 0, "days": 0.5, "censored": False},
         {"gold": "g2", "sessions": 1, "days": 1.75, "censored": False},
+        {"gold": "g5", "sessions": 0, "days": 0.5, "censored": False},
     ]
     assert score(person, calls) == [
-        row(op_adds=5, op_adds_expected=3, op_adds_correct=3, op_adds_redundant=1,
+        row(op_adds=6, op_adds_expected=4, op_adds_correct=4, op_adds_redundant=1,
             op_adds_spurious=1),
-        row(op_adds=1, op_adds_expected=1, op_adds_correct=1, op_removals=3,
-            op_removals_expected=2, op_removals_correct=1, op_removals_missed=1, stale_facts=2,
-            stale_sessions=1, stale_days=2.25, stale_detail=episodes, stale_removed_0=1,
-            stale_removed_1=1, stale_at_risk_0=2, stale_at_risk_1=1),
+        row(op_adds=1, op_adds_expected=1, op_adds_correct=1, op_removals=4,
+            op_removals_expected=3, op_removals_correct=2, op_removals_missed=1, stale_facts=3,
+            stale_sessions=1, stale_days=2.75, stale_detail=episodes, stale_removed_0=2,
+            stale_removed_1=1, stale_at_risk_0=3, stale_at_risk_1=1),
         row(op_adds=1, op_adds_spurious=1, op_removals=2, op_removals_wrong=1),
     ]  # fmt: skip
     assert gold_losses(person, calls, covers) == [{}, {}, {"g3": "removed"}]
@@ -298,7 +302,7 @@ def test_records_the_scoring_cannot_use_are_skipped() -> None:
             0,
             added=["junk", {"id": "f1", "content": 5}],
             removed=["junk"],
-            evicted=["junk"],
+            evicted=["junk", {"id": "never-stored", "content": LEEDS}],
             merged=["junk", {"keptId": "f1", "keptContent": None, "replaced": False}],
             skipped_below_threshold="junk",
             skipped_duplicate=["junk", {"content": None}],
