@@ -228,6 +228,16 @@ def test_eviction_after_a_duplicate_skip_is_the_cap() -> None:
     ]
 
 
+def test_every_gold_fact_proposed_below_the_threshold_counts() -> None:
+    person = owner({"facts": [("g1", LEEDS), ("g2", DOG)]})
+    below = ["junk", {"content": LEEDS, "confidence": 0.5}, {"content": DOG, "confidence": 0.1}]
+    calls = [call(0, skipped_below_threshold=below, skipped_duplicate=None)]
+    assert score(person, calls) == [
+        row(op_adds_expected=2, op_adds_missed=2, gold_below_threshold=2, gold_regret=2)
+    ]
+    assert gold_losses(person, calls, covers) == [{"g1": "threshold", "g2": "threshold"}]
+
+
 def test_a_fork_scores_from_its_session_on_its_start_memory() -> None:
     person = owner(
         {"facts": [("g1", LEEDS)], "retracts": []},
