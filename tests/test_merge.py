@@ -886,3 +886,43 @@ def test_a_category_cap_combined_with_time_decay_ranks_by_age() -> None:
         fact("fact_00000002", "new", 0.5, createdAt=utc_iso(NOW)),
     )
     assert contents(run(memory, {}, max_facts=1, strategy=DecayingCategories())) == ["new"]
+
+
+def test_sections_after_an_unusable_one_are_still_updated() -> None:
+    memory = memory_with()
+    memory["user"]["topOfMind"] = {"summary": "Exams", "updatedAt": "2024-12-01T00:00:00Z"}
+    update = {
+        "user": {"workContext": "not a section", "personalContext": {"summary": "Has a dog",
+                                                                    "shouldUpdate": True}},
+        "history": {"recentMonths": {"summary": "Moved to Leeds", "shouldUpdate": True}},
+    }  # fmt: skip
+    result = run(memory, update)
+    assert result.sections_updated == ["user.personalContext", "history.recentMonths"]
+    assert result.memory["user"] == {
+        "workContext": {"summary": "", "updatedAt": ""},
+        "personalContext": {"summary": "Has a dog", "updatedAt": utc_iso(NOW)},
+        "topOfMind": {"summary": "Exams", "updatedAt": "2024-12-01T00:00:00Z"},
+    }
+    only_history = run(memory, {"user": "x", "history": update["history"]})
+    assert only_history.sections_updated == ["history.recentMonths"]
+
+
+def test_a_memory_without_facts_starts_with_none() -> None:
+    memory = memory_with()
+    del memory["facts"]
+    result = run(memory, {"newFacts": [new("Plays chess")]})
+    assert contents(result) == ["Plays chess"]
+
+
+def test_ids_given_to_one_batch_never_repeat() -> None:
+    ids = iter(["fact_0000000c", "fact_0000000c", "fact_0000000d"])
+    result = BaselineMerge().apply(
+        memory_with(),
+        {"newFacts": [new("Plays chess"), new("Has a dog")]},
+        thread_id=None,
+        threshold=0.5,
+        max_facts=10,
+        now=NOW,
+        new_id=lambda: next(ids),
+    )
+    assert [f["id"] for f in result.added] == ["fact_0000000c", "fact_0000000d"]
