@@ -339,3 +339,34 @@ def test_lost_golds_states_and_holds_by_the_matcher() -> None:
     removed = ["lives in leeds", "HAS A DOG", "Likes tea", "Plays chess"]
     assert lost_golds(removed, ["plays chess", "Has a cat"], golds, covers) == {"g1", "g2"}
     assert lost_golds([], [LEEDS], golds, covers) == set()
+
+
+def test_each_lost_gold_fact_counts_and_only_lost_active_ones() -> None:
+    jazz = "Likes jazz"
+    person = owner(
+        {"facts": [("g1", LEEDS), ("g2", DOG), ("g3", CHESS), ("g4", NURSE), ("g5", VAN),
+                   ("g6", jazz)]},
+        {"retracts": ["g5"]},
+    )  # fmt: skip
+    calls = [
+        call(0, added=stored(("f1", LEEDS), ("f2", DOG), ("f3", CHESS), ("f4", NURSE),
+                             ("f5", VAN), ("f8", jazz), ("f6", "lives in leeds"),
+                             ("f7", "LIVES IN LEEDS"))),
+        # two wrong removals; evictions of two active gold facts (counted), of a copy of g1
+        # that two more hold and of the retracted g5 (neither counted); g1 proposed below the
+        # threshold while held (no loss)
+        call(1, DAY + timedelta(hours=12), removed=stored(("f3", CHESS), ("f4", NURSE)),
+             evicted=stored(("f1", LEEDS), ("f2", DOG), ("f5", VAN), ("f8", jazz)),
+             skipped_below_threshold=[{"content": "lives in leeds", "confidence": 0.1}]),
+    ]  # fmt: skip
+    episodes = [{"gold": "g5", "sessions": 0, "days": 0.5, "censored": False}]
+    assert score(person, calls) == [
+        row(op_adds=8, op_adds_expected=6, op_adds_correct=6, op_adds_redundant=2),
+        row(op_removals=2, op_removals_wrong=2, op_removals_expected=1, op_removals_missed=1,
+            stale_facts=1, gold_evicted=2, gold_regret=2, stale_detail=episodes,
+            stale_days=0.5, stale_removed_0=1, stale_at_risk_0=1),
+    ]  # fmt: skip
+    assert gold_losses(person, calls, covers) == [
+        {},
+        {"g2": "cap", "g3": "removed", "g4": "removed", "g6": "cap"},
+    ]
