@@ -370,3 +370,9 @@ def test_each_lost_gold_fact_counts_and_only_lost_active_ones() -> None:
         {},
         {"g2": "cap", "g3": "removed", "g4": "removed", "g6": "cap"},
     ]
+
+
+def test_a_call_without_a_session_is_never_replayed() -> None:
+    person = owner({"facts": [("g1", LEEDS)]}, {})
+    calls = [{"saved": True, "applied": {"added": stored(("x", LEEDS))}}]
+    assert score(person, calls) == [row(op_adds_expected=1, op_adds_missed=1), row()]
