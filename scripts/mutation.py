@@ -232,7 +232,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         f"{_SCORING}/metric_specs.py",
         ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
     ),
-    "operations": (f"{_SCORING}/operations.py", ("tests/test_operations.py",)),
+    "operations": (
+        f"{_SCORING}/operations.py",
+        ("tests/test_operations_edges.py", "tests/test_operations.py"),
+    ),
     "injection_audit": (
         f"{_SCORING}/injection_audit.py",
         ("tests/test_injection_audit.py", *_FAST),

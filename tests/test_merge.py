@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -742,3 +743,186 @@ def test_a_section_update_replaces_a_group_that_is_not_an_object() -> None:
     assert (
         run(memory_with(), {"user": "x", "history": {"recentMonths": "x"}}).sections_updated == []
     )
+
+
+def test_apply_updates_defaults_to_the_baseline_rules() -> None:
+    """Without options: threshold 0.7 (inclusive), a cap of 100 facts, random fact ids, the
+    current time, the source ``unknown`` and the baseline strategy (no merging)."""
+    stored = [fact(f"fact_{k:08x}", f"stored fact number {k}", 0.9) for k in range(99)]
+    update = {
+        "newFacts": [new("stored fact number 7 again", 0.95), new("at the threshold", 0.7),
+                     new("just below", 0.69)],
+    }  # fmt: skip
+    before = datetime.now(UTC).replace(microsecond=0)
+    result = apply_updates(memory_with(*stored), update)
+    after = datetime.now(UTC)
+    assert [f["content"] for f in result.added] == [
+        "stored fact number 7 again",
+        "at the threshold",
+    ]
+    assert [f["content"] for f in result.skipped_below_threshold] == ["just below"]
+    assert [f["content"] for f in result.evicted] == ["at the threshold"]
+    assert result.merged == []
+    (first, second) = result.added
+    assert is_fact_id(first["id"]) and is_fact_id(second["id"]) and first["id"] != second["id"]
+    assert first["source"] == "unknown"
+    assert before <= datetime.fromisoformat(first["createdAt"]) <= after
+
+
+def test_time_decay_halves_the_rank_at_exactly_one_half_life() -> None:
+    # 0.8 one day old with a one-day half-life ranks exactly 0.4: a tie with 0.4 today, which
+    # the older position in the list wins.
+    memory = memory_with(
+        fact("fact_00000001", "today", 0.4, createdAt=utc_iso(NOW)),
+        fact("fact_00000002", "a day old", 0.8, createdAt=utc_iso(NOW - timedelta(days=1))),
+    )
+    result = run(memory, {}, max_facts=1, strategy=TimeDecayMerge(half_life_days=1))
+    assert contents(result) == ["today"]
+    assert [f["content"] for f in result.evicted] == ["a day old"]
+
+
+def test_the_record_lists_evictions_and_merges() -> None:
+    memory = memory_with(
+        fact("fact_0000000a", "User likes green tea a lot", 0.5),
+        fact("fact_0000000b", "Lives in Oslo", 0.6),
+    )
+    update = {"newFacts": [new("user likes green tea a lot!", 0.9), new("Plays chess", 0.8)]}
+    result = run(memory, update, max_facts=2, strategy=NearDuplicateMerge())
+    record = result.to_record()
+    assert (record["evicted"], record["merged"]) == (
+        [{"id": "fact_0000000b", "content": "Lives in Oslo", "confidence": 0.6}],
+        [
+            {
+                "keptId": "fact_0000000a",
+                "keptContent": "user likes green tea a lot!",
+                "droppedContent": "User likes green tea a lot",
+                "similarity": result.merged[0]["similarity"],
+                "replaced": True,
+            }
+        ],
+    )
+    assert result.merged[0]["similarity"] >= NEAR_DUPLICATE_THRESHOLD
+
+
+def test_a_stored_fact_without_confidence_ranks_lowest() -> None:
+    memory = memory_with(fact("fact_00000001", "low", 0.05))
+    del memory["facts"][0]["confidence"]
+    memory["facts"].append(fact("fact_00000002", "real", 0.05))
+    result = run(memory, {}, max_facts=1)
+    assert contents(result) == ["real"]
+
+
+def test_a_proposal_without_a_category_is_stored_as_context() -> None:
+    result = run(memory_with(), {"newFacts": [{"content": "Plays chess", "confidence": 0.9}]})
+    assert result.added[0]["category"] == "context"
+    # A merge keeps the stored fact's category; a stored fact without one gets "context".
+    stored = fact("fact_0000000a", "User likes green tea a lot", 0.5)
+    del stored["category"]
+    update = {"newFacts": [{"content": "user likes green tea a lot!", "confidence": 0.9}]}
+    result = run(memory_with(stored), update, strategy=NearDuplicateMerge())
+    assert result.memory["facts"][0]["category"] == "context"
+
+
+def test_entries_that_are_not_facts_are_kept_and_skipped_by_every_step() -> None:
+    for strategy in (BaselineMerge(), NearDuplicateMerge(), CategoryCapMerge(1)):
+        memory = memory_with(fact("fact_0000000a", "Likes tea", 0.9))
+        memory["facts"].insert(0, "not a fact")
+        update = {
+            "newFacts": [new("likes TEA"), new("Plays chess", 0.9, category="goal")],
+            "factsToRemove": ["fact_missing"],
+        }
+        result = run(memory, update, strategy=strategy)
+        assert contents_or_entries(result) == ["not a fact", "Likes tea", "Plays chess"], strategy
+
+
+def contents_or_entries(result: ApplyResult) -> list[Any]:
+    return [f["content"] if isinstance(f, dict) else f for f in result.memory["facts"]]
+
+
+def test_facts_that_are_read_only_mappings_count_as_stored_facts() -> None:
+    memory = memory_with(MappingProxyType(fact("fact_0000000a", "Likes tea", 0.9)))  # type: ignore[arg-type]
+    result = BaselineMerge().apply_in_place(
+        memory,
+        {"newFacts": [new("likes TEA"), new("Plays chess")], "factsToRemove": []},
+        thread_id="t",
+        threshold=0.7,
+        max_facts=10,
+        now=NOW,
+        new_id=SeededFactIds(1),
+    )
+    assert [f["content"] for f in result.added] == ["Plays chess"]
+    assert [f["content"] for f in result.skipped_duplicate] == ["likes TEA"]
+
+
+def test_of_equally_similar_stored_facts_the_first_is_merged() -> None:
+    memory = memory_with(
+        fact("fact_0000000a", "likes green tea", 0.5), fact("fact_0000000b", "likes green tea", 0.5)
+    )
+    result = run(
+        memory, {"newFacts": [new("Likes green tea!", 0.9)]}, strategy=NearDuplicateMerge()
+    )
+    assert result.merged[0]["keptId"] == "fact_0000000a"
+    assert contents(result) == ["Likes green tea!", "likes green tea"]
+
+
+def test_a_plugin_strategy_shows_all_its_parameters() -> None:
+    class Tuned(BaselineMerge):
+        def params(self) -> dict[str, Any]:
+            return {"a": 1, "b": "x"}
+
+    assert repr(Tuned()) == "Tuned(a=1, b='x')"
+
+
+def test_a_category_cap_combined_with_time_decay_ranks_by_age() -> None:
+    """The category cap hands the current time on to the global cap's ranking."""
+
+    class DecayingCategories(CategoryCapMerge, TimeDecayMerge):
+        def __init__(self) -> None:
+            CategoryCapMerge.__init__(self, per_category=5)
+            TimeDecayMerge.__init__(self, half_life_days=1)
+
+    memory = memory_with(
+        fact("fact_00000001", "old", 0.9, createdAt=utc_iso(NOW - timedelta(days=3))),
+        fact("fact_00000002", "new", 0.5, createdAt=utc_iso(NOW)),
+    )
+    assert contents(run(memory, {}, max_facts=1, strategy=DecayingCategories())) == ["new"]
+
+
+def test_sections_after_an_unusable_one_are_still_updated() -> None:
+    memory = memory_with()
+    memory["user"]["topOfMind"] = {"summary": "Exams", "updatedAt": "2024-12-01T00:00:00Z"}
+    update = {
+        "user": {"workContext": "not a section", "personalContext": {"summary": "Has a dog",
+                                                                    "shouldUpdate": True}},
+        "history": {"recentMonths": {"summary": "Moved to Leeds", "shouldUpdate": True}},
+    }  # fmt: skip
+    result = run(memory, update)
+    assert result.sections_updated == ["user.personalContext", "history.recentMonths"]
+    assert result.memory["user"] == {
+        "workContext": {"summary": "", "updatedAt": ""},
+        "personalContext": {"summary": "Has a dog", "updatedAt": utc_iso(NOW)},
+        "topOfMind": {"summary": "Exams", "updatedAt": "2024-12-01T00:00:00Z"},
+    }
+    only_history = run(memory, {"user": "x", "history": update["history"]})
+    assert only_history.sections_updated == ["history.recentMonths"]
+
+
+def test_a_memory_without_facts_starts_with_none() -> None:
+    memory = memory_with()
+    del memory["facts"]
+    result = run(memory, {"newFacts": [new("Plays chess")]})
+    assert contents(result) == ["Plays chess"]
+
+
+def test_ids_given_to_one_batch_never_repeat() -> None:
+    ids = iter(["fact_0000000c", "fact_0000000c", "fact_0000000d"])
+    result = BaselineMerge().apply(
+        memory_with(),
+        {"newFacts": [new("Plays chess"), new("Has a dog")]},
+        thread_id=None,
+        threshold=0.5,
+        max_facts=10,
+        now=NOW,
+        new_id=lambda: next(ids),
+    )
+    assert [f["id"] for f in result.added] == ["fact_0000000c", "fact_0000000d"]
