@@ -250,7 +250,12 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
     "jsontext": (
         "src/memlab/core/jsontext.py",
-        ("tests/test_jsontext.py", "tests/test_jsontext_limits.py", *_FAST),
+        (
+            "tests/test_jsontext.py",
+            "tests/test_jsontext_limits.py",
+            "tests/test_jsontext_reference.py",
+            *_FAST,
+        ),
     ),
     "cache": (
         "src/memlab/backends/cache.py",
