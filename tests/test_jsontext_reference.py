@@ -147,3 +147,11 @@ def test_depth_error_paths_keep_keys_that_start_like_the_separator() -> None:
     error = JsonDepthError(["Xkey", 0, ".dot"], 3)
     assert error.where == "Xkey[0]..dot"
     assert JsonDepthError(["XX.XX", 1], 2).where == "XX.XX[1]"
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf, -0.0, 1e-7, 2.5])
+def test_floats_outside_flat_containers_match_json_dumps(number: float) -> None:
+    # A scalar on its own, or beside a container, is written one value at a time (not by the
+    # C encoder that writes flat containers).
+    for value in (number, [number, [1]], {"a": number, "b": {"c": 1}}, [[{}], number]):
+        assert dumps_indented(value, 2) == json.dumps(value, indent=2, ensure_ascii=False)
