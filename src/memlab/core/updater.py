@@ -24,6 +24,7 @@ from typing import Any, cast
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
 from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
 from memlab.core.document import MemoryDocument, random_fact_ids, utc_iso, utc_now
+from memlab.core.jsontext import copy_json, scan_json
 from memlab.core.llm import (
     Backend,
     BackendError,
@@ -421,20 +422,11 @@ def _detached(applied: ApplyResult, saved: MemoryDocument) -> ApplyResult:
     return detached
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def _copied(value: Any) -> Any:
-    """A deep copy of one bookkeeping list: a list of scalars or of flat dicts (the facts
-    a merge touched, every update) is copied directly, anything else by ``copy.deepcopy``."""
-    if type(value) is list:
-        if _SCALARS.issuperset(map(type, value)):
-            return list(value)
-        if all(
-            type(item) is dict and _SCALARS.issuperset(map(type, item.values())) for item in value
-        ):
-            return [dict(item) for item in value]  # keys of a dict are immutable
-    return copy.deepcopy(value)
+    """A deep copy of one bookkeeping list: plain JSON (the facts a merge touched, every
+    update) through the JSON copier, anything else (tuples, other types) by ``copy.deepcopy``."""
+    plain, _ = scan_json(value)
+    return copy_json(value) if plain else copy.deepcopy(value)
 
 
 def update_memory_from_conversation(messages: Sequence[Any], thread_id: str | None = None) -> bool:
