@@ -138,6 +138,39 @@ def test_recall_episodes_by_time_range_and_similarity(vectors: str) -> None:
     assert s.recall_episodes("word7", 5, since=T0 + 20 * DAY) == []
 
 
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_many_ties_rank_by_time_then_id(vectors: str) -> None:
+    # 80 identical inputs: every distance ties and the earliest times win. They are written
+    # with the earliest in the middle, as sqlite-vec's k-nearest query returns the ties of the
+    # first or last rows written: the store must rank all the tied rows itself.
+    s = TieredStore(None, embed=HashedEmbedding(), vectors=vectors, ids=SeededFactIds(2))
+    later = list(range(40, 80))
+    for n in later[:20] + list(range(40)) + later[20:]:
+        s.add_episode(at=T0 + n * DAY, thread_id="t", input="same words", output=str(n), outcome="")
+    found = s.recall_episodes("same words", 3)
+    assert [(e.output, score) for e, score in found] == [("0", 1.0), ("1", 1.0), ("2", 1.0)]
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_forgotten_memories_are_not_recalled(vectors: str) -> None:
+    s = TieredStore(None, embed=HashedEmbedding(), vectors=vectors)
+    s.add_memory("tea green", category="c", importance=0.11, at=T0, source="t")
+    s.add_memory("tea black", category="c", importance=0.9, at=T0, source="t")
+    assert len(s.recall_memories("tea", 5, at=T0)) == 2  # the index is loaded now
+    events = s.forget(T0 + 3 * DAY, ForgettingRules())  # 0.11 * 0.95**3 = 0.0943 < 0.1
+    assert [e.removed[0].content for e in events] == ["tea green"]
+    assert [m.content for m, _ in s.recall_memories("tea", 5, at=T0 + 3 * DAY)] == ["tea black"]
+
+
+def test_the_file_is_in_wal_mode_and_every_commit_is_synced(tmp_path: Path) -> None:
+    path = tmp_path / "lane.db"
+    with TieredStore(path, embed=HashedEmbedding()) as s:
+        assert s._db.conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    conn.close()
+
+
 def test_bad_arguments_are_store_errors() -> None:
     s = TieredStore(None, embed=HashedEmbedding(), ids=lambda: "same")
     with pytest.raises(StoreError, match="timezone-aware"):
