@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -66,10 +66,13 @@ DISTANCE_DECIMALS = 6
 _TIME_COLUMN: dict[Table, str] = {"memories": "created_us", "episodes": "at_us"}
 
 
-class VectorIndex(Protocol):
-    """Ranks a table's rows by cosine similarity to a query vector."""
+class VectorIndex:
+    """Ranks a table's rows by cosine similarity to a query vector.
 
-    name: str
+    The store calls the hooks around its writes; they do nothing unless a backend keeps state.
+    """
+
+    name = ""
 
     def search(
         self,
@@ -81,25 +84,21 @@ class VectorIndex(Protocol):
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
         """The ``k`` nearest rows as ``(id, similarity)``, nearest first."""
-        ...
+        raise NotImplementedError
 
     def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
         """The store opened (``dim``: the stored vectors' size, ``None`` before the first)."""
-        ...
 
     def stage(
         self, conn: sqlite3.Connection, table: Table, rowid: int, time_us: int, vector: np.ndarray
     ) -> None:
         """A row is being inserted, inside the store's open transaction."""
-        ...
 
     def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
         """A row was committed."""
-        ...
 
     def removed(self, table: Table, row_ids: Sequence[str]) -> None:
         """Rows were deleted (committed)."""
-        ...
 
 
 def range_clause(since_us: int | None, until_us: int | None, column: str) -> tuple[str, list[int]]:
@@ -119,7 +118,7 @@ _EPISODE_VEC = "episode_vectors"
 _KNN_MAX = 4096
 
 
-class SqliteVecIndex:
+class SqliteVecIndex(VectorIndex):
     """Ranks inside SQLite with sqlite-vec: a vec0 table for episodes, a scan for memories."""
 
     name = "sqlite-vec"
@@ -221,12 +220,6 @@ class SqliteVecIndex:
         rows = conn.execute(sql, [_blob(query), *params, k]).fetchall()
         return [(str(row_id), _score(float(distance))) for row_id, distance in rows]
 
-    def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
-        return None
-
-    def removed(self, table: Table, row_ids: Sequence[str]) -> None:
-        return None
-
 
 class RowMatrix:
     """Vectors by id in one float32 matrix that grows by doubling, with each row's time.
@@ -307,7 +300,7 @@ class RowMatrix:
         return [(row_id, _score(distance)) for distance, _time, row_id in ranked]
 
 
-class NumpyIndex:
+class NumpyIndex(VectorIndex):
     """Ranks with NumPy over a per-table copy of the vectors kept in memory."""
 
     name = "numpy"
@@ -325,14 +318,6 @@ class NumpyIndex:
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
         return self._load(conn, table).nearest(query, k, since_us, until_us)
-
-    def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
-        return None
-
-    def stage(
-        self, conn: sqlite3.Connection, table: Table, rowid: int, time_us: int, vector: np.ndarray
-    ) -> None:
-        return None
 
     def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
         rows = self._tables.get(table)
