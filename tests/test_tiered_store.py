@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -318,3 +319,36 @@ def test_sigkill_mid_write_leaves_the_committed_prefix(tmp_path: Path, vectors: 
     assert count - 1 <= len(episodes) <= count
     assert episodes == [f"write {n}" for n in range(len(episodes))]
     assert len(episodes) >= reported + 1
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_threads_may_share_a_store(tmp_path: Path, vectors: str) -> None:
+    s = TieredStore(tmp_path / "lane.db", embed=HashedEmbedding(), vectors=vectors)
+    s.recall_episodes("warm", 1)  # the NumPy index is loaded: the threads' writes update it
+
+    def write(name: str) -> None:
+        for n in range(30):
+            at = T0 + n * DAY
+            s.add_episode(at=at, thread_id=name, input=f"{name} {n}", output="", outcome="")
+            s.add_memory(f"{name} fact {n}", category="c", importance=0.5, at=at, source=name)
+
+    threads = [threading.Thread(target=write, args=(name,)) for name in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(s.episodes()) == len(s.memories()) == 60
+    assert len(s.recall_episodes("alpha 7", 60)) == 60
+    s.close()
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_recall_before_anything_is_written(tmp_path: Path, vectors: str) -> None:
+    path = tmp_path / "lane.db"
+    with TieredStore(path, embed=HashedEmbedding(), vectors=vectors) as s:
+        assert s.recall_episodes("tea", 3) == []
+        assert s.recall_memories("tea", 3, at=T0) == []
+        s.add_memory("tea", category="c", importance=0.5, at=T0, source="t")
+    with TieredStore(path, embed=HashedEmbedding(), vectors=vectors) as s:  # dim known now
+        assert s.recall_episodes("tea", 3) == []
+        assert [m.content for m, _ in s.recall_memories("tea", 3, at=T0)] == ["tea"]

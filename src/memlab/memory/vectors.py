@@ -123,6 +123,9 @@ class SqliteVecIndex(VectorIndex):
 
     name = "sqlite-vec"
 
+    def __init__(self) -> None:
+        self._has_table = False
+
     def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
         if dim is None:
             return
@@ -142,6 +145,13 @@ class SqliteVecIndex(VectorIndex):
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _mirrored(self, conn: sqlite3.Connection) -> bool:
+        """Whether the vec0 table exists (it is made with the first vector's dimension)."""
+        if not self._has_table:
+            sql = "SELECT 1 FROM sqlite_master WHERE name = ?"
+            self._has_table = conn.execute(sql, (_EPISODE_VEC,)).fetchone() is not None
+        return self._has_table
 
     @staticmethod
     def _create(conn: sqlite3.Connection, dim: int) -> None:
@@ -169,7 +179,7 @@ class SqliteVecIndex(VectorIndex):
         since_us: int | None = None,
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
-        if table == "episodes" and query.any():
+        if table == "episodes" and query.any() and self._mirrored(conn):
             found = self._nearest_episodes(conn, query, k, since_us, until_us)
             if found is not None:
                 return found
@@ -415,7 +425,10 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
         problem = sqlite_vec_available()
         if problem is None:
             module = cast(ModuleType, _sqlite_module_with_extensions())
-            conn = cast(sqlite3.Connection, module.connect(target, isolation_level=None))
+            conn = cast(
+                sqlite3.Connection,
+                module.connect(target, isolation_level=None, check_same_thread=False),
+            )
             _load_sqlite_vec(conn)
             logger.info("tiered store %s: vectors by sqlite-vec", target)
             return conn, SqliteVecIndex()
@@ -424,7 +437,8 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
         logger.info("tiered store %s: vectors by NumPy (%s)", target, problem)
     else:
         logger.info("tiered store %s: vectors by NumPy", target)
-    return sqlite3.connect(target, isolation_level=None), NumpyIndex()
+    # One connection for every thread: the store serialises its use with a lock.
+    return sqlite3.connect(target, isolation_level=None, check_same_thread=False), NumpyIndex()
 
 
 _TOKEN = re.compile(r"\w+")
