@@ -166,6 +166,16 @@ def test_the_most_similar_pair_merges_first() -> None:
     assert [m.id for m in s.memories()] == [b.id]
 
 
+def test_an_item_already_dropped_takes_no_one_with_it() -> None:
+    # Angles 0, 8.1 and 26.3 degrees: A~B 0.990 (B dropped for the longer A), then B~C 0.950
+    # is skipped because B is gone; A~C 0.896 is below 0.9, so C stays.
+    s = store({"A aaaaaaaa": _unit(0), "B bbbb": _unit(8.1), "C c": _unit(26.3)})
+    a, b, c = add(s, "A aaaaaaaa"), add(s, "B bbbb"), add(s, "C c")
+    events = s.forget(T0, RULES)
+    assert [(e.removed[0].id, e.kept) for e in events] == [(b.id, a)]
+    assert [m.id for m in s.memories()] == [a.id, c.id]
+
+
 def test_only_new_items_are_compared_again_but_a_new_threshold_compares_all() -> None:
     s = store({"x one": E0, "x two": ABOVE_09})
     add(s, "x one")
@@ -242,3 +252,13 @@ def test_replace_with_summary() -> None:
     )
     assert s.memories() == [young, event.kept]
     assert len(event.to_record()["removed"]) == 10
+
+
+def test_a_summary_of_tied_categories_takes_the_first_alphabetically() -> None:
+    s = store()
+    items = [
+        s.add_memory(f"x{n}", category=category, importance=0.5, at=T0, source="t")
+        for n, category in enumerate(["preference", "context", "preference", "context"])
+    ]
+    event = s.replace_with_summary(items, "both", T0 + DAY)
+    assert event.kept is not None and event.kept.category == "context"

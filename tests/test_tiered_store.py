@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -136,6 +137,39 @@ def test_recall_episodes_by_time_range_and_similarity(vectors: str) -> None:
     in_range = s.recall_episodes("word7", 10, since=since, until=until)
     assert sorted(e.input for e, _ in in_range) == ["word2", "word3", "word4", "word5"]
     assert s.recall_episodes("word7", 5, since=T0 + 20 * DAY) == []
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_many_ties_rank_by_time_then_id(vectors: str) -> None:
+    # 80 identical inputs: every distance ties and the earliest times win. They are written
+    # with the earliest in the middle, as sqlite-vec's k-nearest query returns the ties of the
+    # first or last rows written: the store must rank all the tied rows itself.
+    s = TieredStore(None, embed=HashedEmbedding(), vectors=vectors, ids=SeededFactIds(2))
+    later = list(range(40, 80))
+    for n in later[:20] + list(range(40)) + later[20:]:
+        s.add_episode(at=T0 + n * DAY, thread_id="t", input="same words", output=str(n), outcome="")
+    found = s.recall_episodes("same words", 3)
+    assert [(e.output, score) for e, score in found] == [("0", 1.0), ("1", 1.0), ("2", 1.0)]
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_forgotten_memories_are_not_recalled(vectors: str) -> None:
+    s = TieredStore(None, embed=HashedEmbedding(), vectors=vectors)
+    s.add_memory("tea green", category="c", importance=0.11, at=T0, source="t")
+    s.add_memory("tea black", category="c", importance=0.9, at=T0, source="t")
+    assert len(s.recall_memories("tea", 5, at=T0)) == 2  # the index is loaded now
+    events = s.forget(T0 + 3 * DAY, ForgettingRules())  # 0.11 * 0.95**3 = 0.0943 < 0.1
+    assert [e.removed[0].content for e in events] == ["tea green"]
+    assert [m.content for m, _ in s.recall_memories("tea", 5, at=T0 + 3 * DAY)] == ["tea black"]
+
+
+def test_the_file_is_in_wal_mode_and_every_commit_is_synced(tmp_path: Path) -> None:
+    path = tmp_path / "lane.db"
+    with TieredStore(path, embed=HashedEmbedding()) as s:
+        assert s._db.conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    conn.close()
 
 
 def test_bad_arguments_are_store_errors() -> None:
@@ -285,3 +319,36 @@ def test_sigkill_mid_write_leaves_the_committed_prefix(tmp_path: Path, vectors: 
     assert count - 1 <= len(episodes) <= count
     assert episodes == [f"write {n}" for n in range(len(episodes))]
     assert len(episodes) >= reported + 1
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_threads_may_share_a_store(tmp_path: Path, vectors: str) -> None:
+    s = TieredStore(tmp_path / "lane.db", embed=HashedEmbedding(), vectors=vectors)
+    s.recall_episodes("warm", 1)  # the NumPy index is loaded: the threads' writes update it
+
+    def write(name: str) -> None:
+        for n in range(30):
+            at = T0 + n * DAY
+            s.add_episode(at=at, thread_id=name, input=f"{name} {n}", output="", outcome="")
+            s.add_memory(f"{name} fact {n}", category="c", importance=0.5, at=at, source=name)
+
+    threads = [threading.Thread(target=write, args=(name,)) for name in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(s.episodes()) == len(s.memories()) == 60
+    assert len(s.recall_episodes("alpha 7", 60)) == 60
+    s.close()
+
+
+@pytest.mark.parametrize("vectors", BACKENDS)
+def test_recall_before_anything_is_written(tmp_path: Path, vectors: str) -> None:
+    path = tmp_path / "lane.db"
+    with TieredStore(path, embed=HashedEmbedding(), vectors=vectors) as s:
+        assert s.recall_episodes("tea", 3) == []
+        assert s.recall_memories("tea", 3, at=T0) == []
+        s.add_memory("tea", category="c", importance=0.5, at=T0, source="t")
+    with TieredStore(path, embed=HashedEmbedding(), vectors=vectors) as s:  # dim known now
+        assert s.recall_episodes("tea", 3) == []
+        assert [m.content for m, _ in s.recall_memories("tea", 3, at=T0)] == ["tea"]

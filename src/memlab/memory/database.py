@@ -69,6 +69,8 @@ EPISODE_COLUMNS = "id, at_us, thread_id, input, output, outcome"
 """The ``episodes`` columns :func:`episode_of` reads, in that order."""
 
 _MMAP_BYTES = 1 << 28
+# What SQLite says of a file it cannot read as a database (other errors are not the file's).
+_CORRUPT_SIGNS = ("not a database", "malformed", "corrupt")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -219,7 +221,9 @@ class Database:
         """memlab's error for an SQLite error ``exc``."""
         if type(exc).__name__ == "IntegrityError":
             return StoreError(f"tiered memory database {self.path}: {exc} (an id issued twice?)")
-        return self.corrupt(exc)
+        if any(sign in str(exc).lower() for sign in _CORRUPT_SIGNS):
+            return self.corrupt(exc)
+        return StoreError(f"tiered memory database {self.path}: {exc}")
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one query."""

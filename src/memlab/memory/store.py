@@ -129,6 +129,7 @@ class TieredStore:
         return np.ascontiguousarray(matrix)
 
     def _memory_vector_cache(self) -> RowMatrix:
+        """The memories' vectors, read once (called under the database lock)."""
         if self._memory_vectors is None:
             self._memory_vectors = RowMatrix()
             for row_id, blob in self._db.read("SELECT id, embedding FROM memory_vectors"):
@@ -174,14 +175,16 @@ class TieredStore:
         self._db.remember_dim(conn, vector.shape[0])
 
     def _added_memory(self, item: MemoryItem, vector: np.ndarray) -> None:
-        if self._memory_vectors is not None:
-            self._memory_vectors.add(item.id, 0, vector)
-        self._db.index.added("memories", item.id, to_us(item.created_at), vector)
+        with self._db.lock:
+            if self._memory_vectors is not None:
+                self._memory_vectors.add(item.id, 0, vector)
+            self._db.index.added("memories", item.id, to_us(item.created_at), vector)
 
     def _removed_memories(self, ids: Sequence[str]) -> None:
-        if self._memory_vectors is not None:
-            self._memory_vectors.remove(ids)
-        self._db.index.removed("memories", ids)
+        with self._db.lock:
+            if self._memory_vectors is not None:
+                self._memory_vectors.remove(ids)
+            self._db.index.removed("memories", ids)
 
     def add_episode(
         self, *, at: datetime, thread_id: str, input: str, output: str, outcome: str
@@ -204,7 +207,8 @@ class TieredStore:
             )
             self._db.remember_dim(conn, vector.shape[0])
             self._db.index.stage(conn, "episodes", int(cursor.lastrowid or 0), at_us, vector)
-        self._db.index.added("episodes", episode.id, at_us, vector)
+        with self._db.lock:
+            self._db.index.added("episodes", episode.id, at_us, vector)
         return episode
 
     def set_session_summary(

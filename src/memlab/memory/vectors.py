@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -66,10 +66,13 @@ DISTANCE_DECIMALS = 6
 _TIME_COLUMN: dict[Table, str] = {"memories": "created_us", "episodes": "at_us"}
 
 
-class VectorIndex(Protocol):
-    """Ranks a table's rows by cosine similarity to a query vector."""
+class VectorIndex:
+    """Ranks a table's rows by cosine similarity to a query vector.
 
-    name: str
+    The store calls the hooks around its writes; they do nothing unless a backend keeps state.
+    """
+
+    name = ""
 
     def search(
         self,
@@ -81,25 +84,21 @@ class VectorIndex(Protocol):
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
         """The ``k`` nearest rows as ``(id, similarity)``, nearest first."""
-        ...
+        raise NotImplementedError
 
     def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
         """The store opened (``dim``: the stored vectors' size, ``None`` before the first)."""
-        ...
 
     def stage(
         self, conn: sqlite3.Connection, table: Table, rowid: int, time_us: int, vector: np.ndarray
     ) -> None:
         """A row is being inserted, inside the store's open transaction."""
-        ...
 
     def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
         """A row was committed."""
-        ...
 
     def removed(self, table: Table, row_ids: Sequence[str]) -> None:
         """Rows were deleted (committed)."""
-        ...
 
 
 def range_clause(since_us: int | None, until_us: int | None, column: str) -> tuple[str, list[int]]:
@@ -119,10 +118,13 @@ _EPISODE_VEC = "episode_vectors"
 _KNN_MAX = 4096
 
 
-class SqliteVecIndex:
+class SqliteVecIndex(VectorIndex):
     """Ranks inside SQLite with sqlite-vec: a vec0 table for episodes, a scan for memories."""
 
     name = "sqlite-vec"
+
+    def __init__(self) -> None:
+        self._has_table = False
 
     def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
         if dim is None:
@@ -143,6 +145,13 @@ class SqliteVecIndex:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _mirrored(self, conn: sqlite3.Connection) -> bool:
+        """Whether the vec0 table exists (it is made with the first vector's dimension)."""
+        if not self._has_table:
+            sql = "SELECT 1 FROM sqlite_master WHERE name = ?"
+            self._has_table = conn.execute(sql, (_EPISODE_VEC,)).fetchone() is not None
+        return self._has_table
 
     @staticmethod
     def _create(conn: sqlite3.Connection, dim: int) -> None:
@@ -170,7 +179,7 @@ class SqliteVecIndex:
         since_us: int | None = None,
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
-        if table == "episodes" and query.any():
+        if table == "episodes" and query.any() and self._mirrored(conn):
             found = self._nearest_episodes(conn, query, k, since_us, until_us)
             if found is not None:
                 return found
@@ -220,12 +229,6 @@ class SqliteVecIndex:
         )
         rows = conn.execute(sql, [_blob(query), *params, k]).fetchall()
         return [(str(row_id), _score(float(distance))) for row_id, distance in rows]
-
-    def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
-        return None
-
-    def removed(self, table: Table, row_ids: Sequence[str]) -> None:
-        return None
 
 
 class RowMatrix:
@@ -307,7 +310,7 @@ class RowMatrix:
         return [(row_id, _score(distance)) for distance, _time, row_id in ranked]
 
 
-class NumpyIndex:
+class NumpyIndex(VectorIndex):
     """Ranks with NumPy over a per-table copy of the vectors kept in memory."""
 
     name = "numpy"
@@ -325,14 +328,6 @@ class NumpyIndex:
         until_us: int | None = None,
     ) -> list[tuple[str, float]]:
         return self._load(conn, table).nearest(query, k, since_us, until_us)
-
-    def prepare(self, conn: sqlite3.Connection, dim: int | None) -> None:
-        return None
-
-    def stage(
-        self, conn: sqlite3.Connection, table: Table, rowid: int, time_us: int, vector: np.ndarray
-    ) -> None:
-        return None
 
     def added(self, table: Table, row_id: str, time_us: int, vector: np.ndarray) -> None:
         rows = self._tables.get(table)
@@ -430,7 +425,10 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
         problem = sqlite_vec_available()
         if problem is None:
             module = cast(ModuleType, _sqlite_module_with_extensions())
-            conn = cast(sqlite3.Connection, module.connect(target, isolation_level=None))
+            conn = cast(
+                sqlite3.Connection,
+                module.connect(target, isolation_level=None, check_same_thread=False),
+            )
             _load_sqlite_vec(conn)
             logger.info("tiered store %s: vectors by sqlite-vec", target)
             return conn, SqliteVecIndex()
@@ -439,7 +437,8 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
         logger.info("tiered store %s: vectors by NumPy (%s)", target, problem)
     else:
         logger.info("tiered store %s: vectors by NumPy", target)
-    return sqlite3.connect(target, isolation_level=None), NumpyIndex()
+    # One connection for every thread: the store serialises its use with a lock.
+    return sqlite3.connect(target, isolation_level=None, check_same_thread=False), NumpyIndex()
 
 
 _TOKEN = re.compile(r"\w+")
