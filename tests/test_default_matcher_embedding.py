@@ -217,6 +217,7 @@ def test_similar_words_link_from_the_similar_word_cosine_on() -> None:
 
     assert score((4.0, 3.0)) == pytest.approx(0.9 * 0.875)
     assert score((3.0, 4.0)) == pytest.approx(0.9 * 0.5)
+    assert score((0.799, (1 - 0.799**2) ** 0.5)) == pytest.approx(0.9 * 0.5)  # just below
     assert score((3.0, 4.0), similar_word=0.6) == pytest.approx(0.9 * 0.875)
     assert score((4.0, 3.0), similar_word=0.81) == pytest.approx(0.9 * 0.5)
     assert score((4.0, 3.0), similar_credit=0.5) == pytest.approx(0.9 * 0.75)
