@@ -243,7 +243,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "injection": ("src/memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
     "default_matcher": (
         "src/memlab/matching/default_matcher.py",
-        ("tests/test_matching.py", "tests/test_matching_kinds.py"),
+        (
+            "tests/test_matching.py",
+            "tests/test_matching_kinds.py",
+            "tests/test_default_matcher_embedding.py",
+        ),
     ),
     "merge": ("src/memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
     "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
