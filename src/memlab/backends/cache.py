@@ -132,7 +132,7 @@ def _utc_now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _touch(path: Path) -> None:
+def _touch(path: str | Path) -> None:
     """Set an entry's modification time to now (never through a symbolic link)."""
     with contextlib.suppress(OSError, NotImplementedError):
         os.utime(path, follow_symlinks=False)
@@ -218,6 +218,7 @@ class CachedBackend:
     ) -> None:
         self.backend = backend
         self.cache_dir = Path(cache_dir)
+        self._dir_text = str(self.cache_dir)  # entry_path() as text: os.path.join(it, ...)
         self._real_dir = RealDir.of(self.cache_dir)  # resolved once, for every entry read
         self.mode = CacheMode(mode)
         self.name = backend.name
@@ -256,18 +257,19 @@ class CachedBackend:
             return self.backend.complete(request)
         model = request.model or self.backend.model
         key = request_key(self.backend.name, model, request)
-        path = entry_path(self.cache_dir, key)
-        cached = self._load(path, key)
+        # A string, not a Path: building one costs more than reading a small entry.
+        name = os.path.join(self._dir_text, key[:2], f"{key}.json")
+        cached = self._load(name, key)
         if cached is not None:
             self._count("hits")
-            _touch(path)  # marks the entry as used for prune --unused-since
+            _touch(name)  # marks the entry as used for prune --unused-since
             return cached
         self._count("misses")
         if self.mode is CacheMode.READ_ONLY:
             raise CacheMissError.for_request(self.backend.name, model, request, key, self.cache_dir)
         self._count("backend_calls")
         completion = self.backend.complete(request)
-        self._store(path, key, model, request, completion)
+        self._store(Path(name), key, model, request, completion)
         return completion
 
     def put(self, request: CompletionRequest, completion: Completion) -> None:
@@ -305,18 +307,19 @@ class CachedBackend:
                 "directory (memlab writes real directories and files only)"
             ) from None
 
-    def _load(self, path: Path, key: str) -> Completion | None:
-        """The entry for ``key``, or ``None`` when there is none (or it was set aside)."""
+    def _load(self, name: str | Path, key: str) -> Completion | None:
+        """The entry for ``key`` (in the file ``name``), or ``None`` when there is none (or
+        it was set aside). ``name`` is made a ``Path`` only when something is wrong."""
         try:
             # Checks that the entry lies in a real shard directory of the cache (no link on
             # the way) before it opens it, so the path is checked once per hit.
             raw = read_bytes(
-                path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
+                name, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
             )
         except FileNotFoundError:
             return None
         except FileReadError as exc:  # a link, a FIFO, a device or a huge file in its place
-            path = self._inside(path)  # a link on the way: a CacheError saying what to fix
+            path = self._inside(Path(name))  # a link on the way: a CacheError saying what to fix
             if not path.is_dir() or path.is_symlink():
                 self._set_aside(path, exc.reason)
                 return None
@@ -325,12 +328,12 @@ class CachedBackend:
             ) from None
         except OSError as exc:  # a directory in its place, no permission, a file as parent
             raise CacheError(
-                f"cache entry {path} cannot be read ({io_reason(exc)}); remove or fix it, "
-                f"or check that {self.cache_dir} is a cache directory"
+                f"cache entry {Path(name)} cannot be read ({io_reason(exc)}); remove or fix "
+                f"it, or check that {self.cache_dir} is a cache directory"
             ) from None
         problem, completion = _decode_entry(raw, key)
         if completion is None:
-            self._set_aside(self._inside(path), problem)
+            self._set_aside(self._inside(Path(name)), problem)
         return completion
 
     def _set_aside(self, path: Path, problem: str) -> None:
