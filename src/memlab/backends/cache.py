@@ -21,7 +21,11 @@ Entries are checked before they are served: an entry is used only when it decode
 format and holds the key of the request. Anything else is corrupt: in read-write mode the file
 is moved aside to ``<key>.json.corrupt-<UTC time>`` (never overwritten), counted in
 ``counters.corrupt`` and logged, and the request goes to the backend; in read-only mode it is a
-:class:`CacheCorruptError`. A cache directory or entry that cannot be read or written at all
+:class:`CacheCorruptError`. (An entry that ends exactly with the request summary this request
+would be stored with, the prompt included, is decoded up to that summary only: what it yields
+(the completion, or why the entry is corrupt) is what decoding the whole file gives; see
+:mod:`memlab.backends._cache_text`.)
+A cache directory or entry that cannot be read or written at all
 (a file where the directory should be, a directory in place of an entry, no permission) is a
 :class:`CacheError` with a message saying what to fix.
 
