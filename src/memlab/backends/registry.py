@@ -213,7 +213,8 @@ BACKENDS.register(
     "auto",
     BackendPlugin(
         _auto_factory,
-        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else local:smollm2",
+        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else "
+        "local:smollm2",
         "auto",
     ),
 )
