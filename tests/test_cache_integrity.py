@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from memlab.backends import _cache_text as cache_text_module
 from memlab.backends import cache as cache_module
 from memlab.backends.cache import (
     CACHE_FORMAT,
@@ -128,7 +129,7 @@ def test_a_new_format_version_gives_new_keys_and_refuses_old_entries(
     old_key = request_key("local", "m", req())
     cached = CachedBackend(ScriptedBackend(["old"]), tmp_path)
     cached.complete(req())
-    monkeypatch.setattr(cache_module, "CACHE_FORMAT", CACHE_FORMAT + 1)
+    monkeypatch.setattr(cache_text_module, "CACHE_FORMAT", CACHE_FORMAT + 1)  # defined there
     assert request_key("local", "m", req()) != old_key
     fresh = CachedBackend(ScriptedBackend(["new"]), tmp_path)
     assert fresh.complete(req()).text == "new"  # the old entry is not served

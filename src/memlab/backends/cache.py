@@ -21,7 +21,11 @@ Entries are checked before they are served: an entry is used only when it decode
 format and holds the key of the request. Anything else is corrupt: in read-write mode the file
 is moved aside to ``<key>.json.corrupt-<UTC time>`` (never overwritten), counted in
 ``counters.corrupt`` and logged, and the request goes to the backend; in read-only mode it is a
-:class:`CacheCorruptError`. A cache directory or entry that cannot be read or written at all
+:class:`CacheCorruptError`. (An entry that ends exactly with the request summary this request
+would be stored with, the prompt included, is decoded up to that summary only: what it yields
+(the completion, or why the entry is corrupt) is what decoding the whole file gives; see
+:mod:`memlab.backends._cache_text`.)
+A cache directory or entry that cannot be read or written at all
 (a file where the directory should be, a directory in place of an entry, no permission) is a
 :class:`CacheError` with a message saying what to fix.
 
@@ -34,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import re
@@ -46,6 +49,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from memlab.backends import _cache_text
+from memlab.backends._cache_text import (
+    CACHE_FORMAT,
+    canonical,
+    entry_text,
+    key_document,
+    request_summary,
+    request_texts,
+)
 from memlab.core.atomic import atomic_write_text
 from memlab.core.files import (
     MAX_CACHE_ENTRY_BYTES,
@@ -73,9 +85,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-CACHE_FORMAT = 1
-"""Version of the key derivation and the entry layout; part of every key."""
 
 _TEMP_PREFIX = ".tmp-"
 _SET_ASIDE = ".corrupt-"  # infix of entries moved aside
@@ -132,38 +141,10 @@ def _utc_now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _touch(path: Path) -> None:
+def _touch(path: str | Path) -> None:
     """Set an entry's modification time to now (never through a symbolic link)."""
     with contextlib.suppress(OSError, NotImplementedError):
         os.utime(path, follow_symlinks=False)
-
-
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _schema_digest(request: CompletionRequest) -> str | None:
-    if request.mode is not OutputMode.JSON_SCHEMA or request.schema is None:
-        return None
-    return hashlib.sha256(_canonical(request.schema)).hexdigest()
-
-
-def _key_document(backend_name: str, model: str, request: CompletionRequest) -> dict[str, Any]:
-    return {
-        "format": CACHE_FORMAT,
-        "backend": backend_name,
-        "model": model,
-        "messages": [{str(k): v for k, v in m.items()} for m in request.messages],
-        "params": request.params.as_dict(),
-        "mode": OutputMode(request.mode).value,
-        "schema": (
-            request.schema
-            if request.mode is OutputMode.JSON_SCHEMA and request.schema is not None
-            else None
-        ),
-        # Only repeated samples carry it, so keys of single-sample requests never change.
-        **({"sample": request.sample} if request.sample else {}),
-    }
 
 
 def request_key(backend_name: str, model: str, request: CompletionRequest) -> str:
@@ -174,7 +155,7 @@ def request_key(backend_name: str, model: str, request: CompletionRequest) -> st
         model: Model id that will answer (``request.model`` or the backend's default).
         request: The request.
     """
-    return hashlib.sha256(_canonical(_key_document(backend_name, model, request))).hexdigest()
+    return hashlib.sha256(canonical(key_document(backend_name, model, request))).hexdigest()
 
 
 def entry_path(cache_dir: str | os.PathLike[str], key: str) -> Path:
@@ -218,6 +199,7 @@ class CachedBackend:
     ) -> None:
         self.backend = backend
         self.cache_dir = Path(cache_dir)
+        self._dir_text = str(self.cache_dir)  # entry_path() as text: os.path.join(it, ...)
         self._real_dir = RealDir.of(self.cache_dir)  # resolved once, for every entry read
         self.mode = CacheMode(mode)
         self.name = backend.name
@@ -255,19 +237,25 @@ class CachedBackend:
             self._count("backend_calls")
             return self.backend.complete(request)
         model = request.model or self.backend.model
-        key = request_key(self.backend.name, model, request)
-        path = entry_path(self.cache_dir, key)
-        cached = self._load(path, key)
+        # The key's text and the entry's expected end, the prompt encoded once for both.
+        texts = request_texts(self.backend.name, model, request)
+        if texts is None:
+            key, tail = request_key(self.backend.name, model, request), None
+        else:
+            key, tail = hashlib.sha256(texts[0]).hexdigest(), texts[1]
+        # A string, not a Path: building one costs more than reading a small entry.
+        name = os.path.join(self._dir_text, key[:2], f"{key}.json")
+        cached = self._load(name, key, tail)
         if cached is not None:
             self._count("hits")
-            _touch(path)  # marks the entry as used for prune --unused-since
+            _touch(name)  # marks the entry as used for prune --unused-since
             return cached
         self._count("misses")
         if self.mode is CacheMode.READ_ONLY:
             raise CacheMissError.for_request(self.backend.name, model, request, key, self.cache_dir)
         self._count("backend_calls")
         completion = self.backend.complete(request)
-        self._store(path, key, model, request, completion)
+        self._store(Path(name), key, model, request, completion)
         return completion
 
     def put(self, request: CompletionRequest, completion: Completion) -> None:
@@ -305,18 +293,19 @@ class CachedBackend:
                 "directory (memlab writes real directories and files only)"
             ) from None
 
-    def _load(self, path: Path, key: str) -> Completion | None:
-        """The entry for ``key``, or ``None`` when there is none (or it was set aside)."""
+    def _load(self, name: str | Path, key: str, tail: str | None = None) -> Completion | None:
+        """The entry for ``key`` (in the file ``name``), or ``None`` when there is none (or
+        it was set aside). ``name`` is made a ``Path`` only when something is wrong."""
         try:
             # Checks that the entry lies in a real shard directory of the cache (no link on
             # the way) before it opens it, so the path is checked once per hit.
             raw = read_bytes(
-                path, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
+                name, what="cache entry", max_bytes=MAX_CACHE_ENTRY_BYTES, inside=self._real_dir
             )
         except FileNotFoundError:
             return None
         except FileReadError as exc:  # a link, a FIFO, a device or a huge file in its place
-            path = self._inside(path)  # a link on the way: a CacheError saying what to fix
+            path = self._inside(Path(name))  # a link on the way: a CacheError saying what to fix
             if not path.is_dir() or path.is_symlink():
                 self._set_aside(path, exc.reason)
                 return None
@@ -325,12 +314,12 @@ class CachedBackend:
             ) from None
         except OSError as exc:  # a directory in its place, no permission, a file as parent
             raise CacheError(
-                f"cache entry {path} cannot be read ({io_reason(exc)}); remove or fix it, "
-                f"or check that {self.cache_dir} is a cache directory"
+                f"cache entry {Path(name)} cannot be read ({io_reason(exc)}); remove or fix "
+                f"it, or check that {self.cache_dir} is a cache directory"
             ) from None
-        problem, completion = _decode_entry(raw, key)
+        problem, completion = _decode_entry(raw, key, tail)
         if completion is None:
-            self._set_aside(self._inside(path), problem)
+            self._set_aside(self._inside(Path(name)), problem)
         return completion
 
     def _set_aside(self, path: Path, problem: str) -> None:
@@ -364,21 +353,14 @@ class CachedBackend:
         stored = completion.to_dict()
         stored.pop("cached", None)
         entry = {
-            "format": CACHE_FORMAT,
+            "format": _cache_text.CACHE_FORMAT,  # read where it is defined (tests change it)
             "key": key,
             "created_at": _utc_now_iso(),
-            "request": {
-                "backend": self.backend.name,
-                "model": model,
-                "mode": OutputMode(request.mode).value,
-                "params": request.params.as_dict(),
-                "schema_sha256": _schema_digest(request),
-                "messages": [{str(k): v for k, v in m.items()} for m in request.messages],
-            },
+            "request": request_summary(self.backend.name, model, request),
             "completion": stored,
         }
         entry = redact(entry, secret_values(self._secret_values))
-        text = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        text = entry_text(entry)
         path = self._inside(path)
         try:
             atomic_write_text(path, text, temp_prefix=_TEMP_PREFIX, temp_suffix=".json")
@@ -389,16 +371,38 @@ class CachedBackend:
             ) from None
 
 
-def _decode_entry(raw: bytes, key: str) -> tuple[str, Completion | None]:
-    """(problem, completion): the stored completion when the entry is sound and for ``key``."""
+def _decode_head(text: str, tail: str) -> Any:
+    """The entry ``text`` decoded without its request summary when it ends with ``tail``
+    (else ``None``, and the whole text is decoded). ``tail`` is valid JSON that cannot
+    start inside a string (it begins with a comma and a line break), so the entry is valid
+    JSON exactly when its head, closed with a brace, is a non-empty object."""
+    if not text.endswith(tail):
+        return None
     try:
-        data = loads_json(raw.decode("utf-8"))
+        head = loads_json(text[: len(text) - len(tail)] + "\n}")
+    except ValueError:
+        return None  # the full decode says what is wrong
+    return head if type(head) is dict and head else None
+
+
+def _decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, Completion | None]:
+    """(problem, completion): the stored completion when the entry is sound and for ``key``.
+
+    ``tail``: the request summary's text the entry should end with (see
+    :func:`~memlab.backends._cache_text.request_texts`); when it does, only the rest is
+    decoded."""
+    try:
+        text = raw.decode("utf-8")
+        data = _decode_head(text, tail) if tail is not None else None
+        if data is None:
+            data = loads_json(text)
     except UnicodeDecodeError as exc:
         return f"not UTF-8: invalid byte at offset {exc.start}", None
     except ValueError as exc:  # invalid JSON or too deep
         return f"not valid JSON: {str(exc)[:200]}", None
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-        return f"not a cache entry of format {CACHE_FORMAT}", None
+    expected = _cache_text.CACHE_FORMAT
+    if not isinstance(data, dict) or data.get("format") != expected:
+        return f"not a cache entry of format {expected}", None
     if data.get("key") != key:
         return "it holds the entry of another request (its key differs from its file name)", None
     stored = data.get("completion")

@@ -103,15 +103,33 @@ def utc_iso(dt: datetime) -> str:
     Raises:
         ValueError: ``dt`` is naive (has no timezone).
     """
+    exact = type(dt) is datetime and dt.tzinfo is UTC
+    if exact:
+        # One update stamps the same virtual moment several times (its start, the merge,
+        # the store, the record): strftime once per moment.
+        known = _iso_texts.get(dt)
+        if known is not None:
+            return known
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError(
             f"utc_iso needs a timezone-aware datetime, got naive {dt!r}; "
             "use datetime.now(UTC) or dt.replace(tzinfo=UTC)."
         )
-    dt = dt.astimezone(UTC)
-    if dt.microsecond:
-        return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = dt.astimezone(UTC)
+    if moment.microsecond:
+        text = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    else:
+        text = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if exact:
+        if len(_iso_texts) >= _ISO_TEXTS_MAX:
+            _iso_texts.clear()
+        _iso_texts[dt] = text
+    return text
+
+
+# Texts of recent UTC moments (exact datetimes in UTC only, so equal keys give equal texts).
+_iso_texts: dict[datetime, str] = {}
+_ISO_TEXTS_MAX = 4096
 
 
 def parse_utc(value: object) -> datetime | None:

@@ -138,6 +138,14 @@ def contained(
         FileReadError: The path leaves ``root`` or passes through a symbolic link (the
             message says ``cannot <action> <what>``).
     """
+    return Path(_contained(path, root, what, action))
+
+
+def _contained(
+    path: str | os.PathLike[str], root: str | os.PathLike[str], what: str, action: str
+) -> str:
+    """:func:`contained` as a string (building a ``Path`` costs more than the check, for
+    every cache entry a replay reads)."""
     # String operations: a cached replay checks two paths per cache entry it reads.
     try:
         if isinstance(root, RealDir):
@@ -154,7 +162,7 @@ def contained(
     if relative is None:
         raise FileReadError(path, what, f"it lies outside {base}", action)
     if not relative:
-        return Path(base)
+        return base
     current = base
     for part in relative.split(os.sep):
         current = os.path.join(current, part)
@@ -171,7 +179,7 @@ def contained(
                 f"{current} is a symbolic link; memlab does not follow links inside {base}",
                 action,
             )
-    return Path(base, relative)
+    return os.path.join(base, relative)
 
 
 def _below(target: str, anchor: str) -> str | None:
@@ -210,7 +218,24 @@ def open_regular(
         FileReadError: Not a regular file, too large, or outside ``inside``.
         OSError: The file is missing or cannot be opened (``FileNotFoundError``, ...).
     """
-    target = contained(path, inside, what, "read") if inside is not None else Path(path)
+    fd, _size = _open_checked(path, what, max_bytes, inside)
+    try:
+        handle: BufferedReader = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return handle
+
+
+def _open_checked(
+    path: str | os.PathLike[str],
+    what: str,
+    max_bytes: int | None,
+    inside: str | os.PathLike[str] | None,
+) -> tuple[int, int]:
+    """(blocking file descriptor, size) of a regular file, checked as :func:`open_regular`
+    says; the caller closes the descriptor."""
+    target = _contained(path, inside, what, "read") if inside is not None else path
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if inside is not None:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -236,11 +261,10 @@ def open_regular(
                 "(is this the right file?)",
             )
         os.set_blocking(fd, True)
-        handle: BufferedReader = os.fdopen(fd, "rb")
-        return handle
     except BaseException:
         os.close(fd)
         raise
+    return fd, info.st_size
 
 
 def read_bytes(
@@ -257,14 +281,25 @@ def read_bytes(
             read), or outside ``inside``.
         OSError: The file is missing or cannot be opened.
     """
-    with open_regular(path, what=what, max_bytes=max_bytes, inside=inside) as handle:
+    # Straight from the descriptor (no buffered reader: a replay reads a file per update).
+    fd, size = _open_checked(path, what, max_bytes, inside)
+    try:
         # Ask for the file's size plus one byte, not for max_bytes + 1: a read allocates what
-        # it is asked for (64 MiB per cache entry of a replay). A file that grew meanwhile is
+        # it is asked for (64 MiB per cache entry of a replay). A short read (a file that
+        # shrank, or a file system that returns less) and a file that grew meanwhile are
         # read on, up to the bound.
-        size = os.fstat(handle.fileno()).st_size
-        data = handle.read(min(size, max_bytes) + 1)
-        if size < len(data) <= max_bytes:
-            data += handle.read(max_bytes + 1 - len(data))
+        chunks: list[bytes] = []
+        wanted = min(size, max_bytes) + 1
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, wanted - total if total < wanted else max_bytes + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise FileReadError(path, what, f"it grew past {max_bytes} bytes while it was read")
     return data

@@ -197,6 +197,7 @@ def _fact_lines(facts: Any, rank: FactRank) -> list[tuple[Mapping[str, Any], str
     if not isinstance(facts, list):
         return []
     rows: list[tuple[float, Mapping[str, Any], str]] = []
+    default_rank = rank is by_confidence  # the score is the confidence computed here
     for fact in facts:
         if type(fact) is not dict and not isinstance(fact, Mapping):  # ABC checks are slow
             continue
@@ -206,7 +207,8 @@ def _fact_lines(facts: Any, rank: FactRank) -> list[tuple[Mapping[str, Any], str
         category = str(fact.get("category") or "context").strip() or "context"
         confidence = _confidence(fact.get("confidence"))
         text = " ".join(content.split())
-        rows.append((rank(fact), fact, f"- [{category} | {confidence:.2f}] {text}"))
+        score = confidence if default_rank else rank(fact)
+        rows.append((score, fact, f"- [{category} | {confidence:.2f}] {text}"))
     rows.sort(key=lambda row: row[0], reverse=True)
     return [(fact, line) for _, fact, line in rows]
 

@@ -352,12 +352,13 @@ class MemoryUpdater:
             # The store kept applied.memory; the result gets copies, never references into it.
             result.applied = _detached(result.applied, saved)
         result.facts_after = len(saved.get("facts", []))
-        logger.info(
-            "memory updated for thread %s: %d facts (%s)",
-            thread_id,
-            result.facts_after,
-            result.applied.counts() if result.applied else {},
-        )
+        if logger.isEnabledFor(logging.INFO):  # the counts are built for the message only
+            logger.info(
+                "memory updated for thread %s: %d facts (%s)",
+                thread_id,
+                result.facts_after,
+                result.applied.counts() if result.applied else {},
+            )
 
     @staticmethod
     def _fail(result: UpdateResult, stage: str, message: str) -> None:
@@ -425,6 +426,8 @@ def _detached(applied: ApplyResult, saved: MemoryDocument) -> ApplyResult:
 def _copied(value: Any) -> Any:
     """A deep copy of one bookkeeping list: plain JSON (the facts a merge touched, every
     update) through the JSON copier, anything else (tuples, other types) by ``copy.deepcopy``."""
+    if type(value) is list and not value:
+        return []  # most of an update's lists are empty
     plain, _ = scan_json(value)
     return copy_json(value) if plain else copy.deepcopy(value)
 
