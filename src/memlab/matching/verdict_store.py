@@ -128,8 +128,11 @@ def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
         and _STR.issuperset(map(type, reason))
     ):
         raise ValueError("a verdict row is not (text, text, score, matched, reason)")
-    results = map(MatchResult, map(float, score), matched, reason)
-    return dict(zip(zip(stored, gold, strict=True), results, strict=True))
+    # One (frozen) result per distinct verdict: a few hundred objects for tens of thousands
+    # of rows, so reading the file leaves little for the garbage collector to walk.
+    verdicts = list(zip(score, matched, reason, strict=True))
+    shared = {v: MatchResult(float(v[0]), v[1], v[2]) for v in set(verdicts)}
+    return dict(zip(zip(stored, gold, strict=True), map(shared.__getitem__, verdicts), strict=True))
 
 
 # The exact types json.loads gives (a bool is a number too, as isinstance(True, int) says).
