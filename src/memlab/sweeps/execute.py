@@ -12,15 +12,20 @@ A finished replay's record goes to ``lanes/<lane>/owners/<user>.json`` atomicall
 the thread that ran it, or by this process when a remote result comes back (with the cache
 entries and the store file the worker could not write). :func:`lane_status` sums the outcomes
 per lane for the run's manifest.
+
+The outcomes are handed to an optional ``consume`` callback in the plan's order, each as soon
+as it and every replay before it are done: the sweep scores a replay then, from the replay in
+memory when this process ran it (:attr:`Outcome.replay`), instead of reading its record back
+after the last replay.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +33,7 @@ from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
 from memlab.core.jsontext import canonical_hash
-from memlab.core.redact import redact_text, redacted_json
+from memlab.core.redact import REDACTED, redact_text, redacted_json
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
@@ -60,7 +65,12 @@ records of an older layout are replayed, not reused."""
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one replay: reused or replayed (and why), complete or not."""
+    """What became of one replay: reused or replayed (and why), complete or not.
+
+    ``replay`` is the replay itself while it waits to be consumed, when this process wrote its
+    record and the record needed no redaction (so the record reads back as this replay);
+    otherwise ``None``, and the record on disk is what counts.
+    """
 
     lane_id: str
     user_id: str
@@ -69,6 +79,7 @@ class Outcome:
     reason: str
     complete: bool
     error: str = ""
+    replay: OwnerReplay | None = field(default=None, compare=False, repr=False)
 
 
 def _owner_sha(owner: Owner) -> str:
@@ -166,7 +177,9 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
     atomic_write_text(path, text, durable=False)
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
     message = redact_text(error)[:300]
-    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message)
+    # Redaction always writes REDACTED: without it, the record on disk says what ``replay`` does.
+    kept = replay if REDACTED not in text else None
+    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message, kept)
 
 
 def _write_failure(plan: SweepPlan, job: _Job, error: str) -> Outcome:
@@ -224,16 +237,46 @@ def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
     return tqdm(total=total, desc=f"sweep {plan.name}", unit="replay", disable=not progress)
 
 
+class _InOrder:
+    """The outcomes of a plan's jobs, handed to ``consume`` in the plan's order as soon as
+    each and every one before it are done; a consumed outcome no longer holds its replay."""
+
+    def __init__(self, jobs: int, consume: Callable[[Outcome], None] | None) -> None:
+        self.outcomes: list[Outcome | None] = [None] * jobs
+        self._consume = consume
+        self._next = 0
+
+    def put(self, index: int, outcome: Outcome) -> None:
+        self.outcomes[index] = outcome
+        while self._next < len(self.outcomes):
+            done = self.outcomes[self._next]
+            if done is None:
+                break
+            if self._consume is not None:
+                self._consume(done)
+            if done.replay is not None:
+                self.outcomes[self._next] = replace(done, replay=None)
+            self._next += 1
+
+    def done(self) -> list[Outcome]:
+        return [outcome for outcome in self.outcomes if outcome is not None]
+
+
 def execute(
-    plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
+    plan: SweepPlan,
+    executor: SweepExecutor | None,
+    max_workers: int,
+    progress: bool,
+    consume: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`)."""
+    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`);
+    hand each outcome to ``consume`` in the plan's order (see the module docstring)."""
     if isinstance(executor, str | DaskSpec):
         spec = parse_executor(executor) if isinstance(executor, str) else executor
         with dask_client(spec) as client:
-            return _execute_remote(plan, client, progress)
+            return _execute_remote(plan, client, progress, consume)
     if is_dask_client(executor):
-        return _execute_remote(plan, executor, progress)
+        return _execute_remote(plan, executor, progress, consume)
     if executor is not None and not isinstance(executor, Executor):
         raise ExecutorError(
             f"executor must be a concurrent.futures.Executor, a distributed.Client or a "
@@ -242,7 +285,7 @@ def execute(
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     jobs = plan.jobs()
-    outcomes: list[Outcome | None] = [None] * len(jobs)
+    outcomes = _InOrder(len(jobs), consume)
     finished = False
     try:
         futures: dict[Future[Outcome], int] = {
@@ -250,7 +293,7 @@ def execute(
         }
         with _progress_bar(plan, len(futures), progress) as bar:
             for future in as_completed(futures):
-                outcomes[futures[future]] = future.result()
+                outcomes.put(futures[future], future.result())
                 bar.update(1)
         finished = True
     finally:
@@ -258,13 +301,15 @@ def execute(
             # Interrupted (Ctrl-C): drop queued replays and do not wait for running ones,
             # which may be waiting on a server; each writes its record atomically or not.
             pool.shutdown(wait=finished, cancel_futures=True)
-    return [outcome for outcome in outcomes if outcome is not None]
+    return outcomes.done()
 
 
-def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcome]:
+def _execute_remote(
+    plan: SweepPlan, client: Any, progress: bool, consume: Callable[[Outcome], None] | None
+) -> list[Outcome]:
     """Run the replays on a Dask cluster; write their records here as they come back."""
     jobs = plan.jobs()
-    outcomes: list[Outcome | None] = [None] * len(jobs)
+    outcomes = _InOrder(len(jobs), consume)
     with (
         DaskPool(client, plan.backends, plan.replay_mode) as pool,
         _progress_bar(plan, len(jobs), progress) as bar,
@@ -273,7 +318,7 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcom
         for index, (lane, owner, sample) in enumerate(jobs):
             job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
             if isinstance(job, Outcome):
-                outcomes[index] = job
+                outcomes.put(index, job)
                 bar.update(1)
             else:
                 pending.append((index, job))
@@ -285,9 +330,9 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcom
         for future, results in pool.completed(submitted):
             batch = submitted.pop(future)  # dropped: the workers free the result
             for (index, job), result in zip(batch, results, strict=True):
-                outcomes[index] = _finish_remote(plan, job, result)
+                outcomes.put(index, _finish_remote(plan, job, result))
                 bar.update(1)
-    return [outcome for outcome in outcomes if outcome is not None]
+    return outcomes.done()
 
 
 def lane_status(plan: SweepPlan, outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
