@@ -14,14 +14,15 @@ entries and the store file the worker could not write). :func:`lane_status` sums
 per lane for the run's manifest.
 
 The outcomes are handed to an optional ``consume`` callback in the plan's order, each as soon
-as it and every replay before it are done: the sweep scores a replay then, from the replay in
-memory when this process ran it (:attr:`Outcome.replay`), instead of reading its record back
-after the last replay.
+as it and every replay before it are done, by the worker thread that finished it (or by this
+process for a remote replay): the sweep scores a replay then, from the replay in memory
+(:attr:`Outcome.replay`), instead of reading its record back after the last replay.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
@@ -238,28 +239,60 @@ def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
 
 
 class _InOrder:
-    """The outcomes of a plan's jobs, handed to ``consume`` in the plan's order as soon as
-    each and every one before it are done; a consumed outcome no longer holds its replay."""
+    """Hands the outcomes of a plan's jobs to ``consume`` in the plan's order, each as soon as
+    it and every one before it are done; a consumed outcome is not kept.
+
+    :meth:`put` is called by whichever thread finished a job (a pool's worker, so that the
+    process does not gain a thread competing for the interpreter). One thread consumes at a
+    time: a thread that finds another consuming leaves its outcome for it.
+    """
 
     def __init__(self, jobs: int, consume: Callable[[Outcome], None] | None) -> None:
-        self.outcomes: list[Outcome | None] = [None] * jobs
+        self._waiting: list[Outcome | None] = [None] * jobs
         self._consume = consume
         self._next = 0
+        self._consuming = False
+        self._lock = threading.Lock()
 
-    def put(self, index: int, outcome: Outcome) -> None:
-        self.outcomes[index] = outcome
-        while self._next < len(self.outcomes):
-            done = self.outcomes[self._next]
-            if done is None:
-                break
-            if self._consume is not None:
+    def put(self, index: int, outcome: Outcome) -> Outcome:
+        """Consume what is due; return ``outcome`` without its replay."""
+        if self._consume is None:
+            return _without_replay(outcome)
+        with self._lock:
+            self._waiting[index] = outcome
+            if self._consuming:
+                return _without_replay(outcome)
+            self._consuming = True
+        try:
+            while (done := self._due()) is not None:
                 self._consume(done)
-            if done.replay is not None:
-                self.outcomes[self._next] = replace(done, replay=None)
-            self._next += 1
+        except BaseException:
+            with self._lock:
+                self._consuming = False
+            raise
+        return _without_replay(outcome)
 
-    def done(self) -> list[Outcome]:
-        return [outcome for outcome in self.outcomes if outcome is not None]
+    def _due(self) -> Outcome | None:
+        """The next outcome in the plan's order if it is done (taken from the queue); else
+        ``None``, and this thread stops consuming (under the lock ``put`` takes)."""
+        with self._lock:
+            if self._next == len(self._waiting) or self._waiting[self._next] is None:
+                self._consuming = False
+                return None
+            done, self._waiting[self._next] = self._waiting[self._next], None
+            self._next += 1
+            return done
+
+
+def _without_replay(outcome: Outcome) -> Outcome:
+    return outcome if outcome.replay is None else replace(outcome, replay=None)
+
+
+def _replay_in_order(
+    plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int, index: int, queue: _InOrder
+) -> Outcome:
+    """:func:`_replay_task`, then its outcome handed to ``queue`` (in the worker's thread)."""
+    return queue.put(index, _replay_task(plan, lane, owner, sample))
 
 
 def execute(
@@ -285,15 +318,17 @@ def execute(
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     jobs = plan.jobs()
-    outcomes = _InOrder(len(jobs), consume)
+    queue = _InOrder(len(jobs), consume)
+    outcomes: list[Outcome | None] = [None] * len(jobs)
     finished = False
     try:
         futures: dict[Future[Outcome], int] = {
-            pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
+            pool.submit(_replay_in_order, plan, *job, index, queue): index
+            for index, job in enumerate(jobs)
         }
         with _progress_bar(plan, len(futures), progress) as bar:
             for future in as_completed(futures):
-                outcomes.put(futures[future], future.result())
+                outcomes[futures[future]] = future.result()
                 bar.update(1)
         finished = True
     finally:
@@ -301,7 +336,7 @@ def execute(
             # Interrupted (Ctrl-C): drop queued replays and do not wait for running ones,
             # which may be waiting on a server; each writes its record atomically or not.
             pool.shutdown(wait=finished, cancel_futures=True)
-    return outcomes.done()
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 def _execute_remote(
@@ -309,7 +344,8 @@ def _execute_remote(
 ) -> list[Outcome]:
     """Run the replays on a Dask cluster; write their records here as they come back."""
     jobs = plan.jobs()
-    outcomes = _InOrder(len(jobs), consume)
+    queue = _InOrder(len(jobs), consume)
+    outcomes: list[Outcome | None] = [None] * len(jobs)
     with (
         DaskPool(client, plan.backends, plan.replay_mode) as pool,
         _progress_bar(plan, len(jobs), progress) as bar,
@@ -318,7 +354,7 @@ def _execute_remote(
         for index, (lane, owner, sample) in enumerate(jobs):
             job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
             if isinstance(job, Outcome):
-                outcomes.put(index, job)
+                outcomes[index] = queue.put(index, job)
                 bar.update(1)
             else:
                 pending.append((index, job))
@@ -330,9 +366,9 @@ def _execute_remote(
         for future, results in pool.completed(submitted):
             batch = submitted.pop(future)  # dropped: the workers free the result
             for (index, job), result in zip(batch, results, strict=True):
-                outcomes.put(index, _finish_remote(plan, job, result))
+                outcomes[index] = queue.put(index, _finish_remote(plan, job, result))
                 bar.update(1)
-    return outcomes.done()
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 def lane_status(plan: SweepPlan, outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
