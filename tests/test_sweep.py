@@ -195,6 +195,30 @@ def test_run_directory_round_trip_and_resume(dataset: Path, tmp_path: Path) -> N
     assert backend_again.call_count == 0
 
 
+def test_rows_scored_from_the_replays_in_memory_equal_rows_scored_from_their_records(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlab.sweeps import driver
+
+    read: list[Path] = []
+    real_read = driver.read_record
+
+    def spy(path: Path, root: Path) -> dict[str, Any] | None:
+        read.append(path)
+        return real_read(path, root)
+
+    monkeypatch.setattr(driver, "read_record", spy)
+    grid = {"axes": {"fact_confidence_threshold": [0.7, 0.9]}}
+    run, _ = run_grid(dataset, tmp_path, **grid)
+    assert read == []  # every replay was scored as it finished, from memory
+    tables = {name: (run.path / name).read_bytes() for name in ("calls.jsonl", "sessions.jsonl")}
+    assert tables["sessions.jsonl"].count(b"\n") == 14  # (3 + 4 sessions) x 2 lanes
+    # Rerun: every record is reused, so every replay is scored from its record on disk.
+    again, backend = run_grid(dataset, tmp_path, **grid)
+    assert backend.call_count == 0 and len(read) == 4  # 2 lanes x 2 owners
+    assert {name: (again.path / name).read_bytes() for name in tables} == tables
+
+
 def test_resume_replays_again_when_data_or_replay_mode_changed(
     dataset: Path, tmp_path: Path
 ) -> None:

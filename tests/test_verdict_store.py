@@ -54,11 +54,59 @@ def _saved_one(cache: Path) -> tuple[Path, dict[str, Any]]:
 
 def test_a_read_verdict_is_used_instead_of_deciding_again(tmp_path: Path) -> None:
     path, data = _saved_one(tmp_path)
-    data["verdicts"][0][4] = "planted"
+    data["reason"][0] = "planted"
     path.write_text(json.dumps(data), encoding="utf-8")
     reader = _fresh()
     load_verdicts(reader, tmp_path)
     assert reader.match(*PAIRS[0]).reason == "planted"
+
+
+def test_verdicts_are_saved_as_five_columns_and_rows_of_format_1_are_still_read(
+    tmp_path: Path,
+) -> None:
+    matcher = _fresh()
+    decided = {pair: matcher.match(*pair) for pair in PAIRS}
+    save_verdicts(matcher, tmp_path)
+    path = verdicts_path(matcher, tmp_path)
+    assert path is not None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    columns = {name: data.pop(name) for name in ("stored", "gold", "score", "matched", "reason")}
+    assert data == {"format": 2, "code": verdict_store._code_digest(), "matcher": matcher.name}
+    assert columns == {
+        "stored": [s for s, _ in PAIRS],
+        "gold": [g for _, g in PAIRS],
+        "score": [decided[p].score for p in PAIRS],
+        "matched": [decided[p].matched for p in PAIRS],
+        "reason": [decided[p].reason for p in PAIRS],
+    }
+    rows = [[s, g, r.score, r.matched, r.reason] for (s, g), r in decided.items()]
+    rows[1][4] = "read from format 1"
+    old = {"format": 1, "code": data["code"], "matcher": matcher.name, "verdicts": rows}
+    path.write_text(json.dumps(old), encoding="utf-8")
+    reader = _fresh()
+    assert load_verdicts(reader, tmp_path) == 2
+    assert reader.match(*PAIRS[0]) == decided[PAIRS[0]]
+    assert reader.match(*PAIRS[1]).reason == "read from format 1"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"gold": ["one", "two"]},  # columns of different lengths
+        {"score": "1"},  # a column that is not a list
+        {"matched": [1]},  # matched is not a bool
+        {"stored": [["nested"]]},  # a text that is not a string
+    ],
+)
+def test_a_verdicts_file_with_a_bad_column_is_ignored(
+    tmp_path: Path, change: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    path, data = _saved_one(tmp_path)
+    path.write_text(json.dumps({**data, **change}), encoding="utf-8")
+    reader = _fresh()
+    assert load_verdicts(reader, tmp_path) == 0
+    assert reader.decided() == {}
+    assert "ignoring the saved matcher verdicts" in caplog.text
 
 
 def test_verdicts_of_other_code_or_broken_files_are_ignored(
@@ -67,7 +115,7 @@ def test_verdicts_of_other_code_or_broken_files_are_ignored(
     path, data = _saved_one(tmp_path)
     path.write_text(json.dumps({**data, "code": "0" * 64}), encoding="utf-8")
     assert load_verdicts(_fresh(), tmp_path) == 0
-    for broken in ("{", json.dumps({**data, "verdicts": [["a", "b", "x", True, ""]]})):
+    for broken in ("{", json.dumps({**data, "score": ["x"]})):
         path.write_text(broken, encoding="utf-8")
         assert load_verdicts(_fresh(), tmp_path) == 0
     assert "ignoring the saved matcher verdicts" in caplog.text

@@ -7,9 +7,15 @@ process) reads them instead of deciding every (stored, gold) pair again.
 
 One file per matcher configuration; it records a digest of the matching code, the word lists
 and the versions of the packages the reading uses, and is ignored (then replaced) when any of
-them changed. The response cache's tools (``memlab cache stats|prune``) read only the cache's
-two-letter shard directories, so they leave these files alone. A file that cannot be read is
-ignored: it is a cache.
+them changed. Format 2 keeps the verdicts as five columns (``stored``, ``gold``, ``score``,
+``matched``, ``reason``): reading tens of thousands of rows as lists of five left the garbage
+collector a full pass over the process's objects to do. Files of format 1 (one
+``[stored, gold, score, matched, reason]`` row per verdict, under ``verdicts``) are still
+read; an older memlab ignores a format 2 file and replaces it.
+
+The response cache's tools (``memlab cache stats|prune``) read only the cache's two-letter
+shard directories, so they leave these files alone. A file that cannot be read is ignored: it
+is a cache.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ __all__ = ["VERDICTS_DIR", "load_verdicts", "save_verdicts", "verdicts_path"]
 logger = logging.getLogger(__name__)
 
 VERDICTS_DIR = "verdicts"
-_FORMAT = 1
+_FORMAT = 2
+_COLUMNS = ("stored", "gold", "score", "matched", "reason")
 _PACKAGES = ("simplemma", "snowballstemmer", "wordllama")  # the fact reader's and embeddings'
 
 
@@ -93,8 +100,14 @@ def save_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
         return 0
     assert isinstance(matcher, DefaultMatcher)
     decided = matcher.decided()
-    rows = [[s, g, r.score, r.matched, r.reason] for (s, g), r in decided.items()]
-    data = {"format": _FORMAT, "code": _code_digest(), "matcher": matcher.name, "verdicts": rows}
+    rows = [(s, g, r.score, r.matched, r.reason) for (s, g), r in decided.items()]
+    columns = zip(*rows, strict=True) if rows else ((),) * len(_COLUMNS)
+    data = {
+        "format": _FORMAT,
+        "code": _code_digest(),
+        "matcher": matcher.name,
+        **{name: list(column) for name, column in zip(_COLUMNS, columns, strict=True)},
+    }
     try:
         atomic_write_text(path, json.dumps(data, ensure_ascii=False))
     except OSError as exc:
@@ -106,20 +119,23 @@ def save_verdicts(matcher: FactMatcher, cache_dir: str | Path) -> int:
 def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
     """The verdicts of a decoded file, or None when another matcher code saved them.
 
-    Every row is checked to be ``[text, text, number, bool, text]`` (so nothing nested is
+    Every verdict is checked to be (text, text, number, bool, text) (so nothing nested is
     kept, whatever the file holds), a column at a time: the file holds tens of thousands of
-    rows and a replay reads it at the start of every sweep.
+    verdicts and a replay reads it at the start of every sweep.
     """
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (1, _FORMAT):
         raise ValueError("not a verdicts file of this format")
     if data.get("code") != _code_digest():
         return None
-    rows = data.get("verdicts")
-    if type(rows) is not list or not _LIST.issuperset(map(type, rows)):
-        raise ValueError("the verdicts are not a list of rows")
-    if not _FIVE.issuperset(map(len, rows)):
-        raise ValueError("a verdict row is not (text, text, score, matched, reason)")
-    stored, gold, score, matched, reason = zip(*rows, strict=True) if rows else ((),) * 5
+    if data["format"] == 1:
+        stored, gold, score, matched, reason = _row_columns(data.get("verdicts"))
+    else:
+        columns: list[Any] = [data.get(name) for name in _COLUMNS]
+        if not all(type(column) is list for column in columns):
+            raise ValueError("the verdicts are not five lists")
+        if len(set(map(len, columns))) != 1:
+            raise ValueError("the verdicts' columns differ in length")
+        stored, gold, score, matched, reason = columns
     if not (
         _STR.issuperset(map(type, stored))
         and _STR.issuperset(map(type, gold))
@@ -128,8 +144,20 @@ def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
         and _STR.issuperset(map(type, reason))
     ):
         raise ValueError("a verdict row is not (text, text, score, matched, reason)")
-    results = map(MatchResult, map(float, score), matched, reason)
-    return dict(zip(zip(stored, gold, strict=True), results, strict=True))
+    # One (frozen) result per distinct verdict: a few hundred objects for tens of thousands
+    # of rows, so reading the file leaves little for the garbage collector to walk.
+    verdicts = list(zip(score, matched, reason, strict=True))
+    shared = {v: MatchResult(float(v[0]), v[1], v[2]) for v in set(verdicts)}
+    return dict(zip(zip(stored, gold, strict=True), map(shared.__getitem__, verdicts), strict=True))
+
+
+def _row_columns(rows: Any) -> tuple[Any, ...]:
+    """The five columns of format 1's rows (each ``[stored, gold, score, matched, reason]``)."""
+    if type(rows) is not list or not _LIST.issuperset(map(type, rows)):
+        raise ValueError("the verdicts are not a list of rows")
+    if not _FIVE.issuperset(map(len, rows)):
+        raise ValueError("a verdict row is not (text, text, score, matched, reason)")
+    return tuple(zip(*rows, strict=True)) if rows else ((),) * 5
 
 
 # The exact types json.loads gives (a bool is a number too, as isinstance(True, int) says).

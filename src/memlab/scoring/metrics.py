@@ -169,10 +169,11 @@ def _owner_verdicts(covers: Callable[[str, str], bool]) -> Callable[[str, str], 
 
     def remembered(stored: str, gold: str) -> bool:
         key = (stored, gold)
-        verdict = verdicts.get(key)
-        if verdict is None:
+        try:  # a subscript costs less than .get() on the ~95% of questions already answered
+            return verdicts[key]
+        except KeyError:
             verdict = verdicts[key] = bool(covers(stored, gold))
-        return verdict
+            return verdict
 
     return remembered
 
@@ -209,15 +210,34 @@ def _state_row(
     gold, retracted = so_far.gold, so_far.retracted
     stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
     active = so_far.active()
+    # Plain loops that stop at the first covering fact, as the questions are asked in the
+    # same order and no further (the matcher sees the same pairs).
     covered: set[str] = set()
     covering: set[str] = set()  # stored facts found to cover an active gold fact
     for gid, text in active.items():
-        first = next((s for s in stored if covers(s, text)), None)
-        if first is not None:
-            covered.add(gid)
-            covering.add(first)
-    precise = sum(1 for s in stored if s in covering or any(covers(s, t) for t in active.values()))
-    held = sum(1 for gid in retracted if gid in gold and any(covers(s, gold[gid]) for s in stored))
+        for s in stored:
+            if covers(s, text):
+                covered.add(gid)
+                covering.add(s)
+                break
+    texts = list(active.values())
+    precise = 0
+    for s in stored:
+        if s in covering:
+            precise += 1
+            continue
+        for t in texts:
+            if covers(s, t):
+                precise += 1
+                break
+    held = 0
+    for gid in retracted:
+        if gid in gold:
+            text = gold[gid]
+            for s in stored:
+                if covers(s, text):
+                    held += 1
+                    break
     bad = sum(1 for s in stored if any(f and f in s.casefold() for f in so_far.forbidden))
     dups = count_duplicates(stored)
     return {

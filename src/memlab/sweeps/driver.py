@@ -13,14 +13,14 @@ A sweep has three steps:
    process when a remote result arrives) with a fingerprint of everything the replay depended
    on. A resumed sweep reuses a record only when its fingerprint is unchanged and the replay
    had no backend errors; otherwise it replays and says why ("prompt text changed").
-3. **collect**: metrics from the records, then ``manifest.json`` last, which lists the lanes
-   of this sweep and the row counts and hashes of the tables; :func:`memlab.sweeps.run.load_run`
-   refuses a run whose files disagree with it.
+3. **collect**: metrics of every replay (scored as soon as it and the replays before it are
+   done, from the replay in memory or its record), then ``manifest.json`` last, which lists
+   the lanes of this sweep and the row counts and hashes of the tables;
+   :func:`memlab.sweeps.run.load_run` refuses a run whose files disagree with it.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import platform
@@ -41,6 +41,7 @@ from memlab.backends.registry import environment_packages, is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
+from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.matching.default_matcher import DefaultMatcher
@@ -53,7 +54,7 @@ from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
 from memlab.sweeps.grid import ForkSpec, Grid
 from memlab.sweeps.lane_backends import BackendFactory
-from memlab.sweeps.plan import PromptSource, SweepPlan, plan_sweep
+from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
 from memlab.sweeps.qa_step import add_qa
 from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
@@ -70,6 +71,8 @@ from memlab.sweeps.run import (
 )
 
 __all__ = ["IncompleteSweepError", "sweep"]
+
+Row = dict[str, Any]
 
 logger = logging.getLogger(__name__)
 
@@ -177,11 +180,12 @@ def sweep(
     )
     _warn_simulated_prompts(plan)
     _prepare_run_dir(plan, Path(runs_dir), resume)
-    outcomes = execute(plan, executor, max_workers, progress)
     matcher = matcher if matcher is not None else default_matcher()
     keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
     known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
-    run = _collect(plan, outcomes, matcher, embedding_duplicates, started)
+    rows = _Rows(plan, matcher, embedding_duplicates)
+    outcomes = execute(plan, executor, max_workers, progress, rows.add)
+    run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
     if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
         _save_new_verdicts(matcher, cache_dir, known)
     if not allow_incomplete:
@@ -265,43 +269,76 @@ def _dataset_digest(path: Path) -> str | None:
         return None
 
 
-def _score(
-    plan: SweepPlan,
-    matcher: FactMatcher,
-    embedding_duplicates: EmbeddingDuplicates | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Call rows and scored session rows of every (lane, owner) record of the plan."""
-    calls: list[dict[str, Any]] = []
-    sessions: list[dict[str, Any]] = []
-    # With repeated samples, rows say which sample they belong to (averaged per owner later).
-    repeated = plan.samples > 1
-    for lane in plan.lanes:
-        for owner, sample in itertools.product(plan.owners, range(plan.samples)):
-            record = read_record(plan.record_path(lane, owner, sample), plan.run_path) or {}
+class _Rows:
+    """Call rows and scored session rows of every (lane, owner, sample) replay of a plan.
+
+    :meth:`add` scores a finished replay (in the plan's order, so the matcher is asked the
+    same pairs in the same order however the replays finish); :meth:`tables` reads the record
+    of any replay not added and returns the rows in the plan's order.
+    """
+
+    def __init__(
+        self,
+        plan: SweepPlan,
+        matcher: FactMatcher,
+        embedding_duplicates: EmbeddingDuplicates | None,
+    ) -> None:
+        self.plan = plan
+        self.matcher = matcher
+        self.embedding_duplicates = embedding_duplicates
+        self._lanes = {lane.lane_id: lane for lane in plan.lanes}
+        self._owners = {owner.user_id: owner for owner in plan.owners}
+        self._scored: dict[tuple[str, str, int], tuple[list[Row], list[Row]]] = {}
+
+    def add(self, outcome: Outcome) -> None:
+        """Score one finished replay: the replay in memory, else its record."""
+        lane, owner = self._lanes[outcome.lane_id], self._owners[outcome.user_id]
+        key = (lane.lane_id, owner.user_id, outcome.sample)
+        self._scored[key] = self._score(lane, owner, outcome.sample, outcome.replay)
+
+    def tables(self) -> tuple[list[Row], list[Row]]:
+        """Every replay's call rows and session rows, in lane, owner, sample order."""
+        calls: list[Row] = []
+        sessions: list[Row] = []
+        for lane, owner, sample in self.plan.jobs():
+            found = self._scored.pop((lane.lane_id, owner.user_id, sample), None)
+            replay_calls, replay_sessions = found or self._score(lane, owner, sample, None)
+            calls.extend(replay_calls)
+            sessions.extend(replay_sessions)
+        return calls, sessions
+
+    def _score(
+        self, lane: ResolvedLane, owner: Owner, sample: int, replay: OwnerReplay | None
+    ) -> tuple[list[Row], list[Row]]:
+        if replay is None:
+            path = self.plan.record_path(lane, owner, sample)
+            record = read_record(path, self.plan.run_path) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
-            tag = {"sample": sample} if repeated else {}
-            calls.extend(
-                {**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls
-            )
-            if len(replay.snapshots) != len(owner.sessions):
-                continue  # a replay that broke off (recorded as unfinished): nothing to score
-            rows = replay_rows(
-                owner, vars(replay), matcher=matcher, embedding_duplicates=embedding_duplicates
-            )
-            sessions.extend({"lane_id": lane.lane_id, **row, **tag} for row in rows)
-    return calls, sessions
+        # With repeated samples, rows say which sample they belong to (averaged per owner later).
+        tag = {"sample": sample} if self.plan.samples > 1 else {}
+        calls = [{**flatten_call(c, lane.lane_id, owner.user_id), **tag} for c in replay.calls]
+        if len(replay.snapshots) != len(owner.sessions):
+            return calls, []  # a replay that broke off (recorded as unfinished): nothing to score
+        rows = replay_rows(
+            owner,
+            vars(replay),
+            matcher=self.matcher,
+            embedding_duplicates=self.embedding_duplicates,
+        )
+        return calls, [{"lane_id": lane.lane_id, **row, **tag} for row in rows]
 
 
 def _collect(
     plan: SweepPlan,
     outcomes: Sequence[Outcome],
+    rows: _Rows,
     matcher: FactMatcher,
     embedding_duplicates: EmbeddingDuplicates | None,
     started: datetime,
 ) -> Run:
     """Write the run's tables, environment, summary and (last) manifest."""
-    calls, sessions = _score(plan, matcher, embedding_duplicates)
+    calls, sessions = rows.tables()
     calls = typed_rows(CallRow, calls, "calls")
     sessions = typed_rows(SessionRow, sessions, "sessions")
     run_path = plan.run_path

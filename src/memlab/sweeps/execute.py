@@ -12,15 +12,21 @@ A finished replay's record goes to ``lanes/<lane>/owners/<user>.json`` atomicall
 the thread that ran it, or by this process when a remote result comes back (with the cache
 entries and the store file the worker could not write). :func:`lane_status` sums the outcomes
 per lane for the run's manifest.
+
+The outcomes are handed to an optional ``consume`` callback in the plan's order, each as soon
+as it and every replay before it are done, by the worker thread that finished it (or by this
+process for a remote replay): the sweep scores a replay then, from the replay in memory
+(:attr:`Outcome.replay`), instead of reading its record back after the last replay.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,7 @@ from memlab.backends.cache import CachedBackend
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
 from memlab.core.jsontext import canonical_hash
-from memlab.core.redact import redact_text, redacted_json
+from memlab.core.redact import REDACTED, redact_text, redacted_json
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
@@ -60,7 +66,12 @@ records of an older layout are replayed, not reused."""
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one replay: reused or replayed (and why), complete or not."""
+    """What became of one replay: reused or replayed (and why), complete or not.
+
+    ``replay`` is the replay itself while it waits to be consumed, when this process wrote its
+    record and the record needed no redaction (so the record reads back as this replay);
+    otherwise ``None``, and the record on disk is what counts.
+    """
 
     lane_id: str
     user_id: str
@@ -69,6 +80,7 @@ class Outcome:
     reason: str
     complete: bool
     error: str = ""
+    replay: OwnerReplay | None = field(default=None, compare=False, repr=False)
 
 
 def _owner_sha(owner: Owner) -> str:
@@ -166,7 +178,9 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
     atomic_write_text(path, text, durable=False)
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
     message = redact_text(error)[:300]
-    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message)
+    # Redaction always writes REDACTED: without it, the record on disk says what ``replay`` does.
+    kept = replay if REDACTED not in text else None
+    return Outcome(lane_id, user_id, job.sample, True, job.reason, not error, message, kept)
 
 
 def _write_failure(plan: SweepPlan, job: _Job, error: str) -> Outcome:
@@ -224,16 +238,78 @@ def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
     return tqdm(total=total, desc=f"sweep {plan.name}", unit="replay", disable=not progress)
 
 
+class _InOrder:
+    """Hands the outcomes of a plan's jobs to ``consume`` in the plan's order, each as soon as
+    it and every one before it are done; a consumed outcome is not kept.
+
+    :meth:`put` is called by whichever thread finished a job (a pool's worker, so that the
+    process does not gain a thread competing for the interpreter). One thread consumes at a
+    time: a thread that finds another consuming leaves its outcome for it.
+    """
+
+    def __init__(self, jobs: int, consume: Callable[[Outcome], None] | None) -> None:
+        self._waiting: list[Outcome | None] = [None] * jobs
+        self._consume = consume
+        self._next = 0
+        self._consuming = False
+        self._lock = threading.Lock()
+
+    def put(self, index: int, outcome: Outcome) -> Outcome:
+        """Consume what is due; return ``outcome`` without its replay."""
+        if self._consume is None:
+            return _without_replay(outcome)
+        with self._lock:
+            self._waiting[index] = outcome
+            if self._consuming:
+                return _without_replay(outcome)
+            self._consuming = True
+        try:
+            while (done := self._due()) is not None:
+                self._consume(done)
+        except BaseException:
+            with self._lock:
+                self._consuming = False
+            raise
+        return _without_replay(outcome)
+
+    def _due(self) -> Outcome | None:
+        """The next outcome in the plan's order if it is done (taken from the queue); else
+        ``None``, and this thread stops consuming (under the lock ``put`` takes)."""
+        with self._lock:
+            if self._next == len(self._waiting) or self._waiting[self._next] is None:
+                self._consuming = False
+                return None
+            done, self._waiting[self._next] = self._waiting[self._next], None
+            self._next += 1
+            return done
+
+
+def _without_replay(outcome: Outcome) -> Outcome:
+    return outcome if outcome.replay is None else replace(outcome, replay=None)
+
+
+def _replay_in_order(
+    plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int, index: int, queue: _InOrder
+) -> Outcome:
+    """:func:`_replay_task`, then its outcome handed to ``queue`` (in the worker's thread)."""
+    return queue.put(index, _replay_task(plan, lane, owner, sample))
+
+
 def execute(
-    plan: SweepPlan, executor: SweepExecutor | None, max_workers: int, progress: bool
+    plan: SweepPlan,
+    executor: SweepExecutor | None,
+    max_workers: int,
+    progress: bool,
+    consume: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`)."""
+    """Run every replay of the plan on ``executor`` (see :mod:`memlab.sweeps.executors`);
+    hand each outcome to ``consume`` in the plan's order (see the module docstring)."""
     if isinstance(executor, str | DaskSpec):
         spec = parse_executor(executor) if isinstance(executor, str) else executor
         with dask_client(spec) as client:
-            return _execute_remote(plan, client, progress)
+            return _execute_remote(plan, client, progress, consume)
     if is_dask_client(executor):
-        return _execute_remote(plan, executor, progress)
+        return _execute_remote(plan, executor, progress, consume)
     if executor is not None and not isinstance(executor, Executor):
         raise ExecutorError(
             f"executor must be a concurrent.futures.Executor, a distributed.Client or a "
@@ -242,11 +318,13 @@ def execute(
     own_pool = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab")
     jobs = plan.jobs()
+    queue = _InOrder(len(jobs), consume)
     outcomes: list[Outcome | None] = [None] * len(jobs)
     finished = False
     try:
         futures: dict[Future[Outcome], int] = {
-            pool.submit(_replay_task, plan, *job): index for index, job in enumerate(jobs)
+            pool.submit(_replay_in_order, plan, *job, index, queue): index
+            for index, job in enumerate(jobs)
         }
         with _progress_bar(plan, len(futures), progress) as bar:
             for future in as_completed(futures):
@@ -261,9 +339,12 @@ def execute(
     return [outcome for outcome in outcomes if outcome is not None]
 
 
-def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcome]:
+def _execute_remote(
+    plan: SweepPlan, client: Any, progress: bool, consume: Callable[[Outcome], None] | None
+) -> list[Outcome]:
     """Run the replays on a Dask cluster; write their records here as they come back."""
     jobs = plan.jobs()
+    queue = _InOrder(len(jobs), consume)
     outcomes: list[Outcome | None] = [None] * len(jobs)
     with (
         DaskPool(client, plan.backends, plan.replay_mode) as pool,
@@ -273,7 +354,7 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcom
         for index, (lane, owner, sample) in enumerate(jobs):
             job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
             if isinstance(job, Outcome):
-                outcomes[index] = job
+                outcomes[index] = queue.put(index, job)
                 bar.update(1)
             else:
                 pending.append((index, job))
@@ -285,7 +366,7 @@ def _execute_remote(plan: SweepPlan, client: Any, progress: bool) -> list[Outcom
         for future, results in pool.completed(submitted):
             batch = submitted.pop(future)  # dropped: the workers free the result
             for (index, job), result in zip(batch, results, strict=True):
-                outcomes[index] = _finish_remote(plan, job, result)
+                outcomes[index] = queue.put(index, _finish_remote(plan, job, result))
                 bar.update(1)
     return [outcome for outcome in outcomes if outcome is not None]
 
