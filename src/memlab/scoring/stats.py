@@ -168,15 +168,18 @@ def _bootstrap_weights(owners: int, resamples: int, seed: int) -> FloatArray:
     """How often each owner is drawn in each resample: shape ``(resamples, owners)``
     (read-only when reused)."""
     if owners * resamples <= _REUSED_ELEMENTS:
-        return _reused_weights(owners, resamples, seed)
+        return _reused(_draw_weights, owners, resamples, seed)
     return _draw_weights(owners, resamples, seed)
 
 
-@lru_cache(maxsize=2)
-def _reused_weights(owners: int, resamples: int, seed: int) -> FloatArray:
-    weights = _draw_weights(owners, resamples, seed)
-    weights.setflags(write=False)
-    return weights
+@lru_cache(maxsize=4)
+def _reused(
+    draw: Callable[[int, int, int], FloatArray], owners: int, resamples: int, seed: int
+) -> FloatArray:
+    """``draw(owners, resamples, seed)`` once per process, read-only (see ``_REUSED_ELEMENTS``)."""
+    drawn = draw(owners, resamples, seed)
+    drawn.setflags(write=False)
+    return drawn
 
 
 def _draw_weights(owners: int, resamples: int, seed: int) -> FloatArray:
@@ -196,15 +199,8 @@ def _swap_masks(owners: int, resamples: int, seed: int) -> tuple[FloatArray, boo
         codes = np.arange(2**owners)[:, None]
         return ((codes >> np.arange(owners)) & 1).astype(float), True
     if owners * resamples <= _REUSED_ELEMENTS:
-        return _reused_swaps(owners, resamples, seed), False
+        return _reused(_draw_swaps, owners, resamples, seed), False
     return _draw_swaps(owners, resamples, seed), False
-
-
-@lru_cache(maxsize=2)
-def _reused_swaps(owners: int, resamples: int, seed: int) -> FloatArray:
-    masks = _draw_swaps(owners, resamples, seed)
-    masks.setflags(write=False)
-    return masks
 
 
 def _draw_swaps(owners: int, resamples: int, seed: int) -> FloatArray:
