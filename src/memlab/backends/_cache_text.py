@@ -22,11 +22,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from memlab.core.jsontext import canonical_json
 from memlab.core.llm import CompletionRequest, OutputMode
 
 __all__ = [
     "CACHE_FORMAT",
     "canonical",
+    "entry_text",
     "key_document",
     "request_summary",
     "request_texts",
@@ -38,8 +40,8 @@ CACHE_FORMAT = 1
 
 
 def canonical(obj: Any) -> bytes:
-    """``obj`` as canonical JSON: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """``obj`` as canonical JSON (:func:`memlab.core.jsontext.canonical_json`), UTF-8."""
+    return canonical_json(obj).encode()
 
 
 def schema_digest(request: CompletionRequest) -> str | None:

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "JsonDepthError",
     "canonical_hash",
+    "canonical_json",
     "copy_json",
     "dumps_indented",
     "loads_json",
@@ -271,11 +272,15 @@ def scan_json(value: Any) -> tuple[bool, float | None]:
     return True, None
 
 
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON: sorted keys, no whitespace, characters unescaped."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_hash(value: Any) -> str:
-    """SHA-256 of ``value`` as canonical JSON (sorted keys, no whitespace): the content
-    address of lanes, fingerprints and snapshots."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """SHA-256 of ``value`` as canonical JSON (:func:`canonical_json`): the content address
+    of lanes, fingerprints and snapshots."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def dumps_indented(value: Any, indent: int | str | None = 2) -> str:
