@@ -160,7 +160,13 @@ def request_key(backend_name: str, model: str, request: CompletionRequest) -> st
 
 def entry_path(cache_dir: str | os.PathLike[str], key: str) -> Path:
     """Return the file holding the entry for ``key``."""
-    return Path(cache_dir) / key[:2] / f"{key}.json"
+    return Path(_entry_name(os.fspath(cache_dir), key))
+
+
+def _entry_name(cache_dir: str, key: str) -> str:
+    """:func:`entry_path` as a string (building a ``Path`` costs more than reading a small
+    entry, once per cache hit)."""
+    return os.path.join(cache_dir, key[:2], f"{key}.json")
 
 
 @dataclass
@@ -199,7 +205,7 @@ class CachedBackend:
     ) -> None:
         self.backend = backend
         self.cache_dir = Path(cache_dir)
-        self._dir_text = str(self.cache_dir)  # entry_path() as text: os.path.join(it, ...)
+        self._dir_text = str(self.cache_dir)  # for _entry_name()
         self._real_dir = RealDir.of(self.cache_dir)  # resolved once, for every entry read
         self.mode = CacheMode(mode)
         self.name = backend.name
@@ -243,8 +249,7 @@ class CachedBackend:
             key, tail = request_key(self.backend.name, model, request), None
         else:
             key, tail = hashlib.sha256(texts[0]).hexdigest(), texts[1]
-        # A string, not a Path: building one costs more than reading a small entry.
-        name = os.path.join(self._dir_text, key[:2], f"{key}.json")
+        name = _entry_name(self._dir_text, key)
         cached = self._load(name, key, tail)
         if cached is not None:
             self._count("hits")
