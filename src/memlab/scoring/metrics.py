@@ -178,6 +178,16 @@ def _owner_verdicts(covers: Callable[[str, str], bool]) -> Callable[[str, str], 
     return remembered
 
 
+def _first_covering(
+    stored: Sequence[str], gold: str, covers: Callable[[str, str], bool]
+) -> str | None:
+    """The first stored fact that covers ``gold`` (a plain loop: no generator per gold fact)."""
+    for s in stored:
+        if covers(s, gold):
+            return s
+    return None
+
+
 class _LabelsSoFar:
     """Gold facts revealed, retracted and forbidden strings up to the current session."""
 
@@ -210,16 +220,15 @@ def _state_row(
     gold, retracted = so_far.gold, so_far.retracted
     stored = [str(f.get("content", "")) for f in snapshot.get("facts", [])]
     active = so_far.active()
-    # Plain loops that stop at the first covering fact, as the questions are asked in the
-    # same order and no further (the matcher sees the same pairs).
+    # Each search stops at the first covering fact (the matcher sees the same pairs, in the
+    # same order, as any() over them).
     covered: set[str] = set()
     covering: set[str] = set()  # stored facts found to cover an active gold fact
     for gid, text in active.items():
-        for s in stored:
-            if covers(s, text):
-                covered.add(gid)
-                covering.add(s)
-                break
+        first = _first_covering(stored, text, covers)
+        if first is not None:
+            covered.add(gid)
+            covering.add(first)
     texts = list(active.values())
     precise = 0
     for s in stored:
@@ -230,14 +239,11 @@ def _state_row(
             if covers(s, t):
                 precise += 1
                 break
-    held = 0
-    for gid in retracted:
-        if gid in gold:
-            text = gold[gid]
-            for s in stored:
-                if covers(s, text):
-                    held += 1
-                    break
+    held = sum(
+        1
+        for gid in retracted
+        if gid in gold and _first_covering(stored, gold[gid], covers) is not None
+    )
     bad = sum(1 for s in stored if any(f and f in s.casefold() for f in so_far.forbidden))
     dups = count_duplicates(stored)
     return {
