@@ -99,8 +99,8 @@ qa_adversarial sessions qa
 qa_adversarial_correct sessions qa
 qa_read_tokens sessions qa
 qa_read_latency_s sessions qa
-qa_no_verdict sessions qa
-qa_errors sessions qa
+qa_judge_errors sessions qa
+qa_answer_errors sessions qa
 llm_calls calls calls rows
 replies calls calls
 parse_failures calls calls
@@ -526,6 +526,33 @@ METRICS = [
             interval=True,
             valid=_RATE,
             gate="qa_adversarial_accuracy",
+            requires=_QA,
+        ),
+    ),
+    (
+        "qa_judge_error_rate",
+        "QA answers without a verdict",
+        "lower",
+        dict(
+            unit="percent",
+            ratio=("qa_judge_errors", "qa_questions"),
+            interval=True,
+            valid=_RATE,
+            gate="judge_errors",
+            report=True,
+            requires=_QA,
+        ),
+    ),
+    (
+        "qa_answer_error_rate",
+        "QA answers that failed",
+        "lower",
+        dict(
+            unit="percent",
+            ratio=("qa_answer_errors", "qa_questions"),
+            interval=True,
+            valid=_RATE,
+            gate="answer_errors",
             requires=_QA,
         ),
     ),

@@ -26,7 +26,7 @@ from memlab.scoring.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import add_qa
+from memlab.sweeps.qa_step import JudgeErrorsError, add_qa
 
 OWNERS = ["amara", "daniel"]
 STRICT = judge_prompts().get("strict")
@@ -81,8 +81,11 @@ def test_verdicts_from_a_real_sdk_judge_are_parsed_and_a_malformed_one_is_counte
                 retry=RetryPolicy(max_attempts=1),
             )
 
-        done = add_qa(run, spec, backend_factory=factory, max_workers=4, progress=False)
+        # Unreadable verdicts fail the step (after writing it) unless they are allowed.
+        with pytest.raises(JudgeErrorsError) as raised:
+            add_qa(run, spec, backend_factory=factory, max_workers=4, progress=False)
         sent = [json.loads(json.dumps(r["body"])) for r in server.requests]
+    done = raised.value.run
     answers = done.qa_answers.set_index("question_id")
     # One answer and one verdict per question went through the SDK and the server.
     assert len(sent) == 2 * len(questions)
@@ -95,13 +98,22 @@ def test_verdicts_from_a_real_sdk_judge_are_parsed_and_a_malformed_one_is_counte
         assert answers.loc[question.id, "verdicts"] == {"strict": {"answer": expected}}
         malformed += expected is None
     assert malformed >= 2
+    assert raised.value.counts == {
+        "answers": len(questions),
+        "answer_errors": 0,
+        "judge_errors:strict": malformed,
+    }
+    assert f"{malformed} of {len(questions)} answers have no verdict from judge strict" in str(
+        raised.value
+    )
+    assert answers["judge_unreadable"].sum() == malformed
     # The malformed replies are "no verdict": counted wrong, and counted apart.
     answerable = [q for q in questions if q.kind == "answerable"]
     none = sum(shape_of[q.question][1] is None for q in answerable)
     right = sum(shape_of[q.question][1] is True for q in answerable)
     assert none >= 1
     (row,) = accuracy_table(done.qa_answers).to_dict("records")
-    assert (row["no_verdict"], row["questions"]) == (none, len(answerable))
+    assert (row["judge_errors"], row["questions"]) == (none, len(answerable))
     assert row["accuracy"] == pytest.approx(right / len(answerable))
-    assert done.sessions["qa_no_verdict"].sum() == none
+    assert done.sessions["qa_judge_errors"].sum() == none
     assert done.summary["qa_accuracy"].iloc[0] == pytest.approx(right / len(answerable))

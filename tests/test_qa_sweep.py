@@ -380,7 +380,10 @@ def test_judge_band_comes_from_the_declared_leniencies(run: Run) -> None:
     assert abs(len(flipped) - len(guesses) * p) <= slack, (len(flipped), len(guesses))
     agreement = judge_agreement(answers)
     assert agreement["flips"].sum() == flips
-    assert agreement["graded"].sum() == len(rows)
+    # An abstention on an answerable question is wrong without a judge: no judge saw one, and
+    # the agreement counts only the answers the judges graded.
+    assert all((r["verdicts"] == {}) == (r["answer"] == ABSTAIN_TEXT) for r in rows)
+    assert agreement["graded"].sum() == sum(r["answer"] != ABSTAIN_TEXT for r in rows)
     memory = agreement[agreement["condition"] == "memory"]
     assert (memory["flip_rate"] > 0).all() and (memory["kappa"] < 1).all()
 

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_WORKERS",
     "add_bounds_options",
     "add_cache_options",
+    "add_max_judge_errors",
     "add_prompts_option",
     "add_stat_options",
     "count",
@@ -36,6 +37,7 @@ __all__ = [
     "resamples",
     "run_name",
     "schema_bounds",
+    "share",
     "single_blas_thread",
     "workers",
 ]
@@ -133,6 +135,30 @@ def existing_directory(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{excerpt(text, 200)}: {problem}")
     return text
+
+
+def share(text: str) -> float:
+    """A share of a whole: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {excerpt(text)}") from None
+    if not 0.0 <= value <= 1.0:  # NaN fails both
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {excerpt(text)}")
+    return value
+
+
+def add_max_judge_errors(parser: argparse.ArgumentParser) -> None:
+    """The share of answers a judge may leave without a verdict before a QA step fails."""
+    parser.add_argument(
+        "--max-judge-errors",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help="memory QA: the share of answers a judge may leave without a verdict (an "
+        "unreadable reply) before the command fails (exit 1); they count as wrong answers "
+        "either way (default: 0)",
+    )
 
 
 def add_prompts_option(parser: argparse.ArgumentParser, help_text: str) -> None:

@@ -86,6 +86,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="exit 0 even when some calls failed (their answers count as wrong)",
     )
+    _args.add_max_judge_errors(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
         "--curve-every",
@@ -180,7 +181,7 @@ def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.reporting.qa import qa_text
     from memlab.sweeps.qa_spec import resolve_prompts
-    from memlab.sweeps.qa_step import IncompleteQAError, add_qa
+    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
     from memlab.sweeps.run import load_run
 
     run = load_run(args.run)
@@ -198,8 +199,9 @@ def _qa(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             matcher=matcher_from_args(args),
             allow_incomplete=args.allow_incomplete,
+            max_judge_errors=args.max_judge_errors,
         )
-    except IncompleteQAError as exc:
+    except (IncompleteQAError, JudgeErrorsError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
     print(qa_text(run))

@@ -85,6 +85,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="exit 0 even when some replays had backend errors (read-only cache misses, "
         "refused connections); by default they fail the command and a rerun retries them",
     )
+    _args.add_max_judge_errors(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--matcher",
@@ -173,7 +174,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
     from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
     from memlab.reporting.qa import qa_text
     from memlab.sweeps.driver import IncompleteSweepError, sweep
-    from memlab.sweeps.qa_step import IncompleteQAError
+    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError
 
     embedding_duplicates = None
     if args.embedding_duplicates:
@@ -199,9 +200,10 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             matcher=matcher_from_args(args),
             embedding_duplicates=embedding_duplicates,
             allow_incomplete=args.allow_incomplete,
+            max_judge_errors=args.max_judge_errors,
         )
         status = 0
-    except (IncompleteSweepError, IncompleteQAError) as exc:
+    except (IncompleteSweepError, IncompleteQAError, JudgeErrorsError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
     from memlab.reporting.display import call_lines

@@ -201,7 +201,13 @@ def judge_tasks(
     params: GenerationParams,
     model: str | None = None,
 ) -> list[JudgeTask]:
-    """A grading request per judge prompt and answer key for ``answer`` to ``question``."""
+    """A grading request per judge prompt and answer key for ``answer`` to ``question``.
+
+    None for an abstention on an answerable question: it is wrong by definition (the answer
+    was known), and a judge asked anyway could call "I'm not sure." CORRECT.
+    """
+    if question.kind == "answerable" and is_abstention(answer):
+        return []
     return [
         JudgeTask(
             judge.name,
@@ -242,7 +248,9 @@ def answer_row(
     ``f1_original``/``bleu1_original`` against an audited question's original one; None for a
     question with no answer to compare with), whether it abstains, and the verdicts
     (``{judge: {key: True | False | None}}``, None when a judge gave no single verdict or
-    failed)."""
+    failed; none at all for an abstention on an answerable question, which no judge sees),
+    with ``judge_errors`` (judge calls that failed) and ``judge_unreadable`` (judge replies
+    with no single verdict)."""
     question = task.question
     text = result.text
     verdicts = verdicts or {}
@@ -280,6 +288,9 @@ def answer_row(
     graded = [g for by_key in verdicts.values() for g in by_key.values()]
     row["judge_tokens"] = sum(g.prompt_tokens + g.completion_tokens for g in graded)
     row["judge_errors"] = sum(1 for g in graded if g.error is not None)
+    row["judge_unreadable"] = sum(
+        1 for g in graded if g.text is not None and parse_verdict(g.text) is None
+    )
     return row
 
 

@@ -28,6 +28,7 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
@@ -41,6 +42,8 @@ from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
     accuracy_table,
     cause_table,
+    error_counts,
+    errors_sentence,
     interval_note,
     judge_band,
     judged_metrics,
@@ -123,6 +126,9 @@ def _accuracy(run: Run) -> pd.DataFrame:
             f"accuracy ({run.judge})": _pct(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
             "token F1": _pct(r["f1"], r["f1_lo"], r["f1_hi"]),
             "BLEU-1": _pct(r["bleu1"], r["bleu1_lo"], r["bleu1_hi"]),
+            # Counted wrong above: shown so that they are not read as the memory's fault.
+            "no verdict": f"{r['judge_errors']:g}",
+            "failed answers": f"{r['answer_errors']:g}",
         }
         for _, r in table.iterrows()
     ]
@@ -165,7 +171,9 @@ def _categories(run: Run) -> pd.DataFrame:
     ]
     wide = table.pivot_table(
         index=["lane_id", "category"], columns="condition", values="shown", aggfunc="first"
-    ).reset_index()
+    )
+    # The conditions in their declared order (memory first), not alphabetically.
+    wide = wide[[c for c in CONDITIONS if c in wide.columns]].reset_index()
     counts = table.groupby(["lane_id", "category"])["questions"].first().reset_index()
     wide = wide.merge(counts, on=["lane_id", "category"])
     wide["questions"] = wide["questions"].map(lambda v: f"{v:g}")
@@ -333,6 +341,9 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         note = interval_note(table, owners)
         judges = ", ".join(run.judges)
         notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
+        errors = errors_sentence(error_counts(run.qa_answers, run.judges))
+        if errors:
+            warnings.append(f"{run.name}: {errors}")
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
     pairs = [(Lane(*a), Lane(*b)) for group in lane_groups(asked) for a, b in group.pairs()]
@@ -439,4 +450,7 @@ def qa_text(run: Run) -> str:
     if not run.qa_manifest.get("complete", True):
         warnings.append("some QA calls failed; their answers count as wrong")
     blocks += [f"warning: {w}" for w in warnings] + ([note] if note else [])
+    # Last, where a terminal leaves it in view: answers that could not be graded.
+    errors = errors_sentence(error_counts(run.qa_answers, run.judges))
+    blocks.append(f"warning: {errors}" if errors else "every answer was graded by every judge")
     return "\n\n".join(blocks)

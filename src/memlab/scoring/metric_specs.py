@@ -128,8 +128,8 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "sessions",
         "qa",
         "qa_questions qa_answerable qa_correct qa_f1 qa_bleu1 qa_abstain qa_abstain_correct "
-        "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_no_verdict "
-        "qa_errors",
+        "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_judge_errors "
+        "qa_answer_errors",
     ),
     # llm_calls (records that asked a model) is also in every session row: that session's.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),
@@ -570,6 +570,26 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "QA adversarial accuracy",
         "higher",
         ("qa_adversarial_correct", "qa_adversarial"),
+        requires=_QA_HINT,
+    ),
+    # Answers a judge gave no verdict on (its call failed or its reply named no single verdict)
+    # and answers whose call failed: each counted wrong above, and shown so that a low
+    # accuracy made of unreadable verdicts is not read as a bad memory.
+    _rate(
+        "qa_judge_error_rate",
+        "QA answers without a verdict",
+        "lower",
+        ("qa_judge_errors", "qa_questions"),
+        gate="judge_errors",
+        report=True,
+        requires=_QA_HINT,
+    ),
+    _rate(
+        "qa_answer_error_rate",
+        "QA answers that failed",
+        "lower",
+        ("qa_answer_errors", "qa_questions"),
+        gate="answer_errors",
         requires=_QA_HINT,
     ),
     MetricSpec(

@@ -44,8 +44,11 @@ __all__ = [
     "HEADLINE_KINDS",
     "JUDGED_COUNTS",
     "QA_COUNTS",
+    "VERDICT_STATUSES",
     "accuracy_table",
     "cause_table",
+    "error_counts",
+    "errors_sentence",
     "interval_note",
     "judge_agreement",
     "judge_band",
@@ -72,32 +75,96 @@ _WIDE_INTERVAL = 0.20
 _FEW_OWNERS = 20
 
 
-def verdict_table(answers: pd.DataFrame) -> pd.DataFrame:
-    """One row per answer, judge and answer key: ``verdict`` (1.0, 0.0, or NaN for no verdict)
-    and ``correct`` (see the module docstring). An answer a key did not change is graded
-    once; its ``original`` verdict is the ``answer`` one."""
-    columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict", "correct"]
+VERDICT_STATUSES: tuple[str, ...] = ("judged", "no_verdict", "answer_error", "abstained")
+"""How a verdict row was decided: ``judged`` (the judge said CORRECT or WRONG),
+``no_verdict`` (the judge's call failed or its reply named no single verdict),
+``answer_error`` (the answer call failed: nothing to grade), ``abstained`` (an abstention on
+an answerable question: wrong without a judge). Every status but ``judged`` counts wrong."""
+
+
+def verdict_table(answers: pd.DataFrame, judges: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per answer, judge (``judges``, default :func:`judges_of`) and answer key:
+    ``verdict`` (1.0, 0.0, or NaN when the judge decided nothing), ``correct`` (see the
+    module docstring) and ``status`` (:data:`VERDICT_STATUSES`). An answer a key did not
+    change is graded once; its ``original`` verdict is the ``answer`` one. Every answer has
+    its rows, graded or not: a failed call or an unreadable verdict is a wrong answer that is
+    counted, never one that disappears."""
+    columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict"]
+    columns += ["correct", "status"]
     keep = [*_UNIT, "session_index", "category", "kind"]
+    names = list(judges) if judges is not None else judges_of(answers)
     rows: list[dict[str, Any]] = []
-    for found in answers[[*keep, "abstained", "verdicts"]].to_dict("records"):
+    # Tables built by hand may lack the call's error and the abstention: none of either.
+    present = answers.reindex(columns=[*keep, "abstained", "error", "verdicts"])
+    for found in present.to_dict("records"):
         record = {str(k): v for k, v in found.items()}
         verdicts = record.pop("verdicts") or {}
+        failed = isinstance(record.pop("error"), str)
+        abstained = record.pop("abstained") is True
         # An adversarial question's right response may also be to say it is not known.
-        declined = record["kind"] == "adversarial" and record.pop("abstained") is True
-        record.pop("abstained", None)
-        for judge, by_key in verdicts.items():
+        declined = record["kind"] == "adversarial" and abstained
+        for judge in names:
+            by_key = verdicts.get(judge, {})
             for key in ("answer", "original"):
                 value = by_key.get(key, by_key.get("answer"))
+                status = _status(value, failed, abstained and not by_key, record["kind"])
                 rows.append(
                     {
                         **record,
                         "judge": judge,
                         "key": key,
-                        "verdict": math.nan if value is None else float(bool(value)),
+                        "verdict": 0.0 if status == "abstained" else _number(value),
                         "correct": value is True or declined,
+                        "status": status,
                     }
                 )
     return pd.DataFrame(rows, columns=columns)
+
+
+def _number(value: bool | None) -> float:
+    return math.nan if value is None else float(bool(value))
+
+
+def _status(value: bool | None, failed: bool, unjudged_abstention: bool, kind: str) -> str:
+    if value is not None:
+        return "judged"
+    if failed:
+        return "answer_error"
+    if unjudged_abstention and kind in HEADLINE_KINDS:
+        return "abstained"
+    return "no_verdict"
+
+
+def error_counts(answers: pd.DataFrame, judges: Sequence[str]) -> dict[str, int]:
+    """How many answers (every condition and kind) lack what grading needs: ``answers``,
+    ``answer_errors`` (the answer call failed) and, per judge, ``judge_errors:<judge>``
+    (answered, but that judge's call failed or its reply named no single verdict against
+    the file's key). Each of them counts as a wrong answer wherever accuracy is computed."""
+    counts = {"answers": len(answers), "answer_errors": int(answers["error"].notna().sum())}
+    if answers.empty:
+        return counts | {f"judge_errors:{judge}": 0 for judge in judges}
+    verdicts = verdict_table(answers, judges)
+    verdicts = verdicts[(verdicts["key"] == "answer") & (verdicts["status"] == "no_verdict")]
+    for judge in judges:
+        counts[f"judge_errors:{judge}"] = int((verdicts["judge"] == judge).sum())
+    return counts
+
+
+def errors_sentence(counts: dict[str, int]) -> str:
+    """One line naming the answers without a verdict or an answer ("" when there are none):
+    what a user reads before any accuracy, since each of them is counted wrong."""
+    total = counts["answers"]
+    parts = [
+        f"{value} of {total} answers have no verdict from judge {name.split(':', 1)[1]} "
+        "(its call failed or its reply named no single verdict)"
+        for name, value in counts.items()
+        if name.startswith("judge_errors:") and value
+    ]
+    if counts["answer_errors"]:
+        parts.append(f"{counts['answer_errors']} of {total} answer calls failed")
+    if not parts:
+        return ""
+    return "; ".join(parts) + ": each counts as a wrong answer"
 
 
 def judges_of(answers: pd.DataFrame) -> list[str]:
@@ -159,13 +226,11 @@ def qa_session_counts(answers: pd.DataFrame, judge: str, key: str = "answer") ->
     mine = answers[answers["condition"] == "memory"]
     if mine.empty:
         return pd.DataFrame(columns=[*unit, *QA_COUNTS])
-    verdicts = verdict_table(mine)
-    verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == key)]
-    correct = verdicts.set_index(["lane_id", "sample", "user_id", "question_id"])["correct"]
-    ids = pd.MultiIndex.from_frame(mine[["lane_id", "sample", "user_id", "question_id"]])
-    right = correct.reindex(ids).fillna(False).to_numpy(dtype=bool)
-    no_verdict = verdicts.set_index(["lane_id", "sample", "user_id", "question_id"])["verdict"]
-    missing = no_verdict.reindex(ids).isna().to_numpy()
+    verdicts = verdict_table(mine, [judge])
+    verdicts = verdicts[verdicts["key"] == key]
+    # One verdict row per answer (verdict_table has a row for every answer and judge).
+    right = verdicts["correct"].to_numpy(dtype=bool)
+    missing = (verdicts["status"] == "no_verdict").to_numpy()
     kind = mine["kind"].to_numpy()
     headline = np.isin(kind, HEADLINE_KINDS)
     frame = mine[unit].assign(
@@ -180,8 +245,8 @@ def qa_session_counts(answers: pd.DataFrame, judge: str, key: str = "answer") ->
         qa_adversarial_correct=((kind == "adversarial") & right).astype(int),
         qa_read_tokens=(mine["prompt_tokens"] + mine["completion_tokens"]).to_numpy(dtype=int),
         qa_read_latency_s=mine["latency_s"].to_numpy(dtype=float),
-        qa_no_verdict=missing.astype(int),
-        qa_errors=mine["error"].notna().astype(int).to_numpy(),
+        qa_judge_errors=missing.astype(int),
+        qa_answer_errors=mine["error"].notna().astype(int).to_numpy(),
     )
     return frame.groupby(unit, sort=False).sum().reset_index()
 
@@ -209,29 +274,29 @@ def accuracy_table(
 
     Columns: ``by``, ``judge``, ``owners``, ``questions`` (answers, averaged over samples),
     ``accuracy`` (+``_lo``/``_hi``), ``f1`` (+``_lo``/``_hi``), ``bleu1`` (+``_lo``/``_hi``),
-    ``no_verdict`` (answers the judge gave no verdict on, counted wrong).
+    ``judge_errors`` (answers the judge gave no verdict on) and ``answer_errors`` (answers
+    whose call failed), both counted wrong and in ``questions``.
     """
     group = list(by)
     columns = (
         [*group, "judge", "owners", "questions"]
         + [f"{m}{s}" for m in ("accuracy", "f1", "bleu1") for s in ("", "_lo", "_hi")]
-        + ["no_verdict"]
+        + ["judge_errors", "answer_errors"]
     )
     mine = answers[answers["kind"].isin(list(kinds))]
     if mine.empty:
         return pd.DataFrame(columns=columns)
     scores = mine.set_index(list(_UNIT))[[f"f1{_suffix(key)}", f"bleu1{_suffix(key)}"]]
-    verdicts = verdict_table(mine)
+    verdicts = verdict_table(mine, judges if judges is not None else judges_of(answers))
     verdicts = verdicts[verdicts["key"] == key]
-    if judges is not None:
-        verdicts = verdicts[verdicts["judge"].isin(list(judges))]
     joined = verdicts.join(scores, on=list(_UNIT))
     f1, bleu = joined[f"f1{_suffix(key)}"].fillna(0.0), joined[f"bleu1{_suffix(key)}"].fillna(0.0)
     values = {
         "correct": joined["correct"].astype(float),
         "f1": f1.astype(float),
         "bleu1": bleu.astype(float),
-        "no_verdict": joined["verdict"].isna().astype(float),
+        "judge_errors": (joined["status"] == "no_verdict").astype(float),
+        "answer_errors": (joined["status"] == "answer_error").astype(float),
     }
     owners = _per_owner(joined, [*group, "judge"], values)
     rows = []
@@ -244,7 +309,8 @@ def accuracy_table(
         for i, metric in enumerate(("accuracy", "f1", "bleu1")):
             row[metric] = float(found.estimate[i])
             row[f"{metric}_lo"], row[f"{metric}_hi"] = float(found.lo[i]), float(found.hi[i])
-        row["no_verdict"] = float(counts["no_verdict"].sum())
+        row["judge_errors"] = float(counts["judge_errors"].sum())
+        row["answer_errors"] = float(counts["answer_errors"].sum())
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
@@ -270,7 +336,8 @@ def judge_agreement(
         "kappa",
     ]
     verdicts = verdict_table(answers[answers["kind"].isin(list(kinds))])
-    verdicts = verdicts[verdicts["key"] == "answer"]
+    # Only verdicts a judge gave: an abstention decided without a judge agrees by rule.
+    verdicts = verdicts[(verdicts["key"] == "answer") & (verdicts["status"] == "judged")]
     if verdicts.empty:
         return pd.DataFrame(columns=columns)
     wide = verdicts.pivot_table(

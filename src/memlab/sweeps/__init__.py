@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         plan_sweep,
     )
     from memlab.sweeps.qa_spec import QAError, QASpec
-    from memlab.sweeps.qa_step import IncompleteQAError, add_qa
+    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
     from memlab.sweeps.records import RecordError
     from memlab.sweeps.replay import OwnerReplay, replay_owner
     from memlab.sweeps.rescoring import RescoreError, rescore
@@ -63,6 +63,7 @@ _EXPORTS: dict[str, str] = {
     "QAError": "memlab.sweeps.qa_spec",
     "QASpec": "memlab.sweeps.qa_spec",
     "IncompleteQAError": "memlab.sweeps.qa_step",
+    "JudgeErrorsError": "memlab.sweeps.qa_step",
     "add_qa": "memlab.sweeps.qa_step",
     "RecordError": "memlab.sweeps.records",
     "OwnerReplay": "memlab.sweeps.replay",
@@ -84,6 +85,7 @@ __all__ = [
     "GridError",
     "IncompleteQAError",
     "IncompleteSweepError",
+    "JudgeErrorsError",
     "LaneConfig",
     "OwnerReplay",
     "PromptSource",

@@ -120,6 +120,7 @@ def sweep(
     resume: bool = True,
     allow_incomplete: bool = False,
     fork: ForkSpec | Mapping[str, Any] | None = None,
+    max_judge_errors: float = 0.0,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -159,6 +160,8 @@ def sweep(
             :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
             reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
             (see :mod:`memlab.sweeps.fork`).
+        max_judge_errors: With a ``qa:`` key: the share of answers a judge may leave without
+            a verdict (see :func:`memlab.sweeps.qa_step.add_qa`).
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
     questions (:func:`memlab.sweeps.qa_step.add_qa`, with the same cache, workers and matcher;
@@ -201,6 +204,7 @@ def sweep(
             backend_factory=backend_factory,
             prompts_dir=plan.grid.base_dir,
             allow_incomplete=allow_incomplete,
+            max_judge_errors=max_judge_errors,
         )
     return run
 

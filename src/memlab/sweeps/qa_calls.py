@@ -50,36 +50,62 @@ class QACalls(Generic[T]):
 class _Flow:
     """The calls in flight, those already queued (by kind and key), and the finished ones in
     the order they finished (each completion costs O(1): a wait over every pending future
-    would cost O(pending) per completion, quadratic over a LoCoMo-sized step)."""
+    would cost O(pending) per completion, quadratic over a LoCoMo-sized step).
+
+    Identical answer requests are sent once, but each task keeps its own question: two
+    questions with the same text (LoCoMo asks some twice, once answerable and once
+    adversarial) share the answer and are each graded against their own answer key.
+    """
 
     pool: ThreadPoolExecutor
-    pending: dict[Future[CallResult], tuple[str, str, AnswerTask | None]] = field(
-        default_factory=dict
-    )
+    pending: dict[Future[CallResult], tuple[str, str]] = field(default_factory=dict)
     queued: set[tuple[str, str]] = field(default_factory=set)
     finished: SimpleQueue[Future[CallResult]] = field(default_factory=SimpleQueue)
+    tasks: dict[str, list[AnswerTask]] = field(default_factory=dict)
 
-    def send(
-        self,
-        kind: str,
-        backend: Backend,
-        request: CompletionRequest,
-        task: AnswerTask | None = None,
-    ) -> int:
+    def send(self, kind: str, backend: Backend, request: CompletionRequest) -> int:
+        """Queue ``request`` unless the same one was; the number of calls queued (0 or 1)."""
         key = call_key(backend, request)
         if (kind, key) in self.queued:
             return 0
         self.queued.add((kind, key))
         future = self.pool.submit(call, backend, request)
-        self.pending[future] = (kind, key, task)
+        self.pending[future] = (kind, key)
         future.add_done_callback(self.finished.put)
         return 1
 
-    def next_done(self) -> tuple[str, str, AnswerTask | None, CallResult]:
-        """The next call to finish: its kind, key, task and result."""
+    def next_done(self) -> tuple[str, str, CallResult]:
+        """The next call to finish: its kind, key and result."""
         future = self.finished.get()
-        kind, key, task = self.pending.pop(future)
-        return kind, key, task, future.result()
+        kind, key = self.pending.pop(future)
+        return kind, key, future.result()
+
+
+@dataclass
+class _Grading:
+    """Sends the judge requests of each answer as soon as the answer is known."""
+
+    flow: _Flow
+    answerer: Backend
+    grader: Backend
+    judges: Sequence[JudgePrompt]
+    params: GenerationParams
+    answers: dict[str, CallResult]
+
+    def ask(self, task: AnswerTask) -> int:
+        """Queue ``task``'s answer request (or grade it now when that answer is known)."""
+        key = call_key(self.answerer, task.request)
+        self.flow.tasks.setdefault(key, []).append(task)
+        sent = self.flow.send("answer", self.answerer, task.request)
+        done = self.answers.get(key)
+        return sent + (self.grade(task, done) if done is not None else 0)
+
+    def grade(self, task: AnswerTask, result: CallResult) -> int:
+        """Queue the judge requests of ``task``'s answer; the number of calls queued."""
+        if result.text is None:
+            return 0
+        judged = judge_tasks(task.question, result.text, self.judges, self.params)
+        return sum(self.flow.send("verdict", self.grader, j.request) for j in judged)
 
 
 def ask_and_grade(
@@ -109,20 +135,19 @@ def ask_and_grade(
         tqdm(total=0, desc="qa calls", unit="call", disable=not progress) as bar,
     ):
         flow = _Flow(pool)
+        grading = _Grading(flow, answerer, grader, judges, judge_params, results.answers)
         for tasks in batches:
-            bar.total += sum(flow.send("answer", answerer, t.request, t) for t in tasks)
+            bar.total += sum(grading.ask(t) for t in tasks)
             bar.refresh()
         later = side.submit(alongside) if alongside is not None else None
         while flow.pending:
-            kind, key, task, result = flow.next_done()
+            kind, key, result = flow.next_done()
             bar.update(1)
             if kind == "verdict":
                 results.verdicts[key] = result
                 continue
             results.answers[key] = result
-            if task is not None and result.text is not None:
-                judged = judge_tasks(task.question, result.text, judges, judge_params)
-                bar.total += sum(flow.send("verdict", grader, j.request) for j in judged)
-                bar.refresh()
+            bar.total += sum(grading.grade(t, result) for t in flow.tasks.get(key, ()))
+            bar.refresh()
         results.alongside = later.result() if later is not None else None
     return results

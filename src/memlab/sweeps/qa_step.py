@@ -57,6 +57,7 @@ from memlab.qa.answering import (
 )
 from memlab.qa.conditions import History, ReadPath
 from memlab.scoring.qa_causes import evidence_fates
+from memlab.scoring.qa_metrics import error_counts, errors_sentence
 from memlab.sweeps.lane_backends import LaneBackends
 from memlab.sweeps.qa_calls import ask_and_grade
 from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
@@ -73,7 +74,14 @@ from memlab.sweeps.run import (
     write_jsonl,
 )
 
-__all__ = ["IncompleteQAError", "add_fates", "add_qa", "qa_backend", "rewrite_fates"]
+__all__ = [
+    "IncompleteQAError",
+    "JudgeErrorsError",
+    "add_fates",
+    "add_qa",
+    "qa_backend",
+    "rewrite_fates",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +107,36 @@ class IncompleteQAError(MemlabError, RuntimeError):
         )
 
 
+class JudgeErrorsError(MemlabError, RuntimeError):
+    """More answers than allowed have no verdict from a judge (its reply named no single
+    verdict, or its call failed). They are counted wrong and the QA step is written, but a
+    low accuracy made of them says nothing about the memory, so the step does not pass.
+
+    Attributes:
+        run: The run, its QA tables loaded.
+        counts: :func:`~memlab.scoring.qa_metrics.error_counts` of its answers.
+        allowed: The share of answers without a verdict that was allowed.
+    """
+
+    def __init__(self, run: Run, counts: dict[str, int], allowed: float) -> None:
+        self.run, self.counts, self.allowed = run, counts, allowed
+        super().__init__(
+            f"{run.path}: {errors_sentence(counts)} (allowed: {allowed:.0%} of answers); the "
+            "answers are written. Use a judge that follows the judge prompt (check one with "
+            "memlab judge audit), or accept them: --max-judge-errors SHARE, "
+            "max_judge_errors=SHARE"
+        )
+
+
+def _judge_errors(run: Run, allowed: float) -> JudgeErrorsError | None:
+    """The error to raise when a judge left more than ``allowed`` of the answers without a
+    verdict (None when none did)."""
+    counts = error_counts(run.qa_answers, run.judges)
+    answers = max(counts["answers"], 1)
+    worst = max((v for k, v in counts.items() if k.startswith("judge_errors:")), default=0)
+    return JudgeErrorsError(run, counts, allowed) if worst / answers > allowed else None
+
+
 def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> Backend:
     """The default backend factory of a QA step: the registry, giving a backend that answers
     from the dataset (``sim:``) its path and the judge prompts it grades."""
@@ -120,6 +158,7 @@ def add_qa(
     backend_factory: Callable[[str], Backend] | None = None,
     prompts_dir: str | Path | None = None,
     allow_incomplete: bool = False,
+    max_judge_errors: float = 0.0,
 ) -> Run:
     """Ask every lane of ``run`` the dataset's questions (see the module docstring).
 
@@ -137,6 +176,8 @@ def add_qa(
             the grid file's folder when the run was just swept, else the working directory).
         allow_incomplete: Return the run when some calls failed instead of raising
             :class:`IncompleteQAError`.
+        max_judge_errors: The share of answers a judge may leave without a verdict (an
+            unreadable reply) before :class:`JudgeErrorsError` is raised (default 0: none).
 
     Returns:
         The run with its QA tables (:attr:`~memlab.sweeps.run.Run.qa_answers`).
@@ -144,6 +185,9 @@ def add_qa(
     Raises:
         QAError: No QA settings, a dataset without questions, an unknown prompt, or a replay
             record missing from the run directory.
+        IncompleteQAError: Some calls failed (written; running the step again retries them).
+        JudgeErrorsError: A judge gave no verdict on more than ``max_judge_errors`` of the
+            answers (written).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)
@@ -187,6 +231,9 @@ def add_qa(
     if failed and not allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])
+    unreadable = _judge_errors(done, max_judge_errors)
+    if unreadable is not None:
+        raise unreadable
     return done
 
 

@@ -127,6 +127,8 @@ class QARow(BaseModel):
     verdicts: dict[str, dict[str, bool | None]]
     judge_tokens: int
     judge_errors: int
+    # Absent from tables written before it was recorded (read as 0: not counted then).
+    judge_unreadable: int = 0
     fate: str | None
     evidence_fates: dict[str, str] | None
 

@@ -1,0 +1,164 @@
+"""Every question of a QA step is accounted for.
+
+- Two questions with the same text after the same session (LoCoMo asks some twice, once
+  answerable and once adversarial) share one answer request, and each is graded against its
+  own answer key: the judge is asked about both references.
+- A failed answer call stays in the accuracy table: it is a question, counted wrong, and the
+  table says how many failed.
+- An abstention on an answerable question is wrong without a judge.
+
+The backend here is a plain function of the prompt (an instrument of this test): it answers
+every question with one text and judges CORRECT exactly when the reference appears in the
+answer, so each expected verdict follows from the references written below.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
+from memlab.datasets import resolve_dataset
+from memlab.scoring.qa_metrics import accuracy_table, error_counts
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.qa_spec import QASpec
+from memlab.sweeps.qa_step import IncompleteQAError, add_qa
+
+STRICT = judge_prompts().get("strict")
+OWNER = "amara"
+
+
+class _Agent:
+    """Answers ``answer`` to every question (``abstain``: to those whose text contains it,
+    "I don't know"; ``fail``: to those, a refused connection) and judges CORRECT when the
+    reference appears in the answer; records what each judge request graded."""
+
+    name = "agent"
+    model = "agent-model"
+
+    def __init__(self, answer: str, *, abstain: str = "", fail: str = "") -> None:
+        self.answer, self.abstain, self.fail = answer, abstain, fail
+        self.graded: list[tuple[str, str]] = []
+        self.asked: list[str] = []
+        self._lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        graded = STRICT.parse(prompt)
+        if graded is not None:
+            with self._lock:
+                self.graded.append((graded["question"], graded["gold_answer"]))
+            right = graded["gold_answer"] in graded["answer"]
+            return Completion(json.dumps({"label": "CORRECT" if right else "WRONG"}))
+        with self._lock:
+            self.asked.append(prompt)
+        if self.fail and self.fail in prompt:
+            raise BackendError("connection refused")
+        if self.abstain and self.abstain in prompt:
+            return Completion("I don't know.")
+        return Completion(self.answer)
+
+
+def _dataset(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """Personas' first owner with its first answerable question asked a second time, as an
+    adversarial question (same text, same session, no answer)."""
+    source = resolve_dataset("personas")
+    lines = [json.loads(line) for line in Path(source).read_text(encoding="utf-8").splitlines()]
+    owner = next(line for line in lines if line["user_id"] == OWNER)
+    first = next(q for q in owner["questions"] if q["kind"] == "answerable")
+    again = {
+        "id": f"{first['id']}-again",
+        "question": first["question"],
+        "category": "adversarial",
+        "kind": "adversarial",
+        "after_session": first["after_session"],
+    }
+    owner["questions"].append(again)
+    path = tmp_path / "twice.jsonl"
+    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    return path, first, again
+
+
+@pytest.fixture
+def swept(tmp_path: Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    path, first, again = _dataset(tmp_path)
+    grid = Grid.from_mapping({"name": "twice", "base": {"backend": "sim:careful"}})
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    return run, first, again
+
+
+def test_a_question_asked_twice_is_graded_against_each_key(swept: Any) -> None:
+    run, first, again = swept
+    agent = _Agent(f"It is {first['answer']}.")
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_workers=4)
+    rows = done.qa_answers.set_index("question_id")
+    # One answer request for the two questions (the same prompt), two gradings of it.
+    prompts = [p for p in agent.asked if first["question"] in p]
+    assert len(prompts) == len(set(prompts)) == 1
+    assert (first["question"], first["answer"]) in agent.graded
+    assert (first["question"], ABSTAIN_REFERENCE) in agent.graded
+    assert rows.loc[first["id"], "answer"] == rows.loc[again["id"], "answer"]
+    assert rows.loc[first["id"], "verdicts"] == {"strict": {"answer": True}}
+    assert rows.loc[again["id"], "verdicts"] == {"strict": {"answer": False}}
+
+
+def test_a_failed_answer_stays_a_wrong_answer_in_the_table(swept: Any) -> None:
+    run, first, _ = swept
+    agent = _Agent(f"It is {first['answer']}.", fail=first["question"])
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    with pytest.raises(IncompleteQAError) as raised:
+        add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_workers=4)
+    answers = raised.value.run.qa_answers
+    answerable = answers[answers["kind"] == "answerable"]
+    failed = int(answerable["error"].notna().sum())
+    assert failed == 1  # the one question whose text the agent refuses
+    (row,) = accuracy_table(answers, judges=["strict"]).to_dict("records")
+    # Every answerable question is in the table, the failed one counted wrong and counted.
+    assert row["questions"] == len(answerable)
+    assert row["answer_errors"] == failed
+    golds = _gold(answerable, run)
+    right = sum(
+        isinstance(answer, str) and gold in answer
+        for gold, answer in zip(golds, answerable["answer"], strict=True)
+    )
+    assert row["accuracy"] == pytest.approx(right / len(answerable))
+    counts = error_counts(answers, ["strict"])
+    assert counts["answer_errors"] == int(answers["error"].notna().sum()) >= 1
+
+
+def test_an_abstention_on_an_answerable_question_is_not_sent_to_a_judge(swept: Any) -> None:
+    run, first, again = swept
+    agent = _Agent(f"It is {first['answer']}.", abstain=first["question"])
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_workers=4)
+    rows = done.qa_answers.set_index("question_id")
+    assert rows.loc[first["id"], "answer"] == "I don't know."
+    # The answerable question's abstention: no judge asked, wrong; the adversarial one: judged.
+    assert (first["question"], first["answer"]) not in agent.graded
+    assert (first["question"], ABSTAIN_REFERENCE) in agent.graded
+    assert rows.loc[first["id"], "verdicts"] == {}
+    table = accuracy_table(done.qa_answers, judges=["strict"])
+    others = done.qa_answers[
+        (done.qa_answers["kind"] == "answerable") & (done.qa_answers["question_id"] != first["id"])
+    ]
+    (row,) = table.to_dict("records")
+    assert row["questions"] == len(others) + 1
+    assert row["judge_errors"] == 0 and row["answer_errors"] == 0
+    expected = sum(
+        gold in str(answer) for gold, answer in zip(_gold(others, run), others["answer"], strict=True)
+    )
+    assert row["accuracy"] == pytest.approx(expected / (len(others) + 1))
+
+
+def _gold(answers: Any, run: Any) -> list[str]:
+    """The file's answer of each row's question, read from the dataset file."""
+    lines = Path(run.dataset_path).read_text(encoding="utf-8").splitlines()
+    by_id = {q["id"]: q.get("answer") for line in lines for q in json.loads(line)["questions"]}
+    return [str(by_id[q]) for q in answers["question_id"]]
