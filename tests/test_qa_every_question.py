@@ -134,7 +134,7 @@ def test_a_failed_answer_stays_a_wrong_answer_in_the_table(swept: Any) -> None:
 
 
 def test_an_abstention_on_an_answerable_question_is_not_sent_to_a_judge(swept: Any) -> None:
-    run, first, again = swept
+    run, first, _ = swept
     agent = _Agent(f"It is {first['answer']}.", abstain=first["question"])
     spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
     done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_workers=4)
@@ -151,9 +151,8 @@ def test_an_abstention_on_an_answerable_question_is_not_sent_to_a_judge(swept: A
     (row,) = table.to_dict("records")
     assert row["questions"] == len(others) + 1
     assert row["judge_errors"] == 0 and row["answer_errors"] == 0
-    expected = sum(
-        gold in str(answer) for gold, answer in zip(_gold(others, run), others["answer"], strict=True)
-    )
+    golds = _gold(others, run)
+    expected = sum(gold in str(a) for gold, a in zip(golds, others["answer"], strict=True))
     assert row["accuracy"] == pytest.approx(expected / (len(others) + 1))
 
 
