@@ -28,7 +28,8 @@ from memlab.scoring.qa_metrics import accuracy_table, error_counts
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import IncompleteQAError, add_qa
+from memlab.cli.main import main
+from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
 
 STRICT = judge_prompts().get("strict")
 OWNER = "amara"
@@ -42,8 +43,11 @@ class _Agent:
     name = "agent"
     model = "agent-model"
 
-    def __init__(self, answer: str, *, abstain: str = "", fail: str = "") -> None:
+    def __init__(
+        self, answer: str, *, abstain: str = "", fail: str = "", unreadable: str = ""
+    ) -> None:
         self.answer, self.abstain, self.fail = answer, abstain, fail
+        self.unreadable = unreadable
         self.graded: list[tuple[str, str]] = []
         self.asked: list[str] = []
         self._lock = threading.Lock()
@@ -54,6 +58,8 @@ class _Agent:
         if graded is not None:
             with self._lock:
                 self.graded.append((graded["question"], graded["gold_answer"]))
+            if self.unreadable and self.unreadable in graded["question"]:
+                return Completion("It could be CORRECT or WRONG.")
             right = graded["gold_answer"] in graded["answer"]
             return Completion(json.dumps({"label": "CORRECT" if right else "WRONG"}))
         with self._lock:
@@ -161,3 +167,28 @@ def _gold(answers: Any, run: Any) -> list[str]:
     lines = Path(run.dataset_path).read_text(encoding="utf-8").splitlines()
     by_id = {q["id"]: q.get("answer") for line in lines for q in json.loads(line)["questions"]}
     return [str(by_id[q]) for q in answers["question_id"]]
+
+
+def test_unreadable_verdicts_fail_the_step_and_the_gate_unless_allowed(
+    swept: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, first, again = swept
+    agent = _Agent(f"It is {first['answer']}.", unreadable=first["question"])
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    with pytest.raises(JudgeErrorsError) as raised:
+        add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_workers=4)
+    answers = raised.value.run.qa_answers
+    # The two questions with that text: neither has a verdict, both are counted.
+    assert raised.value.counts["judge_errors:strict"] == 2
+    assert answers.set_index("question_id").loc[[first["id"], again["id"]], "verdicts"].map(
+        lambda v: v["strict"]["answer"]
+    ).isna().all()
+    allowed = add_qa(
+        run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0
+    )
+    # The rate counts every kind of question: the two without a verdict among all asked.
+    share = 2 / len(allowed.qa_answers)
+    capsys.readouterr()
+    assert main(["gate", str(run.path), "--max-judge-errors", f"{share / 2}"]) == 1
+    assert "FAILED" in capsys.readouterr().out
+    assert main(["gate", str(run.path), "--max-judge-errors", f"{share}"]) == 0

@@ -59,6 +59,7 @@ __all__ = [
     "QASection",
     "compare_under_judges",
     "judge_robustness",
+    "qa_error_notes",
     "qa_html",
     "qa_markdown",
     "qa_section",
@@ -316,6 +317,20 @@ def _under(lane: Lane, judge: str) -> Lane:
     return Lane(lane.run.with_judge(judge), lane.lane_id)
 
 
+def qa_error_notes(runs: Sequence[Run]) -> list[str]:
+    """Per run with memory QA, one line naming the answers that could not be graded (each
+    counted wrong); none for a run whose every answer was graded. The first screen and the
+    QA section both show them."""
+    notes = []
+    for run in runs:
+        if run.qa_answers.empty:
+            continue
+        errors = errors_sentence(error_counts(run.qa_answers, run.judges))
+        if errors:
+            notes.append(f"{run.name}: {errors}.")
+    return notes
+
+
 def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection | None:
     """The section for the runs that have memory QA; ``None`` when none has. Lanes are
     compared with the first lane of their kind (``allow_mixed`` as for
@@ -341,9 +356,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         note = interval_note(table, owners)
         judges = ", ".join(run.judges)
         notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
-        errors = errors_sentence(error_counts(run.qa_answers, run.judges))
-        if errors:
-            warnings.append(f"{run.name}: {errors}")
+        warnings += qa_error_notes([run])
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
     pairs = [(Lane(*a), Lane(*b)) for group in lane_groups(asked) for a, b in group.pairs()]

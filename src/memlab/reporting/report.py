@@ -47,7 +47,7 @@ from memlab.reporting.prompt_changes import (
     prompt_changes_html,
     prompt_changes_markdown,
 )
-from memlab.reporting.qa import QASection, qa_html, qa_markdown, qa_section
+from memlab.reporting.qa import QASection, qa_error_notes, qa_html, qa_markdown, qa_section
 from memlab.reporting.statistics import (
     StatisticsSection,
     section_html,
@@ -280,7 +280,9 @@ def build_report(
     if not runs:
         raise ValueError("build_report needs at least one run")
     stats = statistics_section(runs, allow_mixed=allow_mixed)
-    intro = " ".join(part for part in (*stats.banners, intro, simulated_note(runs)) if part)
+    # Answers no judge could grade lower accuracy without being the memory's fault: said first.
+    banners = [*stats.banners, *qa_error_notes(runs)]
+    intro = " ".join(part for part in (*banners, intro, simulated_note(runs)) if part)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     configs, changed = config_table(runs)
