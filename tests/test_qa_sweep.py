@@ -33,6 +33,8 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.reporting.qa import compare_under_judges
+from memlab.scoring.comparison import compare
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
@@ -455,3 +457,19 @@ def test_an_interrupted_qa_step_resumes_from_the_cache(
     assert [{k: json.loads(line)[k] for k in kept} for line in after.splitlines()] == [
         {k: json.loads(line)[k] for k in kept} for line in before.splitlines()
     ]
+
+
+def test_robustness_to_the_judge_is_decided_in_the_headline_family(run: Run) -> None:
+    """Under the headline judge, each judged row's verdict is the headline comparison's own
+    (the same pairs, rates and Holm family); a difference robust to the judge is one the
+    headline finds, in the same direction."""
+    keys = ["baseline_lane", "lane", "metric"]
+    for primary in (None, ["qa_accuracy"], ["recall", "qa_accuracy", "parse_failure_rate"]):
+        headline = compare(run, primary=primary)
+        robust = compare_under_judges(run, primary=primary)
+        merged = robust.merge(headline[[*keys, "verdict"]], on=keys, how="left")
+        assert len(merged) == len(robust) > 0
+        assert list(merged[f"verdict:{run.judge}"]) == list(merged["verdict"]), primary
+        for row in merged.to_dict("records"):
+            if str(row["judge_robust"]).startswith("robust to the judge: "):
+                assert row["judge_robust"].endswith(f": {row['verdict']}")

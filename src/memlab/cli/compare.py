@@ -105,6 +105,8 @@ def _compare(args: argparse.Namespace) -> int:
         run_a,
         run_b,
         baseline_lane=args.baseline_lane,
+        metrics=metrics,
+        primary=primary,
         options=options,
         allow_mixed=args.allow_mixed,
     )

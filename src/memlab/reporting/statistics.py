@@ -30,6 +30,8 @@ from memlab.sweeps.run import Run
 __all__ = [
     "GroupComparison",
     "StatisticsSection",
+    "compared_metrics",
+    "group_pairs",
     "html_table",
     "md_table",
     "section_html",
@@ -84,6 +86,20 @@ class StatisticsSection:
 def _rates(runs: Sequence[Run]) -> list[MetricSpec]:
     present = set().union(*(set(run.summary.columns) for run in runs))
     return [spec for spec in interval_specs() if spec.column in present]
+
+
+def compared_metrics(runs: Sequence[Run]) -> list[str]:
+    """The rates the report compares (every rate with an interval some run has)."""
+    return [spec.column for spec in _rates(runs)]
+
+
+def group_pairs(group: LaneGroup) -> tuple[list[tuple[Lane, Lane]], list[Lane]]:
+    """The group's ``(baseline, lane)`` pairs the report compares (one Holm family), and the
+    lanes left out because they share no owners with the baseline."""
+    lanes = [Lane(run, lane_id) for run, lane_id in group.lanes]
+    base, others = lanes[0], lanes[1:]
+    pairs = [(base, lane) for lane in others if _shares_owners(base, lane)]
+    return pairs, [lane for lane in others if (base, lane) not in pairs]
 
 
 def _interval_rows(runs: Sequence[Run], rates: Sequence[MetricSpec]) -> pd.DataFrame:
@@ -169,16 +185,12 @@ def _group_comparisons(
     """The group's lanes against its first lane (notes collect what is left out, banners
     what a mixed comparison mixes; lanes measured differently are refused unless
     ``allow_mixed``, :func:`memlab.scoring.comparison.compare_lanes`)."""
-    rates = _rates(runs)
-    lanes = [Lane(run, lane_id) for run, lane_id in group.lanes]
-    base, others = lanes[0], lanes[1:]
-    pairs = [(base, lane) for lane in others if _shares_owners(base, lane)]
+    pairs, apart = group_pairs(group)
     notes += [
         f"{lane.run.name}: {lane.label} shares no owners with {group.baseline}: not compared."
-        for lane in others
-        if (base, lane) not in pairs
+        for lane in apart
     ]
-    names = [s.column for s in rates]
+    names = compared_metrics(runs)
     if not pairs or not names:
         return None
     options = runs[0].stats
