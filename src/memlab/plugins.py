@@ -411,7 +411,7 @@ def _entry_points() -> Sequence[metadata.EntryPoint]:
 
 def _dist(entry_point: metadata.EntryPoint) -> str:
     dist = getattr(entry_point, "dist", None)
-    return str(dist.name) if dist is not None else "(unknown)"
+    return str(dist.name) if dist is not None else "?"
 
 
 def _load_order(entry_point: metadata.EntryPoint) -> tuple[bool, str]:
