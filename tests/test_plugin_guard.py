@@ -271,7 +271,7 @@ def test_a_plugin_cannot_replace_a_builtin_even_asking_to(
     assert dict(registry) == {"hello": "hi", "bonjour": "salut"}
     assert plugins.plugin_warnings() == [
         "memlab plugin greet = fake:greet from distribution greetings: greeting 'hello' is "
-        "memlab's built-in and a plugin cannot replace it; skipped"
+        "memlab's built-in, which a plugin cannot replace; pick another name; skipped"
     ]
     assert caplog.text.count("memlab plugin greet") == 1
     registry.register("hello", "hey", replace=True)  # memlab's own code may, when asked

@@ -111,7 +111,17 @@ class PluginError(MemlabError, LookupError):
 
 
 class RegistrationError(PluginError, ValueError):
-    """A registration that breaks a rule: a bad name, an entry of the wrong type, a name taken."""
+    """A registration that breaks a rule: a bad name, an entry of the wrong type, a name taken.
+
+    Attributes:
+        kind: The registry's kind (``"backend"``).
+        name: The name asked for.
+    """
+
+    def __init__(self, message: str, *, kind: str, name: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -215,7 +225,7 @@ class Registry(Mapping[str, T]):
                 self._origins[name] = "memlab" if source is None else source.origin
                 return entry
         if source is None or source.builtin:
-            raise RegistrationError(problem)
+            raise RegistrationError(problem, kind=self.kind, name=name)
         _warn(f"{source}: {problem}; skipped")
         return entry
 
@@ -232,7 +242,9 @@ class Registry(Mapping[str, T]):
             return f"invalid {subject}: {bad_entry}"
         taken = self._origins.get(name)
         if taken == "memlab" and source is not None and not source.builtin:
-            return f"{subject} is memlab's built-in and a plugin cannot replace it"
+            return (
+                f"{subject} is memlab's built-in, which a plugin cannot replace; pick another name"
+            )
         if taken is not None and not replace:
             return (
                 f"{subject} is already registered (by {taken}); pick another name or pass "
