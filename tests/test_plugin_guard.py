@@ -257,7 +257,7 @@ def test_an_entry_of_the_wrong_type_is_refused_by_both_registration_calls() -> N
     assert "wrongly" not in BACKENDS and BACKENDS["auto"].example == "auto"
 
 
-def test_a_plugin_cannot_replace_a_builtin_even_asking_to(
+def test_a_plugin_cannot_replace_nor_remove_a_builtin(
     fresh_loader: list[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     registry: plugins.Registry[str] = plugins.Registry("greeting", "greeting")
@@ -265,14 +265,17 @@ def test_a_plugin_cannot_replace_a_builtin_even_asking_to(
 
     def register() -> None:
         registry.register("hello", "hey", replace=True)
+        registry.unregister("hello")
         registry.register("bonjour", "salut")  # the plugin's other entries still load
 
     fresh_loader.append(_entry("greet", register, "greetings"))
     assert dict(registry) == {"hello": "hi", "bonjour": "salut"}
     assert plugins.plugin_warnings() == [
         "memlab plugin greet = fake:greet from distribution greetings: greeting 'hello' is "
-        "memlab's built-in, which a plugin cannot replace; pick another name; skipped"
+        "memlab's built-in, which a plugin cannot replace; pick another name; skipped",
+        "memlab plugin greet = fake:greet from distribution greetings: greeting 'hello' is "
+        "memlab's built-in, which a plugin cannot remove; skipped",
     ]
-    assert caplog.text.count("memlab plugin greet") == 1
+    assert caplog.text.count("memlab plugin greet") == 2
     registry.register("hello", "hey", replace=True)  # memlab's own code may, when asked
     assert registry["hello"] == "hey"

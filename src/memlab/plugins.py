@@ -41,7 +41,8 @@ The rules every registration follows, in :meth:`Registry.register` (the one path
 - a name is lowercase letters, digits, ``_``, ``-`` and ``.``, starts with a letter or digit,
   holds no ``..`` and has at most 64 characters (it appears in specs such as ``PREFIX:ARG``);
 - an entry is of the registry's type (a ``BackendPlugin`` for ``backend``, ...);
-- memlab's own entry points load first, and a third-party plugin cannot replace a built-in.
+- memlab's own entry points load first, and a third-party plugin cannot replace or remove a
+  built-in.
 
 A plugin is never allowed to take memlab down: importing or calling it runs under a guard that
 turns any exception, ``SystemExit`` and a ``KeyboardInterrupt`` it raises itself (not a
@@ -253,10 +254,18 @@ class Registry(Mapping[str, T]):
         return ""
 
     def unregister(self, name: str) -> None:
-        """Remove ``name`` (a no-op when absent)."""
+        """Remove ``name`` (a no-op when absent); a plugin removing a built-in is one warning
+        and a no-op (it could then take the name)."""
+        source = _registrant()
         with self._lock:
-            self._entries.pop(name, None)
-            self._origins.pop(name, None)
+            if source is None or source.builtin or self._origins.get(name) != "memlab":
+                self._entries.pop(name, None)
+                self._origins.pop(name, None)
+                return
+        _warn(
+            f"{source}: {self.what} {excerpt(name)} is memlab's built-in, which a plugin cannot "
+            "remove; skipped"
+        )
 
     def lookup(self, name: str) -> T:
         """The entry called ``name``.
