@@ -165,14 +165,13 @@ def test_adding_a_metric_is_one_registration(
     assert "cache_hit_rate = 0, required >= 0.5 [--min-cache-hit-rate]" in capsys.readouterr().out
 
 
-def test_a_metric_over_an_undeclared_count_fails_where_it_is_read() -> None:
+def test_a_metric_over_an_undeclared_count_is_refused_where_it_is_registered() -> None:
     spec = MetricSpec("miss_rate", "miss rate", "lower", ratio=("cache_misses", "llm_calls"))
-    metric_specs.METRICS.register(spec.column, spec)
-    try:
-        with pytest.raises(ValueError, match=r"counts \['cache_misses'\] are not declared"):
-            metric_specs.summary_specs()
-    finally:
-        metric_specs.METRICS.unregister(spec.column)
+    with pytest.raises(ValueError, match=r"counts \['cache_misses'\] are not declared"):
+        metric_specs.METRICS.register(spec.column, spec)
+    with pytest.raises(ValueError, match="under 'misses' but its column is 'cache_hit_rate'"):
+        metric_specs.METRICS.register("misses", CACHE_RATE)  # its counts are declared
+    assert "miss_rate" not in metric_specs.METRICS and "misses" not in metric_specs.METRICS
 
 
 def test_session_rows_type_the_declared_counts() -> None:

@@ -107,7 +107,7 @@ def test_third_party_registration(clean_registry: None) -> None:
         register_backend("parrot", factory)
     register_backend("parrot", factory, replace=True)
     for bad in ("", "a:b", "auto", "sp ace"):
-        with pytest.raises(ValueError, match="Invalid backend prefix"):
+        with pytest.raises(ValueError, match="invalid backend prefix"):
             register_backend(bad, factory)
 
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,7 +139,11 @@ def _unknown(prefix: str, known: Sequence[str]) -> UnknownBackendError:
 
 
 BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
-    "backend", "backend prefix", unknown=_unknown
+    "backend",
+    "backend prefix",
+    unknown=_unknown,
+    check=plugins.instance_of(BackendPlugin),
+    reserved=frozenset({"auto"}),  # the core's updater without a backend resolves it
 )
 """Every backend kind by spec prefix."""
 
@@ -227,10 +230,11 @@ def register_backend(
     replace: bool = False,
     **capabilities: Any,
 ) -> BackendPlugin:
-    """Register a backend for specs starting with ``prefix``.
+    """Register a backend for specs starting with ``prefix`` (through ``BACKENDS.register``,
+    whose rules apply: :mod:`memlab.plugins`).
 
     Args:
-        prefix: Spec prefix (letters, digits, ``_``, ``-``, ``.``), e.g. ``"anthropic"``.
+        prefix: Spec prefix (:data:`memlab.plugins.NAME_RULE`), e.g. ``"anthropic"``.
         factory: ``factory(argument, **options) -> Backend``, or a whole
             :class:`BackendPlugin`.
         replace: Allow replacing an existing registration (including a built-in).
@@ -238,23 +242,16 @@ def register_backend(
             (``output_modes``, ``prices``, ...).
 
     Raises:
-        ValueError: Bad prefix, or the prefix is taken and ``replace`` is false.
+        memlab.plugins.RegistrationError: A ``ValueError``: a bad prefix, ``auto`` (reserved),
+            or the prefix is taken and ``replace`` is false.
     """
-    if prefix == "auto" or not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix):
-        raise ValueError(
-            f"Invalid backend prefix {prefix!r}: use letters, digits, '_', '-' or '.', "
-            "without ':' ('auto' is reserved)."
-        )
     if isinstance(factory, BackendPlugin):
         plugin = factory
     else:
         capabilities.setdefault("description", f"{prefix} (registered in code)")
         capabilities.setdefault("example", prefix)
         plugin = BackendPlugin(factory, **capabilities)
-    try:
-        return BACKENDS.register(prefix, plugin, replace=replace)
-    except plugins.PluginError as exc:
-        raise ValueError(f"Backend {exc}") from None
+    return BACKENDS.register(prefix, plugin, replace=replace)
 
 
 def available_backends() -> list[str]:

@@ -172,6 +172,8 @@ def user_lines_reply(request: CompletionRequest) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-SCRIPTS: plugins.Registry[ReplyFunction] = plugins.declare("script", "scripted reply function")
+SCRIPTS: plugins.Registry[ReplyFunction] = plugins.declare(
+    "script", "scripted reply function", check=plugins.callable_entry
+)
 """Reply functions by name: the spec ``scripted:NAME`` answers with ``SCRIPTS[NAME]``."""
 SCRIPTS.register("user-lines", user_lines_reply)

@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
         description="List every registry (backends, scripts, merge strategies, parse presets, "
         "prompts, matchers, judge prompts, simulated-model profiles, metrics, run views) with "
         "its entries; an entry an installed plugin registered names the plugin. Plugins are "
-        "packages with entry points in the 'memlab.plugins' group (see docs/architecture.md).",
+        "packages with entry points in the 'memlab.plugins' group (see docs/architecture.md). "
+        "A plugin that failed to load and each registration refused (a bad name, a wrong "
+        "type, a built-in's name) are listed last, one line each, and the exit code is 1.",
         epilog="examples:\n  memlab plugins\n  memlab plugins backend",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +66,7 @@ def _list(args: argparse.Namespace) -> int:
             about = getattr(entry, "description", None) or getattr(entry, "title", None)
             line = f"  {name:<24} {about}" if isinstance(about, str) else f"  {name}"
             print(line + ("" if origin == "memlab" else f"  [{origin}]"))
-    for label, error in plugins.plugin_failures().items():
-        print(f"failed to load: {label}: {error}")
-    return 1 if plugins.plugin_failures() else 0
+    problems = plugins.plugin_warnings()
+    for problem in problems:  # each also logged as a warning, where it happened
+        print(problem)
+    return 1 if problems else 0

@@ -532,7 +532,7 @@ def _unknown_strategy(name: str, known: Sequence[str]) -> ValueError:
 
 
 MERGE_STRATEGIES: plugins.Registry[Callable[..., MergeStrategy]] = plugins.declare(
-    "merge", "merge strategy", unknown=_unknown_strategy
+    "merge", "merge strategy", unknown=_unknown_strategy, check=plugins.callable_entry
 )
 """Merge strategy factories by name (a lane's ``merge``; its ``merge_params`` are their
 keyword arguments). Plugins add theirs with ``MERGE_STRATEGIES.register(name, factory)``."""

@@ -142,7 +142,7 @@ def _unknown_preset(name: str, known: Sequence[str]) -> ValueError:
 
 
 PARSE_PRESETS: plugins.Registry[Callable[[], ParseOptions]] = plugins.declare(
-    "parse_preset", "parse preset", unknown=_unknown_preset
+    "parse_preset", "parse preset", unknown=_unknown_preset, check=plugins.callable_entry
 )
 """Named parse-ladder options (a lane's ``parse``): name -> a function returning them."""
 PARSE_PRESETS.register("default", ParseOptions)

@@ -41,7 +41,9 @@ GOLD: {gold}
 STORED: {stored}
 Answer:"""
 
-JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare("matcher_judge_prompt", "judge prompt")
+JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare(
+    "matcher_judge_prompt", "judge prompt", check=plugins.instance_of(str)
+)
 """Judge prompts by name; ``{gold}`` and ``{stored}`` are filled in. Plugins add theirs with
 ``JUDGE_PROMPTS.register(name, template)``."""
 JUDGE_PROMPTS.register("lenient", _LENIENT)

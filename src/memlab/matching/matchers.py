@@ -117,7 +117,9 @@ def _unknown(name: str, known: Sequence[str]) -> MatcherError:
     return MatcherError(f"unknown matcher {name!r}; known matchers: {usages}")
 
 
-MATCHERS: plugins.Registry[MatcherPlugin] = plugins.declare("matcher", "matcher", unknown=_unknown)
+MATCHERS: plugins.Registry[MatcherPlugin] = plugins.declare(
+    "matcher", "matcher", unknown=_unknown, check=plugins.instance_of(MatcherPlugin)
+)
 """Every matcher by name, built-ins and plugins (``MATCHERS.register(name, MatcherPlugin())``)."""
 MATCHERS.register(
     "default",

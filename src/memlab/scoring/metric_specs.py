@@ -617,26 +617,29 @@ def _unknown_metric(column: str, known: Sequence[str]) -> KeyError:
     return KeyError(f"unknown metric {column!r}; known metrics: {', '.join(known)}")
 
 
-METRICS: plugins.Registry[MetricSpec] = plugins.declare("metric", "metric", unknown=_unknown_metric)
-"""Every summary metric by column: the built-ins, then those plugins register
-(``METRICS.register(spec.column, spec)``), in column order."""
-
-
 _DECLARED_COUNTS = frozenset(count.column for count in COUNT_SPECS)
 
 
-def _check_counts(spec: MetricSpec) -> MetricSpec:
-    """A spec whose counts are not declared fails where it is declared, not in a report."""
-    missing = [column for column in spec.sources if column not in _DECLARED_COUNTS]
+def _check_metric(column: str, spec: object) -> str:
+    """A spec registered under another column, or over undeclared counts, is refused where it
+    is registered, not in every summary."""
+    if not isinstance(spec, MetricSpec):
+        return f"an entry is a MetricSpec, got {type(spec).__name__}"
+    if spec.column != column:
+        return f"it is registered under {column!r} but its column is {spec.column!r}"
+    missing = [source for source in spec.sources if source not in _DECLARED_COUNTS]
     if missing:
-        raise ValueError(
-            f"metric {spec.column}: per-owner counts {missing} are not declared in COUNT_SPECS"
-        )
-    return spec
+        return f"its per-owner counts {missing} are not declared in COUNT_SPECS"
+    return ""
 
 
+METRICS: plugins.Registry[MetricSpec] = plugins.declare(
+    "metric", "metric", unknown=_unknown_metric, check=_check_metric
+)
+"""Every summary metric by column: the built-ins, then those plugins register
+(``METRICS.register(spec.column, spec)``), in column order."""
 for _spec in METRIC_SPECS:
-    METRICS.register(_spec.column, _check_counts(_spec))
+    METRICS.register(_spec.column, _spec)
 
 # The functions below read METRICS when called (no copies made at import), so every consumer
 # sees the same list, plugins' metrics included.
@@ -644,7 +647,7 @@ for _spec in METRIC_SPECS:
 
 def summary_specs() -> tuple[MetricSpec, ...]:
     """Every summary metric, in column order."""
-    return tuple(_check_counts(spec) for spec in METRICS.values())
+    return tuple(METRICS.values())
 
 
 def metric_spec(column: str) -> MetricSpec:

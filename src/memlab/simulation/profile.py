@@ -75,8 +75,18 @@ BUILTIN_PROFILES: tuple[str, ...] = ("careful", "sloppy", "chatty")
 ProfileSource = Union["SimProfile", Traversable]
 """A registered profile: the profile itself, or a YAML file (a path or package resource)."""
 
+
+def _check_profile(name: str, entry: object) -> str:
+    if isinstance(entry, Traversable):
+        return ""
+    # Only now: SimProfile is defined below, after the built-ins (files) are registered.
+    if isinstance(entry, SimProfile):
+        return ""
+    return f"an entry is a SimProfile or a YAML file, got {type(entry).__name__}"
+
+
 PROFILES: plugins.Registry[ProfileSource] = plugins.declare(
-    "sim_profile", "simulated model profile"
+    "sim_profile", "simulated model profile", check=_check_profile
 )
 """Profiles by name: the built-ins and those plugins register (``sim:<name>``)."""
 for _name in BUILTIN_PROFILES:

@@ -15,5 +15,7 @@ from memlab import plugins
 
 __all__ = ["RUN_VIEWS"]
 
-RUN_VIEWS: plugins.Registry[Callable[[Any], str]] = plugins.declare("run_view", "run view")
+RUN_VIEWS: plugins.Registry[Callable[[Any], str]] = plugins.declare(
+    "run_view", "run view", check=plugins.callable_entry
+)
 """Views of a run by format (``html``): a function of the run returning the text."""
