@@ -88,7 +88,7 @@ NOT_ON_TOPIC_KINDS = frozenset({"off_topic", "abstention"})
 
 VERDICTS = {"CORRECT": True, "WRONG": False}
 
-_FIELDS: dict[str, type] = {"id": str, "kind": str, "question": str, "answer": str, "why": str}
+_TEXT_FIELDS = ("id", "kind", "question", "answer", "why")
 
 
 class JudgeCalibrationError(MemlabError, ValueError):
@@ -205,9 +205,9 @@ def _triple(source: str, number: int, line: str) -> JudgeTriple:
         raise JudgeCalibrationError(source, number, "", str(exc)) from None
     if not isinstance(data, dict):
         raise JudgeCalibrationError(source, number, "", "expected a JSON object per line")
-    for key, kind in _FIELDS.items():
+    for key in _TEXT_FIELDS:
         value = data.get(key)
-        if not isinstance(value, kind) or not value.strip():
+        if not isinstance(value, str) or not value.strip():
             raise JudgeCalibrationError(
                 source, number, key, f"must be a non-empty string, got {excerpt(value)}"
             )
@@ -219,7 +219,7 @@ def _triple(source: str, number: int, line: str) -> JudgeTriple:
     verdict = data.get("verdict")
     if verdict not in VERDICTS:
         raise JudgeCalibrationError(
-            source, number, "verdict", f"must be \"CORRECT\" or \"WRONG\", got {excerpt(verdict)}"
+            source, number, "verdict", f'must be "CORRECT" or "WRONG", got {excerpt(verdict)}'
         )
     return JudgeTriple(
         id=data["id"],
