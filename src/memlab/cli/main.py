@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
     "qa",
+    "judge",
     "prompts",
     "datasets",
     "report",

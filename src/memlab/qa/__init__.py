@@ -9,6 +9,9 @@ scores the answers and the prompts that produce and grade them:
   registries of their own (:func:`answer_prompts`, :func:`judge_prompts`; built in: the
   ``default`` answer prompt, the ``lenient`` and ``strict`` judges);
 - judge replies: :func:`parse_verdict`;
+- the judge calibration set (:mod:`~memlab.qa.judge_calibration`): triples with verdicts
+  decided by reading (:func:`load_judge_calibration`, :class:`JudgeTriple`), what
+  ``memlab judge audit`` measures a judge against;
 - conditions (:mod:`~memlab.qa.conditions`): what the answer prompt receives (``memory``,
   ``none``, ``full_context``, ``gold_memory``) through a lane's read path (:class:`ReadPath`);
 - answering (:mod:`~memlab.qa.answering`): the questions asked at a point of a replay
@@ -66,6 +69,11 @@ if TYPE_CHECKING:
         ReadPath,
         gold_memory_document,
     )
+    from memlab.qa.judge_calibration import (
+        JudgeCalibrationSet,
+        JudgeTriple,
+        load_judge_calibration,
+    )
     from memlab.qa.verdicts import parse_verdict
 
 _EXPORTS: dict[str, str] = {
@@ -101,6 +109,9 @@ _EXPORTS: dict[str, str] = {
     "Injector": "memlab.qa.conditions",
     "ReadPath": "memlab.qa.conditions",
     "gold_memory_document": "memlab.qa.conditions",
+    "JudgeCalibrationSet": "memlab.qa.judge_calibration",
+    "JudgeTriple": "memlab.qa.judge_calibration",
+    "load_judge_calibration": "memlab.qa.judge_calibration",
     "parse_verdict": "memlab.qa.verdicts",
 }
 
@@ -117,8 +128,10 @@ __all__ = [
     "Context",
     "History",
     "Injector",
+    "JudgeCalibrationSet",
     "JudgePrompt",
     "JudgeTask",
+    "JudgeTriple",
     "ReadPath",
     "ReplayPoint",
     "answer_prompts",
@@ -133,6 +146,7 @@ __all__ = [
     "is_abstention",
     "judge_prompts",
     "judge_tasks",
+    "load_judge_calibration",
     "multi_answer_f1",
     "normalize_answer",
     "parse_verdict",

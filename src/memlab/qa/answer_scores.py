@@ -137,22 +137,50 @@ def bleu1(prediction: str, reference: str) -> float:
     return float(score) / 100.0
 
 
+_SOURCE = r"(?:memory|memories|conversations?|context|records?|notes|history|it)"
+_SILENT = r"(?:mentioned|stated|specified|said|discussed|recorded|shared)"
+_NOT_BE = (
+    r"(?:isn't|is not|wasn't|was not|aren't|are not|weren't|were not|is never|was never|"
+    r"were never|hasn't been|has not been|has never been|haven't been|have not been)"
+)
+
 ABSTENTION_PATTERNS: tuple[str, ...] = (
-    r"\b(i )?(don't|do not|can't|cannot|can not) (know|tell|say|recall|determine|find|answer)\b",
-    r"\b(can't|cannot|can not) be (determined|known|answered|found)\b",
-    r"\bnot (mentioned|stated|specified|known|provided|given|sure|available|recorded)\b",
-    r"\b(isn't|is not|wasn't|was not|aren't|are not) (mentioned|stated|specified|known|said)\b",
-    r"\b(doesn't|does not|didn't|did not|don't|do not) (say|mention|specify|state|hold|contain)\b",
-    r"\bno (information|mention|record|data|details?|answer|idea|memory)\b",
-    r"\bnot enough (information|context|detail)\b",
-    r"\bunable to (answer|determine|tell|find)\b",
+    # First person: "I don't know", "I can't tell", "we cannot say", "I couldn't find it".
+    r"\b(i|we)\s+(don't|do not|can't|cannot|can not|couldn't|could not)\s+"
+    r"(know|tell|say|recall|remember|determine|find|answer|confirm|be sure)\b",
+    r"\b(i|we)\s+(don't|do not|didn't|did not)\s+have\s+(that|this|the|any|enough|such)?\s*"
+    r"(information|info|details?|data|records?|memory)\b",
+    r"\bi\s*('m|am)\s+(not\s+(sure|certain|able to (answer|tell|say|determine|recall))|"
+    r"unsure|uncertain|unable to (answer|tell|say|determine|find|recall))\b",
+    r"\b(i|we)\s+(have|had)\s+no\s+(idea|information|info|record|memory|details?|way)\b",
+    # An answer that opens with it: "Not sure.", "No idea", "Don't know", "Not mentioned".
+    r"^\W*(not\s+(sure|certain|known|clear|mentioned|stated|specified|said|recorded)|unsure|"
+    r"uncertain|unclear|no idea|(don't|do not) know|hard to say)\b",
+    # The source is silent: "not mentioned in", "it was never said", "the memory doesn't say".
+    rf"\bnot {_SILENT} (in|by|anywhere)\b",
+    rf"\b{_NOT_BE} {_SILENT}\b",
+    rf"\b{_SOURCE} (doesn't|does not|didn't|did not|don't|do not|never) "
+    r"(say|says|mention|specify|state|include|contain|hold|record|tell)\b",
+    rf"\bnothing (in|from) (the|my|our|your) {_SOURCE}\b",
+    rf"\bnothing (is|was|has been) {_SILENT}\b",
+    r"\bno (information|info|mention|record|data)\b",
+    r"\bno details? (about|on|of|regarding|given|provided|available)\b",
+    r"\b(not enough|insufficient) (information|info|context|details?|data)\b",
+    r"\bunable to (answer|determine|tell|find|say|recall)\b",
+    r"\b(can't|cannot|can not) be (determined|known|answered|found|said|confirmed)\b",
+    r"\b(it is|it's|that is|that's|this is) (unclear|uncertain|not clear|not known)\b",
     r"\b(is|remains) unknown\b",
     r"^\W*(unknown|n/?a|none)\W*$",
     r"不知道|不清楚|没有提到|未提及|没有提及|无法确定|无法回答|没有相关信息|没有信息|未知",
     r"\bno (lo )?s[ée]\b|\bno se menciona\b|\bno (hay|tengo) informaci[oó]n\b",
 )
 """What an abstention says, as case-insensitive regular expressions (English, Chinese,
-Spanish); :func:`is_abstention` matches them anywhere in the answer."""
+Spanish); :func:`is_abstention` matches them anywhere in the answer. A doubt or a silence
+counts when it is the answerer's own ("I'm not sure", "I have no idea", an answer opening
+with "Not sure") or its source's ("not mentioned in", "the memory doesn't say", "there is no
+record"); the same words about someone in the answer do not ("they don't know each other",
+"he had no idea about the party", "she was not sure at first").
+"""
 
 _ABSTENTION = re.compile("|".join(f"(?:{p})" for p in ABSTENTION_PATTERNS), re.IGNORECASE)
 

@@ -66,7 +66,7 @@ from memlab.simulation.profile import (
     wordings,
 )
 from memlab.simulation.profile import uniform as _uniform
-from memlab.simulation.qa import AnswerDecision, JudgeDecision, SimQA
+from memlab.simulation.qa import AnswerDecision, JudgeDecision, KnownVerdict, SimQA
 from memlab.simulation.replies import Breakage, broken_reply
 from memlab.simulation.tiered import SimTiered, TieredDecision
 
@@ -122,6 +122,9 @@ class SimulatedBackend:
         dataset: The dataset the sweep replays (path, bundled name, or loaded owners).
         seed: Mixed into every draw with the request's seed (repeated samples differ).
         judges: Judge prompts whose prompts it grades (default: the built-in ones).
+        calibration: Graded triples whose judge prompts it grades by their known verdict
+            (:class:`~memlab.simulation.qa.KnownVerdict`; ``memlab judge audit`` passes the
+            calibration set, with ``dataset=[]``).
     """
 
     name = "sim"
@@ -133,11 +136,12 @@ class SimulatedBackend:
         dataset: str | Path | Sequence[Owner],
         seed: int = 0,
         judges: Sequence[JudgePrompt] | None = None,
+        calibration: Sequence[KnownVerdict] = (),
     ) -> None:
         self.profile = profile if isinstance(profile, SimProfile) else load_profile(profile)
         self.seed = seed
         owners = _load_owners(dataset)
-        self._qa = SimQA(owners, self.profile.qa, seed, judges)
+        self._qa = SimQA(owners, self.profile.qa, seed, judges, calibration)
         self._views = [
             _SessionView(owner, i, session, _blocks(session))
             for owner in owners

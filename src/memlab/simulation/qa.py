@@ -29,6 +29,14 @@ other answer key) is on topic, and accepted with the judge prompt's declared len
 answer is WRONG. One draw per (question, answer) serves every judge, so a more lenient judge
 accepts everything a stricter one does.
 
+Judging calibration triples (:class:`KnownVerdict`, e.g. the judge calibration set's): the
+simulated judge cannot read a paraphrase, so it is told each triple's verdict and whether a
+WRONG answer is on topic, and grades them as it grades its own answers: a CORRECT triple is
+CORRECT (``match``), an on-topic WRONG one is accepted with the judge prompt's leniency
+(``on_topic``), any other WRONG one is WRONG (``unrecognised``). A judge auditing it thus
+agrees with the verdicts on all but the on-topic WRONG triples it accepts: an expected
+agreement of ``1 - leniency * on_topic / n``.
+
 Every decision carries its provenance (:class:`AnswerDecision`, :class:`JudgeDecision`), so
 tests compute expected accuracy, abstention and judge flip rates from declared rates and
 provenance, never from the scoring code. Draws are hashes of the backend seed, the request
@@ -41,7 +49,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from memlab.core.llm import BackendError
 from memlab.core.qa_prompts import JudgePrompt, judge_prompts
@@ -54,10 +62,12 @@ if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the backends st
 
 __all__ = [
     "ABSTAIN_TEXT",
+    "CALIBRATION_OWNER",
     "GUESS_FALLBACK",
     "AnswerDecision",
     "AnswerOutcome",
     "JudgeDecision",
+    "KnownVerdict",
     "Recognised",
     "SimQA",
 ]
@@ -67,6 +77,9 @@ ABSTAIN_TEXT = "I don't know: nothing I remember about the user says."
 
 GUESS_FALLBACK = "Something else entirely."
 """The guess of a question with no wrong answer and no other answer of its owner to borrow."""
+
+CALIBRATION_OWNER = "calibration"
+"""The ``user_id`` of a :class:`JudgeDecision` about a calibration triple."""
 
 AnswerOutcome = Literal["answer", "abstain", "guess", "trap"]
 Recognised = Literal["match", "abstain", "on_topic", "unrecognised"]
@@ -132,6 +145,24 @@ class JudgeDecision:
         return json.dumps({"label": "CORRECT" if self.verdict else "WRONG"})
 
 
+class KnownVerdict(Protocol):
+    """A graded (question, reference, answer) triple whose verdict the simulated judge is
+    told (:class:`memlab.qa.judge_calibration.JudgeTriple` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def reference(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def correct(self) -> bool: ...
+    @property
+    def on_topic(self) -> bool: ...
+
+
 @dataclass
 class _Probes:
     """The texts that show a question's evidence in a prompt."""
@@ -173,6 +204,7 @@ class SimQA:
         seed: The backend seed, mixed into every draw.
         judges: Judge prompts whose rendered prompts are recognised (default: the built-in
             ``lenient`` and ``strict``).
+        calibration: Triples it grades by their known verdict (see the module docstring).
     """
 
     def __init__(
@@ -181,8 +213,12 @@ class SimQA:
         profile: SimQAProfile,
         seed: int = 0,
         judges: Sequence[JudgePrompt] | None = None,
+        calibration: Sequence[KnownVerdict] = (),
     ) -> None:
         self.profile = profile
+        self._known = {
+            (_fold(t.question), _fold(t.reference), _fold(t.answer)): t for t in calibration
+        }
         self.seed = seed
         self.judges = list(judges) if judges is not None else _builtin_judges()
         self._by_text: dict[str, list[tuple[Owner, Question]]] = {}
@@ -271,6 +307,11 @@ class SimQA:
     # ------------------------------------------------------------------ judging
 
     def _judge(self, judge: str, values: dict[str, str], request_seed: int | None) -> JudgeDecision:
+        triple = self._known.get(
+            (_fold(values["question"]), _fold(values["gold_answer"]), _fold(values["answer"]))
+        )
+        if triple is not None:
+            return self._judge_known(judge, triple, request_seed)
         asked = values["question"].strip()
         found = self._by_text.get(asked)
         if not found:
@@ -293,6 +334,21 @@ class SimQA:
         else:
             recognised, verdict = "unrecognised", False
         return JudgeDecision(judge, owner.user_id, question.id, recognised, lenient, verdict)
+
+    def _judge_known(
+        self, judge: str, triple: KnownVerdict, request_seed: int | None
+    ) -> JudgeDecision:
+        recognised: Recognised
+        lenient = False
+        if triple.correct:
+            recognised, verdict = "match", True
+        elif triple.on_topic:
+            recognised = "on_topic"
+            u = uniform(self.seed, request_seed, CALIBRATION_OWNER, triple.id, "qa-judge")
+            lenient = verdict = u < self.profile.leniency(judge)
+        else:
+            recognised, verdict = "unrecognised", False
+        return JudgeDecision(judge, CALIBRATION_OWNER, triple.id, recognised, lenient, verdict)
 
     def _on_topic(self, owner: Owner, question: Question) -> set[str]:
         """Wrong answers the simulated answerer may give, and the answer under either key."""
