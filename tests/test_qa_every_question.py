@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from memlab.cli.main import main
 from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
 from memlab.datasets import resolve_dataset
@@ -28,7 +29,6 @@ from memlab.scoring.qa_metrics import accuracy_table, error_counts
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QASpec
-from memlab.cli.main import main
 from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
 
 STRICT = judge_prompts().get("strict")
