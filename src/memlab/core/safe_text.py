@@ -35,13 +35,24 @@ _LONE_ESCAPE = re.compile(
     r"([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
     r"|[dD][c-fC-F][0-9a-fA-F]{2})"
 )
+# Searched only in text holding a backslash (a one-character search is a memchr).
 _MAYBE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _may_decode_to_surrogates(text: str) -> bool:
-    if not text.isascii() and _SURROGATE.search(text) is not None:
+def _has_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:  # the encoder finds one several times faster than a search for the range does
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         return True
-    return "\\u" in text and _MAYBE_ESCAPE.search(text) is not None
+    return False
+
+
+def _may_decode_to_surrogates(text: str) -> bool:
+    if _has_surrogate(text):
+        return True
+    return "\\" in text and _MAYBE_ESCAPE.search(text) is not None
 
 
 def _escape_fix(match: re.Match[str], found: list[int]) -> str:
@@ -64,9 +75,9 @@ def safe_text(text: str, *, json_escapes: bool = False) -> tuple[str, int]:
         ``(text, replaced)``: ``text`` itself when nothing was replaced.
     """
     replaced = 0
-    if not text.isascii() and _SURROGATE.search(text) is not None:
+    if _has_surrogate(text):
         text, replaced = _SURROGATE.subn(REPLACEMENT, text)
-    if json_escapes and "\\u" in text and _MAYBE_ESCAPE.search(text) is not None:
+    if json_escapes and "\\" in text and _MAYBE_ESCAPE.search(text) is not None:
         found = [0]
         fixed = _LONE_ESCAPE.sub(lambda m: _escape_fix(m, found), text)
         if found[0]:
