@@ -1,6 +1,7 @@
 """Real model calls: the bundled SmolLM2 in process and behind ``python -m llama_cpp.server``.
 
-Kept fast: one server and one loaded model per module, two threads, small ``max_tokens``. No
+Kept fast: one server and one loaded model per module, two threads, small ``max_tokens``; the
+work is bounded, never the wall time (a loaded machine is slower, not failing). No
 reply is pinned: tests assert what every CPU and build satisfies (``any_machine`` runs the
 properties under two thread counts and two seeds: ``pytest -m any_machine``).
 """
@@ -15,13 +16,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from real_server import patient_client, patient_server
 
 from memlab.backends.cache import CachedBackend
 from memlab.backends.grammar import bounded_reply_tokens, worst_case_tokens
 from memlab.backends.llama_local import LocalLlamaBackend
 from memlab.backends.llama_server import LlamaServer
 from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
 from memlab.core.contract import SchemaBounds, bounded_schema
 from memlab.core.document import SeededFactIds
 from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
@@ -74,19 +75,14 @@ def chat(content: str, mode: OutputMode, max_tokens: int, schema: Any = None) ->
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LlamaServer]:
-    with LlamaServer(n_threads=N_THREADS, n_ctx=N_CTX) as running:
+    with patient_server(n_threads=N_THREADS, n_ctx=N_CTX) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
 def server_backend(server: LlamaServer) -> OpenAICompatibleBackend:
-    return OpenAICompatibleBackend(
-        server.model_alias,
-        base_url=server.base_url,
-        schema_transport="json_object_schema",
-        timeout=300.0,
-        retry=RetryPolicy(max_attempts=2),
-    )
+    # Bounded by max_tokens in each test, never by wall time (see real_server).
+    return patient_client(server, schema_transport="json_object_schema")
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +115,7 @@ def test_server_schema_constrained_via_json_object_schema(
 
 
 def test_server_rejects_json_schema_transport_with_hint(server: LlamaServer) -> None:
-    backend = OpenAICompatibleBackend(
-        server.model_alias, base_url=server.base_url, retry=RetryPolicy(max_attempts=3)
-    )
+    backend = patient_client(server, max_attempts=3)
     with pytest.raises(BackendError, match="schema_transport='json_object_schema'"):
         backend.complete(chat("x", OutputMode.JSON_SCHEMA, 4, SMALL_SCHEMA))
 

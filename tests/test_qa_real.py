@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_server import patient_client, patient_server
 
 from memlab.backends.cache import CacheMode
 from memlab.backends.llama_server import LlamaServer
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
 from memlab.core.llm import Backend
 from memlab.datasets import load_dataset, resolve_dataset
 from memlab.sweeps.driver import sweep
@@ -29,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LlamaServer]:
-    with LlamaServer(n_threads=2, n_ctx=2048) as running:
+    with patient_server(n_threads=2, n_ctx=2048) as running:
         yield running
 
 
@@ -54,12 +53,7 @@ def test_smollm2_answers_and_judges_through_a_real_server(
     )
 
     def factory(name: str) -> Backend:
-        return OpenAICompatibleBackend(
-            server.model_alias,
-            base_url=server.base_url,
-            timeout=300.0,
-            retry=RetryPolicy(max_attempts=2),
-        )
+        return patient_client(server)  # bounded by max_tokens, never by wall time
 
     done = add_qa(
         run,

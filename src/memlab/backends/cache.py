@@ -425,6 +425,8 @@ def _decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, C
             model=str(stored.get("model", "")),
             backend=str(stored.get("backend", "")),
             cached=True,
+            # Replaced when the reply came in; an older entry's text is made safe here.
+            replaced_chars=int(stored.get("replaced_chars", 0)),
         )
     except (ValueError, TypeError, OverflowError) as exc:
         return f"bad completion: {str(exc)[:200]}", None

@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from memlab import plugins
+from memlab.core.safe_text import safe_text
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -92,8 +93,14 @@ class CompletionRequest:
 class Completion:
     """What a backend returned for one request.
 
+    Every reply enters the pipeline as a ``Completion``, so this is where its text is made
+    writable: characters UTF-8 cannot encode (lone surrogates, also as the JSON escapes a
+    parser would turn into them) become U+FFFD when the completion is built
+    (:func:`memlab.core.safe_text.safe_text`), counted in :attr:`replaced_chars`. A reply
+    that holds none is kept as it is, byte for byte.
+
     Attributes:
-        text: The raw reply text, unmodified.
+        text: The reply text as the backend gave it, unencodable characters replaced.
         prompt_tokens: Tokens in the prompt as reported by the backend (0 if unknown).
         completion_tokens: Tokens generated (0 if unknown).
         latency_s: Wall-clock seconds the call took (0.0 for cache hits' replay).
@@ -101,6 +108,8 @@ class Completion:
         model: Model id that answered.
         backend: Backend name (``"openai"``, ``"local"``, ``"scripted"``, ...).
         cached: True when the reply came from the response cache.
+        replaced_chars: Characters of the reply replaced by U+FFFD (a value given when
+            the completion is built, such as a cache entry's, is added to).
     """
 
     text: str
@@ -111,9 +120,16 @@ class Completion:
     model: str = ""
     backend: str = ""
     cached: bool = False
+    replaced_chars: int = 0
+
+    def __post_init__(self) -> None:
+        if type(self.text) is str:  # a broken backend's non-text is reported by its caller
+            self.text, replaced = safe_text(self.text, json_escapes=True)
+            self.replaced_chars += replaced
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable dict of every field."""
+        """Return a JSON-serialisable dict of every field (``replaced_chars`` only when some
+        were, so what is stored of a normal reply is what it always was)."""
         return {
             "text": self.text,
             "prompt_tokens": self.prompt_tokens,
@@ -123,6 +139,7 @@ class Completion:
             "model": self.model,
             "backend": self.backend,
             "cached": self.cached,
+            **({"replaced_chars": self.replaced_chars} if self.replaced_chars else {}),
         }
 
 

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from memlab import plugins
 from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
+from memlab.core.safe_text import safe_json
 from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
 
@@ -417,7 +418,8 @@ def _parse_data(text: str, source: str, suffix: str) -> tuple[Any, dict[str, int
     """The data of a prompt file and the line of each of its values (key path -> line)."""
     try:
         if suffix == ".json":
-            data = loads_json(text)
+            # Made writable here; the warning comes from parse_yaml below (JSON is YAML).
+            data, _ = safe_json(loads_json(text), decoded_from=text)
         else:
             document = parse_yaml(text, source)
             return document.data, key_lines(document.node)

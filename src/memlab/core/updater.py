@@ -39,6 +39,7 @@ from memlab.core.messages import format_conversation_for_update
 from memlab.core.parsing import ParseOptions, ParseResult, parse_reply
 from memlab.core.prompts import PromptVariant, get_prompt
 from memlab.core.redact import redact, redact_text
+from memlab.core.safe_text import safe_text
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage, StorageError
 from memlab.errors import one_line
 
@@ -117,7 +118,10 @@ class UpdateResult:
             "error_stage": self.error_stage,
             "prompt_chars": len(self.prompt),
             # Which prompt was sent: equal lengths do not mean equal prompts.
-            "prompt_sha256": hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:16],
+            # (surrogatepass: a prompt a plug-in built from unsafe text still gets a digest)
+            "prompt_sha256": hashlib.sha256(
+                self.prompt.encode("utf-8", "surrogatepass")
+            ).hexdigest()[:16],
             "reply": completion.text if completion is not None else None,
             "prompt_tokens": completion.prompt_tokens if completion is not None else 0,
             "completion_tokens": completion.completion_tokens if completion is not None else 0,
@@ -126,6 +130,12 @@ class UpdateResult:
             "model": completion.model if completion is not None else None,
             "backend": completion.backend if completion is not None else None,
             "cached": completion.cached if completion is not None else False,
+            # Only when some were, so the records of normal replies keep their columns.
+            **(
+                {"replaced_chars": completion.replaced_chars}
+                if completion is not None and completion.replaced_chars
+                else {}
+            ),
             "parse": self.parse.to_dict() if self.parse is not None else None,
             "facts_before": self.facts_before,
             "facts_after": self.facts_after,
@@ -362,7 +372,8 @@ class MemoryUpdater:
 
     @staticmethod
     def _fail(result: UpdateResult, stage: str, message: str) -> None:
-        message = redact_text(message)
+        # A server's error text is text from outside too: made writable like replies.
+        message = redact_text(safe_text(message)[0])
         result.error = message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS]
         result.error_stage = stage
         # A reply that does not parse is an outcome the run measures (and counts per lane),

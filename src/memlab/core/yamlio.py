@@ -24,6 +24,7 @@ import yaml
 
 from memlab.core.files import MAX_TEXT_BYTES, FileReadError, io_reason, read_text
 from memlab.core.jsontext import MAX_JSON_DEPTH
+from memlab.core.safe_text import safe_json
 from memlab.errors import MemlabError, one_line
 
 __all__ = [
@@ -50,10 +51,15 @@ class YamlInputError(MemlabError, ValueError):
 
 @dataclass(frozen=True)
 class YamlDocument:
-    """A parsed YAML document: the Python data and its node tree (for line numbers)."""
+    """A parsed YAML document: the Python data and its node tree (for line numbers).
+
+    ``replaced_chars``: characters of the data's strings UTF-8 cannot encode (a
+    ``"\\ud800"`` escape), replaced by U+FFFD when the document was read.
+    """
 
     data: Any
     node: yaml.Node | None
+    replaced_chars: int = 0
 
 
 class _TooBig(Exception):
@@ -174,7 +180,8 @@ def parse_yaml(
         raise YamlInputError(f"{source}: not valid YAML: {one_line(str(exc), 200)}") from None
     finally:
         loader.dispose()
-    return YamlDocument(data=data, node=node)
+    data, replaced = safe_json(data, where=source)  # YAML escapes spell surrogates too
+    return YamlDocument(data=data, node=node, replaced_chars=replaced)
 
 
 def read_text_limited(

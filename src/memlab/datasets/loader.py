@@ -34,6 +34,7 @@ from memlab.core.files import (
     open_regular,
 )
 from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.safe_text import safe_json
 from memlab.core.schema_check import CompiledSchema, SchemaError
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
@@ -237,13 +238,15 @@ def _decode_line(name: str, lineno: int, raw: bytes) -> tuple[Any, DatasetError 
         message = f"not UTF-8 (byte {exc.start + 1}); save the file as UTF-8"
         return None, DatasetError(name, lineno, "", message)
     try:
-        return loads_json(text), None
+        # Kept, with what UTF-8 cannot encode replaced, so every prompt and record is writable.
+        value, _ = safe_json(loads_json(text), decoded_from=text, where=f"{name}:{lineno}")
     except json.JSONDecodeError as exc:
         message = f"invalid JSON at column {exc.colno}: {exc.msg}"
         return None, DatasetError(name, lineno, "", message, column=exc.colno)
     except JsonDepthError as exc:
         # Deeper values crash later steps; refused here so validate and run agree.
         return None, DatasetError(name, lineno, exc.where, str(exc))
+    return value, None
 
 
 def _scan(path: str | os.PathLike[str]) -> Iterator[tuple[Owner | None, list[DatasetError]]]:

@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from memlab.core.files import FileReadError, io_reason, read_bytes
 from memlab.core.jsontext import JsonDepthError, loads_json
 from memlab.core.safe_names import encode_component
+from memlab.core.safe_text import safe_json
 from memlab.datasets.loader import parse_owner_line, write_dataset
 from memlab.datasets.locomo_qa import (
     AnswerKey,
@@ -391,7 +392,8 @@ def _read_source(src: str | os.PathLike[str]) -> list[Any]:
         reason = io_reason(exc)
         raise LocomoFormatError(f"{excerpt(str(path), 200)}: cannot read: {reason}") from None
     try:
-        data = loads_json(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        data, _ = safe_json(loads_json(text), decoded_from=text, where=str(path))
     except UnicodeDecodeError as exc:
         raise LocomoFormatError(
             f"{path}: not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8"

@@ -26,6 +26,7 @@ from memlab.core.llm import (
 )
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.core.redact import redact_text
+from memlab.core.safe_text import safe_text
 from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
 from memlab.core.updater import UpdateResult
 from memlab.errors import one_line
@@ -110,7 +111,7 @@ class TieredCaller:
 
 
 def _fail(result: UpdateResult, stage: str, message: str) -> None:
-    message = redact_text(message)
+    message = redact_text(safe_text(message)[0])  # a server's error text, made writable
     result.error = message[:_MAX_ERROR_CHARS]
     result.error_stage = stage
     # A reply that does not parse is an outcome the run measures, not a fault (as updates).
