@@ -200,13 +200,16 @@ def judge_tasks(
     judges: Sequence[JudgePrompt],
     params: GenerationParams,
     model: str | None = None,
+    *,
+    every_answer: bool = False,
 ) -> list[JudgeTask]:
     """A grading request per judge prompt and answer key for ``answer`` to ``question``.
 
     None for an abstention on an answerable question: it is wrong by definition (the answer
-    was known), and a judge asked anyway could call "I'm not sure." CORRECT.
+    was known), and a judge asked anyway could call "I'm not sure." CORRECT. ``every_answer``
+    grades it all the same (an audit of the judge itself).
     """
-    if question.kind == "answerable" and is_abstention(answer):
+    if not every_answer and question.kind == "answerable" and is_abstention(answer):
         return []
     return [
         JudgeTask(

@@ -29,8 +29,9 @@ from typing import Any, TypeGuard
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.backends.registry import is_simulated
 from memlab.qa.conditions import CONDITIONS
-from memlab.reporting.groups import lane_groups
+from memlab.reporting.groups import group_name, lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import (
@@ -116,6 +117,8 @@ def _named(run: Run, frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     out.insert(0, "configuration", [run.label(str(lane)) for lane in out["lane_id"]])
     out.insert(0, "run", run.name)
+    # Which table the row goes to: real and simulated lanes are never ranked together.
+    out[_GROUP] = [group_name(run, str(lane)) for lane in out["lane_id"]]
     return out.drop(columns="lane_id")
 
 
@@ -346,6 +349,39 @@ def _under(lane: Lane, judge: str) -> Lane:
     return Lane(lane.run.with_judge(judge), lane.lane_id)
 
 
+def _backend(identity: object) -> str:
+    if not isinstance(identity, dict):
+        return "unknown (not recorded)"
+    name, model = str(identity.get("name", "?")), str(identity.get("model") or "")
+    return f"{name} ({model})" if model and model != name else name
+
+
+def who_answered(run: Run) -> str:
+    """Who answered and who judged the run's memory QA, as one clause (the QA manifest's
+    identity: backend name and model of the answerer and of the judges)."""
+    identity = run.qa_manifest.get("identity", {})
+    answerer = _backend(identity.get("answer_backend"))
+    judge = _backend(identity.get("judge_backend"))
+    spec = run.qa_manifest.get("spec") or {}
+    specs = [spec.get("answer_backend"), spec.get("judge_backend")]
+    tag = " [simulated]" if any(is_simulated(str(s)) for s in specs if s) else ""
+    return f"answered by {answerer}, judged by {judge}{tag}"
+
+
+def unfinished_notes(run: Run) -> list[str]:
+    """One line per lane some of whose owners' replays did not finish (their questions were
+    asked of what the replay had reached)."""
+    status = run.lane_status
+    if status.empty or "incomplete" not in status.columns:
+        return []
+    return [
+        f"{run.name}: {run.label(str(lane))}: {int(n)} owner replay(s) did not finish; their "
+        "answers come from the memory the replay reached"
+        for lane, n in status["incomplete"].items()
+        if int(n)
+    ]
+
+
 def qa_error_notes(runs: Sequence[Run]) -> list[str]:
     """Per run with memory QA, one line naming the answers that could not be graded (each
     counted wrong); none for a run whose every answer was graded. The first screen and the
@@ -384,7 +420,11 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         table = accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats)
         note = interval_note(table, owners)
         judges = ", ".join(run.judges)
-        notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
+        notes.append(
+            f"{run.name}: {who_answered(run)}; headline judge {run.judge} (judges: {judges}). "
+            f"{note}".strip()
+        )
+        warnings += unfinished_notes(run)
         warnings += qa_error_notes([run])
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
@@ -424,8 +464,23 @@ _TABLES = (
 )
 
 
+_GROUP = "_group"
+_GROUP_TITLES = {"real": "real model", "simulated": "[simulated]"}
+
+
 def _tables(section: QASection) -> list[tuple[str, pd.DataFrame]]:
-    return [(title, getattr(section, name)) for title, name in _TABLES]
+    """Each table of the section, split into real and simulated lanes when it has both."""
+    found: list[tuple[str, pd.DataFrame]] = []
+    for title, name in _TABLES:
+        table: pd.DataFrame = getattr(section, name)
+        if table.empty or _GROUP not in table.columns:
+            found.append((title, table))
+            continue
+        groups = sorted(dict.fromkeys(table[_GROUP]), key=lambda g: g != "real")
+        for group in groups:
+            part = table[table[_GROUP] == group].drop(columns=_GROUP).reset_index(drop=True)
+            found.append((f"{title} ({_GROUP_TITLES[group]})" if len(groups) > 1 else title, part))
+    return found
 
 
 def qa_markdown(section: QASection | None) -> list[str]:
@@ -455,6 +510,11 @@ def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[s
     return parts
 
 
+def _text(table: pd.DataFrame) -> str:
+    """A section table as plain text, without the columns the report uses to split it."""
+    return table.drop(columns=["run", _GROUP], errors="ignore").to_string(index=False)
+
+
 def qa_text(run: Run) -> str:
     """The run's memory QA as plain text (``memlab qa``, ``memlab sweep``): answerable
     accuracy per configuration and condition under the headline judge, the judge band and
@@ -462,27 +522,27 @@ def qa_text(run: Run) -> str:
     if run.qa_answers.empty:
         return ""
     blocks = [
-        f"memory QA, headline judge {run.judge} (judges: {', '.join(run.judges)}); "
-        "answerable questions, 95% intervals over owners",
-        _accuracy(run).drop(columns="run").to_string(index=False),
+        f"memory QA, {who_answered(run)}; headline judge {run.judge} (judges: "
+        f"{', '.join(run.judges)}); answerable questions, 95% intervals over owners",
+        _text(_accuracy(run)),
     ]
     other = _other_kinds(run)
     if not other.empty:
         blocks += [
             "abstain and adversarial questions (apart)",
-            other.drop(columns="run").to_string(index=False),
+            _text(other),
         ]
     band = _band(run)
     if not band.empty:
-        blocks += ["judge band", band.drop(columns="run").to_string(index=False)]
+        blocks += ["judge band", _text(band)]
     ceiling, warnings = _ceiling(run)
     if not ceiling.empty:
-        blocks += ["answer-key ceiling", ceiling.drop(columns="run").to_string(index=False)]
+        blocks += ["answer-key ceiling", _text(ceiling)]
     causes = _causes(run)
     if not causes.empty:
         blocks += [
             f"why answers from memory are wrong ({run.judge} judge)",
-            causes.drop(columns="run").to_string(index=False),
+            _text(causes),
         ]
     note = interval_note(
         accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats),

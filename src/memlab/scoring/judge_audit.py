@@ -209,7 +209,7 @@ def audit_judges(
         (judge_index, triple, task.request)
         for triple in triples
         for judge_index, task in enumerate(
-            judge_tasks(triple.as_question(), triple.answer, judges, params)
+            judge_tasks(triple.as_question(), triple.answer, judges, params, every_answer=True)
         )
     ]
     with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
