@@ -48,7 +48,9 @@ QA = QAFacts(
     answer_prompt="default",
     answer_prompt_sha256="a" * 64,
     answer_settings="max_tokens 64",
-    judges={"lenient": JudgeFacts("sim:careful", "model simulated-careful", "b" * 64, "max_tokens 32")},
+    judges={
+        "lenient": JudgeFacts("sim:careful", "model simulated-careful", "b" * 64, "max_tokens 32")
+    },
     conditions=("memory", "none"),
     answer_key="original",
 )

@@ -103,6 +103,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _answer_key(answers: pd.DataFrame) -> str:
     """``audited`` when an audit changed any question the answers were scored against."""
     if "audited" not in answers.columns:
@@ -125,8 +129,8 @@ def qa_facts(run: Run) -> QAFacts | None:
         model=_model_text(identity.get("judge_backend")),
         settings=_params_text(identity.get("judge_params")),
     )
-    named = spec.get("judges") if isinstance(spec.get("judges"), list) else list(prompts)
-    conditions = spec.get("conditions") if isinstance(spec.get("conditions"), list) else []
+    named = _list(spec.get("judges")) or list(prompts)
+    conditions = _list(spec.get("conditions"))
     return QAFacts(
         answerer=answerer,
         answerer_model=_model_text(identity.get("answer_backend")),
