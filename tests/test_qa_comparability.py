@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,14 @@ from memlab.cli.main import main
 from memlab.core.qa_prompts import answer_prompts
 from memlab.datasets import resolve_dataset
 from memlab.reporting.report import build_report
-from memlab.scoring.comparability import MixedComparisonError
+from memlab.scoring.comparability import (
+    JudgeFacts,
+    LaneFacts,
+    MixedComparisonError,
+    QAFacts,
+    check_pairs,
+    differences,
+)
 from memlab.scoring.comparison import compare
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -199,3 +207,60 @@ def test_a_report_refuses_a_real_run_beside_a_simulated_run_of_other_owners(
     markdown = (runs / "mixed-report" / "summary.md").read_text(encoding="utf-8")
     assert owners in markdown
     assert "different backend kind: real vs simulated" in markdown
+
+
+# --- the facts alone ------------------------------------------------------------------------
+
+JUDGE = JudgeFacts("sim:careful", "model simulated-careful", "b" * 64, "max_tokens 32")
+QA = QAFacts(
+    answerer="sim:careful",
+    answerer_model="model simulated-careful",
+    answer_prompt="default",
+    answer_prompt_sha256="a" * 64,
+    answer_settings="max_tokens 64",
+    judges={"lenient": JUDGE},
+    conditions=("memory",),
+    answer_key="original",
+)
+
+
+def _lane(run: str, qa: QAFacts, dataset: str = "sha256 0123") -> LaneFacts:
+    return LaneFacts(run=run, lane="x", dataset=dataset, owners=frozenset({"u1"}), qa=qa)
+
+
+def test_the_answer_key_is_named_before_the_dataset_and_judges_only_one_run_has_are_not() -> None:
+    audited = replace(QA, answer_key="audited", judges={"lenient": JUDGE, "strict": JUDGE})
+    found = differences(_lane("a", QA), _lane("b", audited, dataset="sha256 4567"))
+    assert [str(d) for d in found] == [
+        "answer key: original vs audited",
+        "dataset: sha256 0123 vs sha256 4567",
+    ]
+
+
+def test_a_model_or_a_judge_setting_is_a_difference_under_the_same_spec() -> None:
+    other = replace(
+        QA,
+        answerer_model="model simulated-careful, sha256 123456789abc",
+        judges={"lenient": replace(JUDGE, settings="max_tokens 8")},
+    )
+    found = differences(_lane("a", QA), _lane("b", other))
+    assert [str(d) for d in found] == [
+        "answerer sim:careful: model model simulated-careful vs model simulated-careful, "
+        "sha256 123456789abc",
+        "judge 'lenient': settings max_tokens 32 vs max_tokens 8",
+    ]
+    assert all(d.blocking for d in found)
+
+
+def test_an_unrecorded_qa_fact_is_stated_not_refused_and_one_qa_step_is_not_compared() -> None:
+    older = replace(QA, answer_key="", judges={"lenient": replace(JUDGE, prompt_sha256="")})
+    banners = check_pairs([(_lane("a", QA), _lane("b", older))])
+    assert banners == [
+        "unchecked: b: x vs a: x: answer key: original vs unknown (its QA step did not record "
+        "it; run the QA step again to record it)",
+        f"unchecked: b: x vs a: x: judge 'lenient': prompt sha256 {'b' * 12} vs unknown (its "
+        "QA step did not record it; run the QA step again to record it)",
+    ]
+    both = check_pairs([(_lane("a", older), _lane("b", replace(older)))])
+    assert len(both) == 2 and all("unknown vs unknown" in b for b in both)
+    assert check_pairs([(_lane("a", older), _lane("b", older))]) == []  # one QA step

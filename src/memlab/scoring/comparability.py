@@ -206,10 +206,12 @@ def differences(a: LaneFacts, b: LaneFacts) -> list[Difference]:
     """Every way ``b`` differs from ``a``, blocking ones first (in :data:`BLOCKING` order),
     then backend, prompt and each setting. A lane fact one side did not record ("") is no
     difference: runs written before it was recorded stay comparable. QA facts are compared
-    when both runs have memory QA; one a run did not record is an :data:`UNKNOWN` difference
-    (stated, not refused)."""
+    when both lanes have memory QA from different QA steps; one a run did not record is an
+    :data:`UNKNOWN` difference (stated, not refused)."""
     found: list[Difference] = []
-    qa = (a.qa, b.qa) if a.qa is not None and b.qa is not None else None
+    # Lanes of one run share its QA step (the same object): nothing of it to compare.
+    same_step = a.qa is b.qa
+    qa = (a.qa, b.qa) if a.qa is not None and b.qa is not None and not same_step else None
 
     def add(what: str, left: str, right: str) -> None:
         if left and right and left != right:
