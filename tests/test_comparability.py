@@ -9,6 +9,7 @@ regression; the call counts that tell model calls from cache hits and the simula
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,10 @@ from memlab.reporting.trial import try_prompt
 from memlab.scoring.comparability import (
     BLOCKING,
     Difference,
+    JudgeFacts,
     LaneFacts,
     MixedComparisonError,
+    QAFacts,
     check_pairs,
     differences,
     kind_baselines,
@@ -38,6 +41,19 @@ from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.rescoring import rescore
 from memlab.sweeps.run import Run, load_run
+
+QA = QAFacts(
+    answerer="sim:careful",
+    answerer_model="model simulated-careful",
+    answer_prompt="default",
+    answer_prompt_sha256="a" * 64,
+    answer_settings="max_tokens 64",
+    judges={
+        "lenient": JudgeFacts("sim:careful", "model simulated-careful", "b" * 64, "max_tokens 32")
+    },
+    conditions=("memory", "none"),
+    answer_key="original",
+)
 
 BASE = LaneFacts(
     run="a",
@@ -52,14 +68,20 @@ BASE = LaneFacts(
     prompt="default",
     prompt_sha256="aaaaaaaa11",
     settings={"output_mode": "free", "max_facts": 100},
+    qa=QA,
 )
 
 CHANGES: dict[str, dict[str, object]] = {
+    "answer key": {"qa": replace(QA, answer_key="audited")},
     "dataset": {"dataset": "sha256 4567"},
     "owners": {"owners": frozenset({"u1", "u3"})},
     "matcher": {"matcher": "lexical"},
     "matcher version": {"matcher_version": "0.2.0"},
     "judge": {"judge": "strict"},
+    "answerer": {"qa": replace(QA, answerer="sim:sloppy")},
+    "answer prompt": {"qa": replace(QA, answer_prompt_sha256="c" * 64)},
+    "answer settings": {"qa": replace(QA, answer_settings="max_tokens 128")},
+    "QA conditions": {"qa": replace(QA, conditions=("memory",))},
     "backend kind": {"simulated": True},
 }
 

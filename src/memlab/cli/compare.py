@@ -31,8 +31,10 @@ def register(subparsers: Any) -> None:
         "the Holm family over every configuration in the table; each one's verdict, interval "
         "and MDE use the level of the Holm step that decided it. The other rates are "
         "exploratory, at 95%. Configurations measured differently (another dataset, owner "
-        "set, matcher or judge, or a simulated one against a real one) are refused with exit "
-        "2 unless --allow-mixed.",
+        "set, matcher or judge, a simulated one against a real one, or memory QA answered, "
+        "judged or keyed differently: another answerer or model, answer prompt, judge backend "
+        "or prompt, conditions or answer key) are refused with exit 2 naming the difference "
+        "unless --allow-mixed.",
         epilog="examples:\n  memlab compare runs/baseline runs/new-prompt\n"
         "  memlab compare runs/threshold-sweep --baseline-lane thr=0.7\n"
         "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",

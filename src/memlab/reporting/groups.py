@@ -2,7 +2,10 @@
 
 Lanes are grouped by whether their backend is simulated (``sim:PROFILE``, a test instrument).
 Each group has its own baseline (its first lane), its own deltas and best values, and its
-own comparisons; no table mixes the two.
+own comparisons; no table mixes the two. One run may hold both kinds (its grid says so); a
+report that adds a run of a kind the first run has none of is checked against the first run
+(:func:`check_report`), so a run of the simulated model is not shown beside a run of a real
+one, nor a run of other owners, unless mixed reports are allowed.
 """
 
 from __future__ import annotations
@@ -10,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlab.scoring.comparability import kind_baselines, kind_of
+from memlab.scoring.comparability import check_pairs, kind_baselines, kind_of
 from memlab.sweeps.run import Run
 
-__all__ = ["GROUP_TITLES", "LaneGroup", "group_name", "lane_groups"]
+__all__ = [
+    "GROUP_TITLES",
+    "LaneGroup",
+    "check_report",
+    "group_name",
+    "lane_groups",
+    "report_pairs",
+]
 
 GROUP_TITLES = {"real": "Real model", "simulated": "Simulated model [simulated]"}
 """Headings of the groups' tables."""
@@ -59,3 +69,37 @@ def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
         found.setdefault(id(baseline), []).append(lane)
     groups = [LaneGroup(group_name(*members[0]), members) for members in found.values()]
     return sorted(groups, key=lambda group: group.name != "real")
+
+
+def report_pairs(runs: Sequence[Run]) -> list[tuple[tuple[Run, str], tuple[Run, str]]]:
+    """What a report of ``runs`` checks before it compares: each lane with its group's
+    baseline (:meth:`LaneGroup.pairs`), and each lane of a later run whose kind the first run
+    has no lane of with the first run's first lane (nothing else would check it)."""
+    pairs = [pair for group in lane_groups(runs) for pair in group.pairs()]
+    if not runs or not runs[0].lanes:
+        return pairs
+    first = runs[0]
+    anchor = (first, next(iter(first.lanes)))
+    kinds = {group_name(first, lane_id) for lane_id in first.lanes}
+    pairs += [
+        (anchor, (run, lane_id))
+        for run in runs[1:]
+        for lane_id in run.lanes
+        if group_name(run, lane_id) not in kinds
+    ]
+    return pairs
+
+
+def check_report(runs: Sequence[Run], *, allow_mixed: bool = False) -> list[str]:
+    """Refuse a report of lanes measured differently (:func:`report_pairs`, checked by
+    :func:`memlab.scoring.comparability.check_pairs`); return the banners of those allowed.
+
+    Raises:
+        MixedComparisonError: A difference that refuses a comparison, without
+            ``allow_mixed``.
+    """
+    facts = [
+        (base.lane_facts(base_lane), run.lane_facts(lane_id))
+        for (base, base_lane), (run, lane_id) in report_pairs(runs)
+    ]
+    return check_pairs(facts, allow_mixed=allow_mixed)

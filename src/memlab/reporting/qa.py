@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 
 from memlab.backends.registry import is_simulated
 from memlab.qa.conditions import CONDITIONS
-from memlab.reporting.groups import group_name, lane_groups
+from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import (
@@ -102,6 +102,9 @@ class QASection:
     robust: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    banners: list[str] = field(default_factory=list)
+    """What a mixed report mixes among the runs with memory QA (another answerer, judge or
+    answer key: :func:`memlab.reporting.groups.check_report`)."""
 
 
 def _pct(value: float, lo: float = math.nan, hi: float = math.nan) -> str:
@@ -398,11 +401,18 @@ def qa_error_notes(runs: Sequence[Run]) -> list[str]:
 
 def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection | None:
     """The section for the runs that have memory QA; ``None`` when none has. Lanes are
-    compared with the first lane of their kind (``allow_mixed`` as for
-    :func:`memlab.scoring.comparison.compare_lanes`)."""
+    compared with the first lane of their kind; runs answered, judged or scored differently
+    (another answerer or its model, answer prompt, judge backend or prompt, conditions or
+    answer key) are refused unless ``allow_mixed``, and the section's banners then say what
+    is mixed (:func:`memlab.reporting.groups.check_report`).
+
+    Raises:
+        MixedComparisonError: Runs measured differently, without ``allow_mixed``.
+    """
     asked = [run for run in runs if not run.qa_answers.empty]
     if not asked:
         return None
+    banners = check_report(asked, allow_mixed=allow_mixed)
     notes, warnings = [], []
     names = ("accuracy", "other", "categories", "band", "ceiling", "causes", "cost")
     frames: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
@@ -441,6 +451,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         robust=_robust_display(robust),
         notes=notes,
         warnings=warnings,
+        banners=banners,
     )
 
 
@@ -488,6 +499,7 @@ def qa_markdown(section: QASection | None) -> list[str]:
     if section is None:
         return []
     lines = ["## Memory QA", "", md_escape(INTRO), ""]
+    lines += [f"**{md_escape(b)}**  " for b in section.banners]
     lines += [f"**warning**: {md_escape(w)}  " for w in section.warnings]
     lines += [f"{md_escape(note)}  " for note in section.notes]
     lines += titled_tables_markdown(_tables(section))
@@ -500,6 +512,7 @@ def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[s
     if section is None:
         return []
     parts = [f"<p class='muted'>{escape(INTRO)}</p>"]
+    parts += [f"<p><b>{escape(b)}</b></p>" for b in section.banners]
     parts += [f"<p><b>warning</b>: {escape(w)}</p>" for w in section.warnings]
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     parts += titled_tables_html(_tables(section))

@@ -15,7 +15,7 @@ import base64
 import io
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -273,9 +273,10 @@ def build_report(
 
     ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
     follows it whenever a run has any. Lanes measured differently (another dataset, owner
-    set, matcher or judge) are refused
+    set, matcher or judge, a run of the simulated model beside a run of a real one, another
+    answerer or answer key of memory QA) are refused
     (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
-    the statistics section then names what is mixed.
+    the report's introduction then names what is mixed.
     """
     if not runs:
         raise ValueError("build_report needs at least one run")
@@ -283,6 +284,9 @@ def build_report(
     # Answers no judge could grade lower accuracy without being the memory's fault: said first.
     banners = [*stats.banners, *qa_error_notes(runs)]
     intro = " ".join(part for part in (*banners, intro, simulated_note(runs)) if part)
+    qa = qa_section(runs, allow_mixed=allow_mixed)
+    if qa is not None:  # what the introduction states is not stated twice
+        qa = replace(qa, banners=[b for b in qa.banners if b not in stats.banners])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     configs, changed = config_table(runs)
@@ -301,7 +305,7 @@ def build_report(
         diff_title,
         stats=stats,
         operations=operations_section(runs),
-        qa=qa_section(runs, allow_mixed=allow_mixed),
+        qa=qa,
         memory_time=memory_time_section(runs),
     )
     html, md = _html(report), _markdown(report)

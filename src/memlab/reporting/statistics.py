@@ -18,7 +18,13 @@ from html import escape
 
 import pandas as pd
 
-from memlab.reporting.groups import GROUP_TITLES, LaneGroup, group_name, lane_groups
+from memlab.reporting.groups import (
+    GROUP_TITLES,
+    LaneGroup,
+    check_report,
+    group_name,
+    lane_groups,
+)
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
 from memlab.scoring.estimators import estimator
@@ -215,7 +221,7 @@ def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> Sta
     rates = _rates(runs)
     primary = runs[0].primary
     notes: list[str] = []
-    banners: list[str] = []
+    banners = check_report(runs, allow_mixed=allow_mixed)
     groups = lane_groups(runs)
     comparisons = [
         found

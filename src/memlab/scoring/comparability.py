@@ -3,10 +3,15 @@
 A delta between two lanes means something only when the lanes were measured alike: the same
 dataset and owners, scored by the same matcher (and version), graded by the same judge. And a
 lane that replays the simulated model is an instrument, never a contestant against a real
-model. :class:`LaneFacts` records what a lane is; :func:`differences` lists every way two
-lanes differ, and :func:`check_pairs` refuses the pairs a comparison must not rank
-(:class:`MixedComparisonError`, one line naming the difference) unless ``allow_mixed``, in
-which case it returns the banners to show above the comparison.
+model. With memory QA, what answered and what judged are part of the measurement too
+(:class:`QAFacts`: the answerer, its prompt and settings, each judge's backend, prompt and
+settings, the conditions, the answer key): two runs answered by different agents differ by
+the agent, not by their memory. :class:`LaneFacts` records what a lane is;
+:func:`differences` lists every way two lanes differ, and :func:`check_pairs` refuses the
+pairs a comparison must not rank (:class:`MixedComparisonError`, one line naming the
+difference) unless ``allow_mixed``, in which case it returns the banners to show above the
+comparison. A QA fact one run did not record is ``unknown``: never refused, never passed in
+silence (a banner says it was not checked).
 
 ``compare``, the regression gate, the prompt trial and the reports all go through here.
 """
@@ -22,9 +27,12 @@ from memlab.errors import MemlabError
 __all__ = [
     "BLOCKING",
     "SIMULATED_PROMPT_NOTE",
+    "UNKNOWN",
     "Difference",
+    "JudgeFacts",
     "LaneFacts",
     "MixedComparisonError",
+    "QAFacts",
     "check_pairs",
     "differences",
     "kind_baselines",
@@ -32,16 +40,25 @@ __all__ = [
 ]
 
 BLOCKING: tuple[str, ...] = (
+    "answer key",
     "dataset",
     "owners",
     "matcher",
     "matcher version",
     "judge",
+    "answerer",
+    "answer prompt",
+    "answer settings",
+    "QA conditions",
     "backend kind",
 )
 """Differences that make a delta meaningless: a comparison refuses them unless mixed
 comparisons are allowed. Every other difference (backend, prompt, a setting) is what a
-comparison is for."""
+comparison is for. The answer key comes before the dataset: an audited key changes the
+dataset's content too, and the key is the reason to name."""
+
+UNKNOWN = "unknown"
+"""A QA fact's value when its run did not record it."""
 
 SIMULATED_PROMPT_NOTE = (
     "the simulated model ignores prompt text: these lanes differ only in their labels"
@@ -50,7 +67,8 @@ SIMULATED_PROMPT_NOTE = (
 
 
 class MixedComparisonError(MemlabError, ValueError):
-    """Two lanes measured differently (dataset, owners, matcher, judge, simulated vs real).
+    """Two lanes measured differently (dataset, owners, matcher, judge, answerer, answer key,
+    simulated vs real).
 
     Attributes:
         difference: The first blocking difference found.
@@ -59,6 +77,49 @@ class MixedComparisonError(MemlabError, ValueError):
     def __init__(self, message: str, difference: Difference) -> None:
         super().__init__(message)
         self.difference = difference
+
+
+@dataclass(frozen=True)
+class JudgeFacts:
+    """What one judge prompt of a QA step graded with ("" when not recorded).
+
+    Attributes:
+        backend: The judges' backend spec (``sim:careful``, ``openai:gpt-4o-mini``).
+        model: The backend's model identity in words (model id, model file hash, host).
+        prompt_sha256: The judge prompt's content hash.
+        settings: Its sampling settings in words.
+    """
+
+    backend: str = ""
+    model: str = ""
+    prompt_sha256: str = ""
+    settings: str = ""
+
+
+@dataclass(frozen=True)
+class QAFacts:
+    """What a run's memory QA answered and judged with ("" when not recorded).
+
+    Attributes:
+        answerer: The answer backend's spec.
+        answerer_model: Its model identity in words (model id, model file hash, host).
+        answer_prompt: The answer prompt's name.
+        answer_prompt_sha256: Its content hash.
+        answer_settings: The answers' sampling settings in words.
+        judges: Each judge prompt by name.
+        conditions: The conditions asked, in order.
+        answer_key: ``original``, or ``audited`` when an audit changed the key the answers
+            were scored against.
+    """
+
+    answerer: str = ""
+    answerer_model: str = ""
+    answer_prompt: str = ""
+    answer_prompt_sha256: str = ""
+    answer_settings: str = ""
+    judges: Mapping[str, JudgeFacts] = field(default_factory=dict)
+    conditions: tuple[str, ...] = ()
+    answer_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +140,7 @@ class LaneFacts:
         prompt: The prompt's name.
         prompt_sha256: The prompt template's content hash ("" when not recorded).
         settings: Every other lane setting by name.
+        qa: What the run's memory QA answered and judged with (``None`` without memory QA).
     """
 
     run: str
@@ -93,6 +155,7 @@ class LaneFacts:
     prompt: str = ""
     prompt_sha256: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
+    qa: QAFacts | None = None
 
     @property
     def name(self) -> str:
@@ -103,19 +166,29 @@ class LaneFacts:
 @dataclass(frozen=True)
 class Difference:
     """One way two lanes differ: ``what`` (``matcher``, ``prompt``, ``setting max_facts``),
-    and each side's value in words."""
+    each side's value in words, and for a judge the one differing (``subject`` ``'lenient'``)
+    and its part that differs (``aspect`` ``prompt sha256``)."""
 
     what: str
     a: str
     b: str
+    subject: str = ""
+    aspect: str = ""
 
     @property
     def blocking(self) -> bool:
         """Whether a comparison refuses it (see :data:`BLOCKING`)."""
         return self.what in BLOCKING
 
+    @property
+    def unknown(self) -> bool:
+        """Whether a side did not record the fact (it is not checked, only stated)."""
+        return UNKNOWN in (self.a, self.b)
+
     def __str__(self) -> str:
-        return f"{self.what}: {self.a} vs {self.b}"
+        head = f"{self.what} {self.subject}" if self.subject else self.what
+        aspect = f"{self.aspect} " if self.aspect else ""
+        return f"{head}: {aspect}{self.a} vs {self.b}"
 
 
 def kind_of(facts: LaneFacts) -> str:
@@ -131,14 +204,21 @@ def _owners_text(owners: frozenset[str], other: frozenset[str]) -> str:
 
 def differences(a: LaneFacts, b: LaneFacts) -> list[Difference]:
     """Every way ``b`` differs from ``a``, blocking ones first (in :data:`BLOCKING` order),
-    then backend, prompt and each setting. A fact one side did not record ("") is no
-    difference: runs written before it was recorded stay comparable."""
+    then backend, prompt and each setting. A lane fact one side did not record ("") is no
+    difference: runs written before it was recorded stay comparable. QA facts are compared
+    when both lanes have memory QA from different QA steps; one a run did not record is an
+    :data:`UNKNOWN` difference (stated, not refused)."""
     found: list[Difference] = []
+    # Lanes of one run share its QA step (the same object): nothing of it to compare.
+    same_step = a.qa is b.qa
+    qa = (a.qa, b.qa) if a.qa is not None and b.qa is not None and not same_step else None
 
     def add(what: str, left: str, right: str) -> None:
         if left and right and left != right:
             found.append(Difference(what, left, right))
 
+    if qa is not None:
+        found += _qa_differences(*qa, key=True)
     if a.dataset.startswith("sha256 ") == b.dataset.startswith("sha256 "):  # like with like
         add("dataset", a.dataset, b.dataset)
     if a.owners and b.owners and a.owners != b.owners:
@@ -149,6 +229,8 @@ def differences(a: LaneFacts, b: LaneFacts) -> list[Difference]:
     if a.matcher == b.matcher:
         add("matcher version", a.matcher_version, b.matcher_version)
     add("judge", a.judge, b.judge)
+    if qa is not None:
+        found += _qa_differences(*qa, key=False)
     if a.simulated != b.simulated:
         found.append(Difference("backend kind", kind_of(a), kind_of(b)))
     add("backend", a.backend, b.backend)
@@ -166,10 +248,46 @@ def _shown(value: Any) -> str:
     return "unset" if value is None else str(value)
 
 
+def _prompt_text(facts: QAFacts) -> str:
+    sha = facts.answer_prompt_sha256
+    return f"{facts.answer_prompt} ({sha[:12]})" if sha else ""
+
+
+def _qa_differences(a: QAFacts, b: QAFacts, *, key: bool) -> list[Difference]:
+    """The answer key (``key``), else what answered and judged: the answerer by spec, then by
+    model identity; its prompt and settings; each judge both runs have by backend, model,
+    prompt hash and settings; the conditions."""
+    found: list[Difference] = []
+
+    def add(what: str, left: str, right: str, subject: str = "", aspect: str = "") -> None:
+        if left != right or not left:
+            found.append(Difference(what, left or UNKNOWN, right or UNKNOWN, subject, aspect))
+
+    if key:
+        add("answer key", a.answer_key, b.answer_key)
+        return found
+    add("answerer", a.answerer, b.answerer)
+    if a.answerer == b.answerer:
+        add("answerer", a.answerer_model, b.answerer_model, a.answerer, "model")
+    if a.answer_prompt_sha256 != b.answer_prompt_sha256 or not a.answer_prompt_sha256:
+        add("answer prompt", _prompt_text(a), _prompt_text(b))
+    add("answer settings", a.answer_settings, b.answer_settings)
+    for name in (n for n in a.judges if n in b.judges):
+        left, right, subject = a.judges[name], b.judges[name], f"{name!r}"
+        add("judge", left.backend, right.backend, subject, "backend")
+        if left.backend == right.backend:
+            add("judge", left.model, right.model, subject, "model")
+        add("judge", left.prompt_sha256[:12], right.prompt_sha256[:12], subject, "prompt sha256")
+        add("judge", left.settings, right.settings, subject, "settings")
+    add("QA conditions", ", ".join(a.conditions), ", ".join(b.conditions))
+    return found
+
+
 def check_pairs(
     pairs: Iterable[tuple[LaneFacts, LaneFacts]], *, allow_mixed: bool = False
 ) -> list[str]:
-    """Refuse pairs a comparison must not rank; return the banners of those allowed.
+    """Refuse pairs a comparison must not rank; return the banners of those allowed, and of
+    the QA facts a run did not record (``unchecked: ...``, never refused).
 
     Raises:
         MixedComparisonError: A pair differs in a :data:`BLOCKING` way and ``allow_mixed`` is
@@ -179,6 +297,14 @@ def check_pairs(
     for base, cand in pairs:
         for diff in differences(base, cand):
             if not diff.blocking:
+                continue
+            if diff.unknown:
+                banner = (
+                    f"unchecked: {cand.name} vs {base.name}: {diff} (its QA step did not "
+                    "record it; run the QA step again to record it)"
+                )
+                if banner not in banners:
+                    banners.append(banner)
                 continue
             line = f"{cand.name} vs {base.name}: different {diff}"
             if not allow_mixed:

@@ -272,8 +272,9 @@ def compare_lanes(
 ) -> pd.DataFrame:
     """Compare each ``(baseline, candidate)`` pair; the Holm family spans every pair.
 
-    Pairs measured differently (another dataset, owner set, matcher or judge, or a
-    simulated lane against a real one: :func:`memlab.scoring.comparability.check_pairs`)
+    Pairs measured differently (another dataset, owner set, matcher or judge, a simulated
+    lane against a real one, or memory QA answered, judged or keyed differently:
+    :func:`memlab.scoring.comparability.check_pairs`)
     raise :class:`~memlab.scoring.comparability.MixedComparisonError`; with ``allow_mixed``
     they are compared and ``table.attrs["banners"]`` says what was mixed.
 

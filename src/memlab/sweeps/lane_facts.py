@@ -2,11 +2,14 @@
 
 Read from the run directory: the dataset (``grid.yaml``: its path and content hash), the
 owners the lane's session rows cover, the matcher (``environment.json``), the QA judge, the
-backend identity and prompt hash (``lanes/<lane_id>/config.json``) and the lane's settings.
+backend identity and prompt hash (``lanes/<lane_id>/config.json``), the lane's settings, and
+what the memory QA answered and judged with (``qa/manifest.json``: the spec and the identity
+the QA step recorded; the answer key from the answer table's ``audited`` column).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,10 +20,10 @@ from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
-from memlab.scoring.comparability import LaneFacts
+from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
 from memlab.sweeps.grid import LaneConfig
 
-__all__ = ["dataset_identity", "read_lane_facts"]
+__all__ = ["dataset_identity", "qa_facts", "read_lane_facts"]
 
 _NOT_SETTINGS = frozenset({"prompt", "backend"})
 
@@ -40,6 +43,8 @@ class Run(Protocol):
     def environment(self) -> dict[str, Any]: ...
     @property
     def qa_manifest(self) -> dict[str, Any]: ...
+    @property
+    def qa_answers(self) -> pd.DataFrame: ...
     @property
     def judge(self) -> str: ...
     def label(self, lane_id: str) -> str: ...
@@ -75,9 +80,81 @@ def _backend_text(spec: str, identity: Any) -> str:
     return f"{spec} ({detail})" if detail else spec
 
 
-def read_lane_facts(run: Run, lane_id: str, *, dataset: str | None = None) -> LaneFacts:
-    """The :class:`LaneFacts` of ``lane_id`` in ``run`` (``dataset``: its identity, when the
-    caller already read it)."""
+def _model_text(identity: Any) -> str:
+    """A backend identity's model in words: model id, model file or profile hash, host."""
+    if not isinstance(identity, dict):
+        return ""
+    digest = identity.get("model_sha256") or identity.get("profile_sha256")
+    parts = [
+        f"model {identity['model']}" if identity.get("model") else "",
+        f"sha256 {str(digest)[:12]}" if digest else "",
+        f"host {identity['host']}" if identity.get("host") else "",
+    ]
+    return ", ".join(part for part in parts if part)
+
+
+def _params_text(params: Any) -> str:
+    if not isinstance(params, dict):
+        return ""
+    return ", ".join(f"{name} {params[name]}" for name in sorted(params))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _answer_key(answers: pd.DataFrame) -> str:
+    """``audited`` when an audit changed any question the answers were scored against."""
+    if "audited" not in answers.columns:
+        return ""
+    return "audited" if bool(answers["audited"].eq(True).any()) else "original"
+
+
+def qa_facts(run: Run) -> QAFacts | None:
+    """What ``run``'s memory QA answered and judged with (``None`` without memory QA); a
+    fact the QA manifest lacks is "" (compared as unknown)."""
+    manifest = run.qa_manifest
+    if not manifest:
+        return None
+    spec, identity = _dict(manifest.get("spec")), _dict(manifest.get("identity"))
+    answerer = str(spec.get("answer_backend") or "")
+    prompt = _dict(identity.get("answer_prompt"))
+    prompts = _dict(identity.get("judges"))
+    judge = JudgeFacts(
+        backend=str(spec.get("judge_backend") or answerer),
+        model=_model_text(identity.get("judge_backend")),
+        settings=_params_text(identity.get("judge_params")),
+    )
+    named = _list(spec.get("judges")) or list(prompts)
+    conditions = _list(spec.get("conditions"))
+    return QAFacts(
+        answerer=answerer,
+        answerer_model=_model_text(identity.get("answer_backend")),
+        answer_prompt=str(prompt.get("name") or spec.get("answer_prompt") or ""),
+        answer_prompt_sha256=str(prompt.get("sha256") or ""),
+        answer_settings=_params_text(identity.get("answer_params")),
+        judges={
+            str(name): dataclasses.replace(judge, prompt_sha256=str(prompts.get(name) or ""))
+            for name in named
+        },
+        conditions=tuple(str(c) for c in conditions),
+        answer_key=_answer_key(run.qa_answers),
+    )
+
+
+def read_lane_facts(
+    run: Run,
+    lane_id: str,
+    *,
+    dataset: str | None = None,
+    qa: QAFacts | None = None,
+) -> LaneFacts:
+    """The :class:`LaneFacts` of ``lane_id`` in ``run`` (``dataset`` and ``qa``: the run's
+    dataset identity and :func:`qa_facts`, when the caller already read them)."""
     config = run.lanes[lane_id]
     try:
         info = run.lane_info(lane_id)
@@ -109,4 +186,5 @@ def read_lane_facts(run: Run, lane_id: str, *, dataset: str | None = None) -> La
         prompt=str(prompt.get("name") or config.prompt),
         prompt_sha256=str(prompt.get("sha256") or ""),
         settings=settings,
+        qa=qa_facts(run) if qa is None else qa,
     )

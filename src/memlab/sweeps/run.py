@@ -50,13 +50,13 @@ from memlab.core.jsontext import loads_json
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
-from memlab.scoring.comparability import LaneFacts
+from memlab.scoring.comparability import LaneFacts, QAFacts
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.final_reads import parse_final_memory
 from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.lane_facts import dataset_identity, read_lane_facts
+from memlab.sweeps.lane_facts import dataset_identity, qa_facts, read_lane_facts
 from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
 from memlab.sweeps.views import RUN_VIEWS
 
@@ -448,9 +448,13 @@ class Run:
         like the files they come from (each comparison asks again, and a dataset recorded
         without its hash is hashed from its file)."""
         if lane_id not in self._lane_facts:
-            dataset = self._dataset_identity
-            self._lane_facts[lane_id] = read_lane_facts(self, lane_id, dataset=dataset)
+            dataset, qa = self._dataset_identity, self._qa_facts
+            self._lane_facts[lane_id] = read_lane_facts(self, lane_id, dataset=dataset, qa=qa)
         return self._lane_facts[lane_id]
+
+    @cached_property
+    def _qa_facts(self) -> QAFacts | None:
+        return qa_facts(self)  # the QA manifest and the answer table read once, not per lane
 
     @cached_property
     def _lane_facts(self) -> dict[str, LaneFacts]:

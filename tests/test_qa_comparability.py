@@ -1,0 +1,266 @@
+"""What answered and judged a run's memory QA is part of what a comparison checks.
+
+Real QA runs built here over the personas dataset (the simulated model replays, answers and
+judges): two runs that differ only in the answerer, in a judge's backend, in the text of a
+judge prompt kept under its name, or in the answer key are refused by ``compare``, ``gate``
+and ``report`` with one line naming that difference, and compared under a banner stating it
+with ``--allow-mixed``. Each expected line is built from the settings the test chose (backend
+specs, prompt texts hashed here, the audit written into the dataset), never read back from
+the output. A report of a run of a real model beside a run of the simulated model over other
+owners is refused too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlab.cli.main import main
+from memlab.core.qa_prompts import answer_prompts
+from memlab.datasets import resolve_dataset
+from memlab.reporting.report import build_report
+from memlab.scoring.comparability import (
+    JudgeFacts,
+    LaneFacts,
+    MixedComparisonError,
+    QAFacts,
+    check_pairs,
+    differences,
+)
+from memlab.scoring.comparison import compare
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.grid import Grid
+from memlab.sweeps.qa_step import add_qa
+from memlab.sweeps.run import QA_MANIFEST, Run, load_run
+
+OWNERS = ["amara", "daniel", "hana"]
+CAREFUL, SLOPPY = "sim:careful", "sim:sloppy"
+
+# A judge prompt of the user's, and the same prompt edited under the same name.
+HOUSE = (
+    "Grade the answer against the reference.\n\nQuestion: {question}\nReference: "
+    '{gold_answer}\nAnswer: {answer}\n\nReply {"label": "CORRECT"} or {"label": "WRONG"}'
+)
+HOUSE_EDITED = HOUSE.replace("Grade the answer", "Grade the answer generously")
+
+
+def _sha(text: str) -> str:
+    return _sha_bytes(text.encode("utf-8"))
+
+
+def _sha_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sweep(dataset: Path | str, runs_dir: Path, name: str, owners: list[str] = OWNERS) -> Run:
+    grid = Grid.from_mapping({"name": name, "owners": owners, "base": {"backend": CAREFUL}})
+    return sweep(dataset, grid, runs_dir=runs_dir, progress=False)
+
+
+def _qa(run: Run, where: Path, **spec: Any) -> Path:
+    """A copy of ``run`` at ``where`` with memory QA added under ``spec`` (the judges' backend
+    fixed, so only what ``spec`` changes differs between two such runs)."""
+    shutil.copytree(run.path, where)
+    settings = {"answer_backend": CAREFUL, "judge_backend": CAREFUL, "conditions": ["memory"]}
+    add_qa(where, {**settings, **spec}, progress=False)
+    return where
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("qa-comparability")
+
+
+@pytest.fixture(scope="module")
+def swept(runs: Path) -> Run:
+    return _sweep(resolve_dataset("personas"), runs / "swept", "plain")
+
+
+@pytest.fixture(scope="module")
+def careful(swept: Run, runs: Path) -> Path:
+    return _qa(swept, runs / "careful")
+
+
+def _refused(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a refused command prints (exit 2)."""
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_runs_answered_by_another_backend_are_refused_naming_it(
+    swept: Run, careful: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sloppy = _qa(swept, runs / "sloppy", answer_backend=SLOPPY)
+    line = f"different answerer: {CAREFUL} vs {SLOPPY}"
+    with pytest.raises(MixedComparisonError, match=line) as caught:
+        compare(load_run(careful), load_run(sloppy))
+    assert caught.value.difference.what == "answerer"
+    assert line in _refused(["compare", str(careful), str(sloppy)], capsys)
+    gate = ["gate", str(sloppy), "--baseline", str(careful), "--no-significant-regression"]
+    assert line in _refused(gate, capsys)
+    report = ["report", str(careful), str(sloppy), "-o", str(runs / "sloppy-report")]
+    assert line in _refused(report, capsys)
+    assert not (runs / "sloppy-report" / "index.html").exists()
+    # Allowed, the comparison runs and its first line states what it mixes.
+    assert main(["compare", str(careful), str(sloppy), "--allow-mixed", "--resamples", "200"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("mixed comparison: sloppy: ") and first.endswith(line), first
+    assert main([*report, "--allow-mixed"]) == 0
+    markdown = (runs / "sloppy-report" / "summary.md").read_text(encoding="utf-8")
+    assert line in markdown
+
+
+def test_a_judge_with_another_backend_is_refused_naming_the_judge(
+    swept: Run, careful: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judged = _qa(swept, runs / "judged-sloppy", judge_backend=SLOPPY)
+    first_judge = load_run(careful).judges[0]  # the QA step's default judges, in order
+    line = f"different judge {first_judge!r}: backend {CAREFUL} vs {SLOPPY}"
+    assert line in _refused(["compare", str(careful), str(judged)], capsys)
+
+
+def test_a_judge_prompt_edited_under_its_name_is_refused(
+    swept: Run, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = []
+    for name, text in (("house-a", HOUSE), ("house-b", HOUSE_EDITED)):
+        prompts = runs / f"{name}-prompts"
+        prompts.mkdir()
+        (prompts / "house.txt").write_text(text, encoding="utf-8")
+        made.append(
+            _qa(swept, runs / name, judges=["house"], judge_prompts=[str(prompts / "house.txt")])
+        )
+    before, after = _sha(HOUSE)[:12], _sha(HOUSE_EDITED)[:12]
+    line = f"different judge 'house': prompt sha256 {before} vs {after}"
+    assert line in _refused(["compare", *map(str, made)], capsys)
+    assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
+    assert line in capsys.readouterr().out.splitlines()[0]
+
+
+def _audited_copy(source: Path, target: Path) -> str:
+    """``source`` with one question of the first owner marked as changed by an audit of the
+    answer key; returns that owner."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    owner = json.loads(lines[0])
+    question = owner["questions"][0]
+    question["audit"] = {"error_type": "WRONG_ANSWER", "original_answer": "not this"}
+    target.write_text("\n".join([json.dumps(owner), *lines[1:]]) + "\n", encoding="utf-8")
+    return str(owner["user_id"])
+
+
+def test_another_answer_key_is_named_before_the_dataset_it_changes(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original, audited = runs / "key-original.jsonl", runs / "key-audited.jsonl"
+    shutil.copyfile(resolve_dataset("personas"), original)
+    assert _audited_copy(original, audited) in OWNERS
+    made = []
+    for dataset in (original, audited):
+        run = _sweep(dataset, runs / f"{dataset.stem}-swept", "key")
+        made.append(_qa(run, runs / dataset.stem))
+    line = "different answer key: original vs audited"
+    err = _refused(["compare", *map(str, made)], capsys)
+    assert line in err and "different dataset" not in err
+    assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
+    banners = [b for b in capsys.readouterr().out.splitlines() if b.startswith("mixed ")]
+    assert line in banners[0]
+    digests = [f"sha256 {_sha_bytes(path.read_bytes())[:12]}" for path in (original, audited)]
+    assert f"different dataset: {digests[0]} vs {digests[1]}" in banners[1]
+
+
+def test_a_qa_fact_a_run_did_not_record_is_stated_as_unknown(
+    careful: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = runs / "careful-older"
+    shutil.copytree(careful, older)
+    manifest = json.loads((older / QA_MANIFEST).read_text(encoding="utf-8"))
+    del manifest["identity"]["answer_prompt"]
+    del manifest["spec"]["answer_prompt"]
+    (older / QA_MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["compare", str(careful), str(older), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    sha = _sha(answer_prompts().get("default").template)[:12]
+    assert out[0].startswith("unchecked: careful-older: ")
+    assert f"answer prompt: default ({sha}) vs unknown" in out[0]
+
+
+def test_a_report_refuses_a_real_run_beside_a_simulated_run_of_other_owners(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = {"name": "real", "owners": OWNERS[:2], "base": {"backend": "scripted:user-lines"}}
+    real = sweep("personas", Grid.from_mapping(grid), runs_dir=runs / "real", progress=False)
+    simulated = _sweep("personas", runs / "simulated", "simulated")
+    owners = f"different owners: 2 owners vs 3 owners (1 not in the other: {OWNERS[2]})"
+    with pytest.raises(MixedComparisonError, match=owners.replace("(", r"\(").replace(")", r"\)")):
+        build_report([real, simulated], runs / "mixed-report")
+    args = ["report", str(real.path), str(simulated.path), "-o", str(runs / "mixed-report")]
+    assert owners in _refused(args, capsys)
+    assert main([*args, "--allow-mixed"]) == 0
+    markdown = (runs / "mixed-report" / "summary.md").read_text(encoding="utf-8")
+    assert owners in markdown
+    assert "different backend kind: real vs simulated" in markdown
+
+
+# --- the facts alone ------------------------------------------------------------------------
+
+JUDGE = JudgeFacts("sim:careful", "model simulated-careful", "b" * 64, "max_tokens 32")
+QA = QAFacts(
+    answerer="sim:careful",
+    answerer_model="model simulated-careful",
+    answer_prompt="default",
+    answer_prompt_sha256="a" * 64,
+    answer_settings="max_tokens 64",
+    judges={"lenient": JUDGE},
+    conditions=("memory",),
+    answer_key="original",
+)
+
+
+def _lane(run: str, qa: QAFacts, dataset: str = "sha256 0123") -> LaneFacts:
+    return LaneFacts(run=run, lane="x", dataset=dataset, owners=frozenset({"u1"}), qa=qa)
+
+
+def test_the_answer_key_is_named_before_the_dataset_and_judges_only_one_run_has_are_not() -> None:
+    audited = replace(QA, answer_key="audited", judges={"lenient": JUDGE, "strict": JUDGE})
+    found = differences(_lane("a", QA), _lane("b", audited, dataset="sha256 4567"))
+    assert [str(d) for d in found] == [
+        "answer key: original vs audited",
+        "dataset: sha256 0123 vs sha256 4567",
+    ]
+
+
+def test_a_model_or_a_judge_setting_is_a_difference_under_the_same_spec() -> None:
+    other = replace(
+        QA,
+        answerer_model="model simulated-careful, sha256 123456789abc",
+        judges={"lenient": replace(JUDGE, settings="max_tokens 8")},
+    )
+    found = differences(_lane("a", QA), _lane("b", other))
+    assert [str(d) for d in found] == [
+        "answerer sim:careful: model model simulated-careful vs model simulated-careful, "
+        "sha256 123456789abc",
+        "judge 'lenient': settings max_tokens 32 vs max_tokens 8",
+    ]
+    assert all(d.blocking for d in found)
+
+
+def test_an_unrecorded_qa_fact_is_stated_not_refused_and_one_qa_step_is_not_compared() -> None:
+    older = replace(QA, answer_key="", judges={"lenient": replace(JUDGE, prompt_sha256="")})
+    banners = check_pairs([(_lane("a", QA), _lane("b", older))])
+    assert banners == [
+        "unchecked: b: x vs a: x: answer key: original vs unknown (its QA step did not record "
+        "it; run the QA step again to record it)",
+        f"unchecked: b: x vs a: x: judge 'lenient': prompt sha256 {'b' * 12} vs unknown (its "
+        "QA step did not record it; run the QA step again to record it)",
+    ]
+    both = check_pairs([(_lane("a", older), _lane("b", replace(older)))])
+    assert len(both) == 2 and all("unknown vs unknown" in b for b in both)
+    assert check_pairs([(_lane("a", older), _lane("b", older))]) == []  # one QA step
