@@ -3,8 +3,8 @@
 Questions live in the dataset (:class:`memlab.datasets.Question`); this package holds what
 scores the answers and the prompts that produce and grade them:
 
-- answer scores: LoCoMo's token F1 (:func:`token_f1`, :func:`multi_answer_f1`), BLEU-1 from
-  sacrebleu (:func:`bleu1`), abstention detection (:func:`is_abstention`);
+- answer scores: LoCoMo's token F1 (:func:`token_f1`, :func:`multi_answer_f1`), mem0's BLEU-1
+  (:func:`bleu1`) and F1 (:func:`mem0_f1`), abstention detection (:func:`is_abstention`);
 - prompts: the agent's answer prompt and the judges' prompts, content-addressed templates in
   registries of their own (:func:`answer_prompts`, :func:`judge_prompts`; built in: the
   ``default`` answer prompt, the ``lenient`` and ``strict`` judges);
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         bleu1,
         bleu_tokens,
         is_abstention,
+        mem0_f1,
         multi_answer_f1,
         normalize_answer,
         token_f1,
@@ -87,6 +88,7 @@ _EXPORTS: dict[str, str] = {
     "bleu1": "memlab.qa.answer_scores",
     "bleu_tokens": "memlab.qa.answer_scores",
     "is_abstention": "memlab.qa.answer_scores",
+    "mem0_f1": "memlab.qa.answer_scores",
     "multi_answer_f1": "memlab.qa.answer_scores",
     "normalize_answer": "memlab.qa.answer_scores",
     "token_f1": "memlab.qa.answer_scores",
@@ -147,6 +149,7 @@ __all__ = [
     "judge_prompts",
     "judge_tasks",
     "load_judge_calibration",
+    "mem0_f1",
     "multi_answer_f1",
     "normalize_answer",
     "parse_verdict",
