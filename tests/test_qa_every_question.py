@@ -25,6 +25,7 @@ from memlab.cli.main import main
 from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
 from memlab.datasets import resolve_dataset
+from memlab.reporting.qa import qa_markdown, qa_section, qa_text
 from memlab.scoring.qa_metrics import accuracy_table, error_counts
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -192,3 +193,25 @@ def test_unreadable_verdicts_fail_the_step_and_the_gate_unless_allowed(
     assert main(["gate", str(run.path), "--max-judge-errors", f"{share / 2}"]) == 1
     assert "FAILED" in capsys.readouterr().out
     assert main(["gate", str(run.path), "--max-judge-errors", f"{share}"]) == 0
+
+
+def test_the_qa_section_names_who_answered_and_splits_real_from_simulated(
+    tmp_path: Path,
+) -> None:
+    path, first, _ = _dataset(tmp_path)
+    grid = Grid.from_mapping(
+        {"name": "mixed", "axes": {"backend": ["scripted", "sim:careful"]}}
+    )
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    agent = _Agent(f"It is {first['answer']}.")
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False)
+    text = qa_text(done)
+    assert "answered by agent (agent-model), judged by agent (agent-model);" in text
+    section = qa_section([done])
+    assert section is not None
+    lines = qa_markdown(section)
+    # One table per kind of lane: the scripted lane is real, the other simulated.
+    for title in ("Answerable questions per condition", "Why answers from memory are wrong"):
+        assert any(line.endswith(f"{title} (real model)") for line in lines), title
+        assert any(line.endswith(f"{title} ([simulated])") for line in lines), title

@@ -33,7 +33,7 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
-from memlab.reporting.qa import compare_under_judges
+from memlab.reporting.qa import compare_under_judges, qa_text
 from memlab.scoring.comparison import compare
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
@@ -473,3 +473,11 @@ def test_robustness_to_the_judge_is_decided_in_the_headline_family(run: Run) -> 
         for row in merged.to_dict("records"):
             if str(row["judge_robust"]).startswith("robust to the judge: "):
                 assert row["judge_robust"].endswith(f": {row['verdict']}")
+
+
+def test_the_qa_text_says_what_the_simulated_answerer_cannot_read(run: Run) -> None:
+    text = qa_text(run)
+    identity = run.qa_manifest["identity"]["answer_backend"]
+    assert f"answered by {identity['name']}" in text and "[simulated]" in text
+    # The run asks full_context of a simulated answerer: the section says what that measures.
+    assert "full_context scores like none here" in text

@@ -371,6 +371,23 @@ def who_answered(run: Run) -> str:
     return f"answered by {answerer}, judged by {judge}{tag}"
 
 
+SIMULATED_FULL_CONTEXT = (
+    "the simulated answerer recognises evidence only when it is written as a stored fact, not "
+    "in the conversations' own words, so full_context scores like none here: it measures "
+    "nothing about raw history"
+)
+"""What the simulated answerer cannot read, said wherever full_context is shown for it."""
+
+
+def simulator_notes(run: Run) -> list[str]:
+    """What the run's QA numbers cannot show because a simulated model answered."""
+    spec = run.qa_manifest.get("spec") or {}
+    conditions = spec.get("conditions") or []
+    if is_simulated(str(spec.get("answer_backend", ""))) and "full_context" in conditions:
+        return [f"{run.name}: {SIMULATED_FULL_CONTEXT}."]
+    return []
+
+
 def unfinished_notes(run: Run) -> list[str]:
     """One line per lane some of whose owners' replays did not finish (their questions were
     asked of what the replay had reached)."""
@@ -434,6 +451,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
             f"{run.name}: {who_answered(run)}; headline judge {run.judge} (judges: {judges}). "
             f"{note}".strip()
         )
+        notes += simulator_notes(run)
         warnings += unfinished_notes(run)
         warnings += qa_error_notes([run])
         if not run.qa_manifest.get("complete", True):
@@ -564,6 +582,7 @@ def qa_text(run: Run) -> str:
     if not run.qa_manifest.get("complete", True):
         warnings.append("some QA calls failed; their answers count as wrong")
     blocks += [f"warning: {w}" for w in warnings] + ([note] if note else [])
+    blocks += [f"note: {n}" for n in simulator_notes(run)]
     # Last, where a terminal leaves it in view: answers that could not be graded.
     errors = errors_sentence(error_counts(run.qa_answers, run.judges))
     blocks.append(f"warning: {errors}" if errors else "every answer was graded by every judge")
