@@ -215,6 +215,11 @@ def _ceiling(run: Run) -> tuple[pd.DataFrame, list[str]]:
     return _named(run, shown), warnings
 
 
+def _cause_matcher(run: Run) -> str:
+    """The matcher that decided the fates of the evidence (the QA manifest records it)."""
+    return str(run.qa_manifest.get("matcher") or "an unrecorded")
+
+
 def _causes(run: Run) -> pd.DataFrame:
     table = cause_table(run.qa_answers, run.judge)
     if table.empty:
@@ -333,6 +338,10 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         note = interval_note(table, owners)
         judges = ", ".join(run.judges)
         notes.append(f"{run.name}: headline judge {run.judge} (judges: {judges}). {note}".strip())
+        notes.append(
+            f"{run.name}: causes of wrong answers from the evidence matched by the "
+            f"{_cause_matcher(run)} matcher"
+        )
         if not run.qa_manifest.get("complete", True):
             warnings.append(f"{run.name}: some QA calls failed; their answers count as wrong")
     pairs = [(Lane(*a), Lane(*b)) for group in lane_groups(asked) for a, b in group.pairs()]
@@ -429,7 +438,8 @@ def qa_text(run: Run) -> str:
     causes = _causes(run)
     if not causes.empty:
         blocks += [
-            f"why answers from memory are wrong ({run.judge} judge)",
+            f"why answers from memory are wrong ({run.judge} judge; evidence matched by the "
+            f"{_cause_matcher(run)} matcher)",
             causes.drop(columns="run").to_string(index=False),
         ]
     note = interval_note(
