@@ -286,4 +286,3 @@ def forgetting_table(run: Run, matcher: FactMatcher | None = None) -> pd.DataFra
             row.update(forgetting_counts(owner, events, snapshots, matcher.covers) or {})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(FORGETTING_COUNTS, float))
-
