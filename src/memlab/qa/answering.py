@@ -254,6 +254,7 @@ def answer_row(
         "kind": question.kind,
         "audited": question.audit is not None,
         "answer_changed": question.answer_changed(),
+        "audit_differs": question.audit_differs(),
         "condition": task.condition,
         "context_tokens": task.context.tokens,
         "injected": list(task.context.injected),

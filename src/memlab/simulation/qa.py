@@ -298,8 +298,10 @@ class SimQA:
         """Wrong answers the simulated answerer may give, and the answer under either key."""
         texts = {a for _, a in self._answers[owner.user_id]}
         texts.update(t for t in (question.wrong_answer, GUESS_FALLBACK) if t)
-        if question.audit is not None and question.audit.original_answer:
-            texts.add(question.audit.original_answer)
+        if question.audit is not None:
+            texts.update(
+                t for t in (question.audit.original_answer, question.audit.audited_answer) if t
+            )
         return {_fold(t) for t in texts}
 
 
