@@ -233,8 +233,10 @@ def _causes(run: Run) -> pd.DataFrame:
 
 
 def _threshold_notes(run: Run) -> list[str]:
-    """Per lane, the ratings that kept the evidence of wrong answers below the threshold."""
+    """Per lane, the ratings that kept the evidence of wrong answers below the threshold
+    (where the records give them: a tiered memory's key points)."""
     table = threshold_ratings(run.qa_answers, run.judge)
+    table = table[table["rating"] != "proposed below the threshold"]
     notes = []
     for lane, block in table.groupby("lane_id", sort=False):
         shown = ", ".join(f"{r} ({n})" for r, n in block[["rating", "evidence"]].to_numpy())

@@ -110,7 +110,7 @@ def add_curve(
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
-    settings = AnswerSettings(prompts.answer, spec.answer_params())
+    settings = spec.answer_settings(prompts.answer)
     jobs = list(_jobs(run, owners, _anchors(run), settings, every))
     calls: QACalls[list[list[Fate]]] = ask_and_grade(
         (job.tasks for job in jobs),

@@ -213,7 +213,7 @@ def _jobs(
     run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedPrompts
 ) -> Iterator[QAJob]:
     """Every (lane, owner, sample) replay with the answer tasks of its questions."""
-    settings = AnswerSettings(prompts.answer, spec.answer_params())
+    settings = spec.answer_settings(prompts.answer)
     histories: dict[tuple[str, str], History] = {}
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id, config in run.lanes.items():
