@@ -223,18 +223,12 @@ def test_an_audit_of_another_shape_or_source_is_refused(
 def test_cli_answer_key_errors_are_one_line_with_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source, audit = _write(tmp_path, _sample(*SMALL_QA), [])
+    source, _ = _write(tmp_path, _sample(*SMALL_QA), [])
     out = tmp_path / "out.jsonl"
     missing = ["--answer-key", "audited", "--audit", str(tmp_path / "nope.json")]
     assert main(["datasets", "import-locomo", str(source), "--out", str(out), *missing]) == 2
     err = capsys.readouterr().err.strip()
     assert "answer-key audit not found" in err and "\n" not in err
-    assert (
-        main(["datasets", "import-locomo", str(source), "--out", str(out), "--audit", str(audit)])
-        == 2
-    )
-    assert "--audit is only read with --answer-key audited" in capsys.readouterr().err
-    assert not out.exists()
     args = ["datasets", "import-locomo", str(source), "--out", str(out), "--answer-key", "audited"]
     assert main(args) == 0
     assert "3 questions (answer key audited: 0 questions audited" in capsys.readouterr().out
@@ -376,3 +370,32 @@ def test_audited_questions_take_the_corrected_evidence(
         assert question.audit is not None
         assert question.audit.original_evidence == original[qid][1].evidence
         assert question.audit.original_answer == original[qid][1].answer
+
+
+def test_the_original_key_records_the_audit_when_given_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    audit = [
+        _finding(0, "Where did Ann move?", "HALLUCINATION", "Porto", ["D1:1"]),
+        _finding(1, "What did Bob say?", "WRONG_CITATION", "Nice (answer is correct)", ["D1:2"]),
+    ]
+    source, path = _write(tmp_path, _sample(*SMALL_QA), audit)
+    out = tmp_path / "out.jsonl"
+    args = ["datasets", "import-locomo", str(source), "--out", str(out), "--audit", str(path)]
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "answer key original, audit recorded: 2 questions audited" in said
+    questions = _by_id(convert_locomo(source, audit=path))
+    kept = questions["conv-1/qa0"][1]
+    # LoCoMo's answer and evidence stay; the audit's answer is recorded beside them.
+    assert kept.answer == "Lisbon" and [t.message for t in kept.evidence.turns] == [1]
+    assert kept.audit is not None and kept.audit.audited_answer == "Porto"
+    assert not kept.answer_changed() and kept.audit_differs()
+    citation = questions["conv-1/qa1"][1]
+    assert citation.audit is not None and not citation.audit_differs()
+    assert questions["conv-1/qa2"][1].audit is None
+    # The audited key of the same file differs on the same questions.
+    audited = _by_id(convert_locomo(source, answer_key="audited", audit=path))
+    assert [q.audit_differs() for _, q in audited.values()] == [True, False, False]
+    # Without --audit the original key records nothing, as before.
+    assert all(q.audit is None for _, q in _by_id(convert_locomo(source)).values())

@@ -292,3 +292,90 @@ def test_a_fact_a_forgetting_event_removed_was_removed_not_never_proposed(
     # A loss the call records name is kept (the walk saw it first).
     found, _ = _fates([{}, {"job": "cap"}], [("q.both", 1, ["m2"])], monkeypatch, record=record)
     assert found == [("evicted", {"job": "evicted", "tea": "injected"})]
+
+
+def _rated(session: int, *points: tuple[str, float]) -> dict[str, Any]:
+    """A tiered importance call's record listing the key points rated at or below 0.7."""
+    return {
+        "call": "importance",
+        "session_index": session,
+        "below_threshold": {
+            "threshold": 0.7,
+            "key_points": [{"content": c, "importance": r} for c, r in points],
+        },
+    }
+
+
+def test_a_tiered_key_point_rated_below_the_threshold_says_its_rating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The cat was rated 0.5 in session 0; the tea exactly 0.7 in session 1; the job was
+    # stored, then forgotten in session 1 and rated 0.7 again only in session 1's fold.
+    record = {
+        "calls": [_rated(0, (CAT, 0.5)), _rated(1, (TEA, 0.7))],
+        "snapshots": [{"facts": []}, {"facts": []}],
+        "forgetting": [],
+    }
+    found, _ = _fates(
+        [{}, {}], [("q.cat", 0, []), ("q.cat", 1, []), ("q.both", 1, [])], monkeypatch, record
+    )
+    assert found == [
+        ("below_threshold", {"cat": "below_threshold (importance 0.5 ≤ 0.7)"}),
+        ("below_threshold", {"cat": "below_threshold (importance 0.5 ≤ 0.7)"}),
+        (
+            "never_proposed",
+            {"job": "never_proposed", "tea": "below_threshold (importance 0.7 ≤ 0.7)"},
+        ),
+    ]
+    # A rating after the snapshot changes nothing before it.
+    found, _ = _fates([{}, {}], [("q.job", 0, [])], monkeypatch, dict(record, calls=[
+        _rated(1, (JOB, 0.5))]))  # fmt: skip
+    assert found == [("never_proposed", {"job": "never_proposed"})]
+
+
+def test_the_later_of_a_low_rating_and_a_forgetting_event_is_the_fate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forgot = {"kind": "decayed", "session_index": 1, "removed": [{"id": "m1", "content": JOB}]}
+    snapshots = [{"facts": [{"id": "m1", "content": JOB}]}, {"facts": []}]
+    # Rated low in session 0 (another mention), stored anyway later, forgotten in session 1.
+    before = {"calls": [_rated(0, (JOB, 0.5))], "snapshots": snapshots, "forgetting": [forgot]}
+    found, _ = _fates([{}, {}], [("q.job", 1, [])], monkeypatch, before)
+    assert found == [("removed", {"job": "removed"})]
+    # Forgotten at the start of session 1, then mentioned again and rated low: below.
+    after = dict(before, calls=[_rated(1, (JOB, 0.6))])
+    found, _ = _fates([{}, {}], [("q.job", 1, [])], monkeypatch, after)
+    assert found == [("below_threshold", {"job": "below_threshold (importance 0.6 ≤ 0.7)"})]
+
+
+def test_the_ratings_below_the_threshold_are_counted_over_wrong_answers() -> None:
+    import pandas as pd
+
+    from memlab.scoring.qa_metrics import threshold_ratings
+
+    low, edge = "below_threshold (importance 0.5 ≤ 0.7)", "below_threshold (importance 0.7 ≤ 0.7)"
+
+    def row(qid: str, right: bool, fate: str, fates: dict[str, str]) -> dict[str, Any]:
+        return {
+            "lane_id": "tiered", "sample": 0, "user_id": "zoe", "session_index": 0,
+            "question_id": qid, "category": "c", "kind": "answerable", "condition": "memory",
+            "abstained": False, "verdicts": {"strict": {"answer": right}}, "fate": fate,
+            "evidence_fates": fates,
+        }  # fmt: skip
+
+    answers = pd.DataFrame(
+        [
+            row("q1", False, "below_threshold", {"a": low, "b": "injected"}),
+            row("q2", False, "below_threshold", {"c": low, "d": edge}),
+            row("q3", True, "below_threshold", {"e": low}),  # right: no cause to explain
+            row("q4", False, "never_proposed", {"f": "never_proposed", "g": low}),
+            row("q5", False, "below_threshold", {"h": "below_threshold"}),  # no values kept
+        ]
+    )
+    table = threshold_ratings(answers, "strict")
+    assert {(r, n) for r, n in table[["rating", "evidence"]].to_numpy()} == {
+        ("importance 0.5 ≤ 0.7", 2),
+        ("importance 0.7 ≤ 0.7", 1),
+        ("proposed below the threshold", 1),
+    }
+    assert set(table["lane_id"]) == {"tiered"}

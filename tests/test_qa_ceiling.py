@@ -1,11 +1,13 @@
-"""The answer-key ceiling: with an audited key, a perfect answerer scores 1 - (changed answers /
-questions) against the original key; a judge that also accepts the key's wrong answers scores
-above that ceiling, and the report warns.
+"""The answer-key ceiling: a perfect answerer (right by the audit) scores 1 - (answers the
+audit changed / questions) against the original key, overall and per category, on a run of
+the audited key and on one of the original key that records the audit; a judge that also
+accepts the key's wrong answers scores above that ceiling, and the table says so.
 
-The rows are built by hand: a perfect answerer (right by the audited key), graded by a strict
-judge (CORRECT against the original key only where the audit left the answer) and by a lenient
-one (CORRECT against both keys); the expected values follow from how many answers each category
-had changed.
+The rows are built by hand: 10 questions of one owner, 3 of them changed by the audit (2 of
+the 6 single-hop, 1 of the 4 temporal), answered perfectly; a strict judge says CORRECT
+against the original key only where the audit left the answer, a lenient one everywhere. The
+expected ceilings are counted by hand: overall 1 - 3/10 = 70%, single-hop 1 - 2/6, temporal
+1 - 1/4.
 """
 
 from __future__ import annotations
@@ -17,65 +19,85 @@ import pytest
 
 from memlab.scoring.qa_metrics import key_ceiling, robust_verdicts
 
-# category -> (questions per owner, answers the audit changed per owner)
-CATEGORIES = {"single-hop": (10, 2), "temporal": (5, 0), "multi-hop": (4, 1)}
-OWNERS = ("o1", "o2", "o3")
+# category -> (questions, answers the audit changed)
+CATEGORIES = {"single-hop": (6, 2), "temporal": (4, 1)}
+CEILING = {"all": 0.7, "single-hop": 4 / 6, "temporal": 3 / 4}
+QUESTIONS = {"all": 10, "single-hop": 6, "temporal": 4}
+CHANGED = {"all": 3, "single-hop": 2, "temporal": 1}
 
 
-def _rows() -> pd.DataFrame:
+def _rows(key: str) -> pd.DataFrame:
+    """The answers of a run of the ``audited`` key or of the ``original`` key."""
     rows: list[dict[str, Any]] = []
-    for owner in OWNERS:
-        for category, (count, changed) in CATEGORIES.items():
-            for k in range(count):
-                moved = k < changed
+    for category, (count, changed) in CATEGORIES.items():
+        for k in range(count):
+            moved = k < changed
+            if key == "audited":  # the file's answers are the audit's; "original" beside
                 strict = {"answer": True, **({"original": False} if moved else {})}
                 lenient = {"answer": True, **({"original": True} if moved else {})}
-                rows.append(
-                    {
-                        "lane_id": "lane",
-                        "sample": 0,
-                        "user_id": owner,
-                        "session_index": 0,
-                        "question_id": f"{owner}.{category}.{k}",
-                        "category": category,
-                        "kind": "answerable",
-                        "audited": moved,
-                        "answer_changed": moved,
-                        "condition": "memory",
-                        "abstained": False,
-                        "f1": 1.0,
-                        "bleu1": 1.0,
-                        "f1_original": 0.0 if moved else None,
-                        "bleu1_original": 0.0 if moved else None,
-                        "verdicts": {"strict": strict, "lenient": lenient},
-                    }
-                )
+            else:  # the file's answers are LoCoMo's: the perfect answer misses them
+                strict, lenient = {"answer": not moved}, {"answer": True}
+            rows.append(
+                {
+                    "lane_id": "lane",
+                    "sample": 0,
+                    "user_id": "o1",
+                    "session_index": 0,
+                    "question_id": f"{category}.{k}",
+                    "category": category,
+                    "kind": "answerable",
+                    "audited": moved,
+                    "answer_changed": moved and key == "audited",
+                    "audit_differs": moved,
+                    "condition": "memory",
+                    "abstained": False,
+                    "f1": 1.0,
+                    "bleu1": 1.0,
+                    "f1_original": 0.0 if moved and key == "audited" else None,
+                    "bleu1_original": 0.0 if moved and key == "audited" else None,
+                    "verdicts": {"strict": strict, "lenient": lenient},
+                }
+            )
     # An adversarial question the audit changed stays out of the headline and its ceiling.
-    extra = dict(rows[0], question_id="o1.adv", kind="adversarial", category="adversarial")
+    extra = dict(rows[0], question_id="adv", kind="adversarial", category="adversarial")
     return pd.DataFrame([*rows, extra])
 
 
-def test_ceiling_per_category_and_the_warning_above_it() -> None:
-    table = key_ceiling(_rows()).set_index(["judge", "category"])
-    assert set(table.index.get_level_values("category")) == set(CATEGORIES)
-    for category, (count, changed) in CATEGORIES.items():
-        ceiling = 1 - changed / count
-        strict, lenient = table.loc[("strict", category)], table.loc[("lenient", category)]
-        assert strict["ceiling_original"] == pytest.approx(ceiling)
-        assert strict["changed"] == changed * len(OWNERS)
-        assert strict["accuracy_audited"] == pytest.approx(1.0)
+@pytest.mark.parametrize("key", ["audited", "original"])
+def test_the_ceiling_overall_and_per_category_on_either_key(key: str) -> None:
+    table = key_ceiling(_rows(key)).set_index(["judge", "key", "category"])
+    keys = {"audited", "original"} if key == "audited" else {"original"}
+    assert set(table.index.get_level_values("key")) == keys
+    assert set(table.index.get_level_values("category")) == set(CEILING)
+    for category, ceiling in CEILING.items():
+        strict = table.loc[("strict", "original", category)]
+        lenient = table.loc[("lenient", "original", category)]
+        assert strict["questions"] == QUESTIONS[category]
+        assert strict["changed"] == CHANGED[category]
+        assert strict["ceiling"] == pytest.approx(ceiling)
         # The perfect answerer meets the original key's ceiling exactly, never above it.
-        assert strict["accuracy_original"] == pytest.approx(ceiling)
-        assert strict["over_ceiling"] == ""
-        # A judge that accepts the key's wrong answers too scores above it where answers changed.
-        assert lenient["accuracy_original"] == pytest.approx(1.0)
-        assert lenient["over_ceiling"] == ("original" if changed else "")
+        assert strict["accuracy"] == pytest.approx(ceiling)
+        assert not strict["over_ceiling"]
+        # A judge that accepts the key's wrong answers too scores above it.
+        assert lenient["accuracy"] == pytest.approx(1.0)
+        assert lenient["over_ceiling"]
+        if key == "audited":
+            audited = table.loc[("strict", "audited", category)]
+            assert audited["ceiling"] == 1.0 and audited["accuracy"] == pytest.approx(1.0)
+            assert not audited["over_ceiling"]
+
+
+def test_rows_from_before_the_audit_was_recorded_beside_the_original_key() -> None:
+    rows = _rows("audited").drop(columns="audit_differs")  # an audited run written earlier
+    table = key_ceiling(rows).set_index(["judge", "key", "category"])
+    assert table.loc[("strict", "original", "all"), "ceiling"] == pytest.approx(0.7)
 
 
 def test_no_audited_question_means_no_ceiling_table() -> None:
-    rows = _rows()
-    rows["audited"] = False
-    assert key_ceiling(rows).empty
+    for key in ("audited", "original"):
+        rows = _rows(key)
+        rows["audited"] = False
+        assert key_ceiling(rows).empty
 
 
 def test_a_difference_is_robust_to_the_judge_only_under_every_judge() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
+from memlab.matching.base import LexicalMatcher
 from memlab.reporting.report import build_report
 from memlab.scoring.qa_metrics import cause_table
 from memlab.sweeps.driver import sweep
@@ -228,3 +229,25 @@ def test_a_bad_prompt_file_is_one_line_naming_file_line_and_field(
     assert main([*args, "--answer-prompts", str(missing)]) == 2
     assert str(missing) in capsys.readouterr().err
     assert not (run_dir / QA_ANSWERS).exists()  # nothing written by a refused step
+
+
+def test_fates_use_the_matcher_that_scored_the_run_unless_told(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["rescore", str(run_dir), "--matcher", "lexical"]) == 0
+    recorded = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
+    assert recorded["matcher"]["name"] == "lexical"
+    capsys.readouterr()
+    args = ["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]
+    assert main([*args, "--conditions", "memory"]) == 0
+    assert "evidence matched by the lexical matcher" in capsys.readouterr().out
+    run = load_run(run_dir)
+    assert run.qa_manifest["matcher"] == "lexical"
+    # The fates are those the lexical matcher gives (rescoring with it names it explicitly).
+    fates = list(run.qa_answers["evidence_fates"])
+    rescore(run_dir, matcher=LexicalMatcher())
+    assert list(load_run(run_dir).qa_answers["evidence_fates"]) == fates
+    # --matcher says otherwise.
+    assert main([*args, "--conditions", "memory", "--matcher", "default-lexical"]) == 0
+    assert "evidence matched by the default-lexical matcher" in capsys.readouterr().out
+    assert load_run(run_dir).qa_manifest["matcher"] == "default-lexical"

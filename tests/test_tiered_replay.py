@@ -500,3 +500,49 @@ def test_a_tiered_lane_reads_its_memory_in_the_seeds_order() -> None:
     for memory_kind, first, then in layouts:
         text = read_path(LaneConfig(memory=memory_kind)).render(memory, "Where?").text
         assert text.index("User Context:") < text.index(first) < text.index(then), memory_kind
+
+
+# ---------------------------------------------------------------------- causes of wrong answers
+
+
+def test_key_points_rated_at_or_below_the_threshold_are_below_the_threshold(
+    tmp_path: Path,
+) -> None:
+    """Every key point is proposed (keep rate 1) and rated 0.5, 0.7 or 0.9 by the simulator's
+    declared draw: an answer's evidence fact rated 0.5 or 0.7 was never stored because of its
+    rating, and its cause says the values; one rated 0.9 was stored and is no threshold loss."""
+    profile = tmp_path / "thirds.yaml"
+    profile.write_text(
+        SURE.replace("{RATING: 1.0}", "{0.9: 1.0, 0.7: 1.0, 0.5: 1.0}").replace("sure", "thirds"),
+        encoding="utf-8",
+    )
+    backend = SimulatedBackend(profile, dataset=OWNERS)
+    rates = backend.profile.tiered
+    grid = Grid.from_mapping(
+        {
+            "name": "thirds",
+            "max_owners": 3,
+            "base": {"backend": f"sim:{profile}", "memory": "tiered"},
+            "qa": {"answer_backend": f"sim:{profile}", "judges": ["lenient"]},
+        }
+    )
+    run = _sweep(grid, tmp_path, backend, backend)
+    gold = {f.id: f for o in OWNERS for s in o.sessions for f in s.labels.facts}
+    rating = {
+        fact_id: rates.pick_rating(uniform(backend.seed, 0, fact_id, "importance"))
+        for fact_id in gold
+    }
+    memory = run.qa_answers[run.qa_answers["condition"] == "memory"]
+    seen: Counter[str] = Counter()
+    for row in memory.to_dict("records"):
+        for fact_id, fate in (row["evidence_fates"] or {}).items():
+            if rating[fact_id] <= 0.7:
+                assert fate == f"below_threshold (importance {rating[fact_id]} ≤ 0.7)"
+                seen[fate] += 1
+            else:
+                assert not fate.startswith("below_threshold")
+        if any(rating[g] <= 0.7 for g in row["evidence_fates"] or {}):
+            assert row["fate"] == "below_threshold"
+    assert seen["below_threshold (importance 0.5 ≤ 0.7)"] > 0
+    assert seen["below_threshold (importance 0.7 ≤ 0.7)"] > 0
+    assert not memory["fate"].eq("never_proposed").any()

@@ -67,6 +67,8 @@ def key_document(backend_name: str, model: str, request: CompletionRequest) -> d
         ),
         # Only repeated samples carry it, so keys of single-sample requests never change.
         **({"sample": request.sample} if request.sample else {}),
+        # Only requests to the simulated model carry it (see CompletionRequest.about).
+        **({"about": list(request.about)} if request.about is not None else {}),
     }
 
 
@@ -118,6 +120,8 @@ def request_texts(
     before ``"request"`` on; ``None`` for a request off the common shape (a message whose
     content is not a string or whose keys are not strings, a value that cannot be compared
     as a dictionary key), which the caller handles the plain way."""
+    if request.about is not None:  # not part of the layouts' lookup: the plain path
+        return None
     contents: list[str] = []
     shapes: list[tuple[tuple[str, Any], ...]] = []
     for message in request.messages:

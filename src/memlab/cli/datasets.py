@@ -98,8 +98,9 @@ def register(subparsers: Any) -> None:
     locomo.add_argument(
         "--audit",
         metavar="PATH",
-        help="the audit's errors.json for --answer-key audited "
-        "(default: audit/errors.json beside SRC)",
+        help="the audit's errors.json (default for --answer-key audited: audit/errors.json "
+        "beside SRC); with --answer-key original, each audited question keeps LoCoMo's answer "
+        "and records the audit's, so reports show the original key's ceiling",
     )
     locomo.set_defaults(func=_cmd_import_locomo)
 
@@ -161,9 +162,6 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_import_locomo(args: argparse.Namespace) -> int:
     # A LocomoFormatError or LocomoAuditError (bad source or audit, --out equal to one of
     # them) reaches main: one line, exit 2.
-    if args.audit is not None and args.answer_key != "audited":
-        _err("error: --audit is only read with --answer-key audited")
-        return 2
     from memlab.datasets.locomo import import_locomo
 
     summary = import_locomo(args.src, args.out, answer_key=args.answer_key, audit=args.audit)

@@ -97,8 +97,8 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--matcher",
-        default="default",
-        help="fact matcher that decides which stored fact holds an evidence fact",
+        help="fact matcher that decides which stored fact holds an evidence fact (default: "
+        "the matcher that scored the run, as environment.json records it)",
     )
     p.set_defaults(func=_qa)
 
@@ -197,7 +197,7 @@ def _qa(args: argparse.Namespace) -> int:
             cache_mode=CacheMode(args.cache_mode),
             max_workers=args.workers,
             progress=not args.no_progress,
-            matcher=matcher_from_args(args),
+            matcher=matcher_from_args(args) if args.matcher is not None else None,
             allow_incomplete=args.allow_incomplete,
             max_judge_errors=args.max_judge_errors,
         )

@@ -79,6 +79,10 @@ class CompletionRequest:
         model: Model override; ``None`` uses the backend's default model.
         sample: Index of a repeated sample of the same request (a sweep's ``samples``);
             backends ignore it, the response cache keeps samples apart by it.
+        about: The owner (user id) and session index a QA answer request asks about, for a
+            backend that answers from the dataset's known truth (the simulated model); other
+            backends never see it, and the QA step sets it only for such a backend, so their
+            requests and cache keys are what they were. Part of the request's key when set.
     """
 
     messages: Sequence[Mapping[str, str]]
@@ -87,6 +91,7 @@ class CompletionRequest:
     params: GenerationParams = field(default_factory=GenerationParams)
     model: str | None = None
     sample: int = 0
+    about: tuple[str, int] | None = None
 
 
 @dataclass

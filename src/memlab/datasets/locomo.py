@@ -32,7 +32,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,11 @@ class ImportSummary:
         key = f"answer key {self.answer_key}"
         if self.answer_key == "audited":
             key += f": {self.audited} questions audited, {self.answers_changed} answers changed"
+        elif self.audited:
+            key += (
+                f", audit recorded: {self.audited} questions audited, the audit changes "
+                f"{self.answers_changed} answers"
+            )
         return (
             f"{self.conversations} conversations -> {self.owners} owners, "
             f"{self.sessions} sessions, {self.messages} messages, {self.gold_facts} gold facts, "
@@ -465,7 +470,9 @@ def convert_locomo(
     Args:
         src_path: ``locomo10.json``.
         answer_key: ``original``, or ``audited`` to apply the answer-key audit.
-        audit: The audit file (default: ``audit/errors.json`` beside the source).
+        audit: The audit file (default for ``audited``: ``audit/errors.json`` beside the
+            source); with ``original``, each audited question records the audit's answer
+            and keeps LoCoMo's.
 
     Raises:
         LocomoFormatError: The file cannot be read or has an unexpected shape.
@@ -478,12 +485,14 @@ def convert_locomo(
 def _findings(
     src: str | os.PathLike[str], answer_key: str, audit: str | os.PathLike[str] | None
 ) -> dict[tuple[int, int], AuditFinding] | None:
-    if answer_key == "original":
-        return None
-    if answer_key != "audited":
+    if answer_key not in ("original", "audited"):
         raise LocomoFormatError(
             f"unknown answer key {excerpt(answer_key)}; use 'original' or 'audited'"
         )
+    if answer_key == "original":  # the audit recorded beside LoCoMo's answers, when given
+        if audit is None:
+            return None
+        return {k: replace(f, applied=False) for k, f in load_audit(audit).items()}
     return load_audit(audit if audit is not None else default_audit_path(src))
 
 

@@ -25,7 +25,10 @@ of one of the conversation's two owners:
 time, never committed): each audited question takes the audit's corrected evidence, and its
 corrected answer unless the finding is ``WRONG_CITATION`` (the audit's "answer right, evidence
 ids wrong", whose ``correct_answer`` repeats the answer, sometimes with a remark); its
-``audit`` field keeps the finding's type and the original answer and evidence.
+``audit`` field keeps the finding's type and the original answer and evidence. The original
+key with the audit (``answer_key="original"`` and an audit file) keeps LoCoMo's answers and
+evidence and records each finding with the audit's answer (``audit.audited_answer``), so that
+the answer-key ceiling of the original key can be shown.
 """
 
 from __future__ import annotations
@@ -127,6 +130,9 @@ class AuditFinding:
     error_type: str
     correct_answer: str
     correct_evidence: tuple[str, ...]
+    applied: bool = True
+    """False for the original key: the question keeps its answer and evidence and records the
+    finding (:attr:`~memlab.datasets.questions.AnswerAudit.audited_answer`)."""
 
     @property
     def changes_answer(self) -> bool:
@@ -381,11 +387,18 @@ def _audited(
     counts.unresolved_evidence.extend(f"{finding.question_id} (audit): {r}" for r in missing)
     evidence = _evidence([r for r in refs if r in turns.where], turns, cited)
     answer = finding.correct_answer.strip() if finding.changes_answer else question.answer
+    counts.audited += 1
+    counts.answers_changed += answer != question.answer
+    if not finding.applied:  # the original key, recording what the audit says
+        kept = AnswerAudit(
+            error_type=finding.error_type,
+            original_answer=question.answer,
+            audited_answer=answer or question.answer,
+        )
+        return question.model_copy(update={"audit": kept})
     audit = AnswerAudit(
         error_type=finding.error_type,
         original_answer=question.answer,
         original_evidence=question.evidence,
     )
-    counts.audited += 1
-    counts.answers_changed += answer != question.answer
     return question.model_copy(update={"answer": answer, "evidence": evidence, "audit": audit})

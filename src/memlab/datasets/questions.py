@@ -77,17 +77,24 @@ class Evidence(_Model):
 
 
 class AnswerAudit(_Model):
-    """How an audited answer key changed a question (present only on audited questions).
+    """How an answer-key audit judged a question (present only on audited questions).
+
+    A question of the audited key carries the audit's answer and evidence, and keeps the
+    original ones here; a question of the original key that records the audit keeps its
+    answer and has the audit's in ``audited_answer``.
 
     Attributes:
         error_type: The audit's finding, e.g. ``WRONG_CITATION`` or ``HALLUCINATION``.
         original_answer: The answer before the audit (None when the original had none).
         original_evidence: The evidence before the audit.
+        audited_answer: The audit's answer when the question keeps the original one (None
+            when the question carries the audit's answer).
     """
 
     error_type: NonEmpty
     original_answer: str | None = None
     original_evidence: Evidence | None = None
+    audited_answer: NonEmpty | None = None
 
 
 class Question(_Model):
@@ -122,6 +129,15 @@ class Question(_Model):
     def answer_changed(self) -> bool:
         """True when an audited answer key replaced the original answer."""
         return self.audit is not None and self.audit.original_answer != self.answer
+
+    def audit_differs(self) -> bool:
+        """True when the audit's answer differs from the original one, whichever of the two
+        the question carries (a perfect answerer is wrong by the original key here)."""
+        if self.audit is None:
+            return False
+        if self.audit.audited_answer is None:
+            return self.answer_changed()
+        return self.audit.audited_answer != self.audit.original_answer
 
 
 def resolve_session(sessions: Sequence[Session], ref: int | str) -> int | None:
@@ -255,5 +271,5 @@ def question_stats(questions: Sequence[Question]) -> dict[str, object]:
         "questions_with_turn_evidence": sum(1 for q in questions if q.evidence.turns),
         "questions_without_evidence": sum(1 for q in questions if q.evidence.is_empty()),
         "questions_audited": sum(1 for q in questions if q.audit is not None),
-        "questions_answer_changed": sum(1 for q in questions if q.answer_changed()),
+        "questions_answer_changed": sum(1 for q in questions if q.audit_differs()),
     }

@@ -12,7 +12,8 @@ messages, oldest first. Each update the queue hands over:
    summary is cut to ``summary_tokens`` tokens (2,000, the seed's budget) when longer;
 4. asks one LLM call (``importance``) to rate the key points not rated before in the session
    and not held as memories, and writes those rated *above* ``importance_threshold`` (0.7) as
-   semantic memories.
+   semantic memories; its record lists the others with their ratings (``below_threshold``:
+   the threshold and each key point's ``content`` and ``importance``).
 
 An update that evicts nothing makes no call: its record says ``skipped: in_working_memory``.
 When a session ends its context window closes: the whole working memory is folded (steps 3
@@ -323,6 +324,7 @@ class TieredStrategy:
         )
         result.facts_before = len(self.store.memories())
         rated: set[int] = set()
+        below: list[dict[str, Any]] = []
         stored = ignored = 0
         for rating in data["ratings"] if data is not None else []:
             index = int(rating["index"])
@@ -331,18 +333,23 @@ class TieredStrategy:
                 continue
             rated.add(index)
             importance = float(rating["importance"])
-            if importance > self.settings.importance_threshold:
-                self.store.add_memory(
-                    candidates[index - 1],
-                    category=str(rating["category"]),
-                    importance=importance,
-                    at=at,
-                    source=thread_id,
-                )
-                stored += 1
+            if importance <= self.settings.importance_threshold:
+                below.append({"content": candidates[index - 1], "importance": importance})
+                continue
+            self.store.add_memory(
+                candidates[index - 1],
+                category=str(rating["category"]),
+                importance=importance,
+                at=at,
+                source=thread_id,
+            )
+            stored += 1
         result.saved = stored > 0
         result.facts_after = len(self.store.memories())
         result.extra.update({"candidates": len(candidates), "rated": len(rated), "stored": stored})
         if ignored:
             result.extra["ignored_ratings"] = ignored
+        if below:  # what the causes of wrong answers read (the owner record keeps it)
+            threshold = self.settings.importance_threshold
+            result.extra["below_threshold"] = {"threshold": threshold, "key_points": below}
         return result

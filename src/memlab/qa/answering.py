@@ -74,18 +74,30 @@ class ReplayPoint:
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """The agent: its answer prompt, sampling parameters and model override."""
+    """The agent: its answer prompt, sampling parameters and model override.
+
+    ``tell_subject``: each request names the owner and session it asks about
+    (:attr:`~memlab.core.llm.CompletionRequest.about`), for an answerer that answers from the
+    dataset's known truth (the simulated model); off for every other backend.
+    """
 
     prompt: AnswerPrompt
     params: GenerationParams = field(
         default_factory=lambda: GenerationParams(temperature=0.0, max_tokens=64, seed=0)
     )
     model: str | None = None
+    tell_subject: bool = False
 
-    def request(self, context: str, question: str) -> CompletionRequest:
-        """The request that asks ``question`` with ``context`` as the memory."""
+    def request(
+        self, context: str, question: str, about: tuple[str, int] | None = None
+    ) -> CompletionRequest:
+        """The request that asks ``question`` with ``context`` as the memory (``about``: the
+        owner and session, sent only with ``tell_subject``)."""
         return CompletionRequest(
-            messages=self.prompt.messages(context, question), params=self.params, model=self.model
+            messages=self.prompt.messages(context, question),
+            params=self.params,
+            model=self.model,
+            about=about if self.tell_subject else None,
         )
 
 
@@ -175,7 +187,7 @@ def answer_tasks(
                     question,
                     condition,
                     context,
-                    settings.request(context.text, question.question),
+                    settings.request(context.text, question.question, (owner.user_id, index)),
                 )
             )
     return tasks
@@ -265,6 +277,7 @@ def answer_row(
         "kind": question.kind,
         "audited": question.audit is not None,
         "answer_changed": question.answer_changed(),
+        "audit_differs": question.audit_differs(),
         "condition": task.condition,
         "context_tokens": task.context.tokens,
         "injected": list(task.context.injected),

@@ -9,7 +9,9 @@ of the QA step):
   their own, never in the headline;
 - accuracy per category under ``memory`` and ``gold_memory``;
 - the judge band: the same answers under every judge, flip rate and Cohen's kappa;
-- with an audited answer key, the ceiling per category and scores against both keys;
+- with an answer-key audit (the audited key, or the original key recording the audit), the
+  original key's ceiling overall and per category beside the scores against each key, and a
+  warning when a score exceeds the ceiling of the key it was scored on;
 - why each wrong answer from memory is wrong (a table, and a stacked chart per run);
 - what reading costs (tokens and latency per question) beside what writing costs (tokens
   per conversation).
@@ -54,6 +56,7 @@ from memlab.scoring.qa_metrics import (
     key_ceiling,
     qa_cost,
     robust_verdicts,
+    threshold_ratings,
 )
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run, RunError
@@ -208,29 +211,34 @@ def _band(run: Run) -> pd.DataFrame:
 
 def _ceiling(run: Run) -> tuple[pd.DataFrame, list[str]]:
     table = key_ceiling(run.qa_answers, options=run.stats)
+    table = table[table["judge"] == run.judge]
     if table.empty:
         return pd.DataFrame(), []
-    table = table[table["judge"] == run.judge]
-    shown = pd.DataFrame(
-        {
-            "lane_id": table["lane_id"],
-            "condition": table["condition"],
-            "category": table["category"],
-            "questions": table["questions"].map(lambda v: f"{v:g}"),
-            "answers the audit changed": table["changed"],
-            "ceiling (original key)": table["ceiling_original"].map(_pct),
-            "accuracy (audited key)": table["accuracy_audited"].map(_pct),
-            "accuracy (original key)": table["accuracy_original"].map(_pct),
-        }
-    )
+    unit = ["lane_id", "condition", "category"]
+    shown = table.drop_duplicates(unit)[[*unit, "questions", "changed"]].copy()
+    shown["questions"] = shown["questions"].map(lambda v: f"{v:g}")
+    shown = shown.rename(columns={"changed": "answers the audit changed"})
+    for key in ("original", "audited"):  # the key the ceiling limits first
+        mine = table[table["key"] == key].set_index(unit)
+        if mine.empty:
+            continue
+        at = pd.MultiIndex.from_frame(shown[unit])
+        if key == "original":
+            shown["ceiling (original key)"] = mine["ceiling"].reindex(at).map(_pct).to_numpy()
+        shown[f"accuracy ({key} key)"] = mine["accuracy"].reindex(at).map(_pct).to_numpy()
     warnings = [
         f"{run.name}: {run.label(r['lane_id'])} / {r['condition']} / {r['category']}: "
-        f"{r['accuracy_original']:.1%} against the original key exceeds its ceiling "
-        f"{r['ceiling_original']:.1%}: the answers repeat the key's errors, or the {run.judge} "
+        f"{r['accuracy']:.1%} against the {r['key']} key exceeds its ceiling "
+        f"{r['ceiling']:.1%}: the answers repeat the key's errors, or the {run.judge} "
         "judge accepts wrong answers"
-        for _, r in table[table["over_ceiling"] != ""].iterrows()
+        for _, r in table[table["over_ceiling"]].iterrows()
     ]
     return _named(run, shown), warnings
+
+
+def _cause_matcher(run: Run) -> str:
+    """The matcher that decided the fates of the evidence (the QA manifest records it)."""
+    return str(run.qa_manifest.get("matcher") or "an unrecorded")
 
 
 def _causes(run: Run) -> pd.DataFrame:
@@ -240,6 +248,20 @@ def _causes(run: Run) -> pd.DataFrame:
     shown = table.rename(columns=CAUSE_TITLES)
     keep = ["lane_id", "answered", "wrong", *(CAUSE_TITLES[c] for c in CAUSES)]
     return _named(run, shown[keep])
+
+
+def _threshold_notes(run: Run) -> list[str]:
+    """Per lane, the ratings that kept the evidence of wrong answers below the threshold
+    (where the records give them: a tiered memory's key points)."""
+    table = threshold_ratings(run.qa_answers, run.judge)
+    table = table[table["rating"] != "proposed below the threshold"]
+    notes = []
+    for lane, block in table.groupby("lane_id", sort=False):
+        shown = ", ".join(f"{r} ({n})" for r, n in block[["rating", "evidence"]].to_numpy())
+        notes.append(
+            f"{run.label(str(lane))}: evidence of wrong answers below the threshold: {shown}"
+        )
+    return notes
 
 
 def _cost(run: Run) -> pd.DataFrame:
@@ -451,6 +473,11 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
             f"{run.name}: {who_answered(run)}; headline judge {run.judge} (judges: {judges}). "
             f"{note}".strip()
         )
+        notes.append(
+            f"{run.name}: causes of wrong answers from the evidence matched by the "
+            f"{_cause_matcher(run)} matcher"
+        )
+        notes += [f"{run.name}: {note}" for note in _threshold_notes(run)]
         notes += simulator_notes(run)
         warnings += unfinished_notes(run)
         warnings += qa_error_notes([run])
@@ -572,8 +599,10 @@ def qa_text(run: Run) -> str:
     causes = _causes(run)
     if not causes.empty:
         blocks += [
-            f"why answers from memory are wrong ({run.judge} judge)",
+            f"why answers from memory are wrong ({run.judge} judge; evidence matched by the "
+            f"{_cause_matcher(run)} matcher)",
             _text(causes),
+            *_threshold_notes(run),
         ]
     note = interval_note(
         accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats),

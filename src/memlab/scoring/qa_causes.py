@@ -9,7 +9,9 @@ evidence facts (gold fact ids) has a *fate* at that point:
   (the budget or the policy left it out);
 - the snapshot does not hold it: the last thing that happened to it in the replay's operation
   records (:func:`memlab.scoring.operations.gold_losses`): ``evicted`` by the cap,
-  ``below_threshold`` (proposed with too little confidence), ``duplicate`` (skipped as a
+  ``below_threshold`` (proposed with too little confidence; for a tiered memory, a key point
+  rated at or below the importance threshold, its detail saying the values:
+  ``below_threshold (importance 0.5 ≤ 0.7)``), ``duplicate`` (skipped as a
   duplicate), ``removed`` (a wrong removal, or forgotten: a memory that states it decayed,
   was merged or compressed away, as the replay's ``forgetting`` records say), or
   ``never_proposed`` (never stored: not proposed, or proposed in a reply that failed to parse).
@@ -35,7 +37,7 @@ from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.scoring.operations import gold_losses, lost_golds
 
-__all__ = ["CAUSES", "CAUSE_TITLES", "FATES", "cause_of", "evidence_fates"]
+__all__ = ["CAUSES", "CAUSE_TITLES", "FATES", "cause_of", "evidence_fates", "fate_key"]
 
 Covers = Callable[[str, str], bool]
 
@@ -96,7 +98,9 @@ def evidence_fates(
         covers: The run's matcher (``covers(stored, gold)``).
 
     Returns:
-        Per answer, in order: the question's fate and each evidence fact's fate by gold id.
+        Per answer, in order: the question's fate and each evidence fact's fate by gold id
+        (a fate key, with the ratings in parentheses for a tiered key point rated below the
+        threshold: :func:`fate_key` reads the key back).
     """
     snapshots: Sequence[Mapping[str, Any]] = record.get("snapshots", [])
     fork = record.get("fork")
@@ -113,22 +117,89 @@ def evidence_fates(
     )
     gold = owner.gold_facts()
     forgetting = [e for e in record.get("forgetting") or [] if isinstance(e, Mapping)]
+    rated = _rated_below(record.get("calls", []))
     out = []
     for question, index, injected in asked:
         facts = [f for f in snapshots[index].get("facts", []) if isinstance(f, Mapping)]
         lost = dict(losses[index]) if index < len(losses) else {}
         evidence = {g: gold[g].content for g in question.evidence.facts if g in gold}
-        for gold_id in _forgotten(forgetting, index, facts, evidence, covers):
+        forgotten = _forgotten(forgetting, index, facts, evidence, covers)
+        for gold_id in forgotten:
             if lost.get(gold_id, "never") == "never":  # the call records do not see forgetting
                 lost[gold_id] = "removed"
+        below = _below_threshold(rated, index, evidence, covers)
+        for gold_id, (session, note) in below.items():
+            # The later of a rating and a forgetting event is the last thing that happened.
+            if lost.get(gold_id, "never") == "never" or (
+                gold_id in forgotten
+                and session >= _forgotten_at(forgetting, index, evidence[gold_id], covers)
+            ):
+                lost[gold_id] = note
         detail = {
             gold_id: _fate(gold[gold_id].content, gold_id, facts, set(injected), lost, covers)
             for gold_id in question.evidence.facts
             if gold_id in gold
         }
-        fate = min(detail.values(), key=FATES.index) if detail else "no_evidence"
+        fate = min(map(fate_key, detail.values()), key=FATES.index) if detail else "no_evidence"
         out.append((fate, detail))
     return out
+
+
+def fate_key(fate: str) -> str:
+    """The fate an evidence fate names (``below_threshold (importance 0.5 ≤ 0.7)`` ->
+    ``below_threshold``)."""
+    return fate.split(" ", 1)[0]
+
+
+_Rated = tuple[int, str, str]  # session index, key point, "importance 0.5 ≤ 0.7"
+
+
+def _rated_below(calls: Sequence[Mapping[str, Any]]) -> list[_Rated]:
+    """The key points a tiered memory's importance calls rated at or below the threshold,
+    in call order (the ``below_threshold`` of the call records)."""
+    found: list[_Rated] = []
+    for call in calls:
+        below = call.get("below_threshold") if isinstance(call, Mapping) else None
+        if not isinstance(below, Mapping) or not isinstance(call.get("session_index"), int):
+            continue
+        threshold = below.get("threshold")
+        for point in below.get("key_points") or []:
+            if isinstance(point, Mapping) and isinstance(point.get("content"), str):
+                note = f"importance {point.get('importance')} ≤ {threshold}"
+                found.append((int(call["session_index"]), point["content"], note))
+    return found
+
+
+def _below_threshold(
+    rated: Sequence[_Rated], index: int, evidence: Mapping[str, str], covers: Covers
+) -> dict[str, tuple[int, str]]:
+    """Evidence facts (id -> text) a key point rated below the threshold by snapshot
+    ``index`` states: the last such rating's session and ``below_threshold (...)``."""
+    found: dict[str, tuple[int, str]] = {}
+    for session, content, note in rated:
+        if session > index:
+            break
+        for gold_id, text in evidence.items():
+            if covers(content, text):
+                found[gold_id] = (session, f"below_threshold ({note})")
+    return found
+
+
+def _forgotten_at(
+    events: Sequence[Mapping[str, Any]], index: int, text: str, covers: Covers
+) -> int:
+    """The session of the last forgetting event by snapshot ``index`` whose removed memories
+    state ``text`` (-1 when none does)."""
+    return max(
+        (
+            int(event["session_index"])
+            for event in events
+            if isinstance(event.get("session_index"), int) and event["session_index"] <= index
+            for item in event.get("removed") or []
+            if isinstance(item, Mapping) and covers(str(item.get("content", "")), text)
+        ),
+        default=-1,
+    )
 
 
 def _forgotten(
@@ -163,7 +234,8 @@ def _fate(
     holders = [f for f in facts if covers(str(f.get("content", "")), text)]
     if holders:
         return "injected" if any(str(f.get("id")) in injected for f in holders) else "not_injected"
-    return _LOSS_FATES.get(lost.get(gold_id, "never"), "never_proposed")
+    why = lost.get(gold_id, "never")
+    return why if why.startswith("below_threshold") else _LOSS_FATES.get(why, "never_proposed")
 
 
 def cause_of(fate: str, gold_memory_right: bool | None) -> str:

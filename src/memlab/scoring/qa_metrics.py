@@ -37,7 +37,7 @@ import pandas as pd
 
 from memlab.matching.calibration import KindCounts
 from memlab.scoring.metric_specs import count_columns, interval_specs
-from memlab.scoring.qa_causes import CAUSES, cause_of
+from memlab.scoring.qa_causes import CAUSES, cause_of, fate_key
 from memlab.scoring.stats import StatOptions, bootstrap_ratios
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "qa_cost",
     "qa_session_counts",
     "robust_verdicts",
+    "threshold_ratings",
     "verdict_table",
 ]
 
@@ -392,33 +393,80 @@ def judge_band(
 
 
 def key_ceiling(answers: pd.DataFrame, *, options: StatOptions | None = None) -> pd.DataFrame:
-    """Per lane, condition, judge and category of the headline set: the ceiling of each answer
-    key and the accuracy against each, with ``over_ceiling`` naming the key whose ceiling a
-    score exceeds ("" when none). Empty when no question was audited.
+    """Per lane, condition, judge and answer key, over the headline set (``category``
+    ``all``) and per category: the key's ceiling and the accuracy against it, with
+    ``over_ceiling`` True when the accuracy exceeds the ceiling. Empty when no question was
+    audited.
 
-    The ceiling of the original key is 1 - (answers the audit changed / questions): a
-    perfect answerer, right by the audited key, is wrong by the original one on each changed
-    answer. The audited key's ceiling is 1 (the audit's answers are taken as right).
+    ``key`` names each answer key for what it is. A run of the audited key is graded against
+    ``audited`` (the file's answers) and ``original`` (the answers before the audit); a run of
+    the original key that records the audit, against ``original`` only. A perfect answerer is
+    right by the audit, so it is wrong by the original key on each question whose audited
+    answer differs: the original key's ceiling is 1 - (those questions / questions), the
+    audited key's 1. Columns: ``lane_id``, ``condition``, ``category``, ``judge``, ``key``,
+    ``questions``, ``changed`` (questions whose audited answer differs), ``ceiling``,
+    ``accuracy``, ``over_ceiling``.
     """
+    columns = ["lane_id", "condition", "category", "judge", "key", "questions", "changed"]
+    columns += ["ceiling", "accuracy", "over_ceiling"]
     mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
-    if mine.empty or "answer_changed" not in mine.columns or not mine["audited"].any():
-        return pd.DataFrame()
-    by = ["lane_id", "condition", "category"]
-    questions = mine.drop_duplicates(["user_id", "question_id"])
-    changed = questions.groupby("category")["answer_changed"].agg(["size", "sum"])
-    ceiling = 1 - changed["sum"] / changed["size"]
-    audited = accuracy_table(mine, by=by, key="answer", options=options)
-    original = accuracy_table(mine, by=by, key="original", options=options)
-    keys = ["lane_id", "condition", "category", "judge"]
-    table = audited[[*keys, "questions", "accuracy"]].merge(
-        original[[*keys, "accuracy"]], on=keys, suffixes=("_audited", "_original")
+    if mine.empty or "audited" not in mine.columns or not mine["audited"].fillna(False).any():
+        return pd.DataFrame(columns=columns)
+    changed = mine["answer_changed"].fillna(False).astype(bool)
+    recorded = mine["audit_differs"] if "audit_differs" in mine.columns else changed
+    mine = mine.assign(differs=recorded.fillna(False).astype(bool) | changed, overall="all")
+    # The file's answers are the original ones where the audit differs and did not change them.
+    original_run = bool((mine["differs"] & ~changed).any())
+    keys = {"answer": "original"} if original_run else {"answer": "audited", "original": "original"}
+    frames = []
+    for by in (["lane_id", "condition"], ["lane_id", "condition", "category"]):
+        for key, name in keys.items():
+            table = accuracy_table(mine, by=by, key=key, options=options).assign(key=name)
+            if "category" not in by:
+                table["category"] = "all"
+            frames.append(table[["lane_id", "condition", "category", "judge", "key", "accuracy"]])
+    table = pd.concat(frames, ignore_index=True)
+    share = pd.concat(
+        [
+            mine.groupby(["lane_id", "condition", level])["differs"].agg(["size", "sum", "mean"])
+            for level in ("overall", "category")
+        ]
     )
-    table["changed"] = table["category"].map(changed["sum"]).astype(int)
-    table["ceiling_original"] = table["category"].map(ceiling)
-    table["ceiling_audited"] = 1.0
-    over = table["accuracy_original"] > table["ceiling_original"] + 1e-12
-    table["over_ceiling"] = np.where(over, "original", "")
-    return table
+    share.index = share.index.set_names(["lane_id", "condition", "category"])
+    samples = mine.groupby(["lane_id", "condition"])["sample"].nunique()
+    found = share.reindex(pd.MultiIndex.from_frame(table[["lane_id", "condition", "category"]]))
+    per_sample = samples.reindex(pd.MultiIndex.from_frame(table[["lane_id", "condition"]]))
+    table["questions"] = found["size"].to_numpy() / per_sample.to_numpy()
+    table["changed"] = (found["sum"].to_numpy() / per_sample.to_numpy()).round().astype(int)
+    table["ceiling"] = np.where(table["key"] == "original", 1 - found["mean"].to_numpy(), 1.0)
+    table["over_ceiling"] = table["accuracy"] > table["ceiling"] + 1e-12
+    return table[columns]
+
+
+def _memory_answers(answers: pd.DataFrame, judge: str) -> list[dict[str, Any]] | None:
+    """The headline answers from memory, each with ``right`` under ``judge`` and
+    ``gold_right`` (the gold memory's answer to the same question: right, wrong, or None when
+    not asked or not graded); None when ``judge`` graded nothing."""
+    mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
+    verdicts = verdict_table(mine)
+    verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
+    if verdicts.empty:
+        return None
+    right = verdicts.set_index(list(_UNIT))["correct"]
+    memory = mine[mine["condition"] == "memory"]
+    gold_key = ["lane_id", "sample", "user_id", "question_id"]
+    asked_gold = "gold_memory" in set(mine["condition"])
+    gold = right.xs("gold_memory", level="condition") if asked_gold else pd.Series(dtype=bool)
+    details = [c for c in ("evidence_fates",) if c in memory.columns]
+    records = [
+        {str(k): v for k, v in found.items()}
+        for found in memory[[*_UNIT, "fate", *details]].to_dict("records")
+    ]
+    for record in records:
+        record["right"] = bool(right.get(tuple(record[c] for c in _UNIT), False))
+        gold_right = gold.get(tuple(record[c] for c in gold_key))
+        record["gold_right"] = None if gold_right is None else bool(gold_right)
+    return records
 
 
 def cause_table(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
@@ -426,26 +474,37 @@ def cause_table(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
     :data:`~memlab.scoring.qa_causes.CAUSES`, then ``wrong`` and ``answered``); repeated
     samples are summed."""
     columns = ["lane_id", *CAUSES, "wrong", "answered"]
-    mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
-    verdicts = verdict_table(mine)
-    verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
-    if verdicts.empty:
+    records = _memory_answers(answers, judge)
+    if records is None:
         return pd.DataFrame(columns=columns)
-    right = verdicts.set_index(list(_UNIT))["correct"]
-    memory = mine[mine["condition"] == "memory"]
-    gold_key = ["lane_id", "sample", "user_id", "question_id"]
-    asked_gold = "gold_memory" in set(mine["condition"])
-    gold = right.xs("gold_memory", level="condition") if asked_gold else pd.Series(dtype=bool)
     rows: dict[str, dict[str, int]] = {}
-    for record in memory[[*_UNIT, "fate"]].to_dict("records"):
+    for record in records:
         lane = rows.setdefault(record["lane_id"], dict.fromkeys([*CAUSES, "wrong", "answered"], 0))
         lane["answered"] += 1
-        if bool(right.get(tuple(record[c] for c in _UNIT), False)):
+        if record["right"]:
             continue
-        gold_right = gold.get(tuple(record[c] for c in gold_key))
-        lane[cause_of(str(record["fate"]), None if gold_right is None else bool(gold_right))] += 1
+        lane[cause_of(str(record["fate"]), record["gold_right"])] += 1
         lane["wrong"] += 1
     return pd.DataFrame([{"lane_id": k, **v} for k, v in rows.items()], columns=columns)
+
+
+def threshold_ratings(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """Per lane and rating, the evidence facts of wrong headline answers from memory under
+    ``judge`` whose cause is below the threshold, with the values that kept them out
+    (``rating``: e.g. ``importance 0.5 ≤ 0.7`` for a tiered memory's key point; ``proposed
+    below the threshold`` where the records give none); ``evidence`` counts them."""
+    columns = ["lane_id", "rating", "evidence"]
+    counts: dict[tuple[str, str], int] = {}
+    for record in _memory_answers(answers, judge) or []:
+        if record["right"] or record["fate"] != "below_threshold":
+            continue
+        for fate in (record.get("evidence_fates") or {}).values():
+            if fate_key(str(fate)) == "below_threshold":
+                rating = str(fate)[len("below_threshold") :].strip(" ()")
+                key = (str(record["lane_id"]), rating or "proposed below the threshold")
+                counts[key] = counts.get(key, 0) + 1
+    rows = [{"lane_id": lane, "rating": r, "evidence": n} for (lane, r), n in counts.items()]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def qa_cost(answers: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:

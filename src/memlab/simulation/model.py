@@ -201,7 +201,7 @@ class SimulatedBackend:
 
     def complete(self, request: CompletionRequest) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
-        qa = self._qa.decide(prompt, request.params.seed)
+        qa = self._qa.decide(prompt, request.params.seed, request.about)
         tiered = self._tiered.decide(prompt, request.params.seed) if qa is None else None
         if qa is not None:
             text, finish = qa.text, "stop"
@@ -222,10 +222,11 @@ class SimulatedBackend:
     # ------------------------------------------------------------------ decisions
 
     def decide_qa(
-        self, prompt: str, request_seed: int | None = 0
+        self, prompt: str, request_seed: int | None = 0, about: tuple[str, int] | None = None
     ) -> AnswerDecision | JudgeDecision | None:
-        """The answer or verdict for a QA prompt with its provenance; None for other prompts."""
-        return self._qa.decide(prompt, request_seed)
+        """The answer or verdict for a QA prompt with its provenance (``about``: the owner and
+        session an answer request names); None for other prompts."""
+        return self._qa.decide(prompt, request_seed, about)
 
     def decide_tiered(self, prompt: str, request_seed: int | None = 0) -> TieredDecision | None:
         """The decision for a tiered memory call with its provenance; None for other prompts."""

@@ -7,7 +7,11 @@ recognises update prompts, by the dataset content they hold:
   ``strict`` ones, or those the backend is given): :meth:`~memlab.core.prompts.PromptTemplate.
   parse` reads back the question, the reference and the answer;
 - an **answer prompt** is any other prompt that holds a question of the dataset (its exact
-  text; the longest one wins) and no memory document JSON (update prompts hold one).
+  text; the longest one wins) and no memory document JSON (update prompts hold one). The
+  question is the one of the owner asked after the session the request names
+  (:attr:`~memlab.core.llm.CompletionRequest.about`, which the QA step sends to the simulated
+  model), so two owners whose sessions and questions read alike get each their own answers;
+  a request that names none takes the first owner with that question text.
 
 Answering (rates from :class:`~memlab.simulation.profile.SimQAProfile`): the question's
 evidence is *in the prompt* when every evidence fact is there, as a line of its own, in a
@@ -52,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from memlab.core.llm import BackendError
-from memlab.core.qa_prompts import JudgePrompt, judge_prompts
+from memlab.core.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.errors import excerpt
 from memlab.simulation.profile import SimQAProfile, leaked, uniform, wordings
 
@@ -234,9 +238,10 @@ class SimQA:
         self._texts = sorted(self._by_text, key=len, reverse=True)
 
     def decide(
-        self, prompt: str, request_seed: int | None = 0
+        self, prompt: str, request_seed: int | None = 0, about: tuple[str, int] | None = None
     ) -> AnswerDecision | JudgeDecision | None:
         """The decision for a QA prompt, or None when ``prompt`` is not one (an update).
+        ``about``: the owner and session index an answer request asks about.
 
         Raises:
             BackendError: A judge prompt about a question the dataset does not have.
@@ -250,7 +255,7 @@ class SimQA:
         text = next((t for t in self._texts if t in prompt), None)
         if text is None:
             return None
-        (owner, question), *others = self._by_text[text]
+        (owner, question), *others = _first_about(self._by_text[text], about)
         return self._answer(owner, question, prompt, request_seed, others)
 
     # ------------------------------------------------------------------ answering
@@ -319,8 +324,11 @@ class SimQA:
                 f"simulated judge: the question {excerpt(asked)} is not one of its dataset; "
                 "build the 'sim:' backend with the dataset the questions come from"
             )
-        owner, question = found[0]
         answer, reference = _fold(values["answer"]), _fold(values["gold_answer"])
+        # Of the questions with this text, the one whose reference the prompt holds.
+        owner, question = next(
+            ((o, q) for o, q in found if reference in map(_fold, _references(q))), found[0]
+        )
         recognised: Recognised
         lenient = False
         if answer == reference:
@@ -354,9 +362,37 @@ class SimQA:
         """Wrong answers the simulated answerer may give, and the answer under either key."""
         texts = {a for _, a in self._answers[owner.user_id]}
         texts.update(t for t in (question.wrong_answer, GUESS_FALLBACK) if t)
-        if question.audit is not None and question.audit.original_answer:
-            texts.add(question.audit.original_answer)
+        if question.audit is not None:
+            texts.update(
+                t for t in (question.audit.original_answer, question.audit.audited_answer) if t
+            )
         return {_fold(t) for t in texts}
+
+
+def _first_about(
+    found: Sequence[tuple[Owner, Question]], about: tuple[str, int] | None
+) -> list[tuple[Owner, Question]]:
+    """``found`` with the question ``about`` names first: its owner's question asked after
+    that session, else its owner's first (``found`` as it is without ``about``)."""
+    if about is None:
+        return list(found)
+    user_id, index = about
+
+    def rank(pair: tuple[Owner, Question]) -> int:
+        owner, question = pair
+        if owner.user_id != user_id:
+            return 2
+        return 0 if owner.session_index(question.after_session) == index else 1
+
+    return sorted(found, key=rank)  # stable: the dataset's order among equals
+
+
+def _references(question: Question) -> list[str]:
+    """The texts a judge prompt may hold as the reference of ``question`` (either key)."""
+    texts = [question.answer or ABSTAIN_REFERENCE]
+    if question.audit is not None and question.audit.original_answer:
+        texts.append(question.audit.original_answer)
+    return texts
 
 
 def _builtin_judges() -> list[JudgePrompt]:

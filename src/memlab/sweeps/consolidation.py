@@ -35,9 +35,7 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.datasets.models import Owner
-from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
-from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
@@ -46,7 +44,7 @@ from memlab.sweeps.lane_backends import LaneBackends
 from memlab.sweeps.qa_calls import QACalls, ask_and_grade
 from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
 from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
-from memlab.sweeps.qa_step import qa_backend
+from memlab.sweeps.qa_step import qa_backend, run_matcher
 from memlab.sweeps.records import QARow, read_rows
 from memlab.sweeps.run import (
     QA_ANSWERS,
@@ -66,7 +64,6 @@ __all__ = [
     "curve_answers",
     "forgetting_table",
     "memory_sizes",
-    "run_matcher",
 ]
 
 logger = logging.getLogger(__name__)
@@ -113,7 +110,7 @@ def add_curve(
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
-    settings = AnswerSettings(prompts.answer, spec.answer_params())
+    settings = spec.answer_settings(prompts.answer)
     jobs = list(_jobs(run, owners, _anchors(run), settings, every))
     calls: QACalls[list[list[Fate]]] = ask_and_grade(
         (job.tasks for job in jobs),
@@ -289,18 +286,3 @@ def forgetting_table(run: Run, matcher: FactMatcher | None = None) -> pd.DataFra
             row.update(forgetting_counts(owner, events, snapshots, matcher.covers) or {})
         rows.append(row)
     return pd.DataFrame(rows, columns=columns).astype(dict.fromkeys(FORGETTING_COUNTS, float))
-
-
-def run_matcher(run: Run) -> FactMatcher:
-    """The matcher that scored ``run`` (``environment.json``), built again; the default
-    matcher when it cannot be built offline (an LLM judge) or is not installed."""
-    recorded = run.environment.get("matcher")
-    name = str(recorded.get("name") or "") if isinstance(recorded, dict) else ""
-    if name and not name.startswith("judge"):
-        try:
-            return resolve_matcher(name)
-        except MemlabError as exc:
-            logger.warning(
-                "%s: matcher %r unavailable (%s); using the default", run.path, name, exc
-            )
-    return default_matcher()

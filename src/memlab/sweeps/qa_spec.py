@@ -21,10 +21,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memlab.backends.registry import is_simulated
 from memlab.core.llm import GenerationParams
 from memlab.core.prompts import PromptError
 from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.errors import MemlabError
+from memlab.qa.answering import AnswerSettings
 from memlab.qa.conditions import CONDITIONS, Condition
 
 __all__ = ["QAError", "QASpec", "ResolvedPrompts", "resolve_prompts"]
@@ -87,6 +89,14 @@ class QASpec(BaseModel):
         """Sampling parameters of the answers."""
         return GenerationParams(
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+    def answer_settings(self, prompt: AnswerPrompt) -> AnswerSettings:
+        """The answerer's settings: ``prompt``, :meth:`answer_params`, and requests that name
+        their owner and session when the answerer is the simulated model (which answers from
+        the dataset's truth: two owners with the same text get each their own answers)."""
+        return AnswerSettings(
+            prompt, self.answer_params(), tell_subject=is_simulated(self.answer_backend)
         )
 
     def judge_params(self) -> GenerationParams:

@@ -16,7 +16,8 @@ asks each question right after the session its ``after_session`` names, through
 - every answer is graded by every judge prompt against the file's answer key and, for a
   question an audit changed, the original one;
 - each answer from memory gets the fate of its evidence in the replay
-  (:mod:`memlab.scoring.qa_causes`), scored with the run's matcher.
+  (:mod:`memlab.scoring.qa_causes`), scored with the run's matcher (the one
+  ``environment.json`` records) unless another is given; the QA manifest names it.
 
 It writes ``qa/answers.jsonl`` (one row per lane, sample, owner, question and condition) and
 then ``qa/manifest.json`` (the settings, the prompts' hashes, the backends, row count and
@@ -48,7 +49,7 @@ from memlab.core.redact import redact
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
-from memlab.matching.matchers import default_matcher
+from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.qa.answering import (
     AnswerSettings,
     AnswerTask,
@@ -81,6 +82,7 @@ __all__ = [
     "add_qa",
     "qa_backend",
     "rewrite_fates",
+    "run_matcher",
 ]
 
 logger = logging.getLogger(__name__)
@@ -169,8 +171,8 @@ def add_qa(
         cache_mode: ``READ_WRITE``, ``READ_ONLY`` (a miss is a failed call) or ``OFF``.
         max_workers: Concurrent calls.
         progress: Show a progress bar.
-        matcher: Decides which stored fact states an evidence fact (default: the default
-            matcher).
+        matcher: Decides which stored fact states an evidence fact (default: the matcher
+            that scored the run, :func:`run_matcher`).
         backend_factory: Builds a backend from a spec (default: :func:`qa_backend`).
         prompts_dir: Where relative ``answer_prompts``/``judge_prompts`` files are (default:
             the grid file's folder when the run was just swept, else the working directory).
@@ -203,7 +205,7 @@ def add_qa(
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
-    matcher = matcher if matcher is not None else default_matcher()
+    matcher = matcher if matcher is not None else run_matcher(run)
     jobs: list[QAJob] = []
 
     def batches() -> Iterator[list[AnswerTask]]:
@@ -252,7 +254,7 @@ def _jobs(
     run: Run, owners: Sequence[Owner], spec: QASpec, prompts: ResolvedPrompts
 ) -> Iterator[QAJob]:
     """Every (lane, owner, sample) replay with the answer tasks of its questions."""
-    settings = AnswerSettings(prompts.answer, spec.answer_params())
+    settings = spec.answer_settings(prompts.answer)
     histories: dict[tuple[str, str], History] = {}
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id, config in run.lanes.items():
@@ -387,3 +389,26 @@ def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
     manifest["matcher"] = matcher
     manifest["files"] = {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)}
     atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
+
+
+def run_matcher(run: Run) -> FactMatcher:
+    """The matcher that scored ``run`` (``environment.json``), built again; the default
+    matcher when the run records none, or one that cannot be built offline (an LLM judge)
+    or is not installed (with a warning naming it)."""
+    recorded = run.environment.get("matcher")
+    name = str(recorded.get("name") or "") if isinstance(recorded, dict) else ""
+    if name.startswith("judge"):
+        logger.warning(
+            "%s: matcher %r asks an LLM; using the default matcher (give the judge matcher "
+            "explicitly to use it)",
+            run.path,
+            name,
+        )
+    elif name:
+        try:
+            return resolve_matcher(name)
+        except MemlabError as exc:
+            logger.warning(
+                "%s: matcher %r unavailable (%s); using the default", run.path, name, exc
+            )
+    return default_matcher()

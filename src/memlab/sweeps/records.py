@@ -109,6 +109,7 @@ class QARow(BaseModel):
     kind: str
     audited: bool
     answer_changed: bool
+    audit_differs: bool = False
     condition: str
     context_tokens: int
     injected: list[str]

@@ -101,6 +101,7 @@ def flatten_call(record: dict[str, Any], lane_id: str, user_id: str) -> dict[str
     """Flatten an update record into a call-table row (parse fields become columns)."""
     row = {"lane_id": lane_id, "user_id": user_id, **record}
     row.pop("applied", None)  # fact-level bookkeeping stays in the owner records
+    row.pop("below_threshold", None)  # a tiered memory's rated key points, likewise
     parse = row.pop("parse", None) or {}
     row["parse_ok"] = bool(parse.get("ok", False))
     row["parse_rung"] = parse.get("rung")
