@@ -661,7 +661,11 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
 
 
 def _with_qa_counts(rows: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
-    """Session rows with each session's QA counts (0 where no question was asked)."""
+    """Session rows with each session's QA counts (0 where no question was asked).
+
+    Counts ``rows`` already carry (the rows of another run view) are replaced, not merged
+    beside the new ones."""
+    rows = rows.drop(columns=[c for c in QA_COUNTS if c in rows.columns])
     keys = ["lane_id", "user_id", "session_index"]
     if "sample" in rows.columns:
         keys.append("sample")
