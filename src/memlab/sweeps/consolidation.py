@@ -109,7 +109,7 @@ def add_curve(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = {o.user_id: o for o in run_owners(run, dataset)}
+    owners = {o.user_id: o for o in run_owners(run, dataset).owners}
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
@@ -231,7 +231,7 @@ def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone")
-    owners = run_owners(run, dataset, questions=False)
+    owners = run_owners(run, dataset, questions=False).owners
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id in run.lanes:
         for sample in range(samples):

@@ -155,7 +155,7 @@ def add_qa(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = run_owners(run, dataset)
+    owners, left_out = run_owners(run, dataset)
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
@@ -180,7 +180,7 @@ def add_qa(
     rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
     failed = [r for r in rows if r["error"] is not None or r["judge_errors"]]
     identity = _identity(spec, prompts, answerer, grader)
-    _write(run, rows, spec, identity, matcher_name(matcher), started, not failed)
+    _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
     summary = owned_path(run.path / "summary.csv", run.path)
     atomic_write_text(summary, done.summary.to_csv())  # with the QA metrics
@@ -309,8 +309,10 @@ def _write(
     matcher: str,
     started: datetime,
     complete: bool,
+    left_out: int = 0,
 ) -> None:
-    """The answer table, then the QA manifest (last: a QA step that stopped leaves none)."""
+    """The answer table, then the QA manifest (last: a QA step that stopped leaves none);
+    ``left_out``: the questions not asked, after a session the run did not replay."""
     qa_dir = owned_path(run.path / QA_ANSWERS.parent, run.path, "QA directory")
     qa_dir.mkdir(parents=True, exist_ok=True)
     owned_path(run.path / QA_MANIFEST, run.path).unlink(missing_ok=True)
@@ -323,6 +325,7 @@ def _write(
         "matcher": matcher,
         "lanes": list(run.lanes),
         "owners": sorted({r["user_id"] for r in rows}),
+        "questions_left_out": left_out,
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
         "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)},
