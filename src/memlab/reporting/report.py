@@ -275,10 +275,13 @@ def build_report(
     follows it whenever a run has any. Lanes measured differently (another dataset, owner
     set, matcher or judge) are refused
     (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
-    the statistics section then names what is mixed.
+    the statistics section then names what is mixed. A run whose dataset file changed since
+    it was swept is refused (:class:`~memlab.sweeps.run_dataset.DatasetChangedError`).
     """
     if not runs:
         raise ValueError("build_report needs at least one run")
+    for run in runs:  # a dataset changed since a run is refused, not quoted from
+        _ = run.dataset_path
     stats = statistics_section(runs, allow_mixed=allow_mixed)
     intro = " ".join(part for part in (*stats.banners, intro, simulated_note(runs)) if part)
     out = Path(out_dir)

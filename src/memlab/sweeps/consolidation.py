@@ -57,6 +57,7 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "CURVE_ANSWERS",
@@ -75,6 +76,7 @@ CURVE_ANSWERS = Path("qa") / "curve.jsonl"
 CURVE_MANIFEST = Path("qa") / "curve.json"
 
 
+@writes_run("qa --curve-every")
 def add_curve(
     run: Run | str | Path,
     *,

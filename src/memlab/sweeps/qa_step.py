@@ -72,6 +72,7 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = ["IncompleteQAError", "add_fates", "add_qa", "qa_backend", "rewrite_fates"]
 
@@ -108,6 +109,7 @@ def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> 
     return resolve_backend(spec, **options)
 
 
+@writes_run("qa")
 def add_qa(
     run: Run | str | Path,
     spec: QASpec | Mapping[str, Any] | None = None,

@@ -48,6 +48,7 @@ from memlab.sweeps.run import (
     refresh_manifest,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "Replay",
@@ -198,6 +199,7 @@ def _plain(value: Any) -> float | None:
     return None if number != number else round(number, 6)  # NaN -> null in JSON
 
 
+@writes_run("rescore")
 def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     """Recompute every metric of the run at ``run_path`` with ``matcher`` (see the module
     docstring) and return the reloaded :class:`~memlab.sweeps.run.Run`.
