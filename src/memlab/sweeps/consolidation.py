@@ -99,6 +99,8 @@ def add_curve(
 
     Raises:
         QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     if every < 1:

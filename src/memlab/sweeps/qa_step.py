@@ -146,6 +146,8 @@ def add_qa(
     Raises:
         QAError: No QA settings, a dataset without questions, an unknown prompt, or a replay
             record missing from the run directory.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)

@@ -208,6 +208,8 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
         RunError: Not a finished run directory.
         RescoreError: A replay record or the dataset is missing or changed. Nothing is
             written in that case.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     matcher = matcher if matcher is not None else default_matcher()
     run = load_run(run_path)
