@@ -251,3 +251,47 @@ def test_fates_use_the_matcher_that_scored_the_run_unless_told(
     assert main([*args, "--conditions", "memory", "--matcher", "default-lexical"]) == 0
     assert "evidence matched by the default-lexical matcher" in capsys.readouterr().out
     assert load_run(run_dir).qa_manifest["matcher"] == "default-lexical"
+
+
+def test_qa_on_a_max_sessions_run_leaves_out_later_questions_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run that replayed the first sessions only (as the demo's real-model part does):
+    questions asked after a later session are left out, counted and said, not a crash."""
+    from memlab.datasets.loader import load_dataset
+
+    kept_sessions = 3
+    grid = Grid.from_mapping(
+        {
+            "name": "short",
+            "owners": ["amara", "daniel"],
+            "max_sessions": kept_sessions,
+            "base": {"backend": "sim:careful"},
+        }
+    )
+    data = resolve_dataset("personas")
+    run = sweep(data, grid, runs_dir=tmp_path / "runs", progress=False)
+    # Counted from the dataset: questions whose session index is past the cut.
+    owners = [o for o in load_dataset(data) if o.user_id in {"amara", "daniel"}]
+    late = [
+        (o.user_id, q.id)
+        for o in owners
+        for q in o.questions
+        if o.session_index(q.after_session) >= kept_sessions
+    ]
+    early = {
+        (o.user_id, q.id)
+        for o in owners
+        for q in o.questions
+        if o.session_index(q.after_session) < kept_sessions
+    }
+    assert late and early
+    args = ["qa", str(run.path), "--answer-backend", "sim:careful", "--no-progress"]
+    assert main([*args, "--conditions", "memory"]) == 0
+    said = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert len(said) == 1
+    assert f"{len(late)} question(s) left out" in said[0] and "max_sessions 3" in said[0]
+    manifest = json.loads((run.path / QA_MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["questions_left_out"] == len(late)
+    answers = load_run(run.path).qa_answers
+    assert set(zip(answers["user_id"], answers["question_id"], strict=True)) == early

@@ -11,6 +11,7 @@ from builders import city_owners, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest
+from memlab.datasets import resolve_dataset
 from memlab.reporting.trial import TrialError, try_prompt
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
@@ -90,3 +91,33 @@ def test_a_run_displays_itself_in_jupyter(run: Any) -> None:
     assert html.count("<table") == 2  # summary and lane status
     assert html.count("data:image/png;base64,") == 2
     assert "parse_failure_rate" in html and "new (2)" in html
+
+
+def test_trial_on_a_run_with_memory_qa(tmp_path: Path) -> None:
+    """A run with memory QA (its session rows carry QA counts) can be tried with a prompt
+    file; the baseline side keeps the QA counts the run's answers give."""
+    grid = Grid.from_mapping(
+        {
+            "name": "qa",
+            "owners": ["amara", "daniel"],
+            "base": {"backend": "sim:careful"},
+            "qa": {"answer_backend": "sim:careful", "conditions": ["memory"]},
+        }
+    )
+    run = sweep(resolve_dataset("personas"), grid, runs_dir=tmp_path / "runs", progress=False)
+    assert not run.qa_answers.empty
+    prompt = tmp_path / "selfonly.txt"
+    prompt.write_text(
+        "Store only facts the user states about themselves.\n"
+        "Memory: {current_memory}\nConversation: {conversation}\n",
+        encoding="utf-8",
+    )
+    trial = try_prompt(run, prompt, owners="all")
+    assert trial.owners == ["amara", "daniel"]
+    lane = trial.lane_id
+    # Each memory answer of the lane (one sample) is counted once in the session rows.
+    answers = run.qa_answers
+    asked = answers[(answers["lane_id"] == lane) & (answers["condition"] == "memory")]
+    sessions = run.sessions[run.sessions["lane_id"] == lane]
+    assert sessions["qa_questions"].sum() == len(asked) > 0
+    assert "QA accuracy" in trial.metrics.index

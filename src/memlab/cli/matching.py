@@ -4,6 +4,7 @@ calibration, on the bundled sets or on a run's own pairs."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -299,11 +300,14 @@ def _sheet_lines(report: dict[str, object]) -> list[str]:
 def _audit(args: argparse.Namespace) -> int:
     from memlab.sweeps.audit import draw_sheet, sheet_path
     from memlab.sweeps.run import load_run
+    from memlab.sweeps.run_lock import run_lock
 
     run = load_run(args.run)
     sheet = draw_sheet(run, matcher_from_args(args), sample=args.sample, seed=args.seed)
     target = Path(args.output) if args.output else sheet_path(run)
-    sheet.write(target, force=args.force)
+    inside = target.absolute().is_relative_to(run.path.absolute())
+    with run_lock(run.path, "matcher audit") if inside else contextlib.nullcontext():
+        sheet.write(target, force=args.force)
     sizes = {row.stratum: row.stratum_size for row in sheet.rows}
     drawn = {s: sum(1 for row in sheet.rows if row.stratum == s) for s in sizes}
     cells = ", ".join(f"{s} {drawn[s]} of {sizes[s]}" for s in sorted(sizes))

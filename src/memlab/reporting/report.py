@@ -276,10 +276,13 @@ def build_report(
     set, matcher or judge, a run of the simulated model beside a run of a real one, another
     answerer or answer key of memory QA) are refused
     (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
-    the report's introduction then names what is mixed.
+    the report's introduction then names what is mixed. A run whose dataset file changed since
+    it was swept is refused (:class:`~memlab.sweeps.run_dataset.DatasetChangedError`).
     """
     if not runs:
         raise ValueError("build_report needs at least one run")
+    for run in runs:  # a dataset changed since a run is refused, not quoted from
+        _ = run.dataset_path
     stats = statistics_section(runs, allow_mixed=allow_mixed)
     # Answers no judge could grade lower accuracy without being the memory's fault: said first.
     banners = [*stats.banners, *qa_error_notes(runs)]

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from memlab.sweeps.replay import OwnerReplay, replay_owner
     from memlab.sweeps.rescoring import RescoreError, rescore
     from memlab.sweeps.run import Run, RunError, load_run
+    from memlab.sweeps.run_dataset import DatasetChangedError
+    from memlab.sweeps.run_lock import RunLockedError
 
 _EXPORTS: dict[str, str] = {
     "draw_sheet": "memlab.sweeps.audit",
@@ -73,12 +75,15 @@ _EXPORTS: dict[str, str] = {
     "Run": "memlab.sweeps.run",
     "RunError": "memlab.sweeps.run",
     "load_run": "memlab.sweeps.run",
+    "DatasetChangedError": "memlab.sweeps.run_dataset",
+    "RunLockedError": "memlab.sweeps.run_lock",
 }
 
 __all__ = [
     "AXES",
     "BackendFactory",
     "DaskSpec",
+    "DatasetChangedError",
     "ExecutorError",
     "ForkSpec",
     "Grid",
@@ -96,6 +101,7 @@ __all__ = [
     "ResolvedLane",
     "Run",
     "RunError",
+    "RunLockedError",
     "SweepExecutor",
     "SweepPlan",
     "add_curve",

@@ -55,6 +55,7 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "CURVE_ANSWERS",
@@ -72,6 +73,7 @@ CURVE_ANSWERS = Path("qa") / "curve.jsonl"
 CURVE_MANIFEST = Path("qa") / "curve.json"
 
 
+@writes_run("qa --curve-every")
 def add_curve(
     run: Run | str | Path,
     *,
@@ -94,6 +96,8 @@ def add_curve(
 
     Raises:
         QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     if every < 1:
@@ -106,7 +110,7 @@ def add_curve(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = {o.user_id: o for o in run_owners(run, dataset)}
+    owners = {o.user_id: o for o in run_owners(run, dataset).owners}
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
@@ -228,7 +232,7 @@ def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone")
-    owners = run_owners(run, dataset, questions=False)
+    owners = run_owners(run, dataset, questions=False).owners
     samples = int(run.manifest.get("samples", 1) or 1)
     for lane_id in run.lanes:
         for sample in range(samples):

@@ -69,6 +69,7 @@ from memlab.sweeps.run import (
     write_jsonl,
     write_manifest,
 )
+from memlab.sweeps.run_lock import run_lock
 
 __all__ = ["IncompleteSweepError", "sweep"]
 
@@ -182,31 +183,32 @@ def sweep(
         fork=fork,
     )
     _warn_simulated_prompts(plan)
-    _prepare_run_dir(plan, Path(runs_dir), resume)
-    matcher = matcher if matcher is not None else default_matcher()
-    keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
-    known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
-    rows = _Rows(plan, matcher, embedding_duplicates)
-    outcomes = execute(plan, executor, max_workers, progress, rows.add)
-    run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
-    if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
-        _save_new_verdicts(matcher, cache_dir, known)
-    if not allow_incomplete:
-        _raise_if_incomplete(run, outcomes)
-    if plan.grid.qa is not None:
-        run = add_qa(
-            run,
-            cache_dir=cache_dir,
-            cache_mode=cache_mode,
-            max_workers=max_workers,
-            progress=progress,
-            matcher=matcher,
-            backend_factory=backend_factory,
-            prompts_dir=plan.grid.base_dir,
-            allow_incomplete=allow_incomplete,
-            max_judge_errors=max_judge_errors,
-        )
-    return run
+    with run_lock(plan.run_path, "sweep"):  # one writer per run directory
+        _prepare_run_dir(plan, Path(runs_dir), resume)
+        matcher = matcher if matcher is not None else default_matcher()
+        keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
+        known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
+        rows = _Rows(plan, matcher, embedding_duplicates)
+        outcomes = execute(plan, executor, max_workers, progress, rows.add)
+        run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
+        if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
+            _save_new_verdicts(matcher, cache_dir, known)
+        if not allow_incomplete:
+            _raise_if_incomplete(run, outcomes)
+        if plan.grid.qa is not None:
+            run = add_qa(
+                run,
+                cache_dir=cache_dir,
+                cache_mode=cache_mode,
+                max_workers=max_workers,
+                progress=progress,
+                matcher=matcher,
+                backend_factory=backend_factory,
+                prompts_dir=plan.grid.base_dir,
+                allow_incomplete=allow_incomplete,
+                max_judge_errors=max_judge_errors,
+            )
+        return run
 
 
 def _save_new_verdicts(matcher: FactMatcher, cache_dir: str | Path, known: int) -> None:
@@ -242,7 +244,8 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     except OSError as exc:
         raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
     grid_doc = {
-        "dataset": str(plan.dataset_path),
+        # Absolute and resolved: later steps find it from any working directory.
+        "dataset": str(plan.dataset_path.resolve()),
         # What comparisons check two runs replayed (memlab.sweeps.lane_facts).
         "dataset_sha256": _dataset_digest(plan.dataset_path),
         "grid": plan.grid.model_dump(mode="json"),

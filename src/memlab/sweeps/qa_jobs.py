@@ -2,7 +2,8 @@
 the consolidation curve (:mod:`memlab.sweeps.consolidation`).
 
 - :class:`QAJob`: one lane's replay of one owner (one sample) and the answer tasks asked of it;
-- :func:`run_owners`: the owners a run replayed, as it replayed them;
+- :func:`run_owners`: the owners a run replayed, as it replayed them, and the questions
+  left out (asked after a session the run did not replay);
 - :func:`read_path`: a lane's injection settings as the agent's read path;
 - :func:`answer_rows`: the answer rows of the jobs once their calls are answered and graded,
   each with its verdicts and its evidence's :data:`Fate`.
@@ -11,9 +12,10 @@ the consolidation curve (:mod:`memlab.sweeps.consolidation`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlab.core.llm import Backend
 from memlab.datasets.loader import load_dataset
@@ -27,7 +29,9 @@ from memlab.sweeps.qa_calls import QACalls, call_key
 from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts
 from memlab.sweeps.run import Run
 
-__all__ = ["Fate", "QAJob", "answer_rows", "read_path", "run_owners"]
+__all__ = ["Fate", "QAJob", "RunOwners", "answer_rows", "read_path", "run_owners"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -41,20 +45,52 @@ class QAJob:
     tasks: list[AnswerTask]
 
 
-def run_owners(run: Run, dataset: Path, *, questions: bool = True) -> list[Owner]:
-    """The owners the run replayed, as it replayed them (selection and session cut).
+class RunOwners(NamedTuple):
+    """The owners a run replayed (:func:`run_owners`) and how many of their questions were
+    left out: asked after a session the run did not replay (grid ``max_sessions``)."""
+
+    owners: list[Owner]
+    left_out: int
+
+
+def run_owners(run: Run, dataset: Path, *, questions: bool = True) -> RunOwners:
+    """The owners the run replayed, as it replayed them (selection and session cut), each
+    with the questions asked after a replayed session; the others are counted as left out
+    (with ``questions``, a warning names ``max_sessions`` and the count).
 
     Raises:
         QAError: ``questions`` is true and none of them has a question.
     """
     chosen = set(run.owner_ids)
-    owners = [o for o in select_owners(load_dataset(dataset), run.grid) if o.user_id in chosen]
+    everyone = load_dataset(dataset)
+    full = {o.user_id: o for o in everyone}
+    owners: list[Owner] = []
+    left_out = 0
+    for owner in select_owners(everyone, run.grid):
+        if owner.user_id not in chosen:
+            continue
+        whole = full[owner.user_id]
+        kept = [
+            q for q in owner.questions if whole.session_index(q.after_session) < len(owner.sessions)
+        ]
+        cut = len(owner.questions) - len(kept)
+        left_out += cut
+        owners.append(owner.model_copy(update={"questions": kept}) if cut else owner)
+    if questions and left_out:
+        logger.warning(
+            "%s: %d question(s) left out: asked after a session the run did not replay "
+            "(max_sessions %s); sweep with a larger max_sessions to ask them",
+            run.path,
+            left_out,
+            run.grid.max_sessions,
+        )
     if questions and not any(o.questions for o in owners):
         raise QAError(
-            f"{dataset}: the run's owners have no questions; add questions to the dataset "
-            "(docs/dataset-format.md, Questions)"
+            f"{dataset}: the run's owners have no questions"
+            + (f" after their first {run.grid.max_sessions} sessions" if left_out else "")
+            + "; add questions to the dataset (docs/dataset-format.md, Questions)"
         )
-    return owners
+    return RunOwners(owners, left_out)
 
 
 def read_path(config: LaneConfig) -> ReadPath:

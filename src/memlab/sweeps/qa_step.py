@@ -74,6 +74,7 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "IncompleteQAError",
@@ -148,6 +149,7 @@ def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> 
     return resolve_backend(spec, **options)
 
 
+@writes_run("qa")
 def add_qa(
     run: Run | str | Path,
     spec: QASpec | Mapping[str, Any] | None = None,
@@ -190,6 +192,8 @@ def add_qa(
         IncompleteQAError: Some calls failed (written; running the step again retries them).
         JudgeErrorsError: A judge gave no verdict on more than ``max_judge_errors`` of the
             answers (written).
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)
@@ -201,7 +205,7 @@ def add_qa(
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = run_owners(run, dataset)
+    owners, left_out = run_owners(run, dataset)
     factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
@@ -226,7 +230,7 @@ def add_qa(
     rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
     failed = [r for r in rows if r["error"] is not None or r["judge_errors"]]
     identity = _identity(spec, prompts, answerer, grader)
-    _write(run, rows, spec, identity, matcher_name(matcher), started, not failed)
+    _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
     summary = owned_path(run.path / "summary.csv", run.path)
     atomic_write_text(summary, done.summary.to_csv())  # with the QA metrics
@@ -358,8 +362,10 @@ def _write(
     matcher: str,
     started: datetime,
     complete: bool,
+    left_out: int = 0,
 ) -> None:
-    """The answer table, then the QA manifest (last: a QA step that stopped leaves none)."""
+    """The answer table, then the QA manifest (last: a QA step that stopped leaves none);
+    ``left_out``: the questions not asked, after a session the run did not replay."""
     qa_dir = owned_path(run.path / QA_ANSWERS.parent, run.path, "QA directory")
     qa_dir.mkdir(parents=True, exist_ok=True)
     owned_path(run.path / QA_MANIFEST, run.path).unlink(missing_ok=True)
@@ -372,6 +378,7 @@ def _write(
         "matcher": matcher,
         "lanes": list(run.lanes),
         "owners": sorted({r["user_id"] for r in rows}),
+        "questions_left_out": left_out,
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
         "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)},

@@ -48,6 +48,7 @@ from memlab.sweeps.run import (
     refresh_manifest,
     write_jsonl,
 )
+from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "Replay",
@@ -198,6 +199,7 @@ def _plain(value: Any) -> float | None:
     return None if number != number else round(number, 6)  # NaN -> null in JSON
 
 
+@writes_run("rescore")
 def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     """Recompute every metric of the run at ``run_path`` with ``matcher`` (see the module
     docstring) and return the reloaded :class:`~memlab.sweeps.run.Run`.
@@ -206,6 +208,8 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
         RunError: Not a finished run directory.
         RescoreError: A replay record or the dataset is missing or changed. Nothing is
             written in that case.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
     """
     matcher = matcher if matcher is not None else default_matcher()
     run = load_run(run_path)

@@ -58,6 +58,7 @@ from memlab.sweeps.final_reads import parse_final_memory
 from memlab.sweeps.grid import Grid, LaneConfig
 from memlab.sweeps.lane_facts import dataset_identity, qa_facts, read_lane_facts
 from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
+from memlab.sweeps.run_dataset import recorded_dataset
 from memlab.sweeps.views import RUN_VIEWS
 
 __all__ = [
@@ -492,16 +493,13 @@ class Run:
 
     @cached_property
     def dataset_path(self) -> Path | None:
-        """The dataset file the run replayed (as recorded in ``grid.yaml``), if it still exists."""
-        grid_file = self.path / "grid.yaml"
-        try:
-            data = read_yaml(grid_file, inside=self.path).data
-        except MemlabError:
-            return None
-        dataset = data.get("dataset") if isinstance(data, dict) else None
-        if not dataset or not Path(dataset).is_file():
-            return None
-        return Path(dataset)
+        """The dataset file the run replayed (recorded in ``grid.yaml``), if it is still there.
+
+        Raises:
+            DatasetChangedError: The file at the recorded path has another content hash
+                (:func:`memlab.sweeps.run_dataset.recorded_dataset`).
+        """
+        return recorded_dataset(self.path)
 
     def _repr_html_(self) -> str | None:
         """In Jupyter: the run's registered HTML view (:data:`~memlab.sweeps.views.RUN_VIEWS`;
@@ -666,7 +664,11 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
 
 
 def _with_qa_counts(rows: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
-    """Session rows with each session's QA counts (0 where no question was asked)."""
+    """Session rows with each session's QA counts (0 where no question was asked).
+
+    Counts ``rows`` already carry (the rows of another run view) are replaced, not merged
+    beside the new ones."""
+    rows = rows.drop(columns=[c for c in QA_COUNTS if c in rows.columns])
     keys = ["lane_id", "user_id", "session_index"]
     if "sample" in rows.columns:
         keys.append("sample")
