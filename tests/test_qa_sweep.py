@@ -481,3 +481,24 @@ def test_the_qa_text_says_what_the_simulated_answerer_cannot_read(run: Run) -> N
     assert f"answered by {identity['name']}" in text and "[simulated]" in text
     # The run asks full_context of a simulated answerer: the section says what that measures.
     assert "full_context scores like none here" in text
+
+
+def test_memory_is_read_right_after_the_session_the_question_names(run: Run) -> None:
+    """Each answer from memory reads the snapshot taken after its question's session: every
+    injected fact is held then, and some were added by that very session (read one session
+    earlier, they would be missing)."""
+    answers = run.qa_answers
+    memory = answers[(answers["condition"] == "memory") & (answers["sample"] == 0)]
+    records: dict[tuple[str, str], Any] = {}
+    added_then = 0
+    for row in memory.to_dict("records"):
+        key = (row["lane_id"], row["user_id"])
+        if key not in records:
+            records[key] = read_owner_record(run.path, *key)
+        snapshots = records[key]["snapshots"]
+        index = row["session_index"]
+        held = {str(f["id"]) for f in snapshots[index]["facts"]}
+        before = {str(f["id"]) for f in snapshots[index - 1]["facts"]} if index else set()
+        assert set(row["injected"]) <= held, (row["question_id"], index)
+        added_then += bool(set(row["injected"]) - before)
+    assert added_then > 0

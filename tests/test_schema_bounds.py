@@ -9,7 +9,7 @@ import pytest
 from builders import update
 from jsonschema import Draft202012Validator
 
-from memlab.backends.grammar import bounded_reply_tokens, longest_text_bytes
+from memlab.backends.grammar import bounded_reply_tokens, longest_text_bytes, worst_case_tokens
 from memlab.backends.registry import dialect_for
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
@@ -257,3 +257,17 @@ def test_the_cli_prints_the_worst_case(capsys: pytest.CaptureFixture[str]) -> No
     assert f"(server grammar): {bounded_reply_tokens(bounds, 'server')} tokens" in last
     assert main(["validate", "--schema", "--bounds", "max_new_facts=-1"]) == 2
     assert "max_new_facts must be at least 0" in capsys.readouterr().err
+
+
+def test_the_worst_case_counts_the_end_of_generation() -> None:
+    """Worked by hand, without llama.cpp: the compact grammar of ``{"ok": boolean}`` admits
+    ``{"ok":true}`` and ``{"ok":false}`` (no whitespace), at most 12 bytes; one token a byte
+    plus the end of generation is 13."""
+    schema = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+        "additionalProperties": False,
+    }
+    assert len('{"ok":false}') == 12
+    assert worst_case_tokens(schema) == 13

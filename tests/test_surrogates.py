@@ -244,4 +244,5 @@ def test_qa_answers_and_verdicts_holding_a_lone_surrogate_are_recorded(
     assert main(qa) == 0
     answers = _rows(Path("runs/run/qa/answers.jsonl"))
     assert answers and all(a["answer"] == f"caf{REPLACEMENT}" for a in answers)
+    assert all(a["replaced_chars"] == 1 for a in answers)  # the answer's own count
     assert all(a["error"] is None and a["judge_errors"] == 0 for a in answers)

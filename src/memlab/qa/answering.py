@@ -132,6 +132,8 @@ class CallResult:
     latency_s: float = 0.0
     cached: bool = False
     error: str | None = None
+    replaced_chars: int = 0
+    """Characters of the reply that could not be encoded, replaced by U+FFFD."""
 
 
 def call(backend: Backend, request: CompletionRequest) -> CallResult:
@@ -146,6 +148,7 @@ def call(backend: Backend, request: CompletionRequest) -> CallResult:
         done.completion_tokens,
         done.latency_s,
         done.cached,
+        replaced_chars=done.replaced_chars,
     )
 
 
@@ -288,6 +291,7 @@ def answer_row(
         "completion_tokens": result.completion_tokens,
         "latency_s": result.latency_s,
         "cached": result.cached,
+        "replaced_chars": result.replaced_chars,
         "abstained": is_abstention(text) if text is not None else None,
     }
     if text is None:

@@ -120,6 +120,8 @@ class QARow(BaseModel):
     completion_tokens: int
     latency_s: float
     cached: bool
+    # Absent from tables written before it was recorded (read as 0).
+    replaced_chars: int = 0
     abstained: bool | None
     f1: float | None
     bleu1: float | None
