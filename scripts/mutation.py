@@ -59,6 +59,7 @@ class Named:
 
 
 _RULES = "tests/test_rule_boundaries.py"
+_QA_NUMBERS = "tests/test_qa_judge_numbers.py"
 _SCORING = "src/memlab/scoring"
 
 NAMED: tuple[Named, ...] = (
@@ -208,6 +209,55 @@ NAMED: tuple[Named, ...] = (
         'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
         "if not isinstance(data, dict):",
         (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
+    ),
+    Named(
+        "kappa without the chance correction",
+        "src/memlab/matching/calibration.py",
+        "return (self.agreement - chance) / (1 - chance) if chance < 1 else float(\"nan\")",
+        "return self.agreement if chance < 1 else float(\"nan\")",
+        (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
+    ),
+    Named(
+        "the judge band's min and max swapped",
+        f"{_SCORING}/qa_metrics.py",
+        'row["band_lo"], row["band_hi"] = min(scores.values()), max(scores.values())',
+        'row["band_lo"], row["band_hi"] = max(scores.values()), min(scores.values())',
+        (f"{_QA_NUMBERS}::test_the_band_by_hand",),
+    ),
+    Named(
+        "flips leave out the answers the second judge accepts",
+        f"{_SCORING}/qa_metrics.py",
+        '"flips": counts.true_rejected + counts.wrong_accepted,',
+        '"flips": counts.true_rejected,',
+        (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
+    ),
+    Named(
+        "an adversarial abstention no longer counted right",
+        f"{_SCORING}/qa_metrics.py",
+        '"correct": value is True or declined,',
+        '"correct": value is True,',
+        (f"{_QA_NUMBERS}::test_verdict_statuses_and_the_adversarial_abstention",),
+    ),
+    Named(
+        "answers read from the snapshot before their session",
+        "src/memlab/sweeps/qa_step.py",
+        "point = ReplayPoint(owner, index, snapshots[index])",
+        "point = ReplayPoint(owner, index, snapshots[max(index - 1, 0)])",
+        ("tests/test_qa_sweep.py::test_memory_is_read_right_after_the_session_the_question_names",),
+    ),
+    Named(
+        "the worst case without the end of generation",
+        "src/memlab/backends/grammar.py",
+        "return None if longest is None else longest + 1",
+        "return longest",
+        ("tests/test_schema_bounds.py::test_the_worst_case_counts_the_end_of_generation",),
+    ),
+    Named(
+        "an unreadable verdict counted as a judged one",
+        f"{_SCORING}/qa_metrics.py",
+        'missing = (verdicts["status"] == "no_verdict").to_numpy()',
+        'missing = (verdicts["status"] == "answer_error").to_numpy()',
+        ("tests/test_qa_judge_server.py",),
     ),
 )
 """Small bugs every one of which some test must catch."""
