@@ -207,6 +207,9 @@ def run_demo(
         out,
         title="memlab demo: a real small model, and a simulated merge-policy study",
         intro=_intro(real, simulated),
+        # Two studies on purpose: the real model on a few owners, the simulator on all of
+        # them. They are never ranked together; the report's banner says what differs.
+        allow_mixed=True,
     )
     return DemoResult(real=real, simulated=simulated, paths=paths)
 
