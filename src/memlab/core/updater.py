@@ -24,6 +24,7 @@ from typing import Any, cast
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
 from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
 from memlab.core.document import MemoryDocument, random_fact_ids, utc_iso, utc_now
+from memlab.core.echo import EchoCheck, drop_echoes
 from memlab.core.jsontext import copy_json, scan_json
 from memlab.core.llm import (
     Backend,
@@ -282,7 +283,12 @@ class MemoryUpdater:
         result.facts_before = result.facts_after = len(current.get("facts", []))
         update = self._ask(result, current, conversation, config)
         if update is not None:
-            self._apply(result, storage, update, config, thread_id)
+            # Text copied from the template itself says nothing about the user: never stored.
+            check = EchoCheck.for_update(
+                self.prompt.template, self.prompt.placeholders, conversation, current
+            )
+            update, echoed = drop_echoes(update, check)
+            self._apply(result, storage, update, config, thread_id, echoed)
 
     def _read(self, storage: MemoryStorage) -> MemoryDocument:
         """The current memory, to render into the prompt: the in-memory store's own document
@@ -332,8 +338,10 @@ class MemoryUpdater:
         update: MemoryUpdateDict,
         config: MemoryConfig,
         thread_id: str | None,
+        echoed: list[dict[str, Any]],
     ) -> None:
-        """Merge ``update`` into the stored memory and save it."""
+        """Merge ``update`` into the stored memory and save it (``echoed``: what was left out
+        of it as echoes of the prompt, kept in the merge's bookkeeping)."""
         merge = _merge_function(self.merge)
 
         def apply(fresh: MemoryDocument) -> MemoryDocument:
@@ -348,6 +356,7 @@ class MemoryUpdater:
                 now=self._clock(),
                 new_id=self._fact_ids,
             )
+            applied.echoed = echoed
             result.applied = applied
             return applied.memory
 

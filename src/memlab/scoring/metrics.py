@@ -371,6 +371,8 @@ def _call_counts(
     backends = calls["backend"] if "backend" in calls.columns else pd.Series("", calls.index)
     sim = {name: isinstance(name, str) and is_simulated(name) for name in backends.unique()}
     simulated = backends.map(sim).astype(bool)
+    # Calls recorded before echoes were counted have no n_echoed: none counted.
+    echoed = calls["n_echoed"] if "n_echoed" in calls.columns else pd.Series(0, calls.index)
     frame = calls[unit].assign(
         llm_calls=asked.astype(int),
         queued_updates=queued.astype(int),
@@ -388,6 +390,7 @@ def _call_counts(
         cache_hits=cached.astype(int),
         model_calls=(asked & ~cached & ~simulated).astype(int),
         simulated_calls=(asked & ~cached & simulated).astype(int),
+        echo_replies=(echoed.fillna(0) > 0).astype(int),
     )
     return frame.groupby(unit, sort=False).sum()
 

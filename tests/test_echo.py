@@ -1,0 +1,152 @@
+"""Echoes of the prompt template: a model that copies the prompt's own example or instructions
+stores nothing, and the copying is counted per reply (echoed, echo_replies, echo_rate)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
+
+from memlab.backends.scripted import ScriptedBackend
+from memlab.core.contract import minimal_update
+from memlab.core.echo import EchoCheck, drop_echoes
+from memlab.core.prompts import get_prompt
+from memlab.core.storage import InMemoryStorage
+from memlab.core.updater import MemoryUpdater
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+DEFAULT = get_prompt("default")
+# The default prompt's own example of a new fact (default.txt, "Output format").
+EXAMPLE = "Prefers dark mode in every editor"
+EMPTY_MEMORY: dict[str, object] = {"facts": []}
+
+
+def check(conversation: str = "User: hello", memory: object = None) -> EchoCheck:
+    return EchoCheck.for_update(
+        DEFAULT.template,
+        DEFAULT.placeholders,
+        conversation,
+        memory if isinstance(memory, dict) else EMPTY_MEMORY,
+    )
+
+
+def test_the_template_example_is_an_echo_whatever_its_case_and_punctuation() -> None:
+    assert EXAMPLE in DEFAULT.template  # the premise of this file
+    assert check().is_echo(EXAMPLE)
+    assert check().is_echo("prefers DARK mode, in every editor!")
+    # The other example of the template, and an instruction copied as a summary.
+    assert check().is_echo("Prefers Python type hints on all public functions")
+    assert check().is_echo("The user's job, role, company, projects and tools.")
+
+
+def test_text_the_user_also_said_is_not_an_echo() -> None:
+    said = "User: I prefer dark mode in every editor, honestly."
+    assert not check(said).is_echo(EXAMPLE)
+
+
+def test_text_already_in_memory_is_not_an_echo() -> None:
+    memory = {"facts": [{"id": "f1", "content": "Prefers dark mode in every editor"}]}
+    assert not check(memory=memory).is_echo(EXAMPLE)
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Prefers dark chocolate to milk chocolate",  # two words of the example
+        "Works in dark mode",  # fewer than five words
+        "Lives in Leeds with two cats",
+    ],
+)
+def test_text_sharing_fewer_than_five_consecutive_words_is_not_an_echo(fact: str) -> None:
+    assert not check().is_echo(fact)
+
+
+def test_conversation_text_in_the_rendered_prompt_never_makes_an_echo() -> None:
+    # The placeholders' values are not the template's own text: a fact taken from the
+    # conversation is no echo, even though the rendered prompt contains it.
+    said = "User: my team ships the billing service every second Tuesday"
+    assert not check(said).is_echo("Team ships the billing service every second Tuesday")
+
+
+def test_drop_echoes_leaves_the_update_unchanged_and_lists_what_it_dropped() -> None:
+    update_ = minimal_update()
+    update_["newFacts"] = [
+        {"content": EXAMPLE, "category": "preference", "confidence": 0.9},
+        {"content": "Lives in Leeds", "category": "context", "confidence": 0.9},
+    ]
+    update_["user"]["workContext"] = {
+        "summary": "The user's job, role, company, projects and tools.",
+        "shouldUpdate": True,
+    }
+    before = json.dumps(update_, sort_keys=True)
+    kept, echoed = drop_echoes(update_, check())  # type: ignore[arg-type]
+    assert json.dumps(update_, sort_keys=True) == before
+    assert [f["content"] for f in kept["newFacts"]] == ["Lives in Leeds"]
+    assert kept["user"]["workContext"]["shouldUpdate"] is False
+    assert [e["content"] for e in echoed] == [
+        EXAMPLE,
+        "The user's job, role, company, projects and tools.",
+    ]
+    assert echoed[1]["section"] == "user.workContext"
+
+
+def test_the_updater_never_stores_an_echo_and_records_it() -> None:
+    storage = InMemoryStorage()
+    backend = ScriptedBackend([update(EXAMPLE, "Lives in Leeds")])
+    updater = MemoryUpdater(backend=backend, storage=storage)
+    result = updater.run_update([{"role": "human", "content": "I live in Leeds."}], "t1")
+    assert result.saved
+    assert [f["content"] for f in storage.load()["facts"]] == ["Lives in Leeds"]
+    record = result.to_record()
+    assert record["n_echoed"] == 1
+    assert record["n_added"] == 1
+    assert record["applied"]["echoed"] == [{"content": EXAMPLE, "confidence": 0.9}]
+
+
+def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path: Path) -> None:
+    """Two owners, two sessions each. Every reply but bob's second carries the example; the
+    first sessions also state the owner's city (the gold fact).
+
+    By hand: replies 4; replies with an echo 3; echoes dropped 3, so echo_rate 3/4. Stored:
+    the two cities only, so recall 2/2 and precision 2/2 (with the echo stored, precision
+    would be 2/4: the example stored once per owner, its second proposal a duplicate)."""
+    owners = []
+    for user, city in (("ann", "Leeds"), ("bob", "Porto")):
+        gold = [{"id": "g1", "content": f"Lives in {city}", "category": "context"}]
+        owners.append(
+            {
+                "user_id": user,
+                "sessions": [
+                    one_turn(f"{user}-1", T0, f"I live in {city}.", facts=gold),
+                    one_turn(f"{user}-2", T0 + timedelta(days=1), f"Thanks from {user}."),
+                ],
+            }
+        )
+    dataset = write_owners(tmp_path / "owners.jsonl", owners)
+    backend = marker_backend(
+        {
+            "I live in Leeds": update(EXAMPLE, "Lives in Leeds"),
+            "I live in Porto": update(EXAMPLE, "Lives in Porto"),
+            "Thanks from ann": update(EXAMPLE),
+            "Thanks from bob": update(),
+        }
+    )
+    grid = {"name": "echo", "base": {"backend": "scripted"}}
+    run = sweep_scripted(dataset, grid, backend, tmp_path / "runs")
+    row = run.summary.iloc[0]
+    assert row["echoed"] == 3
+    assert math.isclose(row["echo_rate"], 3 / 4)
+    assert row["final_facts"] == 2
+    assert math.isclose(row["recall"], 1.0)
+    assert math.isclose(row["precision"], 1.0)
+    sessions = run.sessions.sort_values(["user_id", "session_index"])
+    assert sessions["echoed"].tolist() == [1, 1, 1, 0]
+    calls = run.calls.sort_values(["user_id", "session_index"])
+    assert calls["n_echoed"].tolist() == [1, 1, 1, 0]
+    lane = next(iter(run.lanes))
+    for user in ("ann", "bob"):
+        assert EXAMPLE not in {f["content"] for f in run.final_memory(lane, user)["facts"]}
