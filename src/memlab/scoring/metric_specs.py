@@ -398,13 +398,6 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("backend_errors", "backend errors", "lower"),
     _rate("backend_error_rate", "backend error rate", "lower", ("backend_errors", "llm_calls")),
-    # A model that copies the prompt's own example or instructions (memlab.core.echo): the
-    # share of replies with an echo, which is never stored; a prompt comparison on such
-    # replies measures the copying, not the prompts.
-    _rate(
-        "echo_rate", "replies echoing the prompt", "lower", ("echo_replies", "replies"), report=True
-    ),
-    MetricSpec("echoed", "prompt echoes dropped", "lower"),
     _rate("recall", "recall", "higher", ("gold_covered", "gold_active"), report=True, primary=True),
     _rate("precision", "precision", "higher", ("stored_precise", "facts"), report=True),
     # The mean of owners' precision: the one verdicts use (pooled precision moves when owners
@@ -467,6 +460,13 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("forbidden_stored", "facts"),
         empty=0.0,
     ),
+    # A model that copies the prompt's own example or instructions (memlab.core.echo): the
+    # share of replies with an echo, which is never stored; a prompt comparison on such
+    # replies measures the copying, not the prompts.
+    _rate(
+        "echo_rate", "replies echoing the prompt", "lower", ("echo_replies", "replies"), report=True
+    ),
+    MetricSpec("echoed", "prompt echoes dropped", "lower"),
     MetricSpec("llm_calls", "LLM calls", "lower", report=True),
     MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
     MetricSpec("cache_hits", "cache hits", None),
