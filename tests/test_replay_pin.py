@@ -6,8 +6,8 @@ timings. The fingerprint below hashes every file of the run with those timings (
 manifest's file hashes, which cover them) left out. It was computed on the code before the
 cached replay was made faster, computed again when session rows gained ``memory_tokens``
 (every other byte equal), and again when records, rows and metrics gained the prompt-echo
-counts (``n_echoed``, ``echoed``, ``echo_rate``: 0 here; stored memories unchanged); a change that alters any record, metric or stored memory, however
-slightly, changes it.
+counts (``n_echoed``, ``echoed``, ``echo_rate``: 0 here; stored memories unchanged); a change
+that alters any record, metric or stored memory, however slightly, changes it.
 
 Three runs: a debounced sweep of the simulated model (two lanes, one evicting at ``max_facts``
 10); a ``per_session`` sweep of the same replies recorded through a response cache; and that
