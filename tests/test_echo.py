@@ -1,5 +1,6 @@
 """Echoes of the prompt template: a model that copies the prompt's own example or instructions
-stores nothing, and the copying is counted per reply (echoed, echo_replies, echo_rate)."""
+has the copying counted per reply (echoed, echo_replies, echo_rate), and what it stored that way
+is never counted as a stored fact."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import minimal_update
-from memlab.core.echo import EchoCheck, drop_echoes
+from memlab.core.echo import EchoCheck, find_echoes
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
@@ -22,16 +23,10 @@ T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DEFAULT = get_prompt("default")
 # The default prompt's own example of a new fact (default.txt, "Output format").
 EXAMPLE = "Prefers dark mode in every editor"
-EMPTY_MEMORY: dict[str, object] = {"facts": []}
 
 
-def check(conversation: str = "User: hello", memory: object = None) -> EchoCheck:
-    return EchoCheck.for_update(
-        DEFAULT.template,
-        DEFAULT.placeholders,
-        conversation,
-        memory if isinstance(memory, dict) else EMPTY_MEMORY,
-    )
+def check(conversation: str = "User: hello") -> EchoCheck:
+    return EchoCheck(DEFAULT.template, DEFAULT.placeholders, (conversation,))
 
 
 def test_the_template_example_is_an_echo_whatever_its_case_and_punctuation() -> None:
@@ -46,11 +41,6 @@ def test_the_template_example_is_an_echo_whatever_its_case_and_punctuation() -> 
 def test_text_the_user_also_said_is_not_an_echo() -> None:
     said = "User: I prefer dark mode in every editor, honestly."
     assert not check(said).is_echo(EXAMPLE)
-
-
-def test_text_already_in_memory_is_not_an_echo() -> None:
-    memory = {"facts": [{"id": "f1", "content": "Prefers dark mode in every editor"}]}
-    assert not check(memory=memory).is_echo(EXAMPLE)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +62,7 @@ def test_conversation_text_in_the_rendered_prompt_never_makes_an_echo() -> None:
     assert not check(said).is_echo("Team ships the billing service every second Tuesday")
 
 
-def test_drop_echoes_leaves_the_update_unchanged_and_lists_what_it_dropped() -> None:
+def test_find_echoes_lists_echoing_facts_and_summaries_and_changes_nothing() -> None:
     update_ = minimal_update()
     update_["newFacts"] = [
         {"content": EXAMPLE, "category": "preference", "confidence": 0.9},
@@ -82,38 +72,49 @@ def test_drop_echoes_leaves_the_update_unchanged_and_lists_what_it_dropped() -> 
         "summary": "The user's job, role, company, projects and tools.",
         "shouldUpdate": True,
     }
+    # A section left unchanged is not checked: its text is not written.
+    update_["user"]["topOfMind"] = {"summary": EXAMPLE, "shouldUpdate": False}
     before = json.dumps(update_, sort_keys=True)
-    kept, echoed = drop_echoes(update_, check())  # type: ignore[arg-type]
+    echoed = find_echoes(update_, check())
     assert json.dumps(update_, sort_keys=True) == before
-    assert [f["content"] for f in kept["newFacts"]] == ["Lives in Leeds"]
-    assert kept["user"]["workContext"]["shouldUpdate"] is False
-    assert [e["content"] for e in echoed] == [
-        EXAMPLE,
-        "The user's job, role, company, projects and tools.",
+    assert echoed == [
+        {"content": EXAMPLE, "category": "preference", "confidence": 0.9},
+        {
+            "content": "The user's job, role, company, projects and tools.",
+            "section": "user.workContext",
+        },
     ]
-    assert echoed[1]["section"] == "user.workContext"
 
 
-def test_the_updater_never_stores_an_echo_and_records_it() -> None:
+def test_the_updater_records_each_echo_with_the_id_it_was_stored_under() -> None:
     storage = InMemoryStorage()
-    backend = ScriptedBackend([update(EXAMPLE, "Lives in Leeds")])
+    backend = ScriptedBackend([update(EXAMPLE, "Lives in Leeds"), update(EXAMPLE)])
     updater = MemoryUpdater(backend=backend, storage=storage)
-    result = updater.run_update([{"role": "human", "content": "I live in Leeds."}], "t1")
-    assert result.saved
-    assert [f["content"] for f in storage.load()["facts"]] == ["Lives in Leeds"]
-    record = result.to_record()
+    first = updater.run_update([{"role": "human", "content": "I live in Leeds."}], "t1")
+    stored = {f["content"]: f["id"] for f in storage.load()["facts"]}
+    # The memory is what the merge made of the reply: measuring does not change the pipeline.
+    assert set(stored) == {EXAMPLE, "Lives in Leeds"}
+    record = first.to_record()
     assert record["n_echoed"] == 1
-    assert record["n_added"] == 1
-    assert record["applied"]["echoed"] == [{"content": EXAMPLE, "confidence": 0.9}]
+    assert record["applied"]["echoed"] == [
+        {"id": stored[EXAMPLE], "content": EXAMPLE, "confidence": 0.9}
+    ]
+    # Proposed again, with the echo now in the memory the prompt shows: still an echo (a
+    # duplicate, so not stored twice, and no id).
+    second = updater.run_update([{"role": "human", "content": "Thanks."}], "t2").to_record()
+    assert second["n_echoed"] == 1
+    assert second["n_skipped_duplicate"] == 1
+    assert second["applied"]["echoed"] == [{"content": EXAMPLE, "confidence": 0.9}]
 
 
 def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path: Path) -> None:
     """Two owners, two sessions each. Every reply but bob's second carries the example; the
     first sessions also state the owner's city (the gold fact).
 
-    By hand: replies 4; replies with an echo 3; echoes dropped 3, so echo_rate 3/4. Stored:
-    the two cities only, so recall 2/2 and precision 2/2 (with the echo stored, precision
-    would be 2/4: the example stored once per owner, its second proposal a duplicate)."""
+    By hand: replies 4; replies with an echo 3 (ann's two, bob's first); echo_rate 3/4. The
+    memory stores the example once per owner (ann's second proposal is a duplicate), so each
+    holds 2 facts, but only the cities count as stored facts: final facts 2, recall 2/2,
+    precision 2/2 (with the echoes counted, precision would be 2/4)."""
     owners = []
     for user, city in (("ann", "Leeds"), ("bob", "Porto")):
         gold = [{"id": "g1", "content": f"Lives in {city}", "category": "context"}]
@@ -149,4 +150,5 @@ def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path
     assert calls["n_echoed"].tolist() == [1, 1, 1, 0]
     lane = next(iter(run.lanes))
     for user in ("ann", "bob"):
-        assert EXAMPLE not in {f["content"] for f in run.final_memory(lane, user)["facts"]}
+        assert EXAMPLE in {f["content"] for f in run.final_memory(lane, user)["facts"]}
+    assert sessions["facts"].tolist() == [1, 1, 1, 1]  # the echo is in memory, not counted

@@ -2,7 +2,10 @@
 
 A small model often answers with the template's own example (``"Prefers dark mode in every
 editor"``) or repeats its instructions as a summary. Such text says nothing about the user, so
-an echo is a failure category of its own: counted, and never stored.
+an echo is a failure category of its own: the updater counts it per reply (the merge
+bookkeeping's ``echoed``), and scoring never counts an echoed fact as a stored fact. The memory
+itself is left as the merge made it, so the pipeline under test, and every later prompt, stay
+what they would be without the measurement.
 
 The definition (:class:`EchoCheck`), in one place:
 
@@ -14,24 +17,23 @@ The definition (:class:`EchoCheck`), in one place:
   whitespace and punctuation do not matter.
 * A proposed fact or summary **echoes** the template when some run of :data:`ECHO_MIN_WORDS`
   consecutive words of it also occurs in one piece of the template's own text, and none of the
-  runs it shares with the template occurs in the conversation or in the current memory: text
-  the user also said (a user may really prefer dark mode) or that memory already held is
-  grounded, not copied. A text shorter than :data:`ECHO_MIN_WORDS` words is never an echo (too
-  short to tell copying from coincidence); one sharing fewer consecutive words is not either.
+  runs it shares with the template occurs in the conversation being summarised: text the user
+  also said (a user may really prefer dark mode) is grounded, not copied. A text shorter than
+  :data:`ECHO_MIN_WORDS` words is never an echo (too short to tell copying from coincidence);
+  one sharing fewer consecutive words with the template is not either. The memory the prompt
+  showed does not ground a text: an echo stored earlier and proposed again is still an echo.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from memlab.core.contract import MemoryUpdateDict
 from memlab.core.document import HISTORY_SECTIONS, USER_SECTIONS
-from memlab.core.jsontext import dumps_indented
 
-__all__ = ["ECHO_MIN_WORDS", "EchoCheck", "drop_echoes", "echo_windows", "template_windows"]
+__all__ = ["ECHO_MIN_WORDS", "EchoCheck", "echo_windows", "find_echoes", "template_windows"]
 
 ECHO_MIN_WORDS = 5
 """Consecutive words a text must share with the template's own text to be an echo."""
@@ -65,26 +67,16 @@ class EchoCheck:
     Args:
         template: The template text, with its placeholders.
         placeholders: The placeholder names substituted when it was rendered.
-        sources: The values substituted (the conversation, the memory document); a callable
-            returning them is called once, and only when some text shares a run with the
-            template, so most updates never render them.
+        grounds: The texts that ground a proposal (the conversation being summarised); their
+            word runs are only computed when some text shares a run with the template.
     """
 
     def __init__(
-        self,
-        template: str,
-        placeholders: tuple[str, ...],
-        sources: Iterable[str] | Callable[[], Iterable[str]],
+        self, template: str, placeholders: tuple[str, ...], grounds: Iterable[str]
     ) -> None:
         self._template = template_windows(template, placeholders)
-        self._sources = sources
-        self._source_windows: set[tuple[str, ...]] | None = None
-
-    def _grounded(self) -> set[tuple[str, ...]]:
-        if self._source_windows is None:
-            sources = self._sources() if callable(self._sources) else self._sources
-            self._source_windows = set().union(*(echo_windows(s) for s in sources))
-        return self._source_windows
+        self._grounds = tuple(grounds)
+        self._ground_windows: set[tuple[str, ...]] | None = None
 
     def is_echo(self, text: object) -> bool:
         """True when ``text`` (a string; anything else is never an echo) echoes the template."""
@@ -93,55 +85,31 @@ class EchoCheck:
         shared = [w for w in echo_windows(text) if w in self._template]
         if not shared:
             return False
-        grounded = self._grounded()
-        return not any(w in grounded for w in shared)
-
-    @classmethod
-    def for_update(
-        cls,
-        template: str,
-        placeholders: tuple[str, ...],
-        conversation: str,
-        memory: Mapping[str, Any],
-    ) -> EchoCheck:
-        """The check for a memory update prompt: the sources are the conversation and the
-        memory document as the prompt showed it (indented JSON), rendered only when needed."""
-        return cls(template, placeholders, lambda: (conversation, dumps_indented(memory, indent=2)))
+        if self._ground_windows is None:
+            self._ground_windows = set().union(*(echo_windows(g) for g in self._grounds))
+        return not any(w in self._ground_windows for w in shared)
 
 
-def drop_echoes(
-    update: MemoryUpdateDict, check: EchoCheck
-) -> tuple[MemoryUpdateDict, list[dict[str, Any]]]:
-    """``update`` without its echoes, and the echoes dropped (``update`` is not changed).
-
-    An echoed new fact is left out of ``newFacts`` (and listed as proposed); a section whose
-    summary echoes is set to ``shouldUpdate: false`` (and listed as ``{"content": summary,
-    "section": "user.workContext"}``), so the section keeps its old summary. Only sections that
-    would be written are checked. The update itself is returned when nothing echoes.
-    """
+def find_echoes(update: Mapping[str, Any], check: EchoCheck) -> list[dict[str, Any]]:
+    """The echoes of a parsed update, in order: each echoing new fact as proposed, then each
+    section that would be rewritten with an echoing summary as ``{"content": summary,
+    "section": "user.workContext"}``. ``update`` is not changed."""
     echoed: list[dict[str, Any]] = []
     facts = update.get("newFacts")
-    kept_facts = None
-    if isinstance(facts, list) and facts:
-        kept_facts = []
-        for fact in facts:
-            if isinstance(fact, Mapping) and check.is_echo(fact.get("content")):
-                echoed.append(dict(fact))
-            else:
-                kept_facts.append(fact)
-    sections = _echoed_sections(update, check)
-    if not echoed and not sections:
-        return update, []
-    result: dict[str, Any] = dict(update)
-    if kept_facts is not None and len(kept_facts) != len(facts or []):
-        result["newFacts"] = kept_facts
-    for group, name, summary in sections:
-        result[group] = {**result[group], name: {**result[group][name], "shouldUpdate": False}}
-        echoed.append({"content": summary, "section": f"{group}.{name}"})
-    return result, echoed  # type: ignore[return-value]  # the same keys, fewer echoes
+    if isinstance(facts, list):
+        echoed.extend(
+            dict(fact)
+            for fact in facts
+            if isinstance(fact, Mapping) and check.is_echo(fact.get("content"))
+        )
+    echoed.extend(
+        {"content": summary, "section": f"{group}.{name}"}
+        for group, name, summary in _echoed_sections(update, check)
+    )
+    return echoed
 
 
-def _echoed_sections(update: MemoryUpdateDict, check: EchoCheck) -> list[tuple[str, str, str]]:
+def _echoed_sections(update: Mapping[str, Any], check: EchoCheck) -> list[tuple[str, str, str]]:
     found = []
     for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
         proposed = update.get(group)

@@ -89,9 +89,10 @@ class ApplyResult:
         sections_updated: Replaced sections, e.g. ``"user.workContext"``.
         merged: Near-duplicate merges (strategies that merge; empty for the baseline).
         echoed: Proposed facts and summaries that echo the prompt template's own text
-            (:mod:`memlab.core.echo`), dropped before the merge: a fact as proposed, a
-            summary as ``{"content": summary, "section": "user.workContext"}``. Set by the
-            updater, which knows the prompt; a strategy never sees them.
+            (:mod:`memlab.core.echo`): a fact as proposed, with the ``id`` it was stored under
+            when it was added; a summary as ``{"content": summary, "section":
+            "user.workContext"}``. Set by the updater, which knows the prompt; the strategy
+            merges them like any other text.
     """
 
     memory: MemoryDocument
@@ -134,7 +135,7 @@ class ApplyResult:
             "merged": [dict(m) for m in self.merged],
             "sections_updated": list(self.sections_updated),
             "echoed": [
-                {k: e[k] for k in ("content", "confidence", "section") if k in e}
+                {k: e[k] for k in ("id", "content", "confidence", "section") if k in e}
                 for e in self.echoed
                 if _is_mapping(e)
             ],
