@@ -18,6 +18,11 @@ from memlab.core.echo import EchoCheck, find_echoes
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.reporting.display import call_lines
+from memlab.reporting.echoes import echo_notes, echo_reason, echo_share
+from memlab.reporting.report import build_report
+from memlab.reporting.trial import try_prompt
+from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DEFAULT = get_prompt("default")
@@ -107,14 +112,9 @@ def test_the_updater_records_each_echo_with_the_id_it_was_stored_under() -> None
     assert second["applied"]["echoed"] == [{"content": EXAMPLE, "confidence": 0.9}]
 
 
-def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path: Path) -> None:
+def echo_run(tmp_path: Path) -> tuple[Run, ScriptedBackend]:
     """Two owners, two sessions each. Every reply but bob's second carries the example; the
-    first sessions also state the owner's city (the gold fact).
-
-    By hand: replies 4; replies with an echo 3 (ann's two, bob's first); echo_rate 3/4. The
-    memory stores the example once per owner (ann's second proposal is a duplicate), so each
-    holds 2 facts, but only the cities count as stored facts: final facts 2, recall 2/2,
-    precision 2/2 (with the echoes counted, precision would be 2/4)."""
+    first sessions also state the owner's city (the gold fact)."""
     owners = []
     for user, city in (("ann", "Leeds"), ("bob", "Porto")):
         gold = [{"id": "g1", "content": f"Lives in {city}", "category": "context"}]
@@ -137,7 +137,17 @@ def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path
         }
     )
     grid = {"name": "echo", "base": {"backend": "scripted"}}
-    run = sweep_scripted(dataset, grid, backend, tmp_path / "runs")
+    return sweep_scripted(dataset, grid, backend, tmp_path / "runs"), backend
+
+
+def test_a_scripted_model_echoing_the_example_is_counted_and_not_a_stored_fact(
+    tmp_path: Path,
+) -> None:
+    """By hand: replies 4; replies with an echo 3 (ann's two, bob's first); echo_rate 3/4. The
+    memory stores the example once per owner (ann's second proposal is a duplicate), so each
+    holds 2 facts, but only the cities count as stored facts: final facts 2, recall 2/2,
+    precision 2/2 (with the echoes counted, precision would be 2/4)."""
+    run, _ = echo_run(tmp_path)
     row = run.summary.iloc[0]
     assert row["echoed"] == 3
     assert math.isclose(row["echo_rate"], 3 / 4)
@@ -152,3 +162,41 @@ def test_a_scripted_model_echoing_the_example_is_counted_and_not_stored(tmp_path
     for user in ("ann", "bob"):
         assert EXAMPLE in {f["content"] for f in run.final_memory(lane, user)["facts"]}
     assert sessions["facts"].tolist() == [1, 1, 1, 1]  # the echo is in memory, not counted
+
+
+def test_the_echo_is_named_where_a_user_reads_the_run(tmp_path: Path) -> None:
+    run, _ = echo_run(tmp_path)
+    lane = next(iter(run.lanes))
+    assert math.isclose(echo_share(run, lane), 3 / 4)
+    assert math.isnan(echo_share(run, "no-such-lane"))
+    reason = echo_reason(run, lane)
+    assert reason == f'3 of 4 replies (75.0%) echo the prompt: "{EXAMPLE}" (×3)'
+    assert any(reason in line for line in call_lines(run))  # memlab run's summary
+    paths = build_report([run], tmp_path / "report")
+    summary = paths.markdown.read_text(encoding="utf-8")
+    assert "Replies echo the prompt's own text" in summary
+    assert "replies echoing the prompt" in summary  # the metric table's row
+
+
+def test_a_prompt_trial_says_which_side_echoes(tmp_path: Path) -> None:
+    """The concise prompt has no dark-mode example: the same replies echo nothing there."""
+    run, backend = echo_run(tmp_path)
+    assert EXAMPLE not in get_prompt("concise").template
+    trial = try_prompt(run, "concise", owners="all", backend_factory=lambda _spec: backend)
+    assert trial.echoes[0] == f"baseline: {echo_reason(run, next(iter(run.lanes)))}"
+    assert len(trial.echoes) == 2  # the baseline's line, then what it means
+    assert "baseline: 3 of 4 replies" in trial._repr_html_()
+
+
+def test_a_clean_run_has_no_echo_lines(tmp_path: Path) -> None:
+    dataset = write_owners(
+        tmp_path / "owners.jsonl",
+        [{"user_id": "ann", "sessions": [one_turn("ann-1", T0, "I live in Leeds.")]}],
+    )
+    backend = marker_backend({"I live in Leeds": update("Lives in Leeds")})
+    grid = {"name": "clean", "base": {"backend": "scripted"}}
+    run = sweep_scripted(dataset, grid, backend, tmp_path / "runs")
+    lane = next(iter(run.lanes))
+    assert echo_share(run, lane) == 0.0
+    assert echo_reason(run, lane) is None
+    assert echo_notes([run]) == []

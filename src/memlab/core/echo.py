@@ -110,7 +110,7 @@ def find_echoes(update: Mapping[str, Any], check: EchoCheck) -> list[dict[str, A
 
 
 def _echoed_sections(update: Mapping[str, Any], check: EchoCheck) -> list[tuple[str, str, str]]:
-    found = []
+    found: list[tuple[str, str, str]] = []
     for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
         proposed = update.get(group)
         if not isinstance(proposed, Mapping):

@@ -430,8 +430,8 @@ def _with_stored_ids(echoed: list[dict[str, Any]], applied: ApplyResult) -> list
             stored.setdefault(normalize_fact_text(content), fact_id)
     marked = []
     for entry in echoed:
-        content = entry.get("content")
-        key = normalize_fact_text(content) if isinstance(content, str) else None
+        text = entry.get("content")
+        key = normalize_fact_text(text) if isinstance(text, str) else None
         if "section" not in entry and key in stored:
             entry = {**entry, "id": stored[key]}
         marked.append(entry)
