@@ -41,6 +41,8 @@ def test_the_template_example_is_an_echo_whatever_its_case_and_punctuation() -> 
     # The other example of the template, and an instruction copied as a summary.
     assert check().is_echo("Prefers Python type hints on all public functions")
     assert check().is_echo("The user's job, role, company, projects and tools.")
+    # Mostly copied (9 of 11 words): still an echo.
+    assert check().is_echo("At Acme: the user's job, role, company, projects and tools")
 
 
 def test_text_the_user_also_said_is_not_an_echo() -> None:
@@ -54,9 +56,11 @@ def test_text_the_user_also_said_is_not_an_echo() -> None:
         "Prefers dark chocolate to milk chocolate",  # two words of the example
         "Works in dark mode",  # fewer than five words
         "Lives in Leeds with two cats",
+        # Five words of an instruction ("what the user is working on ..."), the rest its own.
+        "The user is working on a Rust compiler for embedded boards",
     ],
 )
-def test_text_sharing_fewer_than_five_consecutive_words_is_not_an_echo(fact: str) -> None:
+def test_text_mostly_its_own_is_not_an_echo(fact: str) -> None:
     assert not check().is_echo(fact)
 
 

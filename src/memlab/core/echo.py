@@ -15,13 +15,15 @@ The definition (:class:`EchoCheck`), in one place:
   the memory the prompt was given, are never part of it.
 * Texts are compared as **normalised words**: case-folded runs of letters and digits, so case,
   whitespace and punctuation do not matter.
-* A proposed fact or summary **echoes** the template when some run of :data:`ECHO_MIN_WORDS`
-  consecutive words of it also occurs in one piece of the template's own text, and none of the
-  runs it shares with the template occurs in the conversation being summarised: text the user
-  also said (a user may really prefer dark mode) is grounded, not copied. A text shorter than
-  :data:`ECHO_MIN_WORDS` words is never an echo (too short to tell copying from coincidence);
-  one sharing fewer consecutive words with the template is not either. The memory the prompt
-  showed does not ground a text: an echo stored earlier and proposed again is still an echo.
+* A proposed fact or summary **echoes** the template when its runs of :data:`ECHO_MIN_WORDS`
+  consecutive words that also occur in one piece of the template's own text cover at least
+  :data:`ECHO_MIN_SHARE` of its words, and none of those runs occurs in the conversation being
+  summarised: text the user also said (a user may really prefer dark mode) is grounded, not
+  copied. A text shorter than :data:`ECHO_MIN_WORDS` words is never an echo (too short to tell
+  copying from coincidence); nor is one sharing fewer consecutive words with the template, or
+  one mostly its own (``"The user is working on a Rust compiler"`` shares five words with
+  an instruction, not the rest). The memory the prompt showed does not ground a text: an echo
+  stored earlier and proposed again is still an echo.
 """
 
 from __future__ import annotations
@@ -33,10 +35,19 @@ from typing import Any
 
 from memlab.core.document import HISTORY_SECTIONS, USER_SECTIONS
 
-__all__ = ["ECHO_MIN_WORDS", "EchoCheck", "echo_windows", "find_echoes", "template_windows"]
+__all__ = [
+    "ECHO_MIN_SHARE",
+    "ECHO_MIN_WORDS",
+    "EchoCheck",
+    "echo_windows",
+    "find_echoes",
+    "template_windows",
+]
 
 ECHO_MIN_WORDS = 5
 """Consecutive words a text must share with the template's own text to be an echo."""
+ECHO_MIN_SHARE = 0.8
+"""The share of a text's words its runs shared with the template must cover to be an echo."""
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -82,8 +93,16 @@ class EchoCheck:
         """True when ``text`` (a string; anything else is never an echo) echoes the template."""
         if not isinstance(text, str):
             return False
-        shared = [w for w in echo_windows(text) if w in self._template]
-        if not shared:
+        words = _words(text)
+        n = ECHO_MIN_WORDS
+        covered: set[int] = set()
+        shared = []
+        for i in range(len(words) - n + 1):
+            window = tuple(words[i : i + n])
+            if window in self._template:
+                shared.append(window)
+                covered.update(range(i, i + n))
+        if not shared or len(covered) < ECHO_MIN_SHARE * len(words):
             return False
         if self._ground_windows is None:
             self._ground_windows = set().union(*(echo_windows(g) for g in self._grounds))
