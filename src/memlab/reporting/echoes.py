@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 ECHO_NOTE = (
-    "the model copies the prompt's own text (its example or instructions) instead of facts "
+    "the model copies the prompt's own text, its example or instructions, instead of facts "
     "from the conversation; echoes are not counted as stored facts, and a prompt comparison on "
     "these replies measures the copying, not the prompts"
 )
