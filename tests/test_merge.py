@@ -324,6 +324,7 @@ def test_counts_cover_every_list() -> None:
         "evicted": 0,
         "sections_updated": 0,
         "merged": 0,
+        "echoed": 0,
     }
 
 
@@ -531,6 +532,7 @@ def test_the_record_lists_what_each_step_touched() -> None:
         "unknown_removals": ["fact_missing"],
         "merged": [],
         "sections_updated": [],
+        "echoed": [],
     }
     assert result.counts() == {
         "added": 1,
@@ -541,6 +543,7 @@ def test_the_record_lists_what_each_step_touched() -> None:
         "evicted": 0,
         "sections_updated": 0,
         "merged": 0,
+        "echoed": 0,
     }
 
 

@@ -60,6 +60,7 @@ removed sessions merge rows
 evicted sessions merge rows
 skipped_below_threshold sessions merge rows
 skipped_duplicate sessions merge rows
+echoed sessions merge rows
 op_adds sessions operations
 op_adds_expected sessions operations
 op_adds_correct sessions operations
@@ -113,6 +114,7 @@ cache_hits calls calls
 model_calls calls calls
 simulated_calls calls calls
 queued_updates calls calls
+echo_replies calls calls
 owners derived owner
 sessions derived owner
 calls_saved_by_debounce derived owner
@@ -273,6 +275,20 @@ METRICS = [
             gate="forbidden_stored_rate",
         ),
     ),
+    (
+        "echo_rate",
+        "replies echoing the prompt",
+        "lower",
+        dict(
+            unit="percent",
+            ratio=("echo_replies", "replies"),
+            interval=True,
+            valid=_RATE,
+            gate="echo_rate",
+            report=True,
+        ),
+    ),
+    ("echoed", "prompt echoes dropped", "lower", dict()),
     ("llm_calls", "LLM calls", "lower", dict(report=True)),
     ("calls_saved_by_debounce", "calls saved by debounce", "higher", dict(report=True)),
     ("cache_hits", "cache hits", None, dict()),

@@ -109,6 +109,7 @@ def test_a_call_row_as_a_whole(run: Run) -> None:
                 "n_evicted": 0,
                 "n_sections_updated": 0,
                 "n_merged": 0,
+                "n_echoed": 0,
             }
         ]
     )
@@ -143,6 +144,7 @@ def test_a_session_row_as_a_whole(run: Run) -> None:
                 "evicted": 0,
                 "skipped_below_threshold": 0,
                 "skipped_duplicate": 0,
+                "echoed": 0,
                 "memory_tokens": 4,
                 "op_adds": 1,
                 "op_adds_expected": 1,

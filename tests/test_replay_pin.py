@@ -4,9 +4,10 @@ The simulated model is deterministic, so a sweep of the bundled ``personas`` dat
 same records, snapshots, store files, metrics and summary every time, apart from wall-clock
 timings. The fingerprint below hashes every file of the run with those timings (and the
 manifest's file hashes, which cover them) left out. It was computed on the code before the
-cached replay was made faster, and computed again when session rows gained ``memory_tokens``
-(every other byte equal); a change that alters any record, metric or stored memory, however
-slightly, changes it.
+cached replay was made faster, computed again when session rows gained ``memory_tokens``
+(every other byte equal), and again when records, rows and metrics gained the prompt-echo
+counts (``n_echoed``, ``echoed``, ``echo_rate``: 0 here; stored memories unchanged); a change
+that alters any record, metric or stored memory, however slightly, changes it.
 
 Three runs: a debounced sweep of the simulated model (two lanes, one evicting at ``max_facts``
 10); a ``per_session`` sweep of the same replies recorded through a response cache; and that
@@ -33,9 +34,9 @@ TIMINGS = {"duration_s", "latency_s"}  # wall-clock measurements differ between 
 CHECKOUT = str(Path(__file__).resolve().parents[1])
 
 PINNED = {
-    "debounce-recorded": "c5f3cbc1538c42ba48e1a7d0f5f9dc63a5fae71ab6b2577baea4f36cef3ca839",
-    "per_session-recorded": "7ea49099240d85f122ef94cd86a4f8a902cfb972b669f62329f0acc4db5a59c8",
-    "per_session-from-cache": "5474307b367172ef3c553e9f5d0115f590ba44c33bed198c9aff9f36d45a1db0",
+    "debounce-recorded": "26518353dcde0063f4e31deb03601e7cb8caf99f3fdaf939b20b750316ed65eb",
+    "per_session-recorded": "6f6f0f9d94b97e432ba24bb8f05042a4578868645e94eee28749455352a900c0",
+    "per_session-from-cache": "a26f1838b70e35d8b7d1e0adc1f8a65f8397ab9604221bb5a9b0d00dc0b2940f",
 }
 
 

@@ -253,6 +253,7 @@ def _demo(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from memlab.reporting.display import call_lines
+    from memlab.reporting.echoes import echo_lines
 
     started = time.perf_counter()
     if not getattr(args, "verbose", 0):
@@ -275,7 +276,7 @@ def _demo(args: argparse.Namespace) -> int:
             print(outcomes(run))
             columns = ["label", "model_calls", "cache_hits", "parse_failure_rate", "final_facts"]
             print(run.summary[columns].to_string(index=False))
-            print("\n".join(call_lines(run)[:1]), "\n")
+            print("\n".join([*call_lines(run)[:1], *echo_lines(run)]), "\n")
         print("Part 2, simulated model (sim:chatty): merge policy on all of personas")
         columns = ["label", "final_facts", "added", "evicted", "skipped_below_threshold"]
         columns += ["recall", "precision"]

@@ -208,7 +208,15 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
     from memlab.reporting.display import call_lines
 
-    columns = ["label", "llm_calls", "parse_failure_rate", "recall", "precision", "final_facts"]
+    columns = [
+        "label",
+        "llm_calls",
+        "parse_failure_rate",
+        "echo_rate",
+        "recall",
+        "precision",
+        "final_facts",
+    ]
     print(run.summary[columns].to_string())
     print("\n".join(call_lines(run)))
     print()

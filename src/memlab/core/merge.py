@@ -88,6 +88,11 @@ class ApplyResult:
         evicted: Stored facts dropped by the cap.
         sections_updated: Replaced sections, e.g. ``"user.workContext"``.
         merged: Near-duplicate merges (strategies that merge; empty for the baseline).
+        echoed: Proposed facts and summaries that echo the prompt template's own text
+            (:mod:`memlab.core.echo`): a fact as proposed, with the ``id`` it was stored under
+            when it was added; a summary as ``{"content": summary, "section":
+            "user.workContext"}``. Set by the updater, which knows the prompt; the strategy
+            merges them like any other text.
     """
 
     memory: MemoryDocument
@@ -99,6 +104,7 @@ class ApplyResult:
     evicted: list[StoredFact] = field(default_factory=list)
     sections_updated: list[str] = field(default_factory=list)
     merged: list[MergeRecord] = field(default_factory=list)
+    echoed: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Return the length of every bookkeeping list, keyed by field name."""
@@ -128,6 +134,11 @@ class ApplyResult:
             "unknown_removals": list(self.unknown_removals),
             "merged": [dict(m) for m in self.merged],
             "sections_updated": list(self.sections_updated),
+            "echoed": [
+                {k: e[k] for k in ("id", "content", "confidence", "section") if k in e}
+                for e in self.echoed
+                if _is_mapping(e)
+            ],
         }
 
 

@@ -23,7 +23,14 @@ from typing import Any, cast
 
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
 from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
-from memlab.core.document import MemoryDocument, random_fact_ids, utc_iso, utc_now
+from memlab.core.document import (
+    MemoryDocument,
+    normalize_fact_text,
+    random_fact_ids,
+    utc_iso,
+    utc_now,
+)
+from memlab.core.echo import EchoCheck, find_echoes
 from memlab.core.jsontext import copy_json, scan_json
 from memlab.core.llm import (
     Backend,
@@ -282,7 +289,11 @@ class MemoryUpdater:
         result.facts_before = result.facts_after = len(current.get("facts", []))
         update = self._ask(result, current, conversation, config)
         if update is not None:
-            self._apply(result, storage, update, config, thread_id)
+            # Text copied from the template itself says nothing about the user: counted here,
+            # merged as any other text (the pipeline under test is not changed by measuring it).
+            check = EchoCheck(self.prompt.template, self.prompt.placeholders, (conversation,))
+            echoed = find_echoes(update, check)
+            self._apply(result, storage, update, config, thread_id, echoed)
 
     def _read(self, storage: MemoryStorage) -> MemoryDocument:
         """The current memory, to render into the prompt: the in-memory store's own document
@@ -332,8 +343,10 @@ class MemoryUpdater:
         update: MemoryUpdateDict,
         config: MemoryConfig,
         thread_id: str | None,
+        echoed: list[dict[str, Any]],
     ) -> None:
-        """Merge ``update`` into the stored memory and save it."""
+        """Merge ``update`` into the stored memory and save it (``echoed``: its echoes of the
+        prompt, kept in the merge's bookkeeping with the id of each one stored)."""
         merge = _merge_function(self.merge)
 
         def apply(fresh: MemoryDocument) -> MemoryDocument:
@@ -348,6 +361,7 @@ class MemoryUpdater:
                 now=self._clock(),
                 new_id=self._fact_ids,
             )
+            applied.echoed = _with_stored_ids(echoed, applied)
             result.applied = applied
             return applied.memory
 
@@ -402,6 +416,26 @@ def _conversation(
         result.skipped = "empty_conversation"
         return None
     return conversation
+
+
+def _with_stored_ids(echoed: list[dict[str, Any]], applied: ApplyResult) -> list[dict[str, Any]]:
+    """``echoed`` with the ``id`` of the fact each echoed fact was stored as (when it was
+    added), so scoring can leave stored echoes out."""
+    if not echoed:
+        return echoed
+    stored: dict[str, str] = {}
+    for fact in applied.added:
+        content, fact_id = fact.get("content"), fact.get("id")
+        if isinstance(content, str) and isinstance(fact_id, str):
+            stored.setdefault(normalize_fact_text(content), fact_id)
+    marked = []
+    for entry in echoed:
+        text = entry.get("content")
+        key = normalize_fact_text(text) if isinstance(text, str) else None
+        if "section" not in entry and key in stored:
+            entry = {**entry, "id": stored[key]}
+        marked.append(entry)
+    return marked
 
 
 def _merge_function(strategy: MergeStrategy) -> Callable[..., ApplyResult]:

@@ -7,6 +7,7 @@ from html import escape
 import pandas as pd
 
 from memlab.reporting.charts import fact_growth_chart, parse_failure_chart
+from memlab.reporting.echoes import echo_lines
 from memlab.reporting.report import figure_to_data_uri
 from memlab.sweeps.run import Run
 
@@ -47,9 +48,10 @@ def _count(row: pd.Series, column: str) -> int:
 
 
 def call_lines(run: Run) -> list[str]:
-    """What the run asked of models, in words: the total (``24 model calls, 112 from cache``)
-    and one line per lane with replies that did not parse (expected outcomes, counted here
-    instead of logged one by one; ``-v`` logs each)."""
+    """What the run asked of models, in words: the total (``24 model calls, 112 from cache``),
+    one line per lane with replies that did not parse (expected outcomes, counted here
+    instead of logged one by one; ``-v`` logs each) and one per lane whose replies echo the
+    prompt's own text (:func:`memlab.reporting.echoes.echo_lines`)."""
     totals = dict.fromkeys(("model_calls", "cache_hits", "simulated_calls"), 0)
     for _, row in run.summary.iterrows():
         for column in totals:
@@ -69,4 +71,4 @@ def call_lines(run: Run) -> list[str]:
                 f"{run.label(str(lane_id))}: {failed} of {len(lane_calls)} replies did not "
                 "parse (counted in the tables; -v logs each)"
             )
-    return lines
+    return [*lines, *echo_lines(run)]

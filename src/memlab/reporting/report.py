@@ -31,6 +31,7 @@ from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.reporting import charts
 from memlab.reporting.chart_tables import chart_numbers
+from memlab.reporting.echoes import echo_notes
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.memory_time import (
@@ -286,7 +287,8 @@ def build_report(
     stats = statistics_section(runs, allow_mixed=allow_mixed)
     # Answers no judge could grade lower accuracy without being the memory's fault: said first.
     banners = [*stats.banners, *qa_error_notes(runs)]
-    intro = " ".join(part for part in (*banners, intro, simulated_note(runs)) if part)
+    notes = (*banners, *echo_notes(runs), intro, simulated_note(runs))
+    intro = " ".join(part for part in notes if part)
     qa = qa_section(runs, allow_mixed=allow_mixed)
     if qa is not None:  # what the introduction states is not stated twice
         qa = replace(qa, banners=[b for b in qa.banners if b not in stats.banners])

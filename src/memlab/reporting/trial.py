@@ -25,6 +25,7 @@ from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, t
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.matching.matchers import resolve_matcher
+from memlab.reporting.echoes import ECHO_NOTE, echo_reason
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, check_pairs
 from memlab.sweeps.driver import sweep
@@ -110,6 +111,20 @@ class PromptTrial:
         )
 
     @property
+    def echoes(self) -> list[str]:
+        """A line for each side whose replies echo the prompt's own text (then what that
+        means), e.g. ``trial: 12 of 12 replies (100.0%) echo the prompt: ...``; none when
+        neither side's do."""
+        base = _restricted(self.baseline, self.lane_id, self.owners)
+        sides = (("baseline", base, self.lane_id), ("trial", self.run, next(iter(self.run.lanes))))
+        lines = [
+            f"{side}: {reason}"
+            for side, run, lane in sides
+            if (reason := echo_reason(run, lane)) is not None
+        ]
+        return [*lines, f"({ECHO_NOTE})"] if lines else []
+
+    @property
     def title(self) -> str:
         """``Prompt trial: a (sha) → b (sha), N owner(s) of RUN``, ``[simulated]`` first when
         the lane replays the simulated model."""
@@ -123,6 +138,7 @@ class PromptTrial:
     def _repr_html_(self) -> str:
         diff = self.diff or "(the templates are identical)"
         notes = [*self.banners, *([SIMULATED_PROMPT_NOTE] if self.simulated else [])]
+        notes += self.echoes
         return (
             f"<h4>{escape(self.title)}</h4>"
             + "".join(f"<p><strong>{escape(note)}</strong></p>" for note in notes)

@@ -107,6 +107,9 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "added removed evicted skipped_below_threshold skipped_duplicate",
         in_rows=True,
     ),
+    # Proposed facts and summaries that echo the prompt template's own text, dropped before
+    # the merge (memlab.core.echo); absent from calls recorded before it was counted (0).
+    CountSpec("echoed", "sessions", "merge", in_rows=True),
     *_counts(
         "sessions",
         "operations",
@@ -142,6 +145,8 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
     # The updates the queue handed to the memory (memlab.memory.strategy.is_queued_update):
     # what calls_saved_by_debounce subtracts from agent_runs.
     CountSpec("queued_updates", "calls", "calls"),
+    # Replies with at least one echo of the prompt template (what echo_rate counts).
+    CountSpec("echo_replies", "calls", "calls"),
     *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
     *_counts(
         "derived",
@@ -455,6 +460,13 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("forbidden_stored", "facts"),
         empty=0.0,
     ),
+    # A model that copies the prompt's own example or instructions (memlab.core.echo): the
+    # share of replies with an echo, which is never stored; a prompt comparison on such
+    # replies measures the copying, not the prompts.
+    _rate(
+        "echo_rate", "replies echoing the prompt", "lower", ("echo_replies", "replies"), report=True
+    ),
+    MetricSpec("echoed", "prompt echoes dropped", "lower"),
     MetricSpec("llm_calls", "LLM calls", "lower", report=True),
     MetricSpec("calls_saved_by_debounce", "calls saved by debounce", "higher", report=True),
     MetricSpec("cache_hits", "cache hits", None),

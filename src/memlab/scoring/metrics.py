@@ -92,7 +92,9 @@ def session_rows(
     close to an earlier fact's (see :mod:`memlab.matching.embeddings`). Rows also carry the
     session's memory operations (:mod:`memlab.scoring.operations`) and, with ``injections``
     (the replay's audits), what reached the next session's agent
-    (:mod:`memlab.scoring.injection_audit`). ``start`` (a fork's session) drops the rows of
+    (:mod:`memlab.scoring.injection_audit`). Facts stored from echoes of the prompt (the
+    calls' ``applied.echoed``, :mod:`memlab.core.echo`) are left out of the state counts:
+    an echo is never a stored fact. ``start`` (a fork's session) drops the rows of
     earlier sessions, whose labels still count.
     """
     matcher = matcher if matcher is not None else default_matcher()
@@ -116,13 +118,18 @@ def session_rows(
         start_memory=snapshots[start - 1] if start > 0 else None,
     )
     labels_so_far = _LabelsSoFar()
+    echoes: set[str] = set()  # ids of the facts stored from echoes of the prompt so far
     rows: list[dict[str, Any]] = []
     for index, (session, snapshot) in enumerate(zip(owner.sessions, snapshots, strict=True)):
         labels_so_far.add(session)
+        session_calls = [c for c in calls if c.get("session_index") == index]
+        echoes.update(_echo_ids(session_calls))
         if index < start:
             continue
-        row = _state_row(owner, index, snapshot, labels_so_far, covers, embedding_duplicates)
-        session_calls = [c for c in calls if c.get("session_index") == index]
+        kept = _without(snapshot, echoes)
+        row = _state_row(owner, index, kept, labels_so_far, covers, embedding_duplicates)
+        if kept is not snapshot:  # the memory's size is what it holds, echoes too
+            row["memory_tokens"] = memory_tokens(snapshot)
         row["agent_runs"] = agent_runs[index] if index < len(agent_runs) else 0
         row["llm_calls"] = sum(1 for c in session_calls if asked_model(c.get("skipped")))
         for key in count_columns(by="merge"):  # each call record's n_<count>, summed
@@ -134,6 +141,29 @@ def session_rows(
         row.update(injection_counts(audit, snapshot, active, covers))
         rows.append(row)
     return rows
+
+
+def _echo_ids(calls: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Ids of the facts these calls stored from echoes of the prompt (each call record's
+    ``applied.echoed``, :mod:`memlab.core.echo`)."""
+    ids: set[str] = set()
+    for call in calls:
+        applied = call.get("applied")
+        echoed = applied.get("echoed") if isinstance(applied, Mapping) else None
+        for entry in echoed or ():
+            fact_id = entry.get("id") if isinstance(entry, Mapping) else None
+            if isinstance(fact_id, str):
+                ids.add(fact_id)
+    return ids
+
+
+def _without(snapshot: Mapping[str, Any], echoes: set[str]) -> Mapping[str, Any]:
+    """``snapshot`` without the facts stored from echoes: never counted as stored facts."""
+    facts = snapshot.get("facts", [])
+    if not echoes or not any(isinstance(f, Mapping) and f.get("id") in echoes for f in facts):
+        return snapshot
+    kept = [f for f in facts if not (isinstance(f, Mapping) and f.get("id") in echoes)]
+    return {**snapshot, "facts": kept}
 
 
 def replay_rows(
@@ -371,6 +401,8 @@ def _call_counts(
     backends = calls["backend"] if "backend" in calls.columns else pd.Series("", calls.index)
     sim = {name: isinstance(name, str) and is_simulated(name) for name in backends.unique()}
     simulated = backends.map(sim).astype(bool)
+    # Calls recorded before echoes were counted have no n_echoed: none counted.
+    echoed = calls["n_echoed"] if "n_echoed" in calls.columns else pd.Series(0, calls.index)
     frame = calls[unit].assign(
         llm_calls=asked.astype(int),
         queued_updates=queued.astype(int),
@@ -388,6 +420,7 @@ def _call_counts(
         cache_hits=cached.astype(int),
         model_calls=(asked & ~cached & ~simulated).astype(int),
         simulated_calls=(asked & ~cached & simulated).astype(int),
+        echo_replies=(echoed.fillna(0) > 0).astype(int),
     )
     return frame.groupby(unit, sort=False).sum()
 
