@@ -263,9 +263,7 @@ def _warn_simulated_prompts(plan: SweepPlan) -> None:
     """Warn once when simulated lanes differ in their prompt: the simulated model answers
     from the dataset's labels, whatever the prompt says, unless its profile declares prompt
     effects (:func:`~memlab.backends.registry.reads_prompts`)."""
-    prompts = {
-        lane.prompt.sha256 for lane in plan.lanes if _ignores_prompts(lane.config.backend)
-    }
+    prompts = {lane.prompt.sha256 for lane in plan.lanes if _ignores_prompts(lane.config.backend)}
     if len(prompts) > 1:
         logger.warning(
             "sweep %s: %s (compare prompts on a real model)", plan.name, SIMULATED_PROMPT_NOTE
