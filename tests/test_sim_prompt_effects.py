@@ -317,3 +317,20 @@ def _stored(run: Run, lanes: list[str]) -> list[str]:
         for owner in OWNERS
         for fact in run.final_memory(lane, owner.user_id).get("facts", [])
     ]
+
+
+def test_a_profile_file_with_effects_reads_prompts_through_the_registry(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "name: mine\nprompt_effects:\n  - when_missing: confidence\n    set: {leak_rate: 0.5}\n",
+        encoding="utf-8",
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\n", encoding="utf-8")
+    assert reads_prompts(f"sim:{path}") is True
+    assert reads_prompts(f"sim:{plain}") is False
+    # The template of concise states confidences; an inline one without the word does not.
+    backend = SimulatedBackend(path, dataset=OWNERS)
+    assert backend.decide(_prompt(get_prompt("concise"))).effects == ()
+    bare = PromptVariant("bare", "M {current_memory}\nC {conversation}\n")
+    assert backend.decide(_prompt(bare)).effects == ("missing 'confidence'",)
