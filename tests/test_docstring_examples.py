@@ -121,6 +121,9 @@ def check_sim_profile(block: str, tmp_path: Path) -> None:
     path.write_text(block, encoding="utf-8")
     profile = load_profile(path)
     assert profile.name == "mine" and profile.propose_rate == 0.8
+    assert profile.reads_prompts and profile.for_template("Only facts the USER states")[1] == (
+        "self-facts",
+    )
 
 
 def check_calibration_pair(block: str, tmp_path: Path) -> None:

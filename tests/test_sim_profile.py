@@ -60,10 +60,11 @@ def test_the_defaults_are_declared_whole() -> None:
             "other_importance": {0.3: 1.0},
             "compress_keep_rate": 0.8,
         },
+        "prompt_effects": (),
     }
     assert (WORDING_STYLES, BUILTIN_PROFILES) == (
         ("verbatim", "terse"),
-        ("careful", "sloppy", "chatty"),
+        ("careful", "sloppy", "chatty", "attentive"),
     )
 
 
@@ -214,7 +215,7 @@ def _error(tmp_path: Path, text: str) -> str:
     return str(info.value).replace(str(path), "P")
 
 
-_INVALID = "P: invalid simulated model profile: field "
+_INVALID = "P:2: invalid simulated model profile: field "
 
 
 @pytest.mark.parametrize(
@@ -268,7 +269,7 @@ _INVALID = "P: invalid simulated model profile: field "
             "name: x\npropose_rate: true\n",
             "'propose_rate': Input should be a valid number (got True)",
         ),
-        ("name: ''\n", "'name': String should have at least 1 character (got '')"),
+        ("description: d\nname: ''\n", "'name': String should have at least 1 character (got '')"),
         (
             "name: x\ninvent_rate: 5.5\n",
             "'invent_rate': Input should be less than or equal to 5 (got 5.5)",
@@ -387,7 +388,7 @@ def test_registered_profile_files_and_several_problems_are_named(tmp_path: Path)
     finally:
         PROFILES.unregister("registered-file")
     assert str(info.value) == (
-        f"{path}: invalid simulated model profile: field 'propose_rate': Input should be less "
-        "than or equal to 1 (got 2); field 'wording.poetic': Input should be 'verbatim' or "
-        "'terse' (got 'poetic')"
+        f"{path}:2: invalid simulated model profile: field 'propose_rate': Input should be less "
+        "than or equal to 1 (got 2); field 'wording.poetic' (line 3): Input should be "
+        "'verbatim' or 'terse' (got 'poetic')"
     )

@@ -3,8 +3,8 @@
 A spec is ``PREFIX`` or ``PREFIX:ARGUMENT``; the prefix selects a :class:`BackendPlugin` from
 the backend registry (:mod:`memlab.plugins`) and the argument (possibly empty) is passed to its
 factory with any keyword options. This module is the only place that reads a spec: everyone
-else asks it (:func:`backend_plugin`, :func:`is_simulated`, :func:`backend_options`,
-:func:`spec_short_name`, :func:`dialect_for`).
+else asks it (:func:`backend_plugin`, :func:`is_simulated`, :func:`reads_prompts`,
+:func:`backend_options`, :func:`spec_short_name`, :func:`dialect_for`).
 
 ========================  ===============================================================
 ``openai:MODEL``          :class:`~memlab.backends.openai_compat.OpenAICompatibleBackend`
@@ -67,6 +67,7 @@ __all__ = [
     "find_backend_plugin",
     "is_simulated",
     "price_table",
+    "reads_prompts",
     "register_backend",
     "resolve_backend",
     "spec_short_name",
@@ -109,6 +110,9 @@ class BackendPlugin:
             report, and never cached.
         needs_dataset: Its factory needs ``dataset=`` (the file a sweep replays).
         packages: Distributions whose versions a run records in ``environment.json``.
+        prompt_reader: ``prompt_reader(argument) -> bool``: whether the backend the spec's
+            argument names lets the update prompt's text change its replies; None: it does
+            (a model). Ask :func:`reads_prompts`.
     """
 
     factory: BackendFactory
@@ -121,6 +125,7 @@ class BackendPlugin:
     simulated: bool = False
     needs_dataset: bool = False
     packages: tuple[str, ...] = ()
+    prompt_reader: Callable[[str], bool] | None = None
 
     @property
     def cacheable(self) -> bool:
@@ -287,6 +292,23 @@ def is_simulated(spec: str) -> bool:
     """True when ``spec`` names the simulated model (false for an unknown prefix)."""
     plugin = find_backend_plugin(spec)
     return plugin is not None and plugin.simulated
+
+
+def reads_prompts(spec: str) -> bool:
+    """Whether the update prompt's text can change the replies of ``spec``: False for the
+    simulated model with a profile that declares no prompt effects (``sim:careful``,
+    ``sim:sloppy``, ``sim:chatty``), True for one that does (``sim:attentive``) and for every
+    other backend (a model reads its prompt; an unknown prefix counts as one).
+
+    Raises:
+        MemlabError: The spec's argument names no loadable profile (the simulated model's
+            :class:`~memlab.simulation.profile.SimProfileError`, naming the file and field).
+    """
+    prefix, argument = plugins.split_spec(spec)
+    plugin = BACKENDS.get(prefix)
+    if plugin is None or plugin.prompt_reader is None:
+        return True
+    return plugin.prompt_reader(argument)
 
 
 def cacheable(spec: str) -> bool:

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
         SimProfileError,
         load_profile,
     )
-    from memlab.simulation.provenance import Agreement, ProvenanceMatcher, matcher_agreement
+    from memlab.simulation.provenance import (
+        Agreement,
+        ProvenanceMatcher,
+        applied_effects,
+        matcher_agreement,
+    )
 
 _EXPORTS: dict[str, str] = {
     "SimDecision": "memlab.simulation.model",
@@ -39,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "load_profile": "memlab.simulation.profile",
     "Agreement": "memlab.simulation.provenance",
     "ProvenanceMatcher": "memlab.simulation.provenance",
+    "applied_effects": "memlab.simulation.provenance",
     "matcher_agreement": "memlab.simulation.provenance",
 }
 
@@ -52,6 +58,7 @@ __all__ = [
     "SimProfile",
     "SimProfileError",
     "SimulatedBackend",
+    "applied_effects",
     "load_profile",
     "matcher_agreement",
 ]

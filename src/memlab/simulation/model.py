@@ -19,6 +19,16 @@ the current memory (fact ids and contents), and answers as the profile declares
 - Each ``must_not_store`` string of the session is proposed as a fact with ``leak_rate``.
 - Every reply, final or not, is broken with the rate of each failure category.
 
+A profile with ``prompt_effects`` reads the update prompt's template: the rates above are
+those of :meth:`SimProfile.for_template <memlab.simulation.profile.SimProfile.for_template>`
+for the template's own text, which is the prompt with the conversation found in it and the
+memory (the JSON object with ``facts`` outside the conversation) put back as their
+placeholders. Text in the conversation or the memory therefore never triggers an effect, and
+the text matched is the variant's template byte for byte, so the SHA-256 recorded per template
+(:meth:`SimulatedBackend.prompt_effects`, :attr:`SimDecision.effects`) is the one a lane
+records for its prompt. Profiles without effects ignore the prompt's text
+(:attr:`SimulatedBackend.reads_prompts`).
+
 The model records where every wording it proposes came from (:meth:`SimulatedBackend.origins`:
 the gold fact, ``invented`` or ``leak``): the truth that metrics and matchers are checked
 against (:class:`~memlab.simulation.provenance.ProvenanceMatcher`).
@@ -76,8 +86,8 @@ if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must s
 __all__ = ["SimDecision", "SimulatedBackend"]
 
 _DECODER = json.JSONDecoder()
-
-
+Span = tuple[int, int] | None
+"""Where a part of a prompt is (start, end), or None when the prompt lacks it."""
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: an index key
@@ -102,6 +112,9 @@ class SimDecision:
             fact id, the must-not-store string or the invented text).
         remove: Fact ids to remove.
         update: The contract object behind the reply (before any failure is applied).
+        template_sha256: SHA-256 of the update prompt's own text (the prompt with the
+            conversation and memory put back as placeholders: the variant's template).
+        effects: Labels of the profile's prompt effects that applied to it, in order.
     """
 
     user_id: str
@@ -112,6 +125,8 @@ class SimDecision:
     new_facts: list[dict[str, Any]] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
     update: dict[str, Any] = field(default_factory=dict)
+    template_sha256: str = ""
+    effects: tuple[str, ...] = ()
 
 
 class SimulatedBackend:
@@ -158,6 +173,7 @@ class SimulatedBackend:
         }
         """Every gold fact of the dataset: id -> content."""
         self._origins: dict[str, set[str]] = {}
+        self._templates: dict[str, tuple[SimProfile, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
         self._tiered = SimTiered(
             self.profile,
@@ -166,6 +182,12 @@ class SimulatedBackend:
             lambda content, gold_id: self._record(content, "gold", gold_id),
             self.origins,
         )
+
+    @property
+    def reads_prompts(self) -> bool:
+        """Whether the update prompt's text changes its replies (its profile declares prompt
+        effects); the default profiles answer every prompt variant alike."""
+        return self.profile.reads_prompts
 
     @property
     def model(self) -> str:
@@ -180,6 +202,8 @@ class SimulatedBackend:
         dumped = self.profile.model_dump(mode="json")
         if self.profile.tiered == SimTieredProfile():
             del dumped["tiered"]  # profiles from before the tiered calls keep their identity
+        if not self.profile.prompt_effects:
+            del dumped["prompt_effects"]  # and those from before prompt effects
         profile = json.dumps(dumped, sort_keys=True)
         return {
             "simulated": True,
@@ -238,8 +262,10 @@ class SimulatedBackend:
         Raises:
             BackendError: The prompt holds no conversation of the dataset.
         """
-        view, seen = self._find_session(prompt)
-        facts = _memory_facts(prompt)
+        view, seen, conversation = self._find_session(prompt)
+        facts, memory = _memory(prompt, conversation)
+        template = _template(prompt, conversation, memory)
+        profile, effects = self._for_template(template)
         owner = view.owner
         base = (self.seed, request_seed, owner.user_id)
         call = (*base, view.session.thread_id, seen)
@@ -248,21 +274,43 @@ class SimulatedBackend:
             thread_id=view.session.thread_id,
             session_index=view.index,
             final=seen == len(view.blocks),
-            failure=self.profile.pick_failure(_uniform(*call, "failure")),
+            failure=profile.pick_failure(_uniform(*call, "failure")),
             update=minimal_update(),
+            template_sha256=hashlib.sha256(template.encode("utf-8")).hexdigest(),
+            effects=effects,
         )
         if decision.final:
-            self._final_update(decision, view, facts, base)
+            self._final_update(decision, profile, view, facts, base)
         return decision
+
+    def _for_template(self, template: str) -> tuple[SimProfile, tuple[str, ...]]:
+        """The profile in force for update prompts of ``template`` and the effects applied
+        (recorded by the template's SHA-256, see :meth:`prompt_effects`)."""
+        sha = hashlib.sha256(template.encode("utf-8")).hexdigest()
+        with self._lock:
+            known = self._templates.get(sha)
+        if known is None:
+            known = self.profile.for_template(template)
+            with self._lock:
+                self._templates[sha] = known
+        return known
+
+    def prompt_effects(self) -> dict[str, tuple[str, ...]]:
+        """Every update template the model was sent (its SHA-256, which is the prompt
+        variant's for a rendered variant) -> the labels of the profile's prompt effects
+        applied to it, in order (empty: the declared rates as they are)."""
+        with self._lock:
+            return {sha: effects for sha, (_profile, effects) in self._templates.items()}
 
     def _final_update(
         self,
         decision: SimDecision,
+        profile: SimProfile,
         view: _SessionView,
         facts: list[dict[str, Any]],
         base: tuple[object, ...],
     ) -> None:
-        profile, labels = self.profile, view.session.labels
+        labels = view.session.labels
         wordings = self._wordings[view.owner.user_id]
         call = (*base, view.session.thread_id)
         stored: dict[str, list[dict[str, Any]]] = {}  # gold id -> stored facts stating it
@@ -315,16 +363,17 @@ class SimulatedBackend:
                 decision.remove.extend(str(f.get("id")) for f in stored[gold_id])
         _fill_update(decision, view)
 
-    def _find_session(self, prompt: str) -> tuple[_SessionView, int]:
-        """The session whose conversation the prompt holds, and how many paragraphs of it."""
+    def _find_session(self, prompt: str) -> tuple[_SessionView, int, tuple[int, int]]:
+        """The session whose conversation the prompt holds, how many paragraphs of it, and
+        where in the prompt they are (start, end)."""
         best = self._index.find(prompt)
         if not best:
             raise BackendError(
                 "simulated model: the prompt holds no conversation of its dataset; build the "
                 "'sim:' backend with the dataset the sweep replays (option dataset=...)"
             )
-        top = max(best.values())
-        matches = [view for view, seen in best.items() if seen == top]
+        top = max(seen for seen, _pos in best.values())
+        matches = [view for view, (seen, _pos) in best.items() if seen == top]
         if len(matches) > 1:
             names = ", ".join(f"{v.owner.user_id}/{v.session.thread_id}" for v in matches[:3])
             more = f" and {len(matches) - 3} more" if len(matches) > 3 else ""
@@ -332,7 +381,9 @@ class SimulatedBackend:
                 f"simulated model: the prompt matches {len(matches)} sessions ({names}{more}); "
                 "give sessions distinct conversations"
             )
-        return matches[0], top
+        view = matches[0]
+        start = best[view][1]
+        return view, top, (start, start + len("\n\n".join(view.blocks[:top])))
 
 
 class _SessionIndex:
@@ -352,17 +403,18 @@ class _SessionIndex:
         self._lengths = sorted({len(head) for head in self._heads})
         self._labels = sorted({view.blocks[0].split(": ", 1)[0] + ": " for view in views})
 
-    def find(self, prompt: str) -> dict[_SessionView, int]:
-        """Each session found in ``prompt`` -> the paragraphs of it the prompt holds."""
-        found: dict[_SessionView, int] = {}
+    def find(self, prompt: str) -> dict[_SessionView, tuple[int, int]]:
+        """Each session found in ``prompt`` -> the paragraphs of it the prompt holds, and
+        where they start (the first place holding the most)."""
+        found: dict[_SessionView, tuple[int, int]] = {}
         for label in self._labels:
             pos = prompt.find(label)
             while pos != -1:
                 for length in self._lengths:
                     for view in self._heads.get(prompt[pos : pos + length], ()):
                         seen = _paragraphs_at(prompt, pos, view.blocks)
-                        if seen > found.get(view, 0):
-                            found[view] = seen
+                        if seen > found.get(view, (0, 0))[0]:
+                            found[view] = (seen, pos)
                 pos = prompt.find(label, pos + 1)
         return found
 
@@ -422,19 +474,38 @@ def _invention_pool(user_id: str, seed: int) -> list[str]:
     return sorted(INVENTED_FACTS, key=lambda text: _uniform(seed, user_id, "pool", text))
 
 
-def _memory_facts(prompt: str) -> list[dict[str, Any]]:
-    """The ``facts`` of the first JSON object in the prompt that has them (the memory)."""
+def _memory(prompt: str, conversation: tuple[int, int]) -> tuple[list[dict[str, Any]], Span]:
+    """The ``facts`` of the memory (the first JSON object in the prompt, outside the
+    conversation, that has them) and where the object is; no facts and None without one."""
     start = prompt.find("{")
     while start != -1:
+        if conversation[0] <= start < conversation[1]:
+            start = prompt.find("{", conversation[1])
+            continue
         try:
-            value, _end = _DECODER.raw_decode(prompt, start)
+            value, end = _DECODER.raw_decode(prompt, start)
         except ValueError:
             start = prompt.find("{", start + 1)
             continue
         if isinstance(value, dict) and isinstance(value.get("facts"), list):
-            return [f for f in value["facts"] if isinstance(f, dict)]
+            return [f for f in value["facts"] if isinstance(f, dict)], (start, end)
         start = prompt.find("{", start + 1)
-    return []
+    return [], None
+
+
+def _template(prompt: str, conversation: tuple[int, int], memory: Span) -> str:
+    """The update prompt's own text: the prompt with the conversation and the memory put back
+    as their placeholders. For a prompt a :class:`~memlab.core.prompts.PromptVariant`
+    rendered, this is its template, byte for byte (rendering substitutes each placeholder
+    once), so its SHA-256 is the variant's."""
+    spans = [(*conversation, "{conversation}")]
+    if memory is not None and (memory[1] <= conversation[0] or memory[0] >= conversation[1]):
+        spans = sorted([*spans, (*memory, "{current_memory}")])
+    pieces, at = [], 0
+    for start, end, placeholder in spans:
+        pieces += [prompt[at:start], placeholder]
+        at = end
+    return "".join([*pieces, prompt[at:]])
 
 
 def _fill_update(decision: SimDecision, view: _SessionView) -> None:

@@ -33,13 +33,22 @@ def _sim_factory(argument: str, **options: Any) -> Backend:
     return SimulatedBackend(argument, **options)
 
 
+def _reads_prompts(argument: str) -> bool:
+    """Whether the profile ``argument`` names declares prompt effects (an empty argument names
+    no profile: nothing to read prompts with)."""
+    from memlab.simulation.profile import load_profile
+
+    return bool(argument) and load_profile(argument).reads_prompts
+
+
 SIM_BACKEND = BackendPlugin(
     _sim_factory,
     "the known-truth simulated model, a test instrument (sim:careful, sim:sloppy, "
-    "sim:chatty or sim:/path/profile.yaml)",
+    "sim:chatty, sim:attentive, which reads the update prompt, or sim:/path/profile.yaml)",
     "sim:careful",
     simulated=True,
     needs_dataset=True,
+    prompt_reader=_reads_prompts,
 )
 
 

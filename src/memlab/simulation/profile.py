@@ -27,6 +27,18 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
       importance: {0.9: 0.6, 0.7: 0.2, 0.5: 0.2}   # rating -> weight (stored only above 0.7)
       other_importance: {0.3: 1.0}         # ratings of candidates of no gold fact
       compress_keep_rate: 0.8              # P(a memory survives compression)
+    prompt_effects:                         # what the update prompt's own text changes
+      - name: self-facts                   # (a label for provenance; default: the condition)
+        when_contains: "only facts the user states"   # or when_matches (regex), when_missing
+        set: {invent_rate: 0.0, propose_rate: 0.95}  # rates of the update replies it changes
+
+Prompt effects make the model read the update prompt's template: an effect applies when the
+template holds a phrase (``when_contains``: case-insensitive, line breaks and runs of spaces
+count as one space), matches a regular expression (``when_matches``, case-insensitive) or
+lacks a phrase (``when_missing``); effects apply in order, a later one overriding what an
+earlier one set. Only the template counts, never the conversation or memory rendered into it
+(:mod:`memlab.simulation.model` cuts those out before matching). A profile without effects
+ignores prompt text entirely (:attr:`SimProfile.reads_prompts` is False).
 
 Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
 """
@@ -42,11 +54,18 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memlab import plugins
 from memlab.core.parsing import FailureCategory
-from memlab.core.yamlio import YamlInputError, parse_yaml, read_text_limited
+from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -54,9 +73,11 @@ __all__ = [
     "INVENTED_FACTS",
     "PROFILES",
     "WORDING_STYLES",
+    "PromptEffect",
     "SimProfile",
     "SimProfileError",
     "SimQAProfile",
+    "SimRates",
     "SimTieredProfile",
     "WordingStyle",
     "leaked",
@@ -69,7 +90,7 @@ __all__ = [
 
 WordingStyle = Literal["verbatim", "terse"]
 WORDING_STYLES: tuple[str, ...] = ("verbatim", "terse")
-BUILTIN_PROFILES: tuple[str, ...] = ("careful", "sloppy", "chatty")
+BUILTIN_PROFILES: tuple[str, ...] = ("careful", "sloppy", "chatty", "attentive")
 """The profiles memlab ships (``profiles/<name>.yaml``)."""
 
 ProfileSource = Union["SimProfile", Traversable]
@@ -199,6 +220,123 @@ class SimTieredProfile(BaseModel):
         return _pick(self.rating_shares(gold), u)
 
 
+def _positive_wording(value: dict[str, float]) -> dict[str, float]:
+    if not value or sum(value.values()) <= 0:
+        raise ValueError("give at least one wording style with a positive weight")
+    return value
+
+
+def _failure_total(value: dict[FailureCategory, float]) -> dict[FailureCategory, float]:
+    total = sum(value.values())
+    if total > 1.0 + 1e-9:
+        raise ValueError(f"failure rates add up to {total:g}; at most 1 in total")
+    return value
+
+
+class SimRates(BaseModel):
+    """The rates of update replies a prompt effect may set (each as in :class:`SimProfile`);
+    a field left out keeps the profile's value. QA, judge and tiered-memory rates are not
+    here: their prompts are not the update template."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    propose_rate: Probability | None = None
+    wording: dict[WordingStyle, Weight] | None = None
+    confidence: dict[Number, Weight] | None = None
+    restate_rate: Probability | None = None
+    invent_rate: Annotated[Number, Field(ge=0.0, le=5.0)] | None = None
+    invented_confidence: dict[Number, Weight] | None = None
+    remove_retracted: Probability | None = None
+    leak_rate: Probability | None = None
+    failures: dict[FailureCategory, Probability] | None = None
+
+    @field_validator("wording")
+    @classmethod
+    def _some_wording(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return None if value is None else _positive_wording(value)
+
+    @field_validator("confidence", "invented_confidence")
+    @classmethod
+    def _confidences(cls, value: dict[float, float] | None) -> dict[float, float] | None:
+        return None if value is None else _unit_distribution(value, "confidence value")
+
+    @field_validator("failures")
+    @classmethod
+    def _failures(
+        cls, value: dict[FailureCategory, float] | None
+    ) -> dict[FailureCategory, float] | None:
+        return None if value is None else _failure_total(value)
+
+    @model_validator(mode="after")
+    def _something(self) -> SimRates:
+        if not self.changes():
+            raise ValueError("set at least one rate (e.g. {propose_rate: 0.9})")
+        return self
+
+    def changes(self) -> dict[str, object]:
+        """The fields this sets -> their values."""
+        return {k: v for k, v in self if v is not None}
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+class PromptEffect(BaseModel):
+    """A feature of the update prompt's template that changes declared rates.
+
+    Exactly one condition: ``when_contains`` (a phrase the template holds; case, line breaks
+    and runs of spaces ignored), ``when_matches`` (a regular expression found in it,
+    case-insensitive) or ``when_missing`` (a phrase it lacks, compared like
+    ``when_contains``). ``set`` gives the rates that apply when the condition holds.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = ""
+    when_contains: str | None = Field(None, min_length=1)
+    when_matches: str | None = Field(None, min_length=1)
+    when_missing: str | None = Field(None, min_length=1)
+    rates: SimRates = Field(alias="set")
+
+    @field_validator("when_matches")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> PromptEffect:
+        given = [self.when_contains, self.when_matches, self.when_missing]
+        if sum(c is not None for c in given) != 1:
+            raise ValueError("give exactly one of when_contains, when_matches, when_missing")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How provenance names it: ``name``, else its condition."""
+        if self.name:
+            return self.name
+        if self.when_contains is not None:
+            return f"contains {self.when_contains!r}"
+        if self.when_matches is not None:
+            return f"matches {self.when_matches!r}"
+        return f"missing {self.when_missing!r}"
+
+    def applies(self, template: str) -> bool:
+        """Whether the condition holds for the template text ``template``."""
+        if self.when_contains is not None:
+            return _spaced(self.when_contains) in _spaced(template)
+        if self.when_missing is not None:
+            return _spaced(self.when_missing) not in _spaced(template)
+        assert self.when_matches is not None  # validated: exactly one condition
+        return re.search(self.when_matches, template, re.IGNORECASE) is not None
+
+
 class SimProfile(BaseModel):
     """The declared behaviour of the simulated model (see the module docstring)."""
 
@@ -219,13 +357,13 @@ class SimProfile(BaseModel):
     failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
     qa: SimQAProfile = Field(default_factory=SimQAProfile)
     tiered: SimTieredProfile = Field(default_factory=SimTieredProfile)
+    prompt_effects: tuple[PromptEffect, ...] = ()
+    """What the update prompt's template changes, in order (see the module docstring)."""
 
     @field_validator("wording")
     @classmethod
     def _some_wording(cls, value: dict[str, float]) -> dict[str, float]:
-        if not value or sum(value.values()) <= 0:
-            raise ValueError("give at least one wording style with a positive weight")
-        return value
+        return _positive_wording(value)
 
     @field_validator("confidence", "invented_confidence")
     @classmethod
@@ -234,13 +372,30 @@ class SimProfile(BaseModel):
 
     @field_validator("failures")
     @classmethod
-    def _failure_total(cls, value: dict[FailureCategory, float]) -> dict[FailureCategory, float]:
-        total = sum(value.values())
-        if total > 1.0 + 1e-9:
-            raise ValueError(f"failure rates add up to {total:g}; at most 1 in total")
-        return value
+    def _failures(cls, value: dict[FailureCategory, float]) -> dict[FailureCategory, float]:
+        return _failure_total(value)
 
     # ------------------------------------------------------------------ derived quantities
+
+    @property
+    def reads_prompts(self) -> bool:
+        """Whether the update prompt's text changes its replies: True iff it declares prompt
+        effects (a profile without them answers every prompt variant alike)."""
+        return bool(self.prompt_effects)
+
+    def for_template(self, template: str) -> tuple[SimProfile, tuple[str, ...]]:
+        """The profile in force for update prompts of ``template`` (the template's own text,
+        without the conversation and memory rendered into it), and the labels of the effects
+        applied, in order."""
+        changes: dict[str, object] = {}
+        applied: list[str] = []
+        for effect in self.prompt_effects:
+            if effect.applies(template):
+                changes.update(effect.rates.changes())
+                applied.append(effect.label)
+        if not changes:
+            return self, ()
+        return self.model_copy(update=changes), tuple(applied)
 
     def wording_shares(self) -> dict[str, float]:
         """Wording styles with their probabilities (weights normalised)."""
@@ -326,24 +481,56 @@ def load_profile(spec: str | Path) -> SimProfile:
         except YamlInputError as exc:
             raise SimProfileError(str(exc)) from None
     try:  # bounded like every YAML memlab reads: size, aliases, depth
-        data = parse_yaml(text, source).data
+        document = parse_yaml(text, source)
     except YamlInputError as exc:
         raise SimProfileError(str(exc)) from None
-    if not isinstance(data, dict):
+    if not isinstance(document.data, dict):
         raise SimProfileError(f"{source}: a profile must be a mapping of fields at the top level")
     try:
-        return SimProfile.model_validate(data)
+        return SimProfile.model_validate(document.data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{_where(err['loc'])}': {err['msg']} (got {err.get('input')!r})"
-            for err in exc.errors()
-        )
-        raise SimProfileError(f"{source}: invalid simulated model profile: {problems}") from exc
+        raise SimProfileError(_invalid(source, exc, key_lines(document.node))) from exc
+
+
+def _invalid(source: str, exc: ValidationError, lines: Mapping[str, int]) -> str:
+    """One line naming the file, the line of the first problem and every field at fault."""
+    problems: list[tuple[int, str]] = []
+    for err in exc.errors():
+        where = _where(err["loc"])
+        line = _line(where, lines)
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and ".set." in f".{where}":
+            message = "not a rate a prompt effect can set; it sets " + ", ".join(
+                SimRates.model_fields
+            )
+        problems.append((line, f"field '{where}': {message} (got {err.get('input')!r})"))
+    first = problems[0][0]
+    text = "; ".join(
+        problem if line == first else problem.replace("':", f"' (line {line}):", 1)
+        for line, problem in problems
+    )
+    return f"{source}:{first}: invalid simulated model profile: {text}"
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
-    # pydantic marks a bad mapping key with a trailing "[key]" step.
-    return ".".join(str(p) for p in loc if p != "[key]") or "(root)"
+    # pydantic marks a bad mapping key with a trailing "[key]" step; list items are "[i]".
+    path = ""
+    for part in loc:
+        if part == "[key]":
+            continue
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "(root)"
+
+
+_PARENT = re.compile(r"(\.[^.\[]*|\[\d+\])$")
+
+
+def _line(where: str, lines: Mapping[str, int]) -> int:
+    """The line of ``where`` or of its nearest enclosing field (1: the whole file)."""
+    while where and where not in lines:
+        parent = _PARENT.sub("", where)
+        where = parent if parent != where else ""
+    return lines.get(where, 1)
 
 
 # ---------------------------------------------------------------------- wordings

@@ -7,6 +7,8 @@ that record into a matcher: ``covers(stored, gold)`` is true exactly when the mo
 leaks state none). Scoring a simulated run with it gives the metrics as the model's decisions
 make them, free of any matcher's errors; scoring the same run with a real matcher and
 comparing (:func:`matcher_agreement`) measures that matcher on the simulator's wordings.
+:func:`applied_effects` tells which of the profile's prompt effects a lane's update prompts
+received, so the rates its metrics imply follow from the profile's declared values.
 
 A test instrument, like the simulated model itself.
 """
@@ -19,7 +21,7 @@ from typing import Protocol
 
 from memlab.simulation.model import SimulatedBackend
 
-__all__ = ["Agreement", "ProvenanceMatcher", "matcher_agreement"]
+__all__ = ["Agreement", "ProvenanceMatcher", "applied_effects", "matcher_agreement"]
 
 
 class _Covers(Protocol):
@@ -75,3 +77,10 @@ def matcher_agreement(
         found += expected and said
         false += said and not expected
     return Agreement(total, true, found, false)
+
+
+def applied_effects(backend: SimulatedBackend, template_sha256: str) -> tuple[str, ...] | None:
+    """The labels of the profile's prompt effects applied to the update prompts of the
+    template with this SHA-256 (a lane's ``prompt_sha256``), in order; None when the model was
+    sent no update prompt of that template."""
+    return backend.prompt_effects().get(template_sha256)

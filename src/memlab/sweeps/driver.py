@@ -37,7 +37,7 @@ import yaml
 
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import file_digest
-from memlab.backends.registry import environment_packages, is_simulated
+from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
@@ -261,12 +261,22 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
 
 def _warn_simulated_prompts(plan: SweepPlan) -> None:
     """Warn once when simulated lanes differ in their prompt: the simulated model answers
-    from the dataset's labels, whatever the prompt says."""
-    prompts = {lane.prompt.sha256 for lane in plan.lanes if is_simulated(lane.config.backend)}
+    from the dataset's labels, whatever the prompt says, unless its profile declares prompt
+    effects (:func:`~memlab.backends.registry.reads_prompts`)."""
+    prompts = {lane.prompt.sha256 for lane in plan.lanes if _ignores_prompts(lane.config.backend)}
     if len(prompts) > 1:
         logger.warning(
             "sweep %s: %s (compare prompts on a real model)", plan.name, SIMULATED_PROMPT_NOTE
         )
+
+
+def _ignores_prompts(spec: str) -> bool:
+    if not is_simulated(spec):
+        return False
+    try:
+        return not reads_prompts(spec)
+    except MemlabError:  # a profile that does not load: building the backend says why
+        return False
 
 
 def _dataset_digest(path: Path) -> str | None:
