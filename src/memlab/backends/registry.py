@@ -67,6 +67,7 @@ __all__ = [
     "find_backend_plugin",
     "is_simulated",
     "price_table",
+    "reads_prompts",
     "register_backend",
     "resolve_backend",
     "spec_short_name",
@@ -86,6 +87,11 @@ Prices = Mapping[str, tuple[float, float]]
 
 class UnknownBackendError(MemlabError, ValueError):
     """A backend spec names a prefix nobody registered."""
+
+
+def _reads_every_prompt(argument: str) -> bool:
+    """A model's replies depend on its prompt, whatever the spec's argument."""
+    return True
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,10 @@ class BackendPlugin:
             report, and never cached.
         needs_dataset: Its factory needs ``dataset=`` (the file a sweep replays).
         packages: Distributions whose versions a run records in ``environment.json``.
+        reads_prompts: Whether its replies depend on the prompt text, given the spec's
+            argument (``careful`` of ``sim:careful``): ``True`` for a model; the simulated
+            model's profiles say for themselves. A comparison of two prompts on a backend that
+            does not read them is inconclusive (:mod:`memlab.scoring.inconclusive`).
     """
 
     factory: BackendFactory
@@ -121,6 +131,7 @@ class BackendPlugin:
     simulated: bool = False
     needs_dataset: bool = False
     packages: tuple[str, ...] = ()
+    reads_prompts: Callable[[str], bool] = _reads_every_prompt
 
     @property
     def cacheable(self) -> bool:
@@ -287,6 +298,13 @@ def is_simulated(spec: str) -> bool:
     """True when ``spec`` names the simulated model (false for an unknown prefix)."""
     plugin = find_backend_plugin(spec)
     return plugin is not None and plugin.simulated
+
+
+def reads_prompts(spec: str) -> bool:
+    """Whether the backend of ``spec`` reads prompt text (see
+    :attr:`BackendPlugin.reads_prompts`; true for an unknown prefix: it is not assumed blind)."""
+    plugin = find_backend_plugin(spec)
+    return plugin is None or plugin.reads_prompts(plugins.split_spec(spec)[1])
 
 
 def cacheable(spec: str) -> bool:

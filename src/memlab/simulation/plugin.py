@@ -33,6 +33,17 @@ def _sim_factory(argument: str, **options: Any) -> Backend:
     return SimulatedBackend(argument, **options)
 
 
+def _sim_reads_prompts(argument: str) -> bool:
+    """What the profile declares; a profile that cannot be read now (a moved file) is taken
+    to ignore prompts, as every built-in profile does."""
+    from memlab.simulation.profile import SimProfileError, load_profile
+
+    try:
+        return load_profile(argument).reads_prompts
+    except SimProfileError:
+        return False
+
+
 SIM_BACKEND = BackendPlugin(
     _sim_factory,
     "the known-truth simulated model, a test instrument (sim:careful, sim:sloppy, "
@@ -40,6 +51,7 @@ SIM_BACKEND = BackendPlugin(
     "sim:careful",
     simulated=True,
     needs_dataset=True,
+    reads_prompts=_sim_reads_prompts,
 )
 
 

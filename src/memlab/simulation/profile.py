@@ -242,6 +242,14 @@ class SimProfile(BaseModel):
 
     # ------------------------------------------------------------------ derived quantities
 
+    @property
+    def reads_prompts(self) -> bool:
+        """Whether replies depend on the prompt text. No field of a profile reads the prompt
+        (the simulated model answers from the dataset's labels), so two prompts give the same
+        replies and a comparison of prompts on it is inconclusive
+        (:mod:`memlab.scoring.inconclusive`); a profile declaring prompt effects says so here."""
+        return False
+
     def wording_shares(self) -> dict[str, float]:
         """Wording styles with their probabilities (weights normalised)."""
         total = sum(self.wording.values())
