@@ -169,7 +169,7 @@ class Undetectable:
         needed = f"about {self.needed} owners would" if self.needed else "no number of owners"
         return (
             f"cannot detect a regression of {size} with {self.owners} owners (MDE "
-            f"{_fmt_size(self.metric, self.mde)}; {needed} detect it)"
+            f"{_fmt_size(self.metric, self.mde)}): {needed} detect it"
         )
 
     def __str__(self) -> str:
@@ -225,8 +225,8 @@ def undetectable(
         if limit is None or row["verdict"] in ("worse", "not computable", "not applicable"):
             continue
         mde, owners, alpha = float(row["mde"]), int(row["owners"]), _alpha(row)
-        if math.isnan(mde) and (math.isnan(float(row["delta"])) or _perfect(row)):
-            continue
+        if math.isnan(mde) and (row["verdict"] != "no change" or _perfect(row)):
+            continue  # a change with no spread (or no resamples) is sized by its interval
         if math.isinf(mde) or math.isnan(mde) or (mde > limit and not _ruled_out(row, limit)):
             needed = owners_to_detect(limit, mde, owners, alpha=alpha, power=power)
             lane = str(row["lane"])
@@ -276,9 +276,9 @@ def ignored_prompts(comparison: Comparison) -> list[Reason]:
         if a.reads_prompts or b.reads_prompts or not _prompts_differ(a, b):
             continue
         backends = " and ".join(dict.fromkeys([a.backend or "?", b.backend or "?"]))
-        what = "replays a simulated profile that does" if a.simulated else "does"
+        what = "replays a simulated profile that ignores" if a.simulated else "ignores"
         text = (
-            f"{pair.name}: the backend ignores prompts: {backends} {what} not read prompt "
+            f"{pair.name}: the backend ignores prompts: {backends} {what} prompt "
             f"text, and the prompts differ ({a.prompt} vs {b.prompt}); compare prompts on a "
             "backend that reads them"
         )
