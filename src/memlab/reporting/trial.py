@@ -70,7 +70,7 @@ class PromptTrial:
     before: PromptVariant
     after: PromptVariant
     banners: list[str] = field(default_factory=list)
-    comparison: pd.DataFrame | None = field(default=None, repr=False)
+    comparison: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     reasons: list[Reason] = field(default_factory=list)
 
     @property

@@ -13,7 +13,7 @@ significant rows are exploratory (an interval at the run's level that excludes 0
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
 import pandas as pd
@@ -58,7 +58,7 @@ class Verdict:
     """Comparison rows of the group that were tests (a p-value), significant or not."""
     reasons: tuple[Reason, ...] = ()
     """Why the group's comparison cannot say whether a configuration is better."""
-    table: pd.DataFrame | None = None
+    table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     """The group's comparison (:func:`memlab.scoring.comparison.compare_lanes`)."""
 
 
