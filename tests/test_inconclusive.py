@@ -202,6 +202,13 @@ def test_identical_all_zero_lanes_do_not_pass_silently(
     assert "ok [simulated] default: parse_failure_rate no change" in out  # 0 failures: perfect
     assert main(_gate(b, a, "--tolerance", "0.2", "--allow-inconclusive")) == 0
     assert "WARNING" in capsys.readouterr().out
+    # Without a tolerance too: an MDE of NaN is never "no difference larger than the MDE".
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "verdict: inconclusive — no spread among owners to size a test on"
+    assert main(["report", str(a), str(b), "--out", str(runs / "rep-zero")]) == 0
+    summary = (runs / "rep-zero" / "summary.md").read_text("utf-8")
+    assert "## Verdict: inconclusive — no spread among owners to size a test on\n" in summary
 
 
 def test_a_primary_metric_not_comparable_fails_the_gate(

@@ -184,12 +184,15 @@ class Undetectable:
         size = _fmt_size(self.metric, self.tolerance)
         short = {
             "no test possible": f"no test possible: {self.owners} owners",
-            "no spread": "no spread among owners to size a test on",
+            "no spread": _NO_SPREAD,
             "too few owners": f"too few owners for a {size} tolerance",
         }[self.kind]
         return Reason(
             self.kind, f"{self.lane}: {self.metric}: {self.what}", short, self.lane, (self.metric,)
         )
+
+
+_NO_SPREAD = "no spread among owners to size a test on"
 
 
 def _alpha(row: pd.Series) -> float:
@@ -237,20 +240,31 @@ def undetectable(
 
 
 def too_few_owners(comparison: Comparison) -> list[Reason]:
-    """Primary metrics no test can decide with so few owners, and, for each stated
-    tolerance, the metrics that cannot show they would detect it (:func:`undetectable`)."""
+    """Primary metrics no test can decide with so few owners or without any spread among the
+    owners to size one on, and, for each stated tolerance, the metrics that cannot show they
+    would detect it (:func:`undetectable`)."""
     table = comparison.table
     found = undetectable(table, comparison.tolerances, power=comparison.power)
     covered = {(u.lane, u.metric) for u in found}
     no_test: dict[tuple[str, str, int, int], list[str]] = {}
+    reasons = [u.reason for u in found]
     for _, row in table.iterrows():
         key = (str(row["lane"]), str(row["metric"]))
-        if row["role"] != "primary" or key in covered or not math.isinf(float(row["mde"])):
+        if row["role"] != "primary" or key in covered:
+            continue
+        if math.isnan(float(row["mde"])) and row["verdict"] == "no change" and not _perfect(row):
+            text = (
+                f"{row['run']}: {row['lane']} vs {row['baseline_run']}: {row['baseline_lane']}: "
+                f"{key[1]}: no spread to size a test on: every one of {int(row['owners'])} "
+                "owners has the same value on both sides"
+            )
+            reasons.append(Reason("no spread", text, _NO_SPREAD, key[0], (key[1],)))
+            continue
+        if not math.isinf(float(row["mde"])):
             continue
         where = f"{row['run']}: {row['lane']} vs {row['baseline_run']}: {row['baseline_lane']}"
         group = (where, key[0], int(row["owners"]), min_test_owners(_alpha(row)))
         no_test.setdefault(group, []).append(key[1])
-    reasons = [u.reason for u in found]
     for (where, lane, owners, least), metrics in no_test.items():
         text = (
             f"{where}: no test possible: {owners} owners ({', '.join(metrics)}; a paired test "
