@@ -89,6 +89,11 @@ class UnknownBackendError(MemlabError, ValueError):
     """A backend spec names a prefix nobody registered."""
 
 
+def _reads_every_prompt(argument: str) -> bool:
+    """A model's replies depend on its prompt, whatever the spec's argument."""
+    return True
+
+
 @dataclass(frozen=True)
 class BackendPlugin:
     """A kind of backend and what it can do, declared in one place.

@@ -34,7 +34,10 @@ def register(subparsers: Any) -> None:
         "set, matcher or judge, a simulated one against a real one, or memory QA answered, "
         "judged or keyed differently: another answerer or model, answer prompt, judge backend "
         "or prompt, conditions or answer key) are refused with exit 2 naming the difference "
-        "unless --allow-mixed.",
+        "unless --allow-mixed. The output ends with one line per reason the comparison is "
+        "inconclusive (the backend ignores the prompts compared, no test possible with so few "
+        "owners, judge verdicts unreadable, replies failing to parse on both sides, a primary "
+        "metric not comparable) and the verdict.",
         epilog="examples:\n  memlab compare runs/baseline runs/new-prompt\n"
         "  memlab compare runs/threshold-sweep --baseline-lane thr=0.7\n"
         "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",
@@ -69,7 +72,9 @@ def _compare(args: argparse.Namespace) -> int:
     # Imported here: pandas and the statistics load when a comparison runs, not for --help.
     _args.single_blas_thread()
     from memlab.reporting.qa import compare_under_judges
+    from memlab.reporting.verdict import headline
     from memlab.scoring.comparison import CompareError, compare, comparison_text
+    from memlab.scoring.inconclusive import inconclusive_reasons
     from memlab.scoring.stats import StatOptions
     from memlab.sweeps.run import load_run
 
@@ -103,6 +108,10 @@ def _compare(args: argparse.Namespace) -> int:
         f"{options.alpha:g} (the rest exploratory); {options.resamples} resamples over owners"
     )
     print(comparison_text(table).to_string(index=False))
+    reasons = inconclusive_reasons(table, power=options.power)
+    for reason in reasons:
+        print(f"inconclusive: {reason}")
+    print(f"verdict: {headline([table], reasons)}")
     robust = compare_under_judges(
         run_a,
         run_b,

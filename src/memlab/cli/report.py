@@ -96,8 +96,9 @@ def _register_gate(subparsers: Any) -> None:
         description="Check every configuration of a run against thresholds, and (with "
         "--baseline) against a baseline run with a paired test on the owners both share. "
         "Exit 0 when all hold; exit 1 naming each missed threshold (a metric that cannot be "
-        "computed, NaN, misses) and each significant regression; exit 2 when a run cannot be "
-        "read or the options are invalid.",
+        "computed, NaN, misses), each significant regression, and each reason the comparison "
+        "with the baseline is inconclusive (unless --allow-inconclusive); exit 2 when a run "
+        "cannot be read or the options are invalid.",
         epilog="examples:\n  memlab gate runs/nightly --max-parse-failure 0.05 --min-recall 0.6\n"
         "  memlab gate runs/candidate --baseline runs/main "
         "--no-significant-regression recall,parse_failure_rate\n"
@@ -132,6 +133,14 @@ def _register_gate(subparsers: Any) -> None:
         "such a regression out, fails the gate (default: 0.05 for every rate)",
     )
     _args.add_allow_mixed(g)
+    g.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="pass when the comparison with the baseline cannot tell (the backend ignores the "
+        "prompts compared, too few owners for the tolerance, judge verdicts unreadable, replies "
+        "failing to parse on both sides, a primary metric not comparable), printing each "
+        "reason as a warning; by default the gate fails naming each reason",
+    )
     g.add_argument(
         "--baseline-lane",
         help="compare every configuration with this lane (id or label) of the baseline; "
@@ -194,6 +203,7 @@ def _gate(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     from memlab.reporting.gate import (
         DEFAULT_TOLERANCE,
+        Inconclusive,
         Regression,
         ThresholdError,
         Thresholds,
@@ -226,7 +236,7 @@ def _gate(args: argparse.Namespace) -> int:
         run = run.with_judge(args.judge)
     run.stats = options
     missed = check_gate(run, thresholds, use_bound=args.use_bound)
-    regressions: list[Regression | Undetectable] = []
+    regressions: list[Regression | Undetectable | Inconclusive] = []
     if regression is not None:
         baseline = load_run(args.baseline)
         regressions, table = check_regressions(
@@ -244,18 +254,35 @@ def _gate(args: argparse.Namespace) -> int:
         for _, row in table.iterrows():
             if (row["lane"], row["metric"]) not in failed:
                 print(f"ok {row['lane']}: {row['metric']} {describe(row)}")
+    unsure = [r for r in regressions if not isinstance(r, Regression)]
+    if args.allow_inconclusive:
+        for finding in unsure:
+            print(f"WARNING {finding}")
+        regressions = [r for r in regressions if isinstance(r, Regression)]
     for failure in [*missed, *regressions]:
         print(f"FAILED {failure}")
-    undetectable = [r for r in regressions if isinstance(r, Undetectable)]
-    regressed = len(regressions) - len(undetectable)
+    return _gate_outcome(missed, regressions, allowed=len(unsure) if args.allow_inconclusive else 0)
+
+
+def _gate_outcome(missed: list[Any], regressions: list[Any], *, allowed: int) -> int:
+    """The gate's last line and exit code."""
+    from memlab.reporting.gate import Inconclusive, Undetectable
+
+    undetectable = sum(isinstance(r, Undetectable) for r in regressions)
+    inconclusive = sum(isinstance(r, Inconclusive) for r in regressions)
+    regressed = len(regressions) - undetectable - inconclusive
     counts = [
         f"{len(missed)} threshold(s) missed" if missed else "",
         f"{regressed} regression(s)" if regressed else "",
-        f"{len(undetectable)} regression(s) undetectable" if undetectable else "",
+        f"{undetectable} regression(s) undetectable" if undetectable else "",
+        f"inconclusive: {inconclusive} reason(s)" if inconclusive else "",
     ]
     if missed or regressions:
         print(f"gate failed: {', '.join(c for c in counts if c)}")
         return 1
+    if allowed:
+        print(f"gate passed (inconclusive: {allowed} reason(s), allowed by --allow-inconclusive)")
+        return 0
     print("gate passed")
     return 0
 

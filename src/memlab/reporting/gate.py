@@ -6,7 +6,11 @@ on the metric's value or, with ``use_bound``, on the pessimistic end of its 95% 
 Against a baseline run, :func:`check_regressions` fails a metric only when the paired test
 finds it significantly worse: the metrics checked are the comparison's primary family
 (Holm's step-down over them and every lane, :mod:`memlab.scoring.comparison`); by default the
-run's primary metrics (its grid's ``primary:``, else those the specs declare).
+run's primary metrics (its grid's ``primary:``, else those the specs declare). A comparison
+that cannot say whether the candidate regressed (:mod:`memlab.scoring.inconclusive`: the
+backend ignores the prompts compared, too few owners for the tolerance, unreadable judge
+verdicts, replies failing to parse on both sides, a primary metric not comparable) fails too,
+one :class:`Inconclusive` per reason, unless the caller allows inconclusive comparisons.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ import pandas as pd
 
 from memlab.errors import MemlabError
 from memlab.scoring.comparison import compare, describe
+from memlab.scoring.inconclusive import (
+    Reason,
+    Undetectable,
+    inconclusive_reasons,
+    undetectable,
+)
 from memlab.scoring.metric_specs import MetricSpec, gate_specs, metric_spec, primary_metrics
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.run import Run
@@ -27,6 +37,7 @@ from memlab.sweeps.run import Run
 __all__ = [
     "DEFAULT_TOLERANCE",
     "GateFailure",
+    "Inconclusive",
     "Regression",
     "ThresholdError",
     "Thresholds",
@@ -146,27 +157,25 @@ class Regression:
 
 
 @dataclass(frozen=True)
-class Undetectable:
-    """A metric whose regression of ``tolerance`` the comparison cannot detect: its minimum
-    detectable effect (at the level its verdict used, 80% power) is larger, or there is none
-    with so few owners, and the delta's interval does not rule such a regression out. A gate
-    that could not have seen a regression does not pass."""
+class Inconclusive:
+    """A reason the comparison with the baseline cannot say whether the candidate regressed
+    (:mod:`memlab.scoring.inconclusive`): the gate fails on it unless inconclusive comparisons
+    are allowed."""
 
-    lane: str
-    metric: str
-    tolerance: float
-    owners: int
-    mde: float
+    reason: Reason
+
+    @property
+    def lane(self) -> str:
+        """The candidate lane concerned ("" for the whole comparison)."""
+        return self.reason.lane
+
+    @property
+    def metric(self) -> str:
+        """The metrics concerned, comma-separated ("" for the whole comparison)."""
+        return ", ".join(self.reason.metrics)
 
     def __str__(self) -> str:
-        spec = metric_spec(self.metric)
-        shown = "none" if math.isinf(self.mde) else spec.fmt_delta(self.mde).lstrip("+")
-        size = spec.fmt_delta(self.tolerance).lstrip("+")
-        return (
-            f"{self.lane}: {self.metric}: cannot detect a regression of {size} with "
-            f"{self.owners} owners (MDE {shown}); compare on more owners, or pass a "
-            "--tolerance it can detect [--no-significant-regression]"
-        )
+        return f"inconclusive: {self.reason.text} [--allow-inconclusive]"
 
 
 DEFAULT_TOLERANCE = 0.05
@@ -192,30 +201,6 @@ def _tolerances(
         if isinstance(value, bool) or not (math.isfinite(float(value)) and value > 0):
             raise ThresholdError(f"--tolerance {name}={value!r}: give a positive number")
     return {name: float(value) for name, value in chosen.items()}
-
-
-def _ruled_out(row: pd.Series, limit: float) -> bool:
-    """Whether the delta's interval excludes a regression of ``limit`` (its pessimistic end
-    is better than ``-limit``)."""
-    spec = metric_spec(str(row["metric"]))
-    worst = float(row["delta_lo"]) if spec.higher_is_better else -float(row["delta_hi"])
-    return not math.isnan(worst) and worst > -limit
-
-
-def _undetectable(table: pd.DataFrame, tolerances: Mapping[str, float]) -> list[Undetectable]:
-    """Rows where a regression of the tolerance could have gone unseen: the MDE is larger
-    and the interval does not rule such a regression out."""
-    found = []
-    for _, row in table.iterrows():
-        limit = tolerances.get(str(row["metric"]))
-        mde = float(row["mde"])
-        if limit is None or math.isnan(mde) or row["verdict"] in ("worse", "not computable"):
-            continue
-        if mde > limit and not _ruled_out(row, limit):
-            found.append(
-                Undetectable(str(row["lane"]), str(row["metric"]), limit, int(row["owners"]), mde)
-            )
-    return found
 
 
 def _absent(spec: MetricSpec) -> str:
@@ -283,7 +268,7 @@ def check_regressions(
     options: StatOptions | None = None,
     tolerance: float | Mapping[str, float] | None = None,
     allow_mixed: bool = False,
-) -> tuple[list[Regression | Undetectable], pd.DataFrame]:
+) -> tuple[list[Regression | Undetectable | Inconclusive], pd.DataFrame]:
     """Metrics significantly worse in ``candidate`` than in ``baseline`` (paired on owners).
 
     ``metrics`` are the family tested (default: ``candidate.primary``, else the specs'
@@ -293,7 +278,10 @@ def check_regressions(
     number. With ``tolerance`` (a regression size in the metric's unit, for every metric or
     by metric), a metric whose minimum detectable effect is larger is an
     :class:`Undetectable` failure: "no significant regression" means nothing when a
-    regression that size could not have been seen. ``allow_mixed`` as for
+    regression that size could not have been seen. Every other reason the comparison is
+    inconclusive (:func:`memlab.scoring.inconclusive.inconclusive_reasons`) is an
+    :class:`Inconclusive` failure; undetectable and inconclusive ones are what
+    ``gate --allow-inconclusive`` turns into warnings. ``allow_mixed`` as for
     :func:`~memlab.scoring.comparison.compare`.
     """
     try:
@@ -310,10 +298,16 @@ def check_regressions(
         options=options,
         allow_mixed=allow_mixed,
     )
-    found: list[Regression | Undetectable] = []
+    found: list[Regression | Undetectable | Inconclusive] = []
     for _, row in table.iterrows():
         base = f"{row['baseline_run']} ({row['baseline_lane']})"
         if row["verdict"] in ("worse", "not computable"):
             found.append(Regression(str(row["lane"]), str(row["metric"]), base, describe(row)))
-    found += _undetectable(table, tolerances)
+    power = (options or baseline.stats).power
+    found += undetectable(table, tolerances, power=power)
+    failed = {(f.lane, f.metric) for f in found}
+    for reason in inconclusive_reasons(table, tolerances=tolerances, power=power):
+        if reason.metrics and all((reason.lane, m) in failed for m in reason.metrics):
+            continue  # a regression or an undetectable regression already names it
+        found.append(Inconclusive(reason))
     return found, table

@@ -27,7 +27,10 @@ from memlab.matching.base import FactMatcher
 from memlab.matching.matchers import resolve_matcher
 from memlab.reporting.echoes import ECHO_NOTE, echo_reason
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
-from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, check_pairs
+from memlab.reporting.verdict import headline
+from memlab.scoring.comparability import check_pairs
+from memlab.scoring.comparison import Lane, compare_lanes
+from memlab.scoring.inconclusive import Reason, inconclusive_reasons
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.run import Run
@@ -55,6 +58,10 @@ class PromptTrial:
         before: The baseline lane's prompt.
         after: The prompt tried.
         banners: What the comparison mixes (another matcher...), when allowed.
+        comparison: The trial against the baseline lane on the same owners, paired
+            (:func:`memlab.scoring.comparison.compare_lanes`).
+        reasons: Why that comparison cannot say whether the prompt is better
+            (:mod:`memlab.scoring.inconclusive`): the backend ignores prompts, too few owners...
     """
 
     baseline: Run
@@ -64,6 +71,15 @@ class PromptTrial:
     before: PromptVariant
     after: PromptVariant
     banners: list[str] = field(default_factory=list)
+    comparison: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    reasons: list[Reason] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``Verdict: better on recall``, ``Verdict: inconclusive — the backend ignores
+        prompts``... (:func:`memlab.reporting.verdict.headline`)."""
+        tables = [] if self.comparison is None else [self.comparison]
+        return f"Verdict: {headline(tables, self.reasons)}"
 
     @property
     def simulated(self) -> bool:
@@ -137,10 +153,10 @@ class PromptTrial:
 
     def _repr_html_(self) -> str:
         diff = self.diff or "(the templates are identical)"
-        notes = [*self.banners, *([SIMULATED_PROMPT_NOTE] if self.simulated else [])]
+        notes = [*self.banners, *(reason.text for reason in self.reasons)]
         notes += self.echoes
         return (
-            f"<h4>{escape(self.title)}</h4>"
+            f"<h4>{escape(self.title)}</h4><p><strong>{escape(self.verdict)}</strong></p>"
             + "".join(f"<p><strong>{escape(note)}</strong></p>" for note in notes)
             + f"<pre style='max-height:20rem;overflow:auto'>{escape(diff)}</pre>"
             f"{self.metrics.to_html()}"
@@ -206,8 +222,10 @@ def try_prompt(
         allow_mixed: Compare even when the trial is measured differently from the baseline
             (another matcher); :attr:`PromptTrial.banners` then says what is mixed.
 
-    The trial is written under ``<run>/tries/``; rerunning an unchanged trial reuses it. On
-    the simulated model a warning says the trial cannot show a prompt's effect.
+    The trial is written under ``<run>/tries/``; rerunning an unchanged trial reuses it. The
+    trial is compared with the baseline lane on the same owners; each reason that comparison
+    cannot tell (:mod:`memlab.scoring.inconclusive`: on the simulated model, which ignores
+    prompt text, always) is logged as a warning and kept in :attr:`PromptTrial.reasons`.
 
     Raises:
         MixedComparisonError: The trial is measured differently from the baseline lane
@@ -220,8 +238,6 @@ def try_prompt(
     before = PromptVariant(info["name"], info["template"], source=info.get("source", ""))
     after, extra = _trial_prompt(resolve_prompt(prompt, name="trial"))
     selected = _owners(run, lane_id, owners)
-    if is_simulated(run.lanes[lane_id].backend):
-        logger.warning("prompt trial on %s: %s", run.name, SIMULATED_PROMPT_NOTE)
     grid = _trial_grid(run, lane_id, selected, after)
     trial = sweep(
         grid.dataset,
@@ -237,7 +253,16 @@ def try_prompt(
     base = _restricted(run, lane_id, selected)
     pair = (base.lane_facts(lane_id), trial.lane_facts(next(iter(trial.lanes))))
     banners = check_pairs([pair], allow_mixed=allow_mixed)
-    return PromptTrial(run, lane_id, selected, trial, before, after, banners)
+    table = compare_lanes(
+        [(Lane(base, lane_id), Lane(trial, next(iter(trial.lanes))))],
+        primary=run.primary,
+        options=run.stats,
+        allow_mixed=allow_mixed,
+    )
+    reasons = inconclusive_reasons(table, power=run.stats.power)
+    for reason in reasons:
+        logger.warning("prompt trial on %s: inconclusive: %s", run.name, reason)
+    return PromptTrial(run, lane_id, selected, trial, before, after, banners, table, reasons)
 
 
 def _recorded_matcher(run: Run) -> FactMatcher | None:

@@ -1,6 +1,9 @@
 """The report's first screen: what was compared, the verdict, the biggest prompt change.
 
-The verdict is one table per group of lanes (real, simulated) holding only the significant
+The verdict's heading says what was found (:func:`headline`): better or worse on which primary
+metrics, no difference larger than the MDE, no test possible with so few owners, or
+inconclusive with every reason (:mod:`memlab.scoring.inconclusive`), each reason then on a line
+of its own. Below it, one table per group of lanes (real, simulated) holds only the significant
 differences against the group's baseline, each with its interval. A row is marked *robust*
 when it is a primary metric that Holm's step-down keeps significant over the group's family
 and, for a rate a judge grades, every judge of the run finds the same difference; the other
@@ -10,7 +13,7 @@ significant rows are exploratory (an interval at the run's level that excludes 0
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
 import pandas as pd
@@ -20,6 +23,7 @@ from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.reporting.prompt_changes import PromptChange
 from memlab.reporting.statistics import GroupComparison, StatisticsSection
 from memlab.scoring.comparison import describe
+from memlab.scoring.inconclusive import Reason, inconclusive_reasons
 from memlab.scoring.metric_specs import metric_spec
 from memlab.sweeps.run import Run
 
@@ -28,6 +32,7 @@ __all__ = [
     "Verdict",
     "biggest_prompt_change",
     "compared_text",
+    "headline",
     "verdict",
     "verdict_html",
     "verdict_markdown",
@@ -51,6 +56,33 @@ class Verdict:
     """configuration, metric, baseline -> value, delta [CI], owners better / worse, robust."""
     tested: int
     """Comparison rows of the group that were tests (a p-value), significant or not."""
+    reasons: tuple[Reason, ...] = ()
+    """Why the group's comparison cannot say whether a configuration is better."""
+    table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    """The group's comparison (:func:`memlab.scoring.comparison.compare_lanes`)."""
+
+
+def headline(tables: Sequence[pd.DataFrame], reasons: Sequence[Reason]) -> str:
+    """What comparisons found, in a few words: ``better on recall; worse on precision
+    (macro)`` (primary metrics Holm keeps significant), ``inconclusive — <reasons>``, ``no test
+    possible: 2 owners`` (the only reason: too few owners for any test), ``no difference
+    larger than the MDE``, or ``nothing to compare`` without any comparison."""
+    if not tables:
+        return "nothing to compare"
+    found: dict[str, list[str]] = {"better": [], "worse": []}
+    for table in tables:
+        decided = table[table["significant"].astype(bool) & (table["role"] == "primary")]
+        for _, row in decided.iterrows():
+            title = metric_spec(str(row["metric"])).title
+            if str(row["verdict"]) in found and title not in found[str(row["verdict"])]:
+                found[str(row["verdict"])].append(title)
+    parts = [f"{way} on {', '.join(titles)}" for way, titles in found.items() if titles]
+    shorts = list(dict.fromkeys(reason.short for reason in reasons))
+    if shorts and all(reason.kind == "no test possible" for reason in reasons):
+        parts.append("; ".join(shorts))
+    elif shorts:
+        parts.append("inconclusive — " + "; ".join(shorts))
+    return "; ".join(parts) or "no difference larger than the MDE"
 
 
 def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:
@@ -107,6 +139,8 @@ def verdict(section: StatisticsSection, robust: pd.DataFrame | None = None) -> l
             found.baseline,
             _rows(found, splits),
             int(found.table["p_value"].notna().sum()),
+            tuple(inconclusive_reasons(found.table, power=section.options.power)),
+            found.table,
         )
         for found in section.comparisons
     ]
@@ -147,11 +181,38 @@ def biggest_prompt_change(changes: Sequence[PromptChange]) -> PromptChange | Non
     return max(changes, key=_changed_lines, default=None)
 
 
+def _observed(table: pd.DataFrame | None) -> str:
+    """The primary metrics that changed, baseline -> value, as observations."""
+    if table is None or table.empty:
+        return ""
+    changed = table[(table["role"] == "primary") & (table["delta"].fillna(0) != 0)]
+    seen = []
+    for _, row in changed.iterrows():
+        spec = metric_spec(str(row["metric"]))
+        seen.append(
+            f"{row['lane']}: {spec.title} {spec.fmt(row['baseline'])} -> {spec.fmt(row['value'])}"
+        )
+    return ", ".join(seen)
+
+
+def _heading(verdicts: Sequence[Verdict]) -> str:
+    tables = [found.table for found in verdicts if found.table is not None]
+    return "Verdict: " + headline(tables, [r for found in verdicts for r in found.reasons])
+
+
 def _nothing(found: Verdict) -> str:
     """What a group without a significant difference says."""
+    no_test = [r for r in found.reasons if r.kind == "no test possible"]
+    if no_test:
+        seen = _observed(found.table)
+        return f"{no_test[0].short}: " + (
+            f"observed, not tested: {seen}" if seen else "no primary metric changed"
+        )
+    if found.reasons:
+        return "inconclusive (the reasons above)"
     if not found.tested:
-        return "nothing could be tested (no change, or too few owners for a test)"
-    return f"no significant difference in {found.tested} test(s)"
+        return "no change in any primary metric"
+    return f"no difference larger than the MDE in {found.tested} test(s)"
 
 
 def _table(rows: pd.DataFrame) -> str:
@@ -167,7 +228,11 @@ def _table(rows: pd.DataFrame) -> str:
 
 def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> list[str]:
     """The first screen's verdict and prompt change as HTML fragments (text escaped)."""
-    parts = ["<h2 id='verdict'>Verdict: significant differences</h2>"]
+    parts = [f"<h2 id='verdict'>{escape(_heading(verdicts))}</h2>"]
+    reasons = list(dict.fromkeys(r.text for found in verdicts for r in found.reasons))
+    if reasons:
+        items = "".join(f"<li>{escape(text)}</li>" for text in reasons)
+        parts.append(f"<ul class='inconclusive'>{items}</ul>")
     if not verdicts:
         parts.append("<p>Nothing to compare: one configuration per group.</p>")
     first = FIRST_ROWS // max(1, len(verdicts))
@@ -202,14 +267,16 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
 
 def verdict_markdown(verdicts: Sequence[Verdict], change: PromptChange | None) -> list[str]:
     """The verdict and the biggest prompt change as Markdown lines (every row shown)."""
-    lines = ["## Verdict: significant differences", ""]
+    lines = [f"## {md_escape(_heading(verdicts))}", ""]
+    reasons = list(dict.fromkeys(r.text for found in verdicts for r in found.reasons))
+    lines += [*(f"- {md_escape(text)}" for text in reasons), *([""] if reasons else [])]
     if not verdicts:
         lines += ["Nothing to compare: one configuration per group.", ""]
     for found in verdicts:
         group = f"{found.title}: " if found.title else ""
         where = md_escape(f"{group}against {found.baseline}")
         if found.rows.empty:
-            lines += [f"{where}: {_nothing(found)}.", ""]
+            lines += [f"{where}: {md_escape(_nothing(found))}.", ""]
             continue
         lines += [f"{where} ({len(found.rows)} of {found.tested} tests significant)", ""]
         lines += md_table_head(list(found.rows.columns))

@@ -137,6 +137,8 @@ class LaneFacts:
         judge: The judge grading the run's memory QA ("" without memory QA).
         backend: The backend's identity in words (name, model, file hash...).
         simulated: Whether the backend is the simulated model.
+        reads_prompts: Whether the backend's replies depend on the prompt text (false for the
+            simulated model's profiles, which answer from the labels).
         prompt: The prompt's name.
         prompt_sha256: The prompt template's content hash ("" when not recorded).
         settings: Every other lane setting by name.
@@ -152,6 +154,7 @@ class LaneFacts:
     judge: str = ""
     backend: str = ""
     simulated: bool = False
+    reads_prompts: bool = True
     prompt: str = ""
     prompt_sha256: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)

@@ -28,6 +28,7 @@ import pandas as pd
 from memlab.errors import MemlabError
 from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines
 from memlab.scoring.estimators import estimator
+from memlab.scoring.inconclusive import SIDE_RATES, ComparedPair
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import Paired, StatOptions, holm, holm_steps, paired
@@ -293,6 +294,11 @@ def compare_lanes(
     ``delta_lo``/``delta_hi`` are the interval at ``level`` (the Holm step's level for a
     primary row, the run's level otherwise), ``mde`` the minimum detectable effect at the same
     level, ``p_holm`` the Holm-adjusted p-value of a primary row.
+
+    ``table.attrs["pairs"]`` holds each pair as compared
+    (:class:`~memlab.scoring.inconclusive.ComparedPair`), from which
+    :func:`memlab.scoring.inconclusive.inconclusive_reasons` says why the comparison cannot
+    answer, when it cannot.
     """
     options = options or StatOptions()
     banners = check_pairs(
@@ -306,13 +312,17 @@ def compare_lanes(
     cache: dict[int, pd.DataFrame] = {}
     rows: list[dict[str, Any]] = []
     tests: list[Paired | None] = []
+    compared: list[ComparedPair] = []
     for base, cand in pairs:
-        for row, test in _compare_pair(base, cand, specs, options, cache):
+        found, pair = _compare_pair(base, cand, specs, options, cache)
+        compared.append(pair)
+        for row, test in found:
             row["role"] = "primary" if row["metric"] in family else "secondary"
             rows.append(row)
             tests.append(test)
     table = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     table.attrs["banners"] = banners
+    table.attrs["pairs"] = compared
     if table.empty:
         return table
     _decide(table, tests, options)
@@ -388,7 +398,7 @@ def _compare_pair(
     specs: Sequence[MetricSpec],
     options: StatOptions,
     cache: dict[int, pd.DataFrame],
-) -> list[tuple[dict[str, Any], Paired | None]]:
+) -> tuple[list[tuple[dict[str, Any], Paired | None]], ComparedPair]:
     counts_a, counts_b = _lane_counts(base, cache), _lane_counts(cand, cache)
     shared = counts_a.index.intersection(counts_b.index).sort_values()
     if len(shared) == 0:
@@ -426,7 +436,22 @@ def _compare_pair(
             "owners_worse": int((improvement < 0).sum()),
         }
         rows.append((row, test))
-    return rows
+    return rows, ComparedPair(base.facts, cand.facts, len(shared), _side_rates(base, a, cand, b))
+
+
+def _side_rates(
+    base: Lane, a: pd.DataFrame, cand: Lane, b: pd.DataFrame
+) -> dict[str, tuple[float, float]]:
+    """:data:`~memlab.scoring.inconclusive.SIDE_RATES` of both sides on the shared owners."""
+    rates = {}
+    for name in SIDE_RATES:
+        spec = metric_spec(name)
+        if all(c in a and c in b for c in spec.sources):
+            rates[name] = (
+                estimator(spec, a, where=f"{base.run.name}: {base.label}").value(),
+                estimator(spec, b, where=f"{cand.run.name}: {cand.label}").value(),
+            )
+    return rates
 
 
 def _owner_rates(spec: MetricSpec, counts: pd.DataFrame) -> np.ndarray:

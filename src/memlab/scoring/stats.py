@@ -67,6 +67,8 @@ __all__ = [
     "holm",
     "holm_steps",
     "min_detectable_effect",
+    "min_test_owners",
+    "owners_to_detect",
     "paired",
     "paired_ratio_test",
     "ratio",
@@ -477,6 +479,48 @@ def min_detectable_effect(
     factor = noncentrality * math.sqrt(owners / df)
     with np.errstate(invalid="ignore"):
         return np.where(se_v > 0, factor * se_v, math.nan)
+
+
+def min_test_owners(alpha: float) -> int:
+    """The fewest owners with which the paired procedure can reject at ``alpha`` at all: its
+    sign-flip test's smallest p-value, ``2 / 2**n``, must be below ``alpha`` (6 at 0.05)."""
+    owners = 2
+    while 2.0 / 2.0**owners >= alpha:
+        owners += 1
+    return owners
+
+
+_MAX_OWNERS = 10**7
+"""Beyond this many owners :func:`owners_to_detect` gives up (``None``)."""
+
+
+def owners_to_detect(
+    effect: float, mde: float, owners: int, *, alpha: float = 0.05, power: float = 0.80
+) -> int | None:
+    """The fewest owners at which :func:`min_detectable_effect` reaches ``effect``, for owners
+    like these: ``mde`` is the MDE with ``owners`` owners at ``alpha``, and the delta's standard
+    error is taken to shrink as ``1 / sqrt(n)``. ``owners`` itself when ``mde`` is already
+    small enough; ``None`` when ``mde`` is not a finite positive number (no spread to plan
+    from, or too few owners for any test) or more than ten million owners would be needed."""
+    if not (math.isfinite(mde) and mde > 0 and effect > 0):
+        return None
+    if mde <= effect:
+        return owners
+    se = mde / float(min_detectable_effect([1.0], owners, alpha=alpha, power=power)[0])
+
+    def detects(n: int) -> bool:
+        scaled = se * math.sqrt(owners / n)
+        return float(min_detectable_effect([scaled], n, alpha=alpha, power=power)[0]) <= effect
+
+    low, high = owners, owners * 2
+    while not detects(high):
+        if high >= _MAX_OWNERS:
+            return None
+        low, high = high, min(high * 2, _MAX_OWNERS)
+    while high - low > 1:  # detects(high) holds, detects(low) does not
+        middle = (low + high) // 2
+        low, high = (low, middle) if detects(middle) else (middle, high)
+    return high
 
 
 # ---------------------------------------------------------------------- rate matrices

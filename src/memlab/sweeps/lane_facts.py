@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from memlab.backends.identity import file_digest
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import is_simulated, reads_prompts
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
 from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
@@ -183,6 +183,7 @@ def read_lane_facts(
         judge=run.judge if run.qa_manifest else "",
         backend=_backend_text(config.backend, identity.get("backend")),
         simulated=is_simulated(config.backend),
+        reads_prompts=reads_prompts(config.backend),
         prompt=str(prompt.get("name") or config.prompt),
         prompt_sha256=str(prompt.get("sha256") or ""),
         settings=settings,

@@ -1,0 +1,299 @@
+"""Comparisons that cannot say whether a candidate is better say why, everywhere.
+
+Runs are built here with the simulated model, whose declared behaviour fixes what to expect:
+its profiles ignore prompt text (two runs differing only in prompt cannot differ), the smoke
+dataset has 2 owners (no paired test reaches p < 0.05 with 2: the sign-flip test's smallest
+p-value is 2 / 2**2), and a profile proposing nothing (``propose_rate: 0``, no failures) gives
+recall 0 and no parse failure on every owner.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memlab.backends.registry import reads_prompts
+from memlab.cli.main import main
+from memlab.core.prompts import PromptRegistry
+from memlab.reporting.gate import Inconclusive, check_regressions
+from memlab.reporting.trial import try_prompt
+from memlab.scoring.comparability import LaneFacts
+from memlab.scoring.comparison import COMPARE_COLUMNS
+from memlab.scoring.inconclusive import (
+    BOTH_UNPARSED_SHARE,
+    JUDGE_UNREADABLE_SHARE,
+    ComparedPair,
+    inconclusive_reasons,
+)
+from memlab.scoring.stats import min_detectable_effect, min_test_owners, owners_to_detect
+from memlab.simulation.profile import load_profile
+from memlab.sweeps.run import load_run
+
+IGNORED = "the backend ignores prompts"
+
+
+def _run(runs: Path, name: str, *extra: str, dataset: str = "personas") -> Path:
+    argv = ["run", dataset, "--runs-dir", str(runs), "--name", name, "--no-progress", *extra]
+    assert main(argv) == 0
+    return runs / name
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("inconclusive")
+
+
+@pytest.fixture(scope="module")
+def selfonly(runs: Path) -> Path:
+    """The default prompt with its extraction step narrowed, as a prompt file."""
+    template = PromptRegistry().get("default").template
+    edited = template.replace(
+        "Extract new, durable facts about the user",
+        "Extract only facts the user states about themselves, never guesses,",
+    )
+    assert edited != template
+    path = runs / "selfonly.txt"
+    path.write_text(edited, "utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def base(runs: Path) -> Path:
+    return _run(runs, "base", "--backend", "sim:careful")
+
+
+@pytest.fixture(scope="module")
+def cand(runs: Path, selfonly: Path) -> Path:
+    return _run(runs, "cand", "--backend", "sim:careful", "--prompt", str(selfonly))
+
+
+@pytest.fixture(scope="module")
+def zero(runs: Path) -> str:
+    path = runs / "zero.yaml"
+    path.write_text("name: zero\npropose_rate: 0.0\nfailures: {}\n", "utf-8")
+    return f"sim:{path}"
+
+
+def _gate(cand: Path, base: Path, *extra: str) -> list[str]:
+    return ["gate", str(cand), "--baseline", str(base), "--no-significant-regression", *extra]
+
+
+# --- the backend ignores prompts -------------------------------------------------------
+
+
+def test_simulated_profiles_declare_they_ignore_prompts() -> None:
+    assert not load_profile("careful").reads_prompts
+    assert not reads_prompts("sim:careful") and not reads_prompts("sim:sloppy")
+    assert reads_prompts("scripted") and reads_prompts("openai:gpt-4o-mini")
+    assert reads_prompts("nosuchprefix:x")  # an unknown backend is not assumed blind
+
+
+def test_gate_on_a_prompt_change_the_simulated_model_cannot_see_fails(
+    base: Path, cand: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_gate(cand, base, "--tolerance", "0.2")) == 1
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if IGNORED in line]
+    assert len(lines) == 1 and lines[0].startswith("FAILED inconclusive: "), out
+    assert "(default vs selfonly)" in lines[0]
+    assert "gate passed" not in out and "gate failed:" in out
+
+    assert main(_gate(cand, base, "--tolerance", "0.2", "--allow-inconclusive")) == 0
+    out = capsys.readouterr().out
+    assert next(line for line in out.splitlines() if IGNORED in line).startswith("WARNING ")
+    assert "FAILED" not in out
+    assert "allowed by --allow-inconclusive" in out.splitlines()[-1]
+
+
+def test_same_prompt_on_the_simulated_model_is_no_such_reason(
+    runs: Path, base: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _run(runs, "threshold", "--backend", "sim:careful", "--threshold", "0.9")
+    main(_gate(other, base, "--tolerance", "0.2"))
+    assert IGNORED not in capsys.readouterr().out
+
+
+def test_compare_report_and_trial_name_the_reason(
+    base: Path, cand: Path, selfonly: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(base), str(cand)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("inconclusive: ") and IGNORED in line for line in out)
+    assert out[-1] == f"verdict: inconclusive — {IGNORED}"
+
+    assert main(["report", str(base), str(cand), "--out", str(runs / "rep-prompt")]) == 0
+    capsys.readouterr()
+    summary = (runs / "rep-prompt" / "summary.md").read_text("utf-8")
+    assert f"## Verdict: inconclusive — {IGNORED}\n" in summary
+    assert "significant differences" not in summary
+    html = (runs / "rep-prompt" / "index.html").read_text("utf-8")
+    assert f"Verdict: inconclusive — {IGNORED}</h2>" in html
+
+    trial = try_prompt(load_run(base), selfonly, owners="all")
+    assert trial.verdict.startswith(f"Verdict: inconclusive — {IGNORED}")
+    assert [r.kind for r in trial.reasons] == ["prompts ignored"]
+    assert IGNORED in trial._repr_html_()
+
+
+# --- too few owners ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smoke_pair(runs: Path) -> tuple[Path, Path]:
+    a = _run(runs, "smoke-a", "--backend", "sim:careful", dataset="smoke")
+    b = _run(runs, "smoke-b", "--backend", "sim:careful", "--threshold", "0.5", dataset="smoke")
+    return a, b
+
+
+def test_two_owners_no_test_possible_everywhere(
+    smoke_pair: tuple[Path, Path], runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = smoke_pair
+    for extra in ([], ["--tolerance", "1"]):  # even a regression of 100 points
+        assert main(_gate(b, a, *extra)) == 1
+        failed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("FAILED")]
+        metrics = {"parse_failure_rate", "recall", "precision_macro"}  # the primary family
+        assert len(failed) == len(metrics)
+        assert all("no test possible: 2 owners" in line for line in failed)
+        assert {line.split(": ")[1] for line in failed} == metrics
+
+    assert main(["compare", str(a), str(b)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "verdict: no test possible: 2 owners"
+    assert main(["report", str(a), str(b), "--out", str(runs / "rep-smoke")]) == 0
+    summary = (runs / "rep-smoke" / "summary.md").read_text("utf-8")
+    assert "## Verdict: no test possible: 2 owners\n" in summary
+    assert "observed, not tested" in summary or "no primary metric changed" in summary
+
+
+def test_owners_to_detect_is_the_first_sample_size_the_mde_reaches() -> None:
+    owners, se, effect = 14, 0.05, 0.05
+    mde = float(min_detectable_effect([se], owners)[0])
+    needed = owners_to_detect(effect, mde, owners)
+    assert needed is not None and needed > owners
+
+    def mde_at(n: int) -> float:  # the standard error shrinking as 1 / sqrt(n)
+        return float(min_detectable_effect([se * math.sqrt(owners / n)], n)[0])
+
+    assert mde_at(needed) <= effect < mde_at(needed - 1)
+    assert owners_to_detect(effect, math.inf, 2) is None
+    assert owners_to_detect(effect, math.nan, 14) is None
+    assert owners_to_detect(0.5, mde, owners) == owners
+    # The sign-flip test's smallest p-value is 2 / 2**n: below 0.05 from n = 6 (2/64).
+    assert min_test_owners(0.05) == 6 and min_test_owners(0.025) == 7
+
+
+# --- identical lanes that show nothing -----------------------------------------------------
+
+
+def test_identical_all_zero_lanes_do_not_pass_silently(
+    runs: Path, zero: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _run(runs, "zero-a", "--backend", zero)
+    b = _run(runs, "zero-b", "--backend", zero)
+    summary = load_run(b).summary
+    assert summary["recall"].tolist() == [0.0] and summary["parse_failure_rate"].tolist() == [0.0]
+    assert main(_gate(b, a, "--tolerance", "0.2")) == 1
+    out = capsys.readouterr().out
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and ": recall: no spread to size a test on" in failed[0], out
+    assert "ok [simulated] default: parse_failure_rate no change" in out  # 0 failures: perfect
+    assert main(_gate(b, a, "--tolerance", "0.2", "--allow-inconclusive")) == 0
+    assert "WARNING" in capsys.readouterr().out
+    # Without a tolerance too: an MDE of NaN is never "no difference larger than the MDE".
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "verdict: inconclusive — no spread among owners to size a test on"
+    assert main(["report", str(a), str(b), "--out", str(runs / "rep-zero")]) == 0
+    summary = (runs / "rep-zero" / "summary.md").read_text("utf-8")
+    assert "## Verdict: inconclusive — no spread among owners to size a test on\n" in summary
+
+
+def test_a_primary_metric_not_comparable_fails_the_gate(
+    runs: Path, base: Path, zero: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A baseline that stored nothing has no precision: the candidate's cannot be compared."""
+    empty = _run(runs, "zero-base", "--backend", zero)
+    assert math.isnan(load_run(empty).summary["precision_macro"].iloc[0])
+    code = main(_gate(base, empty, "--tolerance", "0.5"))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "ok [simulated] default: precision_macro" not in out
+    assert any(
+        line.startswith("FAILED inconclusive: ") and "precision_macro not comparable" in line
+        for line in out.splitlines()
+    ), out
+    found, _ = check_regressions(load_run(base), load_run(empty), tolerance=0.5)
+    assert [f.metric for f in found if isinstance(f, Inconclusive)] == ["precision_macro"]
+
+
+def test_a_real_difference_is_named_in_the_heading(
+    runs: Path, base: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sloppy breaks about 35% of its replies (its declared failure rates), careful 7%."""
+    sloppy = _run(runs, "sloppy", "--backend", "sim:sloppy")
+    assert main(["report", str(base), str(sloppy), "--out", str(runs / "rep-sloppy")]) == 0
+    summary = (runs / "rep-sloppy" / "summary.md").read_text("utf-8")
+    heading = next(line for line in summary.splitlines() if line.startswith("## Verdict"))
+    assert heading.startswith("## Verdict: worse on ") and "parse failure rate" in heading
+    assert "inconclusive" not in heading
+
+
+# --- the checks on hand-built comparisons --------------------------------------------------
+
+
+def _facts(run: str, **changes: object) -> LaneFacts:
+    fields: dict[str, object] = {"run": run, "lane": "x", "prompt": "default"}
+    return LaneFacts(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def _table(pairs: list[ComparedPair], verdict: str = "no significant difference") -> pd.DataFrame:
+    row: dict[str, object] = dict.fromkeys(COMPARE_COLUMNS, 0.0)
+    row.update(
+        run="b", lane="x", baseline_run="a", baseline_lane="x", metric="recall",
+        role="primary", verdict=verdict, owners=20, mde=0.01, level=0.95,
+    )  # fmt: skip
+    table = pd.DataFrame([row])
+    table.attrs["pairs"] = pairs
+    return table
+
+
+@pytest.mark.parametrize(
+    ("rates", "kind"),
+    [
+        ({"parse_failure_rate": (BOTH_UNPARSED_SHARE, 1.0)}, "replies unparsed"),
+        ({"qa_judge_error_rate": (0.0, JUDGE_UNREADABLE_SHARE + 0.01)}, "verdicts unreadable"),
+    ],
+)
+def test_shares_above_their_limit_are_reasons(
+    rates: dict[str, tuple[float, float]], kind: str
+) -> None:
+    pair = ComparedPair(_facts("a"), _facts("b"), 20, rates)
+    assert [r.kind for r in inconclusive_reasons(_table([pair]))] == [kind]
+    below = {name: (0.0, 0.0) for name in rates}
+    assert inconclusive_reasons(_table([ComparedPair(_facts("a"), _facts("b"), 20, below)])) == []
+
+
+def test_replies_failing_on_one_side_only_is_no_reason() -> None:
+    rates = {"parse_failure_rate": (1.0, 0.0)}
+    pair = ComparedPair(_facts("a"), _facts("b"), 20, rates)
+    assert inconclusive_reasons(_table([pair])) == []
+
+
+def test_prompts_ignored_needs_both_sides_blind_and_prompts_that_differ() -> None:
+    blind = {"reads_prompts": False, "simulated": True}
+    cases = [
+        (_facts("a", **blind), _facts("b", prompt="other", **blind), 1),
+        (_facts("a", **blind), _facts("b", **blind), 0),
+        (_facts("a"), _facts("b", prompt="other"), 0),
+    ]
+    for left, right, expected in cases:
+        reasons = inconclusive_reasons(_table([ComparedPair(left, right, 20)]))
+        assert len(reasons) == expected
+
+
+def test_not_computable_primary_is_a_reason() -> None:
+    table = _table([], verdict="not computable")
+    assert [r.short for r in inconclusive_reasons(table)] == ["recall not computable"]
