@@ -79,9 +79,9 @@ def test_cli_run_with_qa_off_a_terminal_prints_sparse_lines(
     qa_lines = re.findall(r"^qa calls: (\d+)/(\d+) calls", err, re.M)
     assert sweep_lines and qa_lines
     # Sessions, not replays: the total is both owners' sessions (one lane).
-    from memlab.datasets import load_dataset
+    from memlab.datasets import load_dataset, resolve_dataset
 
-    owners = load_dataset("personas").owners[:2]
+    owners = load_dataset(resolve_dataset("personas"))[:2]
     sessions = sum(len(o.sessions) for o in owners)
     assert {int(total) for _, total in sweep_lines} == {sessions}
     assert sweep_lines[-1][0] == str(sessions)
