@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "judge",
     "prompts",
     "datasets",
+    "runs",
     "report",
     "compare",
     "cache",
