@@ -85,6 +85,9 @@ def test_cli_run_with_qa_off_a_terminal_prints_sparse_lines(
     sessions = sum(len(o.sessions) for o in owners)
     assert {int(total) for _, total in sweep_lines} == {sessions}
     assert sweep_lines[-1][0] == str(sessions)
+    # Counted as sessions are played, not when an owner's whole replay ends (a real model's
+    # replay of one owner takes minutes): the first line comes before any owner is done.
+    assert int(sweep_lines[0][0]) < min(len(o.sessions) for o in owners)
     assert len(sweep_lines) <= 10  # one per tenth at most
     done, total = (int(x) for x in qa_lines[-1])
     assert done == total > 0
