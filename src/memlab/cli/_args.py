@@ -39,6 +39,7 @@ __all__ = [
     "schema_bounds",
     "share",
     "single_blas_thread",
+    "token_limit",
     "workers",
 ]
 
@@ -88,6 +89,11 @@ def executor(text: str) -> DaskSpec:
 def count(text: str) -> int:
     """A positive count (``--max-owners``, ``--max-sessions``)."""
     return _int_between(text, 1, None, "the count")
+
+
+def token_limit(text: str) -> int:
+    """A completion token limit of memory QA (``--max-tokens``): 1 to 8192, as QASpec's."""
+    return _int_between(text, 1, 8192, "the token limit")
 
 
 def run_name(text: str) -> str:

@@ -29,11 +29,13 @@ COMMAND_MODULES: tuple[str, ...] = (
     "judge",
     "prompts",
     "datasets",
+    "runs",
     "report",
     "compare",
     "cache",
     "matching",
     "plugins",
+    "init",
 )
 
 

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memlab.cli import _args
+from memlab.cli import _args, qa_options
 from memlab.cli.matching import matcher_from_args
-
-if TYPE_CHECKING:
-    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
-    from memlab.sweeps.qa_spec import QASpec
 
 # The QA machinery (pandas, the backends, the run reader) is imported when the command runs,
 # so `memlab --help` and argument errors stay fast.
@@ -39,8 +34,6 @@ only what is missing.
 
 def register(subparsers: Any) -> None:
     """Add the ``qa`` command."""
-    from memlab.qa.conditions import CONDITIONS
-
     p = subparsers.add_parser(
         "qa",
         help=COMMANDS["qa"],
@@ -53,32 +46,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run", type=_args.directory, help="run directory")
-    p.add_argument("--answer-backend", metavar="SPEC", help="backend that answers")
-    p.add_argument(
-        "--answer-prompt",
-        metavar="NAME|FILE",
-        help="answer prompt: a name, or a prompt file defining one (default: default)",
-    )
-    p.add_argument(
-        "--judges",
-        metavar="NAMES",
-        help="comma-separated judge prompts, each a name or a prompt file defining one "
-        "(default: strict,lenient)",
-    )
-    for kind, option in (("answer", "--answer-prompt"), ("judge", "--judges")):
-        p.add_argument(
-            f"--{kind}-prompts",
-            nargs="+",
-            default=[],
-            metavar="PATH",
-            help=f"{kind} prompt files or directories whose prompts {option} can name",
-        )
-    p.add_argument("--judge-backend", metavar="SPEC", help="backend of the judges")
-    p.add_argument(
-        "--conditions",
-        metavar="NAMES",
-        help=f"comma-separated conditions (default: all): {', '.join(CONDITIONS)}",
-    )
+    qa_options.add_qa_options(p, max_tokens_flags=("--max-tokens", "--answer-max-tokens"))
     _args.add_cache_options(p, "response cache directory for answers and verdicts")
     p.add_argument("--workers", type=_args.workers, default=8, help="concurrent calls (default: 8)")
     p.add_argument(
@@ -103,80 +71,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_qa)
 
 
-_OPTIONS = {
-    "answer_backend": "answer_backend",
-    "answer_prompt": "answer_prompt",
-    "judge_backend": "judge_backend",
-}
-_LISTS = {"judges": "judges", "conditions": "conditions"}
-
-
-def _spec(args: argparse.Namespace, grid_spec: QASpec | None, grid_dir: Path) -> QASpec:
-    from pydantic import ValidationError
-
-    from memlab.sweeps.qa_spec import QAError, QASpec
-
-    settings: dict[str, Any] = grid_spec.model_dump() if grid_spec is not None else {}
-    # The grid's prompt files are relative to its folder; the options' to the working one.
-    for key in ("answer_prompts", "judge_prompts"):
-        settings[key] = [str(grid_dir / path) for path in settings.get(key, [])]
-        settings[key] += [str(Path(path).absolute()) for path in getattr(args, key)]
-    for option, key in _OPTIONS.items():
-        if getattr(args, option) is not None:
-            settings[key] = getattr(args, option)
-    for option, key in _LISTS.items():
-        text = getattr(args, option)
-        if text is not None:
-            settings[key] = [part.strip() for part in text.split(",") if part.strip()]
-    from memlab.core.prompts import looks_like_path
-    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
-
-    # A prompt given as a file: the file becomes a prompt source, its one prompt the choice.
-    if looks_like_path(settings.get("answer_prompt", "")):
-        settings["answer_prompt"] = _prompt_file(settings, "answer_prompts", AnswerPrompt)
-    settings["judges"] = [
-        _prompt_file(settings, "judge_prompts", JudgePrompt, n) if looks_like_path(n) else n
-        for n in settings.get("judges", ["strict", "lenient"])
-    ]
-    if "answer_backend" not in settings:
-        raise QAError(
-            f"{args.run}: no QA settings: the run's grid has no qa: key; give "
-            "--answer-backend SPEC (e.g. local:smollm2)"
-        )
-    try:
-        return QASpec.model_validate(settings)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise QAError(f"qa setting {where}: {first['msg']}") from None
-
-
-def _prompt_file(
-    settings: dict[str, Any],
-    key: str,
-    kind: type[AnswerPrompt] | type[JudgePrompt],
-    path: str | None = None,
-) -> str:
-    """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
-    and return the name of the one prompt it defines."""
-    from memlab.core.prompts import PromptError, TemplateRegistry
-    from memlab.sweeps.qa_spec import QAError
-
-    path = str(Path(path or settings["answer_prompt"]).absolute())
-    try:
-        variants = TemplateRegistry(kind).load_file(path)
-    except PromptError as exc:
-        raise QAError(str(exc)) from None
-    if len(variants) != 1:
-        names = ", ".join(v.name for v in variants)
-        raise QAError(
-            f"{path}: defines {len(variants)} prompts ({names}); add it with "
-            f"--{key.replace('_', '-')} and name one of them"
-        )
-    settings[key] = [*settings.get(key, []), path]
-    return variants[0].name
-
-
 def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.reporting.qa import qa_text
@@ -185,7 +79,7 @@ def _qa(args: argparse.Namespace) -> int:
     from memlab.sweeps.run import load_run
 
     run = load_run(args.run)
-    spec = _spec(args, run.grid.qa, run.grid.base_dir)
+    spec = qa_options.qa_spec(args, run.grid.qa, run.grid.base_dir)
     # Prompt files are read before anything is sent or written: a bad one changes nothing.
     resolve_prompts(spec)
     status = 0

@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
-from memlab.cli import _args
+from memlab.cli import _args, qa_options
 from memlab.cli.matching import matcher_from_args
 from memlab.matching.matchers import matcher_help
 
@@ -46,6 +46,8 @@ _RUN_EXAMPLE = """examples:
       --threshold 0.7 --max-facts 100 --cache-dir cache
   memlab run smoke --prompt ./my_prompt.txt --backend scripted
   memlab run personas --embedding-duplicates --embedding-threshold 0.85
+  memlab run personas --backend sim:careful --qa      # memory QA, answered by sim:careful
+  memlab run personas --backend local:smollm2 --qa --judges strict --answer-max-tokens 48
 """
 
 
@@ -166,6 +168,17 @@ def register(subparsers: Any) -> None:
         "--max-sessions", type=_args.count, help="replay only the first N sessions per owner"
     )
     _add_common(r)
+    r.add_argument(
+        "--qa",
+        action="store_true",
+        help="then ask the memory the dataset's questions and grade the answers (memory QA; "
+        "the options below set it up as for memlab qa)",
+    )
+    qa_options.add_qa_options(
+        r,
+        max_tokens_flags=("--answer-max-tokens",),
+        answer_backend_help="backend that answers with --qa (default: --backend)",
+    )
     r.set_defaults(func=_run)
 
 
@@ -238,9 +251,19 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from memlab.core.prompts import looks_like_path, resolve_prompt
     from memlab.sweeps.grid import Grid
+    from memlab.sweeps.qa_spec import QAError, resolve_prompts
 
+    given = qa_options.given_qa_options(args)
+    if given and not args.qa:
+        raise QAError(f"{', '.join(given)}: memory QA options; add --qa to ask the questions")
+    qa = None
+    if args.qa:
+        qa = qa_options.qa_spec(args, None, Path(), default_backend=args.backend)
+        resolve_prompts(qa)  # a bad prompt file fails before anything is replayed
     prompt = args.prompt
     if looks_like_path(prompt):  # a prompt file: its variant becomes the lane's prompt
         args.prompts = [*args.prompts, prompt]
@@ -262,6 +285,7 @@ def _run(args: argparse.Namespace) -> int:
                 "debounce_seconds": args.debounce,
                 "max_tokens": args.max_tokens,
             },
+            **({"qa": qa.model_dump()} if qa is not None else {}),
         },
         source="command line",
     )

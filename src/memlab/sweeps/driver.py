@@ -148,7 +148,8 @@ def sweep(
             cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
             or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
         max_workers: Pool size when no executor is given.
-        progress: Show a tqdm progress bar (terminal or notebook).
+        progress: Show progress (:class:`memlab.sweeps.progress.Progress`: a bar on a terminal
+            or in a notebook, sparse plain lines elsewhere).
         matcher: Gold-fact matcher for recall/precision (default
             :func:`memlab.matching.matchers.default_matcher`); its name goes to environment.json.
         embedding_duplicates: Also count near-duplicate facts by embeddings, e.g.

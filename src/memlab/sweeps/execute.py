@@ -50,6 +50,7 @@ from memlab.sweeps.executors import (
     parse_executor,
 )
 from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
+from memlab.sweeps.progress import Progress
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 from memlab.sweeps.run import owned_path, read_record, record_path, record_problem
@@ -129,24 +130,40 @@ def _store_path(plan: SweepPlan, job: _Job) -> Path:
     return owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
 
 
-def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> Outcome:
-    """Prepare, replay and record one (lane, owner, sample) in this process."""
-    job = _prepare(plan, lane, owner, sample)
-    if isinstance(job, Outcome):
-        return job
+def _replay_task(
+    plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int, bar: Progress | None = None
+) -> Outcome:
+    """Prepare, replay and record one (lane, owner, sample) in this process; count each of
+    the owner's sessions on ``bar`` (as played, the rest when the replay ends)."""
+    played = 0
+
+    def on_session() -> None:
+        nonlocal played
+        played += 1
+        if bar is not None:
+            bar.update(1)
+
     try:
-        replay = replay_owner(
-            owner,
-            lane,
-            backend=plan.backends.get(lane.config.backend),
-            store_path=_store_path(plan, job),
-            replay_mode=plan.replay_mode,
-            sample=sample,
-        )
-    except Exception as exc:  # a replay that broke: recorded as unfinished, retried on resume
-        logger.debug("replay of %s under %s raised", owner.user_id, lane.lane_id, exc_info=True)
-        return _write_failure(plan, job, f"unexpected {type(exc).__name__}: {exc}")
-    return _write_record(plan, job, replay)
+        job = _prepare(plan, lane, owner, sample)
+        if isinstance(job, Outcome):
+            return job
+        try:
+            replay = replay_owner(
+                owner,
+                lane,
+                backend=plan.backends.get(lane.config.backend),
+                store_path=_store_path(plan, job),
+                replay_mode=plan.replay_mode,
+                sample=sample,
+                on_session=on_session,
+            )
+        except Exception as exc:  # a replay that broke: recorded as unfinished, retried on resume
+            logger.debug("replay of %s under %s raised", owner.user_id, lane.lane_id, exc_info=True)
+            return _write_failure(plan, job, f"unexpected {type(exc).__name__}: {exc}")
+        return _write_record(plan, job, replay)
+    finally:
+        if bar is not None:
+            bar.update(len(owner.sessions) - played)
 
 
 def unfinished(replay: OwnerReplay) -> str:
@@ -231,11 +248,10 @@ def _why_replay(
     return ", ".join(reasons) or "new"
 
 
-def _progress_bar(plan: SweepPlan, total: int, progress: bool) -> Any:
-    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=f"sweep {plan.name}", unit="replay", disable=not progress)
+def _progress_bar(plan: SweepPlan, progress: bool) -> Progress:
+    """Counts sessions, not replays: one owner's replay by a real model takes minutes."""
+    total = sum(len(owner.sessions) for _, owner, _ in plan.jobs())
+    return Progress(f"sweep {plan.name}", "session", total, enabled=progress)
 
 
 class _InOrder:
@@ -289,10 +305,14 @@ def _without_replay(outcome: Outcome) -> Outcome:
 
 
 def _replay_in_order(
-    plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int, index: int, queue: _InOrder
+    plan: SweepPlan,
+    job: tuple[ResolvedLane, Owner, int],
+    index: int,
+    queue: _InOrder,
+    bar: Progress,
 ) -> Outcome:
     """:func:`_replay_task`, then its outcome handed to ``queue`` (in the worker's thread)."""
-    return queue.put(index, _replay_task(plan, lane, owner, sample))
+    return queue.put(index, _replay_task(plan, *job, bar))
 
 
 def execute(
@@ -322,14 +342,13 @@ def execute(
     outcomes: list[Outcome | None] = [None] * len(jobs)
     finished = False
     try:
-        futures: dict[Future[Outcome], int] = {
-            pool.submit(_replay_in_order, plan, *job, index, queue): index
-            for index, job in enumerate(jobs)
-        }
-        with _progress_bar(plan, len(futures), progress) as bar:
+        with _progress_bar(plan, progress) as bar:
+            futures: dict[Future[Outcome], int] = {
+                pool.submit(_replay_in_order, plan, job, index, queue, bar): index
+                for index, job in enumerate(jobs)
+            }
             for future in as_completed(futures):
                 outcomes[futures[future]] = future.result()
-                bar.update(1)
         finished = True
     finally:
         if own_pool:
@@ -348,14 +367,14 @@ def _execute_remote(
     outcomes: list[Outcome | None] = [None] * len(jobs)
     with (
         DaskPool(client, plan.backends, plan.replay_mode) as pool,
-        _progress_bar(plan, len(jobs), progress) as bar,
+        _progress_bar(plan, progress) as bar,
     ):
         pending: list[tuple[int, _Job]] = []
         for index, (lane, owner, sample) in enumerate(jobs):
             job = _prepare(plan, lane, owner, sample)  # the old records are on this disk
             if isinstance(job, Outcome):
                 outcomes[index] = queue.put(index, job)
-                bar.update(1)
+                bar.update(len(owner.sessions))
             else:
                 pending.append((index, job))
         size = batch_size(len(pending), pool.threads())
@@ -367,7 +386,7 @@ def _execute_remote(
             batch = submitted.pop(future)  # dropped: the workers free the result
             for (index, job), result in zip(batch, results, strict=True):
                 outcomes[index] = queue.put(index, _finish_remote(plan, job, result))
-                bar.update(1)
+                bar.update(len(job.owner.sessions))
     return [outcome for outcome in outcomes if outcome is not None]
 
 

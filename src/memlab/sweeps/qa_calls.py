@@ -26,6 +26,7 @@ from memlab.backends.cache import request_key
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.qa.answering import AnswerTask, CallResult, call, judge_tasks
+from memlab.sweeps.progress import Progress
 
 __all__ = ["QACalls", "ask_and_grade", "call_key"]
 
@@ -125,20 +126,16 @@ def ask_and_grade(
     ``alongside`` runs on a thread of its own once every batch is built; its result is
     :attr:`QACalls.alongside`.
     """
-    # Imported here: tqdm.auto warns at import time in a notebook without ipywidgets.
-    from tqdm.auto import tqdm
-
     results: QACalls[T] = QACalls()
     with (
         ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab-qa") as pool,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlab-qa-side") as side,
-        tqdm(total=0, desc="qa calls", unit="call", disable=not progress) as bar,
+        Progress("qa calls", "call", enabled=progress) as bar,
     ):
         flow = _Flow(pool)
         grading = _Grading(flow, answerer, grader, judges, judge_params, results.answers)
         for tasks in batches:
-            bar.total += sum(grading.ask(t) for t in tasks)
-            bar.refresh()
+            bar.add_total(sum(grading.ask(t) for t in tasks))
         later = side.submit(alongside) if alongside is not None else None
         while flow.pending:
             kind, key, result = flow.next_done()
@@ -147,7 +144,6 @@ def ask_and_grade(
                 results.verdicts[key] = result
                 continue
             results.answers[key] = result
-            bar.total += sum(grading.grade(t, result) for t in flow.tasks.get(key, ()))
-            bar.refresh()
+            bar.add_total(sum(grading.grade(t, result) for t in flow.tasks.get(key, ())))
         results.alongside = later.result() if later is not None else None
     return results

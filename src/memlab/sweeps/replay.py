@@ -121,6 +121,7 @@ def replay_owner(
     store_path: Path,
     replay_mode: ReplayMode = "debounce",
     sample: int = 0,
+    on_session: Callable[[], None] | None = None,
 ) -> OwnerReplay:
     """Replay ``owner``'s sessions under ``lane`` into a fresh store written to ``store_path``.
 
@@ -132,9 +133,11 @@ def replay_owner(
     serialise and rename a file); ``store_path`` receives the final memory when the replay
     ends (writing it at every snapshot took half of a cached replay's time). ``sample`` is the
     index of a repeated sample: it shifts the generation seed (see
-    :func:`~memlab.sweeps.plan.build_updater`).
+    :func:`~memlab.sweeps.plan.build_updater`). ``on_session`` is called after each session
+    played (a progress count: a real model's replay of one owner can take minutes).
     """
     replayer = _Replayer(owner, lane, backend, store_path, replay_mode, sample)
+    replayer.on_session = on_session
     replayer.run(owner.sessions)
     out = replayer.out
     logger.debug(
@@ -180,6 +183,7 @@ class _Replayer:
         self.replay_mode = replay_mode
         self.debounce_seconds = config.debounce_seconds
         self.session_of = {s.thread_id: i for i, s in enumerate(owner.sessions)}
+        self.on_session: Callable[[], None] | None = None
         self.queue = MemoryUpdateQueue(
             self.process, scheduler=scheduler, config_provider=self.config
         )
@@ -345,6 +349,8 @@ class _Replayer:
                     self.queue.flush()
                     self.end_session(session.thread_id)
                     self.snapshot()
+                if self.on_session is not None:
+                    self.on_session()
             if debounce:
                 self.scheduler.advance(timedelta(seconds=self.debounce_seconds + 1).total_seconds())
                 self.scheduler.run_until_idle()
