@@ -302,7 +302,51 @@ def check_plugin_entry_point(block: str, tmp_path: Path) -> None:
     assert project["entry-points"][PLUGIN_GROUP] == declared
 
 
+def check_judge_triple(block: str, tmp_path: Path) -> None:
+    import memlab.qa
+
+    shown = json.loads(" ".join(line.strip() for line in block.splitlines()))
+    bundled = Path(memlab.qa.__file__).parent / "data" / "judge_calibration.jsonl"
+    lines = bundled.read_text(encoding="utf-8").splitlines()
+    same = [json.loads(line) for line in lines if f'"id": "{shown["id"]}"' in line]
+    assert same == [shown]
+
+
+def check_judge_audit_json(block: str, tmp_path: Path) -> None:
+    import dataclasses
+
+    from memlab.core.qa_prompts import judge_prompts
+    from memlab.qa import load_judge_calibration
+    from memlab.scoring.judge_audit import audit_backend
+
+    bundled = load_judge_calibration()
+    few = dataclasses.replace(bundled, triples=bundled.triples[:6])
+    prompts = judge_prompts()
+    audit = audit_backend("sim:careful", [prompts.get("lenient"), prompts.get("strict")], few)
+    found = audit.to_json()
+    # The keys the block shows, at each level it shows them, are the audit's.
+    assert re.findall(r'\{"(\w+)": 1,', block) == ["judge_audit_format"]
+    shown = set(re.findall(r'"(\w+)":', block))
+    judged = found["judges"]["lenient"]
+    known = {*found, *found["calibration"], *found["params"], *judged, *judged["on_topic_wrong"]}
+    known |= {"name", *found["judges"], *judged["by_kind"]}
+    assert shown <= known, shown - known
+    tally = re.search(r"Every tally has the keys ``([^`]+)``", _module_doc("judge_audit"))
+    assert tally is not None and set(tally.group(1).split()) <= set(judged["on_topic_wrong"])
+
+
+def _module_doc(name: str) -> str:
+    import importlib
+
+    return importlib.import_module(f"memlab.scoring.{name}").__doc__ or ""
+
+
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
+    ("memlab.scoring.judge_audit", '{"judge_audit_format": 1,'): check_judge_audit_json,
+    (
+        "memlab.qa.judge_calibration",
+        '{"id": "part-001", "kind": "partial", "question": "Which two countries did Noor visit in',
+    ): check_judge_triple,
     ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
     ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
