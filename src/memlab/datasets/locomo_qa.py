@@ -18,7 +18,8 @@ of one of the conversation's two owners:
 - evidence turns from the dialogue ids (``D3:12`` -> the 12th turn of ``session_3``, found by
   its ``dia_id``; ``D30:05`` and ``D:11:26`` are read as ``D30:5`` and ``D11:26``); ids that
   name no turn are dropped and counted; evidence facts are the owner's observations that cite
-  one of those turns.
+  one of those turns. An audit's corrected evidence must name turns: an audit entry with an
+  id that names none is refused.
 
 ``answer_key="audited"`` applies an audit of the answer key (``audit/errors.json`` beside
 ``locomo10.json``, github.com/dial481/locomo-audit, CC BY-NC 4.0 like LoCoMo; read at run
@@ -127,6 +128,8 @@ class AuditFinding:
     error_type: str
     correct_answer: str
     correct_evidence: tuple[str, ...]
+    where: str = ""
+    """The entry in the audit file (``errors.json: [12]``), for messages."""
 
     @property
     def changes_answer(self) -> bool:
@@ -215,6 +218,7 @@ def _finding(entry: Any, where: str) -> AuditFinding:
         error_type=entry["error_type"],
         correct_answer=entry["correct_answer"],
         correct_evidence=tuple(evidence),
+        where=where,
     )
 
 
@@ -378,8 +382,13 @@ def _audited(
 ) -> Question:
     refs, bad = _dia_refs(list(finding.correct_evidence))
     missing = bad + [r for r in refs if r not in turns.where]
-    counts.unresolved_evidence.extend(f"{finding.question_id} (audit): {r}" for r in missing)
-    evidence = _evidence([r for r in refs if r in turns.where], turns, cited)
+    if missing:  # the correction is the evidence: a piece naming no turn is no correction
+        raise LocomoAuditError(
+            f"{finding.where or finding.question_id}.correct_evidence: {excerpt(missing[0])} "
+            f"names no turn of {question.id} (dialogue ids look like D3:12); correct the "
+            "audit entry"
+        )
+    evidence = _evidence(refs, turns, cited)
     answer = finding.correct_answer.strip() if finding.changes_answer else question.answer
     audit = AnswerAudit(
         error_type=finding.error_type,
