@@ -134,12 +134,15 @@ def _replay_task(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int)
     job = _prepare(plan, lane, owner, sample)
     if isinstance(job, Outcome):
         return job
+    # A store path memlab may not write (a planted link) is the run directory's fault, not
+    # the replay's: it stops the sweep with that one line instead of failing every replay.
+    store_path = _store_path(plan, job)
     try:
         replay = replay_owner(
             owner,
             lane,
             backend=plan.backends.get(lane.config.backend),
-            store_path=_store_path(plan, job),
+            store_path=store_path,
             replay_mode=plan.replay_mode,
             sample=sample,
         )
