@@ -26,6 +26,7 @@ from memlab.core.prompts import PromptError
 from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.errors import MemlabError
 from memlab.qa.conditions import CONDITIONS, Condition
+from memlab.qa.reply_bounds import MAX_REPLY_TOKENS
 
 __all__ = ["QAError", "QASpec", "ResolvedPrompts", "resolve_prompts"]
 
@@ -58,9 +59,9 @@ class QASpec(BaseModel):
     judge_prompts: list[NonEmpty] = Field(default_factory=list)
     """Judge prompt files or directories (relative to the grid file)."""
     # Numbers are strict, as in every grid setting: a YAML ``true`` is not 1.
-    max_tokens: int = Field(64, ge=1, le=8192, strict=True)
+    max_tokens: int = Field(64, ge=1, le=MAX_REPLY_TOKENS, strict=True)
     """Longest answer, in tokens."""
-    judge_max_tokens: int = Field(32, ge=1, le=8192, strict=True)
+    judge_max_tokens: int = Field(32, ge=1, le=MAX_REPLY_TOKENS, strict=True)
     """Longest judge reply, in tokens (a verdict is one short JSON object)."""
     temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
     seed: int = Field(0, strict=True)

@@ -56,6 +56,7 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
+from memlab.qa.reply_bounds import BoundedReplies
 from memlab.scoring.qa_causes import evidence_fates
 from memlab.sweeps.lane_backends import LaneBackends
 from memlab.sweeps.qa_calls import ask_and_grade
@@ -169,8 +170,8 @@ def add_qa(
 
     calls = ask_and_grade(
         batches(),
-        answerer,
-        grader,
+        BoundedReplies(answerer),  # replies enter the QA step here: a huge one is a failure
+        BoundedReplies(grader),
         prompts.judges,
         spec.judge_params(),
         max_workers=max_workers,
