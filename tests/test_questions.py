@@ -307,3 +307,21 @@ def test_the_schema_file_repeats_the_length_bounds() -> None:
     assert defs["answerText"]["maxLength"] == MAX_ANSWER_CHARS
     audit = defs["question"]["properties"]["audit"]["properties"]["original_answer"]
     assert audit["maxLength"] == MAX_ANSWER_CHARS
+
+
+def test_questions_after_sessions_cut_from_the_owner_are_asked_nowhere(
+    personas: list[Owner],
+) -> None:
+    """``--max-sessions`` cuts sessions, not questions: a question after a cut session is
+    asked after none of the sessions left (``memlab qa`` then asks the others)."""
+    owner = next(o for o in personas if len(o.sessions) > 3)
+    thread_ids = [s.thread_id for s in owner.sessions[:3]]
+    kept = [
+        q.id
+        for q in owner.questions
+        if q.after_session in thread_ids or q.after_session in range(3)
+    ]
+    assert 0 < len(kept) < len(owner.questions)
+    cut = owner.model_copy(update={"sessions": owner.sessions[:3]})
+    asked = [q.id for index in range(3) for q in cut.questions_after(index)]
+    assert sorted(asked) == sorted(kept)

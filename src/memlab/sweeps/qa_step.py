@@ -46,6 +46,7 @@ from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
+from memlab.datasets.questions import resolve_session
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher
@@ -238,7 +239,9 @@ def _owner_tasks(
             f"{len(owner.sessions)} sessions; the dataset changed since the sweep: rerun it"
         )
     tasks: list[AnswerTask] = []
-    asked = sorted({owner.session_index(q.after_session) for q in owner.questions})
+    # A question after a session cut from the replay (max_sessions) cannot be asked.
+    found = (resolve_session(owner.sessions, q.after_session) for q in owner.questions)
+    asked = sorted({index for index in found if index is not None})
     for index in asked:
         point = ReplayPoint(owner, index, snapshots[index])
         questions = owner.questions_after(index)
