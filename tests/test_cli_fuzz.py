@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_openai import SECRET, HostileServer
 from fuzz_table import CASES, MAX_LINE, MAX_STDERR, Case, jsonl, owner
+from fuzz_table_more import KINDS, MORE_CASES
 from hostile import (
     MAX_RSS_BYTES,
     MAX_SECONDS,
@@ -52,7 +54,7 @@ def _materialise(case: Case, sandbox: Path, outside: Path) -> None:
 
 def _params() -> list[Any]:
     params = []
-    for case in CASES:
+    for case in CASES + MORE_CASES:
         marks = [pytest.mark.xfail(reason=case.pending, strict=True)] if case.pending else []
         params.append(pytest.param(case, id=case.id, marks=marks))
     return params
@@ -60,7 +62,11 @@ def _params() -> list[Any]:
 
 def test_the_table_is_large_enough() -> None:
     assert len(CASES) >= 150
-    assert len({case.id for case in CASES}) == len(CASES)
+    everything = CASES + MORE_CASES
+    assert len({case.id for case in everything}) == len(everything)
+    # QA, the tiered memory, plugins and the LoCoMo importer: 40 rows at least, each kind.
+    kinds = Counter(KINDS[case.id] for case in MORE_CASES)
+    assert len(MORE_CASES) >= 40 and set(kinds) == {"qa", "tiered", "plugins", "locomo"}
     assert sum(case.bomb for case in CASES) >= 15
     assert sum(bool(case.server) for case in CASES) >= 10
 
