@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fake_openai import SECRET, HostileServer
-from fuzz_table import CASES, MAX_LINE, MAX_STDERR, Case, jsonl, owner
+from fuzz_table import CASES, MAX_LINE, MAX_STDERR, Case, materialise
 from fuzz_table_more import KINDS, MORE_CASES
 from hostile import (
     MAX_RSS_BYTES,
@@ -32,24 +32,6 @@ from memlab.core.llm import allow_model_requests
 
 INTERRUPT_S = 2.0
 """Longest time from Ctrl-C to the exit."""
-
-
-def _materialise(case: Case, sandbox: Path, outside: Path) -> None:
-    for name, content in case.files.items():
-        if name == "setup":
-            assert callable(content)
-            content(sandbox)
-            continue
-        path = sandbox / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if content == "__ABSOLUTE__":
-            content = jsonl(owner(str(outside / "absolute")))
-        if callable(content):
-            content(path)
-        elif isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
 
 
 def _params() -> list[Any]:
@@ -97,7 +79,7 @@ def test_hostile_input_gives_one_clear_line(
             monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         for name, value in case.env.items():
             monkeypatch.setenv(name, value.format(**values))
-        _materialise(case, sandbox, outside)
+        materialise(case, sandbox, outside)
         if server is not None:
             server.mode = modes[-1]
         if case.read_only and not stack.enter_context(read_only(sandbox / case.read_only)):
