@@ -13,16 +13,21 @@ a LoCoMo sample, calibration pairs, a recorded cache, a finished run) into a fre
 damages one of them at random (random bytes, a cut, invalid UTF-8, deep nesting, a huge
 file, a link to /dev/zero or outside, a FIFO, a directory in its place, a hostile JSON value
 at a random place) or picks a hostile option value or server behaviour, and runs one command
-on it as its own process. Violations are printed with what reproduces them and kept under
---keep.
+on it as its own process. ``table`` rounds draw a row of the fuzz table's memory QA, tiered
+memory, plugin and LoCoMo groups (tests/fuzz_table_more.py) instead: its files and setup,
+its command, and its exit code as one more invariant. Violations are printed with what
+reproduces them and kept under --keep.
 
     .venv/bin/python scripts/probe.py --minutes 10            # about 4 rounds a minute
     .venv/bin/python scripts/probe.py --minutes 60 --seed 7 --keep probe-failures
+    .venv/bin/python scripts/probe.py --rounds 20 --kinds table   # rows of the fuzz table
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import random
@@ -41,6 +46,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # the invariants and the hostile server
 
 from builders import locomo_sample  # noqa: E402
 from fake_openai import SECRET, HostileServer  # noqa: E402
+from fuzz_table import Case, materialise  # noqa: E402
+from fuzz_table_more import MORE_CASES  # noqa: E402
 from hostile import (  # noqa: E402
     MAX_RSS_BYTES,
     MAX_SECONDS,
@@ -77,6 +84,9 @@ class Sandbox:
     argv: list[str] = field(default_factory=list)
     server: str = ""
     note: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    exit: int | None = None
+    """The exit code the round expects (a table row's), or None: any of 0, 1, 2."""
 
     @property
     def outside(self) -> Path:
@@ -281,6 +291,41 @@ def round_server(box: Sandbox, rng: random.Random) -> None:
     box.argv = ["run", "d.jsonl", "--backend", "openai:probe", "--cache-dir", "cache2", *RUN]
 
 
+def _table_rows() -> list[Case]:
+    """The rows a round can replay: pending rows fail by design, Ctrl-C rows need the
+    runner's timing."""
+    return [case for case in MORE_CASES if not case.pending and not case.interrupt]
+
+
+def round_table(box: Sandbox, rng: random.Random) -> None:
+    """A row of the fuzz table's newer groups, set up in the sandbox (its setup runs here,
+    in the sandbox, like the runner's)."""
+    case = rng.choice(_table_rows())
+    for seed in list(box.root.iterdir()):  # the row starts from an empty sandbox, as in tests
+        if seed.is_dir() and not seed.is_symlink():
+            shutil.rmtree(seed)
+        else:
+            seed.unlink()
+    values = {"outside": box.outside, "sandbox": box.root, "password": PASSWORD}
+    box.note = f"table row {case.id!r}"
+    box.server = case.server.split(">")[-1]
+    box.env = {name: value.format(**values) for name, value in case.env.items()}
+    box.exit = case.exit
+    home, cwd = os.environ.get("MEMLAB_HOME"), Path.cwd()
+    os.environ["MEMLAB_HOME"] = str(box.root / "home")
+    try:
+        os.chdir(box.root)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            materialise(case, box.root, box.outside)
+    finally:
+        os.chdir(cwd)
+        if home is None:
+            os.environ.pop("MEMLAB_HOME", None)
+        else:
+            os.environ["MEMLAB_HOME"] = home
+    box.argv = [arg.format(**values) for arg in case.argv]
+
+
 ROUNDS: dict[str, Callable[[Sandbox, random.Random], None]] = {
     "dataset": round_dataset,
     "grid": round_grid,
@@ -290,6 +335,7 @@ ROUNDS: dict[str, Callable[[Sandbox, random.Random], None]] = {
     "files": round_files,
     "options": round_options,
     "server": round_server,
+    "table": round_table,
 }
 
 
@@ -302,8 +348,8 @@ def violations(
     """The invariants a finished command broke."""
     found: list[str] = []
     text = done.out + done.err
-    if done.code not in (0, 1, 2):
-        found.append(f"exit {done.code}")
+    if done.code not in (0, 1, 2) or (box.exit is not None and done.code != box.exit):
+        found.append(f"exit {done.code}" + (f" (the row says {box.exit})" if box.exit else ""))
     if "Traceback" in text:
         found.append("traceback")
     errors = [line for line in done.err.splitlines() if line.startswith("error:")]
@@ -334,7 +380,7 @@ def play(
     box.outside.mkdir()
     (box.outside / "sentinel.txt").write_text("must stay", encoding="utf-8")
     ROUNDS[kind](box, rng)
-    env = {"OPENAI_API_KEY": SECRET, "MEMLAB_HOME": str(box.root / "home")}
+    env = {"OPENAI_API_KEY": SECRET, "MEMLAB_HOME": str(box.root / "home"), **box.env}
     before, claims = tree(base, box.root), manifests(box.root)
     if box.server:
         with HostileServer(box.server) as server:
@@ -359,8 +405,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     parser.add_argument("--keep", type=Path, help="copy sandboxes that broke an invariant here")
     parser.add_argument("--rounds", type=int, default=0, help="stop after this many rounds")
+    parser.add_argument(
+        "--kinds", default=",".join(ROUNDS), help="comma-separated round kinds (default: all)"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time())
+    kinds = sorted({kind.strip() for kind in args.kinds.split(",") if kind.strip()})
+    if not kinds or not set(kinds) <= set(ROUNDS):
+        parser.error(f"--kinds: choose from {', '.join(ROUNDS)}")
     rng = random.Random(seed)
     deadline = time.monotonic() + args.minutes * 60
     played: Counter[str] = Counter()
@@ -374,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         while time.monotonic() < deadline and (
             not args.rounds or sum(played.values()) < args.rounds
         ):
-            kind = rng.choice(sorted(ROUNDS))
+            kind = rng.choice(kinds)
             played[kind] += 1
             for problem in play(work / "seeds", work, kind, rng, args.keep, seconds):
                 broken[problem.split(" ")[0]] += 1

@@ -13,6 +13,8 @@ request (a scripted model behind the real ``openai`` SDK).
 ``wrong_shape``     HTTP 200 with a JSON object that is not a chat completion
 ``status:N``        HTTP N with an error body that echoes the key
 ``huge:MB``         HTTP 200 streaming MB megabytes of a reply (no Content-Length)
+``long:MB``         a valid chat completion whose text is MB megabytes of words (a server
+                    that ignores ``max_tokens``)
 ``hang``            reads the request and never answers (until the server stops)
 ``ok``              a valid, empty memory update
 ==================  ==========================================================================
@@ -243,6 +245,9 @@ class HostileServer:
                 if self._stop.is_set():
                     return
                 handler.wfile.write(chunk)
+        elif mode == "long":
+            text = "blah " * (int(arg or 10) * (1 << 20) // 5)
+            self._send(handler, 200, _completion(text), json_type)
         elif mode == "hang":
             self._stop.wait(600)
         else:

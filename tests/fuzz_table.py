@@ -202,6 +202,26 @@ def stdout_has(text: str) -> Callable[[Path], None]:
     return check
 
 
+def materialise(case: Case, sandbox: Path, outside: Path) -> None:
+    """Create the row's files in ``sandbox`` and run its setup (in the sandbox as the working
+    directory, as the runner and ``scripts/probe.py`` call it)."""
+    for name, content in case.files.items():
+        if name == "setup":
+            assert callable(content)
+            content(sandbox)
+            continue
+        path = sandbox / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if content == "__ABSOLUTE__":
+            content = jsonl(owner(str(outside / "absolute")))
+        if callable(content):
+            content(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
 TRAVERSAL = "../../../../../../outside/pwned"
 BAD_UTF8 = b'{"user_id": "u\xff\xfe"}\n'
 LONG_ID = "x" * 300

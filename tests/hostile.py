@@ -97,9 +97,14 @@ def tree(root: Path, skip: Path) -> dict[str, tuple[int, int]]:
 
 
 def manifests(root: Path) -> dict[str, bytes]:
-    """The run manifests under ``root`` by path (to tell later which ones memlab wrote)."""
+    """The run manifests under ``root`` by path (to tell later which ones memlab wrote); a
+    QA step's ``RUN/qa/manifest.json`` describes answers, not replays, and is left out."""
+    from memlab.sweeps.run import QA_MANIFEST
+
     found: dict[str, bytes] = {}
     for path in root.rglob("manifest.json"):
+        if path.parent.name == QA_MANIFEST.parent.name and (path.parents[1] / "lanes").is_dir():
+            continue
         if path.is_file() and not path.is_symlink():
             found[str(path)] = path.read_bytes()
     return found

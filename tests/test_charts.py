@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -341,3 +342,39 @@ def test_operating_curve_shows_precision_and_recall_intervals(owners_run: Run) -
     horizontal = sorted(s for s in error_spans(ax, axis=0) if s[0] != s[1])
     assert flat(vertical) == pytest.approx(flat([r for r in recall if r[0] != r[1]]))
     assert flat(horizontal) == pytest.approx(flat([p for p in precision if p[0] != p[1]]))
+
+
+def test_a_chart_without_labelled_series_draws_no_legend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answer right: the causes chart stacks no labelled bar, so it draws no legend and
+    matplotlib has nothing to warn about (a report printed "No artists with labels found")."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from memlab.reporting import qa_charts
+    from memlab.scoring.qa_causes import CAUSES
+
+    table = pd.DataFrame([{"lane_id": "a", **dict.fromkeys(CAUSES, 0), "wrong": 0, "answered": 3}])
+    monkeypatch.setattr(qa_charts, "cause_table", lambda answers, judge: table)
+    run = SimpleNamespace(
+        lanes={"a": None}, qa_answers=pd.DataFrame({"x": [1]}), judge="strict", label=str
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = qa_charts.qa_causes_chart(run)  # type: ignore[arg-type]
+    assert fig.axes[0].get_legend() is None
+    assert " 0 of 3" in texts_of(fig)
+
+
+def test_the_legend_helper_draws_a_legend_for_labelled_series() -> None:
+    fig = Figure()
+    ax = fig.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax.plot([0, 1], [0, 1])
+        charts.legend(ax)
+        assert ax.get_legend() is None
+        ax.plot([0, 1], [1, 0], label="down")
+        charts.legend(ax, fontsize=7)
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["down"]

@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_openai import SECRET, HostileServer
-from fuzz_table import CASES, MAX_LINE, MAX_STDERR, Case, jsonl, owner
+from fuzz_table import CASES, MAX_LINE, MAX_STDERR, Case, materialise
+from fuzz_table_more import KINDS, MORE_CASES
 from hostile import (
     MAX_RSS_BYTES,
     MAX_SECONDS,
@@ -32,27 +34,9 @@ INTERRUPT_S = 2.0
 """Longest time from Ctrl-C to the exit."""
 
 
-def _materialise(case: Case, sandbox: Path, outside: Path) -> None:
-    for name, content in case.files.items():
-        if name == "setup":
-            assert callable(content)
-            content(sandbox)
-            continue
-        path = sandbox / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if content == "__ABSOLUTE__":
-            content = jsonl(owner(str(outside / "absolute")))
-        if callable(content):
-            content(path)
-        elif isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
 def _params() -> list[Any]:
     params = []
-    for case in CASES:
+    for case in CASES + MORE_CASES:
         marks = [pytest.mark.xfail(reason=case.pending, strict=True)] if case.pending else []
         params.append(pytest.param(case, id=case.id, marks=marks))
     return params
@@ -60,7 +44,11 @@ def _params() -> list[Any]:
 
 def test_the_table_is_large_enough() -> None:
     assert len(CASES) >= 150
-    assert len({case.id for case in CASES}) == len(CASES)
+    everything = CASES + MORE_CASES
+    assert len({case.id for case in everything}) == len(everything)
+    # QA, the tiered memory, plugins and the LoCoMo importer: 40 rows at least, each kind.
+    kinds = Counter(KINDS[case.id] for case in MORE_CASES)
+    assert len(MORE_CASES) >= 40 and set(kinds) == {"qa", "tiered", "plugins", "locomo"}
     assert sum(case.bomb for case in CASES) >= 15
     assert sum(bool(case.server) for case in CASES) >= 10
 
@@ -91,7 +79,7 @@ def test_hostile_input_gives_one_clear_line(
             monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         for name, value in case.env.items():
             monkeypatch.setenv(name, value.format(**values))
-        _materialise(case, sandbox, outside)
+        materialise(case, sandbox, outside)
         if server is not None:
             server.mode = modes[-1]
         if case.read_only and not stack.enter_context(read_only(sandbox / case.read_only)):

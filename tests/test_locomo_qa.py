@@ -8,6 +8,7 @@ counts are computed here from the JSON files themselves, not through the importe
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -399,3 +400,44 @@ def test_the_original_key_records_the_audit_when_given_one(
     assert [q.audit_differs() for _, q in audited.values()] == [True, False, False]
     # Without --audit the original key records nothing, as before.
     assert all(q.audit is None for _, q in _by_id(convert_locomo(source)).values())
+
+
+def test_out_may_not_be_the_audit_read_beside_the_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` naming the audit by any path is refused before anything is read or written:
+    the default audit beside the source, the same file by ``--audit``, a link, a hard link."""
+    source, audit = _write(tmp_path, _sample(*SMALL_QA), [])
+    before = audit.read_bytes()
+    link, hard = tmp_path / "link.json", tmp_path / "hard.json"
+    link.symlink_to(audit)
+    os.link(audit, hard)
+    base = ["datasets", "import-locomo", str(source), "--answer-key", "audited"]
+    for extra in ([], ["--audit", str(audit)], ["--audit", str(link)]):
+        for dest in (audit, tmp_path / "audit" / ".." / "audit" / "errors.json", link, hard):
+            assert main([*base, "--out", str(dest), *extra]) == 2
+            err = capsys.readouterr().err.strip()
+            assert err.startswith("error: --out") and "is the audit file" in err, err
+            assert "\n" not in err
+    assert audit.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit", "hard.json", "link.json",
+                                                          "locomo10.json"]  # fmt: skip
+    # With the original key the audit is not read, so it is no input to protect... and the
+    # source still is.
+    assert main([*base[:3], "--out", str(hard)]) == 0
+    assert main([*base[:3], "--out", str(source)]) == 2
+    assert "is the source file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["junk", "D99:999", "D1:7"])
+def test_audit_evidence_that_names_no_turn_is_refused(tmp_path: Path, bad: str) -> None:
+    """The audit's evidence is a correction: a piece naming no turn would leave the question
+    with less evidence than the audit says, so the entry is refused by its place."""
+    audit = [_finding(1, "What did Bob say?", "HALLUCINATION", "Nice", ["D1:1", bad])]
+    source, path = _write(tmp_path, _sample(*SMALL_QA), audit)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(LocomoAuditError) as info:
+        import_locomo(source, out, answer_key="audited")
+    message = str(info.value)
+    assert f"{path}: [0].correct_evidence: '{bad}' names no turn of conv-1/qa1" in message
+    assert "\n" not in message and not out.exists()

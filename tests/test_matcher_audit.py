@@ -4,7 +4,11 @@ wording came from), not from any matcher."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,14 +21,20 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.matching.audit_form import labelling_form
 from memlab.matching.calibration import KindCounts
 from memlab.matching.judge import LLMJudgeMatcher
-from memlab.matching.matcher_audit import AuditError, judge_sheet, parse_label, read_sheet
+from memlab.matching.matcher_audit import (
+    AuditError,
+    AuditSheet,
+    judge_sheet,
+    parse_label,
+    read_sheet,
+)
 from memlab.matching.matchers import default_matcher
 from memlab.reporting.report import build_report
 from memlab.simulation.profile import restated, worded
 from memlab.sweeps import sweep
 from memlab.sweeps.audit import draw_sheet, sheet_path
 from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
+from memlab.sweeps.run import Run, load_run
 
 SAMPLE = 40
 
@@ -234,3 +244,42 @@ def test_labels_are_read_leniently_and_strictly() -> None:
     ]
     with pytest.raises(ValueError, match="not a label"):
         parse_label("perhaps")
+
+
+def _labelled_copy(run: Run, tmp_path: Path) -> tuple[Run, Path]:
+    """A copy of the run, and a sheet of it labelled 'yes' everywhere, written outside it."""
+    copy = tmp_path / "run"
+    shutil.copytree(run.path, copy)
+    sheet = draw_sheet(run, sample=10)
+    labelled = AuditSheet([dataclasses.replace(r, label=True) for r in sheet.rows], sheet.path)
+    outside = labelled.write(tmp_path / "outside.csv")
+    return load_run(copy), outside
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "device"])
+def test_the_report_reads_the_sheet_like_every_run_file(
+    run: Run, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sheet that is a link (to a labelled sheet outside the run), a FIFO or a device is
+    refused with one warning and a note; its labels are never used."""
+    copy, outside = _labelled_copy(run, tmp_path)
+    path = sheet_path(copy)
+    path.unlink(missing_ok=True)  # the round trip above labels the shared run's own sheet
+    if kind == "link":
+        path.symlink_to(outside)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING):
+        notes = build_report([copy], tmp_path / "report").markdown.read_text(encoding="utf-8")
+    assert "measured on" not in notes  # the labels outside were not read
+    assert f"labelling sheet of {copy.name} unreadable" in notes
+    warned = [r.getMessage() for r in caplog.records if "labelling sheet" in r.getMessage()]
+    assert len(warned) == 1 and "\n" not in warned[0]
+    assert ("symbolic link" if kind != "fifo" else "FIFO") in warned[0]
+    # The same sheet as a plain file of the run is read.
+    path.unlink()
+    shutil.copy(outside, path)
+    notes = build_report([copy], tmp_path / "again").markdown.read_text(encoding="utf-8")
+    assert f"measured on {copy.name}'s own pairs (10 labelled" in notes

@@ -502,3 +502,51 @@ def test_memory_is_read_right_after_the_session_the_question_names(run: Run) -> 
         assert set(row["injected"]) <= held, (row["question_id"], index)
         added_then += bool(set(row["injected"]) - before)
     assert added_then > 0
+
+
+HUGE = "blah " * 2_000_000  # 10 MB: a server that ignores max_tokens
+
+
+class _Flooding:
+    """The simulated answerer, replying :data:`HUGE` to every other question it would answer
+    (by question id), and recording the longest prompt it was sent (a test instrument)."""
+
+    name = "flooding"
+
+    def __init__(self, inner: SimulatedBackend) -> None:
+        self.inner, self.model = inner, inner.model
+        self.flooded: set[tuple[str, str]] = set()
+        self.longest_prompt = 0
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        self.longest_prompt = max(self.longest_prompt, len(prompt))
+        decision = self.inner.decide_qa(prompt, request.params.seed)
+        if isinstance(decision, AnswerDecision) and zlib.crc32(decision.question_id.encode()) % 2:
+            self.flooded.add((decision.user_id, decision.question_id))
+            return Completion(text=HUGE, model=self.model)
+        return self.inner.complete(request)
+
+
+def test_a_huge_answer_is_a_failed_call_that_is_never_scored_nor_judged(
+    copied: Run, profile_path: Path
+) -> None:
+    from memlab.qa.reply_bounds import MAX_REPLY_CHARS
+
+    sim = qa_backend(f"sim:{profile_path}", resolve_dataset("personas"))
+    assert isinstance(sim, SimulatedBackend)
+    flooding = _Flooding(sim)
+    spec = QASpec(answer_backend="flooding:sim", judges=["lenient"], conditions=["memory"])
+    with pytest.raises(IncompleteQAError, match="more than the 65536"):
+        add_qa(copied, spec, backend_factory=lambda s: flooding, progress=False)
+    lines = (copied.path / QA_ANSWERS).read_text(encoding="utf-8").splitlines()
+    answers = [json.loads(line) for line in lines]
+    failed = [r for r in answers if r["error"] is not None]
+    assert {(r["user_id"], r["question_id"]) for r in failed} == flooding.flooded != set()
+    for row in failed:
+        assert f"{len(HUGE)} characters, more than the {MAX_REPLY_CHARS}" in row["error"]
+        assert row["answer"] is None and row["f1"] is None and row["bleu1"] is None
+        assert row["verdicts"] == {}
+    assert all(r["answer"] != HUGE for r in answers) and len(failed) < len(answers)
+    # No judge prompt carried a huge answer: the longest prompt is an ordinary one.
+    assert flooding.longest_prompt < MAX_REPLY_CHARS

@@ -255,3 +255,73 @@ def test_questions_do_not_change_a_replay(tmp_path: Path) -> None:
     write_owners(dataset, [owner])
     rerun = sweep(dataset, grid, runs_dir=tmp_path / "runs", progress=False)
     assert rerun.lane_status.iloc[0][["reused", "replayed"]].tolist() == [1, 0]
+
+
+LONG = 1001  # one character over the bound of docs/dataset-format.md
+
+
+@pytest.mark.parametrize(
+    ("question", "field"),
+    [
+        (_question(question="W" * LONG), "question"),
+        (_question(answer="a" * LONG), "answer"),
+        (_question(wrong_answer="b" * LONG), "wrong_answer"),
+        (
+            _question(audit={"error_type": "X", "original_answer": "c" * LONG}),
+            "audit.original_answer",
+        ),
+    ],
+)
+def test_questions_and_answers_have_a_length_bound(
+    tmp_path: Path, question: dict[str, Any], field: str
+) -> None:
+    """A question or a reference answer longer than 1000 characters is one error naming the
+    file, line and field (the scoring of every answer costs time in proportion to them)."""
+    (error,) = _errors(tmp_path, question)
+    assert error == (
+        f"{tmp_path / 'q.jsonl'}:1: questions[0].{field}: is {LONG} characters; at most 1000 "
+        "are allowed (shorten it)"
+    )
+
+
+def test_the_bound_holds_for_questions_built_in_code_and_a_megabyte_answer_is_quick(
+    tmp_path: Path,
+) -> None:
+    from pydantic import ValidationError
+
+    from memlab.datasets.questions import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
+
+    with pytest.raises(ValidationError, match="at most 1000 characters"):
+        Question.model_validate({**_question(), "answer": "a" * (MAX_ANSWER_CHARS + 1)})
+    Question.model_validate({**_question(), "question": "W" * MAX_QUESTION_CHARS})
+    (error,) = _errors(tmp_path, _question(answer="word " * 2_000_000))
+    assert "questions[0].answer: is 10000000 characters" in error
+
+
+def test_the_schema_file_repeats_the_length_bounds() -> None:
+    from memlab.datasets.loader import dataset_schema
+    from memlab.datasets.questions import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
+
+    defs = dataset_schema()["$defs"]
+    assert defs["questionText"]["maxLength"] == MAX_QUESTION_CHARS
+    assert defs["answerText"]["maxLength"] == MAX_ANSWER_CHARS
+    audit = defs["question"]["properties"]["audit"]["properties"]["original_answer"]
+    assert audit["maxLength"] == MAX_ANSWER_CHARS
+
+
+def test_questions_after_sessions_cut_from_the_owner_are_asked_nowhere(
+    personas: list[Owner],
+) -> None:
+    """``--max-sessions`` cuts sessions, not questions: a question after a cut session is
+    asked after none of the sessions left (``memlab qa`` then asks the others)."""
+    owner = next(o for o in personas if len(o.sessions) > 3)
+    thread_ids = [s.thread_id for s in owner.sessions[:3]]
+    kept = [
+        q.id
+        for q in owner.questions
+        if q.after_session in thread_ids or q.after_session in range(3)
+    ]
+    assert 0 < len(kept) < len(owner.questions)
+    cut = owner.model_copy(update={"sessions": owner.sessions[:3]})
+    asked = [q.id for index in range(3) for q in cut.questions_after(index)]
+    assert sorted(asked) == sorted(kept)

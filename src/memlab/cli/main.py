@@ -19,7 +19,14 @@ from memlab.core.files import io_reason
 from memlab.core.redact import RedactingFilter, redact_text
 from memlab.errors import MemlabError, one_line
 
-__all__ = ["EXIT_INTERRUPTED", "UsageError", "build_parser", "console", "main"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "INTERRUPTED_REPLAYS",
+    "UsageError",
+    "build_parser",
+    "console",
+    "main",
+]
 
 # Modules of memlab.cli that define command groups, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -86,6 +93,8 @@ def _command_word(argv: Sequence[str]) -> str:
 
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+INTERRUPTED_REPLAYS = "interrupted; finished replays are kept: run the same command again to resume"
+"""The line after Ctrl-C of a command that replays (the default)."""
 
 logger = logging.getLogger(__name__)
 
@@ -148,13 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback is logged with ``-vv``), 130 after Ctrl-C.
     """
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_word(words))
-    try:
+    try:  # Ctrl-C while the command's modules are imported: nothing has started yet
+        parser = build_parser(_command_word(words))
         args = parser.parse_args(words)
+        _setup_logging(args.verbose)
     except UsageError as exc:
         _error(str(exc))
         return 2
-    _setup_logging(args.verbose)
+    except KeyboardInterrupt:
+        _error("interrupted before the command started; nothing was done")
+        return EXIT_INTERRUPTED
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
@@ -166,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return 2
     except KeyboardInterrupt:
-        _error("interrupted; finished replays are kept: run the same command again to resume")
+        # A command may say what an interruption keeps (``set_defaults(interrupted=...)``).
+        _error(getattr(args, "interrupted", INTERRUPTED_REPLAYS))
         return EXIT_INTERRUPTED
     except OSError as exc:  # a file or directory memlab cannot use (read-only, full disk)
         where = f"{exc.filename}: " if exc.filename else ""

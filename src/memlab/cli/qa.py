@@ -68,7 +68,14 @@ def register(subparsers: Any) -> None:
         help="fact matcher that decides which stored fact holds an evidence fact (default: "
         "the matcher that scored the run, as environment.json records it)",
     )
-    p.set_defaults(func=_qa)
+    p.set_defaults(func=_qa, interrupted=INTERRUPTED)
+
+
+INTERRUPTED = (
+    "interrupted; run the same command again to finish the QA step (with --cache-dir, the "
+    "answers and verdicts already received are not asked again)"
+)
+"""The line after Ctrl-C of ``memlab qa``."""
 
 
 def _qa(args: argparse.Namespace) -> int:

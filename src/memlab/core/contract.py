@@ -273,10 +273,11 @@ class SchemaBounds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    summary_chars: int = Field(160, ge=1, le=4000)
-    fact_chars: int = Field(120, ge=1, le=2000)
-    max_new_facts: int = Field(5, ge=0, le=100)
-    max_removals: int = Field(5, ge=0, le=100)
+    # Strict: a YAML ``true`` is not the number 1 (booleans are never numbers in settings).
+    summary_chars: int = Field(160, ge=1, le=4000, strict=True)
+    fact_chars: int = Field(120, ge=1, le=2000, strict=True)
+    max_new_facts: int = Field(5, ge=0, le=100, strict=True)
+    max_removals: int = Field(5, ge=0, le=100, strict=True)
 
 
 _ID_CHARS = 32  # fact ids are "fact_" + 8 hex digits; room for other id schemes

@@ -189,6 +189,14 @@ def _schema_problems(obj: Any) -> list[tuple[str, str]]:
             problems.append((_render_path(path), f"must be of type {wanted}, got {got}"))
         elif err.keyword in ("minItems", "minLength") and err.value == 1:
             problems.append((_render_path(path), "must not be empty"))
+        elif err.keyword == "maxLength" and isinstance(err.instance, str):
+            problems.append(
+                (
+                    _render_path(path),
+                    f"is {len(err.instance)} characters; at most {err.value} are allowed "
+                    "(shorten it)",
+                )
+            )
         else:
             problems.append((_render_path(path), _short(err.message)))
     return list(dict.fromkeys(problems))

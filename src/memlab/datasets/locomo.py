@@ -497,10 +497,22 @@ def _findings(
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file: the same resolved path (links followed) or,
+    when both exist, the same inode (a hard link)."""
     try:
-        return a.resolve() == b.resolve() or (b.exists() and os.path.samefile(a, b))
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
+
+
+def _refuse_an_input(target: Path, inputs: Mapping[str, Path]) -> None:
+    """Refuse ``--out`` naming one of the files the import reads (it would be overwritten)."""
+    shown = excerpt(str(target), 200)
+    for name, path in inputs.items():
+        if _same_file(path, target):
+            raise LocomoFormatError(f"--out {shown} is the {name}; write to another file")
 
 
 def import_locomo(
@@ -512,8 +524,9 @@ def import_locomo(
 ) -> ImportSummary:
     """Convert ``src`` and write the owners to ``dest`` as JSONL (atomically).
 
-    Nothing is written unless every owner is valid; ``dest`` may not be ``src`` (nor the
-    audit). ``answer_key`` and ``audit`` are as in :func:`convert_locomo`.
+    Nothing is written unless every owner is valid; ``dest`` may not be ``src`` nor the audit
+    that is read (the same file by any path, link or hard link). ``answer_key`` and ``audit``
+    are as in :func:`convert_locomo`.
 
     Raises:
         LocomoFormatError: Bad source, or ``dest`` is the source or a directory.
@@ -521,8 +534,10 @@ def import_locomo(
     """
     source, target = Path(src), Path(dest)
     shown = excerpt(str(target), 200)
-    if _same_file(source, target):
-        raise LocomoFormatError(f"--out {shown} is the source file; write to another file")
+    inputs = {"source file": source}
+    if answer_key == "audited":  # the audit is read too, named or beside the source
+        inputs["audit file"] = Path(audit) if audit is not None else default_audit_path(source)
+    _refuse_an_input(target, inputs)
     try:
         is_dir = target.is_dir()
     except (OSError, ValueError) as exc:
@@ -531,8 +546,6 @@ def import_locomo(
     if is_dir:
         raise LocomoFormatError(f"--out {shown} is a directory; name a .jsonl file")
     findings = _findings(source, answer_key, audit)
-    if audit is not None and _same_file(Path(audit), target):
-        raise LocomoFormatError(f"--out {shown} is the audit file; write to another file")
     samples = _read_source(source)
     counts = QuestionCounts()
     owners = _convert_samples(samples, os.fspath(source), findings, counts)

@@ -18,7 +18,8 @@ of one of the conversation's two owners:
 - evidence turns from the dialogue ids (``D3:12`` -> the 12th turn of ``session_3``, found by
   its ``dia_id``; ``D30:05`` and ``D:11:26`` are read as ``D30:5`` and ``D11:26``); ids that
   name no turn are dropped and counted; evidence facts are the owner's observations that cite
-  one of those turns.
+  one of those turns. An audit's corrected evidence must name turns: an audit entry with an
+  id that names none is refused.
 
 ``answer_key="audited"`` applies an audit of the answer key (``audit/errors.json`` beside
 ``locomo10.json``, github.com/dial481/locomo-audit, CC BY-NC 4.0 like LoCoMo; read at run
@@ -133,6 +134,8 @@ class AuditFinding:
     applied: bool = True
     """False for the original key: the question keeps its answer and evidence and records the
     finding (:attr:`~memlab.datasets.questions.AnswerAudit.audited_answer`)."""
+    where: str = ""
+    """The entry in the audit file (``errors.json: [12]``), for messages."""
 
     @property
     def changes_answer(self) -> bool:
@@ -221,6 +224,7 @@ def _finding(entry: Any, where: str) -> AuditFinding:
         error_type=entry["error_type"],
         correct_answer=entry["correct_answer"],
         correct_evidence=tuple(evidence),
+        where=where,
     )
 
 
@@ -384,8 +388,13 @@ def _audited(
 ) -> Question:
     refs, bad = _dia_refs(list(finding.correct_evidence))
     missing = bad + [r for r in refs if r not in turns.where]
-    counts.unresolved_evidence.extend(f"{finding.question_id} (audit): {r}" for r in missing)
-    evidence = _evidence([r for r in refs if r in turns.where], turns, cited)
+    if missing:  # the correction is the evidence: a piece naming no turn is no correction
+        raise LocomoAuditError(
+            f"{finding.where or finding.question_id}.correct_evidence: {excerpt(missing[0])} "
+            f"names no turn of {question.id} (dialogue ids look like D3:12); correct the "
+            "audit entry"
+        )
+    evidence = _evidence(refs, turns, cited)
     answer = finding.correct_answer.strip() if finding.changes_answer else question.answer
     counts.audited += 1
     counts.answers_changed += answer != question.answer

@@ -326,8 +326,11 @@ class Owner(_Model):
         return index
 
     def questions_after(self, index: int) -> list[Question]:
-        """The questions asked right after ``sessions[index]``, in file order."""
-        return [q for q in self.questions if self.session_index(q.after_session) == index]
+        """The questions asked right after ``sessions[index]``, in file order (a question
+        after a session the owner no longer has, cut by ``max_sessions``, is asked nowhere)."""
+        return [
+            q for q in self.questions if resolve_session(self.sessions, q.after_session) == index
+        ]
 
     def to_json_line(self) -> str:
         """Serialize as one compact JSONL line (no trailing newline)."""

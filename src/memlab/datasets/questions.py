@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from memlab.datasets.models import Session
 
 __all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_QUESTION_CHARS",
     "QUESTION_KINDS",
     "AnswerAudit",
     "Evidence",
@@ -52,6 +54,17 @@ SessionRef = StrictInt | Annotated[str, Field(min_length=1)]
 """A session named by its 0-based index in the owner's sessions or by its thread id."""
 
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+MAX_QUESTION_CHARS = 1000
+"""Longest question text. Every answer is scored against the references and every prompt
+carries the question, so its length scales the work of a QA step; LoCoMo's longest question
+has 148 characters (``dataset.schema.json`` repeats the number)."""
+MAX_ANSWER_CHARS = 1000
+"""Longest reference answer (``answer``, ``wrong_answer``, an audit's ``original_answer``):
+token F1 and BLEU-1 cost time in proportion to it; LoCoMo's longest, audited or not, has 399
+characters (``dataset.schema.json`` repeats the number)."""
+QuestionText = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
+AnswerText = Annotated[str, Field(min_length=1, max_length=MAX_ANSWER_CHARS)]
 
 
 class _Model(BaseModel):
@@ -92,7 +105,7 @@ class AnswerAudit(_Model):
     """
 
     error_type: NonEmpty
-    original_answer: str | None = None
+    original_answer: Annotated[str, Field(max_length=MAX_ANSWER_CHARS)] | None = None
     original_evidence: Evidence | None = None
     audited_answer: NonEmpty | None = None
 
@@ -101,13 +114,13 @@ class Question(_Model):
     """One question about an owner's memory (see the module docstring)."""
 
     id: NonEmpty
-    question: NonEmpty
-    answer: NonEmpty | None = None
+    question: QuestionText
+    answer: AnswerText | None = None
     category: NonEmpty
     kind: QuestionKind
     after_session: SessionRef
     evidence: Evidence = Field(default_factory=Evidence)
-    wrong_answer: NonEmpty | None = None
+    wrong_answer: AnswerText | None = None
     audit: AnswerAudit | None = None
 
     @model_validator(mode="after")

@@ -266,8 +266,11 @@ class AuditSheet:
         return target
 
 
-def read_sheet(path: str | Path) -> AuditSheet:
+def read_sheet(path: str | Path, *, inside: str | Path | None = None) -> AuditSheet:
     """Read and check a labelling sheet.
+
+    ``inside``: a directory the sheet must stay in with no symbolic link on the way (a run
+    directory: its sheet is read like every other run file).
 
     Raises:
         AuditError: Unreadable file, a missing column, or a bad cell; the message names the
@@ -275,7 +278,7 @@ def read_sheet(path: str | Path) -> AuditSheet:
     """
     path = Path(path)
     try:
-        text = read_text(path, what="labelling sheet").removeprefix("\ufeff")
+        text = read_text(path, what="labelling sheet", inside=inside).removeprefix("\ufeff")
     except FileReadError as exc:  # a FIFO, a device, too large, not UTF-8
         raise AuditError(str(exc)) from None
     except OSError as exc:

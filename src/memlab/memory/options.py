@@ -1,11 +1,12 @@
 """The tiered memory's parameters as a lane sets them (the grid key ``tiered``).
 
 :class:`TieredOptions` holds the numbers of the tiered design a grid may change, each with
-the seed's value as its default and its bounds; unknown keys are refused. Only the options
-that differ from the defaults are written anywhere (:meth:`TieredOptions.changed`), so a
-lane at the defaults keeps its point id, ``config.json`` and cache keys byte for byte. A
-replay reads them as :class:`~memlab.memory.tiered.TieredSettings`
-(:func:`memlab.sweeps.plan.tiered_settings`).
+the seed's value as its default and its range (every size that scales a replay's work or
+memory has an upper bound, and a boolean is never a number); unknown keys are refused. Only
+the options that differ from the defaults are written anywhere
+(:meth:`TieredOptions.changed`), so a lane at the defaults keeps its point id,
+``config.json`` and cache keys byte for byte. A replay reads them as
+:class:`~memlab.memory.tiered.TieredSettings` (:func:`memlab.sweeps.plan.tiered_settings`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ class TieredOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    working_tokens: int = Field(4000, ge=1, strict=True)
+    working_tokens: int = Field(4000, ge=1, le=1_000_000, strict=True)
     """Most tokens the working memory (the context window) holds before it evicts."""
-    summary_tokens: int = Field(2000, ge=1, strict=True)
+    summary_tokens: int = Field(2000, ge=1, le=100_000, strict=True)
     """Most tokens a session summary keeps (a longer one is cut)."""
     importance_threshold: float = Field(0.7, ge=0.0, le=1.0, strict=True)
     """Key points rated *above* it become semantic memories."""
-    recall_k: int = Field(3, ge=0, strict=True)
+    recall_k: int = Field(3, ge=0, le=100, strict=True)
     """Semantic memories recalled for each user message (they do not decay while recalled)."""
     decay_per_day: float = Field(0.05, ge=0.0, lt=1.0, strict=True)
     """Share of importance lost per idle day."""
@@ -38,9 +39,9 @@ class TieredOptions(BaseModel):
     """A memory whose importance falls below it is deleted."""
     merge_above: float = Field(0.9, ge=0.0, le=1.0, strict=True)
     """Cosine similarity above which two memories merge."""
-    compress_after_days: float = Field(30.0, ge=0.0, strict=True)
+    compress_after_days: float = Field(30.0, ge=0.0, le=36_500.0, strict=True)
     """Age in days after which a memory may be compressed."""
-    compress_min: int = Field(10, ge=1, strict=True)
+    compress_min: int = Field(10, ge=1, le=10_000, strict=True)
     """How many such memories there must be before one LLM call compresses them."""
 
     def changed(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ same in scripts, reports and notebooks (where a returned Figure renders inline).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ __all__ = [
     "eviction_regret_chart",
     "fact_growth_chart",
     "injection_coverage_chart",
+    "legend",
     "operating_curve_chart",
     "parse_failure_chart",
     "stale_survival_chart",
@@ -145,6 +147,14 @@ def empty_reason(fig: Figure) -> str | None:
     return label.removeprefix(_EMPTY) if label.startswith(_EMPTY) else None
 
 
+def legend(ax: Axes, **options: Any) -> None:
+    """Draw ``ax``'s legend when something on it has a label (a chart whose labelled series
+    are all empty draws none: matplotlib would warn "No artists with labels found")."""
+    handles, _labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(**options)
+
+
 def _empty(fig: Figure, message: str) -> Figure:
     fig.set_label(_EMPTY + message)
     ax = fig.subplots()
@@ -181,7 +191,7 @@ def parse_failure_chart(run: Run) -> Figure:
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of LLM replies (bars: 95% interval of the failure rate)")
     ax.set_title("Parse outcome per configuration")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
 
 
@@ -256,7 +266,7 @@ def fact_growth_chart(run: Run) -> Figure:
     ax.set_xlabel("session (numbered from 0)")
     ax.set_ylabel("stored facts (mean per owner)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return fig
 
 
@@ -292,7 +302,7 @@ def duplication_chart(run: Run) -> Figure:
     ax.set_ylim(bottom=0)
     ax.set_ylabel("duplicates / stored facts (bars: 95% interval)")
     ax.set_title("Duplication among stored facts")
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
     return fig
 
 
@@ -329,7 +339,7 @@ def operating_curve_chart(run: Run) -> Figure:
     ax.set_xlabel("precision")
     ax.set_ylabel("recall")
     ax.set_title("Operating curve: confidence threshold x max_facts")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return fig
 
 
@@ -411,7 +421,7 @@ def stale_survival_chart(run: Run) -> Figure:
     ax.set_xlabel("session ends since the retracting session started")
     ax.set_ylabel("retracted facts still held (Kaplan-Meier)")
     ax.set_title(f"Stale survival after a retraction (RMST over {STALE_HORIZON} session ends)")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return fig
 
 
@@ -464,7 +474,7 @@ def injection_coverage_chart(run: Run) -> Figure:
     ax.set_xlabel("max_injection_tokens")
     ax.set_ylabel("active gold facts injected (bars: 95% interval)")
     ax.set_title("What reaches the agent: injected gold coverage")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     return fig
 
 
@@ -504,7 +514,7 @@ def tokens_chart(run: Run) -> Figure:
     ax.set_xticks(x, _labels(run, list(means.index)), rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("tokens per update (mean)")
     ax.set_title("Token use per update")
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
     return fig
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.reporting.charts import _empty, _palette, empty_reason
+from memlab.reporting.charts import _empty, _palette, empty_reason, legend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import (
     html_table,
@@ -169,7 +169,7 @@ def consolidation_chart(run: Run, table: pd.DataFrame | None = None) -> Figure:
     bottom.set_xlabel("session (from 0)")
     bottom.set_ylim(bottom=0)
     bottom.xaxis.get_major_locator().set_params(integer=True)
-    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(top, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
 
 
@@ -201,7 +201,7 @@ def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
         ax.set_xlabel(title)
     axes[0].set_yticks(y, list(applies["configuration"]))
     axes[0].invert_yaxis()
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(axes[1], loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     skipped = len(numbers) - len(applies)
     suffix = f" ({skipped} configuration(s) do not forget: n/a)" if skipped else ""
     fig.suptitle("Forgetting by kind, summed over owners" + suffix, fontsize=10)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from memlab.reporting.charts import _empty, _palette
+from memlab.reporting.charts import _empty, _palette, legend
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_band
 from memlab.sweeps.run import Run
@@ -49,7 +49,7 @@ def qa_accuracy_chart(run: Run) -> Figure:
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"accuracy under the {run.judge} judge (bars: 95% interval over owners)")
     ax.set_title("Memory QA: answerable questions per condition")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
 
 
@@ -79,7 +79,7 @@ def qa_judge_band_chart(run: Run) -> Figure:
     ax.set_xlim(0, 1)
     ax.set_xlabel("accuracy of answerable questions under each judge")
     ax.set_title("Judge band: the same answers under each judge prompt")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig
 
 
@@ -109,5 +109,5 @@ def qa_causes_chart(run: Run) -> Figure:
     ax.set_yticks(y, [run.label(lane) for lane in lanes])
     ax.set_xlabel(f"wrong answers from memory under the {run.judge} judge")
     ax.set_title("Why each wrong answer is wrong")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
     return fig

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -142,6 +143,8 @@ class _Report:
     operations: OperationsSection | None
     qa: QASection | None
     memory_time: MemoryTimeSection | None = None
+    notes: Sequence[str] = ()
+    """How each run measured its optional metrics (read once: a refused file warns once)."""
 
 
 @dataclass(frozen=True)
@@ -228,11 +231,12 @@ def _matcher_notes(run: Run) -> list[str]:
 def _audit_notes(run: Run, name: str) -> list[str]:
     """The matcher's measured agreement on the run's own labelled pairs, if any."""
     path = sheet_path(run)
-    if not path.is_file():
+    if not os.path.lexists(path):  # lexists: a link, a FIFO or a device is refused, not skipped
         return []
     try:
-        sheet = read_sheet(path)
+        sheet = read_sheet(path, inside=run.path)
     except AuditError as exc:
+        logger.warning("labelling sheet of %s not used: %s", run.name, exc)
         return [f"labelling sheet of {run.name} unreadable: {exc}"]
     estimate = sheet.estimate()
     if not estimate.sample.pairs:
@@ -312,6 +316,7 @@ def build_report(
         operations=operations_section(runs),
         qa=qa,
         memory_time=memory_time_section(runs),
+        notes=_measure_notes(runs),
     )
     html, md = _html(report), _markdown(report)
     if intro:
@@ -367,7 +372,7 @@ def _html(report: _Report) -> str:
     parts = [
         *_html_head(report),
         *verdict_html(verdict(report.stats, robust), biggest_prompt_change(changes)),
-        *_section("Metrics", _html_metrics(report.runs, report.metrics), opened=True),
+        *_section("Metrics", _html_metrics(report), opened=True),
         *_html_charts(report.runs),
         *_section("Statistics", section_html(report.stats)),
         *_section("Memory operations", operations_html(report.operations)),
@@ -436,13 +441,14 @@ def _settings_down(configs: pd.DataFrame) -> pd.DataFrame:
     return turned
 
 
-def _html_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
+def _html_metrics(report: _Report) -> list[str]:
+    runs, metrics = report.runs, report.metrics
     parts = [metric_table_html(metrics, metrics_in(metrics), mark_best=True)]
     note = "★ best value of its table; grey numbers are deltas against the table's first row."
     if len(lane_groups(runs)) > 1:
         note += " Real and simulated configurations are in separate tables, never ranked together."
     parts.append(f"<p class='muted'>{note}</p>")
-    parts += [f"<p class='muted'>{escape(note)}</p>" for note in _measure_notes(runs)]
+    parts += [f"<p class='muted'>{escape(note)}</p>" for note in report.notes]
     return parts
 
 
@@ -536,7 +542,7 @@ def _markdown(report: _Report) -> str:
     lines += [md_escape(compared_text(report.runs, report.changed), 2000), ""]
     lines += verdict_markdown(verdict(report.stats, robust), biggest_prompt_change(changes))
     lines += _markdown_configurations(report.configs, report.changed)
-    lines += _markdown_metrics(report.runs, report.metrics)
+    lines += _markdown_metrics(report)
     lines += section_markdown(report.stats)
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
@@ -556,10 +562,11 @@ def _markdown_configurations(configs: pd.DataFrame, changed: list[str]) -> list[
     return lines
 
 
-def _markdown_metrics(runs: Sequence[Run], metrics: pd.DataFrame) -> list[str]:
+def _markdown_metrics(report: _Report) -> list[str]:
+    metrics = report.metrics
     lines = ["", "## Metrics", "", *metric_table_markdown(metrics, metrics_in(metrics))]
     lines += ["", "★ marks the best value of its table; deltas are against its first row.", ""]
-    notes = _measure_notes(runs)
+    notes = report.notes
     if notes:
         lines += [*(f"{md_escape(note)}  " for note in notes), ""]
     return lines

@@ -39,6 +39,7 @@ from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
 from memlab.memory.strategy import is_primary
+from memlab.memory.tiered import tiered_store_path
 from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
@@ -53,7 +54,7 @@ from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
 from memlab.sweeps.progress import Progress
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
-from memlab.sweeps.run import owned_path, read_record, record_path, record_problem
+from memlab.sweeps.run import RunError, owned_path, read_record, record_path, record_problem
 
 __all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
 
@@ -126,8 +127,17 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
 
 
 def _store_path(plan: SweepPlan, job: _Job) -> Path:
+    """The replay's store file, checked: inside the run, no link on the way, and no directory
+    where the replay removes its scratch stores (the JSON file, the tiered database)."""
     lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
-    return owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
+    path = owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
+    for scratch in (path, tiered_store_path(path)):
+        if scratch.is_dir() and not scratch.is_symlink():
+            raise RunError(
+                f"{scratch}: a directory where the replay keeps its store; move it away "
+                "(memlab removes only files it wrote)"
+            )
+    return path
 
 
 def _replay_task(
@@ -147,12 +157,15 @@ def _replay_task(
         job = _prepare(plan, lane, owner, sample)
         if isinstance(job, Outcome):
             return job
+        # A store path memlab may not write (a planted link) is the run directory's fault, not
+        # the replay's: it stops the sweep with that one line instead of failing every replay.
+        store_path = _store_path(plan, job)
         try:
             replay = replay_owner(
                 owner,
                 lane,
                 backend=plan.backends.get(lane.config.backend),
-                store_path=_store_path(plan, job),
+                store_path=store_path,
                 replay_mode=plan.replay_mode,
                 sample=sample,
                 on_session=on_session,

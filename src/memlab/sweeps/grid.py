@@ -369,7 +369,7 @@ class ForkSpec(BaseModel):
     """The reference run directory (relative paths are read from the grid file's folder)."""
     lane: str = Field(min_length=1)
     """The reference lane's id in that run."""
-    at_session: int = Field(ge=1)
+    at_session: int = Field(ge=1, strict=True)
 
 
 class Grid(BaseModel):

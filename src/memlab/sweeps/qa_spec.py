@@ -28,6 +28,7 @@ from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, ju
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings
 from memlab.qa.conditions import CONDITIONS, Condition
+from memlab.qa.reply_bounds import MAX_REPLY_TOKENS
 
 __all__ = ["QAError", "QASpec", "ResolvedPrompts", "resolve_prompts"]
 
@@ -59,12 +60,13 @@ class QASpec(BaseModel):
     """Answer prompt files or directories (relative to the grid file)."""
     judge_prompts: list[NonEmpty] = Field(default_factory=list)
     """Judge prompt files or directories (relative to the grid file)."""
-    max_tokens: int = Field(64, ge=1, le=8192)
+    # Numbers are strict, as in every grid setting: a YAML ``true`` is not 1.
+    max_tokens: int = Field(64, ge=1, le=MAX_REPLY_TOKENS, strict=True)
     """Longest answer, in tokens."""
-    judge_max_tokens: int = Field(32, ge=1, le=8192)
+    judge_max_tokens: int = Field(32, ge=1, le=MAX_REPLY_TOKENS, strict=True)
     """Longest judge reply, in tokens (a verdict is one short JSON object)."""
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    seed: int = 0
+    temperature: float = Field(0.0, ge=0.0, le=2.0, strict=True)
+    seed: int = Field(0, strict=True)
 
     @field_validator("judges", "conditions")
     @classmethod

@@ -47,6 +47,7 @@ from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
+from memlab.datasets.questions import resolve_session
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher, resolve_matcher
@@ -57,6 +58,7 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
+from memlab.qa.reply_bounds import BoundedReplies
 from memlab.scoring.qa_causes import evidence_fates
 from memlab.scoring.qa_metrics import error_counts, errors_sentence
 from memlab.sweeps.lane_backends import LaneBackends
@@ -219,8 +221,8 @@ def add_qa(
 
     calls = ask_and_grade(
         batches(),
-        answerer,
-        grader,
+        BoundedReplies(answerer),  # replies enter the QA step here: a huge one is a failure
+        BoundedReplies(grader),
         prompts.judges,
         spec.judge_params(),
         max_workers=max_workers,
@@ -290,7 +292,9 @@ def _owner_tasks(
             f"{len(owner.sessions)} sessions; the dataset changed since the sweep: rerun it"
         )
     tasks: list[AnswerTask] = []
-    asked = sorted({owner.session_index(q.after_session) for q in owner.questions})
+    # A question after a session cut from the replay (max_sessions) cannot be asked.
+    found = (resolve_session(owner.sessions, q.after_session) for q in owner.questions)
+    asked = sorted({index for index in found if index is not None})
     for index in asked:
         point = ReplayPoint(owner, index, snapshots[index])
         questions = owner.questions_after(index)
