@@ -257,7 +257,6 @@ TAKES_SIM = (
     "from memlab.backends.registry import BACKENDS\n\n"
     "def register():\n    BACKENDS.register('sim', object())\n"
 )
-GUARDED = "plugins.py runs load hooks under a guard that catches Exception only"
 RUN_SMOKE = ["run", "smoke", "--max-owners", "1", *SANDBOX_RUN]
 
 PLUGIN_CASES: list[Case] = [
@@ -268,14 +267,13 @@ PLUGIN_CASES: list[Case] = [
     Case("plugin whose register raises: a run still works", RUN_SMOKE,
          plugin("evil", RAISES), exit=0, env=PLUGIN_ENV, subprocess=True),
     Case("plugin whose register calls sys.exit", RUN_SMOKE, plugin("evil", EXITS), exit=0,
-         expect="evilplug", env=PLUGIN_ENV, subprocess=True, pending=GUARDED),
+         expect="evilplug", env=PLUGIN_ENV, subprocess=True),
     Case("plugin whose register raises KeyboardInterrupt", RUN_SMOKE,
          plugin("evil", INTERRUPTS), exit=0, expect="evilplug", env=PLUGIN_ENV,
-         subprocess=True, pending=GUARDED),
+         subprocess=True),
     Case("plugin sorting first registers the built-in sim",
          [*RUN_SMOKE, "--backend", "sim:careful"],
-         plugin("aaa", TAKES_SIM), exit=0, expect="sim", env=PLUGIN_ENV, subprocess=True,
-         pending="a third-party plugin can displace a built-in name (plugins.py)"),
+         plugin("aaa", TAKES_SIM), exit=0, expect="sim", env=PLUGIN_ENV, subprocess=True),
 ]
 
 # --- the LoCoMo importer ----------------------------------------------------------------------
