@@ -176,6 +176,33 @@ def test_another_answer_key_is_named_before_the_dataset_it_changes(
     assert f"different dataset: {digests[0]} vs {digests[1]}" in banners[1]
 
 
+def test_an_original_key_that_records_the_audit_is_still_the_original_key(
+    runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LoCoMo imported with ``--answer-key original --audit``: its questions carry the audit
+    (for the ceiling) but keep their answers, so it is the original key, not the audited one."""
+    source = runs / "recorded-source.jsonl"
+    shutil.copyfile(resolve_dataset("personas"), source)
+    lines = source.read_text(encoding="utf-8").splitlines()
+    owner = json.loads(lines[0])
+    question = owner["questions"][0]
+    question["audit"] = {
+        "error_type": "WRONG_ANSWER",
+        "original_answer": question["answer"],
+        "audited_answer": "not this",
+    }
+    recorded = runs / "key-recorded.jsonl"
+    recorded.write_text("\n".join([json.dumps(owner), *lines[1:]]) + "\n", encoding="utf-8")
+    audited = runs / "key-changed.jsonl"
+    _audited_copy(source, audited)
+    made = [
+        _qa(_sweep(dataset, runs / f"{dataset.stem}-swept", "key"), runs / dataset.stem)
+        for dataset in (recorded, audited)
+    ]
+    err = _refused(["compare", *map(str, made)], capsys)
+    assert "different answer key: original vs audited" in err
+
+
 def test_a_qa_fact_a_run_did_not_record_is_stated_as_unknown(
     careful: Path, runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

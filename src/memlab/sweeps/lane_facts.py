@@ -108,10 +108,13 @@ def _list(value: Any) -> list[Any]:
 
 
 def _answer_key(answers: pd.DataFrame) -> str:
-    """``audited`` when an audit changed any question the answers were scored against."""
+    """``audited`` when an audit changed the answer of any question the answers were scored
+    against, else ``original`` (an original key may record an audit beside its answers:
+    ``audited`` rows whose answer did not change)."""
     if "audited" not in answers.columns:
         return ""
-    return "audited" if bool(answers["audited"].eq(True).any()) else "original"
+    changed = "answer_changed" in answers.columns and bool(answers["answer_changed"].eq(True).any())
+    return "audited" if changed else "original"
 
 
 def qa_facts(run: Run) -> QAFacts | None:
