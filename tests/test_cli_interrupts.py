@@ -4,6 +4,7 @@ interrupted command keeps."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -54,3 +55,54 @@ def test_ctrl_c_during_other_commands_keeps_the_default_line(
     monkeypatch.setattr(loader, "validate_dataset", _interrupt)
     assert main(["datasets", "validate", "smoke"]) == EXIT_INTERRUPTED
     assert _one_error_line(capsys.readouterr().err) == f"error: {INTERRUPTED_REPLAYS}"
+
+
+def test_ctrl_c_during_the_qa_calls_does_not_wait_for_calls_in_flight() -> None:
+    """The QA step's calls: on Ctrl-C, queued calls are dropped and a call waiting on a server
+    is not waited for (the process exits at once, as after a sweep's Ctrl-C)."""
+    import threading
+
+    from memlab.core.llm import Completion, CompletionRequest, GenerationParams
+    from memlab.datasets.questions import Question
+    from memlab.qa.answering import AnswerTask
+    from memlab.qa.conditions import Context
+    from memlab.sweeps.qa_calls import ask_and_grade
+
+    release = threading.Event()
+    done: list[str] = []
+
+    class Stuck:
+        name, model = "stuck", "stuck"
+
+        def complete(self, request: CompletionRequest) -> Completion:
+            release.wait(60)  # a server that does not answer (released by the test)
+            done.append("answered")
+            return Completion("late")
+
+    question = Question(
+        id="q", question="Where?", answer="Here", category="c", kind="answerable", after_session=0
+    )
+    tasks = [
+        AnswerTask(
+            "u",
+            0,
+            question,
+            "memory",
+            Context(),
+            CompletionRequest(
+                messages=[{"role": "user", "content": f"ask {i}"}], params=GenerationParams()
+            ),
+        )
+        for i in range(3)
+    ]
+
+    def batches() -> Iterator[list[AnswerTask]]:
+        yield tasks
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ask_and_grade(batches(), Stuck(), Stuck(), [], GenerationParams(), max_workers=1)
+        assert done == []  # interrupted while the first call still waited on its server
+    finally:
+        release.set()

@@ -127,23 +127,29 @@ def ask_and_grade(
     :attr:`QACalls.alongside`.
     """
     results: QACalls[T] = QACalls()
-    with (
-        ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab-qa") as pool,
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlab-qa-side") as side,
-        Progress("qa calls", "call", enabled=progress) as bar,
-    ):
-        flow = _Flow(pool)
-        grading = _Grading(flow, answerer, grader, judges, judge_params, results.answers)
-        for tasks in batches:
-            bar.add_total(sum(grading.ask(t) for t in tasks))
-        later = side.submit(alongside) if alongside is not None else None
-        while flow.pending:
-            kind, key, result = flow.next_done()
-            bar.update(1)
-            if kind == "verdict":
-                results.verdicts[key] = result
-                continue
-            results.answers[key] = result
-            bar.add_total(sum(grading.grade(t, result) for t in flow.tasks.get(key, ())))
-        results.alongside = later.result() if later is not None else None
+    pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memlab-qa")
+    side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlab-qa-side")
+    finished = False
+    try:
+        with Progress("qa calls", "call", enabled=progress) as bar:
+            flow = _Flow(pool)
+            grading = _Grading(flow, answerer, grader, judges, judge_params, results.answers)
+            for tasks in batches:
+                bar.add_total(sum(grading.ask(t) for t in tasks))
+            later = side.submit(alongside) if alongside is not None else None
+            while flow.pending:
+                kind, key, result = flow.next_done()
+                bar.update(1)
+                if kind == "verdict":
+                    results.verdicts[key] = result
+                    continue
+                results.answers[key] = result
+                bar.add_total(sum(grading.grade(t, result) for t in flow.tasks.get(key, ())))
+            results.alongside = later.result() if later is not None else None
+        finished = True
+    finally:
+        # Interrupted (Ctrl-C): drop queued calls and do not wait for those in flight, which
+        # may be waiting on a server; the cache writes each reply atomically or not at all.
+        for executor in (pool, side):
+            executor.shutdown(wait=finished, cancel_futures=True)
     return results
