@@ -43,10 +43,19 @@ from memlab.sweeps.run import Run
 OWNERS = load_dataset(resolve_dataset("personas"))
 
 
+# Fields records gained after the pins were measured: echo counting (memlab.core.echo).
+_LATER_FIELDS = frozenset({"n_echoed", "echoed"})
+
+
 def _scrubbed(value: Any) -> Any:
-    """A record without wall-clock durations (the only field that differs between runs)."""
+    """A record without wall-clock durations (the only field that differs between runs) and
+    without the fields added since the pins below were measured."""
     if isinstance(value, dict):
-        return {k: _scrubbed(v) for k, v in value.items() if k != "duration_s"}
+        return {
+            k: _scrubbed(v)
+            for k, v in value.items()
+            if k != "duration_s" and k not in _LATER_FIELDS
+        }
     if isinstance(value, list):
         return [_scrubbed(v) for v in value]
     return value
