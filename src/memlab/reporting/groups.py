@@ -4,16 +4,16 @@ Lanes are grouped by whether their backend is simulated (``sim:PROFILE``, a test
 Each group has its own baseline (its first lane), its own deltas and best values, and its
 own comparisons; no table mixes the two. One run may hold both kinds (its grid says so); a
 report that adds a run of a kind the first run has none of is checked against the first run
-(:func:`check_report`), so a run of the simulated model is not shown beside a run of a real
-one, nor a run of other owners, unless mixed reports are allowed.
+for everything but the kind (:func:`check_report`), so a run of other owners or another
+dataset is not shown beside it unless mixed reports are allowed, and then said once per run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from memlab.scoring.comparability import check_pairs, kind_baselines, kind_of
+from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines, kind_of
 from memlab.sweeps.run import Run
 
 __all__ = [
@@ -22,7 +22,6 @@ __all__ = [
     "check_report",
     "group_name",
     "lane_groups",
-    "report_pairs",
 ]
 
 GROUP_TITLES = {"real": "Real model", "simulated": "Simulated model [simulated]"}
@@ -71,35 +70,47 @@ def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
     return sorted(groups, key=lambda group: group.name != "real")
 
 
-def report_pairs(runs: Sequence[Run]) -> list[tuple[tuple[Run, str], tuple[Run, str]]]:
-    """What a report of ``runs`` checks before it compares: each lane with its group's
-    baseline (:meth:`LaneGroup.pairs`), and each lane of a later run whose kind the first run
-    has no lane of with the first run's first lane (nothing else would check it)."""
-    pairs = [pair for group in lane_groups(runs) for pair in group.pairs()]
+def _across_kinds(runs: Sequence[Run]) -> list[tuple[tuple[Run, str], tuple[Run, str]]]:
+    """The first lane of each later run whose kind the first run has none of, paired with the
+    first run's first lane (one lane stands for its run: the run's lanes share its dataset
+    and owners)."""
     if not runs or not runs[0].lanes:
-        return pairs
+        return []
     first = runs[0]
     anchor = (first, next(iter(first.lanes)))
     kinds = {group_name(first, lane_id) for lane_id in first.lanes}
-    pairs += [
-        (anchor, (run, lane_id))
-        for run in runs[1:]
-        for lane_id in run.lanes
-        if group_name(run, lane_id) not in kinds
-    ]
-    return pairs
+    found = []
+    for run in runs[1:]:
+        other = next((lane for lane in run.lanes if group_name(run, lane) not in kinds), None)
+        if other is not None:
+            found.append((anchor, (run, other)))
+    return found
 
 
 def check_report(runs: Sequence[Run], *, allow_mixed: bool = False) -> list[str]:
-    """Refuse a report of lanes measured differently (:func:`report_pairs`, checked by
+    """Refuse a report of lanes measured differently (each lane against its group's baseline,
+    and each later run of another kind against the first run, checked by
     :func:`memlab.scoring.comparability.check_pairs`); return the banners of those allowed.
 
     Raises:
         MixedComparisonError: A difference that refuses a comparison, without
             ``allow_mixed``.
     """
-    facts = [
-        (base.lane_facts(base_lane), run.lane_facts(lane_id))
-        for (base, base_lane), (run, lane_id) in report_pairs(runs)
+    within = [pair for group in lane_groups(runs) for pair in group.pairs()]
+    banners = check_pairs(_facts(within), allow_mixed=allow_mixed)
+    # Across kinds the lanes are never ranked together and differ in kind by design: what
+    # else differs (owners, dataset) is checked, and said once per run.
+    across = [
+        (base, replace(cand, simulated=base.simulated, backend=base.backend))
+        for base, cand in _facts(_across_kinds(runs))
     ]
-    return check_pairs(facts, allow_mixed=allow_mixed)
+    return banners + check_pairs(across, allow_mixed=allow_mixed)
+
+
+def _facts(
+    pairs: Sequence[tuple[tuple[Run, str], tuple[Run, str]]],
+) -> list[tuple[LaneFacts, LaneFacts]]:
+    return [
+        (base.lane_facts(base_lane), run.lane_facts(lane_id))
+        for (base, base_lane), (run, lane_id) in pairs
+    ]

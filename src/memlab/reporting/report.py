@@ -291,7 +291,8 @@ def build_report(
     stats = statistics_section(runs, allow_mixed=allow_mixed)
     # Answers no judge could grade lower accuracy without being the memory's fault: said first.
     banners = [*stats.banners, *qa_error_notes(runs)]
-    notes = (*banners, *echo_notes(runs), intro, simulated_note(runs))
+    # The caller's own introduction first (what the report is), then what it must warn of.
+    notes = (intro, *banners, *echo_notes(runs), simulated_note(runs))
     intro = " ".join(part for part in notes if part)
     qa = qa_section(runs, allow_mixed=allow_mixed)
     if qa is not None:  # what the introduction states is not stated twice

@@ -196,8 +196,17 @@ def _observed(table: pd.DataFrame | None) -> str:
 
 
 def _heading(verdicts: Sequence[Verdict]) -> str:
-    tables = [found.table for found in verdicts if found.table is not None]
-    return "Verdict: " + headline(tables, [r for found in verdicts for r in found.reasons])
+    """One clause per group (real model first), each naming its group when there are
+    several: a simulated group's verdict is never read as the real model's."""
+    clauses = []
+    for found in verdicts:
+        tables = [found.table] if found.table is not None else []
+        clause = headline(tables, list(found.reasons))
+        titled = len(verdicts) > 1 and found.title
+        clauses.append(f"{found.title}: {clause}" if titled else clause)
+    if not clauses:
+        return "Verdict: " + headline([], [])
+    return "Verdict: " + " · ".join(clauses)
 
 
 def _nothing(found: Verdict) -> str:

@@ -157,7 +157,7 @@ class Undetectable:
         size = _fmt_size(self.metric, self.tolerance)
         if self.kind == "no test possible":
             return (
-                f"no test possible: {self.owners} owners (a paired test at this level needs at "
+                f"no test possible: {_owners(self.owners)} (a paired test at this level needs at "
                 f"least {self.least}), so a regression of {size} cannot be detected"
             )
         if self.kind == "no spread":
@@ -183,7 +183,7 @@ class Undetectable:
         """The finding as a :class:`Reason`."""
         size = _fmt_size(self.metric, self.tolerance)
         short = {
-            "no test possible": f"no test possible: {self.owners} owners",
+            "no test possible": f"no test possible: {_owners(self.owners)}",
             "no spread": _NO_SPREAD,
             "too few owners": f"too few owners for a {size} tolerance",
         }[self.kind]
@@ -267,11 +267,11 @@ def too_few_owners(comparison: Comparison) -> list[Reason]:
         no_test.setdefault(group, []).append(key[1])
     for (where, lane, owners, least), metrics in no_test.items():
         text = (
-            f"{where}: no test possible: {owners} owners ({', '.join(metrics)}; a paired test "
-            f"at this level needs at least {least}): a change is an observation on {owners} "
-            "owners, not a tested difference"
+            f"{where}: no test possible: {_owners(owners)} ({', '.join(metrics)}; a paired test "
+            f"at this level needs at least {least}): a change is an observation on "
+            f"{_owners(owners)}, not a tested difference"
         )
-        short = f"no test possible: {owners} owners"
+        short = f"no test possible: {_owners(owners)}"
         reasons.append(Reason("no test possible", text, short, lane, tuple(metrics)))
     return reasons
 
@@ -392,3 +392,8 @@ def inconclusive_reasons(
     for check in checks:
         found += [reason for reason in check(comparison) if reason not in found]
     return found
+
+
+def _owners(n: int) -> str:
+    """``1 owner``, ``2 owners``."""
+    return f"{n} owner" if n == 1 else f"{n} owners"
