@@ -204,3 +204,15 @@ def test_a_clean_run_has_no_echo_lines(tmp_path: Path) -> None:
     assert echo_share(run, lane) == 0.0
     assert echo_reason(run, lane) is None
     assert echo_notes([run]) == []
+
+
+def test_a_trial_against_an_echoing_baseline_is_inconclusive_and_names_the_echo(
+    tmp_path: Path,
+) -> None:
+    """The baseline echoes in 3 of 4 replies (75%, above the 20% the checks allow): a trial of
+    another prompt cannot say what the prompt changes, and says why."""
+    run, backend = echo_run(tmp_path)
+    trial = try_prompt(run, "concise", owners="all", backend_factory=lambda _spec: backend)
+    echoed = [r for r in trial.reasons if r.kind == "prompt echoed"]
+    assert len(echoed) == 1
+    assert "echoes the prompt's own text in 75% (baseline) and 0% (candidate)" in echoed[0].text

@@ -35,6 +35,7 @@ from memlab.scoring.stats import min_test_owners, owners_to_detect
 
 __all__ = [
     "BOTH_UNPARSED_SHARE",
+    "ECHO_SHARE",
     "JUDGE_UNREADABLE_SHARE",
     "REASON_CHECKS",
     "SIDE_RATES",
@@ -43,6 +44,7 @@ __all__ = [
     "Reason",
     "ReasonCheck",
     "Undetectable",
+    "echoed_prompt",
     "ignored_prompts",
     "inconclusive_reasons",
     "missing_primary",
@@ -59,7 +61,12 @@ JUDGE_UNREADABLE_SHARE = 0.2
 """Answers without a readable judge verdict above this share on either side make QA
 accuracy a measure of the judge, not of the memory."""
 
-SIDE_RATES: tuple[str, ...] = ("parse_failure_rate", "qa_judge_error_rate")
+ECHO_SHARE = 0.2
+"""Replies that store the prompt's own text (:mod:`memlab.core.echo`) above this share on
+either side: the model copies its instructions, so what it stores says little about what
+the prompt asks for."""
+
+SIDE_RATES: tuple[str, ...] = ("parse_failure_rate", "qa_judge_error_rate", "echo_rate")
 """Rates the checks read of each side of a pair, on the owners both share."""
 
 
@@ -344,6 +351,25 @@ def unparsed_replies(comparison: Comparison) -> list[Reason]:
     return reasons
 
 
+def echoed_prompt(comparison: Comparison) -> list[Reason]:
+    """Pairs where either side's model echoes the prompt's own text (its example or its
+    instructions) in more than :data:`ECHO_SHARE` of the replies."""
+    reasons = []
+    for pair in comparison.pairs:
+        base, cand = _shares(pair, "echo_rate")
+        if not (base > ECHO_SHARE or cand > ECHO_SHARE):
+            continue
+        text = (
+            f"{pair.name}: the model echoes the prompt's own text in {_pct(base)} (baseline) "
+            f"and {_pct(cand)} (candidate) of the replies: it copies the prompt instead of "
+            "reading the conversation"
+        )
+        reasons.append(
+            Reason("prompt echoed", text, "the model echoes the prompt", pair.candidate.lane)
+        )
+    return reasons
+
+
 def missing_primary(comparison: Comparison) -> list[Reason]:
     """Primary metrics one side has no value of: ``not comparable`` (the baseline's is
     missing) or ``not computable`` (the candidate's)."""
@@ -369,6 +395,7 @@ REASON_CHECKS: tuple[ReasonCheck, ...] = (
     too_few_owners,
     unreadable_verdicts,
     unparsed_replies,
+    echoed_prompt,
     missing_primary,
 )
 """Every check :func:`inconclusive_reasons` runs, in the order their reasons are listed."""
