@@ -24,7 +24,7 @@ import copy
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import (
@@ -74,6 +74,7 @@ __all__ = [
     "contract_schema",
     "minimal_update",
     "schema_contract",
+    "updated_sections",
     "validate_update",
 ]
 
@@ -92,6 +93,22 @@ USER_SECTIONS: tuple[UserSection, ...] = get_args(UserSection)
 HISTORY_SECTIONS: tuple[HistorySection, ...] = get_args(HistorySection)
 SECTION_NAMES: tuple[SectionName, ...] = (*USER_SECTIONS, *HISTORY_SECTIONS)
 TOP_LEVEL_KEYS: tuple[str, ...] = ("user", "history", "newFacts", "factsToRemove")
+
+
+def updated_sections(update: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """``(group, name, summary)`` of each section ``update`` asks to write: ``shouldUpdate``
+    true and a non-empty summary, in contract order (anything else is read as no update)."""
+    for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
+        proposed = update.get(group)
+        if not isinstance(proposed, Mapping):
+            continue
+        for name in names:
+            section = proposed.get(name)
+            if not isinstance(section, Mapping) or section.get("shouldUpdate") is not True:
+                continue
+            summary = section.get("summary")
+            if isinstance(summary, str) and summary:
+                yield group, name, summary
 
 
 class Bounds(NamedTuple):

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from memlab.core.document import HISTORY_SECTIONS, USER_SECTIONS
+from memlab.core.contract import updated_sections
 
 __all__ = [
     "ECHO_MIN_SHARE",
@@ -129,16 +129,4 @@ def find_echoes(update: Mapping[str, Any], check: EchoCheck) -> list[dict[str, A
 
 
 def _echoed_sections(update: Mapping[str, Any], check: EchoCheck) -> list[tuple[str, str, str]]:
-    found: list[tuple[str, str, str]] = []
-    for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
-        proposed = update.get(group)
-        if not isinstance(proposed, Mapping):
-            continue
-        for name in names:
-            section = proposed.get(name)
-            if not isinstance(section, Mapping) or section.get("shouldUpdate") is not True:
-                continue
-            summary = section.get("summary")
-            if isinstance(summary, str) and check.is_echo(summary):
-                found.append((group, name, summary))
-    return found
+    return [found for found in updated_sections(update) if check.is_echo(found[2])]

@@ -30,10 +30,8 @@ from datetime import datetime
 from typing import Any, Protocol, TypedDict
 
 from memlab import plugins
-from memlab.core.contract import MemoryUpdateDict, NewFactDict
+from memlab.core.contract import MemoryUpdateDict, NewFactDict, updated_sections
 from memlab.core.document import (
-    HISTORY_SECTIONS,
-    USER_SECTIONS,
     MemoryDocument,
     StoredFact,
     copy_document,
@@ -261,22 +259,13 @@ class BaselineMerge:
     def _apply_sections(
         memory: MemoryDocument, update: MemoryUpdateDict, now_iso: str, result: ApplyResult
     ) -> None:
-        for group, names in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
-            proposed = update.get(group)
-            if not isinstance(proposed, Mapping):
-                continue
-            for name in names:
-                section = proposed.get(name)
-                if not isinstance(section, Mapping):
-                    continue
-                summary = section.get("summary")
-                if section.get("shouldUpdate") is True and isinstance(summary, str) and summary:
-                    target = memory.get(group)
-                    if not isinstance(target, dict):
-                        target = {}
-                        memory[group] = target  # type: ignore[literal-required]  # user|history
-                    target[name] = {"summary": summary, "updatedAt": now_iso}
-                    result.sections_updated.append(f"{group}.{name}")
+        for group, name, summary in updated_sections(update):
+            target = memory.get(group)
+            if not isinstance(target, dict):
+                target = {}
+                memory[group] = target  # type: ignore[literal-required]  # user|history
+            target[name] = {"summary": summary, "updatedAt": now_iso}
+            result.sections_updated.append(f"{group}.{name}")
 
     # -- step 2 ------------------------------------------------------------------------------
     @staticmethod
