@@ -31,6 +31,7 @@ from memlab.datasets.questions import Question
 from memlab.qa.answer_scores import bleu1, is_abstention, multi_answer_f1, token_f1
 from memlab.qa.conditions import CONDITIONS, Condition, Context, History, ReadPath
 from memlab.qa.conditions import gold_memory_document as _gold_memory
+from memlab.qa.reply_bounds import reply_problem
 from memlab.qa.verdicts import parse_verdict
 
 __all__ = [
@@ -137,11 +138,15 @@ class CallResult:
 
 
 def call(backend: Backend, request: CompletionRequest) -> CallResult:
-    """Send ``request``; a :class:`~memlab.core.llm.BackendError` becomes the result's error."""
+    """Send ``request``; a :class:`~memlab.core.llm.BackendError` becomes the result's error,
+    and so does a reply longer than a QA reply may be (:mod:`memlab.qa.reply_bounds`)."""
     try:
         done = backend.complete(request)
     except BackendError as exc:
         return CallResult(None, error=str(exc)[:500] or type(exc).__name__)
+    too_long = reply_problem(backend.name, done.text)
+    if too_long is not None:
+        return CallResult(None, error=too_long)
     return CallResult(
         done.text,
         done.prompt_tokens,

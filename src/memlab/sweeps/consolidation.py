@@ -37,7 +37,6 @@ from memlab.core.llm import Backend
 from memlab.datasets.models import Owner
 from memlab.matching.base import FactMatcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
-from memlab.qa.reply_bounds import BoundedReplies
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
 from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
@@ -119,8 +118,8 @@ def add_curve(
     jobs = list(_jobs(run, owners, _anchors(run), settings, every))
     calls: QACalls[list[list[Fate]]] = ask_and_grade(
         (job.tasks for job in jobs),
-        BoundedReplies(answerer),  # as in the QA step: a huge reply is a failed call
-        BoundedReplies(grader),
+        answerer,
+        grader,
         prompts.judges,
         spec.judge_params(),
         max_workers=max_workers,

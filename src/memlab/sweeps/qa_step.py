@@ -58,7 +58,6 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
-from memlab.qa.reply_bounds import BoundedReplies
 from memlab.scoring.qa_causes import evidence_fates
 from memlab.scoring.qa_metrics import error_counts, errors_sentence
 from memlab.sweeps.lane_backends import LaneBackends
@@ -221,8 +220,8 @@ def add_qa(
 
     calls = ask_and_grade(
         batches(),
-        BoundedReplies(answerer),  # replies enter the QA step here: a huge one is a failure
-        BoundedReplies(grader),
+        answerer,
+        grader,
         prompts.judges,
         spec.judge_params(),
         max_workers=max_workers,
