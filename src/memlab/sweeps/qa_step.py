@@ -47,7 +47,6 @@ from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
-from memlab.datasets.questions import resolve_session
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher, resolve_matcher
@@ -291,9 +290,8 @@ def _owner_tasks(
             f"{len(owner.sessions)} sessions; the dataset changed since the sweep: rerun it"
         )
     tasks: list[AnswerTask] = []
-    # A question after a session cut from the replay (max_sessions) cannot be asked.
-    found = (resolve_session(owner.sessions, q.after_session) for q in owner.questions)
-    asked = sorted({index for index in found if index is not None})
+    # run_owners left out (and counted) the questions after a session the run did not replay.
+    asked = sorted({owner.session_index(q.after_session) for q in owner.questions})
     for index in asked:
         point = ReplayPoint(owner, index, snapshots[index])
         questions = owner.questions_after(index)
