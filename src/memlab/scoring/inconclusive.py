@@ -315,23 +315,39 @@ def _pct(value: float) -> str:
     return f"{value * 100:.0f}%"
 
 
+def _either_side_above(
+    comparison: Comparison,
+    metric: str,
+    limit: float,
+    reason: tuple[str, str],
+    says: Callable[[str, str], str],
+) -> list[Reason]:
+    """A reason (``kind``, ``short``) for each pair where ``metric`` is above ``limit`` on
+    either side, its text ``pair name: says(baseline %, candidate %)``."""
+    kind, short = reason
+    reasons = []
+    for pair in comparison.pairs:
+        base, cand = _shares(pair, metric)
+        if base > limit or cand > limit:
+            text = f"{pair.name}: {says(_pct(base), _pct(cand))}"
+            reasons.append(Reason(kind, text, short, pair.candidate.lane))
+    return reasons
+
+
 def unreadable_verdicts(comparison: Comparison) -> list[Reason]:
     """Pairs where either side's judge left more than :data:`JUDGE_UNREADABLE_SHARE` of the
     answers without a readable verdict."""
-    reasons = []
-    for pair in comparison.pairs:
-        base, cand = _shares(pair, "qa_judge_error_rate")
-        if not (base > JUDGE_UNREADABLE_SHARE or cand > JUDGE_UNREADABLE_SHARE):
-            continue
-        text = (
-            f"{pair.name}: judge verdicts unreadable for {_pct(base)} (baseline) and "
-            f"{_pct(cand)} (candidate) of the answers, above "
-            f"{_pct(JUDGE_UNREADABLE_SHARE)}: QA accuracy measures the judge, not the memory"
-        )
-        reasons.append(
-            Reason("verdicts unreadable", text, "judge verdicts unreadable", pair.candidate.lane)
-        )
-    return reasons
+    return _either_side_above(
+        comparison,
+        "qa_judge_error_rate",
+        JUDGE_UNREADABLE_SHARE,
+        ("verdicts unreadable", "judge verdicts unreadable"),
+        lambda base, cand: (
+            f"judge verdicts unreadable for {base} (baseline) and {cand} (candidate) of the "
+            f"answers, above {_pct(JUDGE_UNREADABLE_SHARE)}: QA accuracy measures the judge, "
+            "not the memory"
+        ),
+    )
 
 
 def unparsed_replies(comparison: Comparison) -> list[Reason]:
@@ -354,20 +370,17 @@ def unparsed_replies(comparison: Comparison) -> list[Reason]:
 def echoed_prompt(comparison: Comparison) -> list[Reason]:
     """Pairs where either side's model echoes the prompt's own text (its example or its
     instructions) in more than :data:`ECHO_SHARE` of the replies."""
-    reasons = []
-    for pair in comparison.pairs:
-        base, cand = _shares(pair, "echo_rate")
-        if not (base > ECHO_SHARE or cand > ECHO_SHARE):
-            continue
-        text = (
-            f"{pair.name}: the model echoes the prompt's own text in {_pct(base)} (baseline) "
-            f"and {_pct(cand)} (candidate) of the replies: it copies the prompt instead of "
-            "reading the conversation"
-        )
-        reasons.append(
-            Reason("prompt echoed", text, "the model echoes the prompt", pair.candidate.lane)
-        )
-    return reasons
+    return _either_side_above(
+        comparison,
+        "echo_rate",
+        ECHO_SHARE,
+        ("prompt echoed", "the model echoes the prompt"),
+        lambda base, cand: (
+            f"the model echoes the prompt's own text in {base} (baseline) and {cand} "
+            "(candidate) of the replies: it copies the prompt instead of reading the "
+            "conversation"
+        ),
+    )
 
 
 def missing_primary(comparison: Comparison) -> list[Reason]:
