@@ -91,15 +91,13 @@ class _Grading:
     grader: Backend
     judges: Sequence[JudgePrompt]
     params: GenerationParams
-    answers: dict[str, CallResult]
 
     def ask(self, task: AnswerTask) -> int:
-        """Queue ``task``'s answer request (or grade it now when that answer is known)."""
+        """Queue ``task``'s answer request (once per distinct request); every task sharing
+        it is graded when the answer returns (every batch is queued before any is read)."""
         key = call_key(self.answerer, task.request)
         self.flow.tasks.setdefault(key, []).append(task)
-        sent = self.flow.send("answer", self.answerer, task.request)
-        done = self.answers.get(key)
-        return sent + (self.grade(task, done) if done is not None else 0)
+        return self.flow.send("answer", self.answerer, task.request)
 
     def grade(self, task: AnswerTask, result: CallResult) -> int:
         """Queue the judge requests of ``task``'s answer; the number of calls queued."""
@@ -133,7 +131,7 @@ def ask_and_grade(
     try:
         with Progress("qa calls", "call", enabled=progress) as bar:
             flow = _Flow(pool)
-            grading = _Grading(flow, answerer, grader, judges, judge_params, results.answers)
+            grading = _Grading(flow, answerer, grader, judges, judge_params)
             for tasks in batches:
                 bar.add_total(sum(grading.ask(t) for t in tasks))
             later = side.submit(alongside) if alongside is not None else None
