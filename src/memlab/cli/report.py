@@ -211,7 +211,7 @@ def _gate(args: argparse.Namespace) -> int:
         check_gate,
         check_regressions,
     )
-    from memlab.scoring.comparison import describe
+    from memlab.scoring.comparison import describe, describe_mde
     from memlab.scoring.stats import StatOptions
     from memlab.sweeps.run import load_run
 
@@ -253,7 +253,9 @@ def _gate(args: argparse.Namespace) -> int:
         failed = {(r.lane, r.metric) for r in regressions}
         for _, row in table.iterrows():
             if (row["lane"], row["metric"]) not in failed:
-                print(f"ok {row['lane']}: {row['metric']} {describe(row)}")
+                # "no change" has no interval: the MDE says what it could have detected.
+                sized = f" (MDE {describe_mde(row)})" if row["verdict"] == "no change" else ""
+                print(f"ok {row['lane']}: {row['metric']} {describe(row)}{sized}")
     unsure = [r for r in regressions if not isinstance(r, Regression)]
     if args.allow_inconclusive:
         for finding in unsure:

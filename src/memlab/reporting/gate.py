@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from memlab.errors import MemlabError
 from memlab.scoring.comparison import compare, describe
+from memlab.scoring.coverage import too_few_text
+from memlab.scoring.estimators import estimator
 from memlab.scoring.inconclusive import (
     Reason,
     Undetectable,
@@ -31,7 +33,8 @@ from memlab.scoring.inconclusive import (
     undetectable,
 )
 from memlab.scoring.metric_specs import MetricSpec, gate_specs, metric_spec, primary_metrics
-from memlab.scoring.stats import StatOptions
+from memlab.scoring.metrics import owner_counts
+from memlab.scoring.stats import StatOptions, bootstrap
 from memlab.sweeps.run import Run
 
 __all__ = [
@@ -215,7 +218,9 @@ def check_gate(run: Run, thresholds: Thresholds, *, use_bound: bool = False) -> 
     threshold set on it, so an empty run never passes a gate by accident. With
     ``use_bound``, a rate with an interval must meet the limit with its pessimistic bound
     (the upper end for a ``max_`` limit, the lower end for a ``min_`` limit); a missing
-    interval (fewer than two owners) then misses.
+    interval misses: on fewer owners than its method's coverage was measured on
+    (:mod:`memlab.scoring.coverage`) the failure says ``too few owners for an interval (n =
+    2)``.
     """
     failures: list[GateFailure] = []
     summary = run.summary
@@ -225,9 +230,27 @@ def check_gate(run: Run, thresholds: Thresholds, *, use_bound: bool = False) -> 
         for name, limit in thresholds.limits.items():
             spec = specs[name]
             failure = _check_one(label, row, summary.columns, spec, limit, use_bound)
+            if failure is not None and failure.checked and not math.isnan(failure.estimate):
+                failure = _without_interval(run, str(lane_id), spec, failure)
             if failure is not None:
                 failures.append(failure)
     return failures
+
+
+def _without_interval(run: Run, lane_id: str, spec: MetricSpec, failure: GateFailure) -> GateFailure:
+    """A bound that is missing because its interval's coverage was not measured on so few
+    owners (:mod:`memlab.scoring.coverage`) is refused as such: ``too few owners for an
+    interval (n = 2)``."""
+    if not math.isnan(failure.value):
+        return failure
+    sessions = run.sessions
+    nested = "sample" if "sample" in sessions.columns else None
+    counts = owner_counts(run.calls, sessions, prices=run.prices, nested=nested)
+    mine = counts[counts.index.get_level_values("lane_id") == lane_id].droplevel("lane_id")
+    found = bootstrap(estimator(spec, mine), StatOptions(resamples=0))
+    if found.method != "too few owners":
+        return failure
+    return replace(failure, detail=too_few_text(found.owners))
 
 
 def _check_one(

@@ -43,6 +43,7 @@ import numpy.typing as npt
 from scipy import special
 
 from memlab.core.machine import memory_budget
+from memlab.scoring.coverage import clustered_exact, interval_method
 from memlab.scoring.stat_options import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -110,6 +111,9 @@ class Estimator:
     columns: FloatArray
     statistic: Statistic
     relevant: BoolArray | None = None
+    pooled: bool = False
+    """The statistic is the ratio of the sums of the two columns (a rate): it may get the
+    clustered exact interval (:mod:`memlab.scoring.coverage`)."""
 
     @property
     def owners(self) -> int:
@@ -142,7 +146,7 @@ def ratio_estimator(
 
     # A NaN count stays relevant so that it turns the statistic into NaN, never vanishes.
     relevant = (den_v != 0) | np.isnan(num_v) | np.isnan(den_v)
-    return Estimator(np.column_stack([num_v, den_v]), statistic, relevant)
+    return Estimator(np.column_stack([num_v, den_v]), statistic, relevant, pooled=True)
 
 
 # ---------------------------------------------------------------------- resampling
@@ -274,17 +278,24 @@ def _spread(draws: FloatArray) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """One statistic over all owners, its interval, standard error and relevant owners."""
+    """One statistic over all owners, its interval, standard error and relevant owners.
+
+    ``method``: how the interval was found (:func:`memlab.scoring.coverage.interval_method`);
+    ``too few owners`` when it has none (NaN bounds)."""
 
     estimate: float
     lo: float
     hi: float
     se: float
     owners: int
+    method: str = "bootstrap"
 
 
 def bootstrap(estimator: Estimator, options: StatOptions | None = None) -> Interval:
-    """The statistic and its expanded percentile interval over the relevant owners.
+    """The statistic and its interval over the relevant owners: the expanded percentile
+    interval, or for a rate near 0 or 1 or on few owners the clustered exact interval, or
+    none (NaN bounds) below the owners at which the method's coverage was measured
+    (:func:`memlab.scoring.coverage.interval_method`). ``se`` is the bootstrap's either way.
 
     With fewer than two relevant owners there is nothing to resample: the bounds are NaN.
     """
@@ -292,12 +303,19 @@ def bootstrap(estimator: Estimator, options: StatOptions | None = None) -> Inter
     keep = estimator.mask()
     estimate = estimator.value()
     n = int(keep.sum())
+    method = interval_method(ratio=estimator.pooled, owners=n, estimate=estimate)
     if n < 2 or options.resamples == 0:
-        return Interval(estimate, math.nan, math.nan, math.nan, n)
+        return Interval(estimate, math.nan, math.nan, math.nan, n, method)
     weights = _bootstrap_weights(n, options.resamples, options.seed)
     draws = estimator.statistic(weights @ estimator.columns[keep])
-    lo, hi = _order_interval(draws, _tail(options.level, n))
-    return Interval(estimate, lo, hi, _spread(draws), n)
+    if method == "clustered_exact":
+        columns = estimator.columns[keep]
+        lo, hi = clustered_exact(columns[:, 0], columns[:, 1], options.level)
+    elif method.startswith("bootstrap"):
+        lo, hi = _order_interval(draws, _tail(options.level, n))
+    else:
+        lo, hi = math.nan, math.nan
+    return Interval(estimate, lo, hi, _spread(draws), n, method)
 
 
 # ---------------------------------------------------------------------- two configurations
@@ -318,7 +336,9 @@ class Paired:
         draws: The paired bootstrap draws of the delta.
         planning_se: The standard error the MDE is stated with: ``se``, or with identical
             per-owner results (a paired spread of 0 says nothing about a future difference)
-            the spread of two independent configurations.
+            the spread of two independent configurations; for rates where even that is 0
+            (every owner at 0 events on both sides), the spread implied by each side's
+            clustered exact interval, so a rate's MDE is never NaN.
     """
 
     owners: int
@@ -372,6 +392,18 @@ def _sign_flip_p(
     return min(p, 1.0)
 
 
+def _exact_planning_se(cols_a: FloatArray, cols_b: FloatArray, level: float) -> float:
+    """A standard error to plan on when no owner differs from any other on either side (every
+    owner at 0 parse failures): each side's from the width of its clustered exact interval
+    (normal-equivalent: width / (2 z)), combined as for two independent configurations."""
+    z = float(special.ndtri(1 - (1 - level) / 2))
+    spreads = []
+    for cols in (cols_a, cols_b):
+        lo, hi = clustered_exact(cols[:, 0], cols[:, 1], level)
+        spreads.append((hi - lo) / (2 * z))
+    return math.hypot(*spreads)
+
+
 def paired(base: Estimator, cand: Estimator, options: StatOptions | None = None) -> Paired:
     """Compare one statistic of two configurations on the same owners (rows aligned)."""
     options = options or StatOptions()
@@ -391,6 +423,8 @@ def paired(base: Estimator, cand: Estimator, options: StatOptions | None = None)
     draws = side_b - side_a
     se = _spread(draws)
     planning = se if se > 0 else math.hypot(_spread(side_a), _spread(side_b))
+    if not planning > 0 and base.pooled and cand.pooled:
+        planning = _exact_planning_se(cols_a, cols_b, options.level)
     # Degenerate: the counts differ, but the statistic never does (precision 1.0 on both sides
     # with more facts stored): no test either.
     changed = changed and not (delta == 0 and bool((draws == 0).all()))
