@@ -237,7 +237,9 @@ def check_gate(run: Run, thresholds: Thresholds, *, use_bound: bool = False) -> 
     return failures
 
 
-def _without_interval(run: Run, lane_id: str, spec: MetricSpec, failure: GateFailure) -> GateFailure:
+def _without_interval(
+    run: Run, lane_id: str, spec: MetricSpec, failure: GateFailure
+) -> GateFailure:
     """A bound that is missing because its interval's coverage was not measured on so few
     owners (:mod:`memlab.scoring.coverage`) is refused as such: ``too few owners for an
     interval (n = 2)``."""

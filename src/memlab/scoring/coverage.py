@@ -61,10 +61,9 @@ def interval_method(*, ratio: bool, owners: int, estimate: float) -> str:
     if owners < 2:
         return "too few owners"
     edge = math.isfinite(estimate) and not EDGE < estimate < 1 - EDGE
+    method = "bootstrap" if ratio else "bootstrap_survival"
     if ratio and edge:
         method = "clustered_exact"
-    else:
-        method = "bootstrap" if ratio else "bootstrap_survival"
     return method if owners >= MIN_OWNERS[method] else "too few owners"
 
 
