@@ -210,9 +210,12 @@ def test_bootstrap_draws_are_seeded_and_reach_every_owner() -> None:
     )
 
 
-def test_two_owners_get_an_interval_and_a_nan_owner_is_not_dropped() -> None:
+def test_two_owners_get_no_interval_and_a_nan_owner_is_not_dropped() -> None:
+    # Two owners: the bootstrap's bounds would be their range (coverage about 0.5), so there
+    # is no interval; the standard error is still drawn.
     two = bootstrap(ratio_estimator([1, 3], [4, 4]))
-    assert two.owners == 2 and not math.isnan(two.lo) and two.lo <= 0.5 <= two.hi
+    assert two.owners == 2 and math.isnan(two.lo) and math.isnan(two.hi) and two.se > 0
+    assert two.method == "too few owners"
     # An owner with a NaN count and no denominator stays in: the interval is NaN, not one
     # computed from the other owners.
     nan = bootstrap(ratio_estimator([1, 2, math.nan], [2, 2, 0]))

@@ -44,6 +44,7 @@ from memlab.reporting.statistics import (
     titled_tables_markdown,
 )
 from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.coverage import too_few_text
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import (
     accuracy_table,
@@ -179,8 +180,9 @@ def _categories(run: Run) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     table["shown"] = [
-        _pct(v, lo, hi)
-        for v, lo, hi in table[["accuracy", "accuracy_lo", "accuracy_hi"]].to_numpy()
+        # No interval where its coverage was not measured (memlab.scoring.coverage): said so.
+        _pct(v, lo, hi) + (f" ({too_few_text(int(n))})" if pd.isna(lo) and not pd.isna(v) else "")
+        for v, lo, hi, n in table[["accuracy", "accuracy_lo", "accuracy_hi", "owners"]].to_numpy()
     ]
     wide = table.pivot_table(
         index=["lane_id", "category"], columns="condition", values="shown", aggfunc="first"
