@@ -58,7 +58,7 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
-from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS, memory_design
+from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
 from memlab.scoring.injection_audit import InjectionPolicy
 from memlab.scoring.metric_specs import primary_metrics
@@ -84,13 +84,10 @@ MAX_LANES = 10_000
 ReplayMode = Literal["debounce", "per_session"]
 
 
-def _known_design(name: str) -> str:
-    memory_design(name)  # an unknown name raises, listing the known ones
-    return name
-
-
-MemoryKind = Annotated[str, AfterValidator(_known_design)]
-"""A name of :data:`memlab.memory.designs.MEMORY_DESIGNS` (the ``memory`` setting)."""
+MemoryKind = Annotated[str, Field(min_length=1)]
+"""A name of :data:`memlab.memory.designs.MEMORY_DESIGNS` (the ``memory`` setting), checked
+when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), so that a run replayed
+with a plugin's design stays readable where the plugin is not installed."""
 MEMORY_KINDS: tuple[str, ...] = tuple(MEMORY_DESIGNS.builtins())
 """The memory designs memlab ships (``memory``): DeerFlow's one-document memory, or the
 tiered design of working memory, session summaries, semantic and episodic memories with
@@ -228,11 +225,13 @@ class LaneConfig(BaseModel):
         """Whether the injected context puts History after the facts: the design's layout
         (the tiered memory's, the seed's: summary, semantic memories, then episodes);
         DeerFlow's puts the history summaries first."""
-        return memory_design(self.memory).history_last
+        design = MEMORY_DESIGNS.get(self.memory)
+        return design is not None and design.history_last
 
     @model_validator(mode="after")
     def _tiered_options_need_the_tiered_memory(self) -> LaneConfig:
-        if self.tiered.changed() and memory_design(self.memory).options != "tiered":
+        design = MEMORY_DESIGNS.get(self.memory)
+        if self.tiered.changed() and design is not None and design.options != "tiered":
             raise _setting_error(
                 "tiered",
                 f"tiered options apply to memory: tiered only (this lane replays "
