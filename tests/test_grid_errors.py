@@ -32,9 +32,9 @@ BAD_GRIDS: list[tuple[str, str, str]] = [
     (
         "name: g\naxes:\n  memory: [deerflow, tierd]\n",
         ":3: axes.memory[1]",
-        "'deerflow' or 'tiered'",
+        "unknown memory design 'tierd'; known designs: deerflow, tiered",
     ),
-    ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "'deerflow' or 'tiered'"),
+    ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "string"),
     (
         "name: g\nbase:\n  memory: tiered\n  tiered: {importance_treshold: 0.6}\n",
         ":4: base.tiered.importance_treshold",

@@ -159,3 +159,19 @@ def test_a_plugin_registers_through_the_same_call_as_the_builtins(
         registry.register("hello", "hey")
     with pytest.raises(plugins.PluginError, match="unknown greeting 'ciao'; known: hello, bonjour"):
         registry.lookup("ciao")
+
+
+def test_backends_register_checks_what_register_backend_checks() -> None:
+    """The call plugins are told to use and the helper are one path with one set of rules."""
+    from memlab.backends.registry import BackendPlugin, register_backend
+
+    plugin = BackendPlugin(lambda argument, **options: None, "x", "x")  # type: ignore[arg-type,return-value]
+    for name in ("Bad Name", "a:b", "auto", "openai"):
+        with pytest.raises(plugins.RegistrationError) as direct:
+            BACKENDS.register(name, plugin)
+        with pytest.raises(plugins.RegistrationError) as helper:
+            register_backend(name, plugin)
+        assert str(direct.value) == str(helper.value)
+    with pytest.raises(plugins.RegistrationError, match="an entry is a BackendPlugin"):
+        BACKENDS.register("bare", lambda argument, **options: None)  # type: ignore[arg-type]
+    assert "bad name" not in BACKENDS and "bare" not in BACKENDS

@@ -23,6 +23,8 @@ _DECLARING_MODULES = (
     "memlab.core.parsing",
     "memlab.core.prompts",
     "memlab.core.qa_prompts",
+    "memlab.core.tiered_prompts",
+    "memlab.memory.designs",
     "memlab.matching.matchers",
     "memlab.matching.judge",
     "memlab.simulation.profile",
@@ -37,7 +39,8 @@ def register(subparsers: Any) -> None:
         "plugins",
         help=COMMANDS["plugins"],
         description="List every registry (backends, scripts, merge strategies, parse presets, "
-        "prompts, matchers, judge prompts, simulated-model profiles, metrics, run views) with "
+        "prompts, memory designs, matchers, judge prompts, simulated-model profiles, metrics, run "
+        "views) with "
         "its entries; an entry an installed plugin registered names the plugin. Plugins are "
         "packages with entry points in the 'memlab.plugins' group (see docs/architecture.md). "
         "A plugin that failed to load and each registration refused (a bad name, a wrong "

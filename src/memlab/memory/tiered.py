@@ -28,7 +28,7 @@ document through :func:`~memlab.memory.tiered_view.document_view`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,7 +52,9 @@ from memlab.core.tiered_prompts import (
     tiered_prompt,
 )
 from memlab.core.updater import UpdateResult
+from memlab.memory.design import DesignContext, MemoryDesign
 from memlab.memory.items import ForgettingRules
+from memlab.memory.options import TieredOptions
 from memlab.memory.store import TieredStore
 from memlab.memory.strategy import Step
 from memlab.memory.tiered_calls import TieredCaller
@@ -61,8 +63,10 @@ from memlab.memory.vectors import HashedEmbedding
 
 __all__ = [
     "EMBEDDING",
+    "TIERED",
     "TieredSettings",
     "TieredStrategy",
+    "lane_settings",
     "tiered_identity",
     "tiered_store_path",
 ]
@@ -119,6 +123,21 @@ def tiered_identity(settings: TieredSettings) -> dict[str, Any]:
 def tiered_store_path(store_path: Path) -> Path:
     """The SQLite database of a lane's owner beside its JSON store file."""
     return store_path.with_suffix(".sqlite")
+
+
+def lane_settings(lane: Mapping[str, Any]) -> TieredSettings:
+    """The parameters of a lane's settings (JSON values, ``LaneConfig.settings()``): its
+    ``tiered`` options (the seed's values unless the grid sets them), counting tokens as the
+    lane counts them."""
+    options = TieredOptions.model_validate(lane.get("tiered") or {})
+    return TieredSettings(
+        working_tokens=options.working_tokens,
+        summary_tokens=options.summary_tokens,
+        importance_threshold=options.importance_threshold,
+        recall_k=options.recall_k,
+        rules=options.rules(),
+        token_counting=str(lane.get("token_counting", TieredSettings.token_counting)),
+    )
 
 
 @dataclass
@@ -353,3 +372,35 @@ class TieredStrategy:
             threshold = self.settings.importance_threshold
             result.extra["below_threshold"] = {"threshold": threshold, "key_points": below}
         return result
+
+
+def _open(context: DesignContext) -> TieredStrategy:
+    caller = TieredCaller(
+        context.backend,
+        context.output_mode,
+        context.params,
+        context.parse_options,
+        context.sample,
+        context.clock,
+    )
+    return TieredStrategy.open(
+        caller,
+        tiered_store_path(context.store_path),
+        lane_settings(context.settings),
+        context.clock,
+        ids=context.ids,
+    )
+
+
+TIERED = MemoryDesign(
+    "working memory, session summaries, importance-rated semantic memories, episodes, "
+    "forgetting (memlab.memory.tiered)",
+    _open,
+    identity=lambda lane: tiered_identity(lane_settings(lane)),
+    forgets=True,
+    # The seed's layout: summary, semantic memories, then episodes.
+    history_last=True,
+    options="tiered",
+    scratch=lambda store_path: (tiered_store_path(store_path),),
+)
+"""The tiered design as the registry of :mod:`memlab.memory.designs` holds it."""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.reporting.charts import _empty, _palette, empty_reason, legend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import (
@@ -262,9 +263,13 @@ def _note(run: Run, answers: pd.DataFrame, manifest: dict[str, Any]) -> str:
 
 
 def _may_forget(run: Run) -> bool:
-    """Whether a lane of ``run`` replays a memory other than DeerFlow's (which keeps no
-    forgetting records): only then are its records read for the section."""
-    return any(getattr(c, "memory", "deerflow") != "deerflow" for c in run.lanes.values())
+    """Whether a lane of ``run`` replays a design that forgets (or one no longer registered):
+    only then are its records read for the section."""
+    for config in run.lanes.values():
+        design = MEMORY_DESIGNS.get(getattr(config, "memory", DEFAULT_DESIGN))
+        if design is None or design.forgets:
+            return True
+    return False
 
 
 def memory_time_section(runs: Sequence[Run]) -> MemoryTimeSection | None:

@@ -15,6 +15,7 @@ from memlab.core.similarity import (
     normalize_text,
 )
 from memlab.datasets.loader import load_dataset
+from memlab.memory.designs import DEFAULT_DESIGN
 from memlab.reporting.groups import GROUP_TITLES, group_name
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.scoring.metric_specs import MetricSpec, metric_spec, report_specs
@@ -118,7 +119,7 @@ def config_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, list[str]]:
             )
     table = pd.DataFrame(rows)
     if "memory" in table.columns:  # the lane dumps leave out the default memory design
-        table["memory"] = table["memory"].fillna("deerflow")
+        table["memory"] = table["memory"].fillna(DEFAULT_DESIGN)
     if not table.empty:
         table["lane"] = _disambiguated(table["lane"], table["prompt"], table["prompt_sha256"])
     fields = [c for c in table.columns if c not in {"run", "lane"}]

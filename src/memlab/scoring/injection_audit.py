@@ -33,6 +33,7 @@ from memlab.core.injection import FactRank, Injection, by_confidence, render_inj
 from memlab.core.similarity import relevance_score
 from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
+from memlab.memory.design import Injector, Reader
 from memlab.scoring.metric_specs import count_columns
 
 __all__ = [
@@ -148,14 +149,17 @@ def policy_injector(
     embedder: Embedder | None = None,
     *,
     history_last: bool = False,
-) -> Callable[[Mapping[str, Any], str], Injection]:
+    read: Reader | None = None,
+) -> Injector:
     """:func:`inject` with the lane's settings fixed: ``(memory, query) -> Injection``, the
-    read path memory QA renders a lane's memory through (the query is the question)."""
+    read path memory QA renders a lane's memory through (the query is the question);
+    ``read``: the memory design's read path around it
+    (:attr:`memlab.memory.design.MemoryDesign.read`)."""
 
     def injector(memory: Mapping[str, Any], query: str) -> Injection:
         return inject(memory, config, policy, query, embedder, history_last=history_last)
 
-    return injector
+    return injector if read is None else read(injector)
 
 
 def audit_injection(
@@ -166,9 +170,10 @@ def audit_injection(
     embedder: Embedder | None = None,
     *,
     history_last: bool = False,
+    read: Reader | None = None,
 ) -> dict[str, Any]:
     """What an agent starting with ``query`` receives from ``memory`` under ``config``
-    (``history_last`` as for :func:`inject`).
+    (``history_last`` as for :func:`inject`, ``read`` as for :func:`policy_injector`).
 
     Returns a JSON-ready record: ``enabled``, ``policy``, ``tokens`` (of the injected text,
     counted with the config's counter), ``facts`` (facts offered), ``injected`` and
@@ -179,7 +184,8 @@ def audit_injection(
     record: dict[str, Any] = {"enabled": config.injection_enabled, "policy": policy}
     if not config.injection_enabled:
         return {**record, "tokens": 0, "facts": len(facts), "injected": [], "dropped": []}
-    injection = inject(memory, config, policy, query, embedder, history_last=history_last)
+    injector = policy_injector(config, policy, embedder, history_last=history_last, read=read)
+    injection = injector(memory, query)
     return {
         **record,
         "tokens": injection.tokens,

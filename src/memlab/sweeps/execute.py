@@ -38,8 +38,8 @@ from memlab.core.redact import REDACTED, redact_text, redacted_json
 from memlab.core.storage import JsonFileStorage, StorageError
 from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
+from memlab.memory.designs import scratch_files
 from memlab.memory.strategy import is_primary
-from memlab.memory.tiered import tiered_store_path
 from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
@@ -131,7 +131,7 @@ def _store_path(plan: SweepPlan, job: _Job) -> Path:
     where the replay removes its scratch stores (the JSON file, the tiered database)."""
     lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
     path = owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
-    for scratch in (path, tiered_store_path(path)):
+    for scratch in scratch_files(path):
         if scratch.is_dir() and not scratch.is_symlink():
             raise RunError(
                 f"{scratch}: a directory where the replay keeps its store; move it away "

@@ -58,6 +58,7 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
+from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
 from memlab.scoring.injection_audit import InjectionPolicy
 from memlab.scoring.metric_specs import primary_metrics
@@ -81,12 +82,17 @@ MAX_LANES = 10_000
 """Most lanes one grid may expand to (a typo in an axis should not start a week-long sweep)."""
 
 ReplayMode = Literal["debounce", "per_session"]
-MemoryKind = Literal["deerflow", "tiered"]
-MEMORY_KINDS: tuple[str, ...] = ("deerflow", "tiered")
-"""Memory designs a lane can replay (``memory``): DeerFlow's one-document memory, or the
+
+
+MemoryKind = Annotated[str, Field(min_length=1)]
+"""A name of :data:`memlab.memory.designs.MEMORY_DESIGNS` (the ``memory`` setting), checked
+when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), so that a run replayed
+with a plugin's design stays readable where the plugin is not installed."""
+MEMORY_KINDS: tuple[str, ...] = tuple(MEMORY_DESIGNS.builtins())
+"""The memory designs memlab ships (``memory``): DeerFlow's one-document memory, or the
 tiered design of working memory, session summaries, semantic and episodic memories with
-forgetting (:mod:`memlab.memory`)."""
-_DEFAULT_MEMORY: MemoryKind = "deerflow"
+forgetting (:mod:`memlab.memory`); plugins may register more."""
+_DEFAULT_MEMORY = DEFAULT_DESIGN
 
 
 def _known_preset(name: str) -> str:
@@ -181,8 +187,9 @@ class LaneConfig(BaseModel):
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
     memory: MemoryKind = _DEFAULT_MEMORY
-    """The memory design replayed: ``deerflow`` (one document, one LLM update per queued
-    conversation) or ``tiered`` (:mod:`memlab.memory.tiered`)."""
+    """The memory design replayed, by its name in :data:`memlab.memory.designs.MEMORY_DESIGNS`:
+    ``deerflow`` (one document, one LLM update per queued conversation), ``tiered``
+    (:mod:`memlab.memory.tiered`) or one a plugin registers."""
     tiered: TieredOptions = Field(default_factory=lambda: TieredOptions.model_validate({}))
     """The tiered memory's parameters (:class:`~memlab.memory.options.TieredOptions`, the
     seed's values by default), e.g. ``tiered: {importance_threshold: 0.6}``; only a
@@ -215,14 +222,16 @@ class LaneConfig(BaseModel):
 
     @property
     def history_last(self) -> bool:
-        """Whether the injected context puts History after the facts: the tiered memory's
-        layout (the seed's: summary, semantic memories, then episodes); DeerFlow's puts the
-        history summaries first."""
-        return self.memory == "tiered"
+        """Whether the injected context puts History after the facts: the design's layout
+        (the tiered memory's, the seed's: summary, semantic memories, then episodes);
+        DeerFlow's puts the history summaries first."""
+        design = MEMORY_DESIGNS.get(self.memory)
+        return design is not None and design.history_last
 
     @model_validator(mode="after")
     def _tiered_options_need_the_tiered_memory(self) -> LaneConfig:
-        if self.memory != "tiered" and self.tiered.changed():
+        design = MEMORY_DESIGNS.get(self.memory)
+        if self.tiered.changed() and design is not None and design.options != "tiered":
             raise _setting_error(
                 "tiered",
                 f"tiered options apply to memory: tiered only (this lane replays "

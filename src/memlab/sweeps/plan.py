@@ -45,7 +45,8 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
-from memlab.memory.tiered import TieredSettings, tiered_identity
+from memlab.memory.designs import UnknownDesignError, memory_design
+from memlab.memory.tiered import TieredSettings, lane_settings
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
 from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
@@ -196,15 +197,7 @@ def generation_params(lane: LaneConfig, sample: int = 0) -> GenerationParams:
 def tiered_settings(lane: LaneConfig) -> TieredSettings:
     """The tiered memory's parameters for ``lane``: its ``tiered`` options (the seed's values
     unless the grid sets them), counting tokens as the lane counts them."""
-    options = lane.tiered
-    return TieredSettings(
-        working_tokens=options.working_tokens,
-        summary_tokens=options.summary_tokens,
-        importance_threshold=options.importance_threshold,
-        recall_k=options.recall_k,
-        rules=options.rules(),
-        token_counting=lane.token_counting,
-    )
+    return lane_settings(lane.settings())
 
 
 def resolve_lanes(
@@ -256,15 +249,15 @@ def resolve_lanes(
             identity["injection"] = injection
         if fork is not None:
             identity["fork"] = fork.identity()
-        if config.memory != "deerflow":
-            # Only for other designs: DeerFlow lanes keep the ids they had before.
-            if fork is not None:
-                raise grid.error(
-                    grid.key_of("memory", config.memory),
-                    "a fork starts from a DeerFlow memory document; "
-                    "fork only memory: deerflow lanes",
-                )
-            identity["strategy"] = tiered_identity(tiered_settings(config))
+        design = memory_design(config.memory)
+        if fork is not None and not design.forks:
+            raise grid.error(
+                grid.key_of("memory", config.memory),
+                "a fork starts from a DeerFlow memory document; fork only memory: deerflow lanes",
+            )
+        if design.identity is not None:
+            # Only for designs that declare one: DeerFlow lanes keep the ids they had before.
+            identity["strategy"] = design.identity(config.settings())
         lane_id = f"{config.readable[:80]}-{canonical_hash(identity)[:8]}"
         lanes.append(ResolvedLane(config, prompt, updater.parse_options, identity, lane_id, fork))
     return lanes
@@ -365,7 +358,13 @@ def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:
 
 
 def _check_names(grid: Grid, registry: PromptRegistry) -> None:
-    """Prompt and merge names (with their parameters) exist; reported at the grid key."""
+    """Prompt, memory design and merge names (with their parameters) exist; reported at the
+    grid key."""
+    for key, name in grid.values("memory"):
+        try:
+            memory_design(str(name))
+        except UnknownDesignError as exc:
+            raise grid.error(key, str(exc)) from None
     known = ", ".join(registry.names())
     for key, name in grid.values("prompt"):
         if name not in registry:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from memlab.core.llm import Backend
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
+from memlab.memory.designs import memory_design
 from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
 from memlab.qa.conditions import ReadPath
 from memlab.scoring.injection_audit import policy_embedder, policy_injector
@@ -94,7 +95,9 @@ def run_owners(run: Run, dataset: Path, *, questions: bool = True) -> RunOwners:
 
 
 def read_path(config: LaneConfig) -> ReadPath:
-    """The lane's injection settings as the agent's read path (policies ranked by question)."""
+    """The lane's injection settings as the agent's read path (policies ranked by question),
+    through its memory design's read path."""
+    design = memory_design(config.memory)
     memory_config = config.memory_config()
     policy = config.injection_policy
     return ReadPath(
@@ -102,7 +105,11 @@ def read_path(config: LaneConfig) -> ReadPath:
         token_counting=config.token_counting,
         enabled=config.injection_enabled,
         inject=policy_injector(
-            memory_config, policy, policy_embedder(policy), history_last=config.history_last
+            memory_config,
+            policy,
+            policy_embedder(policy),
+            history_last=design.history_last,
+            read=design.read,
         ),
     )
 

@@ -15,11 +15,12 @@ in ``per_session`` mode right after the flush. With each snapshot but the last, 
 audits what the next session's agent would receive from that memory under the lane's
 injection settings (see :mod:`memlab.scoring.injection_audit`).
 
-The lane's ``memory`` setting chooses the memory design the updates go to
-(:mod:`memlab.memory`): DeerFlow's document (one LLM update per queued update) or the
+The lane's ``memory`` setting names the memory design the updates go to
+(:mod:`memlab.memory.designs`): DeerFlow's document (one LLM update per queued update), the
 tiered memory, which also closes each session's working memory before the snapshot and
-forgets as virtual time passes between sessions. Its forgetting events are recorded with the
-index of the first snapshot that shows them.
+forgets as virtual time passes between sessions, or a design a plugin registers. A design
+that forgets has its forgetting events recorded with the index of the first snapshot that
+shows them.
 
 A lane whose grid forks (:mod:`memlab.sweeps.fork`) starts each owner at the fork's session from
 the reference memory: earlier sessions are not played, and their snapshots are the
@@ -49,20 +50,15 @@ from memlab.core.middleware import MemoryMiddleware
 from memlab.core.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.redact import redact
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
-from memlab.core.updater import UpdateResult
+from memlab.core.updater import MemoryUpdater, UpdateResult
 from memlab.datasets.models import Owner, Session
-from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
-from memlab.memory.tiered import TieredStrategy, tiered_store_path
-from memlab.memory.tiered_calls import TieredCaller
+from memlab.memory.design import DesignContext
+from memlab.memory.designs import memory_design
+from memlab.memory.strategy import MemoryStrategy, Step
 from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
 from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.plan import (
-    ResolvedLane,
-    build_updater,
-    generation_params,
-    tiered_settings,
-)
+from memlab.sweeps.plan import ResolvedLane, build_updater, generation_params
 
 __all__ = ["OwnerReplay", "replay_owner"]
 
@@ -169,8 +165,9 @@ class _Replayer:
         self.first = len(start.snapshots) if start is not None else 0
         self.scheduler = scheduler = VirtualScheduler(owner.sessions[self.first].started_at)
         self.memory_config = config.memory_config(storage_path=str(store_path))
+        self.design = memory_design(config.memory)
         self.policy = config.injection_policy
-        self.history_last = config.history_last
+        self.history_last = self.design.history_last
         self.embedder = policy_embedder(self.policy)
         store_path.parent.mkdir(parents=True, exist_ok=True)
         store_path.unlink(missing_ok=True)
@@ -178,7 +175,7 @@ class _Replayer:
         # A scratch file rebuilt on every replay: atomic writes, but no fsync.
         self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
         self.strategy = self._strategy(lane, backend, sample, start, owner.user_id)
-        if config.memory == "tiered":
+        if self.design.forgets:
             self.out.forgetting = []
         self.replay_mode = replay_mode
         self.debounce_seconds = config.debounce_seconds
@@ -215,36 +212,34 @@ class _Replayer:
         """The lane's memory design, its ids seeded by the grid point and the owner."""
         config = lane.config
         fact_ids = SeededFactIds(f"{config.point_id}/{user_id}")
-        if config.memory == "tiered":
-            caller = TieredCaller(
+
+        def updater(storage: InMemoryStorage) -> MemoryUpdater:
+            return build_updater(
+                config,
+                lane.prompt,
                 backend,
-                config.output_mode,
-                generation_params(config, sample),
-                lane.parse_options,
                 sample,
-                self.scheduler.now,
+                storage=storage,
+                config_provider=self.config,
+                clock=self.scheduler.now,
+                fact_ids=fact_ids,
             )
-            return TieredStrategy.open(
-                caller,
-                tiered_store_path(self.store_path),
-                tiered_settings(config),
-                self.scheduler.now,
+
+        return self.design.open(
+            DesignContext(
+                backend=backend,
+                output_mode=config.output_mode,
+                params=generation_params(config, sample),
+                parse_options=lane.parse_options,
+                sample=sample,
+                clock=self.scheduler.now,
+                store_path=self.store_path,
                 ids=fact_ids,
+                settings=config.settings(),
+                updater=updater,
+                start=start.memory if start is not None else None,
             )
-        storage = InMemoryStorage(
-            start.memory if start is not None else None, clock=self.scheduler.now
         )
-        updater = build_updater(
-            config,
-            lane.prompt,
-            backend,
-            sample,
-            storage=storage,
-            config_provider=self.config,
-            clock=self.scheduler.now,
-            fact_ids=fact_ids,
-        )
-        return DeerFlowStrategy(updater, storage)
 
     def config(self) -> MemoryConfig:
         return self.memory_config
@@ -315,6 +310,7 @@ class _Replayer:
                 next_query(self.sessions[upcoming]),
                 self.embedder,
                 history_last=self.history_last,
+                read=self.design.read,
             )
         self.out.injections.append(audit)
 

@@ -1,0 +1,114 @@
+"""What a memory design declares: how a replay builds it, what it depends on, how it is read.
+
+A lane's ``memory`` setting names a :class:`MemoryDesign` in the registry of
+:mod:`memlab.memory.designs` (``deerflow``, ``tiered``, or one a plugin registers). The replay,
+the planner and memory QA ask the design, never the name:
+
+- :attr:`~MemoryDesign.open` builds the :class:`~memlab.memory.strategy.MemoryStrategy` one
+  (lane, owner, sample) replay drives, from a :class:`DesignContext` the replay fills;
+- :attr:`~MemoryDesign.identity` is what a replay depends on besides the lane's update
+  settings (it enters the lane id, so a changed design replays again);
+- :attr:`~MemoryDesign.read` wraps the lane's injection path: how an agent reads the memory
+  at the next session and when it answers a question;
+- the flags say whether it forgets (its replays record forgetting events), whether a fork may
+  start it from a DeerFlow memory document, and the injected context's layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.core.document import MemoryDocument
+from memlab.core.injection import Injection
+from memlab.core.llm import Backend, GenerationParams, OutputMode
+from memlab.core.parsing import ParseOptions
+from memlab.core.storage import InMemoryStorage
+from memlab.core.updater import MemoryUpdater
+from memlab.memory.strategy import MemoryStrategy
+
+__all__ = ["DesignContext", "Injector", "MemoryDesign", "Reader"]
+
+Injector = Callable[[Mapping[str, Any], str], Injection]
+"""Renders a memory document for a query: ``(memory, query) -> Injection`` (the query is the
+next session's first message, or the question)."""
+
+Reader = Callable[[Injector], Injector]
+"""A design's read path: the lane's injector (budget, token counting, policy) in, the
+injector an agent reads this design's memory through out."""
+
+
+@dataclass(frozen=True)
+class DesignContext:
+    """What a replay gives a design to open one owner's memory.
+
+    Attributes:
+        backend: The lane's backend (the response cache wraps it in a sweep).
+        output_mode: The lane's output mode.
+        params: Sampling parameters (the repeated sample's seed included).
+        parse_options: The lane's parse ladder.
+        sample: Index of the repeated sample.
+        clock: The replay's virtual clock.
+        store_path: The owner's JSON store file; a design keeps its own files beside it
+            (see :attr:`MemoryDesign.scratch`).
+        ids: Fact ids seeded by the lane's grid point and the owner.
+        settings: The lane's settings as JSON values
+            (:meth:`memlab.sweeps.grid.LaneConfig.settings`).
+        updater: The lane's DeerFlow updater over a store (prompt, merge, parse, request).
+        start: The memory a fork starts from (only for a design with ``forks``).
+    """
+
+    backend: Backend
+    output_mode: OutputMode
+    params: GenerationParams
+    parse_options: ParseOptions
+    sample: int
+    clock: Callable[[], datetime]
+    store_path: Path
+    ids: Callable[[], str]
+    settings: Mapping[str, Any]
+    updater: Callable[[InMemoryStorage], MemoryUpdater]
+    start: MemoryDocument | None = None
+
+
+def _no_scratch(store_path: Path) -> tuple[Path, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class MemoryDesign:
+    """One memory design, registered by name (see the module docstring).
+
+    Attributes:
+        description: One line for listings (``memlab plugins``).
+        open: Builds the strategy of one replay.
+        identity: ``identity(settings)``: what a replay depends on besides the lane's update
+            settings (JSON values); ``None`` adds nothing to the lane's identity (DeerFlow's
+            lanes keep the ids they had before designs existed).
+        forgets: Its replays record forgetting events (``forgetting`` in owner records).
+        forks: A fork may start it from a reference lane's DeerFlow memory document.
+        history_last: The injected context puts History after the facts.
+        options: The lane key of its own options (``tiered``); a lane of another design
+            setting them is refused.
+        scratch: ``scratch(store_path)``: the files a replay writes beside the store file
+            (removed and rewritten by every replay).
+        read: Wraps the lane's injector into this design's read path; ``None``: the
+            injector as is.
+    """
+
+    description: str
+    open: Callable[[DesignContext], MemoryStrategy]
+    identity: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    forgets: bool = False
+    forks: bool = False
+    history_last: bool = False
+    options: str | None = None
+    scratch: Callable[[Path], tuple[Path, ...]] = _no_scratch
+    read: Reader | None = None
+
+    def reader(self, inject: Injector) -> Injector:
+        """The injector an agent reads this design's memory through."""
+        return inject if self.read is None else self.read(inject)

@@ -1,0 +1,83 @@
+"""The memory designs a lane can replay, by name: the registry of the ``memory`` setting.
+
+Built-ins: ``deerflow`` (DeerFlow's one document, one LLM update per queued update; the
+default) and ``tiered`` (:mod:`memlab.memory.tiered`). A plugin adds a design with
+``MEMORY_DESIGNS.register("name", MemoryDesign(...))`` (:mod:`memlab.plugins`); grids then
+name it in ``memory:``. What a design declares: :mod:`memlab.memory.design`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from memlab import plugins
+from memlab.core.storage import InMemoryStorage
+from memlab.memory.design import DesignContext, MemoryDesign
+from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy
+from memlab.memory.tiered import TIERED
+
+__all__ = [
+    "DEERFLOW",
+    "DEFAULT_DESIGN",
+    "MEMORY_DESIGNS",
+    "UnknownDesignError",
+    "memory_design",
+    "scratch_files",
+]
+
+DEFAULT_DESIGN = "deerflow"
+"""The design of a lane that names none (left out of every dump, so older lanes keep ids)."""
+
+
+class UnknownDesignError(plugins.PluginError, ValueError):
+    """A ``memory`` setting names no registered design."""
+
+
+def _unknown(name: str, known: Sequence[str]) -> UnknownDesignError:
+    return UnknownDesignError(
+        f"unknown memory design {name!r}; known designs: {', '.join(known)} (or register one "
+        "with MEMORY_DESIGNS.register in a memlab.plugins entry point)" + plugins.failure_hint()
+    )
+
+
+MEMORY_DESIGNS: plugins.Registry[MemoryDesign] = plugins.declare(
+    "memory_design",
+    "memory design",
+    unknown=_unknown,
+    check=plugins.instance_of(MemoryDesign),
+)
+"""Every memory design by the name a lane's ``memory`` setting gives."""
+
+
+def _open_deerflow(context: DesignContext) -> MemoryStrategy:
+    storage = InMemoryStorage(context.start, clock=context.clock)
+    return DeerFlowStrategy(context.updater(storage), storage)
+
+
+DEERFLOW = MemoryDesign(
+    "DeerFlow's memory: one document, one LLM update per queued conversation",
+    _open_deerflow,
+    forks=True,
+)
+"""DeerFlow's design: the pipeline as it always ran (:class:`DeerFlowStrategy`)."""
+
+MEMORY_DESIGNS.register(DEFAULT_DESIGN, DEERFLOW)
+MEMORY_DESIGNS.register("tiered", TIERED)
+
+
+def memory_design(name: str) -> MemoryDesign:
+    """The design called ``name``.
+
+    Raises:
+        UnknownDesignError: No design has that name (the message lists the known ones).
+    """
+    return MEMORY_DESIGNS.lookup(name)
+
+
+def scratch_files(store_path: Path) -> tuple[Path, ...]:
+    """Every file a replay of any design may write beside ``store_path`` (the store first)."""
+    found = [store_path]
+    for name in MEMORY_DESIGNS:
+        found.extend(p for p in MEMORY_DESIGNS[name].scratch(store_path) if p not in found)
+    return tuple(found)

@@ -1,0 +1,134 @@
+"""An example memlab plugin: the ``raw-turns`` memory design and the ``same-words`` judge prompt.
+
+``raw-turns`` is a retrieval baseline: it keeps every conversation turn (each human message
+and each reply without tool calls) verbatim as a fact, ``User: ...`` or ``Assistant: ...``, and
+makes no LLM call. An agent reads it (at the next session, and when answering a question) by
+the ``TOP_K`` turns most relevant to its query under memlab's lexical
+:func:`~memlab.core.similarity.relevance_score`, within the lane's injection budget.
+
+``same-words`` is a QA judge prompt that asks for the reference's key words in the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from memlab.core.document import MemoryDocument, copy_document, create_empty_memory, utc_iso
+from memlab.core.injection import Injection
+from memlab.core.messages import content_text, filter_messages_for_memory, message_role
+from memlab.core.qa_prompts import JUDGE_PROMPTS, JudgePrompt
+from memlab.core.queue import ConversationContext
+from memlab.core.similarity import relevance_score
+from memlab.core.updater import UpdateResult
+from memlab.memory.design import DesignContext, Injector, MemoryDesign
+from memlab.memory.designs import MEMORY_DESIGNS
+from memlab.memory.strategy import Step
+
+__all__ = ["JUDGE", "RAW_TURNS", "SKIPPED", "TOP_K", "RawTurns", "register", "top_turns"]
+
+TOP_K = 5
+"""Turns an agent reads per query."""
+
+SKIPPED = "raw_turns_kept"
+"""The ``skipped`` reason of every record: the design asks no model."""
+
+_SPEAKERS = {"human": "User", "ai": "Assistant"}
+
+
+class RawTurns:
+    """The strategy: every new turn of a handed-over conversation becomes one fact."""
+
+    primary_call: str | None = None  # its records are updates, as DeerFlow's
+
+    def __init__(self, context: DesignContext) -> None:
+        self.clock = context.clock
+        self.ids = context.ids
+        self.seen: dict[str, int] = {}
+        self.memory = create_empty_memory(self.clock())
+
+    def process(self, context: ConversationContext) -> Step:
+        now = self.clock()
+        kept = filter_messages_for_memory(context.messages)
+        new = kept[self.seen.get(context.thread_id, 0) :]
+        self.seen[context.thread_id] = len(kept)
+        result = UpdateResult(context.thread_id, now, skipped=SKIPPED)
+        result.facts_before = len(self.memory["facts"])
+        for message in new:
+            text = content_text(message.get("content")).strip()
+            speaker = _SPEAKERS.get(message_role(message))
+            if speaker is None or not text:
+                continue
+            self.memory["facts"].append(
+                {
+                    "id": self.ids(),
+                    "content": f"{speaker}: {text}",
+                    "category": "context",
+                    "confidence": 1.0,
+                    "createdAt": utc_iso(now),
+                    "source": context.thread_id,
+                }
+            )
+        result.facts_after = len(self.memory["facts"])
+        result.saved = result.facts_after > result.facts_before
+        if result.saved:
+            self.memory["lastUpdated"] = utc_iso(now)
+        return Step([result.to_record()], result.saved)
+
+    def end_session(self, thread_id: str) -> Step | None:
+        return None
+
+    def advance(self, now: datetime) -> Step | None:
+        return None  # raw turns are never forgotten
+
+    def snapshot(self) -> MemoryDocument:
+        return copy_document(self.memory)
+
+    def close(self) -> None:
+        return None
+
+
+def top_turns(memory: Mapping[str, Any], query: str, k: int = TOP_K) -> list[Mapping[str, Any]]:
+    """The ``k`` stored turns most relevant to ``query`` (ties: the older first)."""
+    facts = [f for f in memory.get("facts", []) if isinstance(f, Mapping)]
+    ranked = sorted(
+        range(len(facts)),
+        key=lambda i: (-relevance_score(str(facts[i].get("content", "")), query), i),
+    )
+    return [facts[i] for i in ranked[:k]]
+
+
+def _read(inject: Injector) -> Injector:
+    def read(memory: Mapping[str, Any], query: str) -> Injection:
+        return inject({**memory, "facts": top_turns(memory, query)}, query)
+
+    return read
+
+
+RAW_TURNS = MemoryDesign(
+    "every turn kept verbatim; the top-k turns by lexical relevance are read "
+    "(an example plugin, tests/plugins/memlab-raw-turns)",
+    RawTurns,
+    identity=lambda lane: {"design": "raw-turns", "top_k": TOP_K},
+    read=_read,
+)
+
+JUDGE = JudgePrompt(
+    "same-words",
+    "Grade an answer to a question about a user against the reference answer.\n\n"
+    "The answer is CORRECT when it contains the key words of the reference answer (names, "
+    "places, numbers, dates), whatever else it says; otherwise it is WRONG.\n\n"
+    "<<<QUESTION\n{question}\nQUESTION>>>\n\n"
+    "<<<REFERENCE\n{gold_answer}\nREFERENCE>>>\n\n"
+    "<<<ANSWER\n{answer}\nANSWER>>>\n\n"
+    'Reply with one JSON object and nothing else: {"label": "CORRECT"} or {"label": "WRONG"}\n',
+    "Correct when the answer contains the reference's key words (an example plugin).",
+    source="memlab_raw_turns.py",
+)
+
+
+def register() -> None:
+    """Called once per process by memlab when it loads its plugins."""
+    MEMORY_DESIGNS.register("raw-turns", RAW_TURNS)
+    JUDGE_PROMPTS.register("same-words", lambda: JUDGE)

@@ -1,0 +1,150 @@
+"""A third-party memory design is one package: ``tests/plugins/memlab-raw-turns``.
+
+The package holds a memory design (``raw-turns``: every turn kept verbatim, the top-k turns by
+lexical relevance read) and a QA judge prompt (``same-words``). The fixture installs it the
+way an installer does (the module, and a ``.dist-info`` whose ``entry_points.txt`` is the
+package's ``[project.entry-points]``) into a directory of its own, so nothing outside this
+test sees it; ``memlab plugins`` and a simulated sweep with memory QA then run in fresh
+processes that know the plugin only by its entry point. This is the recipe of
+docs/architecture.md ("A new memory design").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from memlab.datasets.registry import resolve_dataset
+from memlab.sweeps.run import load_run, read_owner_record
+
+PLUGIN = Path(__file__).parent / "plugins" / "memlab-raw-turns"
+OWNER, SESSIONS = "daniel", 5
+TOP_K = 5  # the plugin's TOP_K, as its identity records it
+GRID = f"""name: raw
+dataset: personas
+owners: [{OWNER}]
+max_sessions: {SESSIONS}
+base: {{backend: "sim:careful", memory: raw-turns}}
+qa:
+  answer_backend: "sim:careful"
+  judges: [same-words, strict]
+  conditions: [memory, none, gold_memory]
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin installed into a directory of its own (module and dist-info)."""
+    project = tomllib.loads((PLUGIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    root = tmp_path_factory.mktemp("site")
+    shutil.copy(PLUGIN / "memlab_raw_turns.py", root)
+    info = root / f"memlab_raw_turns-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n",
+        encoding="utf-8",
+    )
+    points = project["entry-points"]["memlab.plugins"]
+    lines = "".join(f"{name} = {value}\n" for name, value in points.items())
+    (info / "entry_points.txt").write_text(f"[memlab.plugins]\n{lines}", encoding="utf-8")
+    return root
+
+
+def _memlab(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    paths = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return subprocess.run(
+        [sys.executable, "-m", "memlab", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_memlab_plugins_lists_the_design_and_the_judge_prompt(site: Path, tmp_path: Path) -> None:
+    origin = "[plugin raw-turns = memlab_raw_turns:register (memlab-raw-turns)]"
+    for kind, name in (("memory_design", "raw-turns"), ("judge_prompt", "same-words")):
+        done = _memlab(site, "plugins", kind, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+        assert origin in lines[name]
+    designs = _memlab(site, "plugins", "memory_design", cwd=tmp_path).stdout
+    assert "deerflow" in designs and "tiered" in designs  # the built-ins, beside it
+
+
+def _dataset_owner() -> dict[str, object]:
+    """The owner's record as the dataset file holds it (read without memlab)."""
+    path = resolve_dataset("personas")
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["user_id"] == OWNER:
+            return dict(record)
+    raise AssertionError(f"{OWNER} is not in {path}")
+
+
+def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
+    site: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "grid.yaml").write_text(GRID, encoding="utf-8")
+    done = _memlab(site, "sweep", "grid.yaml", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = load_run(tmp_path / "runs" / "raw")
+    [(lane_id, config)] = run.lanes.items()
+    assert config.memory == "raw-turns"
+    described = json.loads((run.path / "lanes" / lane_id / "config.json").read_text())
+    assert described["config"]["memory"] == "raw-turns"
+    assert described["identity"]["strategy"] == {"design": "raw-turns", "top_k": TOP_K}
+
+    # The memory is the raw turns the pipeline remembers: each human message and each reply
+    # without tool calls, but for a message holding only an upload block and its reply.
+    owner = _dataset_owner()
+    sessions = owner["sessions"][:SESSIONS]  # type: ignore[index]
+    turns: list[dict[str, str]] = []
+    upload_only = False
+    for message in (m for s in sessions for m in s["messages"]):
+        text = message["content"].strip()
+        if message["role"] == "human":
+            upload_only = text.startswith("<uploaded_files>") and text.endswith("</uploaded_files>")
+            if not upload_only:
+                turns.append(message)
+        elif message["role"] == "ai" and not message.get("tool_calls"):
+            if not upload_only and text:
+                turns.append(message)
+            upload_only = False
+    record = read_owner_record(run.path, lane_id, OWNER)
+    assert record is not None
+    facts = record["final_memory"]["facts"]
+    assert len(facts) == len(turns)
+    assert facts[0]["content"] == f"User: {turns[0]['content'].strip()}"
+    assert all(call.get("skipped") == "raw_turns_kept" for call in record["calls"])
+
+    # Every question asked after a replayed session is answered under each condition and
+    # graded by each judge, the plugin's among them.
+    threads = {s["thread_id"] for s in sessions}
+    asked = {q["id"] for q in owner["questions"] if q["after_session"] in threads}  # type: ignore[attr-defined]
+    assert asked
+    answers = run.qa_answers
+    assert run.judges == ["same-words", "strict"]
+    for condition in ("memory", "none", "gold_memory"):
+        rows = answers[answers["condition"] == condition]
+        assert sorted(rows["question_id"]) == sorted(asked)
+    assert answers["error"].isna().all() and (answers["judge_errors"] == 0).all()
+    # An abstention on an answerable question is wrong without a judge; every other answer
+    # carries each judge's verdict.
+    judged = answers[~(answers["abstained"] & (answers["kind"] == "answerable"))]
+    assert len(judged) > 0
+    for verdicts in judged["verdicts"]:
+        assert set(verdicts) == {"same-words", "strict"}
+        assert isinstance(verdicts["same-words"]["answer"], bool)
+    memory = answers[answers["condition"] == "memory"]
+    assert (memory["injected"].map(len) <= TOP_K).all()  # the design's read path
+    assert (memory["injected"].map(len) > 0).any()
