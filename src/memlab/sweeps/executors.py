@@ -233,7 +233,7 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         where = spec.address or "a local cluster"
         raise ExecutorError(
             f"cannot reach the Dask scheduler at {where}: {excerpt(str(exc), 200)} (start one "
-            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see the README)"
+            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see docs/sweeps-and-reports.md)"
         ) from None
     try:
         yield client
@@ -276,7 +276,7 @@ def _connect(distributed: Any, address: str) -> Any:
     )
     raise ExecutorError(
         f"cannot connect to a Dask scheduler at {address} ({reason}); check that a Dask "
-        "scheduler listens there ('dask scheduler --port PORT', see the README)"
+        "scheduler listens there ('dask scheduler --port PORT', see docs/sweeps-and-reports.md)"
     )
 
 
@@ -299,7 +299,7 @@ def _expect_handshake(address: str) -> None:
     except OSError as exc:
         raise ExecutorError(
             f"cannot reach the Dask scheduler at {address}: {io_reason(exc)} (start one "
-            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see the README)"
+            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see docs/sweeps-and-reports.md)"
         ) from None
     if not first:
         raise ExecutorError(
