@@ -10,7 +10,7 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import load_dataset, resolve_dataset
-from memlab.sweeps.run import QA_MANIFEST, load_run
+from memlab.runs.run import QA_MANIFEST, load_run
 
 RUN = ["run", "personas", "--backend", "sim:careful", "--max-owners", "2", "--no-progress"]
 

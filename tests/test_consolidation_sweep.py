@@ -22,6 +22,16 @@ from memlab.backends.cache import CacheMode
 from memlab.cli.main import main
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec, resolve_prompts
+from memlab.postrun.consolidation import (
+    CURVE_ANSWERS,
+    add_curve,
+    curve,
+    curve_answers,
+    forgetting_table,
+)
+from memlab.postrun.qa_step import add_qa, qa_backend
 from memlab.reporting.charts import empty_reason
 from memlab.reporting.memory_time import (
     consolidation_chart,
@@ -31,20 +41,10 @@ from memlab.reporting.memory_time import (
     memory_time_section,
 )
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run, load_run, read_owner_record
 from memlab.scoring.consolidation import memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS
-from memlab.sweeps.consolidation import (
-    CURVE_ANSWERS,
-    add_curve,
-    curve,
-    curve_answers,
-    forgetting_table,
-)
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec, resolve_prompts
-from memlab.sweeps.qa_step import add_qa, qa_backend
-from memlab.sweeps.run import Run, load_run, read_owner_record
 
 SPEC = "sim:careful"
 

@@ -33,17 +33,17 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec
+from memlab.postrun.qa_step import IncompleteQAError, add_qa, qa_backend
 from memlab.reporting.qa import compare_under_judges, qa_text
+from memlab.runs.run import QA_ANSWERS, Run, load_run, read_owner_record
 from memlab.scoring.comparison import compare
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
 from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import IncompleteQAError, add_qa, qa_backend
-from memlab.sweeps.run import QA_ANSWERS, Run, load_run, read_owner_record
 
 ANSWER_RATE, ABSTAIN_RATE = 0.8, 0.5
 LENIENCY = {"lenient": 0.7, "strict": 0.1}

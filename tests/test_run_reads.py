@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from builders import city_owners, update, write_owners
 
-import memlab.sweeps.run as run_module
+import memlab.runs.run as run_module
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.final_reads import parse_final_memory
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.final_reads import parse_final_memory
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 

@@ -14,9 +14,9 @@ from builders import marker_backend, sweep_scripted, write_owners
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import BackendError, CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
@@ -280,7 +280,7 @@ def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
 def test_a_fresh_sweep_never_deletes_a_directory_that_is_not_a_run(
     dataset: Path, tmp_path: Path
 ) -> None:
-    from memlab.sweeps.run import RunError
+    from memlab.runs.run import RunError
 
     keep = tmp_path / "runs" / "t" / "precious.txt"
     keep.parent.mkdir(parents=True)

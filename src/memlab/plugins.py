@@ -18,7 +18,7 @@ matcher               :mod:`memlab.matching.matchers`     a ``MatcherPlugin``
 matcher_judge_prompt  :mod:`memlab.matching.judge`        a fact judge's prompt template
 sim_profile           :mod:`memlab.simulation.profile`    a simulated-model profile (or its file)
 metric                :mod:`memlab.scoring.metric_specs`  a ``MetricSpec``, by summary column
-run_view              :mod:`memlab.sweeps.views`          how a ``Run`` shows itself (``html``)
+run_view              :mod:`memlab.runs.views`            how a ``Run`` shows itself (``html``)
 ====================  ==================================  ==========================================
 
 **Plugins** are installed packages that declare entry points in the group ``memlab.plugins``;

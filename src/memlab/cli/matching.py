@@ -298,9 +298,9 @@ def _sheet_lines(report: dict[str, object]) -> list[str]:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from memlab.sweeps.audit import draw_sheet, sheet_path
-    from memlab.sweeps.run import load_run
-    from memlab.sweeps.run_lock import run_lock
+    from memlab.postrun.audit import draw_sheet, sheet_path
+    from memlab.runs.run import load_run
+    from memlab.runs.run_lock import run_lock
 
     run = load_run(args.run)
     sheet = draw_sheet(run, matcher_from_args(args), sample=args.sample, seed=args.seed)
@@ -319,7 +319,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from memlab.sweeps.rescoring import rescore
+    from memlab.postrun.rescoring import rescore
 
     run = rescore(args.run, matcher_from_args(args))
     matcher = run.environment.get("matcher", {})

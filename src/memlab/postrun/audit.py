@@ -22,8 +22,8 @@ from memlab.matching.matcher_audit import (
     AuditSheet,
 )
 from memlab.matching.matchers import default_matcher
-from memlab.sweeps.rescoring import replays
-from memlab.sweeps.run import Run
+from memlab.postrun.rescoring import replays
+from memlab.runs.run import Run
 
 __all__ = ["draw_sheet", "sheet_path"]
 

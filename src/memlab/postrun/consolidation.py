@@ -35,18 +35,15 @@ from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.datasets.models import Owner
+from memlab.grids.lane_backends import LaneBackends
+from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.matching.base import FactMatcher
+from memlab.postrun.qa_calls import QACalls, ask_and_grade
+from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
+from memlab.postrun.qa_step import qa_backend, run_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
-from memlab.scoring.consolidation import curve_table, memory_tokens
-from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
-from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
-from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.qa_calls import QACalls, ask_and_grade
-from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
-from memlab.sweeps.qa_step import qa_backend, run_matcher
-from memlab.sweeps.records import QARow, read_rows
-from memlab.sweeps.run import (
+from memlab.runs.records import QARow, read_rows
+from memlab.runs.run import (
     QA_ANSWERS,
     Run,
     file_facts,
@@ -55,7 +52,10 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
-from memlab.sweeps.run_lock import writes_run
+from memlab.runs.run_lock import writes_run
+from memlab.scoring.consolidation import curve_table, memory_tokens
+from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
+from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
 
 __all__ = [
     "CURVE_ANSWERS",
@@ -92,12 +92,12 @@ def add_curve(
         run: A run with memory QA, or its directory.
         every: Ask again after every ``every``-th later session.
         cache_dir, cache_mode, max_workers, progress, backend_factory, prompts_dir: As for
-            :func:`memlab.sweeps.qa_step.add_qa`.
+            :func:`memlab.postrun.qa_step.add_qa`.
 
     Raises:
         QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     if every < 1:

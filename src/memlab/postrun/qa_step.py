@@ -10,7 +10,7 @@ asks each question right after the session its ``after_session`` names, through
   other conditions;
 - every distinct request is sent once (the baselines of lanes with the same injection
   settings are the same prompts), concurrently on ``max_workers`` threads with no barrier
-  between answering and grading (:mod:`memlab.sweeps.qa_calls`), through the response cache
+  between answering and grading (:mod:`memlab.postrun.qa_calls`), through the response cache
   when ``cache_dir`` is given: an interrupted or repeated QA step answers
   from the cache, content-keyed like every replay call;
 - every answer is graded by every judge prompt against the file's answer key and, for a
@@ -21,7 +21,7 @@ asks each question right after the session its ``after_session`` names, through
 
 It writes ``qa/answers.jsonl`` (one row per lane, sample, owner, question and condition) and
 then ``qa/manifest.json`` (the settings, the prompts' hashes, the backends, row count and
-hash of the table); :attr:`memlab.sweeps.run.Run.qa_answers` reads them back. A QA step
+hash of the table); :attr:`memlab.runs.run.Run.qa_answers` reads them back. A QA step
 whose calls had backend errors writes its rows (the errors included), marks the manifest
 incomplete and raises :class:`IncompleteQAError`; running it again retries only the failed
 calls (the others come from the cache).
@@ -48,8 +48,12 @@ from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
+from memlab.grids.lane_backends import LaneBackends
+from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher, resolve_matcher
+from memlab.postrun.qa_calls import ask_and_grade
+from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
 from memlab.qa.answering import (
     AnswerSettings,
     AnswerTask,
@@ -57,13 +61,7 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
-from memlab.scoring.qa_causes import evidence_fates
-from memlab.scoring.qa_metrics import error_counts, errors_sentence
-from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.qa_calls import ask_and_grade
-from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
-from memlab.sweeps.run import (
+from memlab.runs.run import (
     QA_ANSWERS,
     QA_FORMAT,
     QA_MANIFEST,
@@ -74,7 +72,9 @@ from memlab.sweeps.run import (
     read_owner_record,
     write_jsonl,
 )
-from memlab.sweeps.run_lock import writes_run
+from memlab.runs.run_lock import writes_run
+from memlab.scoring.qa_causes import evidence_fates
+from memlab.scoring.qa_metrics import error_counts, errors_sentence
 
 __all__ = [
     "IncompleteQAError",
@@ -184,7 +184,7 @@ def add_qa(
             unreadable reply) before :class:`JudgeErrorsError` is raised (default 0: none).
 
     Returns:
-        The run with its QA tables (:attr:`~memlab.sweeps.run.Run.qa_answers`).
+        The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
 
     Raises:
         QAError: No QA settings, a dataset without questions, an unknown prompt, or a replay
@@ -193,7 +193,7 @@ def add_qa(
         JudgeErrorsError: A judge gave no verdict on more than ``max_judge_errors`` of the
             answers (written).
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)

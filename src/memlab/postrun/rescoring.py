@@ -35,10 +35,9 @@ from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
-from memlab.scoring.metrics import replay_rows, summarize
-from memlab.sweeps.qa_step import add_fates, rewrite_fates
-from memlab.sweeps.records import QARow, read_rows
-from memlab.sweeps.run import (
+from memlab.postrun.qa_step import add_fates, rewrite_fates
+from memlab.runs.records import QARow, read_rows
+from memlab.runs.run import (
     QA_ANSWERS,
     Run,
     RunError,
@@ -48,7 +47,8 @@ from memlab.sweeps.run import (
     refresh_manifest,
     write_jsonl,
 )
-from memlab.sweeps.run_lock import writes_run
+from memlab.runs.run_lock import writes_run
+from memlab.scoring.metrics import replay_rows, summarize
 
 __all__ = [
     "Replay",
@@ -202,14 +202,14 @@ def _plain(value: Any) -> float | None:
 @writes_run("rescore")
 def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     """Recompute every metric of the run at ``run_path`` with ``matcher`` (see the module
-    docstring) and return the reloaded :class:`~memlab.sweeps.run.Run`.
+    docstring) and return the reloaded :class:`~memlab.runs.run.Run`.
 
     Raises:
         RunError: Not a finished run directory.
         RescoreError: A replay record or the dataset is missing or changed. Nothing is
             written in that case.
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     matcher = matcher if matcher is not None else default_matcher()
     run = load_run(run_path)

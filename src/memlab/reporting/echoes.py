@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from memlab.sweeps.run import Run, RunError, read_owner_record
+from memlab.runs.run import Run, RunError, read_owner_record
 
 __all__ = [
     "ECHO_NOTE",

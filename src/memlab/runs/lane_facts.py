@@ -20,8 +20,8 @@ from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated, reads_prompts
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
+from memlab.grids.grid import LaneConfig
 from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
-from memlab.sweeps.grid import LaneConfig
 
 __all__ = ["dataset_identity", "qa_facts", "read_lane_facts"]
 
@@ -29,7 +29,7 @@ _NOT_SETTINGS = frozenset({"prompt", "backend"})
 
 
 class Run(Protocol):
-    """What is read of a run (:class:`memlab.sweeps.run.Run` is one)."""
+    """What is read of a run (:class:`memlab.runs.run.Run` is one)."""
 
     @property
     def name(self) -> str: ...

@@ -50,16 +50,16 @@ from memlab.core.jsontext import loads_json
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
+from memlab.grids.grid import Grid, LaneConfig
+from memlab.runs.final_reads import parse_final_memory
+from memlab.runs.lane_facts import dataset_identity, qa_facts, read_lane_facts
+from memlab.runs.records import CallRow, QARow, SessionRow, read_rows
+from memlab.runs.run_dataset import recorded_dataset
+from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparability import LaneFacts, QAFacts
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
-from memlab.sweeps.final_reads import parse_final_memory
-from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.lane_facts import dataset_identity, qa_facts, read_lane_facts
-from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
-from memlab.sweeps.run_dataset import recorded_dataset
-from memlab.sweeps.views import RUN_VIEWS
 
 __all__ = [
     "QA_ANSWERS",
@@ -348,7 +348,7 @@ class Run:
 
     @cached_property
     def qa_answers(self) -> pd.DataFrame:
-        """One row per memory-QA answer (:class:`~memlab.sweeps.records.QARow`); empty when
+        """One row per memory-QA answer (:class:`~memlab.runs.records.QARow`); empty when
         the run has no memory QA.
 
         Raises:
@@ -446,7 +446,7 @@ class Run:
 
     def lane_facts(self, lane_id: str) -> LaneFacts:
         """What comparisons check of a lane: dataset, owners, matcher, judge, backend, prompt
-        and settings (:func:`memlab.sweeps.lane_facts.read_lane_facts`), read once per lane
+        and settings (:func:`memlab.runs.lane_facts.read_lane_facts`), read once per lane
         like the files they come from (each comparison asks again, and a dataset recorded
         without its hash is hashed from its file)."""
         if lane_id not in self._lane_facts:
@@ -497,12 +497,12 @@ class Run:
 
         Raises:
             DatasetChangedError: The file at the recorded path has another content hash
-                (:func:`memlab.sweeps.run_dataset.recorded_dataset`).
+                (:func:`memlab.runs.run_dataset.recorded_dataset`).
         """
         return recorded_dataset(self.path)
 
     def _repr_html_(self) -> str | None:
-        """In Jupyter: the run's registered HTML view (:data:`~memlab.sweeps.views.RUN_VIEWS`;
+        """In Jupyter: the run's registered HTML view (:data:`~memlab.runs.views.RUN_VIEWS`;
         memlab.reporting registers the headline metrics, what the sweep reused and the key
         charts), or ``None`` (the text repr) without one."""
         view = RUN_VIEWS.get("html")
@@ -552,7 +552,7 @@ class Run:
 
     def _final_memory_of(self, path: Path, lane_id: str, user_id: str) -> tuple[str, Any]:
         """The owner and final memory of a record: parsed alone when the fast read vouches
-        for it (:mod:`memlab.sweeps.final_reads`), else from the whole record."""
+        for it (:mod:`memlab.runs.final_reads`), else from the whole record."""
         try:
             raw = read_bytes(
                 path, what="owner record", max_bytes=MAX_RUN_FILE_BYTES, inside=self.path

@@ -1,7 +1,7 @@
 """The runs under a directory, one entry each, read cheaply (``memlab runs``).
 
 Each entry comes from the run's ``grid.yaml``, ``manifest.json``, ``environment.json`` and
-``qa/manifest.json`` (:func:`memlab.sweeps.run.load_run` reads no table until asked). A
+``qa/manifest.json`` (:func:`memlab.runs.run.load_run` reads no table until asked). A
 directory that looks like a run (it has one of those files or ``lanes/``) but cannot be read
 is an entry with ``problem`` set, never an exception: one broken run must not hide the others.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from memlab.core.document import parse_utc, utc_iso
 from memlab.core.yamlio import read_yaml
 from memlab.errors import one_line
-from memlab.sweeps.run import load_run
+from memlab.runs.run import load_run
 
 __all__ = ["RunEntry", "list_runs"]
 

@@ -16,7 +16,7 @@ A sweep has three steps:
 3. **collect**: metrics of every replay (scored as soon as it and the replays before it are
    done, from the replay in memory or its record), then ``manifest.json`` last, which lists
    the lanes of this sweep and the row counts and hashes of the tables;
-   :func:`memlab.sweeps.run.load_run` refuses a run whose files disagree with it.
+   :func:`memlab.runs.run.load_run` refuses a run whose files disagree with it.
 """
 
 from __future__ import annotations
@@ -43,23 +43,17 @@ from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
+from memlab.grids.grid import ForkSpec, Grid
+from memlab.grids.lane_backends import BackendFactory
 from memlab.matching.base import FactMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.matching.verdict_store import load_verdicts, save_verdicts
-from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
-from memlab.scoring.metrics import replay_rows
-from memlab.sweeps.execute import Outcome, execute, lane_status
-from memlab.sweeps.executors import SweepExecutor
-from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.lane_backends import BackendFactory
-from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
-from memlab.sweeps.qa_step import add_qa
-from memlab.sweeps.records import CallRow, SessionRow, typed_rows
-from memlab.sweeps.replay import OwnerReplay
-from memlab.sweeps.rescoring import matcher_record
-from memlab.sweeps.run import (
+from memlab.postrun.qa_step import add_qa
+from memlab.postrun.rescoring import matcher_record
+from memlab.runs.records import CallRow, SessionRow, typed_rows
+from memlab.runs.run import (
     RUN_FORMAT,
     Run,
     RunError,
@@ -69,7 +63,13 @@ from memlab.sweeps.run import (
     write_jsonl,
     write_manifest,
 )
-from memlab.sweeps.run_lock import run_lock
+from memlab.runs.run_lock import run_lock
+from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
+from memlab.scoring.metrics import replay_rows
+from memlab.sweeps.execute import Outcome, execute, lane_status
+from memlab.sweeps.executors import SweepExecutor
+from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
+from memlab.sweeps.replay import OwnerReplay
 
 __all__ = ["IncompleteSweepError", "sweep"]
 
@@ -148,7 +148,7 @@ def sweep(
             cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
             or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
         max_workers: Pool size when no executor is given.
-        progress: Show progress (:class:`memlab.sweeps.progress.Progress`: a bar on a terminal
+        progress: Show progress (:class:`memlab.postrun.progress.Progress`: a bar on a terminal
             or in a notebook, sparse plain lines elsewhere).
         matcher: Gold-fact matcher for recall/precision (default
             :func:`memlab.matching.matchers.default_matcher`); its name goes to environment.json.
@@ -159,14 +159,14 @@ def sweep(
         allow_incomplete: Return a run some of whose replays had backend errors instead of
             raising :class:`IncompleteSweepError`.
         fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
-            :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
+            :class:`~memlab.grids.grid.ForkSpec`): start every lane's session ``K`` from the
             reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
             (see :mod:`memlab.sweeps.fork`).
         max_judge_errors: With a ``qa:`` key: the share of answers a judge may leave without
-            a verdict (see :func:`memlab.sweeps.qa_step.add_qa`).
+            a verdict (see :func:`memlab.postrun.qa_step.add_qa`).
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
-    questions (:func:`memlab.sweeps.qa_step.add_qa`, with the same cache, workers and matcher;
+    questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
     if max_workers < 1:
@@ -247,7 +247,7 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     grid_doc = {
         # Absolute and resolved: later steps find it from any working directory.
         "dataset": str(plan.dataset_path.resolve()),
-        # What comparisons check two runs replayed (memlab.sweeps.lane_facts).
+        # What comparisons check two runs replayed (memlab.runs.lane_facts).
         "dataset_sha256": _dataset_digest(plan.dataset_path),
         "grid": plan.grid.model_dump(mode="json"),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},

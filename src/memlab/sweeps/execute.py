@@ -40,6 +40,8 @@ from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
 from memlab.memory.strategy import is_primary
 from memlab.memory.tiered import tiered_store_path
+from memlab.postrun.progress import Progress
+from memlab.runs.run import RunError, owned_path, read_record, record_path, record_problem
 from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
@@ -51,10 +53,8 @@ from memlab.sweeps.executors import (
     parse_executor,
 )
 from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
-from memlab.sweeps.progress import Progress
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
-from memlab.sweeps.run import RunError, owned_path, read_record, record_path, record_problem
 
 __all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
 

@@ -54,8 +54,8 @@ from memlab.core.llm import Completion
 from memlab.core.machine import available_memory, cpu_count
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
-from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.lane_backends import LaneBackends
+from memlab.grids.grid import ReplayMode
+from memlab.grids.lane_backends import LaneBackends
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote_batch
 

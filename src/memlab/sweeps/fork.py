@@ -24,8 +24,8 @@ from memlab.core.jsontext import canonical_hash
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.run import Run, RunError, load_run, read_owner_record, record_path
+from memlab.grids.grid import ForkSpec, Grid
+from memlab.runs.run import Run, RunError, load_run, read_owner_record, record_path
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 

@@ -9,7 +9,7 @@ it, so an edited prompt file or a swapped model file makes a new lane instead of
 results off as new ones. :func:`identity_changes` says in words what differs between two
 identities ("prompt text changed"), which is what a resumed sweep reports.
 
-Resolution errors are :class:`~memlab.sweeps.grid.GridError` naming the grid file, the key path,
+Resolution errors are :class:`~memlab.grids.grid.GridError` naming the grid file, the key path,
 its line and the known choices.
 """
 
@@ -45,12 +45,13 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
+from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
+from memlab.grids.owners import select_owners
 from memlab.memory.tiered import TieredSettings, tiered_identity
+from memlab.runs.run import read_record, record_path
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
-from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
-from memlab.sweeps.lane_backends import BackendFactory, LaneBackends, registry_backend
-from memlab.sweeps.run import read_record, record_path
 
 __all__ = [
     "BackendFactory",
@@ -69,7 +70,6 @@ __all__ = [
     "prompt_registry",
     "registry_backend",
     "resolve_lanes",
-    "select_owners",
     "tiered_settings",
 ]
 
@@ -523,29 +523,6 @@ def plan_sweep(
     plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
     plan.predecessors = _predecessors(run_path, lanes)
     return plan
-
-
-def select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
-    """The owners a sweep of ``grid`` replays: its ``owners``, the first ``max_owners``, each
-    cut to ``max_sessions`` sessions.
-
-    Raises:
-        GridError: At ``owners`` when one of them is not in the dataset.
-    """
-    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
-    if grid.owners is not None:
-        missing = set(grid.owners) - {o.user_id for o in selected}
-        if missing:
-            raise grid.error("owners", f"unknown owners: {sorted(missing)}")
-    if grid.max_owners:
-        selected = selected[: grid.max_owners]
-    if not selected:  # a run of no owners would be "complete" with no results
-        raise grid.error("owners", "the grid selects no owners of the dataset")
-    if grid.max_sessions:
-        selected = [
-            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
-        ]
-    return selected
 
 
 def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:

@@ -51,12 +51,12 @@ from memlab.core.redact import redact
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.core.updater import UpdateResult
 from memlab.datasets.models import Owner, Session
+from memlab.grids.grid import ReplayMode
 from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
 from memlab.memory.tiered import TieredStrategy, tiered_store_path
 from memlab.memory.tiered_calls import TieredCaller
 from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
-from memlab.sweeps.grid import ReplayMode
 from memlab.sweeps.plan import (
     ResolvedLane,
     build_updater,
