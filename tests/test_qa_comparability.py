@@ -27,7 +27,8 @@ from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.postrun.qa_step import add_qa
 from memlab.reporting.report import build_report
-from memlab.runs.run import QA_MANIFEST, Run, load_run
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import QA_MANIFEST
 from memlab.scoring.comparability import (
     JudgeFacts,
     LaneFacts,

@@ -29,8 +29,8 @@ import memlab
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.runs.run import QA_MANIFEST
 from memlab.runs.run_lock import RunLockedError, lock_path, run_lock
+from memlab.runs.rundir import QA_MANIFEST
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -198,16 +199,17 @@ def test_run_directory_round_trip_and_resume(dataset: Path, tmp_path: Path) -> N
 def test_rows_scored_from_the_replays_in_memory_equal_rows_scored_from_their_records(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlab.sweeps import driver
+    from memlab.runs.rundir import RunDir
 
     read: list[Path] = []
-    real_read = driver.read_record
+    real_read = RunDir.read_object
 
-    def spy(path: Path, root: Path) -> dict[str, Any] | None:
-        read.append(path)
-        return real_read(path, root)
+    def spy(self: RunDir, path: Path) -> dict[str, Any] | None:
+        if sys._getframe(1).f_globals["__name__"] == "memlab.sweeps.driver":  # the scoring
+            read.append(path)
+        return real_read(self, path)
 
-    monkeypatch.setattr(driver, "read_record", spy)
+    monkeypatch.setattr(RunDir, "read_object", spy)
     grid = {"axes": {"fact_confidence_threshold": [0.7, 0.9]}}
     run, _ = run_grid(dataset, tmp_path, **grid)
     assert read == []  # every replay was scored as it finished, from memory

@@ -86,7 +86,6 @@ _MOVED: dict[str, str] = {
     "sweep": "memlab.sweeps",
     "parse_options_for": "memlab.core.parsing",
     "flatten_call": "memlab.runs.run",
-    "write_jsonl": "memlab.runs.run",
 }
 
 

@@ -30,7 +30,6 @@ calls (the others come from the cache).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -41,7 +40,6 @@ from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
@@ -61,18 +59,9 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
-from memlab.runs.run import (
-    QA_ANSWERS,
-    QA_FORMAT,
-    QA_MANIFEST,
-    Run,
-    file_facts,
-    load_run,
-    owned_path,
-    read_owner_record,
-    write_jsonl,
-)
+from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
+from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST
 from memlab.scoring.qa_causes import evidence_fates
 from memlab.scoring.qa_metrics import error_counts, errors_sentence
 
@@ -232,8 +221,7 @@ def add_qa(
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
-    summary = owned_path(run.path / "summary.csv", run.path)
-    atomic_write_text(summary, done.summary.to_csv())  # with the QA metrics
+    run.dir.write_text(run.dir.summary_file, done.summary.to_csv())  # with the QA metrics
     if failed and not allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])
@@ -270,7 +258,7 @@ def _jobs(
             if key not in histories and "full_context" in spec.conditions:
                 histories[key] = History(owner, config.token_counting)
             for sample in range(samples):
-                record = read_owner_record(run.path, lane_id, owner.user_id, sample)
+                record = run.dir.read_owner_record(lane_id, owner.user_id, sample)
                 tasks = _owner_tasks(owner, record, spec, settings, read, histories.get(key))
                 yield QAJob(lane_id, sample, owner, record, tasks)
 
@@ -367,10 +355,10 @@ def _write(
 ) -> None:
     """The answer table, then the QA manifest (last: a QA step that stopped leaves none);
     ``left_out``: the questions not asked, after a session the run did not replay."""
-    qa_dir = owned_path(run.path / QA_ANSWERS.parent, run.path, "QA directory")
-    qa_dir.mkdir(parents=True, exist_ok=True)
-    owned_path(run.path / QA_MANIFEST, run.path).unlink(missing_ok=True)
-    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), redact(rows))
+    run_dir = run.dir
+    run_dir.make_dir(run_dir.file(QA_ANSWERS.parent), "QA directory")
+    run_dir.remove(run_dir.file(QA_MANIFEST))
+    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), redact(rows))
     manifest = {
         "qa_format": QA_FORMAT,
         "complete": complete,
@@ -382,10 +370,10 @@ def _write(
         "questions_left_out": left_out,
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
-        "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)},
+        "files": {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))},
     }
-    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
-    logger.info("qa: %d answers -> %s", len(rows), run.path / QA_ANSWERS)
+    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
+    logger.info("qa: %d answers -> %s", len(rows), run_dir.file(QA_ANSWERS))
 
 
 def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
@@ -393,10 +381,11 @@ def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
     by the matcher named ``matcher``); the QA manifest, written last, records that matcher and
     the table's new checksum."""
     manifest = dict(run.qa_manifest)
-    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), rows)
+    run_dir = run.dir
+    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), rows)
     manifest["matcher"] = matcher
-    manifest["files"] = {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)}
-    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
+    manifest["files"] = {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))}
+    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
 
 
 def run_matcher(run: Run) -> FactMatcher:

@@ -1,5 +1,6 @@
 """Runs: the run directory and everything that reads one.
 
+:class:`RunDir` owns the layout of a run directory (where each file lives), its writes (atomic,
 inside the directory, no link followed), its manifests and their checksums, and its lock; the
 sweep and the post-run steps write through it. :class:`Run` reads a finished run as DataFrames
 (:func:`load_run`), :func:`~memlab.runs.run_index.list_runs` lists the runs of a folder, and
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from memlab.runs.run_dataset import DatasetChangedError
     from memlab.runs.run_index import RunEntry, list_runs
     from memlab.runs.run_lock import RunLockedError
+    from memlab.runs.rundir import RunDir
 
 _EXPORTS: dict[str, str] = {
     "RecordError": "memlab.runs.records",
@@ -32,12 +34,14 @@ _EXPORTS: dict[str, str] = {
     "RunEntry": "memlab.runs.run_index",
     "list_runs": "memlab.runs.run_index",
     "RunLockedError": "memlab.runs.run_lock",
+    "RunDir": "memlab.runs.rundir",
 }
 
 __all__ = [
     "DatasetChangedError",
     "RecordError",
     "Run",
+    "RunDir",
     "RunEntry",
     "RunError",
     "RunLockedError",

@@ -21,6 +21,7 @@ from memlab.backends.registry import is_simulated, reads_prompts
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
 from memlab.grids.grid import LaneConfig
+from memlab.runs.rundir import RunDir
 from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
 
 __all__ = ["dataset_identity", "qa_facts", "read_lane_facts"]
@@ -55,7 +56,7 @@ def dataset_identity(run: Run) -> str:
     """The dataset's content hash as ``grid.yaml`` records it, else its path ("" when the
     run has no ``grid.yaml``: a run built in memory)."""
     try:
-        data = read_yaml(run.path / "grid.yaml", inside=run.path).data
+        data = read_yaml(RunDir(run.path).grid_file, inside=run.path).data
     except (MemlabError, OSError):
         return ""
     if not isinstance(data, dict):

@@ -64,7 +64,7 @@ def _entry(path: Path) -> RunEntry:
     qa = run.qa_manifest
     # The file replayed, as grid.yaml records it (the grid's own dataset: key may be a
     # default when the sweep was handed a dataset); not hashed here, unlike Run.dataset_path.
-    recorded = read_yaml(path / "grid.yaml", inside=path).data.get("dataset")
+    recorded = read_yaml(run.dir.grid_file, inside=path).data.get("dataset")
     dataset = Path(recorded).stem if isinstance(recorded, str) and recorded else run.grid.dataset
     # A grid with a qa: key whose QA step never finished: QA asked for, the run incomplete.
     asked = run.grid.qa is not None

@@ -49,7 +49,7 @@ from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
 from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.grids.owners import select_owners
 from memlab.memory.tiered import TieredSettings, tiered_identity
-from memlab.runs.run import read_record, record_path
+from memlab.runs.rundir import RunDir
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
 
@@ -478,9 +478,14 @@ class SweepPlan:
             for sample in range(self.samples)
         ]
 
+    @property
+    def run_dir(self) -> RunDir:
+        """The run directory's owner (layout, writes, lock)."""
+        return RunDir(self.run_path)
+
     def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
         """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
-        return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
+        return self.run_dir.record(lane.lane_id, owner.user_id, sample)
 
 
 def plan_sweep(
@@ -533,11 +538,12 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
     point in the fewest settings. Its identity says why the new lane's replays were redone.
     """
     current = {lane.lane_id for lane in lanes}
-    previous = read_record(run_path / "manifest.json", run_path) or {}
+    run_dir = RunDir(run_path)
+    previous = run_dir.read_object(run_dir.manifest_file) or {}
     listed = set(previous.get("lanes", [])) if previous else None
     candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
-    for config_file in run_path.glob("lanes/*/config.json"):
-        described = read_record(config_file, run_path)
+    for config_file in run_dir.lane_configs():
+        described = run_dir.read_object(config_file)
         lane_id = (described or {}).get("lane_id")
         if not described or lane_id in current or (listed is not None and lane_id not in listed):
             continue
