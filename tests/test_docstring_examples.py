@@ -358,7 +358,7 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.matching.audit_form", "from memlab.matching.audit_form import labelling_form"): (
         check_labelling_form
     ),
-    ("memlab.runs.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
+    ("memlab.runs.rundir", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
         check_run_layout
     ),
     ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (

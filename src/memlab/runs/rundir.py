@@ -9,7 +9,6 @@ Layout of ``runs/<name>/``::
     lanes/<lane_id>/config.json             grid point, identity, prompt template
     lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
                                             written when that owner's replay finished)
-    lanes/<lane_id>/samples/<n>/<user_id>.json   the same for repeated sample n (n >= 1)
     lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
     lanes/<lane_id>/stores/<user_id>.json.lock   the store's inter-process lock file
     calls.jsonl          one row per LLM call
@@ -19,11 +18,11 @@ Layout of ``runs/<name>/``::
                          condition): the answer, its scores, verdicts and evidence fate
     qa/manifest.json     written last by the QA step: its settings, prompts, backends and
                          the row count and hash of the answer table
-    qa/curve.jsonl       the consolidation curve's answers (when asked)
-    qa/curve.json        its manifest, naming the QA answer table it extends
 
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
-lane id); ``manifest.json`` names the lanes that belong to the run. The run's lock file,
+lane id); ``manifest.json`` names the lanes that belong to the run. A grid with ``samples``
+keeps repeated sample ``n`` (from 1) in ``lanes/<lane_id>/samples/<n>/<user_id>.json``; the
+consolidation curve writes ``qa/curve.jsonl`` and its manifest ``qa/curve.json``. The run's lock file,
 ``.<name>.lock``, lies beside the directory (:mod:`memlab.runs.run_lock`).
 
 Every write goes through :class:`RunDir`: atomic (a reader never sees half a file), inside
