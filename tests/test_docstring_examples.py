@@ -358,9 +358,10 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.matching.audit_form", "from memlab.matching.audit_form import labelling_form"): (
         check_labelling_form
     ),
-    ("memlab.runs.rundir", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
-        check_run_layout
-    ),
+    (
+        "memlab.runs.rundir",
+        "grid.yaml            the sweep definition as resolved (lanes listed)",
+    ): check_run_layout,
     ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (
         check_llama_server
     ),

@@ -22,8 +22,8 @@ Layout of ``runs/<name>/``::
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
 lane id); ``manifest.json`` names the lanes that belong to the run. A grid with ``samples``
 keeps repeated sample ``n`` (from 1) in ``lanes/<lane_id>/samples/<n>/<user_id>.json``; the
-consolidation curve writes ``qa/curve.jsonl`` and its manifest ``qa/curve.json``. The run's lock file,
-``.<name>.lock``, lies beside the directory (:mod:`memlab.runs.run_lock`).
+consolidation curve writes ``qa/curve.jsonl`` and its manifest ``qa/curve.json``. The run's
+lock file, ``.<name>.lock``, lies beside the directory (:mod:`memlab.runs.run_lock`).
 
 Every write goes through :class:`RunDir`: atomic (a reader never sees half a file), inside
 the directory with no symbolic link on the way (a planted link cannot redirect a write), and
