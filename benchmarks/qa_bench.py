@@ -2,7 +2,7 @@
 
 A dataset of ``--owners`` owners, each one session revealing one fact and ``--questions``
 questions asked after it, is replayed once with the simulated model (instant, not timed).
-Then the QA step (:func:`memlab.sweeps.qa_step.add_qa`: answers from memory graded by one
+Then the QA step (:func:`memlab.postrun.qa_step.add_qa`: answers from memory graded by one
 judge) runs against the loopback OpenAI-compatible server of ``sweep_bench.py``, which waits
 ``--delay`` s (200 ms) per request:
 
@@ -37,11 +37,11 @@ from memlab.backends.cache import CacheMode
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.core.injection import get_token_counter
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec
+from memlab.postrun.qa_step import add_qa
+from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import add_qa
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)

@@ -46,7 +46,7 @@ def replay_once(base: Path, workers: int = 4, repeats: int = 1) -> tuple[float, 
 
     from memlab.backends.cache import CacheMode
     from memlab.backends.scripted import ScriptedBackend
-    from memlab.sweeps.grid import Grid
+    from memlab.grids.grid import Grid
 
     grid = Grid.from_mapping({"name": "bench-cache", "replay_mode": "per_session"})
     dataset, responses = base / "data.jsonl", base / "responses"

@@ -47,7 +47,7 @@ from sweep_bench import (
 )
 
 from memlab.backends.cache import CacheMode
-from memlab.sweeps.grid import Grid
+from memlab.grids.grid import Grid
 
 SESSIONS = 20
 GOAL_S = 30.0

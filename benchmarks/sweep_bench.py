@@ -70,10 +70,10 @@ from memlab.core.parsing import parse_reply
 from memlab.core.prompts import get_prompt
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.grids.grid import Grid
 from memlab.matching.default_matcher import clear_shared_verdicts
 from memlab.matching.verdict_store import VERDICTS_DIR
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 __all__ = [
     "Measurement",
@@ -839,7 +839,7 @@ _STAGES = [
     ("collect rows + metrics (sweep._collect)", "memlab/sweeps/driver.py", "_collect"),
     ("  session metrics (metrics.session_rows)", "memlab/scoring/metrics.py", "session_rows"),
     ("atomic file writes (fsynced run files)", "memlab/core/atomic.py", "atomic_write_bytes"),
-    ("summary table (Run.summary)", "memlab/sweeps/run.py", "summary"),
+    ("summary table (Run.summary)", "memlab/runs/run.py", "summary"),
 ]
 
 

@@ -36,11 +36,11 @@ import pandas as pd
 
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.runs.run import Run
 from memlab.scoring.comparison import compare
 from memlab.simulation.model import SimulatedBackend
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 PROFILE = (
     "name: {name}\npropose_rate: {rate}\nwording: {{verbatim: 1.0}}\nconfidence: {{0.95: 1.0}}\n"

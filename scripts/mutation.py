@@ -240,7 +240,7 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "answers read from the snapshot before their session",
-        "src/memlab/sweeps/qa_step.py",
+        "src/memlab/postrun/qa_step.py",
         "point = ReplayPoint(owner, index, snapshots[index])",
         "point = ReplayPoint(owner, index, snapshots[max(index - 1, 0)])",
         ("tests/test_qa_sweep.py::test_memory_is_read_right_after_the_session_the_question_names",),

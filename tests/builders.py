@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import Backend, CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.run import Run
 from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.metric_specs import COUNT_SPECS
 from memlab.scoring.stats import StatOptions
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 if TYPE_CHECKING:
     from memlab.cli.demo import DemoResult

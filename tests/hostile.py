@@ -99,7 +99,7 @@ def tree(root: Path, skip: Path) -> dict[str, tuple[int, int]]:
 def manifests(root: Path) -> dict[str, bytes]:
     """The run manifests under ``root`` by path (to tell later which ones memlab wrote); a
     QA step's ``RUN/qa/manifest.json`` describes answers, not replays, and is left out."""
-    from memlab.sweeps.run import QA_MANIFEST
+    from memlab.runs.rundir import QA_MANIFEST
 
     found: dict[str, bytes] = {}
     for path in root.rglob("manifest.json"):
@@ -117,9 +117,9 @@ def hollow_runs(root: Path, before: Mapping[str, bytes] | None = None) -> list[s
     ``before``: :func:`manifests` taken before the command; manifests it did not write or
     change (a hostile input planted by a test) are not memlab's claims and are skipped.
     """
+    from memlab.runs.rundir import RunDir, record_problem
     from memlab.sweeps.execute import unfinished
     from memlab.sweeps.replay import OwnerReplay
-    from memlab.sweeps.run import record_path, record_problem
 
     hollow: list[str] = []
     for name, content in manifests(root).items():
@@ -138,7 +138,7 @@ def hollow_runs(root: Path, before: Mapping[str, bytes] | None = None) -> list[s
             hollow.append(f"{run}: complete with no owners or lanes")
         for lane in lanes:
             for owner in owners:
-                path = record_path(run, lane, owner)
+                path = RunDir(run).record(lane, owner)
                 try:
                     record = json.loads(path.read_text("utf-8"))
                 except (OSError, ValueError):

@@ -21,10 +21,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
+from memlab.grids.grid import Grid
 from memlab.reporting import charts
+from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

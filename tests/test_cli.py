@@ -14,7 +14,7 @@ import yaml
 
 from memlab.backends.registry import MINIMAL_CONTRACT_REPLY
 from memlab.cli.main import build_parser, main
-from memlab.sweeps.run import load_run
+from memlab.runs.run import load_run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 

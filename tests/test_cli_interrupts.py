@@ -38,7 +38,7 @@ def test_ctrl_c_while_the_command_is_imported_is_one_line(
 def test_ctrl_c_during_qa_says_what_qa_keeps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memlab.sweeps import run
+    from memlab.runs import run
 
     monkeypatch.setattr(run, "load_run", _interrupt)
     assert main(["qa", str(tmp_path), "--answer-backend", "sim:qa"]) == EXIT_INTERRUPTED
@@ -64,9 +64,9 @@ def test_ctrl_c_during_the_qa_calls_does_not_wait_for_calls_in_flight() -> None:
 
     from memlab.core.llm import Completion, CompletionRequest, GenerationParams
     from memlab.datasets.questions import Question
+    from memlab.postrun.qa_calls import ask_and_grade
     from memlab.qa.answering import AnswerTask
     from memlab.qa.conditions import Context
-    from memlab.sweeps.qa_calls import ask_and_grade
 
     release = threading.Event()
     done: list[str] = []

@@ -14,10 +14,10 @@ import pytest
 from memlab.backends.scripted import SCRIPTS, ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
+from memlab.grids.grid import Grid
 from memlab.matching import default_matcher
 from memlab.reporting.tables import worst_failures
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 
 def test_prompts_list_separates_every_column(capsys: pytest.CaptureFixture[str]) -> None:

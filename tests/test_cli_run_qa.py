@@ -10,7 +10,8 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import load_dataset, resolve_dataset
-from memlab.sweeps.run import QA_MANIFEST, load_run
+from memlab.runs.run import load_run
+from memlab.runs.rundir import QA_MANIFEST
 
 RUN = ["run", "personas", "--backend", "sim:careful", "--max-owners", "2", "--no-progress"]
 

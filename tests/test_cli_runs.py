@@ -11,8 +11,8 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 
 def set_finished(run: Path, when: str) -> None:

@@ -20,12 +20,15 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
 from memlab.core.prompts import PromptRegistry
+from memlab.grids.grid import Grid
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
+from memlab.postrun.rescoring import rescore
 from memlab.reporting.prompt_changes import prompt_changes
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
 from memlab.reporting.trial import try_prompt
+from memlab.runs.run import Run, load_run
 from memlab.scoring.comparability import (
     BLOCKING,
     Difference,
@@ -38,9 +41,6 @@ from memlab.scoring.comparability import (
     kind_baselines,
 )
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import Run, load_run
 
 QA = QAFacts(
     answerer="sim:careful",

@@ -30,14 +30,14 @@ from memlab import compare
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest, OutputMode
+from memlab.grids.grid import Grid, GridError
 from memlab.reporting.gate import check_regressions
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run
 from memlab.scoring.comparability import MixedComparisonError
 from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
-from memlab.sweeps.grid import Grid, GridError
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 OWNERS = 16

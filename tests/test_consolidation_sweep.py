@@ -22,6 +22,15 @@ from memlab.backends.cache import CacheMode
 from memlab.cli.main import main
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec, resolve_prompts
+from memlab.postrun.consolidation import (
+    add_curve,
+    curve,
+    curve_answers,
+    forgetting_table,
+)
+from memlab.postrun.qa_step import add_qa, qa_backend
 from memlab.reporting.charts import empty_reason
 from memlab.reporting.memory_time import (
     consolidation_chart,
@@ -31,20 +40,11 @@ from memlab.reporting.memory_time import (
     memory_time_section,
 )
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import CURVE_ANSWERS, RunDir
 from memlab.scoring.consolidation import memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS
-from memlab.sweeps.consolidation import (
-    CURVE_ANSWERS,
-    add_curve,
-    curve,
-    curve_answers,
-    forgetting_table,
-)
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec, resolve_prompts
-from memlab.sweeps.qa_step import add_qa, qa_backend
-from memlab.sweeps.run import Run, load_run, read_owner_record
 
 SPEC = "sim:careful"
 
@@ -120,7 +120,7 @@ def test_one_point_per_session_per_lane(asked: Run, personas: list[Owner]) -> No
     # Memory size: the mean over owners of the snapshots' sizes, counted here again.
     lane = next(iter(asked.lanes))
     last = [
-        memory_tokens(read_owner_record(asked.path, lane, o.user_id)["snapshots"][-1])
+        memory_tokens(RunDir(asked.path).read_owner_record(lane, o.user_id)["snapshots"][-1])
         for o in personas
     ]
     row = table[(table["lane_id"] == lane) & (table["session_index"] == sessions - 1)]
@@ -202,8 +202,8 @@ def test_forgetting_counts_equal_a_count_from_the_records(
     assert table.loc[deerflow, list(FORGETTING_COUNTS)].isna().all(axis=None)  # n/a, never 0
     events = 0
     for owner in personas:
-        record = read_owner_record(asked.path, tiered, owner.user_id)
-        assert "forgetting" not in read_owner_record(asked.path, deerflow, owner.user_id)
+        record = RunDir(asked.path).read_owner_record(tiered, owner.user_id)
+        assert "forgetting" not in RunDir(asked.path).read_owner_record(deerflow, owner.user_id)
         expected = _counted(owner, record)
         events += len(record["forgetting"])
         row = table.loc[(tiered, owner.user_id)]

@@ -23,11 +23,11 @@ from builders import cache_entries
 
 from memlab.backends.registry import resolve_backend
 from memlab.cli.main import main
+from memlab.grids.grid import Grid
+from memlab.runs.run import Run, load_run
 from memlab.sweeps.driver import IncompleteSweepError, sweep
 from memlab.sweeps.executors import DaskSpec, ExecutorError, dask_client
-from memlab.sweeps.grid import Grid
 from memlab.sweeps.remote import WorkerBackendError
-from memlab.sweeps.run import Run, load_run
 
 pytest.importorskip("distributed", reason="the Dask executor needs memlab[dask] (distributed)")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from memlab.datasets.registry import resolve_dataset
-from memlab.sweeps.run import load_run, read_owner_record
+from memlab.runs.run import load_run, read_owner_record
 
 PLUGIN = Path(__file__).parent / "plugins" / "memlab-raw-turns"
 OWNER, SESSIONS = "daniel", 5

@@ -107,7 +107,7 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
 
 def check_qa_key(block: str, tmp_path: Path) -> None:
     from memlab.core.yamlio import parse_yaml
-    from memlab.sweeps.qa_spec import QASpec
+    from memlab.grids.qa_spec import QASpec
 
     spec = QASpec.model_validate(parse_yaml(block, "qa.yaml").data["qa"])
     assert spec.judges == ["lenient", "strict"] and spec.grader == "openai:gpt-4o-mini"
@@ -348,9 +348,9 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
         '{"id": "part-001", "kind": "partial", "question": "Which two countries did Noor visit in',
     ): check_judge_triple,
     ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
-    ("memlab.sweeps.grid", "name: prompt-vs-mode"): check_grid_yaml,
+    ("memlab.grids.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
-    ("memlab.sweeps.qa_spec", "qa:"): check_qa_key,
+    ("memlab.grids.qa_spec", "qa:"): check_qa_key,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',
@@ -358,9 +358,10 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.matching.audit_form", "from memlab.matching.audit_form import labelling_form"): (
         check_labelling_form
     ),
-    ("memlab.sweeps.run", "grid.yaml            the sweep definition as resolved (lanes listed)"): (
-        check_run_layout
-    ),
+    (
+        "memlab.runs.rundir",
+        "grid.yaml            the sweep definition as resolved (lanes listed)",
+    ): check_run_layout,
     ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (
         check_llama_server
     ),

@@ -22,7 +22,7 @@ from memlab.reporting.display import call_lines
 from memlab.reporting.echoes import echo_notes, echo_reason, echo_share
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
-from memlab.sweeps.run import Run
+from memlab.runs.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DEFAULT = get_prompt("default")

@@ -14,6 +14,7 @@ from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
+from memlab.grids.grid import Grid
 from memlab.matching import embeddings as embeddings_module
 from memlab.matching.embeddings import (
     EmbeddingDuplicates,
@@ -24,7 +25,6 @@ from memlab.reporting.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 
 class TableEmbedder:

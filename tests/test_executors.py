@@ -22,6 +22,7 @@ from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
 from memlab.core.llm import Completion, CompletionRequest
+from memlab.grids.grid import Grid
 from memlab.sweeps.executors import (
     MAX_BATCH,
     DaskSpec,
@@ -30,7 +31,6 @@ from memlab.sweeps.executors import (
     dask_client,
     parse_executor,
 )
-from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import plan_sweep
 from memlab.sweeps.remote import (
     RemoteTask,

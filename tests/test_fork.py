@@ -12,15 +12,15 @@ import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
+from memlab.grids.grid import Grid, GridError
+from memlab.postrun.rescoring import rescore
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.reporting.trial import try_prompt
+from memlab.runs.run import Run
 from memlab.scoring.metric_specs import STALE_HORIZON
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError
 from memlab.sweeps.plan import load_grid
-from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -12,8 +12,8 @@ from builders import iso, marker_backend, one_turn, sweep_scripted, update, writ
 
 from memlab.cli.main import main
 from memlab.reporting.gate import GateFailure, ThresholdError, Thresholds, check_gate
+from memlab.runs.run import Run
 from memlab.scoring.metric_specs import gate_specs
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 

@@ -21,6 +21,7 @@ from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
 from memlab.reporting.gate import Inconclusive, check_regressions
 from memlab.reporting.trial import try_prompt
+from memlab.runs.run import load_run
 from memlab.scoring.comparability import LaneFacts
 from memlab.scoring.comparison import COMPARE_COLUMNS
 from memlab.scoring.inconclusive import (
@@ -31,7 +32,6 @@ from memlab.scoring.inconclusive import (
 )
 from memlab.scoring.stats import min_detectable_effect, min_test_owners, owners_to_detect
 from memlab.simulation.profile import load_profile
-from memlab.sweeps.run import load_run
 
 IGNORED = "the backend ignores prompts"
 

@@ -14,7 +14,9 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 from memlab.core.config import MemoryConfig
 from memlab.core.injection import Injection, format_memory_for_injection, render_injection
 from memlab.datasets.models import Session
+from memlab.grids.grid import Grid
 from memlab.matching.embeddings import EmbeddingsUnavailableError
+from memlab.runs.run import Run
 from memlab.scoring.injection_audit import (
     INJECTION_COUNTS,
     audit_injection,
@@ -25,9 +27,7 @@ from memlab.scoring.injection_audit import (
     policy_identity,
     policy_injector,
 )
-from memlab.sweeps.grid import Grid
 from memlab.sweeps.plan import identity_changes, plan_sweep
-from memlab.sweeps.run import Run
 
 
 def fact(fact_id: str, content: str, confidence: float, created: str) -> dict[str, Any]:

@@ -9,8 +9,8 @@ import pytest
 
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.registry import resolve_backend
+from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 pytestmark = pytest.mark.integration
 

@@ -55,13 +55,13 @@ def test_the_code_keeps_the_contract(tree: Path) -> None:
     ("module", "planted", "broken"),
     [
         # Upward: the pipeline importing the run directory code.
-        ("core/config.py", "import memlab.sweeps.run", "memlab.core is not allowed to import "
-         "memlab.sweeps"),
+        ("core/config.py", "import memlab.runs.run", "memlab.core is not allowed to import "
+         "memlab.runs"),
         # Sideways: a backend reading datasets (the simulated model lives above both).
         ("backends/cache.py", "from memlab.datasets import models", "memlab.backends is not "
          "allowed to import memlab.datasets"),
         # A cycle between two modules of one package.
-        ("sweeps/grid.py", "from memlab.sweeps import driver", "No cycles are allowed in "
+        ("sweeps/plan.py", "from memlab.sweeps import driver", "No cycles are allowed in "
          "memlab.sweeps"),
     ],
 )  # fmt: skip

@@ -18,6 +18,7 @@ from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.matching.audit_form import labelling_form
 from memlab.matching.calibration import KindCounts
 from memlab.matching.judge import LLMJudgeMatcher
@@ -29,12 +30,11 @@ from memlab.matching.matcher_audit import (
     read_sheet,
 )
 from memlab.matching.matchers import default_matcher
+from memlab.postrun.audit import draw_sheet, sheet_path
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run, load_run
 from memlab.simulation.profile import restated, worded
 from memlab.sweeps import sweep
-from memlab.sweeps.audit import draw_sheet, sheet_path
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run, load_run
 
 SAMPLE = 40
 

@@ -12,11 +12,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
+from memlab.grids.grid import Grid
 from memlab.reporting import charts
 from memlab.reporting.chart_tables import chart_numbers
+from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 NURSE = {"id": "nurse", "content": "Works as a nurse in Leeds", "category": "context"}

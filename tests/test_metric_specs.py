@@ -15,6 +15,8 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 from memlab.cli.main import build_parser, main
 from memlab.reporting import tables
 from memlab.reporting.gate import Thresholds, check_gate
+from memlab.runs.records import SessionRow
+from memlab.runs.run import Run, load_run
 from memlab.scoring import metric_specs
 from memlab.scoring.comparison import compare
 from memlab.scoring.metric_specs import (
@@ -28,8 +30,6 @@ from memlab.scoring.metric_specs import (
     summary_columns,
 )
 from memlab.scoring.metrics import owner_counts
-from memlab.sweeps.records import SessionRow
-from memlab.sweeps.run import Run, load_run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 REPLIES = {"[s:job]": update("Works as a nurse", ("Has a cat", 0.8)), "[s:hike]": "Sure."}

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
+from memlab.runs.run import Run
 from memlab.scoring.metrics import owner_counts
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

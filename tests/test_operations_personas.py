@@ -10,10 +10,10 @@ from builders import marker_backend, update
 
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.runs.run import Run
 from memlab.scoring.metrics import owner_counts
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 PERSONAS = resolve_dataset("personas")
 GOLD = {

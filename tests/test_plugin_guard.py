@@ -22,7 +22,7 @@ import pytest
 from memlab import plugins
 from memlab.backends.registry import BACKENDS, BackendPlugin, register_backend
 from memlab.backends.scripted import ScriptedBackend
-from memlab.sweeps.run import load_run
+from memlab.runs.run import load_run
 
 # Entry point names sort before memlab's own ("backends", "reporting", "simulation"): before
 # the fix, the `sim` grabber ran first and took the name from the built-in.

@@ -22,7 +22,7 @@ import pytest
 from memlab import plugins
 from memlab.backends.registry import BACKENDS, backend_plugin, price_table, resolve_backend
 from memlab.core.llm import OutputMode
-from memlab.sweeps.run import load_run
+from memlab.runs.run import load_run
 
 pytestmark = pytest.mark.skipif(
     not any(ep.name == "echo" for ep in metadata.entry_points(group=plugins.PLUGIN_GROUP)),

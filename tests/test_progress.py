@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memlab.cli.main import main
-from memlab.sweeps.progress import Progress
+from memlab.postrun.progress import Progress
 
 
 class FakeClock:
@@ -66,7 +66,7 @@ def test_cli_run_with_qa_off_a_terminal_prints_sparse_lines(
     tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Lines at each tenth only (no pause rule): the count does not depend on machine speed.
-    monkeypatch.setattr("memlab.sweeps.progress.PLAIN_EVERY_SECONDS", float("inf"))
+    monkeypatch.setattr("memlab.postrun.progress.PLAIN_EVERY_SECONDS", float("inf"))
     # capsys's stderr is not a terminal: a log file or a CI job's output.
     code = main(
         ["run", "personas", "--backend", "sim:careful", "--max-owners", "2", "--qa",

@@ -11,13 +11,14 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.matching.base import LexicalMatcher
+from memlab.postrun.rescoring import rescore
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import QA_ANSWERS, QA_MANIFEST
 from memlab.scoring.qa_metrics import cause_table
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import QA_ANSWERS, QA_MANIFEST, Run, load_run
 
 OWNERS = ["amara", "daniel", "hana"]
 

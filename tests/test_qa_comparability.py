@@ -24,7 +24,11 @@ import pytest
 from memlab.cli.main import main
 from memlab.core.qa_prompts import answer_prompts
 from memlab.datasets import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.postrun.qa_step import add_qa
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import QA_MANIFEST
 from memlab.scoring.comparability import (
     JudgeFacts,
     LaneFacts,
@@ -35,9 +39,6 @@ from memlab.scoring.comparability import (
 )
 from memlab.scoring.comparison import compare
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_step import add_qa
-from memlab.sweeps.run import QA_MANIFEST, Run, load_run
 
 OWNERS = ["amara", "daniel", "hana"]
 CAREFUL, SLOPPY = "sim:careful", "sim:sloppy"

@@ -22,11 +22,11 @@ from memlab.backends.retry import RetryPolicy
 from memlab.core.llm import allow_model_requests
 from memlab.core.qa_prompts import judge_prompts
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec
+from memlab.postrun.qa_step import JudgeErrorsError, add_qa
 from memlab.scoring.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import JudgeErrorsError, add_qa
 
 OWNERS = ["amara", "daniel"]
 STRICT = judge_prompts().get("strict")

@@ -18,10 +18,10 @@ from memlab.backends.cache import CacheMode
 from memlab.backends.llama_server import LlamaServer
 from memlab.core.llm import Backend
 from memlab.datasets import load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec
+from memlab.postrun.qa_step import add_qa
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import add_qa
 
 pytestmark = pytest.mark.integration
 

@@ -33,17 +33,18 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QASpec
+from memlab.postrun.qa_step import IncompleteQAError, add_qa, qa_backend
 from memlab.reporting.qa import compare_under_judges, qa_text
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import QA_ANSWERS, RunDir
 from memlab.scoring.comparison import compare
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
 from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QASpec
-from memlab.sweeps.qa_step import IncompleteQAError, add_qa, qa_backend
-from memlab.sweeps.run import QA_ANSWERS, Run, load_run, read_owner_record
 
 ANSWER_RATE, ABSTAIN_RATE = 0.8, 0.5
 LENIENCY = {"lenient": 0.7, "strict": 0.1}
@@ -126,7 +127,7 @@ def _records(run: Run, owners: list[Owner]) -> dict[tuple[str, str], dict[str, A
     found = {}
     for lane in run.lanes:
         for owner in owners:
-            found[lane, owner.user_id] = read_owner_record(run.path, lane, owner.user_id)
+            found[lane, owner.user_id] = RunDir(run.path).read_owner_record(lane, owner.user_id)
     return found
 
 
@@ -494,7 +495,7 @@ def test_memory_is_read_right_after_the_session_the_question_names(run: Run) -> 
     for row in memory.to_dict("records"):
         key = (row["lane_id"], row["user_id"])
         if key not in records:
-            records[key] = read_owner_record(run.path, *key)
+            records[key] = RunDir(run.path).read_owner_record(*key)
         snapshots = records[key]["snapshots"]
         index = row["session_index"]
         held = {str(f["id"]) for f in snapshots[index]["facts"]}

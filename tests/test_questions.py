@@ -17,8 +17,8 @@ from memlab.cli.main import main
 from memlab.datasets import Question, load_dataset, resolve_dataset
 from memlab.datasets.loader import dataset_stats, validate_dataset
 from memlab.datasets.models import Owner
+from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "smoke.jsonl"

@@ -13,10 +13,10 @@ import pytest
 from builders import marker_backend, one_turn, update, write_owners
 from inline_snapshot import snapshot
 
+from memlab.grids.grid import Grid
+from memlab.runs.records import CallRow, RecordError, read_rows
+from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.records import CallRow, RecordError, read_rows
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 

@@ -25,9 +25,9 @@ from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.simulation.model import SimulatedBackend
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 TIMINGS = {"duration_s", "latency_s"}  # wall-clock measurements differ between runs
 # grid.yaml names the bundled dataset by its absolute path, which depends on the checkout.

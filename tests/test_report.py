@@ -16,7 +16,7 @@ from memlab.cli.main import main
 from memlab.reporting import charts
 from memlab.reporting.report import CHARTS, ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
-from memlab.sweeps.run import Run
+from memlab.runs.run import Run
 
 T0 = datetime(2025, 2, 3, 9, 0, tzinfo=UTC)
 XSS_SCRIPT = "<script>alert(1)</script>"
@@ -272,7 +272,7 @@ def test_report_command_names_a_bad_run_directory(
 
 
 def test_loaded_run_reports_like_the_returned_run(runs: tuple[Run, Run], tmp_path: Path) -> None:
-    from memlab.sweeps.run import load_run
+    from memlab.runs.run import load_run
 
     loaded = [load_run(r.path) for r in runs]
     pd.testing.assert_frame_equal(

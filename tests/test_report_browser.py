@@ -28,10 +28,10 @@ import websocket  # websocket-client (dev extra)
 from builders import marker_backend, one_turn, small_demo, update, write_owners
 
 from memlab.cli.demo import DemoResult
+from memlab.grids.grid import Grid
 from memlab.reporting import charts
 from memlab.reporting.report import CHARTS, build_report
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

@@ -15,14 +15,14 @@ from memlab.backends.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest
+from memlab.grids.grid import Grid
 from memlab.matching.base import FactMatcher, LexicalMatcher
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
+from memlab.postrun.rescoring import RescoreError, rescore
 from memlab.reporting.report import build_report
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescoring import RescoreError, rescore
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 

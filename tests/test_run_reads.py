@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from builders import city_owners, update, write_owners
 
-import memlab.sweeps.run as run_module
+import memlab.runs.run as run_module
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.final_reads import parse_final_memory
+from memlab.runs.run import load_run
+from memlab.runs.rundir import RunDir
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.final_reads import parse_final_memory
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 
@@ -37,18 +38,18 @@ def test_final_facts_are_read_once_per_lane_and_copied(
     run = load_run(tmp_path / "f")
     (lane,) = run.lanes
     reads: list[str] = []
-    real, fast = run_module.read_owner_record, parse_final_memory
+    real, fast = RunDir.read_owner_record, parse_final_memory
 
-    def counted(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> dict:  # type: ignore[type-arg]
+    def counted(self: RunDir, lane_id: str, user_id: str, sample: int = 0) -> dict:  # type: ignore[type-arg]
         reads.append(user_id)
-        return real(run_path, lane_id, user_id, sample)
+        return real(self, lane_id, user_id, sample)
 
     def counted_fast(raw: bytes) -> tuple[str, dict[str, Any]] | None:
         found = fast(raw)
         reads.append(found[0] if found is not None else "(full read follows)")
         return found
 
-    monkeypatch.setattr(run_module, "read_owner_record", counted)
+    monkeypatch.setattr(RunDir, "read_owner_record", counted)
     monkeypatch.setattr(run_module, "parse_final_memory", counted_fast)
     first = run.final_facts(lane)
     assert sorted(first["content"]) == ["Lives in Leeds", "Lives in Porto"]
@@ -70,8 +71,8 @@ def _one_owner_run(tmp_path: Path) -> tuple[Path, str]:
 
 def test_fast_final_memory_read_matches_the_full_read(tmp_path: Path) -> None:
     run_path, lane = _one_owner_run(tmp_path)
-    path = run_module.record_path(run_path, lane, "ann")
-    record = run_module.read_owner_record(run_path, lane, "ann")
+    path = RunDir(run_path).record(lane, "ann")
+    record = RunDir(run_path).read_owner_record(lane, "ann")
     assert record["final_memory"]["facts"]  # a sentinel: there are facts to compare
     assert parse_final_memory(path.read_bytes()) == ("ann", record["final_memory"])
 
@@ -91,14 +92,14 @@ def test_fast_final_memory_read_leaves_what_it_cannot_vouch_for_to_the_full_read
     tmp_path: Path, edit: Any
 ) -> None:
     run_path, lane = _one_owner_run(tmp_path)
-    path = run_module.record_path(run_path, lane, "ann")
+    path = RunDir(run_path).record(lane, "ann")
     record = json.loads(path.read_text(encoding="utf-8"))
     edit(record)
     path.write_text(json.dumps(record), encoding="utf-8")
     assert parse_final_memory(path.read_bytes()) is None
     run = load_run(run_path)
     try:
-        full: Any = run_module.read_owner_record(run_path, lane, "ann")["final_memory"]["facts"]
+        full: Any = RunDir(run_path).read_owner_record(lane, "ann")["final_memory"]["facts"]
     except run_module.RunError as exc:
         full = str(exc)
     try:

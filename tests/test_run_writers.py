@@ -28,10 +28,10 @@ from fake_openai import FakeServer
 import memlab
 from memlab.cli.main import main
 from memlab.datasets import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.runs.run_lock import RunLockedError, lock_path, run_lock
+from memlab.runs.rundir import QA_MANIFEST
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import QA_MANIFEST
-from memlab.sweeps.run_lock import RunLockedError, lock_path, run_lock
 
 OWNERS = ["amara", "daniel"]
 GRID = {"name": "r", "owners": OWNERS, "base": {"backend": "sim:careful"}}

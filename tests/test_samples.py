@@ -11,10 +11,10 @@ from builders import cache_entries, city_owners, update, write_owners
 from memlab.backends.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest, GenerationParams
+from memlab.grids.grid import Grid
+from memlab.postrun.rescoring import rescore
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.rescoring import rescore
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 

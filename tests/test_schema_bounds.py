@@ -23,8 +23,8 @@ from memlab.core.contract import (
 from memlab.core.llm import OutputMode
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import MemoryUpdater
+from memlab.grids.grid import Grid, GridError, LaneConfig
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError, LaneConfig
 from memlab.sweeps.plan import load_grid
 
 BOUNDS = SchemaBounds(summary_chars=20, fact_chars=30, max_new_facts=2, max_removals=1)

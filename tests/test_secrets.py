@@ -17,8 +17,8 @@ from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.cli.main import main
 from memlab.core.redact import REDACTED, RedactingFilter, redact, redact_text
+from memlab.grids.grid import Grid
 from memlab.sweeps.driver import IncompleteSweepError, sweep
-from memlab.sweeps.grid import Grid
 
 pytestmark = pytest.mark.integration  # real HTTP requests to a loopback server
 

@@ -18,6 +18,7 @@ from memlab.core.prompts import get_prompt
 from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid, LaneConfig
 from memlab.matching.base import LexicalMatcher
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import (
@@ -29,7 +30,6 @@ from memlab.simulation.profile import (
     worded,
 )
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, LaneConfig
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 

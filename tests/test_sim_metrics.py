@@ -27,13 +27,13 @@ from sim_truth import Expected, expected_counts
 from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.matching.matchers import default_matcher
+from memlab.runs.run import Run
 from memlab.simulation.model import SimDecision, SimulatedBackend
 from memlab.simulation.profile import load_profile
 from memlab.simulation.provenance import ProvenanceMatcher, matcher_agreement
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 SEEDS = list(range(6))
 #: (profile, threshold, parse preset): one lane per seed each.

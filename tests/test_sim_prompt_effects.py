@@ -25,12 +25,12 @@ from memlab.core.parsing import parse_options_for
 from memlab.core.prompts import PromptVariant, get_prompt, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import SimProfile, SimProfileError, load_profile
 from memlab.simulation.provenance import ProvenanceMatcher, applied_effects
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 SELF_ONLY = Path(__file__).parent.parent / "notebooks" / "prompts" / "self_only.txt"

@@ -11,11 +11,11 @@ from matplotlib.figure import Figure
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
 from memlab.reporting import charts
 from memlab.reporting.report import build_report
+from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 
 def _texts(fig: Figure) -> str:

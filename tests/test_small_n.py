@@ -19,9 +19,9 @@ from scipy import stats as sps
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import CompletionRequest
+from memlab.runs.run import Run
 from memlab.scoring.coverage import MIN_OWNERS, clustered_exact, interval_method
 from memlab.scoring.stats import bootstrap, paired, ratio_estimator
-from memlab.sweeps.run import Run
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 from memlab.core.contract import SchemaBounds
+from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig
+from memlab.grids.qa_spec import QASpec
 from memlab.memory.options import TieredOptions
-from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig
-from memlab.sweeps.qa_spec import QASpec
 
 
 def _numbers(model: type[BaseModel], path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

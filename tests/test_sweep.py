@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,9 +15,9 @@ from builders import marker_backend, sweep_scripted, write_owners
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.contract import MINIMAL_VALID_UPDATE
 from memlab.core.llm import BackendError, CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import load_run
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 
@@ -198,16 +199,17 @@ def test_run_directory_round_trip_and_resume(dataset: Path, tmp_path: Path) -> N
 def test_rows_scored_from_the_replays_in_memory_equal_rows_scored_from_their_records(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlab.sweeps import driver
+    from memlab.runs.rundir import RunDir
 
     read: list[Path] = []
-    real_read = driver.read_record
+    real_read = RunDir.read_object
 
-    def spy(path: Path, root: Path) -> dict[str, Any] | None:
-        read.append(path)
-        return real_read(path, root)
+    def spy(self: RunDir, path: Path) -> dict[str, Any] | None:
+        if sys._getframe(1).f_globals["__name__"] == "memlab.sweeps.driver":  # the scoring
+            read.append(path)
+        return real_read(self, path)
 
-    monkeypatch.setattr(driver, "read_record", spy)
+    monkeypatch.setattr(RunDir, "read_object", spy)
     grid = {"axes": {"fact_confidence_threshold": [0.7, 0.9]}}
     run, _ = run_grid(dataset, tmp_path, **grid)
     assert read == []  # every replay was scored as it finished, from memory
@@ -280,7 +282,7 @@ def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
 def test_a_fresh_sweep_never_deletes_a_directory_that_is_not_a_run(
     dataset: Path, tmp_path: Path
 ) -> None:
-    from memlab.sweeps.run import RunError
+    from memlab.runs.run import RunError
 
     keep = tmp_path / "runs" / "t" / "precious.txt"
     keep.parent.mkdir(parents=True)

@@ -16,9 +16,9 @@ from builders import update
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import load_run
 
 GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 
@@ -28,7 +28,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from memlab.core.llm import BackendError
     from memlab.backends.scripted import ScriptedBackend
-    from memlab.sweeps.grid import Grid
+    from memlab.grids.grid import Grid
     from memlab.sweeps.driver import sweep
 
     FAILING = ("paediatric nurse", "Frachtwerk")  # amara's and daniel's first sessions

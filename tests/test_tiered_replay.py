@@ -28,17 +28,17 @@ from memlab.core.parsing import FailureCategory, parse_reply
 from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid, GridError, LaneConfig
 from memlab.memory.options import TieredOptions
 from memlab.memory.strategy import call_kind, is_primary
 from memlab.memory.tiered import TieredSettings
+from memlab.postrun.qa_jobs import read_path
+from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import uniform
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError, LaneConfig
 from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tiered_settings
-from memlab.sweeps.qa_jobs import read_path
-from memlab.sweeps.run import Run
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 
@@ -378,7 +378,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from memlab.simulation.model import SimulatedBackend
     from memlab.sweeps.driver import sweep
-    from memlab.sweeps.grid import Grid
+    from memlab.grids.grid import Grid
 
     class Slow(SimulatedBackend):
         def complete(self, request):

@@ -18,8 +18,8 @@ from memlab.core.llm import Completion, CompletionRequest
 from memlab.core.merge import BaselineMerge
 from memlab.core.storage import InMemoryStorage
 from memlab.core.updater import UNFINISHED_STAGES, MemoryUpdater
+from memlab.grids.grid import Grid
 from memlab.sweeps.driver import IncompleteSweepError, sweep
-from memlab.sweeps.grid import Grid
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 GRID = Grid.from_mapping({"name": "u", "replay_mode": "per_session"})

@@ -44,10 +44,10 @@ from memlab.core.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, read_
 from memlab.datasets.loader import validate_dataset
 from memlab.datasets.locomo import LocomoFormatError, convert_locomo, import_locomo
 from memlab.errors import excerpt, one_line
+from memlab.grids.grid import Grid, GridError
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.report import build_report
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid, GridError
 from memlab.sweeps.plan import load_grid
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

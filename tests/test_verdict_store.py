@@ -12,12 +12,12 @@ import pytest
 from builders import city_owners, marker_backend, update, write_owners
 
 from memlab.backends.cache import CacheMode
+from memlab.grids.grid import Grid
 from memlab.matching import verdict_store
 from memlab.matching.base import MatchResult
 from memlab.matching.default_matcher import DefaultMatcher, clear_shared_verdicts
 from memlab.matching.verdict_store import load_verdicts, save_verdicts, verdicts_path
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
 
 PAIRS = [("Lives in Leeds", "Lives in Leeds, UK"), ("Lives in Porto", "Lives in Leeds")]
 

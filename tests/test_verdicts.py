@@ -20,9 +20,9 @@ from builders import FakeRun
 from builders import count_frames as _frames
 
 from memlab.reporting.gate import check_regressions
+from memlab.runs.run import Run
 from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.metric_specs import count_columns
-from memlab.sweeps.run import Run
 
 REPLICATIONS = 100
 

@@ -73,10 +73,10 @@ def _compare(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     from memlab.reporting.qa import compare_under_judges
     from memlab.reporting.verdict import headline
+    from memlab.runs.run import load_run
     from memlab.scoring.comparison import CompareError, compare, comparison_text
     from memlab.scoring.inconclusive import inconclusive_reasons
     from memlab.scoring.stats import StatOptions
-    from memlab.sweeps.run import load_run
 
     options = StatOptions(resamples=args.resamples, alpha=args.alpha)
     metrics = None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memlab.core.llm import Backend
     from memlab.reporting.report import ReportPaths
-    from memlab.sweeps.run import Run
+    from memlab.runs.run import Run
 
 # The sweep and report machinery (pandas, matplotlib, the backends) is imported by run_demo,
 # so `memlab --help` and argument errors stay fast.
@@ -163,9 +163,9 @@ def run_demo(
     from memlab.backends.cache import CacheMode
     from memlab.backends.registry import backend_options, is_simulated, resolve_backend
     from memlab.datasets.registry import resolve_dataset
+    from memlab.grids.grid import Grid
     from memlab.reporting.report import build_report
     from memlab.sweeps.driver import sweep
-    from memlab.sweeps.grid import Grid
 
     limits = {
         key: value

@@ -110,8 +110,9 @@ def tolerance_for(owners: int, *, alpha: float = 0.05, power: float = 0.80) -> f
 def _owners(args: argparse.Namespace) -> tuple[str, int]:
     """The dataset's name and the number of owners a sweep of the grid replays."""
     from memlab.datasets import load_dataset, resolve_dataset
-    from memlab.sweeps.grid import Grid
-    from memlab.sweeps.plan import load_grid, select_owners
+    from memlab.grids.grid import Grid
+    from memlab.grids.owners import select_owners
+    from memlab.sweeps.plan import load_grid
 
     grid: Grid | None = load_grid(args.grid) if Path(args.grid).is_file() else None
     spec: str | None = args.dataset or (grid.dataset if grid is not None else None)

@@ -298,15 +298,14 @@ def _sheet_lines(report: dict[str, object]) -> list[str]:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from memlab.sweeps.audit import draw_sheet, sheet_path
-    from memlab.sweeps.run import load_run
-    from memlab.sweeps.run_lock import run_lock
+    from memlab.postrun.audit import draw_sheet, sheet_path
+    from memlab.runs.run import load_run
 
     run = load_run(args.run)
     sheet = draw_sheet(run, matcher_from_args(args), sample=args.sample, seed=args.seed)
     target = Path(args.output) if args.output else sheet_path(run)
     inside = target.absolute().is_relative_to(run.path.absolute())
-    with run_lock(run.path, "matcher audit") if inside else contextlib.nullcontext():
+    with run.dir.lock("matcher audit") if inside else contextlib.nullcontext():
         sheet.write(target, force=args.force)
     sizes = {row.stratum: row.stratum_size for row in sheet.rows}
     drawn = {s: sum(1 for row in sheet.rows if row.stratum == s) for s in sizes}
@@ -319,7 +318,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from memlab.sweeps.rescoring import rescore
+    from memlab.postrun.rescoring import rescore
 
     run = rescore(args.run, matcher_from_args(args))
     matcher = run.environment.get("matcher", {})

@@ -29,7 +29,7 @@ _DECLARING_MODULES = (
     "memlab.matching.judge",
     "memlab.simulation.profile",
     "memlab.scoring.metric_specs",
-    "memlab.sweeps.views",
+    "memlab.runs.views",
 )
 
 

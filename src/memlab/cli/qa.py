@@ -80,10 +80,10 @@ INTERRUPTED = (
 
 def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
+    from memlab.grids.qa_spec import resolve_prompts
+    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
     from memlab.reporting.qa import qa_text
-    from memlab.sweeps.qa_spec import resolve_prompts
-    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
-    from memlab.sweeps.run import load_run
+    from memlab.runs.run import load_run
 
     run = load_run(args.run)
     spec = qa_options.qa_spec(args, run.grid.qa, run.grid.base_dir)
@@ -114,8 +114,8 @@ def _qa(args: argparse.Namespace) -> int:
 def _curve(run: Any, args: argparse.Namespace) -> None:
     """Ask the run's correct answers again after later sessions; print the curve."""
     from memlab.backends.cache import CacheMode
+    from memlab.postrun.consolidation import add_curve
     from memlab.reporting.memory_time import curve_numbers
-    from memlab.sweeps.consolidation import add_curve
 
     add_curve(
         run,

@@ -1,5 +1,5 @@
 """The memory-QA options ``memlab qa`` and ``memlab run --qa`` share, and the QA settings
-they make: defined once here (the grid's ``qa:`` key is :class:`memlab.sweeps.qa_spec.QASpec`).
+they make: defined once here (the grid's ``qa:`` key is :class:`memlab.grids.qa_spec.QASpec`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from memlab.cli import _args
 
 if TYPE_CHECKING:
     from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
-    from memlab.sweeps.qa_spec import QASpec
+    from memlab.grids.qa_spec import QASpec
 
 __all__ = ["add_qa_options", "given_qa_options", "qa_spec"]
 
@@ -102,7 +102,7 @@ def qa_spec(
 
     from memlab.core.prompts import looks_like_path
     from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
-    from memlab.sweeps.qa_spec import QAError, QASpec
+    from memlab.grids.qa_spec import QAError, QASpec
 
     settings: dict[str, Any] = grid_spec.model_dump() if grid_spec is not None else {}
     # The grid's prompt files are relative to its folder; the options' to the working one.
@@ -147,7 +147,7 @@ def _prompt_file(
     """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
     and return the name of the one prompt it defines."""
     from memlab.core.prompts import PromptError, TemplateRegistry
-    from memlab.sweeps.qa_spec import QAError
+    from memlab.grids.qa_spec import QAError
 
     path = str(Path(path or settings["answer_prompt"]).absolute())
     try:

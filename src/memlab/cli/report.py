@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
 def _report(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     from memlab.reporting.report import build_report
-    from memlab.sweeps.run import load_run
+    from memlab.runs.run import load_run
 
     runs = [load_run(path) for path in args.runs]
     paths = build_report(runs, args.out, title=args.title, allow_mixed=args.allow_mixed)
@@ -211,9 +211,9 @@ def _gate(args: argparse.Namespace) -> int:
         check_gate,
         check_regressions,
     )
+    from memlab.runs.run import load_run
     from memlab.scoring.comparison import describe, describe_mde
     from memlab.scoring.stats import StatOptions
-    from memlab.sweeps.run import load_run
 
     thresholds = Thresholds(**{name: getattr(args, name) for name in gate_specs()})
     options = StatOptions(resamples=args.resamples, alpha=args.alpha)

@@ -12,7 +12,7 @@ from memlab.cli.matching import matcher_from_args
 from memlab.matching.matchers import matcher_help
 
 if TYPE_CHECKING:
-    from memlab.sweeps.grid import Grid
+    from memlab.grids.grid import Grid
 
 # The sweep machinery (pandas, the backends) is imported by the commands when they run, so
 # `memlab --help` and argument errors stay fast.
@@ -185,9 +185,9 @@ def register(subparsers: Any) -> None:
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
+    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError
     from memlab.reporting.qa import qa_text
     from memlab.sweeps.driver import IncompleteSweepError, sweep
-    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError
 
     embedding_duplicates = None
     if args.embedding_duplicates:
@@ -254,8 +254,8 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from memlab.core.prompts import looks_like_path, resolve_prompt
-    from memlab.sweeps.grid import Grid
-    from memlab.sweeps.qa_spec import QAError, resolve_prompts
+    from memlab.grids.grid import Grid
+    from memlab.grids.qa_spec import QAError, resolve_prompts
 
     given = qa_options.given_qa_options(args)
     if given and not args.qa:

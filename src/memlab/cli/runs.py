@@ -47,7 +47,7 @@ def _yes(value: bool) -> str:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from memlab.sweeps.run_index import list_runs
+    from memlab.runs.run_index import list_runs
 
     entries = list_runs(args.runs_dir)
     if args.json:

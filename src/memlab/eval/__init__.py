@@ -85,8 +85,7 @@ _MOVED: dict[str, str] = {
     "rescore": "memlab.sweeps",
     "sweep": "memlab.sweeps",
     "parse_options_for": "memlab.core.parsing",
-    "flatten_call": "memlab.sweeps.run",
-    "write_jsonl": "memlab.sweeps.run",
+    "flatten_call": "memlab.runs.run",
 }
 
 

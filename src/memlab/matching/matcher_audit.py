@@ -1,10 +1,10 @@
 """Measuring a fact matcher on a run's own pairs: a labelling sheet drawn from the run.
 
 This module is the sheet (its rows, reading, estimates, judge columns); drawing it from a run
-directory is :func:`memlab.sweeps.audit.draw_sheet`.
+directory is :func:`memlab.postrun.audit.draw_sheet`.
 
 The bundled calibration sets say how a matcher does on writing memlab knows; a run may be
-written otherwise. :func:`~memlab.sweeps.audit.draw_sheet` (``memlab matcher audit RUN
+written otherwise. :func:`~memlab.postrun.audit.draw_sheet` (``memlab matcher audit RUN
 --sample 60``) collects the
 (stored, gold) pairs the run's metrics rest on, from every memory snapshot of every replay,
 in two strata by the matcher's verdict:

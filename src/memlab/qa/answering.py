@@ -14,7 +14,7 @@ re-asks questions after later sessions):
    abstention) and verdicts, as one JSON-ready row.
 
 :func:`ask` runs the whole step one call at a time; a sweep's QA step
-(:mod:`memlab.sweeps.qa_step`) builds the same tasks for every lane and owner and runs the
+(:mod:`memlab.postrun.qa_step`) builds the same tasks for every lane and owner and runs the
 distinct requests concurrently.
 """
 

@@ -13,8 +13,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.reporting import charts
+from memlab.runs.run import Run
 from memlab.scoring.metric_specs import metric_spec
-from memlab.sweeps.run import Run
 
 __all__ = ["chart_numbers"]
 

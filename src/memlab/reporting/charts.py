@@ -17,9 +17,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from memlab.backends.registry import is_simulated
+from memlab.runs.run import Run
 from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
 from memlab.scoring.survival import Episode, kaplan_meier
-from memlab.sweeps.run import Run
 
 __all__ = [
     "duplication_chart",

@@ -13,7 +13,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from memlab.sweeps.run import Run, RunError, read_owner_record
+from memlab.runs.run import Run
+from memlab.runs.rundir import RunError
 
 __all__ = [
     "ECHO_NOTE",
@@ -50,7 +51,7 @@ def echo_examples(run: Run, lane_id: str, limit: int = 2) -> list[tuple[str, int
     seen: Counter[str] = Counter()
     for user in run.owner_ids:
         try:
-            record = read_owner_record(run.path, lane_id, user)
+            record = run.dir.read_owner_record(lane_id, user)
         except RunError:  # an owner this lane did not replay
             continue
         for call in record.get("calls", []):

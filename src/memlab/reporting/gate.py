@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.errors import MemlabError
+from memlab.runs.run import Run
 from memlab.scoring.comparison import compare, describe
 from memlab.scoring.coverage import too_few_text
 from memlab.scoring.estimators import estimator
@@ -35,7 +36,6 @@ from memlab.scoring.inconclusive import (
 from memlab.scoring.metric_specs import MetricSpec, gate_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import StatOptions, bootstrap
-from memlab.sweeps.run import Run
 
 __all__ = [
     "DEFAULT_TOLERANCE",

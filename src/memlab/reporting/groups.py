@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from memlab.runs.run import Run
 from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines, kind_of
-from memlab.sweeps.run import Run
 
 __all__ = [
     "GROUP_TITLES",

@@ -1,7 +1,7 @@
 """The reports' memory-over-time section: the consolidation curve, memory size over virtual
 time and what forgetting did.
 
-Per run (:mod:`memlab.sweeps.consolidation`, :mod:`memlab.scoring.consolidation`,
+Per run (:mod:`memlab.postrun.consolidation`, :mod:`memlab.scoring.consolidation`,
 :mod:`memlab.scoring.forgetting`):
 
 - the curve, one row per configuration and session: the memory's size in tokens per owner,
@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from memlab.grids.qa_spec import QAError
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
+from memlab.postrun.consolidation import curve, curve_answers, forgetting_table
 from memlab.reporting.charts import _empty, _palette, empty_reason, legend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import (
@@ -36,11 +38,9 @@ from memlab.reporting.statistics import (
     titled_tables_html,
     titled_tables_markdown,
 )
+from memlab.runs.run import Run
 from memlab.scoring.consolidation import shown_bounds
 from memlab.scoring.forgetting import FORGETTING_KINDS
-from memlab.sweeps.consolidation import curve, curve_answers, forgetting_table
-from memlab.sweeps.qa_spec import QAError
-from memlab.sweeps.run import Run
 
 __all__ = [
     "MEMORY_TIME_CHARTS",
@@ -75,7 +75,7 @@ def _pct(value: float, lo: float, hi: float) -> str:
 
 
 def curve_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The consolidation curve of ``run`` (``table``: its :func:`~memlab.sweeps.consolidation.
+    """The consolidation curve of ``run`` (``table``: its :func:`~memlab.postrun.consolidation.
     curve`, computed when not given) as displayed, what :func:`consolidation_chart` draws: one
     row per configuration and session."""
     table = curve(run) if table is None else table
@@ -109,7 +109,7 @@ def curve_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
 def forgetting_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per configuration: forgetting events, memories removed and gold facts lost by kind,
     summed over owners (``n/a`` where the memory does not forget); what
-    :func:`forgetting_chart` draws. ``table``: the run's :func:`~memlab.sweeps.consolidation.
+    :func:`forgetting_chart` draws. ``table``: the run's :func:`~memlab.postrun.consolidation.
     forgetting_table`, computed when not given."""
     table = forgetting_table(run) if table is None else table
     if table.empty:
@@ -220,7 +220,7 @@ class RunTables:
 
     run: Run
     curve: pd.DataFrame
-    """:func:`~memlab.sweeps.consolidation.curve` of the run."""
+    """:func:`~memlab.postrun.consolidation.curve` of the run."""
     forgetting: pd.DataFrame
     """:func:`forgetting_numbers` of the run."""
 

@@ -24,9 +24,9 @@ from memlab.reporting.tables import (
     metric_table_markdown,
     operations_table,
 )
+from memlab.runs.run import Run
 from memlab.scoring.metric_specs import MetricSpec, metric_spec
 from memlab.sweeps.fork import describe_fork
-from memlab.sweeps.run import Run
 
 __all__ = ["OperationsSection", "operations_section", "section_html", "section_markdown"]
 

@@ -1,15 +1,15 @@
 """memlab.reporting's entries in the registries of lower layers, registered through memlab's
 own ``memlab.plugins`` entry point: the HTML view of a run (a notebook's display of
-:class:`~memlab.sweeps.run.Run`). Importing this module loads neither pandas nor matplotlib."""
+:class:`~memlab.runs.run.Run`). Importing this module loads neither pandas nor matplotlib."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memlab.sweeps.views import RUN_VIEWS
+from memlab.runs.views import RUN_VIEWS
 
 if TYPE_CHECKING:
-    from memlab.sweeps.run import Run
+    from memlab.runs.run import Run
 
 __all__ = ["register", "run_html"]
 

@@ -22,8 +22,8 @@ import pandas as pd
 from memlab.core.prompts import PromptVariant, template_diff
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
+from memlab.runs.run import Run, RunError
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, LaneFacts, differences
-from memlab.sweeps.run import Run, RunError
 
 __all__ = [
     "PromptChange",

@@ -43,6 +43,7 @@ from memlab.reporting.statistics import (
     titled_tables_html,
     titled_tables_markdown,
 )
+from memlab.runs.run import Run, RunError
 from memlab.scoring.comparison import Lane, compare, compare_lanes
 from memlab.scoring.coverage import too_few_text
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
@@ -60,7 +61,6 @@ from memlab.scoring.qa_metrics import (
     threshold_ratings,
 )
 from memlab.scoring.stats import StatOptions
-from memlab.sweeps.run import Run, RunError
 
 __all__ = [
     "QA_CHARTS",

@@ -9,9 +9,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from memlab.reporting.charts import _empty, _palette, legend
+from memlab.runs.run import Run
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_band
-from memlab.sweeps.run import Run
 
 __all__ = ["qa_accuracy_chart", "qa_causes_chart", "qa_judge_band_chart"]
 
@@ -20,7 +20,7 @@ _NO_QA = "no memory QA in this run (memlab qa RUN)"
 
 def qa_accuracy_chart(run: Run) -> Figure:
     """Accuracy of the headline questions per configuration and condition under the run's
-    judge (:attr:`~memlab.sweeps.run.Run.judge`), with 95% intervals over owners.
+    judge (:attr:`~memlab.runs.run.Run.judge`), with 95% intervals over owners.
 
     Numbers: ``accuracy_table(run.qa_answers, judges=[run.judge])``.
     """

@@ -30,6 +30,7 @@ from memlab.core.document import utc_iso
 from memlab.core.similarity import normalize_text
 from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
+from memlab.postrun.audit import sheet_path
 from memlab.reporting import charts
 from memlab.reporting.chart_tables import chart_numbers
 from memlab.reporting.echoes import echo_notes
@@ -72,8 +73,7 @@ from memlab.reporting.verdict import (
     verdict_html,
     verdict_markdown,
 )
-from memlab.sweeps.audit import sheet_path
-from memlab.sweeps.run import Run
+from memlab.runs.run import Run
 
 __all__ = [
     "CHARTS",
@@ -282,7 +282,7 @@ def build_report(
     answerer or answer key of memory QA) are refused
     (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
     the report's introduction then names what is mixed. A run whose dataset file changed since
-    it was swept is refused (:class:`~memlab.sweeps.run_dataset.DatasetChangedError`).
+    it was swept is refused (:class:`~memlab.runs.run_dataset.DatasetChangedError`).
     """
     if not runs:
         raise ValueError("build_report needs at least one run")

@@ -26,12 +26,12 @@ from memlab.reporting.groups import (
     lane_groups,
 )
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
+from memlab.runs.run import Run
 from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
 from memlab.scoring.estimators import estimator
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
 from memlab.scoring.stats import StatOptions, bootstrap, min_detectable_effect
-from memlab.sweeps.run import Run
 
 __all__ = [
     "GroupComparison",

@@ -23,17 +23,17 @@ from memlab.backends.registry import is_simulated
 from memlab.core.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
+from memlab.grids.grid import Grid
 from memlab.matching.base import FactMatcher
 from memlab.matching.matchers import resolve_matcher
 from memlab.reporting.echoes import ECHO_NOTE, echo_reason
 from memlab.reporting.tables import compare_table, fact_diff, metrics_in
 from memlab.reporting.verdict import headline
+from memlab.runs.run import Run
 from memlab.scoring.comparability import check_pairs
 from memlab.scoring.comparison import Lane, compare_lanes
 from memlab.scoring.inconclusive import Reason, inconclusive_reasons
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.run import Run
 
 __all__ = ["PromptTrial", "TrialError", "try_prompt"]
 

@@ -22,10 +22,10 @@ from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.reporting.prompt_changes import PromptChange
 from memlab.reporting.statistics import GroupComparison, StatisticsSection
+from memlab.runs.run import Run
 from memlab.scoring.comparison import describe
 from memlab.scoring.inconclusive import Reason, inconclusive_reasons
 from memlab.scoring.metric_specs import metric_spec
-from memlab.sweeps.run import Run
 
 __all__ = [
     "FIRST_ROWS",

@@ -49,7 +49,7 @@ __all__ = [
 
 
 class ScoredRun(Protocol):
-    """What scoring reads of a run; a sweep's :class:`~memlab.sweeps.run.Run` is one."""
+    """What scoring reads of a run; a sweep's :class:`~memlab.runs.run.Run` is one."""
 
     @property
     def name(self) -> str:

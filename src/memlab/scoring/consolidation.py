@@ -4,7 +4,7 @@ it cost in size?
 Consolidating a memory (merging, compressing, decaying, rewriting it) can make it smaller and
 make it forget. For every question a lane answered correctly from its memory when the QA step
 asked it (right after session ``s``), the question is asked again of the memory after each
-later session ``k`` (or every ``N`` sessions; :mod:`memlab.sweeps.consolidation`). Per lane and
+later session ``k`` (or every ``N`` sessions; :mod:`memlab.postrun.consolidation`). Per lane and
 session, with 95% bootstrap intervals over owners (repeated samples of an owner averaged
 first, as everywhere in memlab):
 

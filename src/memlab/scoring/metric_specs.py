@@ -3,7 +3,7 @@
 A :class:`CountSpec` declares one per-owner count: its column, how an owner's value is formed
 (the memory after its last session, a sum over its sessions, its LLM calls, or derived from
 other counts) and the step that computes it. The session rows' types
-(:class:`memlab.sweeps.records.SessionRow`), :func:`memlab.scoring.metrics.owner_counts` and
+(:class:`memlab.runs.records.SessionRow`), :func:`memlab.scoring.metrics.owner_counts` and
 the metric specs below all read :data:`COUNT_SPECS`.
 
 A :class:`MetricSpec` says how a summary column is computed from per-owner counts, how it is

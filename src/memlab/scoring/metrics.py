@@ -323,8 +323,8 @@ def owner_counts(
     """Per-owner counts every summary metric is built from, indexed by (``lane_id``, owner).
 
     Args:
-        calls: Call rows (:attr:`memlab.sweeps.run.Run.calls`).
-        sessions: Session rows (:attr:`memlab.sweeps.run.Run.sessions`).
+        calls: Call rows (:attr:`memlab.runs.run.Run.calls`).
+        sessions: Session rows (:attr:`memlab.runs.run.Run.sessions`).
         prices: Price table for ``cost_usd`` (default: the prices every registered backend
             declares, :func:`memlab.backends.registry.price_table`).
         cluster: The column naming the unit of independence: intervals resample its values

@@ -2,7 +2,7 @@
 the answer-key ceiling, the causes of wrong answers and what reading costs.
 
 The input is a QA step's answer table (one row per lane, sample, owner, question and
-condition: :attr:`memlab.sweeps.run.Run.qa_answers`). Each answer carries each judge's verdict
+condition: :attr:`memlab.runs.run.Run.qa_answers`). Each answer carries each judge's verdict
 against each answer key; an answer is *correct* under a judge when the judge said CORRECT, and
 for an adversarial question also when it abstains (its right response is to say it is not
 known, or its answer when it has one).

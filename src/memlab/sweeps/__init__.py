@@ -18,13 +18,20 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.sweeps.audit import draw_sheet
-    from memlab.sweeps.consolidation import add_curve
+    from memlab.grids.grid import AXES, ForkSpec, Grid, GridError, LaneConfig
+    from memlab.grids.lane_backends import BackendFactory
+    from memlab.grids.qa_spec import QAError, QASpec
+    from memlab.postrun.audit import draw_sheet
+    from memlab.postrun.consolidation import add_curve
+    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
+    from memlab.postrun.rescoring import RescoreError, rescore
+    from memlab.runs.records import RecordError
+    from memlab.runs.run import Run, RunError, load_run
+    from memlab.runs.run_dataset import DatasetChangedError
+    from memlab.runs.run_lock import RunLockedError
     from memlab.sweeps.driver import IncompleteSweepError, sweep
     from memlab.sweeps.executors import DaskSpec, ExecutorError, SweepExecutor, parse_executor
     from memlab.sweeps.fork import describe_fork
-    from memlab.sweeps.grid import AXES, ForkSpec, Grid, GridError, LaneConfig
-    from memlab.sweeps.lane_backends import BackendFactory
     from memlab.sweeps.plan import (
         PromptSource,
         ResolvedLane,
@@ -32,18 +39,11 @@ if TYPE_CHECKING:
         load_grid,
         plan_sweep,
     )
-    from memlab.sweeps.qa_spec import QAError, QASpec
-    from memlab.sweeps.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
-    from memlab.sweeps.records import RecordError
     from memlab.sweeps.replay import OwnerReplay, replay_owner
-    from memlab.sweeps.rescoring import RescoreError, rescore
-    from memlab.sweeps.run import Run, RunError, load_run
-    from memlab.sweeps.run_dataset import DatasetChangedError
-    from memlab.sweeps.run_lock import RunLockedError
 
 _EXPORTS: dict[str, str] = {
-    "draw_sheet": "memlab.sweeps.audit",
-    "add_curve": "memlab.sweeps.consolidation",
+    "draw_sheet": "memlab.postrun.audit",
+    "add_curve": "memlab.postrun.consolidation",
     "IncompleteSweepError": "memlab.sweeps.driver",
     "SweepPlan": "memlab.sweeps.plan",
     "plan_sweep": "memlab.sweeps.plan",
@@ -53,30 +53,30 @@ _EXPORTS: dict[str, str] = {
     "SweepExecutor": "memlab.sweeps.executors",
     "parse_executor": "memlab.sweeps.executors",
     "describe_fork": "memlab.sweeps.fork",
-    "AXES": "memlab.sweeps.grid",
-    "ForkSpec": "memlab.sweeps.grid",
-    "Grid": "memlab.sweeps.grid",
-    "GridError": "memlab.sweeps.grid",
-    "LaneConfig": "memlab.sweeps.grid",
+    "AXES": "memlab.grids.grid",
+    "ForkSpec": "memlab.grids.grid",
+    "Grid": "memlab.grids.grid",
+    "GridError": "memlab.grids.grid",
+    "LaneConfig": "memlab.grids.grid",
     "load_grid": "memlab.sweeps.plan",
-    "BackendFactory": "memlab.sweeps.lane_backends",
+    "BackendFactory": "memlab.grids.lane_backends",
     "PromptSource": "memlab.sweeps.plan",
     "ResolvedLane": "memlab.sweeps.plan",
-    "QAError": "memlab.sweeps.qa_spec",
-    "QASpec": "memlab.sweeps.qa_spec",
-    "IncompleteQAError": "memlab.sweeps.qa_step",
-    "JudgeErrorsError": "memlab.sweeps.qa_step",
-    "add_qa": "memlab.sweeps.qa_step",
-    "RecordError": "memlab.sweeps.records",
+    "QAError": "memlab.grids.qa_spec",
+    "QASpec": "memlab.grids.qa_spec",
+    "IncompleteQAError": "memlab.postrun.qa_step",
+    "JudgeErrorsError": "memlab.postrun.qa_step",
+    "add_qa": "memlab.postrun.qa_step",
+    "RecordError": "memlab.runs.records",
     "OwnerReplay": "memlab.sweeps.replay",
     "replay_owner": "memlab.sweeps.replay",
-    "RescoreError": "memlab.sweeps.rescoring",
-    "rescore": "memlab.sweeps.rescoring",
-    "Run": "memlab.sweeps.run",
-    "RunError": "memlab.sweeps.run",
-    "load_run": "memlab.sweeps.run",
-    "DatasetChangedError": "memlab.sweeps.run_dataset",
-    "RunLockedError": "memlab.sweeps.run_lock",
+    "RescoreError": "memlab.postrun.rescoring",
+    "rescore": "memlab.postrun.rescoring",
+    "Run": "memlab.runs.run",
+    "RunError": "memlab.runs.run",
+    "load_run": "memlab.runs.run",
+    "DatasetChangedError": "memlab.runs.run_dataset",
+    "RunLockedError": "memlab.runs.run_lock",
 }
 
 __all__ = [

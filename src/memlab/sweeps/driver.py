@@ -16,12 +16,11 @@ A sweep has three steps:
 3. **collect**: metrics of every replay (scored as soon as it and the replays before it are
    done, from the replay in memory or its record), then ``manifest.json`` last, which lists
    the lanes of this sweep and the row counts and hashes of the tables;
-   :func:`memlab.sweeps.run.load_run` refuses a run whose files disagree with it.
+   :func:`memlab.runs.run.load_run` refuses a run whose files disagree with it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import platform
 import shutil
@@ -38,38 +37,28 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import file_digest
 from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
+from memlab.grids.grid import ForkSpec, Grid
+from memlab.grids.lane_backends import BackendFactory
 from memlab.matching.base import FactMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.matching.verdict_store import load_verdicts, save_verdicts
+from memlab.postrun.qa_step import add_qa
+from memlab.postrun.rescoring import matcher_record
+from memlab.runs.records import CallRow, SessionRow, typed_rows
+from memlab.runs.run import Run, flatten_call
+from memlab.runs.rundir import RUN_FORMAT, RunError
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
 from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
-from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.lane_backends import BackendFactory
 from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
-from memlab.sweeps.qa_step import add_qa
-from memlab.sweeps.records import CallRow, SessionRow, typed_rows
 from memlab.sweeps.replay import OwnerReplay
-from memlab.sweeps.rescoring import matcher_record
-from memlab.sweeps.run import (
-    RUN_FORMAT,
-    Run,
-    RunError,
-    flatten_call,
-    owned_path,
-    read_record,
-    write_jsonl,
-    write_manifest,
-)
-from memlab.sweeps.run_lock import run_lock
 
 __all__ = ["IncompleteSweepError", "sweep"]
 
@@ -148,7 +137,7 @@ def sweep(
             cluster as ``"dask://HOST:PORT"``, ``"dask-local:N"`` (N local worker processes)
             or a ``distributed.Client``. On Dask, ``backend_factory`` must be picklable.
         max_workers: Pool size when no executor is given.
-        progress: Show progress (:class:`memlab.sweeps.progress.Progress`: a bar on a terminal
+        progress: Show progress (:class:`memlab.postrun.progress.Progress`: a bar on a terminal
             or in a notebook, sparse plain lines elsewhere).
         matcher: Gold-fact matcher for recall/precision (default
             :func:`memlab.matching.matchers.default_matcher`); its name goes to environment.json.
@@ -159,14 +148,14 @@ def sweep(
         allow_incomplete: Return a run some of whose replays had backend errors instead of
             raising :class:`IncompleteSweepError`.
         fork: ``{"run": PATH, "lane": LANE_ID, "at_session": K}`` (or a
-            :class:`~memlab.sweeps.grid.ForkSpec`): start every lane's session ``K`` from the
+            :class:`~memlab.grids.grid.ForkSpec`): start every lane's session ``K`` from the
             reference lane's memory after session ``K - 1``; replaces the grid's ``fork``
             (see :mod:`memlab.sweeps.fork`).
         max_judge_errors: With a ``qa:`` key: the share of answers a judge may leave without
-            a verdict (see :func:`memlab.sweeps.qa_step.add_qa`).
+            a verdict (see :func:`memlab.postrun.qa_step.add_qa`).
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
-    questions (:func:`memlab.sweeps.qa_step.add_qa`, with the same cache, workers and matcher;
+    questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
     if max_workers < 1:
@@ -184,7 +173,7 @@ def sweep(
         fork=fork,
     )
     _warn_simulated_prompts(plan)
-    with run_lock(plan.run_path, "sweep"):  # one writer per run directory
+    with plan.run_dir.lock("sweep"):  # one writer per run directory
         _prepare_run_dir(plan, Path(runs_dir), resume)
         matcher = matcher if matcher is not None else default_matcher()
         keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
@@ -230,9 +219,9 @@ def _raise_if_incomplete(run: Run, outcomes: Sequence[Outcome]) -> None:
 
 
 def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
-    run_path = plan.run_path
+    run_path, run_dir = plan.run_path, plan.run_dir
     if not resume and run_path.exists():
-        if not (run_path / "grid.yaml").is_file() and any(run_path.iterdir()):
+        if not run_dir.grid_file.is_file() and any(run_path.iterdir()):
             raise RunError(
                 f"{run_path}: refusing to delete a directory that is not a memlab run "
                 "(no grid.yaml); choose another run name"
@@ -241,23 +230,20 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
     try:
         run_path.mkdir(parents=True, exist_ok=True)
         # Until this sweep finishes, the directory is not a finished run.
-        (run_path / "manifest.json").unlink(missing_ok=True)
+        run_dir.remove(run_dir.manifest_file)
     except OSError as exc:
         raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
     grid_doc = {
         # Absolute and resolved: later steps find it from any working directory.
         "dataset": str(plan.dataset_path.resolve()),
-        # What comparisons check two runs replayed (memlab.sweeps.lane_facts).
+        # What comparisons check two runs replayed (memlab.runs.lane_facts).
         "dataset_sha256": _dataset_digest(plan.dataset_path),
         "grid": plan.grid.model_dump(mode="json"),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
     }
-    atomic_write_text(run_path / "grid.yaml", yaml.safe_dump(grid_doc, sort_keys=False))
+    run_dir.write_text(run_dir.grid_file, yaml.safe_dump(grid_doc, sort_keys=False))
     for lane in plan.lanes:
-        atomic_write_text(
-            owned_path(run_path / "lanes" / lane.lane_id / "config.json", run_path),
-            json.dumps(lane.describe(), indent=2, ensure_ascii=False),
-        )
+        run_dir.write_json(run_dir.lane_config(lane.lane_id), lane.describe(), ensure_ascii=False)
 
 
 def _warn_simulated_prompts(plan: SweepPlan) -> None:
@@ -330,7 +316,7 @@ class _Rows:
     ) -> tuple[list[Row], list[Row]]:
         if replay is None:
             path = self.plan.record_path(lane, owner, sample)
-            record = read_record(path, self.plan.run_path) or {}
+            record = self.plan.run_dir.read_object(path) or {}
             fields = {k: record[k] for k in OwnerReplay.__dataclass_fields__ if k in record}
             replay = OwnerReplay(**fields)
         # With repeated samples, rows say which sample they belong to (averaged per owner later).
@@ -359,9 +345,9 @@ def _collect(
     calls, sessions = rows.tables()
     calls = typed_rows(CallRow, calls, "calls")
     sessions = typed_rows(SessionRow, sessions, "sessions")
-    run_path = plan.run_path
-    write_jsonl(run_path / "calls.jsonl", calls)
-    write_jsonl(run_path / "sessions.jsonl", sessions)
+    run_path, run_dir = plan.run_path, plan.run_dir
+    run_dir.write_jsonl(run_dir.file("calls.jsonl"), calls)
+    run_dir.write_jsonl(run_dir.file("sessions.jsonl"), sessions)
     run = Run(
         path=run_path,
         grid=plan.grid,
@@ -379,10 +365,9 @@ def _collect(
         # Which matcher scored the run (a judge adds its per-prompt metrics).
         "matcher": matcher_record(matcher, run),
     }
-    atomic_write_text(run_path / "environment.json", json.dumps(env, indent=2))
-    atomic_write_text(run_path / "summary.csv", run.summary.to_csv())
-    run.manifest = write_manifest(
-        run_path,
+    run_dir.write_json(run_dir.environment_file, env)
+    run_dir.write_text(run_dir.summary_file, run.summary.to_csv())
+    run.manifest = run_dir.write_manifest(
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],
         status=lane_status(plan, outcomes),

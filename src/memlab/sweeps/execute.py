@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from memlab.backends.cache import CachedBackend
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import parse_utc
 from memlab.core.jsontext import canonical_hash
 from memlab.core.redact import REDACTED, redact_text, redacted_json
@@ -40,6 +39,8 @@ from memlab.core.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
 from memlab.memory.designs import scratch_files
 from memlab.memory.strategy import is_primary
+from memlab.postrun.progress import Progress
+from memlab.runs.rundir import RunError, record_problem
 from memlab.sweeps.executors import (
     DaskPool,
     DaskSpec,
@@ -51,10 +52,8 @@ from memlab.sweeps.executors import (
     parse_executor,
 )
 from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
-from memlab.sweeps.progress import Progress
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
-from memlab.sweeps.run import RunError, owned_path, read_record, record_path, record_problem
 
 __all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
 
@@ -113,7 +112,7 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
             "record_format": RECORD_FORMAT,
         }
     )
-    old = read_record(plan.record_path(lane, owner, sample), plan.run_path)
+    old = plan.run_dir.read_object(plan.record_path(lane, owner, sample))
     done = (
         old is not None
         and old.get("fingerprint") == fingerprint
@@ -129,8 +128,8 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
 def _store_path(plan: SweepPlan, job: _Job) -> Path:
     """The replay's store file, checked: inside the run, no link on the way, and no directory
     where the replay removes its scratch stores (the JSON file, the tiered database)."""
-    lane_dir = plan.record_path(job.lane, job.owner, job.sample).parent.parent
-    path = owned_path(lane_dir / "stores" / f"{job.owner.user_id}.json", plan.run_path)
+    run_dir = plan.run_dir
+    path = run_dir.owned(run_dir.store(job.lane.lane_id, job.owner.user_id))
     for scratch in scratch_files(path):
         if scratch.is_dir() and not scratch.is_symlink():
             raise RunError(
@@ -203,9 +202,9 @@ def _write_record(plan: SweepPlan, job: _Job, replay: OwnerReplay, error: str = 
         **replay.to_record(),
     }
     text = redacted_json(record)  # a secret a server echoed must not reach the run directory
-    path = owned_path(plan.record_path(job.lane, job.owner, job.sample), plan.run_path)
+    path = plan.record_path(job.lane, job.owner, job.sample)
     # Not fsynced: a record lost to a power cut is replayed (from the cache) on resume.
-    atomic_write_text(path, text, durable=False)
+    plan.run_dir.write_text(path, text, durable=False)
     lane_id, user_id = job.lane.lane_id, job.owner.user_id
     message = redact_text(error)[:300]
     # Redaction always writes REDACTED: without it, the record on disk says what ``replay`` does.
@@ -252,9 +251,9 @@ def _why_replay(
     if before is None:
         return "new"
     reasons = identity_changes(before.get("identity", {}), lane.identity)
-    old_record = read_record(
-        record_path(plan.run_path, str(before.get("lane_id")), owner.user_id, sample),
-        plan.run_path,
+    run_dir = plan.run_dir
+    old_record = run_dir.read_object(
+        run_dir.record(str(before.get("lane_id")), owner.user_id, sample)
     )
     if old_record is not None and old_record.get("owner_sha256") != owner_sha:
         reasons.append("owner data changed")

@@ -54,8 +54,8 @@ from memlab.core.llm import Completion
 from memlab.core.machine import available_memory, cpu_count
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
-from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.lane_backends import LaneBackends
+from memlab.grids.grid import ReplayMode
+from memlab.grids.lane_backends import LaneBackends
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote_batch
 
@@ -233,7 +233,8 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         where = spec.address or "a local cluster"
         raise ExecutorError(
             f"cannot reach the Dask scheduler at {where}: {excerpt(str(exc), 200)} (start one "
-            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see docs/sweeps-and-reports.md)"
+            "with 'dask scheduler' and workers with 'dask worker ADDRESS', "
+            "see docs/sweeps-and-reports.md)"
         ) from None
     try:
         yield client
@@ -299,7 +300,8 @@ def _expect_handshake(address: str) -> None:
     except OSError as exc:
         raise ExecutorError(
             f"cannot reach the Dask scheduler at {address}: {io_reason(exc)} (start one "
-            "with 'dask scheduler' and workers with 'dask worker ADDRESS', see docs/sweeps-and-reports.md)"
+            "with 'dask scheduler' and workers with 'dask worker ADDRESS', "
+            "see docs/sweeps-and-reports.md)"
         ) from None
     if not first:
         raise ExecutorError(

@@ -24,8 +24,8 @@ from memlab.core.jsontext import canonical_hash
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.sweeps.grid import ForkSpec, Grid
-from memlab.sweeps.run import Run, RunError, load_run, read_owner_record, record_path
+from memlab.grids.grid import ForkSpec, Grid
+from memlab.runs.run import Run, RunError, load_run
 
 __all__ = ["Fork", "ForkStart", "describe_fork", "load_fork"]
 
@@ -131,9 +131,9 @@ def _start(
             f"owner {owner.user_id!r} has {len(owner.sessions)} sessions: nothing left to "
             f"replay from session {k} (sessions are numbered from 0)",
         )
-    where = record_path(reference.path, spec.lane, owner.user_id)
+    where = reference.dir.record(spec.lane, owner.user_id)
     try:
-        record = read_owner_record(reference.path, spec.lane, owner.user_id)
+        record = reference.dir.read_owner_record(spec.lane, owner.user_id)
         snapshots = record["snapshots"]
     except RunError:
         raise grid.error(

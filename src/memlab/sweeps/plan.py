@@ -9,7 +9,7 @@ it, so an edited prompt file or a swapped model file makes a new lane instead of
 results off as new ones. :func:`identity_changes` says in words what differs between two
 identities ("prompt text changed"), which is what a resumed sweep reports.
 
-Resolution errors are :class:`~memlab.sweeps.grid.GridError` naming the grid file, the key path,
+Resolution errors are :class:`~memlab.grids.grid.GridError` naming the grid file, the key path,
 its line and the known choices.
 """
 
@@ -45,13 +45,14 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
+from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
+from memlab.grids.owners import select_owners
 from memlab.memory.designs import UnknownDesignError, memory_design
 from memlab.memory.tiered import TieredSettings, lane_settings
+from memlab.runs.rundir import RunDir
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
-from memlab.sweeps.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
-from memlab.sweeps.lane_backends import BackendFactory, LaneBackends, registry_backend
-from memlab.sweeps.run import read_record, record_path
 
 __all__ = [
     "BackendFactory",
@@ -70,7 +71,6 @@ __all__ = [
     "prompt_registry",
     "registry_backend",
     "resolve_lanes",
-    "select_owners",
     "tiered_settings",
 ]
 
@@ -477,9 +477,14 @@ class SweepPlan:
             for sample in range(self.samples)
         ]
 
+    @property
+    def run_dir(self) -> RunDir:
+        """The run directory's owner (layout, writes, lock)."""
+        return RunDir(self.run_path)
+
     def record_path(self, lane: ResolvedLane, owner: Owner, sample: int = 0) -> Path:
         """Where the replay of ``owner`` under ``lane`` (repeated sample ``sample``) is kept."""
-        return record_path(self.run_path, lane.lane_id, owner.user_id, sample)
+        return self.run_dir.record(lane.lane_id, owner.user_id, sample)
 
 
 def plan_sweep(
@@ -524,29 +529,6 @@ def plan_sweep(
     return plan
 
 
-def select_owners(owners: Sequence[Owner], grid: Grid) -> list[Owner]:
-    """The owners a sweep of ``grid`` replays: its ``owners``, the first ``max_owners``, each
-    cut to ``max_sessions`` sessions.
-
-    Raises:
-        GridError: At ``owners`` when one of them is not in the dataset.
-    """
-    selected = [o for o in owners if grid.owners is None or o.user_id in grid.owners]
-    if grid.owners is not None:
-        missing = set(grid.owners) - {o.user_id for o in selected}
-        if missing:
-            raise grid.error("owners", f"unknown owners: {sorted(missing)}")
-    if grid.max_owners:
-        selected = selected[: grid.max_owners]
-    if not selected:  # a run of no owners would be "complete" with no results
-        raise grid.error("owners", "the grid selects no owners of the dataset")
-    if grid.max_sessions:
-        selected = [
-            o.model_copy(update={"sessions": o.sessions[: grid.max_sessions]}) for o in selected
-        ]
-    return selected
-
-
 def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
     """For each new lane, the closest earlier lane of the run directory, by lane id.
 
@@ -555,11 +537,12 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
     point in the fewest settings. Its identity says why the new lane's replays were redone.
     """
     current = {lane.lane_id for lane in lanes}
-    previous = read_record(run_path / "manifest.json", run_path) or {}
+    run_dir = RunDir(run_path)
+    previous = run_dir.read_object(run_dir.manifest_file) or {}
     listed = set(previous.get("lanes", [])) if previous else None
     candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
-    for config_file in run_path.glob("lanes/*/config.json"):
-        described = read_record(config_file, run_path)
+    for config_file in run_dir.lane_configs():
+        described = run_dir.read_object(config_file)
         lane_id = (described or {}).get("lane_id")
         if not described or lane_id in current or (listed is not None and lane_id not in listed):
             continue

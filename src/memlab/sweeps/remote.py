@@ -33,8 +33,8 @@ from memlab.backends.registry import cacheable
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.sweeps.grid import ReplayMode
-from memlab.sweeps.lane_backends import BackendFactory
+from memlab.grids.grid import ReplayMode
+from memlab.grids.lane_backends import BackendFactory
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 

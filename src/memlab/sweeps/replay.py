@@ -52,12 +52,12 @@ from memlab.core.redact import redact
 from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.core.updater import MemoryUpdater, UpdateResult
 from memlab.datasets.models import Owner, Session
+from memlab.grids.grid import ReplayMode
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import memory_design
 from memlab.memory.strategy import MemoryStrategy, Step
 from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
-from memlab.sweeps.grid import ReplayMode
 from memlab.sweeps.plan import ResolvedLane, build_updater, generation_params
 
 __all__ = ["OwnerReplay", "replay_owner"]

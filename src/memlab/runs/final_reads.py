@@ -7,7 +7,7 @@ of objects) but skips over the fields it ignores without making Python objects o
 times faster than ``json.loads`` of the whole record.
 
 It answers only when it can vouch for the same result as the full read
-(:func:`memlab.sweeps.run.read_owner_record`): anything it does not accept (text
+(:func:`memlab.runs.run.read_owner_record`): anything it does not accept (text
 ``json.loads`` reads differently, such as a lone surrogate or another encoding; a final memory
 nested too deep; a field of the wrong type) gives ``None``, and the caller reads the record
 in full, with its errors.

@@ -1,6 +1,6 @@
 """How a run shows itself: views registered through :mod:`memlab.plugins`.
 
-A :class:`~memlab.sweeps.run.Run` in a notebook displays the view registered as ``html``;
+A :class:`~memlab.runs.run.Run` in a notebook displays the view registered as ``html``;
 memlab.reporting registers it (the headline metrics, what the sweep reused and the key charts)
 through memlab's own ``memlab.plugins`` entry point, so the run directory code never imports
 the charts. This module imports nothing heavy: registering a view loads no pandas.

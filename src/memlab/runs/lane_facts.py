@@ -20,8 +20,9 @@ from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated, reads_prompts
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
+from memlab.grids.grid import LaneConfig
+from memlab.runs.rundir import RunDir
 from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
-from memlab.sweeps.grid import LaneConfig
 
 __all__ = ["dataset_identity", "qa_facts", "read_lane_facts"]
 
@@ -29,7 +30,7 @@ _NOT_SETTINGS = frozenset({"prompt", "backend"})
 
 
 class Run(Protocol):
-    """What is read of a run (:class:`memlab.sweeps.run.Run` is one)."""
+    """What is read of a run (:class:`memlab.runs.run.Run` is one)."""
 
     @property
     def name(self) -> str: ...
@@ -55,7 +56,7 @@ def dataset_identity(run: Run) -> str:
     """The dataset's content hash as ``grid.yaml`` records it, else its path ("" when the
     run has no ``grid.yaml``: a run built in memory)."""
     try:
-        data = read_yaml(run.path / "grid.yaml", inside=run.path).data
+        data = read_yaml(RunDir(run.path).grid_file, inside=run.path).data
     except (MemlabError, OSError):
         return ""
     if not isinstance(data, dict):

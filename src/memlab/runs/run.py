@@ -1,33 +1,13 @@
-"""A run directory and the DataFrames a notebook works with.
+"""A finished run read as the DataFrames a notebook works with (:class:`Run`, :func:`load_run`).
 
-Layout of ``runs/<name>/``::
-
-    grid.yaml            the sweep definition as resolved (lanes listed)
-    environment.json     python, platform, package versions, start and end times
-    manifest.json        written last: run format, this sweep's lanes and owners, what was
-                         reused or replayed and why, row counts and hashes of the tables
-    lanes/<lane_id>/config.json             grid point, identity, prompt template
-    lanes/<lane_id>/owners/<user_id>.json   calls, snapshots, final memory (one per owner,
-                                            written when that owner's replay finished)
-    lanes/<lane_id>/stores/<user_id>.json   the lane's memory at the latest snapshot
-    lanes/<lane_id>/stores/<user_id>.json.lock   the store's inter-process lock file
-    calls.jsonl          one row per LLM call
-    sessions.jsonl       one row per (lane, owner, session)
-    summary.csv          one row per lane
-    qa/answers.jsonl     memory QA (when asked): one row per (lane, sample, owner, question,
-                         condition): the answer, its scores, verdicts and evidence fate
-    qa/manifest.json     written last by the QA step: its settings, prompts, backends and
-                         the row count and hash of the answer table
-
-``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
-lane id); ``manifest.json`` names the lanes that belong to the run.
+The run directory's layout, writes, checksums and manifest belong to
+:class:`memlab.runs.rundir.RunDir` (its docstring draws the layout); a :class:`Run` reads
+through it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,66 +16,32 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.core.atomic import atomic_write_text
-from memlab.core.files import (
-    MAX_RUN_FILE_BYTES,
-    MAX_TABLE_BYTES,
-    FileReadError,
-    contained,
-    io_reason,
-    open_regular,
-    read_bytes,
-)
-from memlab.core.jsontext import loads_json
 from memlab.core.safe_names import unsafe_reason
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
+from memlab.grids.grid import Grid, LaneConfig
+from memlab.runs.final_reads import parse_final_memory
+from memlab.runs.lane_facts import dataset_identity, qa_facts, read_lane_facts
+from memlab.runs.records import CallRow, QARow, SessionRow, read_rows
+from memlab.runs.run_dataset import recorded_dataset
+from memlab.runs.rundir import (
+    QA_ANSWERS,
+    QA_FORMAT,
+    QA_MANIFEST,
+    RUN_FORMAT,
+    TABLES,
+    RunDir,
+    RunError,
+)
+from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparability import LaneFacts, QAFacts
 from memlab.scoring.metrics import failure_table, summarize, violation_table
 from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 from memlab.scoring.stats import StatOptions
-from memlab.sweeps.final_reads import parse_final_memory
-from memlab.sweeps.grid import Grid, LaneConfig
-from memlab.sweeps.lane_facts import dataset_identity, qa_facts, read_lane_facts
-from memlab.sweeps.records import CallRow, QARow, SessionRow, read_rows
-from memlab.sweeps.run_dataset import recorded_dataset
-from memlab.sweeps.views import RUN_VIEWS
 
-__all__ = [
-    "QA_ANSWERS",
-    "QA_FORMAT",
-    "QA_MANIFEST",
-    "RUN_FORMAT",
-    "Run",
-    "RunError",
-    "file_facts",
-    "flatten_call",
-    "load_run",
-    "owned_path",
-    "read_owner_record",
-    "read_record",
-    "read_run_json",
-    "record_path",
-    "record_problem",
-    "refresh_manifest",
-    "write_jsonl",
-    "write_manifest",
-]
+__all__ = ["Run", "RunError", "flatten_call", "load_run"]
 
-RUN_FORMAT = 2
-"""Version of the run directory layout; :func:`load_run` reads this version only."""
-
-QA_FORMAT = 1
-"""Version of the QA step's files; :attr:`Run.qa_answers` reads this version only."""
-QA_ANSWERS = Path("qa") / "answers.jsonl"
-QA_MANIFEST = Path("qa") / "manifest.json"
-
-_TABLES = ("calls.jsonl", "sessions.jsonl")
 logger = logging.getLogger(__name__)
-
-
-class RunError(MemlabError, ValueError):
-    """A run directory is missing or incomplete."""
 
 
 def flatten_call(record: dict[str, Any], lane_id: str, user_id: str) -> dict[str, Any]:
@@ -111,158 +57,6 @@ def flatten_call(record: dict[str, Any], lane_id: str, user_id: str) -> dict[str
     row["violations"] = parse.get("violations", []) or []
     row["n_violations"] = len(row["violations"])
     return row
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Atomically write ``rows`` as JSON lines."""
-    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    atomic_write_text(path, text)
-
-
-def file_facts(path: Path, run_path: Path) -> dict[str, Any]:
-    """Row count and SHA-256 of a table (what a manifest records of it), read in chunks (no
-    link out of the run directory)."""
-    digest, rows = hashlib.sha256(), 0
-    with open_regular(path, what="run table", max_bytes=MAX_TABLE_BYTES, inside=run_path) as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            rows += chunk.count(b"\n")
-    return {"rows": rows, "sha256": digest.hexdigest()}
-
-
-def owned_path(path: Path, run_path: Path, what: str = "run file") -> Path:
-    """``path`` checked to lie inside the run directory, no symbolic link on the way: where
-    a sweep may write.
-
-    Raises:
-        RunError: The path leaves the run directory (a planted link).
-    """
-    try:
-        return contained(path, run_path, what, "write")
-    except FileReadError as exc:
-        raise RunError(str(exc)) from None
-
-
-def read_run_json(path: Path, run_path: Path, what: str) -> Any:
-    """A JSON file of a run directory: bounded, inside the run directory, no links followed.
-
-    Raises:
-        RunError: The file is missing, refused (a link, a FIFO, too large) or not JSON.
-    """
-    try:
-        raw = read_bytes(path, what=what, max_bytes=MAX_RUN_FILE_BYTES, inside=run_path)
-        return loads_json(raw)
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing {what}; rerun the sweep") from None
-    except FileReadError as exc:
-        raise RunError(str(exc)) from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read {what}: {io_reason(exc)}") from None
-    except ValueError as exc:  # not UTF-8, not JSON, too deep
-        raise RunError(f"{path}: {what} is not valid JSON: {excerpt(str(exc), 200)}") from None
-
-
-_JSON_KINDS: dict[type, str] = {
-    dict: "an object",
-    list: "a list",
-    str: "text",
-    int: "a number",
-    float: "a number",
-    bool: "true or false",
-    type(None): "null",
-}
-_RECORD_FIELDS: dict[str, type] = {
-    "user_id": str,
-    "calls": list,
-    "snapshots": list,
-    "final_memory": dict,
-}
-
-
-def record_problem(data: Any) -> str | None:
-    """Why ``data`` is not an owner record a sweep writes (field and type), or ``None``."""
-    if not isinstance(data, dict):
-        return f"expected a JSON object, got {type(data).__name__}"
-    for name, kind in _RECORD_FIELDS.items():
-        if not isinstance(data.get(name), kind):
-            got = "nothing" if name not in data else _JSON_KINDS.get(type(data[name]), "a value")
-            return f"field '{name}': expected {_JSON_KINDS[kind]}, got {got}"
-    for name in ("calls", "snapshots"):
-        if not all(isinstance(item, dict) for item in data[name]):
-            return f"field '{name}': expected a list of objects"
-    facts = data["final_memory"].get("facts", [])
-    if not isinstance(facts, list) or not all(isinstance(f, dict) for f in facts):
-        return "field 'final_memory.facts': expected a list of objects"
-    return None
-
-
-def read_owner_record(
-    run_path: Path, lane_id: str, user_id: str, sample: int = 0
-) -> dict[str, Any]:
-    """The owner record of ``user_id`` under ``lane_id``, checked to be one a sweep writes.
-
-    Raises:
-        RunError: Naming the file and the field that is missing or of the wrong type.
-    """
-    path = record_path(run_path, lane_id, user_id, sample)
-    data = read_run_json(path, run_path, "owner record")
-    problem = record_problem(data)
-    if problem is not None:
-        raise RunError(f"{path}: not an owner record memlab writes: {problem}; rerun the sweep")
-    result: dict[str, Any] = data
-    return result
-
-
-def read_record(path: Path, root: Path) -> dict[str, Any] | None:
-    """A JSON object an earlier sweep wrote at ``path`` in the run directory ``root`` (an
-    owner record, a lane description, the manifest), or ``None`` when there is none that can
-    be read (missing, refused, not a JSON object)."""
-    try:
-        data = read_run_json(path, root, "run file")
-    except RunError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def record_path(run_path: Path, lane_id: str, user_id: str, sample: int = 0) -> Path:
-    """Where the replay of ``user_id`` under ``lane_id`` (repeated sample ``sample``) is kept."""
-    lane = run_path / "lanes" / lane_id
-    if sample == 0:
-        return lane / "owners" / f"{user_id}.json"
-    return lane / "samples" / str(sample) / f"{user_id}.json"
-
-
-def write_manifest(
-    run_path: Path,
-    *,
-    lanes: list[str],
-    owners: list[str],
-    status: dict[str, dict[str, Any]],
-    samples: int = 1,
-) -> dict[str, Any]:
-    """Write ``manifest.json`` (the last file of a sweep) and return it."""
-    manifest = {
-        "run_format": RUN_FORMAT,
-        "complete": not any(s.get("incomplete") for s in status.values()),
-        "lanes": lanes,
-        "owners": owners,
-        "samples": samples,
-        "status": status,
-        "files": {name: file_facts(run_path / name, run_path) for name in _TABLES},
-    }
-    atomic_write_text(run_path / "manifest.json", json.dumps(manifest, indent=2))
-    return manifest
-
-
-def refresh_manifest(run_path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Rewrite ``manifest.json`` after the tables changed in place (a rescore)."""
-    return write_manifest(
-        run_path,
-        lanes=manifest["lanes"],
-        owners=manifest["owners"],
-        status=manifest["status"],
-        samples=manifest.get("samples", 1),
-    )
 
 
 @dataclass
@@ -293,6 +87,11 @@ class Run:
     """The judge whose verdicts the summary's QA metrics count (``None``: the first judge of
     the QA step); :meth:`with_judge` gives the run under another one."""
 
+    @cached_property
+    def dir(self) -> RunDir:
+        """The run directory's owner: its layout, reads and writes."""
+        return RunDir(self.path)
+
     def __repr__(self) -> str:  # the tables and the manifest are too large for a repr
         return f"Run({self.name!r}, lanes={len(self.lanes)}, path={str(self.path)!r})"
 
@@ -311,7 +110,7 @@ class Run:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
         if self._calls is not None:
             return self._calls
-        return pd.DataFrame(read_rows(self.path / "calls.jsonl", CallRow, inside=self.path))
+        return pd.DataFrame(read_rows(self.dir.file("calls.jsonl"), CallRow, inside=self.path))
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
@@ -324,7 +123,7 @@ class Run:
             rows = self._sessions
         else:
             rows = pd.DataFrame(
-                read_rows(self.path / "sessions.jsonl", SessionRow, inside=self.path)
+                read_rows(self.dir.file("sessions.jsonl"), SessionRow, inside=self.path)
             )
         answers = self.qa_answers
         if answers.empty or rows.empty:
@@ -334,10 +133,10 @@ class Run:
     @cached_property
     def qa_manifest(self) -> dict[str, Any]:
         """``qa/manifest.json`` ({} when the run has no memory QA)."""
-        path = self.path / QA_MANIFEST
+        path = self.dir.file(QA_MANIFEST)
         if not path.exists():
             return {}
-        manifest = read_record(path, self.path)
+        manifest = self.dir.read_object(path)
         if manifest is None or manifest.get("qa_format") != QA_FORMAT:
             raise RunError(
                 f"{path}: unreadable, or written by another memlab (QA format "
@@ -348,7 +147,7 @@ class Run:
 
     @cached_property
     def qa_answers(self) -> pd.DataFrame:
-        """One row per memory-QA answer (:class:`~memlab.sweeps.records.QARow`); empty when
+        """One row per memory-QA answer (:class:`~memlab.runs.records.QARow`); empty when
         the run has no memory QA.
 
         Raises:
@@ -357,9 +156,9 @@ class Run:
         manifest = self.qa_manifest
         if not manifest:
             return pd.DataFrame(columns=list(QARow.model_fields))
-        path = self.path / QA_ANSWERS
+        path = self.dir.file(QA_ANSWERS)
         expected = manifest.get("files", {}).get(QA_ANSWERS.name) or {}
-        _check_table(path, self.path, expected, "the QA step", "run it again (memlab qa RUN)")
+        self.dir.check_table(path, expected, "the QA step", "run it again (memlab qa RUN)")
         rows = read_rows(path, QARow, inside=self.path)
         return pd.DataFrame(rows, columns=list(QARow.model_fields))
 
@@ -446,7 +245,7 @@ class Run:
 
     def lane_facts(self, lane_id: str) -> LaneFacts:
         """What comparisons check of a lane: dataset, owners, matcher, judge, backend, prompt
-        and settings (:func:`memlab.sweeps.lane_facts.read_lane_facts`), read once per lane
+        and settings (:func:`memlab.runs.lane_facts.read_lane_facts`), read once per lane
         like the files they come from (each comparison asks again, and a dataset recorded
         without its hash is hashed from its file)."""
         if lane_id not in self._lane_facts:
@@ -468,15 +267,14 @@ class Run:
 
     def lane_info(self, lane_id: str) -> dict[str, Any]:
         """``lanes/<lane_id>/config.json``: grid point, identity and prompt (name, hash, text)."""
-        path = self.path / "lanes" / lane_id / "config.json"
-        data = read_run_json(path, self.path, "lane description")
+        data = self.dir.read_json(self.dir.lane_config(lane_id), "lane description")
         return data if isinstance(data, dict) else {}
 
     @cached_property
     def environment(self) -> dict[str, Any]:
         """``environment.json``: versions, times and optional measures ({} when absent)."""
         try:
-            data = read_run_json(self.path / "environment.json", self.path, "environment")
+            data = self.dir.read_json(self.dir.environment_file, "environment")
         except RunError:
             return {}
         return data if isinstance(data, dict) else {}
@@ -497,12 +295,12 @@ class Run:
 
         Raises:
             DatasetChangedError: The file at the recorded path has another content hash
-                (:func:`memlab.sweeps.run_dataset.recorded_dataset`).
+                (:func:`memlab.runs.run_dataset.recorded_dataset`).
         """
         return recorded_dataset(self.path)
 
     def _repr_html_(self) -> str | None:
-        """In Jupyter: the run's registered HTML view (:data:`~memlab.sweeps.views.RUN_VIEWS`;
+        """In Jupyter: the run's registered HTML view (:data:`~memlab.runs.views.RUN_VIEWS`;
         memlab.reporting registers the headline metrics, what the sweep reused and the key
         charts), or ``None`` (the text repr) without one."""
         view = RUN_VIEWS.get("html")
@@ -514,7 +312,7 @@ class Run:
 
     def final_memory(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The memory document of ``user_id`` at the end of ``lane_id``'s replay."""
-        return dict(read_owner_record(self.path, lane_id, user_id, sample)["final_memory"])
+        return dict(self.dir.read_owner_record(lane_id, user_id, sample)["final_memory"])
 
     @property
     def owner_ids(self) -> list[str]:
@@ -523,8 +321,7 @@ class Run:
         owners = self.manifest.get("owners")
         if owners is not None:
             return [str(owner) for owner in owners]
-        found = self.path.glob("lanes/*/owners/*.json")  # a run built in memory: no manifest
-        return sorted({path.stem for path in found})
+        return sorted(self.dir.recorded_owners())  # a run built in memory: no manifest
 
     def final_facts(self, lane_id: str) -> pd.DataFrame:
         """Every stored fact at the end of a lane, one row per (owner, fact).
@@ -542,27 +339,24 @@ class Run:
     def _read_final_facts(self, lane_id: str) -> pd.DataFrame:
         rows = []
         for user_id in self.owner_ids:
-            path = record_path(self.path, lane_id, user_id)
-            if not path.exists():
+            if not self.dir.record(lane_id, user_id).exists():
                 continue
-            owner, memory = self._final_memory_of(path, lane_id, user_id)
+            owner, memory = self._final_memory_of(lane_id, user_id)
             for fact in memory.get("facts", []):
                 rows.append({"user_id": owner, **fact})
         return pd.DataFrame(rows)
 
-    def _final_memory_of(self, path: Path, lane_id: str, user_id: str) -> tuple[str, Any]:
+    def _final_memory_of(self, lane_id: str, user_id: str) -> tuple[str, Any]:
         """The owner and final memory of a record: parsed alone when the fast read vouches
-        for it (:mod:`memlab.sweeps.final_reads`), else from the whole record."""
+        for it (:mod:`memlab.runs.final_reads`), else from the whole record."""
         try:
-            raw = read_bytes(
-                path, what="owner record", max_bytes=MAX_RUN_FILE_BYTES, inside=self.path
-            )
+            raw = self.dir.read_record_bytes(lane_id, user_id)
         except OSError:
             raw = b""  # the full read says what is wrong with the file
         found = parse_final_memory(raw) if raw else None
         if found is not None:
             return found
-        data = read_owner_record(self.path, lane_id, user_id)
+        data = self.dir.read_owner_record(lane_id, user_id)
         return data["user_id"], data["final_memory"]
 
 
@@ -574,7 +368,7 @@ def load_run(path: str | Path) -> Run:
             from what the manifest recorded (a truncated or edited file, a sweep that stopped).
     """
     path = Path(path)
-    grid_file = path / "grid.yaml"
+    grid_file = RunDir(path).grid_file
     if not grid_file.is_file():
         raise RunError(f"{path}: not a memlab run directory (no grid.yaml)")
     manifest = _read_manifest(path)
@@ -591,13 +385,14 @@ def load_run(path: str | Path) -> Run:
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
-    manifest_file = path / "manifest.json"
+    run_dir = RunDir(path)
+    manifest_file = run_dir.manifest_file
     if not manifest_file.exists() and not manifest_file.is_symlink():
         raise RunError(
             f"{path}: the run did not finish (no manifest.json; a sweep stopped, or an older "
             "memlab wrote it); rerun the sweep to resume it"
         )
-    manifest = read_run_json(manifest_file, path, "manifest")
+    manifest = run_dir.read_json(manifest_file, "manifest")
     run_format = manifest.get("run_format") if isinstance(manifest, dict) else None
     if run_format != RUN_FORMAT:
         raise RunError(
@@ -608,26 +403,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if problem is not None:
         raise RunError(f"{manifest_file}: {problem}; it was edited or not written by memlab")
     for name, expected in manifest["files"].items():
-        _check_table(path / name, path, expected, "the sweep", "rerun the sweep")
+        run_dir.check_table(run_dir.file(name), expected, "the sweep", "rerun the sweep")
     return dict(manifest)
-
-
-def _check_table(
-    path: Path, run_path: Path, expected: dict[str, Any], writer: str, fix: str
-) -> None:
-    """Raise :class:`RunError` unless ``path`` has the rows and checksum its manifest recorded
-    (``writer`` wrote it; ``fix`` says how to write it again)."""
-    try:
-        actual = file_facts(path, run_path)
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing; {fix}") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read the table: {io_reason(exc)}") from None
-    if actual != expected:
-        raise RunError(
-            f"{path}: {actual['rows']} rows, the manifest records {expected.get('rows')} "
-            f"and another checksum: the file changed after {writer}; {fix}"
-        )
 
 
 def _manifest_problem(manifest: dict[str, Any]) -> str | None:
@@ -651,8 +428,8 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
     if not isinstance(manifest.get("status", {}), dict):
         return "'status' is not an object"
     files = manifest.get("files")
-    if not isinstance(files, dict) or sorted(files) != sorted(_TABLES):
-        return f"'files' must record {' and '.join(_TABLES)} (their rows and checksums)"
+    if not isinstance(files, dict) or sorted(files) != sorted(TABLES):
+        return f"'files' must record {' and '.join(TABLES)} (their rows and checksums)"
     for name, facts in files.items():
         if not (
             isinstance(facts, dict)

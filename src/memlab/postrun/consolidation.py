@@ -21,7 +21,6 @@ when its replay has them.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -31,35 +30,25 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.datasets.models import Owner
+from memlab.grids.lane_backends import LaneBackends
+from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.matching.base import FactMatcher
+from memlab.postrun.qa_calls import QACalls, ask_and_grade
+from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
+from memlab.postrun.qa_step import qa_backend, run_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
+from memlab.runs.records import QARow, read_rows
+from memlab.runs.run import Run, load_run
+from memlab.runs.run_lock import writes_run
+from memlab.runs.rundir import CURVE_ANSWERS, CURVE_MANIFEST, QA_ANSWERS
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
 from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
-from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.qa_calls import QACalls, ask_and_grade
-from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.sweeps.qa_spec import QAError, QASpec, resolve_prompts
-from memlab.sweeps.qa_step import qa_backend, run_matcher
-from memlab.sweeps.records import QARow, read_rows
-from memlab.sweeps.run import (
-    QA_ANSWERS,
-    Run,
-    file_facts,
-    load_run,
-    owned_path,
-    read_owner_record,
-    write_jsonl,
-)
-from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
-    "CURVE_ANSWERS",
-    "CURVE_MANIFEST",
     "add_curve",
     "curve",
     "curve_answers",
@@ -68,9 +57,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-CURVE_ANSWERS = Path("qa") / "curve.jsonl"
-CURVE_MANIFEST = Path("qa") / "curve.json"
 
 
 @writes_run("qa --curve-every")
@@ -92,12 +78,12 @@ def add_curve(
         run: A run with memory QA, or its directory.
         every: Ask again after every ``every``-th later session.
         cache_dir, cache_mode, max_workers, progress, backend_factory, prompts_dir: As for
-            :func:`memlab.sweeps.qa_step.add_qa`.
+            :func:`memlab.postrun.qa_step.add_qa`.
 
     Raises:
         QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     if every < 1:
@@ -177,7 +163,7 @@ def _jobs(
                 chosen = [q for q in owner.questions if (lane_id, sample, user_id, q.id) in anchors]
                 if not chosen:
                     continue
-                record = read_owner_record(run.path, lane_id, user_id, sample)
+                record = run.dir.read_owner_record(lane_id, user_id, sample)
                 snapshots = record.get("snapshots", [])
                 due = {
                     q.id: _later(
@@ -197,33 +183,34 @@ def _jobs(
 def _write(run: Run, rows: list[dict[str, Any]], every: int) -> None:
     """The re-asked answers, then the curve's manifest (last: a step that stopped leaves
     none)."""
-    manifest_path = owned_path(run.path / CURVE_MANIFEST, run.path)
-    manifest_path.unlink(missing_ok=True)
-    write_jsonl(owned_path(run.path / CURVE_ANSWERS, run.path), rows)
+    run_dir = run.dir
+    run_dir.remove(run_dir.file(CURVE_MANIFEST))
+    run_dir.write_jsonl(run_dir.file(CURVE_ANSWERS), rows)
     manifest = {
         "every": every,
         "judge": run.judge,
         "complete": not any(r["error"] is not None or r["judge_errors"] for r in rows),
-        "qa_answers": file_facts(run.path / QA_ANSWERS, run.path),
+        "qa_answers": run_dir.file_facts(run_dir.file(QA_ANSWERS)),
         "finished_at": utc_iso(datetime.now(UTC)),
-        "files": {CURVE_ANSWERS.name: file_facts(run.path / CURVE_ANSWERS, run.path)},
+        "files": {CURVE_ANSWERS.name: run_dir.file_facts(run_dir.file(CURVE_ANSWERS))},
     }
-    atomic_write_text(manifest_path, json.dumps(manifest, indent=2))
-    logger.info("consolidation curve: %d answers -> %s", len(rows), run.path / CURVE_ANSWERS)
+    run_dir.write_json(run_dir.file(CURVE_MANIFEST), manifest)
+    logger.info("consolidation curve: %d answers -> %s", len(rows), run_dir.file(CURVE_ANSWERS))
 
 
 def curve_answers(run: Run) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The re-asked answers and the curve's manifest; empty when the run has no curve, or
     when its QA answers changed since the curve was asked (then the curve is stale)."""
-    path = run.path / CURVE_MANIFEST
+    run_dir = run.dir
+    path = run_dir.file(CURVE_MANIFEST)
     empty = pd.DataFrame(columns=[*QARow.model_fields, "asked_at"])
     if not path.exists() or run.qa_answers.empty:
         return empty, {}
-    manifest = json.loads(owned_path(path, run.path).read_text(encoding="utf-8"))
-    if manifest.get("qa_answers") != file_facts(run.path / QA_ANSWERS, run.path):
+    manifest = run_dir.read_json(path, "curve manifest")
+    if manifest.get("qa_answers") != run_dir.file_facts(run_dir.file(QA_ANSWERS)):
         logger.warning("%s: the QA answers changed since the curve was asked; ask it again", path)
         return empty, {}
-    rows = read_rows(run.path / CURVE_ANSWERS, QARow, inside=run.path)
+    rows = read_rows(run_dir.file(CURVE_ANSWERS), QARow, inside=run.path)
     return (pd.DataFrame(rows) if rows else empty), manifest
 
 
@@ -241,7 +228,7 @@ def _records(run: Run) -> Iterator[tuple[str, int, Owner, dict[str, Any]]]:
                     lane_id,
                     sample,
                     owner,
-                    read_owner_record(run.path, lane_id, owner.user_id, sample),
+                    run.dir.read_owner_record(lane_id, owner.user_id, sample),
                 )
 
 

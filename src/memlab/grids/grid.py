@@ -58,11 +58,11 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
+from memlab.grids.qa_spec import QASpec
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
 from memlab.scoring.injection_audit import InjectionPolicy
 from memlab.scoring.metric_specs import primary_metrics
-from memlab.sweeps.qa_spec import QASpec
 
 __all__ = [
     "AUTO_MAX_TOKENS",
@@ -410,7 +410,7 @@ class Grid(BaseModel):
     primary. Every other rate is shown as exploratory."""
     qa: QASpec | None = None
     """Ask every lane's memory the dataset's questions after the replays (see
-    :mod:`memlab.sweeps.qa_spec`)."""
+    :mod:`memlab.grids.qa_spec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)

@@ -1,7 +1,7 @@
 """The runs under a directory, one entry each, read cheaply (``memlab runs``).
 
 Each entry comes from the run's ``grid.yaml``, ``manifest.json``, ``environment.json`` and
-``qa/manifest.json`` (:func:`memlab.sweeps.run.load_run` reads no table until asked). A
+``qa/manifest.json`` (:func:`memlab.runs.run.load_run` reads no table until asked). A
 directory that looks like a run (it has one of those files or ``lanes/``) but cannot be read
 is an entry with ``problem`` set, never an exception: one broken run must not hide the others.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from memlab.core.document import parse_utc, utc_iso
 from memlab.core.yamlio import read_yaml
 from memlab.errors import one_line
-from memlab.sweeps.run import load_run
+from memlab.runs.run import load_run
 
 __all__ = ["RunEntry", "list_runs"]
 
@@ -64,7 +64,7 @@ def _entry(path: Path) -> RunEntry:
     qa = run.qa_manifest
     # The file replayed, as grid.yaml records it (the grid's own dataset: key may be a
     # default when the sweep was handed a dataset); not hashed here, unlike Run.dataset_path.
-    recorded = read_yaml(path / "grid.yaml", inside=path).data.get("dataset")
+    recorded = read_yaml(run.dir.grid_file, inside=path).data.get("dataset")
     dataset = Path(recorded).stem if isinstance(recorded, str) and recorded else run.grid.dataset
     # A grid with a qa: key whose QA step never finished: QA asked for, the run incomplete.
     asked = run.grid.qa is not None

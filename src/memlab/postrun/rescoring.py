@@ -14,7 +14,6 @@ LLM judge it also records the metrics under each judge prompt and the prompts' a
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -26,7 +25,6 @@ from typing import Any
 import pandas as pd
 
 from memlab._version import __version__
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.files import io_reason
 from memlab.datasets.loader import load_dataset
@@ -35,20 +33,12 @@ from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.judge import LLMJudgeMatcher
 from memlab.matching.matchers import default_matcher
+from memlab.postrun.qa_step import add_fates, rewrite_fates
+from memlab.runs.records import QARow, read_rows
+from memlab.runs.run import Run, load_run
+from memlab.runs.run_lock import writes_run
+from memlab.runs.rundir import QA_ANSWERS, RunError
 from memlab.scoring.metrics import replay_rows, summarize
-from memlab.sweeps.qa_step import add_fates, rewrite_fates
-from memlab.sweeps.records import QARow, read_rows
-from memlab.sweeps.run import (
-    QA_ANSWERS,
-    Run,
-    RunError,
-    load_run,
-    read_owner_record,
-    record_path,
-    refresh_manifest,
-    write_jsonl,
-)
-from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "Replay",
@@ -94,9 +84,9 @@ def replays(run: Run) -> Iterator[Replay]:
     samples = range(int(run.manifest.get("samples", 1)))
     for lane_id, sample in itertools.product(run.lanes, samples):
         for user in run.owner_ids:
-            path = record_path(run.path, lane_id, user, sample)
+            path = run.dir.record(lane_id, user, sample)
             try:
-                record = read_owner_record(run.path, lane_id, user, sample)
+                record = run.dir.read_owner_record(lane_id, user, sample)
             except RunError as exc:
                 raise RescoreError(str(exc)) from None
             user_id, snapshots = record["user_id"], record["snapshots"]
@@ -134,7 +124,7 @@ def qa_rows(run: Run, matcher: FactMatcher) -> list[dict[str, Any]] | None:
     if run.qa_answers.empty:  # reading it checks the table against its manifest
         return None
     try:
-        rows = read_rows(run.path / QA_ANSWERS, QARow, inside=run.path)
+        rows = read_rows(run.dir.file(QA_ANSWERS), QARow, inside=run.path)
     except MemlabError as exc:
         raise RescoreError(str(exc)) from None
     by_replay: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
@@ -202,14 +192,14 @@ def _plain(value: Any) -> float | None:
 @writes_run("rescore")
 def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
     """Recompute every metric of the run at ``run_path`` with ``matcher`` (see the module
-    docstring) and return the reloaded :class:`~memlab.sweeps.run.Run`.
+    docstring) and return the reloaded :class:`~memlab.runs.run.Run`.
 
     Raises:
         RunError: Not a finished run directory.
         RescoreError: A replay record or the dataset is missing or changed. Nothing is
             written in that case.
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     matcher = matcher if matcher is not None else default_matcher()
     run = load_run(run_path)
@@ -237,10 +227,11 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
             "answers of a run with memory QA (copy the run to a writable place first)"
         )
     try:
-        write_jsonl(run.path / "sessions.jsonl", sessions)
-        atomic_write_text(run.path / "environment.json", json.dumps(environment, indent=2))
-        atomic_write_text(run.path / "summary.csv", summary)
-        refresh_manifest(run.path, run.manifest)  # the tables changed: so do their checksums
+        run_dir = run.dir
+        run_dir.write_jsonl(run_dir.file("sessions.jsonl"), sessions)
+        run_dir.write_json(run_dir.environment_file, environment)
+        run_dir.write_text(run_dir.summary_file, summary)
+        run_dir.refresh_manifest(run.manifest)  # the tables changed: so do their checksums
         if answers is not None:
             rewrite_fates(run, answers, matcher_name(matcher))
     except OSError as exc:

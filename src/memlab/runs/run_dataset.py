@@ -19,6 +19,7 @@ from pathlib import Path
 from memlab.backends.identity import file_digest
 from memlab.core.yamlio import read_yaml
 from memlab.errors import MemlabError
+from memlab.runs.rundir import RunDir
 
 __all__ = ["DatasetChangedError", "recorded_dataset"]
 
@@ -55,7 +56,7 @@ def recorded_dataset(run_path: Path) -> Path | None:
         DatasetChangedError: A file is there, but its content hash is not the recorded one.
     """
     try:
-        data = read_yaml(run_path / "grid.yaml", inside=run_path).data
+        data = read_yaml(RunDir(run_path).grid_file, inside=run_path).data
     except (MemlabError, OSError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), str):

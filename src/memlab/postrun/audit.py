@@ -22,15 +22,16 @@ from memlab.matching.matcher_audit import (
     AuditSheet,
 )
 from memlab.matching.matchers import default_matcher
-from memlab.sweeps.rescoring import replays
-from memlab.sweeps.run import Run
+from memlab.postrun.rescoring import replays
+from memlab.runs.run import Run
+from memlab.runs.rundir import RunDir
 
 __all__ = ["draw_sheet", "sheet_path"]
 
 
 def sheet_path(run: Run | str | Path) -> Path:
     """Where a run's labelling sheet lives by default."""
-    return (run.path if isinstance(run, Run) else Path(run)) / SHEET_NAME
+    return (run.dir if isinstance(run, Run) else RunDir(Path(run))).file(SHEET_NAME)
 
 
 @dataclass(frozen=True)

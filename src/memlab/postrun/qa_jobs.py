@@ -1,5 +1,5 @@
-"""The pieces both QA steps share: the memory QA step (:mod:`memlab.sweeps.qa_step`) and
-the consolidation curve (:mod:`memlab.sweeps.consolidation`).
+"""The pieces both QA steps share: the memory QA step (:mod:`memlab.postrun.qa_step`) and
+the consolidation curve (:mod:`memlab.postrun.consolidation`).
 
 - :class:`QAJob`: one lane's replay of one owner (one sample) and the answer tasks asked of it;
 - :func:`run_owners`: the owners a run replayed, as it replayed them, and the questions
@@ -20,15 +20,15 @@ from typing import Any, NamedTuple
 from memlab.core.llm import Backend
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
+from memlab.grids.grid import LaneConfig
+from memlab.grids.owners import select_owners
+from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts
 from memlab.memory.designs import memory_design
+from memlab.postrun.qa_calls import QACalls, call_key
 from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
 from memlab.qa.conditions import ReadPath
+from memlab.runs.run import Run
 from memlab.scoring.injection_audit import policy_embedder, policy_injector
-from memlab.sweeps.grid import LaneConfig
-from memlab.sweeps.plan import select_owners
-from memlab.sweeps.qa_calls import QACalls, call_key
-from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts
-from memlab.sweeps.run import Run
 
 __all__ = ["Fate", "QAJob", "RunOwners", "answer_rows", "read_path", "run_owners"]
 

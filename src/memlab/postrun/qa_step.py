@@ -10,7 +10,7 @@ asks each question right after the session its ``after_session`` names, through
   other conditions;
 - every distinct request is sent once (the baselines of lanes with the same injection
   settings are the same prompts), concurrently on ``max_workers`` threads with no barrier
-  between answering and grading (:mod:`memlab.sweeps.qa_calls`), through the response cache
+  between answering and grading (:mod:`memlab.postrun.qa_calls`), through the response cache
   when ``cache_dir`` is given: an interrupted or repeated QA step answers
   from the cache, content-keyed like every replay call;
 - every answer is graded by every judge prompt against the file's answer key and, for a
@@ -21,7 +21,7 @@ asks each question right after the session its ``after_session`` names, through
 
 It writes ``qa/answers.jsonl`` (one row per lane, sample, owner, question and condition) and
 then ``qa/manifest.json`` (the settings, the prompts' hashes, the backends, row count and
-hash of the table); :attr:`memlab.sweeps.run.Run.qa_answers` reads them back. A QA step
+hash of the table); :attr:`memlab.runs.run.Run.qa_answers` reads them back. A QA step
 whose calls had backend errors writes its rows (the errors included), marks the manifest
 incomplete and raises :class:`IncompleteQAError`; running it again retries only the failed
 calls (the others come from the cache).
@@ -30,7 +30,6 @@ calls (the others come from the cache).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -41,15 +40,18 @@ from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
-from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
+from memlab.grids.lane_backends import LaneBackends
+from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher, resolve_matcher
+from memlab.postrun.qa_calls import ask_and_grade
+from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
 from memlab.qa.answering import (
     AnswerSettings,
     AnswerTask,
@@ -57,24 +59,11 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
+from memlab.runs.run import Run, load_run
+from memlab.runs.run_lock import writes_run
+from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST
 from memlab.scoring.qa_causes import evidence_fates
 from memlab.scoring.qa_metrics import error_counts, errors_sentence
-from memlab.sweeps.lane_backends import LaneBackends
-from memlab.sweeps.qa_calls import ask_and_grade
-from memlab.sweeps.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.sweeps.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
-from memlab.sweeps.run import (
-    QA_ANSWERS,
-    QA_FORMAT,
-    QA_MANIFEST,
-    Run,
-    file_facts,
-    load_run,
-    owned_path,
-    read_owner_record,
-    write_jsonl,
-)
-from memlab.sweeps.run_lock import writes_run
 
 __all__ = [
     "IncompleteQAError",
@@ -184,7 +173,7 @@ def add_qa(
             unreadable reply) before :class:`JudgeErrorsError` is raised (default 0: none).
 
     Returns:
-        The run with its QA tables (:attr:`~memlab.sweeps.run.Run.qa_answers`).
+        The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
 
     Raises:
         QAError: No QA settings, a dataset without questions, an unknown prompt, or a replay
@@ -193,7 +182,7 @@ def add_qa(
         JudgeErrorsError: A judge gave no verdict on more than ``max_judge_errors`` of the
             answers (written).
         DatasetChangedError: The dataset file is not the one the run replayed.
-        RunLockedError: Another writer holds the run (:mod:`memlab.sweeps.run_lock`).
+        RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)
@@ -232,8 +221,7 @@ def add_qa(
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
-    summary = owned_path(run.path / "summary.csv", run.path)
-    atomic_write_text(summary, done.summary.to_csv())  # with the QA metrics
+    run.dir.write_text(run.dir.summary_file, done.summary.to_csv())  # with the QA metrics
     if failed and not allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])
@@ -270,7 +258,7 @@ def _jobs(
             if key not in histories and "full_context" in spec.conditions:
                 histories[key] = History(owner, config.token_counting)
             for sample in range(samples):
-                record = read_owner_record(run.path, lane_id, owner.user_id, sample)
+                record = run.dir.read_owner_record(lane_id, owner.user_id, sample)
                 tasks = _owner_tasks(owner, record, spec, settings, read, histories.get(key))
                 yield QAJob(lane_id, sample, owner, record, tasks)
 
@@ -367,10 +355,10 @@ def _write(
 ) -> None:
     """The answer table, then the QA manifest (last: a QA step that stopped leaves none);
     ``left_out``: the questions not asked, after a session the run did not replay."""
-    qa_dir = owned_path(run.path / QA_ANSWERS.parent, run.path, "QA directory")
-    qa_dir.mkdir(parents=True, exist_ok=True)
-    owned_path(run.path / QA_MANIFEST, run.path).unlink(missing_ok=True)
-    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), redact(rows))
+    run_dir = run.dir
+    run_dir.make_dir(run_dir.file(QA_ANSWERS.parent), "QA directory")
+    run_dir.remove(run_dir.file(QA_MANIFEST))
+    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), redact(rows))
     manifest = {
         "qa_format": QA_FORMAT,
         "complete": complete,
@@ -382,10 +370,10 @@ def _write(
         "questions_left_out": left_out,
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
-        "files": {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)},
+        "files": {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))},
     }
-    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
-    logger.info("qa: %d answers -> %s", len(rows), run.path / QA_ANSWERS)
+    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
+    logger.info("qa: %d answers -> %s", len(rows), run_dir.file(QA_ANSWERS))
 
 
 def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
@@ -393,10 +381,11 @@ def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
     by the matcher named ``matcher``); the QA manifest, written last, records that matcher and
     the table's new checksum."""
     manifest = dict(run.qa_manifest)
-    write_jsonl(owned_path(run.path / QA_ANSWERS, run.path), rows)
+    run_dir = run.dir
+    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), rows)
     manifest["matcher"] = matcher
-    manifest["files"] = {QA_ANSWERS.name: file_facts(run.path / QA_ANSWERS, run.path)}
-    atomic_write_text(owned_path(run.path / QA_MANIFEST, run.path), json.dumps(manifest, indent=2))
+    manifest["files"] = {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))}
+    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
 
 
 def run_matcher(run: Run) -> FactMatcher:
