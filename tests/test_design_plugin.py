@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from memlab.datasets.registry import resolve_dataset
-from memlab.runs.run import load_run, read_owner_record
+from memlab.runs.run import load_run
+from memlab.runs.rundir import RunDir
 
 PLUGIN = Path(__file__).parent / "plugins" / "memlab-raw-turns"
 OWNER, SESSIONS = "daniel", 5
@@ -120,7 +121,7 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
             if not upload_only and text:
                 turns.append(message)
             upload_only = False
-    record = read_owner_record(run.path, lane_id, OWNER)
+    record = RunDir(run.path).read_owner_record(lane_id, OWNER)
     assert record is not None
     facts = record["final_memory"]["facts"]
     assert len(facts) == len(turns)
