@@ -4,9 +4,9 @@ Per run with memory QA (``memlab qa RUN``), under the run's headline judge (the 
 of the QA step):
 
 - accuracy of the answerable questions per configuration and condition (the lane's memory
-  beside no memory, the raw history within the budget and the gold memory), with token F1,
-  BLEU-1 and 95% intervals over owners; abstain and adversarial questions in a table of
-  their own, never in the headline;
+  beside no memory, the raw history within the budget and the gold memory), with LoCoMo's
+  token F1, mem0's BLEU-1 and mem0's F1 and 95% intervals over owners; abstain and
+  adversarial questions in a table of their own, never in the headline;
 - accuracy per category under ``memory`` and ``gold_memory``;
 - the judge band: the same answers under every judge, flip rate and Cohen's kappa, and
   beside it each judge's audit on the judge calibration set, or the command that audits it
@@ -144,6 +144,8 @@ def _accuracy(run: Run) -> pd.DataFrame:
             f"accuracy ({run.judge})": _pct(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
             "token F1": _pct(r["f1"], r["f1_lo"], r["f1_hi"]),
             "BLEU-1": _pct(r["bleu1"], r["bleu1_lo"], r["bleu1_hi"]),
+            # mem0's harness's F1 (word sets, no stemming), beside LoCoMo's token F1.
+            "mem0 F1": _pct(r["mem0_f1"], r["mem0_f1_lo"], r["mem0_f1_hi"]),
             # Counted wrong above: shown so that they are not read as the memory's fault.
             "no verdict": f"{r['judge_errors']:g}",
             "failed answers": f"{r['answer_errors']:g}",
