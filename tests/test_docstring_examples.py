@@ -335,6 +335,31 @@ def check_judge_audit_json(block: str, tmp_path: Path) -> None:
     assert tally is not None and set(tally.group(1).split()) <= set(judged["on_topic_wrong"])
 
 
+def check_judge_audits_json(block: str, tmp_path: Path) -> None:
+    """The keys the block shows are those of the file a real audit of a run's judges keeps."""
+    import dataclasses
+
+    from memlab.postrun.judge_audits import JUDGE_AUDITS, audit_run_judges
+    from memlab.qa.judge_calibration import load_judge_calibration
+
+    grid = {
+        "name": "audited",
+        "owners": ["amara"],
+        "base": {"backend": "sim:careful"},
+        "qa": {"answer_backend": "sim:careful", "judges": ["strict"], "conditions": ["memory"]},
+    }
+    run = sweep("personas", memlab.Grid.from_mapping(grid), runs_dir=tmp_path, progress=False)
+    bundled = load_judge_calibration()
+    audit_run_judges(run, calibration=dataclasses.replace(bundled, triples=bundled.triples[:6]))
+    found = json.loads((run.path / JUDGE_AUDITS).read_text(encoding="utf-8"))
+    assert re.findall(r'\{"(\w+)": 1,', block) == ["judge_audits_format"]
+    (entry,) = found["audits"]
+    known = {*found, *entry, *entry["backend_identity"], *entry["params"], *entry["calibration"]}
+    shown = set(re.findall(r'"(\w+)":', block))
+    assert shown <= known, shown - known
+    assert entry["judge"] == "strict" and entry["backend"] == "sim:careful"
+
+
 def _module_doc(name: str) -> str:
     import importlib
 
@@ -343,6 +368,7 @@ def _module_doc(name: str) -> str:
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.scoring.judge_audit", '{"judge_audit_format": 1,'): check_judge_audit_json,
+    ("memlab.postrun.judge_audits", '{"judge_audits_format": 1,'): check_judge_audits_json,
     (
         "memlab.qa.judge_calibration",
         '{"id": "part-001", "kind": "partial", "question": "Which two countries did Noor visit in',

@@ -34,8 +34,15 @@ apart from the graded triples that agreement and kappa are computed over. The si
 model ('sim:') is told each triple's verdict and grades it with its profile's declared
 leniency, so its expected agreement is known.
 
+With --run RUN instead of SPEC, audits the judge backend and judge prompts that graded the
+run's memory QA, at its judge settings, and keeps the result in the run
+(RUN/qa/judge_audits.json): the run's report then shows each judge's audited agreement, kappa
+and on-topic wrong answers accepted beside its band. An audit is shown only for the judge it
+measured: the same prompt text (hash), backend and model, and settings.
+
 examples:
   memlab judge audit sim:careful
+  memlab judge audit --run runs/nightly --cache-dir .memlab-cache
   memlab judge audit openai:gpt-4o-mini --cache-dir .memlab-cache --out judge_audit.json
   memlab judge audit local:smollm2 --judges strict,prompts/picky.yaml --by-kind
   memlab judge audit openai:gpt-4o-mini --set my_triples.jsonl
@@ -59,11 +66,16 @@ def register(subparsers: Any) -> None:
         epilog=_AUDIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    a.add_argument("spec", metavar="SPEC", help="the judge's backend, e.g. sim:careful")
+    a.add_argument("spec", metavar="SPEC", nargs="?", help="the judge's backend, e.g. sim:careful")
+    a.add_argument(
+        "--run",
+        metavar="RUN",
+        type=_args.existing_directory,
+        help="instead of SPEC: audit the judges of this run's memory QA and keep the audit in it",
+    )
     a.add_argument(
         "--judges",
         metavar="NAMES",
-        default="lenient,strict",
         help="comma-separated judge prompts, each a name or a prompt file (every prompt it "
         "defines is audited) (default: lenient,strict)",
     )
@@ -80,12 +92,12 @@ def register(subparsers: Any) -> None:
     a.add_argument(
         "--max-tokens",
         type=_args.count,
-        default=32,
         help="longest judge reply, in tokens (default: 32, as in a QA run)",
     )
     _args.add_cache_options(a, "response cache directory for the verdicts")
     a.add_argument("--workers", type=_args.workers, default=4, help="concurrent calls (default: 4)")
-    a.set_defaults(func=_audit)
+    # A usage error found after parsing (SPEC or --run) is reported as the parser's own.
+    a.set_defaults(func=_audit, usage_error=a.error)
 
 
 def _judges(names: str, sources: list[str]) -> list[JudgePrompt]:
@@ -111,37 +123,79 @@ def _judges(names: str, sources: list[str]) -> list[JudgePrompt]:
     return chosen
 
 
-def _audit(args: argparse.Namespace) -> int:
+def _run_audit(args: argparse.Namespace) -> JudgeAudit:
+    """The audit of the judges of ``args.run``, kept in the run."""
     from memlab.backends.cache import CacheMode
-    from memlab.core.atomic import atomic_write_text
+    from memlab.postrun.judge_audits import audit_run_judges
+    from memlab.qa.judge_calibration import load_judge_calibration
+
+    given = [
+        flag
+        for flag, value in (
+            ("SPEC", args.spec),
+            ("--judges", args.judges),
+            ("--judge-prompts", args.judge_prompts),
+            ("--max-tokens", args.max_tokens),
+        )
+        if value
+    ]
+    if given:
+        args.usage_error(
+            f"--run audits the run's own judges: drop {', '.join(given)} (they come from the "
+            "run's QA manifest)"
+        )
+    return audit_run_judges(
+        args.run,
+        calibration=load_judge_calibration(args.set),
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+        max_workers=args.workers,
+    )
+
+
+def _spec_audit(args: argparse.Namespace) -> JudgeAudit:
+    """The audit of the judge backend ``args.spec`` under the prompts ``args.judges``."""
+    from memlab.backends.cache import CacheMode
     from memlab.core.llm import GenerationParams
     from memlab.qa.judge_calibration import load_judge_calibration
     from memlab.scoring.judge_audit import audit_backend
 
     # Prompts and the set are read before any call: a bad file costs nothing.
-    judges = _judges(args.judges, args.judge_prompts)
+    judges = _judges(args.judges or "lenient,strict", args.judge_prompts)
     calibration = load_judge_calibration(args.set)
-    audit = audit_backend(
+    return audit_backend(
         args.spec,
         judges,
         calibration,
-        params=GenerationParams(temperature=0.0, max_tokens=args.max_tokens, seed=0),
+        params=GenerationParams(temperature=0.0, max_tokens=args.max_tokens or 32, seed=0),
         cache_dir=args.cache_dir,
         cache_mode=CacheMode(args.cache_mode),
         max_workers=args.workers,
     )
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from memlab.core.atomic import atomic_write_text
+    from memlab.postrun.judge_audits import JUDGE_AUDITS
+
+    if args.run is None and args.spec is None:
+        args.usage_error("name the judge's backend (SPEC) or a run (--run RUN)")
+    audit = _run_audit(args) if args.run is not None else _spec_audit(args)
     if args.out:
         text = json.dumps(audit.to_json(), indent=2, ensure_ascii=False) + "\n"
         atomic_write_text(args.out, text)
     print("\n".join(audit_lines(audit, by_kind=args.by_kind)))
     failed = sum(score.total.failed for score in audit.scores)
     if failed:
+        kept = " (the audit is not kept in the run)" if args.run is not None else ""
         print(
-            f"error: {failed} judge call(s) failed; fix the backend and run the audit again "
-            "(with --cache-dir only the failed calls are sent again)",
+            f"error: {failed} judge call(s) failed{kept}; fix the backend and run the audit "
+            "again (with --cache-dir only the failed calls are sent again)",
             file=sys.stderr,
         )
         return 1
+    if args.run is not None:
+        print(f"kept in {Path(args.run) / JUDGE_AUDITS}: the run's report shows it beside the band")
     return 0
 
 

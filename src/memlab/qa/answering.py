@@ -28,7 +28,7 @@ from memlab.core.llm import Backend, BackendError, CompletionRequest, Generation
 from memlab.core.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
-from memlab.qa.answer_scores import bleu1, is_abstention, multi_answer_f1, token_f1
+from memlab.qa.answer_scores import bleu1, is_abstention, mem0_f1, multi_answer_f1, token_f1
 from memlab.qa.conditions import CONDITIONS, Condition, Context, History, ReadPath
 from memlab.qa.conditions import gold_memory_document as _gold_memory
 from memlab.qa.reply_bounds import reply_problem
@@ -37,6 +37,7 @@ from memlab.qa.verdicts import parse_verdict
 __all__ = [
     "ANSWER_KEYS",
     "MULTI_ANSWER_CATEGORIES",
+    "SCORES",
     "AnswerSettings",
     "AnswerTask",
     "CallResult",
@@ -246,9 +247,15 @@ def judge_tasks(
     ]
 
 
+SCORES = ("f1", "bleu1", "mem0_f1")
+"""The scores of an answer against a reference: LoCoMo's token F1, mem0's BLEU-1 and mem0's
+F1 (:mod:`memlab.qa.answer_scores`); each is a column of the answer table, and with the
+suffix ``_original`` a column against an audited question's original answer."""
+
+
 def _scores(question: Question, answer: str) -> dict[str, float | None]:
-    """Token F1 and BLEU-1 against each key's reference (None for a key the question lacks,
-    and for a reference that is an abstention: there is no answer text to compare with)."""
+    """:data:`SCORES` against each key's reference (None for a key the question lacks, and
+    for a reference that is an abstention: there is no answer text to compare with)."""
     f1 = multi_answer_f1 if question.category in MULTI_ANSWER_CATEGORIES else token_f1
     found = references(question)
     out: dict[str, float | None] = {}
@@ -258,6 +265,7 @@ def _scores(question: Question, answer: str) -> dict[str, float | None]:
         usable = reference is not None and reference != ABSTAIN_REFERENCE
         out[f"f1{suffix}"] = f1(answer, reference) if usable and reference else None
         out[f"bleu1{suffix}"] = bleu1(answer, reference) if usable and reference else None
+        out[f"mem0_f1{suffix}"] = mem0_f1(answer, reference) if usable and reference else None
     return out
 
 
@@ -267,9 +275,9 @@ def answer_row(
     verdicts: Mapping[str, Mapping[str, CallResult]] | None = None,
 ) -> dict[str, Any]:
     """One answer as a JSON-ready row: the question, the condition, what the context held,
-    the reply and its cost, its scores (``f1``/``bleu1`` against the file's answer,
-    ``f1_original``/``bleu1_original`` against an audited question's original one; None for a
-    question with no answer to compare with), whether it abstains, and the verdicts
+    the reply and its cost, its scores (:data:`SCORES`: ``f1``/``bleu1``/``mem0_f1`` against
+    the file's answer, ``f1_original`` and so on against an audited question's original one;
+    None for a question with no answer to compare with), whether it abstains, and the verdicts
     (``{judge: {key: True | False | None}}``, None when a judge gave no single verdict or
     failed; none at all for an abstention on an answerable question, which no judge sees),
     with ``judge_errors`` (judge calls that failed) and ``judge_unreadable`` (judge replies
@@ -300,7 +308,7 @@ def answer_row(
         "abstained": is_abstention(text) if text is not None else None,
     }
     if text is None:
-        row.update(dict.fromkeys(("f1", "bleu1", "f1_original", "bleu1_original")))
+        row.update(dict.fromkeys(f"{s}{x}" for x in ("", "_original") for s in SCORES))
     else:
         row.update(_scores(question, text))
     row["verdicts"] = {

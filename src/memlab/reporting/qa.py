@@ -4,11 +4,13 @@ Per run with memory QA (``memlab qa RUN``), under the run's headline judge (the 
 of the QA step):
 
 - accuracy of the answerable questions per configuration and condition (the lane's memory
-  beside no memory, the raw history within the budget and the gold memory), with token F1,
-  BLEU-1 and 95% intervals over owners; abstain and adversarial questions in a table of
-  their own, never in the headline;
+  beside no memory, the raw history within the budget and the gold memory), with LoCoMo's
+  token F1, mem0's BLEU-1 and mem0's F1 and 95% intervals over owners; abstain and
+  adversarial questions in a table of their own, never in the headline;
 - accuracy per category under ``memory`` and ``gold_memory``;
-- the judge band: the same answers under every judge, flip rate and Cohen's kappa;
+- the judge band: the same answers under every judge, flip rate and Cohen's kappa, and
+  beside it each judge's audit on the judge calibration set, or the command that audits it
+  (:mod:`memlab.reporting.qa_audits`);
 - with an answer-key audit (the audited key, or the original key recording the audit), the
   original key's ceiling overall and per category beside the scores against each key, and a
   warning when a score exceeds the ceiling of the key it was scored on;
@@ -35,6 +37,7 @@ from memlab.backends.registry import is_simulated
 from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
+from memlab.reporting.qa_audits import judge_audit_notes, judge_audit_table
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import (
     compared_metrics,
@@ -109,6 +112,8 @@ class QASection:
     banners: list[str] = field(default_factory=list)
     """What a mixed report mixes among the runs with memory QA (another answerer, judge or
     answer key: :func:`memlab.reporting.groups.check_report`)."""
+    audits: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Each judge's audit on the judge calibration set (:func:`judge_audit_table`)."""
 
 
 def _pct(value: float, lo: float = math.nan, hi: float = math.nan) -> str:
@@ -140,6 +145,8 @@ def _accuracy(run: Run) -> pd.DataFrame:
             f"accuracy ({run.judge})": _pct(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]),
             "token F1": _pct(r["f1"], r["f1_lo"], r["f1_hi"]),
             "BLEU-1": _pct(r["bleu1"], r["bleu1_lo"], r["bleu1_hi"]),
+            # mem0's harness's F1 (word sets, no stemming), beside LoCoMo's token F1.
+            "mem0 F1": _pct(r["mem0_f1"], r["mem0_f1_lo"], r["mem0_f1_hi"]),
             # Counted wrong above: shown so that they are not read as the memory's fault.
             "no verdict": f"{r['judge_errors']:g}",
             "failed answers": f"{r['answer_errors']:g}",
@@ -455,13 +462,14 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         return None
     banners = check_report(asked, allow_mixed=allow_mixed)
     notes, warnings = [], []
-    names = ("accuracy", "other", "categories", "band", "ceiling", "causes", "cost")
+    names = ("accuracy", "other", "categories", "band", "audits", "ceiling", "causes", "cost")
     frames: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
     for run in asked:
         frames["accuracy"].append(_accuracy(run))
         frames["other"].append(_other_kinds(run))
         frames["categories"].append(_categories(run))
         frames["band"].append(_band(run))
+        frames["audits"].append(judge_audit_table(run))
         ceiling, over = _ceiling(run)
         frames["ceiling"].append(ceiling)
         warnings += over
@@ -480,7 +488,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
             f"{_cause_matcher(run)} matcher"
         )
         notes += [f"{run.name}: {note}" for note in _threshold_notes(run)]
-        notes += simulator_notes(run)
+        notes += simulator_notes(run) + judge_audit_notes(run)
         warnings += unfinished_notes(run)
         warnings += qa_error_notes([run])
         if not run.qa_manifest.get("complete", True):
@@ -499,6 +507,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         notes=notes,
         warnings=warnings,
         banners=banners,
+        audits=stacked(frames["audits"]),
     )
 
 
@@ -515,6 +524,7 @@ _TABLES = (
     ("Abstain and adversarial questions (apart from the headline)", "other_kinds"),
     ("Per category", "categories"),
     ("Judge band (answerable questions)", "band"),
+    ("Judges audited on the judge calibration set", "audits"),
     ("Differences against the baseline, under every judge", "robust"),
     ("Answer-key ceiling", "ceiling"),
     ("Why answers from memory are wrong", "causes"),
@@ -595,6 +605,11 @@ def qa_text(run: Run) -> str:
     band = _band(run)
     if not band.empty:
         blocks += ["judge band", _text(band)]
+    blocks += [
+        "judges audited on the judge calibration set",
+        _text(judge_audit_table(run)),
+        *judge_audit_notes(run),
+    ]
     ceiling, warnings = _ceiling(run)
     if not ceiling.empty:
         blocks += ["answer-key ceiling", _text(ceiling)]

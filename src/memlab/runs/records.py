@@ -127,6 +127,9 @@ class QARow(BaseModel):
     bleu1: float | None
     f1_original: float | None
     bleu1_original: float | None
+    # mem0's F1; absent from tables written before it was recorded (read as None).
+    mem0_f1: float | None = None
+    mem0_f1_original: float | None = None
     verdicts: dict[str, dict[str, bool | None]]
     judge_tokens: int
     judge_errors: int

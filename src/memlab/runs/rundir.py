@@ -57,6 +57,7 @@ from memlab.runs.run_lock import lock_path, run_lock
 __all__ = [
     "CURVE_ANSWERS",
     "CURVE_MANIFEST",
+    "JUDGE_AUDITS",
     "QA_ANSWERS",
     "QA_FORMAT",
     "QA_MANIFEST",
@@ -78,6 +79,8 @@ QA_ANSWERS = Path("qa") / "answers.jsonl"
 QA_MANIFEST = Path("qa") / "manifest.json"
 CURVE_ANSWERS = Path("qa") / "curve.jsonl"
 CURVE_MANIFEST = Path("qa") / "curve.json"
+JUDGE_AUDITS = Path("qa") / "judge_audits.json"
+"""Audits of the QA step's judges (``memlab judge audit --run``)."""
 TABLES = ("calls.jsonl", "sessions.jsonl")
 """The tables a sweep writes and its manifest checksums."""
 

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.matching.calibration import KindCounts
+from memlab.qa.answering import SCORES
 from memlab.scoring.metric_specs import count_columns, interval_specs
 from memlab.scoring.qa_causes import CAUSES, cause_of, fate_key
 from memlab.scoring.stats import StatOptions, bootstrap_ratios
@@ -270,50 +271,61 @@ def accuracy_table(
     judges: Sequence[str] | None = None,
     options: StatOptions | None = None,
 ) -> pd.DataFrame:
-    """Accuracy under each judge, token F1 and BLEU-1, per group of ``by``, with 95%
-    bootstrap intervals over owners.
+    """Accuracy under each judge, token F1, BLEU-1 and mem0's F1, per group of ``by``, with
+    95% bootstrap intervals over owners.
 
     Columns: ``by``, ``judge``, ``owners``, ``questions`` (answers, averaged over samples),
-    ``accuracy`` (+``_lo``/``_hi``), ``f1`` (+``_lo``/``_hi``), ``bleu1`` (+``_lo``/``_hi``),
-    ``judge_errors`` (answers the judge gave no verdict on) and ``answer_errors`` (answers
-    whose call failed), both counted wrong and in ``questions``.
+    ``accuracy``, ``f1``, ``bleu1`` and ``mem0_f1`` (each +``_lo``/``_hi``; ``mem0_f1`` NaN
+    for answers recorded before it was), ``judge_errors`` (answers the judge gave no verdict
+    on) and ``answer_errors`` (answers whose call failed), both counted wrong and in
+    ``questions``.
     """
     group = list(by)
     columns = (
         [*group, "judge", "owners", "questions"]
-        + [f"{m}{s}" for m in ("accuracy", "f1", "bleu1") for s in ("", "_lo", "_hi")]
+        + [f"{m}{s}" for m in ("accuracy", *SCORES) for s in ("", "_lo", "_hi")]
         + ["judge_errors", "answer_errors"]
     )
     mine = answers[answers["kind"].isin(list(kinds))]
     if mine.empty:
         return pd.DataFrame(columns=columns)
-    scores = mine.set_index(list(_UNIT))[[f"f1{_suffix(key)}", f"bleu1{_suffix(key)}"]]
+    named = {f"{m}{_suffix(key)}": m for m in SCORES}
+    scores = mine.reindex(columns=[*_UNIT, *named]).set_index(list(_UNIT)).rename(columns=named)
+    recorded = _mem0_recorded(scores)
     verdicts = verdict_table(mine, judges if judges is not None else judges_of(answers))
     verdicts = verdicts[verdicts["key"] == key]
     joined = verdicts.join(scores, on=list(_UNIT))
-    f1, bleu = joined[f"f1{_suffix(key)}"].fillna(0.0), joined[f"bleu1{_suffix(key)}"].fillna(0.0)
     values = {
         "correct": joined["correct"].astype(float),
-        "f1": f1.astype(float),
-        "bleu1": bleu.astype(float),
+        # A failed answer scores 0, as it counts wrong.
+        **{m: joined[m].astype(float).fillna(0.0) for m in SCORES},
         "judge_errors": (joined["status"] == "no_verdict").astype(float),
         "answer_errors": (joined["status"] == "answer_error").astype(float),
     }
     owners = _per_owner(joined, [*group, "judge"], values)
+    metrics = ("accuracy", *SCORES)
     rows = []
     for labels, counts in owners.groupby(level=[*group, "judge"], sort=False):
-        numerators = counts[["correct", "f1", "bleu1"]].to_numpy(dtype=float)
-        denominators = np.repeat(counts[["n"]].to_numpy(dtype=float), 3, axis=1)
+        numerators = counts[["correct", *SCORES]].to_numpy(dtype=float)
+        denominators = np.repeat(counts[["n"]].to_numpy(dtype=float), len(metrics), axis=1)
         found = bootstrap_ratios(numerators, denominators, options=options)
         row = dict(zip([*group, "judge"], labels, strict=True))
         row.update(owners=len(counts), questions=float(counts["n"].sum()))
-        for i, metric in enumerate(("accuracy", "f1", "bleu1")):
+        for i, metric in enumerate(metrics):
             row[metric] = float(found.estimate[i])
             row[f"{metric}_lo"], row[f"{metric}_hi"] = float(found.lo[i]), float(found.hi[i])
+        if not recorded:
+            row.update(dict.fromkeys(("mem0_f1", "mem0_f1_lo", "mem0_f1_hi"), math.nan))
         row["judge_errors"] = float(counts["judge_errors"].sum())
         row["answer_errors"] = float(counts["answer_errors"].sum())
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def _mem0_recorded(scores: pd.DataFrame) -> bool:
+    """Whether the answers record mem0's F1: a table written before it was has none, while
+    every answer with a token F1 has one in a table written since."""
+    return not (scores["f1"].notna() & scores["mem0_f1"].isna()).any()
 
 
 def _suffix(key: str) -> str:
