@@ -188,7 +188,7 @@ def test_a_simulated_lane_against_a_real_baseline_is_refused(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "different backend kind: real vs simulated" in err
     assert main([*args, "--resamples", "200", "--allow-mixed"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("\n  ", " ")  # the banner wraps at 120 columns
     assert out.startswith("mixed comparison: mixed: [simulated] ")
     assert "different backend kind: real vs simulated" in out.splitlines()[0]
 
