@@ -188,7 +188,7 @@ def test_a_simulated_lane_against_a_real_baseline_is_refused(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "different backend kind: real vs simulated" in err
     assert main([*args, "--resamples", "200", "--allow-mixed"]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("\n  ", " ")  # the banner wraps at 120 columns
     assert out.startswith("mixed comparison: mixed: [simulated] ")
     assert "different backend kind: real vs simulated" in out.splitlines()[0]
 
@@ -442,8 +442,8 @@ def test_a_report_refuses_mixed_runs_and_banners_them_when_allowed(
     assert "different matcher" in capsys.readouterr().err
     assert main([*args, "--allow-mixed"]) == 0
     text = (tmp_path / "cli" / "index.html").read_text(encoding="utf-8")
-    intro = text.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
-    assert intro.startswith("mixed comparison: plain-report: ")
+    intro = text.split("<ul class='intro'>", 1)[1].split("</ul>", 1)[0]
+    assert intro.startswith("<li>mixed comparison: plain-report: ")
     assert "different matcher" in intro
     md = (tmp_path / "cli" / "summary.md").read_text(encoding="utf-8")
     assert "mixed comparison: plain-report: " in md

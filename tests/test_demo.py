@@ -61,7 +61,7 @@ def test_part_two_shows_the_cap_and_the_threshold_at_work(
 
 def test_the_report_opens_with_both_parts(demo: tuple[DemoResult, ScriptedBackend, Path]) -> None:
     html = demo[0].paths.html.read_text(encoding="utf-8")
-    intro = html.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
+    intro = html.split("<ul class='intro'>", 1)[1].split("</ul>", 1)[0]
     assert "Part 1" in intro and "Part 2" in intro and "simulated" in intro
     assert html.count("<h2>Charts: ") == 3
 
@@ -80,7 +80,7 @@ def test_the_report_counts_this_runs_replies(
     """The intro's numbers come from the run: every scripted reply parses, none is cut."""
     result = demo[0]
     html = result.paths.html.read_text(encoding="utf-8")
-    intro = html.split("<p class='intro'>", 1)[1].split("</p>", 1)[0]
+    intro = html.split("<ul class='intro'>", 1)[1].split("</ul>", 1)[0]
     bound = bounded_reply_tokens(SchemaBounds(**BOUNDS), "compact")
     for run in result.real:
         for lane_id, lane in run.lanes.items():

@@ -112,7 +112,7 @@ def test_runs_answered_by_another_backend_are_refused_naming_it(
     assert not (runs / "sloppy-report" / "index.html").exists()
     # Allowed, the comparison runs and its first line states what it mixes.
     assert main(["compare", str(careful), str(sloppy), "--allow-mixed", "--resamples", "200"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
+    first = capsys.readouterr().out.replace("\n  ", " ").splitlines()[0]  # unwrapped
     assert first.startswith("mixed comparison: sloppy: ") and first.endswith(line), first
     assert main([*report, "--allow-mixed"]) == 0
     markdown = (runs / "sloppy-report" / "summary.md").read_text(encoding="utf-8")
@@ -143,7 +143,7 @@ def test_a_judge_prompt_edited_under_its_name_is_refused(
     line = f"different judge 'house': prompt sha256 {before} vs {after}"
     assert line in _refused(["compare", *map(str, made)], capsys)
     assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
-    assert line in capsys.readouterr().out.splitlines()[0]
+    assert line in capsys.readouterr().out.replace("\n  ", " ").splitlines()[0]
 
 
 def _audited_copy(source: Path, target: Path) -> str:

@@ -61,12 +61,14 @@ def test_the_report_opens_with_the_intro_and_names_simulated_lanes(
     paths = build_report([sim_run], tmp_path, title="t", intro="Part one <shows> things.")
     html = paths.html.read_text(encoding="utf-8")
     body = html.split("<h1>t</h1>", 1)[1]
-    assert body.lstrip().startswith("<p class='intro'>Part one &lt;shows&gt; things. 4 config")
+    opening = "<ul class='intro'><li>Part one &lt;shows&gt; things.</li><li>4 config"
+    assert body.lstrip().startswith(opening)
     assert "marked [simulated] replay the simulated model" in body
     assert "Every setting of every configuration" in html
     md = paths.markdown.read_text(encoding="utf-8")
     # Markdown escapes the intro (md_escape): no raw HTML, no link syntax.
-    assert md.splitlines()[2].startswith("Part one \\<shows> things. 4 configuration(s)")
+    assert md.splitlines()[2] == "- Part one \\<shows> things."
+    assert md.splitlines()[3].startswith("- 4 configuration(s)")
     assert "\\[simulated\\] thr=0.5 max=10" in md
 
 

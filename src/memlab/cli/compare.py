@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import functools
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memlab.cli import _args
 from memlab.core.files import io_reason
 from memlab.scoring.metric_specs import interval_specs
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from memlab.scoring.stats import StatOptions
+
 __all__ = ["COMMANDS", "register"]
+
+Say = Callable[[str], None]
 
 COMMANDS: dict[str, str] = {
     "compare": "compare configurations paired on owners: deltas, intervals, p-values",
@@ -37,10 +50,14 @@ def register(subparsers: Any) -> None:
         "unless --allow-mixed. The output ends with one line per reason the comparison is "
         "inconclusive (the backend ignores the prompts compared, no test possible with so few "
         "owners, judge verdicts unreadable, replies failing to parse on both sides, a primary "
-        "metric not comparable) and the verdict.",
+        "metric not comparable) and the verdict. The table fits 120 columns: one block per "
+        "configuration, metrics by id, intervals without their level and no p-values; "
+        "--wide prints every column, --csv the full table as CSV.",
         epilog="examples:\n  memlab compare runs/baseline runs/new-prompt\n"
         "  memlab compare runs/threshold-sweep --baseline-lane thr=0.7\n"
-        "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv",
+        "  memlab compare runs/a runs/b --wide\n"
+        "  memlab compare runs/a runs/b --metrics recall,precision --csv cmp.csv\n"
+        "  memlab compare runs/a runs/b --csv - > cmp.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run_a", type=_args.directory, help="baseline run directory")
@@ -64,18 +81,72 @@ def register(subparsers: Any) -> None:
     )
     _args.add_stat_options(p)
     _args.add_allow_mixed(p)
-    p.add_argument("--csv", help="also write the full comparison table to this CSV file")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column (interval levels, p-values with Holm's, metric titles): "
+        "about 260 characters a row",
+    )
+    p.add_argument(
+        "--csv",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="also write the full comparison table (every column, numbers unrounded) to this "
+        "CSV file; '--csv -' (or --csv last, without a path) prints it to stdout instead of "
+        "the table, and the other lines to stderr",
+    )
     p.set_defaults(func=_compare)
+
+
+def _say(text: str, *, stream: TextIO, width: int | None) -> None:
+    """Print ``text``, each line wrapped at ``width`` (``None``: as is)."""
+    if width is None:
+        print(text, file=stream)
+        return
+    for line in text.split("\n"):
+        wrapped = textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False)
+        print("\n".join(wrapped), file=stream)
+
+
+def _print_table(
+    table: pd.DataFrame, args: argparse.Namespace, options: StatOptions, say: Say, where: Path
+) -> None:
+    """The banners, the table (narrow, ``--wide``, or CSV with ``--csv -``), each reason the
+    comparison is inconclusive and the verdict."""
+    from memlab.cli.compare_view import narrow_text, wide_text
+    from memlab.reporting.verdict import headline
+    from memlab.scoring.comparison import CompareError
+    from memlab.scoring.inconclusive import inconclusive_reasons
+
+    for banner in table.attrs.get("banners", []):
+        say(banner)
+    if table.empty:
+        raise CompareError(f"{where}: one configuration and no run B: nothing to compare")
+    first = table.iloc[0]
+    tests = int(table["p_holm"].notna().sum())
+    say(
+        f"baseline: {first['baseline_run']}: {first['baseline_lane']}; "
+        f"{len(table)} comparisons\n{tests} primary tests Holm-corrected at alpha "
+        f"{options.alpha:g} (the rest exploratory); {options.resamples} resamples over owners"
+    )
+    if args.csv == "-":
+        table.to_csv(sys.stdout, index=False)
+    else:
+        print(wide_text(table) if args.wide else narrow_text(table))
+    reasons = inconclusive_reasons(table, power=options.power)
+    for reason in reasons:
+        say(f"inconclusive: {reason}")
+    say(f"verdict: {headline([table], reasons)}")
 
 
 def _compare(args: argparse.Namespace) -> int:
     # Imported here: pandas and the statistics load when a comparison runs, not for --help.
     _args.single_blas_thread()
+    from memlab.cli.compare_view import WIDTH, fit
     from memlab.reporting.qa import compare_under_judges
-    from memlab.reporting.verdict import headline
     from memlab.runs.run import load_run
-    from memlab.scoring.comparison import CompareError, compare, comparison_text
-    from memlab.scoring.inconclusive import inconclusive_reasons
+    from memlab.scoring.comparison import CompareError, compare
     from memlab.scoring.stats import StatOptions
 
     options = StatOptions(resamples=args.resamples, alpha=args.alpha)
@@ -96,22 +167,11 @@ def _compare(args: argparse.Namespace) -> int:
         options=options,
         allow_mixed=args.allow_mixed,
     )
-    for banner in table.attrs.get("banners", []):
-        print(banner)
-    if table.empty:
-        raise CompareError(f"{run_a.path}: one configuration and no run B: nothing to compare")
-    first = table.iloc[0]
-    tests = int(table["p_holm"].notna().sum())
-    print(
-        f"baseline: {first['baseline_run']}: {first['baseline_lane']}; "
-        f"{len(table)} comparisons, {tests} primary tests Holm-corrected at alpha "
-        f"{options.alpha:g} (the rest exploratory); {options.resamples} resamples over owners"
-    )
-    print(comparison_text(table).to_string(index=False))
-    reasons = inconclusive_reasons(table, power=options.power)
-    for reason in reasons:
-        print(f"inconclusive: {reason}")
-    print(f"verdict: {headline([table], reasons)}")
+    to_stdout = args.csv == "-"
+    stream = sys.stderr if to_stdout else sys.stdout
+    # Lines of prose wrap at the table's width (continuations indented) unless --wide.
+    say = functools.partial(_say, stream=stream, width=None if args.wide else WIDTH)
+    _print_table(table, args, options, say, run_a.path)
     robust = compare_under_judges(
         run_a,
         run_b,
@@ -123,9 +183,15 @@ def _compare(args: argparse.Namespace) -> int:
     )
     if not robust.empty:
         columns = ["lane", "metric", *(c for c in robust.columns if c.startswith("verdict:"))]
-        print("\nmemory QA under every judge (a difference holds only when every judge finds it):")
-        print(robust[[*columns, "judge_robust"]].to_string(index=False))
-    if args.csv:
+        say("\nmemory QA under every judge (a difference holds only when every judge finds it):")
+        shown = robust[[*columns, "judge_robust"]]
+        lines = (
+            shown.to_string(index=False).splitlines()
+            if args.wide
+            else fit(shown, WIDTH, shrink=["lane"])
+        )
+        print("\n".join(lines), file=stream)
+    if args.csv and not to_stdout:
         try:
             table.to_csv(args.csv, index=False)
         except OSError as exc:

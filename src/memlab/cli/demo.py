@@ -35,6 +35,7 @@ __all__ = [
     "SCHEMA_GRID",
     "SIM_GRID",
     "DemoResult",
+    "lane_outcomes",
     "outcomes",
     "register",
     "run_demo",
@@ -107,31 +108,34 @@ def _count(n: int | None, noun: str) -> str:
 
 
 def _intro(real: list[Run], simulated: Run) -> str:
+    """The report's introduction, one short line each (the report lists them)."""
     first = real[0].grid
     real_lanes = sum(len(run.lanes) for run in real)
     owners = simulated.summary["owners"].max()
     sessions = simulated.summary["sessions"].max()
-    return (
-        f"Part 1 (runs {', '.join(r.name for r in real)}; real model): the bundled "
-        f"SmolLM2-135M-Instruct replays {_count(first.max_owners, 'owner')} x "
-        f"{_count(first.max_sessions, 'session')} of personas in {real_lanes} "
-        "configurations: the "
-        "default and concise prompts, with free-text output and with schema-constrained output "
-        "whose strings and lists are bounded (schema_bounds). It "
-        "shows which replies a 135M model gets through the parse ladder and what the facts it "
-        f"stores look like (duplicates, precision). In this run: {'; '.join(map(outcomes, real))}. "
-        f"Part 2 (run {simulated.name}; simulated): the simulated model sim:chatty replays all "
-        f"{owners} owners ({sessions} sessions) under fact_confidence_threshold x "
-        "max_facts, so fact growth up to the cap, evictions, what the threshold filters and "
-        "the recall/precision operating curve are visible. Every lane of part 2 is simulated."
+    return "\n".join(
+        [
+            f"Part 1 (runs {', '.join(r.name for r in real)}; real model): the bundled "
+            f"SmolLM2-135M-Instruct replays {_count(first.max_owners, 'owner')} x "
+            f"{_count(first.max_sessions, 'session')} of personas in {real_lanes} "
+            "configurations: the default and concise prompts, each with free-text output and "
+            "with bounded schema-constrained output (schema_bounds).",
+            "It shows which replies a 135M model gets through the parse ladder and what the "
+            "facts it stores look like (duplicates, precision).",
+            *(f"In this run: {phrase}." for run in real for phrase in lane_outcomes(run)),
+            f"Part 2 (run {simulated.name}; simulated): the simulated model sim:chatty replays "
+            f"all {owners} owners ({sessions} sessions) under fact_confidence_threshold x "
+            "max_facts: fact growth up to the cap, evictions, what the threshold filters and "
+            "the recall/precision operating curve. Every lane of part 2 is simulated.",
+        ]
     )
 
 
-def outcomes(run: Run) -> str:
-    """What became of a run's replies, counted from its calls (one phrase per lane)."""
+def lane_outcomes(run: Run) -> list[str]:
+    """What became of a run's replies, counted from its calls: one phrase per lane."""
     calls = run.calls
     if calls.empty:
-        return f"{run.name}: no replies"
+        return [f"{run.name}: no replies"]
     phrases = []
     for lane_id, lane_calls in calls[calls["reply"].notna()].groupby("lane_id", sort=False):
         limit = run.lanes[str(lane_id)].max_tokens
@@ -140,7 +144,12 @@ def outcomes(run: Run) -> str:
             f"{int(lane_calls['parse_ok'].sum())} of {len(lane_calls)} replies parsed, "
             f"{int((lane_calls['parse_category'] == 'truncated').sum())} truncated"
         )
-    return "; ".join(phrases)
+    return phrases
+
+
+def outcomes(run: Run) -> str:
+    """What became of a run's replies, counted from its calls (one phrase per lane)."""
+    return "; ".join(lane_outcomes(run))
 
 
 def run_demo(

@@ -24,6 +24,7 @@ from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
 from memlab.runs.run import Run, RunError
 from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE, LaneFacts, differences
+from memlab.scoring.metric_specs import MetricSpec, metric_spec, primary_metrics
 
 __all__ = [
     "PromptChange",
@@ -49,6 +50,10 @@ class PromptChange:
             json_schema``); empty when only the prompt does.
         note: What the comparison cannot show ("" when nothing): the simulated model ignores
             prompt text.
+        primary: ``(metric title, signed delta as text)`` of the primary metrics (the runs'
+            Holm family, :func:`~memlab.scoring.metric_specs.primary_metrics`) that changed.
+        effect: The largest absolute change of a primary metric (0 when none changed): how
+            the report ranks prompt changes.
     """
 
     run: str
@@ -58,6 +63,8 @@ class PromptChange:
     baseline: str = ""
     also: list[str] = field(default_factory=list)
     note: str = ""
+    primary: list[tuple[str, str]] = field(default_factory=list)
+    effect: float = 0.0
 
 
 def _variant(run: Run, lane_id: str) -> PromptVariant | None:
@@ -121,8 +128,10 @@ def prompt_changes(runs: Sequence[Run], metrics: pd.DataFrame) -> list[PromptCha
     """The prompt edits among the runs' lanes (see the module docstring).
 
     ``metrics`` is :func:`~memlab.reporting.tables.compare_table` of the same runs (row order
-    = runs' lanes in order).
+    = runs' lanes in order). The primary metrics are the first run's (its grid's
+    ``primary:``, else those the metric specs declare), as in the report's comparisons.
     """
+    primary = [metric_spec(name) for name in primary_metrics(runs[0].primary if runs else None)]
     lanes: list[_Lane] = []
     every = [(run, lane_id) for run in runs for lane_id in run.lanes]
     for index, (owner_run, lane_id) in enumerate(every):
@@ -138,18 +147,32 @@ def prompt_changes(runs: Sequence[Run], metrics: pd.DataFrame) -> list[PromptCha
             baseline=other.facts.name,
             also=also,
             note=SIMULATED_PROMPT_NOTE if lane.facts.simulated and other.facts.simulated else "",
+            primary=_deltas(metrics, other.index, lane.index, primary),
+            effect=_effect(metrics, other.index, lane.index, primary),
         )
         for other, lane, also in _pairs(lanes)
     ]
 
 
-def _deltas(metrics: pd.DataFrame, base: int, row: int) -> list[tuple[str, str]]:
+def _deltas(
+    metrics: pd.DataFrame, base: int, row: int, specs: Sequence[MetricSpec] | None = None
+) -> list[tuple[str, str]]:
+    """The metrics of ``specs`` (default: the report's table) that changed, as text."""
     deltas = []
-    for metric in metrics_in(metrics):
+    for metric in metrics_in(metrics, specs):
         delta = metrics[metric.column].iloc[row] - metrics[metric.column].iloc[base]
         if pd.notna(delta) and delta != 0:
             deltas.append((metric.title, metric.fmt_delta(float(delta))))
     return deltas
+
+
+def _effect(metrics: pd.DataFrame, base: int, row: int, specs: Sequence[MetricSpec]) -> float:
+    """The largest absolute change among the metrics of ``specs`` (0 when none changed)."""
+    changes = [
+        abs(float(metrics[metric.column].iloc[row] - metrics[metric.column].iloc[base]))
+        for metric in metrics_in(metrics, specs)
+    ]
+    return max((c for c in changes if c == c), default=0.0)  # c == c: not NaN
 
 
 def _against(change: PromptChange) -> str:

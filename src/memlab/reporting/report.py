@@ -68,7 +68,7 @@ from memlab.reporting.tables import (
 )
 from memlab.reporting.verdict import (
     biggest_prompt_change,
-    compared_text,
+    compared_lines,
     verdict,
     verdict_html,
     verdict_markdown,
@@ -113,8 +113,8 @@ th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums
 .changed{background:#fff8e1} pre{white-space:pre-wrap;overflow-wrap:anywhere;
 background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
 img{max-width:100%;border:1px solid #eee} .muted{color:#666}
-.intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.4rem .8rem;margin:.4rem 0;
-font-size:.85rem}
+.intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.4rem .8rem .4rem 1.8rem;
+margin:.4rem 0;font-size:.85rem}
 .compared{margin:.4rem 0} tr.robust td{background:#e8f5e9} .caption{margin:.3rem 0}
 details.section{border-top:1px solid #ddd;padding:.2rem 0}
 details.section>summary{cursor:pointer} details.section>summary>h2{display:inline}
@@ -276,10 +276,10 @@ def build_report(
     """Write ``index.html`` and ``summary.md`` comparing ``runs``: the first real lane is the
     real lanes' baseline, the first simulated lane the simulated lanes'.
 
-    ``intro`` opens the report (plain text, escaped); a note naming the simulated lanes
-    follows it whenever a run has any. Lanes measured differently (another dataset, owner
-    set, matcher or judge, a run of the simulated model beside a run of a real one, another
-    answerer or answer key of memory QA) are refused
+    ``intro`` opens the report (plain text, escaped; each line one item of a list); a note
+    naming the simulated lanes follows it whenever a run has any. Lanes measured differently
+    (another dataset, owner set, matcher or judge, a run of the simulated model beside a run
+    of a real one, another answerer or answer key of memory QA) are refused
     (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
     the report's introduction then names what is mixed. A run whose dataset file changed since
     it was swept is refused (:class:`~memlab.runs.run_dataset.DatasetChangedError`).
@@ -291,9 +291,13 @@ def build_report(
     stats = statistics_section(runs, allow_mixed=allow_mixed)
     # Answers no judge could grade lower accuracy without being the memory's fault: said first.
     banners = [*stats.banners, *qa_error_notes(runs)]
-    # The caller's own introduction first (what the report is), then what it must warn of.
-    notes = (intro, *banners, *echo_notes(runs), simulated_note(runs))
-    intro = " ".join(part for part in notes if part)
+    # The caller's own introduction first (what the report is), then what it must warn of:
+    # one short item each (a line of the caller's text is an item), never one long paragraph.
+    notes = [
+        part
+        for part in (*intro.splitlines(), *banners, *echo_notes(runs), simulated_note(runs))
+        if part.strip()
+    ]
     qa = qa_section(runs, allow_mixed=allow_mixed)
     if qa is not None:  # what the introduction states is not stated twice
         qa = replace(qa, banners=[b for b in qa.banners if b not in stats.banners])
@@ -320,9 +324,11 @@ def build_report(
         notes=_measure_notes(runs),
     )
     html, md = _html(report), _markdown(report)
-    if intro:
-        html = html.replace("<!--intro-->", f"<p class='intro'>{escape(intro)}</p>", 1)
-        md = md.replace("<!--intro-->\n", f"{md_escape(intro, 2000)}\n\n", 1)
+    if notes:
+        items = "".join(f"<li>{escape(note)}</li>" for note in notes)
+        html = html.replace("<!--intro-->", f"<ul class='intro'>{items}</ul>", 1)
+        listed = "".join(f"- {md_escape(note, 2000)}\n" for note in notes)
+        md = md.replace("<!--intro-->\n", f"{listed}\n", 1)
     else:
         html, md = html.replace("<!--intro-->", "", 1), md.replace("<!--intro-->\n", "", 1)
     paths = ReportPaths(html=out / "index.html", markdown=out / "summary.md")
@@ -409,8 +415,11 @@ def _html_head(report: _Report) -> list[str]:
         f"<title>{title}</title><style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
         "<!--intro-->",
-        f"<p class='compared'>{escape(compared_text(report.runs, report.changed))} "
-        f"<span class='muted'>Generated {escape(report.generated)}.</span></p>",
+        "<ul class='compared'>"
+        + "".join(
+            f"<li>{escape(line)}</li>" for line in compared_lines(report.runs, report.changed)
+        )
+        + f"</ul><p class='muted'>Generated {escape(report.generated)}.</p>",
     ]
 
 
@@ -540,7 +549,8 @@ def _markdown(report: _Report) -> str:
     ]
     changes = prompt_changes(report.runs, report.metrics)
     robust = report.qa.robust if report.qa is not None else None
-    lines += [md_escape(compared_text(report.runs, report.changed), 2000), ""]
+    compared = compared_lines(report.runs, report.changed)
+    lines += [*(f"- {md_escape(line, 2000)}" for line in compared), ""]
     lines += verdict_markdown(verdict(report.stats, robust), biggest_prompt_change(changes))
     lines += _markdown_configurations(report.configs, report.changed)
     lines += _markdown_metrics(report)

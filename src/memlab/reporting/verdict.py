@@ -31,8 +31,10 @@ __all__ = [
     "FIRST_ROWS",
     "Verdict",
     "biggest_prompt_change",
+    "compared_lines",
     "compared_text",
     "headline",
+    "prompt_change_text",
     "verdict",
     "verdict_html",
     "verdict_markdown",
@@ -146,26 +148,30 @@ def verdict(section: StatisticsSection, robust: pd.DataFrame | None = None) -> l
     ]
 
 
-def compared_text(runs: Sequence[Run], changed: Sequence[str]) -> str:
-    """One paragraph: runs, datasets, configurations per group with their baselines."""
+def compared_lines(runs: Sequence[Run], changed: Sequence[str]) -> list[str]:
+    """Short lines: runs and datasets, each group's configurations and baseline, the settings
+    that differ."""
     lanes = sum(len(run.lanes) for run in runs)
     datasets = ", ".join(dict.fromkeys(run.grid.dataset for run in runs))
-    groups = []
+    lines = [
+        f"Compared: {lanes} configuration(s) in {len(runs)} run(s) "
+        f"({', '.join(run.name for run in runs)}) on {datasets}."
+    ]
     for group in lane_groups(runs):
         owners = max(
             (int(run.summary["owners"].max()) for run, _ in group.lanes if not run.summary.empty),
             default=0,
         )
-        groups.append(
+        lines.append(
             f"{group.title}: {len(group.lanes)} configuration(s) on up to {owners} owner(s), "
-            f"baseline {group.baseline}"
+            f"baseline {group.baseline}."
         )
-    return (
-        f"Compared: {lanes} configuration(s) in {len(runs)} run(s) "
-        f"({', '.join(run.name for run in runs)}) on {datasets}. "
-        + "; ".join(groups)
-        + f". Settings that differ: {', '.join(changed) or 'none'}."
-    )
+    return [*lines, f"Settings that differ: {', '.join(changed) or 'none'}."]
+
+
+def compared_text(runs: Sequence[Run], changed: Sequence[str]) -> str:
+    """:func:`compared_lines` as one paragraph."""
+    return " ".join(compared_lines(runs, changed))
 
 
 def _changed_lines(change: PromptChange) -> int:
@@ -177,8 +183,21 @@ def _changed_lines(change: PromptChange) -> int:
 
 
 def biggest_prompt_change(changes: Sequence[PromptChange]) -> PromptChange | None:
-    """The prompt change with the most changed template lines (``None`` without any)."""
-    return max(changes, key=_changed_lines, default=None)
+    """The prompt change with the largest effect on a primary metric
+    (:attr:`PromptChange.effect`), the one with more changed template lines on a tie
+    (``None`` without any)."""
+    return max(changes, key=lambda c: (c.effect, _changed_lines(c)), default=None)
+
+
+def prompt_change_text(change: PromptChange) -> str:
+    """The first screen's sentence on the biggest prompt change: its effect on the primary
+    metrics only (every metric's delta is in the "Prompt changes" section)."""
+    effect = ", ".join(f"{title} {text}" for title, text in change.primary)
+    return (
+        f"Biggest prompt change (by its effect on the primary metrics): {change.run}: "
+        f"{change.lane} ({_changed_lines(change)} template lines changed); its effect on the "
+        f"primary metrics: {effect or 'none changed'}."
+    )
 
 
 def _observed(table: pd.DataFrame | None) -> str:
@@ -264,12 +283,10 @@ def verdict_html(verdicts: Sequence[Verdict], change: PromptChange | None) -> li
                 f"{_table(rest)}</details>"
             )
     if change is not None:
-        deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
         parts.append(
-            f"<p><b>Biggest prompt change</b>: {escape(change.run)}: {escape(change.lane)} "
-            f"({_changed_lines(change)} template lines changed); its effect: "
-            f"{escape(deltas or 'no metric changed')}. "
-            "<a href='#prompt-changes'>The diff and every other prompt change</a>.</p>"
+            f"<p>{escape(prompt_change_text(change))} "
+            "<a href='#prompt-changes'>The diff, every metric's delta and every other prompt "
+            "change</a>.</p>"
         )
     return parts
 
@@ -292,11 +309,5 @@ def verdict_markdown(verdicts: Sequence[Verdict], change: PromptChange | None) -
         lines += [md_table_row([md_escape(str(v)) for v in row]) for row in found.rows.values]
         lines.append("")
     if change is not None:
-        deltas = ", ".join(f"{title} {text}" for title, text in change.deltas)
-        lines += [
-            f"Biggest prompt change: {md_escape(f'{change.run}: {change.lane}')} "
-            f"({_changed_lines(change)} template lines changed); its effect: "
-            f"{md_escape(deltas or 'no metric changed')}.",
-            "",
-        ]
+        lines += [md_escape(prompt_change_text(change)), ""]
     return lines
