@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from memlab.cli import _args, qa_options
 
 if TYPE_CHECKING:
-    from memlab.reporting.ab import ABResult
+    from memlab.reporting.prompt_ab import ABResult
     from memlab.sweeps.qa_spec import QASpec
 
 # The replays and statistics are imported when the command runs: `memlab --help` stays fast.
@@ -157,8 +157,8 @@ def _ab(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace, qa: QASpec | None) -> ABResult:
     from memlab.backends.cache import CacheMode
-    from memlab.reporting.ab import ab
     from memlab.reporting.gate import DEFAULT_TOLERANCE
+    from memlab.reporting.prompt_ab import ab
     from memlab.scoring.stats import StatOptions
 
     return ab(

@@ -142,7 +142,8 @@ class ABResult:
             metric_spec(m).title: metric_spec(m).fmt_delta(size).lstrip("+")
             for m, size in self.tolerances.items()
         }
-        if len(set(sizes.values())) == 1:
+        every = {v.metric for v in self.verdicts} <= set(self.tolerances)
+        if every and len(set(sizes.values())) == 1:
             tolerance = f"tolerance {next(iter(sizes.values()))}"
         else:
             tolerance = "tolerance " + (", ".join(f"{m} {s}" for m, s in sizes.items()) or "none")
