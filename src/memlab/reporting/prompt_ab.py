@@ -152,24 +152,33 @@ class ABResult:
             f"({self.base_prompt.sha256[:8]}) -> {self.candidate_prompt.name} "
             f"({self.candidate_prompt.sha256[:8]}), {owners} owners paired",
             f"backend {lane.backend}; {answered}; {tolerance}",
-            f"runs: {self.baseline.path} (baseline), {self.candidate.path} (candidate)",
+            f"baseline run:  {self.baseline.path}",
+            f"candidate run: {self.candidate.path}",
         ]
 
     def lines(self, width: int = WIDTH) -> list[str]:
-        """The A/B as text, each line at most ``width`` columns: what was compared, every
+        """The A/B as text, each line at most ``width`` columns (a run's path excepted: where a
+        line breaks must not depend on where the runs are): what was compared, every
         inconclusive reason in full, then one verdict per primary metric (the last lines)."""
-        out = [*self.header()]
+        *what, base_run, candidate_run = self.header()
+        body = []
         if self.reasons:
-            out += ["", "inconclusive because:"]
-            out += [f"- {reason.text}" for reason in self.reasons]
-        out += ["", "verdict per primary metric (baseline -> candidate):"]
+            body += ["", "inconclusive because:"]
+            body += [f"- {reason.text}" for reason in self.reasons]
+        body += ["", "verdict per primary metric (baseline -> candidate):"]
         name_width = max((len(v.title) for v in self.verdicts), default=0)
         for found in self.verdicts:
-            out.append(f"  {found.title:<{name_width}}  {found.baseline} -> {found.candidate}: "
-                       f"{found.text}")  # fmt: skip
+            body.append(f"  {found.title:<{name_width}}  {found.baseline} -> {found.candidate}: "
+                        f"{found.text}")  # fmt: skip
         if not self.verdicts:
-            out.append("  no primary metric in both runs: nothing to compare")
-        return [part for line in out for part in _wrapped(line, width)]
+            body.append("  no primary metric in both runs: nothing to compare")
+        head = [part for line in what for part in _wrapped(line, width)]
+        return [
+            *head,
+            base_run,
+            candidate_run,
+            *(p for line in body for p in _wrapped(line, width)),
+        ]
 
     @property
     def text(self) -> str:
