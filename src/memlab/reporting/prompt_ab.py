@@ -221,14 +221,14 @@ def _metric_verdict(
     base, value = spec.fmt(row["baseline"]), spec.fmt(row["value"])
     mine = tuple(r for r in reasons if not r.metrics or spec.column in r.metrics)
     verdict = str(row["verdict"])
+    if verdict == "not applicable":  # measured on neither side: nothing to be unsure of
+        detail = "undefined on both sides"
+        return MetricVerdict(spec.column, spec.title, verdict, base, value, detail)
     if mine:
         detail = "; ".join(dict.fromkeys(_said(r, spec.column, found) for r in mine))
         return MetricVerdict(spec.column, spec.title, "inconclusive", base, value, detail, mine)
     if verdict in ("better", "worse"):
         return MetricVerdict(spec.column, spec.title, verdict, base, value, describe(row))
-    if verdict == "not applicable":
-        detail = "undefined on both sides"
-        return MetricVerdict(spec.column, spec.title, verdict, base, value, detail)
     mde = describe_mde(row)
     if mde == "-":  # every owner has the metric's best value on both sides
         detail = "no difference: every owner has the same value on both sides"
