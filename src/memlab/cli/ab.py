@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args, qa_options
+from memlab.cli.matching import matcher_from_args
+from memlab.matching.matchers import matcher_help
 
 if TYPE_CHECKING:
     from memlab.reporting.prompt_ab import ABResult
@@ -106,6 +108,13 @@ def register(subparsers: Any) -> None:
         help="the runs are NAME-base and NAME-candidate (default: ab-BASE-vs-CANDIDATE); "
         "existing ones are resumed",
     )
+    p.add_argument(
+        "--matcher",
+        default="default",
+        help="fact matcher for recall and precision: "
+        + ", ".join(matcher_help(plugins=False))
+        + ", or a plugin's (memlab matcher list) (default: default)",
+    )
     _args.add_cache_options(p, "response cache directory (default: no cache)")
     p.add_argument(
         "--workers",
@@ -178,6 +187,7 @@ def _replay(args: argparse.Namespace, qa: QASpec | None) -> ABResult:
         cache_mode=CacheMode(args.cache_mode),
         max_workers=args.workers,
         progress=not args.no_progress,
+        matcher=matcher_from_args(args),
         options=StatOptions(resamples=args.resamples, alpha=args.alpha),
         max_judge_errors=args.max_judge_errors,
     )
