@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from memlab.datasets import dataset_stats, load_dataset
     from memlab.errors import MemlabError
     from memlab.matching import resolve_matcher
-    from memlab.reporting import build_report, check_gate, try_prompt
+    from memlab.reporting import ab, build_report, check_gate, try_prompt
     from memlab.scoring import compare
     from memlab.sweeps import Grid, LaneConfig, Run, load_grid, load_run, rescore, sweep
 
@@ -76,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "load_dataset": "memlab.datasets",
     "MemlabError": "memlab.errors",
     "resolve_matcher": "memlab.matching",
+    "ab": "memlab.reporting",
     "build_report": "memlab.reporting",
     "check_gate": "memlab.reporting",
     "try_prompt": "memlab.reporting",
@@ -108,6 +109,7 @@ __all__ = [
     "Run",
     "ScriptedBackend",
     "UpdateResult",
+    "ab",
     "build_report",
     "check_gate",
     "compare",

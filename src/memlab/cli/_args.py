@@ -40,6 +40,7 @@ __all__ = [
     "share",
     "single_blas_thread",
     "token_limit",
+    "tolerance",
     "workers",
 ]
 
@@ -102,6 +103,19 @@ def run_name(text: str) -> str:
         return safe_component(text, "run name")
     except UnsafeNameError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def tolerance(text: str) -> float | dict[str, float]:
+    """``SIZE`` or ``RATE=SIZE,...`` of ``--tolerance`` (``gate`` and ``ab``)."""
+    try:
+        if "=" not in text:
+            return float(text)
+        pairs = (item.partition("=") for item in text.split(",") if item.strip())
+        return {name.strip(): float(size) for name, _, size in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number or RATE=SIZE,..., got {excerpt(text)}"
+        ) from None
 
 
 def _path_problem(text: str) -> str | None:

@@ -32,6 +32,7 @@ __all__ = [
 COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
+    "ab",
     "qa",
     "judge",
     "prompts",

@@ -126,7 +126,7 @@ def _register_gate(subparsers: Any) -> None:
     g.add_argument(
         "--tolerance",
         metavar="SIZE",
-        type=_tolerance,
+        type=_args.tolerance,
         help="the smallest regression --no-significant-regression must be able to detect: a "
         "fraction for every rate (0.05 = 5 points), or METRIC=SIZE,... in each metric's unit; "
         "a metric whose minimum detectable effect is larger, and whose interval does not rule "
@@ -162,19 +162,6 @@ def _register_gate(subparsers: Any) -> None:
         metavar = "RATE" if spec.percent else "N"
         g.add_argument(spec.flag, dest=name, type=float, metavar=metavar, help=spec.gate_help())
     g.set_defaults(func=_gate)
-
-
-def _tolerance(text: str) -> float | dict[str, float]:
-    """``SIZE`` or ``RATE=SIZE,...`` of ``--tolerance``."""
-    try:
-        if "=" not in text:
-            return float(text)
-        pairs = (item.partition("=") for item in text.split(",") if item.strip())
-        return {name.strip(): float(size) for name, _, size in pairs}
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number or RATE=SIZE,..., got {excerpt(text)}"
-        ) from None
 
 
 def _rates() -> list[str]:

@@ -1,4 +1,4 @@
-"""Charts, comparison reports, prompt trials and the CI gate.
+"""Charts, comparison reports, prompt trials, prompt A/B tests and the CI gate.
 
 Names are imported on first use (see :mod:`memlab._lazy`): the gate's thresholds load without
 matplotlib, the charts with it.
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         check_gate,
         check_regressions,
     )
+    from memlab.reporting.prompt_ab import ABResult, MetricVerdict, ab
     from memlab.reporting.report import (
         ReportPaths,
         build_report,
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
 
 _EXPORTS: dict[str, str] = {
+    "ABResult": "memlab.reporting.prompt_ab",
+    "MetricVerdict": "memlab.reporting.prompt_ab",
+    "ab": "memlab.reporting.prompt_ab",
     "chart_numbers": "memlab.reporting.chart_tables",
     "duplication_chart": "memlab.reporting.charts",
     "fact_growth_chart": "memlab.reporting.charts",
@@ -73,14 +77,17 @@ _EXPORTS: dict[str, str] = {
 
 
 __all__ = [
+    "ABResult",
     "GateFailure",
     "Metric",
+    "MetricVerdict",
     "PromptTrial",
     "Regression",
     "ReportPaths",
     "ThresholdError",
     "Thresholds",
     "TrialError",
+    "ab",
     "build_report",
     "chart_numbers",
     "check_gate",

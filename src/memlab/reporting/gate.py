@@ -47,6 +47,7 @@ __all__ = [
     "Undetectable",
     "check_gate",
     "check_regressions",
+    "tolerances_for",
 ]
 
 
@@ -186,9 +187,15 @@ DEFAULT_TOLERANCE = 0.05
 5 percentage points of a rate."""
 
 
-def _tolerances(
+def tolerances_for(
     tolerance: float | Mapping[str, float] | None, family: Sequence[str]
 ) -> dict[str, float]:
+    """The tolerance of each metric of ``family``: one size in points for every rate (a count
+    such as ``stale_rmst`` needs its own), or ``{metric: size}`` in each metric's unit.
+
+    Raises:
+        ThresholdError: A metric outside ``family``, or a size that is not positive.
+    """
     if tolerance is None:
         return {}
     if isinstance(tolerance, Mapping):
@@ -313,7 +320,7 @@ def check_regressions(
         family = list(primary_metrics(metrics if metrics is not None else candidate.primary))
     except KeyError as exc:
         raise ThresholdError(str(exc.args[0])) from None
-    tolerances = _tolerances(tolerance, family)
+    tolerances = tolerances_for(tolerance, family)
     table = compare(
         baseline,
         candidate,

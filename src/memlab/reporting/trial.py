@@ -35,7 +35,7 @@ from memlab.scoring.comparison import Lane, compare_lanes
 from memlab.scoring.inconclusive import Reason, inconclusive_reasons
 from memlab.sweeps.driver import sweep
 
-__all__ = ["PromptTrial", "TrialError", "try_prompt"]
+__all__ = ["PromptTrial", "TrialError", "sweep_prompt", "try_prompt"]
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ def try_prompt(
         raise TrialError(f"{run.path}: no lane {lane_id!r}; lanes: {list(run.lanes)}")
     info = run.lane_info(lane_id)["prompt"]
     before = PromptVariant(info["name"], info["template"], source=info.get("source", ""))
-    after, extra = _trial_prompt(resolve_prompt(prompt, name="trial"))
+    after, extra = sweep_prompt(resolve_prompt(prompt, name="trial"))
     selected = _owners(run, lane_id, owners)
     grid = _trial_grid(run, lane_id, selected, after)
     trial = sweep(
@@ -277,8 +277,8 @@ def _recorded_matcher(run: Run) -> FactMatcher | None:
         return None
 
 
-def _trial_prompt(after: PromptVariant) -> tuple[PromptVariant, dict[str, str] | None]:
-    """The prompt to try under the name the trial's grid uses, and the extra prompts it needs.
+def sweep_prompt(after: PromptVariant) -> tuple[PromptVariant, dict[str, str] | None]:
+    """The prompt to replay under the name a sweep's grid uses, and the extra prompts it needs.
 
     A built-in, unchanged, needs none; an edited copy of a built-in keeps its name with its
     hash, to tell the two apart.
