@@ -1,0 +1,50 @@
+"""One definition per concept, read from the source with ``ast``.
+
+- every registry (``plugins.declare`` or ``builtin_templates`` at module level) has a name no
+  other module gives a registry, so ``from ... import NAME`` always means one thing;
+- no module imports another module's private (``_name``) name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import memlab
+
+PACKAGE = Path(memlab.__file__).resolve().parent
+_REGISTRY_FACTORIES = {"declare", "builtin_templates"}
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return out
+
+
+def _registry_names(tree: ast.Module) -> list[str]:
+    names = []
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if not isinstance(value, ast.Call):
+            continue
+        func = value.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if called not in _REGISTRY_FACTORIES:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names += [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
+    return names
+
+
+def test_registry_names_are_unique() -> None:
+    owners: dict[str, list[str]] = defaultdict(list)
+    for module, tree in _modules().items():
+        for name in _registry_names(tree):
+            owners[name].append(module)
+    assert len(owners) >= 10, "the scan finds the registries"
+    assert {name: mods for name, mods in owners.items() if len(mods) > 1} == {}
