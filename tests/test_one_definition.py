@@ -2,6 +2,8 @@
 
 - every registry (``plugins.declare`` or ``builtin_templates`` at module level) has a name no
   other module gives a registry, so ``from ... import NAME`` always means one thing;
+- the simulated model's mark is written once (``memlab.backends.registry``), every table,
+  chart and title gets it from there;
 - no module imports another module's private (``_name``) name.
 """
 
@@ -48,3 +50,36 @@ def test_registry_names_are_unique() -> None:
             owners[name].append(module)
     assert len(owners) >= 10, "the scan finds the registries"
     assert {name: mods for name, mods in owners.items() if len(mods) > 1} == {}
+
+
+def _strings(tree: ast.Module) -> list[str]:
+    """The string constants of a module, docstrings left out."""
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_the_simulated_mark_is_built_in_one_place() -> None:
+    builders = {
+        module
+        for module, tree in _modules().items()
+        if any("[simulated]" in text for text in _strings(tree))
+    }
+    assert builders == {"memlab.backends.registry"}
+
+
+def test_mark_simulated() -> None:
+    from memlab.backends.registry import mark_simulated
+
+    assert mark_simulated("max_facts=10", True) == "[simulated] max_facts=10"
+    assert mark_simulated("[simulated] max_facts=10", True) == "[simulated] max_facts=10"
+    assert mark_simulated("max_facts=10", False) == "max_facts=10"

@@ -16,7 +16,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import is_simulated, mark_simulated
 from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
 from memlab.scoring.survival import Episode, kaplan_meier
 from memlab.sweeps.run import Run
@@ -461,8 +461,6 @@ def injection_coverage_chart(run: Run) -> Figure:
     for values, group in groups:
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
-        if group["backend"].map(is_simulated).all():
-            label = f"[simulated] {label}"
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)
@@ -481,7 +479,7 @@ def injection_coverage_chart(run: Run) -> Figure:
 def _simulated_label(run: Run, group: pd.DataFrame, label: str) -> str:
     """``label``, marked ``[simulated]`` when the group's lanes replay the simulated model."""
     simulated = all(is_simulated(run.lanes[str(lane)].backend) for lane in group.index)
-    return f"[simulated] {label}" if simulated and not label.startswith("[simulated]") else label
+    return mark_simulated(label, simulated)
 
 
 def _coverage_bars(run: Run, summary: pd.DataFrame, column: str) -> Figure:
@@ -523,7 +521,7 @@ def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
     dumped = lane.settings()
     dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
     label = _plain(", ".join(f"{k}={dumped[k]}" for k in keys) or "all")
-    return f"[simulated] {label}" if is_simulated(lane.backend) else label
+    return mark_simulated(label, is_simulated(lane.backend))
 
 
 def _why_unscored(run: Run) -> str:
