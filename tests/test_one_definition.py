@@ -83,3 +83,40 @@ def test_mark_simulated() -> None:
     assert mark_simulated("max_facts=10", True) == "[simulated] max_facts=10"
     assert mark_simulated("[simulated] max_facts=10", True) == "[simulated] max_facts=10"
     assert mark_simulated("max_facts=10", False) == "max_facts=10"
+
+
+def _private_imports(module: str, tree: ast.Module) -> list[str]:
+    """``from X import _y`` of ``module`` where X is another memlab module (not a package's
+    own private helper module: ``memlab._lazy`` and ``memlab.cli._args`` are modules, whose
+    public names may be imported)."""
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        source = node.module or ""
+        if node.level:  # relative import
+            base = package.split(".")
+            source = ".".join(base[: len(base) - node.level + 1] + ([source] if source else []))
+        if not source.startswith("memlab") or source == module:
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                if _is_module(f"{source}.{alias.name}"):
+                    continue  # a private module imported from its package
+                found.append(f"{module}: from {source} import {alias.name}")
+    return found
+
+
+def _is_package(module: str) -> bool:
+    return (PACKAGE.parent / module.replace(".", "/") / "__init__.py").exists()
+
+
+def _is_module(module: str) -> bool:
+    path = PACKAGE.parent / module.replace(".", "/")
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    found = [line for module, tree in _modules().items() for line in _private_imports(module, tree)]
+    assert found == []
