@@ -120,3 +120,28 @@ def _is_module(module: str) -> bool:
 def test_no_private_name_is_imported_across_modules() -> None:
     found = [line for module, tree in _modules().items() for line in _private_imports(module, tree)]
     assert found == []
+
+
+def test_the_qa_options_are_add_qas_keyword_arguments() -> None:
+    """QAOptions is the one list of the QA step's settings: add_qa takes each field as a
+    keyword argument with the same default, and sweep every one it forwards (its pool is
+    smaller by default: replays hold a model each)."""
+    import dataclasses
+    import inspect
+
+    from memlab.sweeps.driver import sweep
+    from memlab.sweeps.qa_step import QAOptions, add_qa
+
+    fields = {f.name: f.default for f in dataclasses.fields(QAOptions)}
+    add_qa_kwargs = {
+        p.name: p.default
+        for p in inspect.signature(add_qa).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert add_qa_kwargs == fields
+    sweep_params = inspect.signature(sweep).parameters
+    forwarded = {name: default for name, default in fields.items() if name != "prompts_dir"}
+    assert {name: sweep_params[name].default for name in forwarded} == {
+        **forwarded,
+        "max_workers": 4,
+    }
