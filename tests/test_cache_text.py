@@ -16,7 +16,7 @@ from memlab.backends.cache import (
     CacheCorruptError,
     CachedBackend,
     CacheMode,
-    _decode_entry,
+    decode_entry,
     entry_path,
     request_key,
 )
@@ -96,7 +96,7 @@ def test_a_hit_decodes_the_head_only_and_gets_what_the_full_decode_gets(tmp_path
     assert texts is not None
     tail = texts[1]
     assert raw.decode().endswith(tail)
-    assert _decode_entry(raw, key, tail) == _decode_entry(raw, key)
+    assert decode_entry(raw, key, tail) == decode_entry(raw, key)
     replay = CachedBackend(ScriptedBackend([]), tmp_path, CacheMode.READ_ONLY)
     assert replay.complete(request_).text == "stored reply"
     assert replay.counters.hits == 1
@@ -121,9 +121,9 @@ def test_a_damaged_head_before_an_intact_end_is_still_corrupt(
     damaged = damage(path.read_text(encoding="utf-8"))
     assert damaged.endswith(texts[1])
     path.write_text(damaged, encoding="utf-8")
-    found, completion = _decode_entry(damaged.encode(), key, texts[1])
+    found, completion = decode_entry(damaged.encode(), key, texts[1])
     assert completion is None and found.startswith(problem)
-    assert _decode_entry(damaged.encode(), key)[0].startswith(problem)  # as the full decode says
+    assert decode_entry(damaged.encode(), key)[0].startswith(problem)  # as the full decode says
     with pytest.raises(CacheCorruptError):
         CachedBackend(ScriptedBackend([]), tmp_path, CacheMode.READ_ONLY).complete(request_)
 

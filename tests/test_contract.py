@@ -267,9 +267,9 @@ def _full_violations(doc: Any) -> list[Any]:
 @settings(max_examples=600, deadline=None)
 @given(_MUTATED_UPDATES)
 def test_fast_check_agrees_with_full_validation(doc: Any) -> None:
-    """The compiled check and the full walk give the same verdict, in both directions.
+    """The compiled check and jsonschema give the same verdict, in both directions.
 
-    validate_update trusts the compiled check's "valid" and walks the schema otherwise; a
+    validate_update trusts the compiled check's "valid" and asks jsonschema otherwise; a
     compiled check that rejected valid documents would go unnoticed there (only slower), so it
     is compared directly. NaN and Infinity are never left to the compiled check.
     """

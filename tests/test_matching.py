@@ -18,7 +18,7 @@ from memlab.matching.default_matcher import (
     EmbeddingMatcher,
     clear_shared_verdicts,
 )
-from memlab.matching.judge import JUDGE_PROMPTS, LLMJudgeMatcher
+from memlab.matching.judge import FACT_JUDGE_PROMPTS, LLMJudgeMatcher
 from memlab.matching.matchers import (
     MATCHERS,
     MatcherError,
@@ -70,7 +70,7 @@ def judge_backend() -> ScriptedBackend:
 def test_judge_asks_both_prompts_and_reports_their_agreement() -> None:
     backend = judge_backend()
     judge = LLMJudgeMatcher(backend)
-    assert judge.prompts == ("lenient", "strict") and set(JUDGE_PROMPTS) >= set(judge.prompts)
+    assert judge.prompts == ("lenient", "strict") and set(FACT_JUDGE_PROMPTS) >= set(judge.prompts)
     moved = judge.match("Recently relocated to Lisbon", "Lives in Lisbon")
     assert moved == MatchResult(0.5, True, "judge: lenient yes, strict no")
     assert judge.covers("User lives in Lisbon", "Lives in Lisbon")

@@ -66,9 +66,9 @@ LATE_IMPORT = (
     "aa-late",
     """
     def register():
-        from memlab.matching.judge import JUDGE_PROMPTS
+        from memlab.matching.judge import FACT_JUDGE_PROMPTS
 
-        JUDGE_PROMPTS.register("mine", "{claim} {facts}")
+        FACT_JUDGE_PROMPTS.register("mine", "{claim} {facts}")
     """,
 )
 
@@ -144,7 +144,7 @@ def test_builtins_a_plugin_imports_first_stay_memlabs(bad_site: Path, tmp_path: 
     code = (
         "import sys; from memlab.backends.registry import BACKENDS; "
         "assert 'memlab.matching.judge' not in sys.modules; list(BACKENDS); "
-        "from memlab.matching.judge import JUDGE_PROMPTS as J; "
+        "from memlab.matching.judge import FACT_JUDGE_PROMPTS as J; "
         "print(J.origin('lenient')); print(J.origin('mine'))"
     )
     done = _memlab(bad_site, "-c", code, cwd=tmp_path)

@@ -20,7 +20,7 @@ import pytest
 from scipy import optimize, stats
 from test_verdicts import FakeRun, recall_gain
 
-from memlab.backends.cache import CACHE_FORMAT, _decode_entry
+from memlab.backends.cache import CACHE_FORMAT, decode_entry
 from memlab.core.config import MemoryConfig
 from memlab.core.document import create_empty_memory
 from memlab.core.injection import get_token_counter, render_injection, truncate_to_tokens
@@ -327,10 +327,10 @@ def test_a_cache_entry_of_another_format_is_not_read() -> None:
     completion = {"text": "hi", "finish_reason": "stop"}
     entry = {"format": CACHE_FORMAT, "key": "k1", "completion": completion}
 
-    problem, completion = _decode_entry(json.dumps(entry).encode(), "k1")
+    problem, completion = decode_entry(json.dumps(entry).encode(), "k1")
     assert completion is not None and completion.text == "hi" and problem == ""
     newer = json.dumps({**entry, "format": CACHE_FORMAT + 1}).encode()
-    problem, completion = _decode_entry(newer, "k1")
+    problem, completion = decode_entry(newer, "k1")
     assert completion is None and problem == f"not a cache entry of format {CACHE_FORMAT}"
 
 

@@ -1,15 +1,19 @@
-"""CompiledSchema reports what jsonschema's draft 2020-12 validator reports.
+"""CompiledSchema's fast check never hides a violation jsonschema reports.
 
-A differential test: broken contract replies and broken dataset lines go through both, and
-every violation must agree in instance path, keyword, keyword value, subschema and message, in
-the same order. The dataset loader's file:line:field errors are compared the same way, with
-jsonschema plugged in as the loader's engine.
+jsonschema's draft 2020-12 validator is the validator of record; CompiledSchema answers
+"valid?" first with code fastjsonschema generates. Broken contract replies and broken dataset
+lines go through both: every violation jsonschema reports must come out of CompiledSchema, with
+its instance path, keyword, keyword value, subschema and message, in the same order, whether
+or not the fast check runs first.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +24,7 @@ from jsonschema import Draft202012Validator
 
 from memlab.core import contract as contract_module
 from memlab.core.contract import contract_schema, minimal_update
-from memlab.core.schema_check import CompiledSchema, SchemaError
-from memlab.datasets import loader
+from memlab.core.schema_check import CompiledSchema
 from memlab.datasets.loader import dataset_schema, validate_dataset
 
 CONTRACT = CompiledSchema(contract_schema())
@@ -54,7 +57,7 @@ def _agree(compiled: CompiledSchema, doc: Any) -> list[tuple[Any, ...]]:
     """Assert both validators agree on ``doc``; return the violations."""
     expected = _reference(compiled.schema, doc)
     assert _ours(compiled, doc) == expected
-    assert _ours(compiled, doc, fast=True) == expected  # the compiled check never hides one
+    assert _ours(compiled, doc, fast=True) == expected  # the fast check never hides one
     return expected
 
 
@@ -109,8 +112,8 @@ def test_contract_corpus_covers_every_keyword() -> None:
     }
 
 
-def test_walk_agrees_on_values_the_compiled_check_misreads() -> None:
-    """Tuples, NaN, True against 1 and 1.0 as an integer: the walk follows jsonschema."""
+def test_errors_agree_on_values_the_compiled_check_misreads() -> None:
+    """Tuples, NaN, True against 1 and 1.0 as an integer: jsonschema has the last word."""
     compiled = CompiledSchema(
         {
             "type": "object",
@@ -135,7 +138,7 @@ def test_walk_agrees_on_values_the_compiled_check_misreads() -> None:
         assert _ours(compiled, doc) == _reference(compiled.schema, doc)
     assert [not _ours(compiled, doc) for doc in docs] == [False, True, False, False, True, True]
     # Where the compiled check errs: a tuple passes it (callers send plain JSON trees only),
-    # and "en\n" fails it but then the walk, which has the last word, finds nothing.
+    # and "en\n" fails it but then jsonschema, which has the last word, finds nothing.
     assert compiled.compiled_check({"list": (1, 2)})
     assert not compiled.compiled_check({"tag": "en\n"})
     assert compiled.errors({"tag": "en\n"}) == []
@@ -212,31 +215,6 @@ def test_dataset_violations_match_jsonschema(doc: Any) -> None:
     _agree(DATASET, doc)
 
 
-class _JsonschemaEngine:
-    """jsonschema in the loader's place: the engine the loader used before CompiledSchema."""
-
-    def __init__(self, schema: Mapping[str, Any]) -> None:
-        self._validator = Draft202012Validator(schema)
-
-    def errors(self, instance: Any) -> Iterator[SchemaError]:
-        for e in self._validator.iter_errors(instance):
-            schema = e.schema if isinstance(e.schema, Mapping) else {}
-            path = tuple(e.absolute_path)
-            yield SchemaError(
-                path, str(e.validator), e.validator_value, e.instance, schema, e.message
-            )
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_MUTATED_OWNERS)
-def test_dataset_line_problems_are_unchanged(doc: Any) -> None:
-    ours = loader._schema_problems(doc)
-    engine = _JsonschemaEngine(dataset_schema())
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loader, "_validator", lambda: engine)
-        assert loader._schema_problems(doc) == ours
-
-
 def _edit(change: Callable[[dict[str, Any]], object]) -> str:
     owner: dict[str, Any] = json.loads(json.dumps(_OWNER_SEED))
     change(owner)
@@ -270,14 +248,11 @@ def _broken_lines() -> list[str]:
 
 
 def test_dataset_file_errors_are_unchanged(tmp_path: Path) -> None:
-    """file:line:field errors, with CompiledSchema and with jsonschema as the engine."""
+    """file:line:field errors: one per problem, naming the file, the line and the field."""
     data = tmp_path / "broken.jsonl"
     data.write_text("".join(line + "\n" for line in _broken_lines()), encoding="utf-8")
     ours = [str(error) for error in validate_dataset(data)]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loader, "_validator", lambda: _JsonschemaEngine(dataset_schema()))
-        reference = [str(error) for error in validate_dataset(data)]
-    assert ours == reference
+    assert all("\n" not in line for line in ours)
     assert {int(line.split(":")[1]) for line in ours} == set(range(2, 11))  # all but line 1
     name = str(data)
     assert f"{name}:2: user_id: missing required field" in ours
@@ -290,23 +265,42 @@ def test_dataset_file_errors_are_unchanged(tmp_path: Path) -> None:
     )
 
 
-# --- what the compiler refuses -----------------------------------------------------------
+# --- schemas the fast check does not cover ------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("schema", "message"),
+    ("schema", "valid", "invalid"),
     [
-        ({"anyOf": [{"type": "string"}]}, "keyword 'anyOf' is not supported"),
-        ({"properties": {"a": {"uniqueItems": True}}}, "keyword 'uniqueItems' is not supported"),
-        ({"$ref": "https://example.com/s.json"}, "only local references"),
-        ({"$ref": "#/$defs/missing"}, "points at nothing"),
-        ({"additionalProperties": {"type": "string"}}, "must be true or false"),
-        ({"items": True}, "boolean schemas are not supported"),
+        # draft 2020-12 only: fastjsonschema (draft 7) would let the invalid value through
+        ({"prefixItems": [{"type": "string"}]}, ["a", 1], [1]),
+        ({"type": "object", "dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2}, {"a": 1}),
+        ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, 3, 3.5),
+        ({"properties": {"a": {"uniqueItems": True}}}, {"a": [1, 2]}, {"a": [1, 1]}),
     ],
 )
-def test_unsupported_schemas_are_refused(schema: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        CompiledSchema(schema)
+def test_other_keywords_are_left_to_jsonschema(
+    schema: dict[str, Any], valid: Any, invalid: Any
+) -> None:
+    compiled = CompiledSchema(schema)
+    assert not compiled.compiled_check(valid)  # no fast check: every verdict is jsonschema's
+    assert compiled.errors(valid) == []
+    assert _ours(compiled, invalid, fast=True) == _reference(schema, invalid) != []
+
+
+def test_jsonschema_loads_when_a_value_first_fails() -> None:
+    """Valid values never import jsonschema (its import alone takes most of a second)."""
+    code = """
+        import sys
+        from memlab.core.contract import minimal_update, validate_update
+        assert validate_update(minimal_update()) == []
+        assert "jsonschema" not in sys.modules
+        assert validate_update({"user": 1}) != []
+        assert "jsonschema" in sys.modules
+        """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_compiling_leaves_the_schema_untouched() -> None:

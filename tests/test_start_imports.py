@@ -57,15 +57,12 @@ def test_the_import_report_is_read() -> None:
         (["-m", "memlab", "run", "smoke", "--workers", "0"], 2),  # a bad argument
         (["-m", "memlab", "compare"], 2),  # a missing argument
         (["-m", "memlab", "validate", "reply.txt"], 0),
-        (["-m", "memlab", "validate", "broken.txt"], 1),  # violations listed without jsonschema
         (["-m", "memlab", "datasets", "stats", "smoke"], 0),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
 )
 def test_starting_imports_nothing_heavy(args: list[str], code: int, tmp_path: Path) -> None:
     (tmp_path / "reply.txt").write_text(json.dumps(MINIMAL_VALID_UPDATE), encoding="utf-8")
-    broken = '{"user": {}, "history": {}, "newFacts": [{}], "factsToRemove": [1]}'
-    (tmp_path / "broken.txt").write_text(broken, encoding="utf-8")
     packages, done = _imported(args, tmp_path)
     assert done.returncode == code, done.stderr
     assert "memlab" in packages
@@ -79,3 +76,14 @@ def test_help_reads_no_models(args: list[str], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "memlab" in packages
     assert "pydantic" not in packages
+
+
+def test_listing_violations_loads_jsonschema(tmp_path: Path) -> None:
+    """A broken reply's violations are listed by jsonschema, imported then and only then."""
+    broken = '{"user": {}, "history": {}, "newFacts": [{}], "factsToRemove": [1]}'
+    (tmp_path / "broken.txt").write_text(broken, encoding="utf-8")
+    packages, done = _imported(["-m", "memlab", "validate", "broken.txt"], tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "jsonschema" in packages
+    assert sorted(packages & set(HEAVY) - {"jsonschema"}) == []
+    assert "/factsToRemove/0 [type]: 1 is not of type 'string'" in done.stdout

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 from memlab.core.document import SeededFactIds
+from memlab.core.storage import CorruptMemoryError, StorageError
 from memlab.errors import MemlabError
 from memlab.memory import (
     CorruptStoreError,
     ForgettingRules,
     HashedEmbedding,
-    StoreError,
     TieredStore,
     sqlite_vec_available,
 )
@@ -174,18 +174,18 @@ def test_the_file_is_in_wal_mode_and_every_commit_is_synced(tmp_path: Path) -> N
 
 def test_bad_arguments_are_store_errors() -> None:
     s = TieredStore(None, embed=HashedEmbedding(), ids=lambda: "same")
-    with pytest.raises(StoreError, match="timezone-aware"):
+    with pytest.raises(StorageError, match="timezone-aware"):
         s.add_memory("x", category="c", importance=0.5, at=datetime(2025, 1, 1), source="t")
-    with pytest.raises(StoreError, match="between 0 and 1"):
+    with pytest.raises(StorageError, match="between 0 and 1"):
         s.add_memory("x", category="c", importance=1.5, at=T0, source="t")
     s.add_memory("first", category="c", importance=0.5, at=T0, source="t")
-    with pytest.raises(StoreError, match="issued twice"):
+    with pytest.raises(StorageError, match="issued twice"):
         s.add_memory("second", category="c", importance=0.5, at=T0, source="t")
     assert [m.content for m in s.memories()] == ["first"]  # the failed write left nothing
-    with pytest.raises(StoreError, match="not in the store"):
+    with pytest.raises(StorageError, match="not in the store"):
         s.replace_with_summary([s.memories()[0], _ghost()], "summary", T0)
     assert [m.content for m in s.memories()] == ["first"]
-    with pytest.raises(StoreError, match=r"'sqlite-vec' or 'numpy'"):
+    with pytest.raises(StorageError, match=r"'sqlite-vec' or 'numpy'"):
         TieredStore(None, embed=HashedEmbedding(), vectors="faiss")  # type: ignore[arg-type]
 
 
@@ -201,7 +201,7 @@ def test_another_embedding_dimension_is_refused(tmp_path: Path) -> None:
         s.add_memory("x", category="c", importance=0.5, at=T0, source="t")
     with (
         TieredStore(path, embed=HashedEmbedding(dim=32)) as s,
-        pytest.raises(StoreError, match="64-dimensional"),
+        pytest.raises(StorageError, match="64-dimensional"),
     ):
         s.add_memory("y", category="c", importance=0.5, at=T0, source="t")
 
@@ -352,3 +352,22 @@ def test_recall_before_anything_is_written(tmp_path: Path, vectors: str) -> None
     with TieredStore(path, embed=HashedEmbedding(), vectors=vectors) as s:  # dim known now
         assert s.recall_episodes("tea", 3) == []
         assert [m.content for m, _ in s.recall_memories("tea", 3, at=T0)] == ["tea"]
+
+
+def test_one_storage_error_for_both_stores(tmp_path: Path) -> None:
+    """The tiered database and the JSON document raise the same error type, with the file."""
+    assert issubclass(CorruptStoreError, StorageError)
+    assert issubclass(CorruptMemoryError, StorageError)
+    path = tmp_path / "memory.sqlite"
+    path.write_bytes(b"not a database at all" * 200)
+    with pytest.raises(StorageError) as caught:
+        TieredStore(path, embed=HashedEmbedding())
+    assert caught.value.path == path
+    assert str(path) in str(caught.value)
+
+
+def test_store_error_is_a_deprecated_name_of_storage_error() -> None:
+    import memlab.memory
+
+    with pytest.warns(DeprecationWarning, match="memlab.core.StorageError"):
+        assert memlab.memory.StoreError is StorageError

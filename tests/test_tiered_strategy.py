@@ -150,3 +150,48 @@ def test_a_replay_missing_a_primary_record_is_unfinished() -> None:
     assert unfinished(done) == ""
     lost = OwnerReplay("u", calls=[importance], updates=1)
     assert unfinished(lost) == "1 updates ran but 0 were recorded"
+
+
+def test_tiered_and_update_calls_record_a_failure_alike() -> None:
+    """A server error of megabytes, with a key in it: both kinds of call keep the same
+    redacted, cut message (one call path, one limit: 2,000 characters)."""
+    from memlab.core.llm import BackendError
+    from memlab.core.storage import InMemoryStorage
+    from memlab.core.updater import MemoryUpdater
+
+    key = "A1b2C3d4" * 6
+    text = f"server said Authorization: Bearer {key} " + "x" * 10_000
+
+    def broken(request: CompletionRequest) -> str:
+        raise BackendError(text)
+
+    caller = TieredCaller(
+        ScriptedBackend(function=broken), OutputMode.FREE, GenerationParams(), ParseOptions(),
+        0, _Clock(),
+    )  # fmt: skip
+    tiered, data = caller.ask("summary", "a prompt", "t1")
+    updater = MemoryUpdater(backend=ScriptedBackend(function=broken), storage=InMemoryStorage())
+    update = updater.run_update([{"role": "human", "content": "I live in Oslo"}], "t1")
+    assert data is None
+    for result in (tiered, update):
+        assert result.error_stage == "backend"
+        assert result.error is not None and len(result.error) == 2000
+        assert key not in result.error and result.error.startswith("server said ")
+    assert tiered.error == update.error
+
+
+def test_tiered_calls_take_the_updaters_call_path(monkeypatch: Any) -> None:
+    """Send, failure record, redaction and parse are one path: a failure is recorded by
+    memlab.core.updater.record_failure, labelled with the call's kind."""
+    import memlab.core.updater as updater_module
+
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(
+        updater_module, "record_failure", lambda r, stage, m, label="": seen.append((stage, label))
+    )
+    caller = TieredCaller(
+        ScriptedBackend(replies=["not JSON"]), OutputMode.FREE, GenerationParams(),
+        ParseOptions(), 0, _Clock(),
+    )  # fmt: skip
+    assert caller.ask("importance", "a prompt", "t1")[1] is None
+    assert seen == [("parse", "tiered importance call")]

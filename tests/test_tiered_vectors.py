@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from memlab.core.document import SeededFactIds
-from memlab.memory import HashedEmbedding, StoreError, TieredStore, sqlite_vec_available
+from memlab.core.storage import StorageError
+from memlab.memory import HashedEmbedding, TieredStore, sqlite_vec_available
 from memlab.memory import vectors as vectors_module
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -146,7 +147,7 @@ def test_auto_falls_back_to_numpy_and_logs_why(
         store = TieredStore(None, embed=HashedEmbedding())
     assert store.vectors == "numpy"
     assert "vectors by NumPy (sqlite-vec is missing)" in caplog.text
-    with pytest.raises(StoreError, match="not available: sqlite-vec is missing"):
+    with pytest.raises(StorageError, match="not available: sqlite-vec is missing"):
         TieredStore(None, embed=HashedEmbedding(), vectors="sqlite-vec")
 
 

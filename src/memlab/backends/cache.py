@@ -79,8 +79,11 @@ __all__ = [
     "CacheMissError",
     "CacheMode",
     "CachedBackend",
+    "decode_entry",
     "entry_path",
+    "iter_entry_files",
     "read_entries",
+    "read_entry_file",
     "request_key",
 ]
 
@@ -322,7 +325,7 @@ class CachedBackend:
                 f"cache entry {Path(name)} cannot be read ({io_reason(exc)}); remove or fix "
                 f"it, or check that {self.cache_dir} is a cache directory"
             ) from None
-        problem, completion = _decode_entry(raw, key, tail)
+        problem, completion = decode_entry(raw, key, tail)
         if completion is None:
             self._set_aside(self._inside(Path(name)), problem)
         return completion
@@ -390,7 +393,7 @@ def _decode_head(text: str, tail: str) -> Any:
     return head if type(head) is dict and head else None
 
 
-def _decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, Completion | None]:
+def decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, Completion | None]:
     """(problem, completion): the stored completion when the entry is sound and for ``key``.
 
     ``tail``: the request summary's text the entry should end with (see
@@ -436,7 +439,7 @@ def _decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, C
 # --- a whole directory (remote workers, cache_admin) -----------------------------------
 
 
-def _iter_files(cache_dir: Path) -> Iterator[tuple[str, Path]]:
+def iter_entry_files(cache_dir: Path) -> Iterator[tuple[str, Path]]:
     """``(kind, path)`` of every file memlab may have written in ``cache_dir``: ``"entry"``,
     ``"aside"`` (moved aside as corrupt) or ``"temp"`` (an interrupted write).
 
@@ -479,7 +482,7 @@ def _file_kind(shard: str, name: str) -> str | None:
 
 
 def read_entry_file(path: Path, cache_dir: Path) -> bytes:
-    """The bytes of an entry file listed by :func:`_iter_files` (bounded, no links).
+    """The bytes of an entry file listed by :func:`iter_entry_files` (bounded, no links).
 
     Raises:
         OSError: It cannot be read (:class:`~memlab.core.files.FileReadError` for a file
@@ -500,7 +503,7 @@ def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | st
     """
     root = Path(cache_dir)
     entries: dict[str, Completion | str] = {}
-    for kind, path in _iter_files(root):
+    for kind, path in iter_entry_files(root):
         if kind != "entry":
             continue
         key = path.name[: -len(".json")]
@@ -509,6 +512,6 @@ def read_entries(cache_dir: str | os.PathLike[str]) -> dict[str, Completion | st
         except OSError as exc:
             entries[key] = f"cannot be read ({io_reason(exc)})"
             continue
-        problem, completion = _decode_entry(raw, key)
+        problem, completion = decode_entry(raw, key)
         entries[key] = completion if completion is not None else problem
     return entries

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 # The entry file layout (names, decoding) is defined once, in the cache module.
-from memlab.backends.cache import _decode_entry, _iter_files, read_entry_file
+from memlab.backends.cache import decode_entry, iter_entry_files, read_entry_file
 from memlab.core.files import FileReadError, contained, io_reason
 
 __all__ = ["CacheStats", "PruneResult", "cache_stats", "prune_cache"]
@@ -53,13 +53,13 @@ def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
     """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``.
 
     Only files named as memlab names them, in its shard directories, are listed (see
-    :func:`memlab.backends.cache._iter_files`); an entry counts as sound only when it holds
+    :func:`memlab.backends.cache.iter_entry_files`); an entry counts as sound only when it holds
     its own key, so prune can tell the entries it wrote from anything else.
     """
     entries: list[_Entry] = []
     corrupt: list[Path] = []
     temps: list[Path] = []
-    for kind, path in _iter_files(cache_dir):
+    for kind, path in iter_entry_files(cache_dir):
         if kind == "temp":
             temps.append(path)
         elif kind == "aside":
@@ -80,7 +80,7 @@ def _read_entry(path: Path, cache_dir: Path) -> _Entry | None:
         raw = read_entry_file(path, cache_dir)
     except OSError:  # no permission, a file replaced while listed
         return None
-    _problem, completion = _decode_entry(raw, path.name[: -len(".json")])
+    _problem, completion = decode_entry(raw, path.name[: -len(".json")])
     if completion is None:
         return None
     data = json.loads(raw)  # decoded once already: cannot fail now

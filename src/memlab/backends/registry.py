@@ -54,6 +54,7 @@ from memlab.errors import MemlabError
 __all__ = [
     "BACKENDS",
     "MINIMAL_CONTRACT_REPLY",
+    "SIMULATED_MARK",
     "BackendFactory",
     "BackendPlugin",
     "UnknownBackendError",
@@ -66,6 +67,7 @@ __all__ = [
     "environment_packages",
     "find_backend_plugin",
     "is_simulated",
+    "mark_simulated",
     "price_table",
     "reads_prompts",
     "register_backend",
@@ -226,8 +228,7 @@ BACKENDS.register(
     "auto",
     BackendPlugin(
         _auto_factory,
-        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else "
-        "local:smollm2",
+        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else local:smollm2",
         "auto",
     ),
 )
@@ -297,6 +298,17 @@ def is_simulated(spec: str) -> bool:
     """True when ``spec`` names the simulated model (false for an unknown prefix)."""
     plugin = find_backend_plugin(spec)
     return plugin is not None and plugin.simulated
+
+
+SIMULATED_MARK = "[simulated]"
+"""What every table, chart and title shows beside what the simulated model produced."""
+
+
+def mark_simulated(text: str, simulated: bool) -> str:
+    """``text`` led by :data:`SIMULATED_MARK` when ``simulated`` (never marked twice)."""
+    if not simulated or text.startswith(SIMULATED_MARK):
+        return text
+    return f"{SIMULATED_MARK} {text}"
 
 
 def reads_prompts(spec: str) -> bool:

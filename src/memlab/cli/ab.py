@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
 
 _EXAMPLE = """examples:
   memlab ab default prompts/mine.txt --dataset personas --backend local:smollm2 --mode json_schema
-  memlab ab default notebooks/prompts/self_only.txt --backend sim:attentive --qa   # [simulated]
+  memlab ab default notebooks/prompts/self_only.txt --backend sim:attentive --qa   # simulated model
   memlab ab concise prompts/mine.txt --backend openai:gpt-4o-mini --qa --tolerance 0.1
 
 The runs go to RUNS_DIR/NAME-base and RUNS_DIR/NAME-candidate (memlab compare, gate and report

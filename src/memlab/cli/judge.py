@@ -210,8 +210,10 @@ def _num(value: float) -> str:
 def audit_lines(audit: JudgeAudit, *, by_kind: bool = False) -> list[str]:
     """The audit as the command prints it: a table per judge prompt, per kind on request,
     and a line naming the unreadable verdicts and failed calls."""
+    from memlab.backends.registry import SIMULATED_MARK
+
     calibration = audit.calibration
-    simulated = " [simulated]" if audit.backend_identity.get("simulated") else ""
+    simulated = f" {SIMULATED_MARK}" if audit.backend_identity.get("simulated") else ""
     lines = [
         f"judge audit of {audit.backend}{simulated} on {len(calibration.triples)} triples of "
         f"{calibration.source} (sha256 {calibration.sha256[:12]})",

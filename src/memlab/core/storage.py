@@ -61,7 +61,16 @@ Document = MemoryDocument
 
 
 class StorageError(MemlabError):
-    """A memory document could not be read or written."""
+    """A memory store could not be used as asked: the JSON memory document of the pipeline or
+    the tiered memory database (the message says what is wrong and how to fix it).
+
+    Attributes:
+        path: The file concerned (``None`` when the problem is a value, not a file).
+    """
+
+    def __init__(self, message: str, *, path: Path | None = None) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class CorruptMemoryError(StorageError):
@@ -74,13 +83,13 @@ class CorruptMemoryError(StorageError):
     """
 
     def __init__(self, path: Path, preserved_path: Path, detail: str) -> None:
-        self.path = path
         self.preserved_path = preserved_path
         self.detail = detail
         super().__init__(
             f"memory file {path} is corrupt ({detail}); it was preserved as {preserved_path} and "
             "the next load starts from an empty memory. Inspect or repair the preserved copy and "
-            f"move it back to {path} to restore it."
+            f"move it back to {path} to restore it.",
+            path=path,
         )
 
 
@@ -224,10 +233,11 @@ class JsonFileStorage:
         except filelock.Timeout as exc:
             raise StorageError(
                 f"could not lock {self.lock_path} within {self.lock_timeout} s; another process "
-                "is holding it. Retry, or raise lock_timeout."
+                "is holding it. Retry, or raise lock_timeout.",
+                path=self.lock_path,
             ) from exc
         except OSError as exc:
-            raise StorageError(f"cannot lock {self.lock_path}: {exc}") from exc
+            raise StorageError(f"cannot lock {self.lock_path}: {exc}", path=self.lock_path) from exc
         try:
             yield
         finally:
@@ -254,7 +264,9 @@ class JsonFileStorage:
             self._forget()
             return create_empty_memory(self._clock())
         except OSError as exc:
-            raise StorageError(f"cannot read memory file {self.path}: {exc}") from exc
+            raise StorageError(
+                f"cannot read memory file {self.path}: {exc}", path=self.path
+            ) from exc
         if use_cache:
             with _cache_lock:
                 entry = _cache.get(self.path)
@@ -273,7 +285,9 @@ class JsonFileStorage:
             self._forget()
             return create_empty_memory(self._clock())
         except OSError as exc:
-            raise StorageError(f"cannot read memory file {self.path}: {io_reason(exc)}") from exc
+            raise StorageError(
+                f"cannot read memory file {self.path}: {io_reason(exc)}", path=self.path
+            ) from exc
         document, problem = self._decode(raw)
         if problem is not None:
             self._quarantine(signature, problem)
@@ -309,7 +323,9 @@ class JsonFileStorage:
             except FileNotFoundError:
                 return
             except OSError as exc:
-                raise StorageError(f"cannot inspect memory file {self.path}: {exc}") from exc
+                raise StorageError(
+                    f"cannot inspect memory file {self.path}: {exc}", path=self.path
+                ) from exc
             if current != signature:
                 return
             stamp = self._clock().strftime("%Y%m%dT%H%M%SZ")
@@ -323,7 +339,8 @@ class JsonFileStorage:
             except OSError as exc:
                 raise StorageError(
                     f"memory file {self.path} is corrupt ({detail}) and could not be moved "
-                    f"aside to {preserved}: {exc}. Move or repair it by hand."
+                    f"aside to {preserved}: {exc}. Move or repair it by hand.",
+                    path=self.path,
                 ) from exc
             fsync_directory(self.path.parent)
             self._forget()
@@ -371,7 +388,8 @@ class JsonFileStorage:
                 data = dumps_indented(document, self.indent)
         except (TypeError, ValueError, RecursionError) as exc:
             raise StorageError(
-                f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})"
+                f"memory document cannot be saved to {self.path}: not JSON-serialisable ({exc})",
+                path=self.path,
             ) from exc
         directory = self.path.parent
         try:
@@ -380,7 +398,9 @@ class JsonFileStorage:
                 prefix=f".{self.path.name}.", suffix=".tmp", dir=directory
             )
         except OSError as exc:
-            raise StorageError(f"cannot create a temporary file in {directory}: {exc}") from exc
+            raise StorageError(
+                f"cannot create a temporary file in {directory}: {exc}", path=self.path
+            ) from exc
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data.encode("utf-8"))
@@ -395,7 +415,9 @@ class JsonFileStorage:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             if isinstance(exc, Exception):
-                raise StorageError(f"cannot save memory file {self.path}: {exc}") from exc
+                raise StorageError(
+                    f"cannot save memory file {self.path}: {exc}", path=self.path
+                ) from exc
             raise
         if self.durable:
             fsync_directory(directory)

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from memlab.core.config import ConfigProvider, MemoryConfig, get_memory_config, resolve_storage_path
-from memlab.core.contract import MemoryUpdateDict, SchemaBounds, bounded_schema, contract_schema
+from memlab.core.contract import (
+    UPDATE_CONTRACT,
+    MemoryUpdateDict,
+    ReplyContract,
+    SchemaBounds,
+    bounded_schema,
+    contract_schema,
+)
 from memlab.core.document import (
     MemoryDocument,
     normalize_fact_text,
@@ -51,9 +58,12 @@ from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage,
 from memlab.errors import one_line
 
 __all__ = [
+    "MAX_ERROR_CHARS",
     "UNFINISHED_STAGES",
     "MemoryUpdater",
     "UpdateResult",
+    "ask_backend",
+    "record_failure",
     "update_memory_from_conversation",
 ]
 
@@ -63,7 +73,8 @@ UNFINISHED_STAGES = frozenset({"backend", "internal"})
 """Failure stages that say nothing about the model's reply (the backend failed, or a step
 raised unexpectedly): a replay with such a call is unfinished and is retried on resume."""
 
-_MAX_ERROR_CHARS = 2000  # an error message kept in a record (a server may send megabytes)
+MAX_ERROR_CHARS = 2000
+"""The longest error message kept in a call's record (a server may send megabytes)."""
 
 
 @dataclass
@@ -269,7 +280,7 @@ class MemoryUpdater:
             self._run(result, messages, thread_id)
         except Exception as exc:  # a bug in a step or a plug-in: recorded, never lost
             result.saved = False
-            self._fail(result, "internal", f"unexpected {type(exc).__name__}: {exc}")
+            record_failure(result, "internal", f"unexpected {type(exc).__name__}: {exc}")
             logger.debug("memory update for thread %s raised", thread_id, exc_info=True)
         finally:
             result.duration_s = time.perf_counter() - started
@@ -284,7 +295,7 @@ class MemoryUpdater:
         try:
             current = self._read(storage)
         except StorageError as exc:
-            self._fail(result, "load", str(exc))
+            record_failure(result, "load", str(exc))
             return
         result.facts_before = result.facts_after = len(current.get("facts", []))
         update = self._ask(result, current, conversation, config)
@@ -313,28 +324,7 @@ class MemoryUpdater:
         """Render the prompt, call the backend, parse the reply: the update, or ``None``."""
         result.prompt = self.prompt.render(current, conversation)
         request = self.build_request(result.prompt, config)
-        try:
-            completion = self.backend.complete(request)
-        except BackendError as exc:
-            self._fail(result, "backend", str(exc))
-            return None
-        except Exception as exc:  # a backend that breaks its contract on an odd reply
-            self._fail(result, "backend", f"unexpected {type(exc).__name__}: {exc}")
-            return None
-        if not isinstance(completion, Completion) or not isinstance(completion.text, str):
-            self._fail(result, "backend", f"the backend returned {type(completion).__name__}")
-            return None
-        # Where replies enter the pipeline: a key a server echoed never reaches the memory.
-        text = redact_text(completion.text)
-        result.completion = (
-            completion if text == completion.text else dataclasses.replace(completion, text=text)
-        )
-        result.parse = parse_reply(result.completion.text, self.parse_options)
-        if not result.parse.ok or result.parse.data is None:
-            category = result.parse.category.value if result.parse.category else "unknown"
-            self._fail(result, "parse", f"{category}: {result.parse.error}")
-            return None
-        return result.parse.data
+        return ask_backend(self.backend, request, result, self.parse_options)
 
     def _apply(
         self,
@@ -369,7 +359,7 @@ class MemoryUpdater:
             saved = storage.modify(apply)
         except StorageError as exc:
             result.applied = None
-            self._fail(result, "save", str(exc))
+            record_failure(result, "save", str(exc))
             return
         result.saved = True
         if result.applied is not None:
@@ -384,21 +374,68 @@ class MemoryUpdater:
                 result.applied.counts() if result.applied else {},
             )
 
-    @staticmethod
-    def _fail(result: UpdateResult, stage: str, message: str) -> None:
-        # A server's error text is text from outside too: made writable like replies.
-        message = redact_text(safe_text(message)[0])
-        result.error = message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS]
-        result.error_stage = stage
-        # A reply that does not parse is an outcome the run measures (and counts per lane),
-        # not a fault: logged at INFO (-v). Every other stage is a fault.
-        logger.log(
-            logging.INFO if stage == "parse" else logging.WARNING,
-            "memory update for thread %s failed at %s: %s",
-            result.thread_id,
-            stage,
-            one_line(message, 500),
-        )
+
+def ask_backend(
+    backend: Backend,
+    request: CompletionRequest,
+    result: UpdateResult,
+    options: ParseOptions,
+    contract: ReplyContract = UPDATE_CONTRACT,
+    *,
+    label: str = "memory update",
+) -> MemoryUpdateDict | None:
+    """The one path of an LLM call of the pipeline or of a memory design: send ``request``,
+    redact the reply, parse it against ``contract``; the reply's object, or ``None`` with the
+    failure recorded in ``result`` (:func:`record_failure`, ``label`` naming the call).
+
+    ``result`` gets the (redacted) completion and the parse ladder's result.
+    """
+    try:
+        completion = backend.complete(request)
+    except BackendError as exc:
+        record_failure(result, "backend", str(exc), label=label)
+        return None
+    except Exception as exc:  # a backend that breaks its contract on an odd reply
+        record_failure(result, "backend", f"unexpected {type(exc).__name__}: {exc}", label=label)
+        return None
+    if not isinstance(completion, Completion) or not isinstance(completion.text, str):
+        message = f"the backend returned {type(completion).__name__}"
+        record_failure(result, "backend", message, label=label)
+        return None
+    # Where replies enter the pipeline: a key a server echoed never reaches the memory.
+    text = redact_text(completion.text)
+    result.completion = (
+        completion if text == completion.text else dataclasses.replace(completion, text=text)
+    )
+    result.parse = parse_reply(text, options, contract)
+    if not result.parse.ok or result.parse.data is None:
+        category = result.parse.category.value if result.parse.category else "unknown"
+        record_failure(result, "parse", f"{category}: {result.parse.error}", label=label)
+        return None
+    return result.parse.data
+
+
+def record_failure(
+    result: UpdateResult, stage: str, message: str, *, label: str = "memory update"
+) -> None:
+    """Record in ``result`` that the call failed at ``stage``, and log it.
+
+    ``message`` (a server's error text is text from outside too) is made writable and
+    redacted like replies, and cut to :data:`MAX_ERROR_CHARS`. A reply that does not parse is
+    an outcome the run measures (and counts per lane), not a fault: logged at INFO (-v);
+    every other stage is a fault (WARNING).
+    """
+    message = redact_text(safe_text(message)[0])
+    result.error = message[:MAX_ERROR_CHARS]
+    result.error_stage = stage
+    logger.log(
+        logging.INFO if stage == "parse" else logging.WARNING,
+        "%s for thread %s failed at %s: %s",
+        label,
+        result.thread_id,
+        stage,
+        one_line(message, 500),
+    )
 
 
 def _conversation(

@@ -51,7 +51,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from memlab.backends.grammar import bounded_reply_tokens
-from memlab.backends.registry import dialect_for, is_simulated, spec_short_name
+from memlab.backends.registry import dialect_for, is_simulated, mark_simulated, spec_short_name
 from memlab.core.config import MemoryConfig
 from memlab.core.contract import SchemaBounds
 from memlab.core.llm import OutputMode
@@ -323,7 +323,7 @@ class LaneConfig(BaseModel):
             dumped = self.settings()
             dumped["schema_bounds"] = "on" if self.schema_bounds else "off"
             text = " ".join(f"{_SHORT.get(k, k)}={dumped[k]}" for k in varying)
-        return f"[simulated] {text}" if is_simulated(self.backend) else text
+        return mark_simulated(text, is_simulated(self.backend))
 
 
 AUTO_MAX_TOKENS = "auto"

@@ -20,7 +20,7 @@ from memlab.core.llm import Backend, CompletionRequest, GenerationParams
 from memlab.core.similarity import content_tokens, normalize_text
 from memlab.matching.base import MatchResult
 
-__all__ = ["JUDGE_PROMPTS", "JudgeAgreement", "LLMJudgeMatcher"]
+__all__ = ["FACT_JUDGE_PROMPTS", "JudgeAgreement", "LLMJudgeMatcher"]
 
 _LENIENT = """You compare two facts about the same user.
 Does the STORED fact state the GOLD fact (the same meaning, possibly in other words, with more
@@ -41,13 +41,16 @@ GOLD: {gold}
 STORED: {stored}
 Answer:"""
 
-JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare(
-    "matcher_judge_prompt", "judge prompt", check=plugins.instance_of(str)
+FACT_JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare(
+    "matcher_judge_prompt", "fact judge prompt", check=plugins.instance_of(str)
 )
-"""Judge prompts by name; ``{gold}`` and ``{stored}`` are filled in. Plugins add theirs with
-``JUDGE_PROMPTS.register(name, template)``."""
-JUDGE_PROMPTS.register("lenient", _LENIENT)
-JUDGE_PROMPTS.register("strict", _STRICT)
+"""The fact judge's prompts by name; ``{gold}`` and ``{stored}`` are filled in and the judge
+answers yes or no. Plugins add theirs with ``FACT_JUDGE_PROMPTS.register(name, template)``.
+
+Not the QA judge's prompts (:data:`memlab.core.qa_prompts.JUDGE_PROMPTS`): those grade an
+answer to a question against a reference answer, with other placeholders and another reply."""
+FACT_JUDGE_PROMPTS.register("lenient", _LENIENT)
+FACT_JUDGE_PROMPTS.register("strict", _STRICT)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class LLMJudgeMatcher:
 
     Args:
         backend: Any :class:`memlab.backends.Backend` (wrap it in a ``CachedBackend``).
-        prompts: Names of :data:`JUDGE_PROMPTS` to ask, the first giving the verdict.
+        prompts: Names of :data:`FACT_JUDGE_PROMPTS` to ask, the first giving the verdict.
         max_tokens: Completion budget for the one-word answer.
     """
 
@@ -88,9 +91,9 @@ class LLMJudgeMatcher:
         prompts: Sequence[str] = ("lenient", "strict"),
         max_tokens: int = 4,
     ) -> None:
-        unknown = [p for p in prompts if p not in JUDGE_PROMPTS]
+        unknown = [p for p in prompts if p not in FACT_JUDGE_PROMPTS]
         if not prompts or unknown:
-            known = ", ".join(JUDGE_PROMPTS)
+            known = ", ".join(FACT_JUDGE_PROMPTS)
             raise ValueError(f"unknown judge prompt(s) {unknown}; known: {known}")
         self.backend = backend
         self.prompts = tuple(prompts)
@@ -112,7 +115,7 @@ class LLMJudgeMatcher:
                 return self._verdicts[key]
         if not _plausible(stored, gold):
             return False
-        text = JUDGE_PROMPTS[prompt].format(gold=gold, stored=stored)
+        text = FACT_JUDGE_PROMPTS[prompt].format(gold=gold, stored=stored)
         request = CompletionRequest(
             messages=[{"role": "user", "content": text}],
             params=GenerationParams(max_tokens=self.max_tokens),

@@ -19,7 +19,9 @@ Names are imported on first use (see :mod:`memlab._lazy`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from memlab._lazy import lazy_face
 
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
         ForgettingEvent,
         ForgettingRules,
         MemoryItem,
-        StoreError,
     )
     from memlab.memory.options import TieredOptions
     from memlab.memory.store import Embed, TieredStore
@@ -44,7 +45,6 @@ _EXPORTS: dict[str, str] = {
     "ForgettingEvent": "memlab.memory.items",
     "ForgettingRules": "memlab.memory.items",
     "MemoryItem": "memlab.memory.items",
-    "StoreError": "memlab.memory.items",
     "Embed": "memlab.memory.store",
     "TieredStore": "memlab.memory.store",
     "DeerFlowStrategy": "memlab.memory.strategy",
@@ -68,7 +68,6 @@ __all__ = [
     "MemoryItem",
     "MemoryStrategy",
     "Step",
-    "StoreError",
     "TieredOptions",
     "TieredSettings",
     "TieredStore",
@@ -76,4 +75,15 @@ __all__ = [
     "sqlite_vec_available",
 ]
 
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+_face_getattr, __dir__ = lazy_face(__name__, _EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "StoreError":  # the tiered store's own error before both stores shared one
+        warnings.warn(
+            "memlab.memory.StoreError is deprecated: catch memlab.core.StorageError",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module("memlab.core.storage").StorageError
+    return _face_getattr(name)

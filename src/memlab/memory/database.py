@@ -1,7 +1,7 @@
 """The tiered store's SQLite file: schema, checks on opening, transactions, row conversions.
 
 One :class:`Database` per store: a connection (with sqlite-vec loaded when the vector backend
-is sqlite-vec), a lock, and the mapping of SQLite's errors to memlab's (:class:`StoreError`,
+is sqlite-vec), a lock, and the mapping of SQLite's errors to memlab's (:class:`StorageError`,
 :class:`CorruptStoreError` naming the file). Opening checks the file before writing anything,
 so a file that is not a tiered memory database is left byte-identical.
 
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from memlab.memory.items import CorruptStoreError, Episode, MemoryItem, StoreError
+from memlab.core.storage import StorageError
+from memlab.memory.items import CorruptStoreError, Episode, MemoryItem
 from memlab.memory.vectors import Table, VectorChoice, VectorIndex, connect, range_clause
 
 __all__ = [
@@ -79,10 +80,10 @@ def to_us(moment: datetime) -> int:
     """``moment`` as microseconds since the epoch.
 
     Raises:
-        StoreError: ``moment`` is naive.
+        StorageError: ``moment`` is naive.
     """
     if moment.tzinfo is None or moment.utcoffset() is None:
-        raise StoreError(
+        raise StorageError(
             f"tiered memory times must be timezone-aware, got naive {moment!r}; "
             "use datetime(..., tzinfo=UTC)"
         )
@@ -139,7 +140,7 @@ class Database:
 
     Raises:
         CorruptStoreError: ``path`` is not a readable tiered memory database (left untouched).
-        StoreError: ``vectors="sqlite-vec"`` where sqlite-vec cannot be loaded.
+        StorageError: ``vectors="sqlite-vec"`` where sqlite-vec cannot be loaded.
     """
 
     def __init__(self, path: Path | None, vectors: VectorChoice) -> None:
@@ -210,20 +211,22 @@ class Database:
                 conn.execute("COMMIT")
             except BaseException as exc:
                 conn.execute("ROLLBACK")
-                if isinstance(exc, StoreError) or not _is_sqlite_error(exc):
+                if isinstance(exc, StorageError) or not _is_sqlite_error(exc):
                     raise
                 raise self.error(exc) from None
             if self.dim is None:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
                 self.dim = None if row is None else int(row[0])
 
-    def error(self, exc: BaseException) -> StoreError:
+    def error(self, exc: BaseException) -> StorageError:
         """memlab's error for an SQLite error ``exc``."""
         if type(exc).__name__ == "IntegrityError":
-            return StoreError(f"tiered memory database {self.path}: {exc} (an id issued twice?)")
+            return StorageError(
+                f"tiered memory database {self.path}: {exc} (an id issued twice?)", path=self.path
+            )
         if any(sign in str(exc).lower() for sign in _CORRUPT_SIGNS):
             return self.corrupt(exc)
-        return StoreError(f"tiered memory database {self.path}: {exc}")
+        return StorageError(f"tiered memory database {self.path}: {exc}", path=self.path)
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one query."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memlab.core.document import utc_iso
-from memlab.errors import MemlabError
+from memlab.core.storage import StorageError
 
 __all__ = [
     "CorruptStoreError",
@@ -23,18 +23,13 @@ __all__ = [
     "ForgettingRules",
     "MemoryItem",
     "MemoryKind",
-    "StoreError",
 ]
 
 MemoryKind = Literal["fact", "summary"]
 EventKind = Literal["decayed", "merged", "compressed"]
 
 
-class StoreError(MemlabError, RuntimeError):
-    """The tiered memory database could not be used as asked (the message says how to fix it)."""
-
-
-class CorruptStoreError(StoreError):
+class CorruptStoreError(StorageError):
     """The file is not a readable tiered memory database; it was left untouched.
 
     Attributes:
@@ -43,11 +38,11 @@ class CorruptStoreError(StoreError):
     """
 
     def __init__(self, path: Path, detail: str) -> None:
-        self.path = path
         self.detail = detail
         super().__init__(
             f"tiered memory database {path} is unreadable ({detail}); it was left as it is. "
-            "Move it away (a new run starts an empty database) or restore it from a copy."
+            "Move it away (a new run starts an empty database) or restore it from a copy.",
+            path=path,
         )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.document import utc_iso
+from memlab.core.storage import StorageError
 from memlab.memory.database import (
     EPISODE_COLUMNS,
     MEMORY_COLUMNS,
@@ -55,7 +56,6 @@ from memlab.memory.items import (
     ForgettingEvent,
     ForgettingRules,
     MemoryItem,
-    StoreError,
 )
 from memlab.memory.vectors import RowMatrix, Table, VectorChoice
 
@@ -67,7 +67,6 @@ __all__ = [
     "ForgettingEvent",
     "ForgettingRules",
     "MemoryItem",
-    "StoreError",
     "TieredStore",
 ]
 
@@ -87,7 +86,7 @@ class TieredStore:
 
     Raises:
         CorruptStoreError: ``path`` is not a readable tiered memory database (left untouched).
-        StoreError: ``vectors="sqlite-vec"`` where sqlite-vec cannot be loaded.
+        StorageError: ``vectors="sqlite-vec"`` where sqlite-vec cannot be loaded.
     """
 
     def __init__(
@@ -114,15 +113,15 @@ class TieredStore:
     def _vectors_of(self, texts: Sequence[str]) -> np.ndarray:
         matrix = np.asarray(self._embed(texts), dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
-            raise StoreError(
+            raise StorageError(
                 f"embed returned an array of shape {matrix.shape} for {len(texts)} text(s); "
                 "it must return one non-empty row per text"
             )
         if not np.isfinite(matrix).all():
-            raise StoreError("embed returned NaN or infinite values")
+            raise StorageError("embed returned NaN or infinite values")
         stored = self._db.dim
         if stored is not None and stored != matrix.shape[1]:
-            raise StoreError(
+            raise StorageError(
                 f"embed returned {matrix.shape[1]}-dimensional vectors but {self.path} holds "
                 f"{stored}-dimensional ones; open it with the embedding it was written with"
             )
@@ -146,7 +145,7 @@ class TieredStore:
     ) -> MemoryItem:
         """Write one semantic memory (importance 0..1) created and last accessed at ``at``."""
         if not 0.0 <= importance <= 1.0:  # also refuses NaN
-            raise StoreError(f"importance must be between 0 and 1, got {importance!r}")
+            raise StorageError(f"importance must be between 0 and 1, got {importance!r}")
         item = MemoryItem(
             id=self._new_id("mem_"),
             content=content,
@@ -438,11 +437,11 @@ class TieredStore:
         first in alphabetical order), ``source="compressed"`` and ``kind="summary"``.
 
         Raises:
-            StoreError: ``items`` is empty or names a memory the store does not hold.
+            StorageError: ``items`` is empty or names a memory the store does not hold.
         """
         ids = list(dict.fromkeys(item.id for item in items))
         if not ids:
-            raise StoreError("replace_with_summary needs at least one memory to replace")
+            raise StorageError("replace_with_summary needs at least one memory to replace")
         vector = self._vectors_of([summary])[0]
         with self._db.write() as conn:
             rows = conn.execute(
@@ -453,7 +452,7 @@ class TieredStore:
             removed = tuple(item_of(row) for row in rows)
             missing = sorted(set(ids) - {item.id for item in removed})
             if missing:
-                raise StoreError(
+                raise StorageError(
                     f"replace_with_summary: {len(missing)} memory id(s) not in the store, "
                     f"e.g. {missing[0]!r} (forgotten since the candidates were read?)"
                 )

@@ -8,34 +8,18 @@ call table counts every call's outcome alike and metrics can still tell them apa
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memlab.core.llm import (
-    Backend,
-    BackendError,
-    Completion,
-    CompletionRequest,
-    GenerationParams,
-    OutputMode,
-)
-from memlab.core.parsing import ParseOptions, parse_reply
-from memlab.core.redact import redact_text
-from memlab.core.safe_text import safe_text
+from memlab.core.llm import Backend, CompletionRequest, GenerationParams, OutputMode
+from memlab.core.parsing import ParseOptions
 from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
-from memlab.core.updater import UpdateResult
-from memlab.errors import one_line
+from memlab.core.updater import UpdateResult, ask_backend
 
 __all__ = ["TieredCaller"]
-
-logger = logging.getLogger(__name__)
-
-_MAX_ERROR_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -87,39 +71,12 @@ class TieredCaller:
         return result, data
 
     def _ask(self, result: UpdateResult, call: TieredCall, prompt: str) -> dict[str, Any] | None:
-        try:
-            completion = self.backend.complete(self.request(call, prompt))
-        except BackendError as exc:
-            _fail(result, "backend", str(exc))
-            return None
-        except Exception as exc:  # a backend that breaks its contract on an odd reply
-            _fail(result, "backend", f"unexpected {type(exc).__name__}: {exc}")
-            return None
-        if not isinstance(completion, Completion) or not isinstance(completion.text, str):
-            _fail(result, "backend", f"the backend returned {type(completion).__name__}")
-            return None
-        text = redact_text(completion.text)
-        result.completion = (
-            completion if text == completion.text else dataclasses.replace(completion, text=text)
+        data = ask_backend(
+            self.backend,
+            self.request(call, prompt),
+            result,
+            self.parse_options,
+            CALL_CONTRACTS[call],
+            label=f"tiered {call} call",
         )
-        result.parse = parse_reply(text, self.parse_options, CALL_CONTRACTS[call])
-        if not result.parse.ok or result.parse.data is None:
-            category = result.parse.category.value if result.parse.category else "unknown"
-            _fail(result, "parse", f"{category}: {result.parse.error}")
-            return None
-        return dict(result.parse.data)
-
-
-def _fail(result: UpdateResult, stage: str, message: str) -> None:
-    message = redact_text(safe_text(message)[0])  # a server's error text, made writable
-    result.error = message[:_MAX_ERROR_CHARS]
-    result.error_stage = stage
-    # A reply that does not parse is an outcome the run measures, not a fault (as updates).
-    logger.log(
-        logging.INFO if stage == "parse" else logging.WARNING,
-        "tiered %s call for thread %s failed at %s: %s",
-        result.extra.get("call"),
-        result.thread_id,
-        stage,
-        one_line(message, 500),
-    )
+        return None if data is None else dict(data)

@@ -38,7 +38,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from memlab.memory.items import StoreError
+from memlab.core.storage import StorageError
 
 __all__ = [
     "DISTANCE_DECIMALS",
@@ -416,10 +416,10 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
     """Open ``path`` (``None``: in memory) with the vector backend ``choice`` resolves to.
 
     Raises:
-        StoreError: ``choice`` is ``sqlite-vec`` and sqlite-vec cannot be loaded here.
+        StorageError: ``choice`` is ``sqlite-vec`` and sqlite-vec cannot be loaded here.
     """
     if choice not in ("auto", "sqlite-vec", "numpy"):
-        raise StoreError(f"vectors must be 'auto', 'sqlite-vec' or 'numpy', got {choice!r}")
+        raise StorageError(f"vectors must be 'auto', 'sqlite-vec' or 'numpy', got {choice!r}")
     target = ":memory:" if path is None else str(path)
     if choice != "numpy":
         problem = sqlite_vec_available()
@@ -433,7 +433,7 @@ def connect(path: Path | None, choice: VectorChoice) -> tuple[sqlite3.Connection
             logger.info("tiered store %s: vectors by sqlite-vec", target)
             return conn, SqliteVecIndex()
         if choice == "sqlite-vec":
-            raise StoreError(f"vectors='sqlite-vec' is not available: {problem}")
+            raise StorageError(f"vectors='sqlite-vec' is not available: {problem}")
         logger.info("tiered store %s: vectors by NumPy (%s)", target, problem)
     else:
         logger.info("tiered store %s: vectors by NumPy", target)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,11 +69,13 @@ from memlab.scoring.qa_metrics import error_counts, errors_sentence
 __all__ = [
     "IncompleteQAError",
     "JudgeErrorsError",
+    "QAOptions",
     "add_fates",
     "add_qa",
     "qa_backend",
     "rewrite_fates",
     "run_matcher",
+    "run_qa",
 ]
 
 logger = logging.getLogger(__name__)
@@ -138,7 +141,22 @@ def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> 
     return resolve_backend(spec, **options)
 
 
-@writes_run("qa")
+@dataclass(frozen=True)
+class QAOptions:
+    """How a QA step runs, as one object: the keyword arguments of :func:`add_qa` (see there),
+    which :func:`~memlab.sweeps.driver.sweep` passes to the QA step of a grid with ``qa:``."""
+
+    cache_dir: str | Path | None = None
+    cache_mode: CacheMode = CacheMode.READ_WRITE
+    max_workers: int = 8
+    progress: bool = True
+    matcher: FactMatcher | None = None
+    backend_factory: Callable[[str], Backend] | None = None
+    prompts_dir: str | Path | None = None
+    allow_incomplete: bool = False
+    max_judge_errors: float = 0.0
+
+
 def add_qa(
     run: Run | str | Path,
     spec: QASpec | Mapping[str, Any] | None = None,
@@ -184,21 +202,41 @@ def add_qa(
         DatasetChangedError: The dataset file is not the one the run replayed.
         RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
+    options = QAOptions(
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+        max_workers=max_workers,
+        progress=progress,
+        matcher=matcher,
+        backend_factory=backend_factory,
+        prompts_dir=prompts_dir,
+        allow_incomplete=allow_incomplete,
+        max_judge_errors=max_judge_errors,
+    )
+    return run_qa(run, spec, options)
+
+
+@writes_run("qa")
+def run_qa(
+    run: Run | str | Path, spec: QASpec | Mapping[str, Any] | None, options: QAOptions
+) -> Run:
+    """:func:`add_qa` with its settings as one :class:`QAOptions`."""
     run = load_run(run) if isinstance(run, str | Path) else run
     spec = _spec(run, spec)
-    if max_workers < 1:
-        raise QAError(f"max_workers must be at least 1, got {max_workers}")
+    if options.max_workers < 1:
+        raise QAError(f"max_workers must be at least 1, got {options.max_workers}")
     started = datetime.now(UTC)
-    base = Path(prompts_dir) if prompts_dir is not None else run.grid.base_dir
+    base = Path(options.prompts_dir) if options.prompts_dir is not None else run.grid.base_dir
     prompts = resolve_prompts(spec, base)
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners, left_out = run_owners(run, dataset)
-    factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
-    backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
+    factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
+    cache_dir = Path(options.cache_dir) if options.cache_dir else None
+    backends = LaneBackends(factory, cache_dir, options.cache_mode)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
-    matcher = matcher if matcher is not None else run_matcher(run)
+    matcher = options.matcher if options.matcher is not None else run_matcher(run)
     jobs: list[QAJob] = []
 
     def batches() -> Iterator[list[AnswerTask]]:
@@ -212,8 +250,8 @@ def add_qa(
         grader,
         prompts.judges,
         spec.judge_params(),
-        max_workers=max_workers,
-        progress=progress,
+        max_workers=options.max_workers,
+        progress=options.progress,
         alongside=lambda: [_fates(job, matcher) for job in jobs],
     )
     rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
@@ -222,10 +260,10 @@ def add_qa(
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
     run.dir.write_text(run.dir.summary_file, done.summary.to_csv())  # with the QA metrics
-    if failed and not allow_incomplete:
+    if failed and not options.allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])
-    unreadable = _judge_errors(done, max_judge_errors)
+    unreadable = _judge_errors(done, options.max_judge_errors)
     if unreadable is not None:
         raise unreadable
     return done

@@ -16,19 +16,21 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import is_simulated, mark_simulated
 from memlab.runs.run import Run
 from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
 from memlab.scoring.survival import Episode, kaplan_meier
 
 __all__ = [
     "duplication_chart",
+    "empty_chart",
     "empty_reason",
     "eviction_regret_chart",
     "fact_growth_chart",
     "injection_coverage_chart",
     "legend",
     "operating_curve_chart",
+    "palette",
     "parse_failure_chart",
     "stale_survival_chart",
     "tokens_chart",
@@ -155,7 +157,8 @@ def legend(ax: Axes, **options: Any) -> None:
         ax.legend(**options)
 
 
-def _empty(fig: Figure, message: str) -> Figure:
+def empty_chart(fig: Figure, message: str) -> Figure:
+    """``fig`` saying ``message`` instead of a chart (its label marks it empty, with why)."""
     fig.set_label(_EMPTY + message)
     ax = fig.subplots()
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
@@ -171,7 +174,7 @@ def parse_failure_chart(run: Run) -> Figure:
     table = run.failures
     fig = Figure(figsize=(8, _bar_height(len(table))), layout="constrained")
     if table.empty:
-        return _empty(fig, "no LLM replies in this run")
+        return empty_chart(fig, "no LLM replies in this run")
     shares = table.div(table.sum(axis=1), axis=0)
     failure_cols = [c for c in shares.columns if not str(c).startswith("ok:")]
     ok_cols = [c for c in shares.columns if str(c).startswith("ok:")]
@@ -179,7 +182,7 @@ def parse_failure_chart(run: Run) -> Figure:
     lanes = list(shares.index)
     y = np.arange(len(lanes))
     left = np.zeros(len(lanes))
-    colors = dict(zip(failure_cols, _palette(len(failure_cols)), strict=True))
+    colors = dict(zip(failure_cols, palette(len(failure_cols)), strict=True))
     for column in failure_cols:
         values = shares[column].to_numpy()
         ax.barh(y, values, left=left, label=str(column), color=colors[column])
@@ -200,7 +203,7 @@ def violation_heatmap(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     table = run.violations
     if table.empty:
-        return _empty(fig, "no schema violations in this run")
+        return empty_chart(fig, "no schema violations in this run")
     table = table.assign(where=table["pointer"] + "  [" + table["keyword"] + "]")
     pivot = table.pivot_table(index="where", columns="lane_id", values="count", aggfunc="sum")
     pivot = pivot.reindex(columns=[c for c in run.lanes if c in pivot.columns]).fillna(0)
@@ -232,10 +235,10 @@ def fact_growth_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     sessions = run.sessions
     if sessions.empty:
-        return _empty(fig, "no sessions in this run")
+        return empty_chart(fig, "no sessions in this run")
     top = float(sessions["facts"].max() or 0)
     if top == 0:
-        return _empty(fig, "no configuration stored a fact")
+        return empty_chart(fig, "no configuration stored a fact")
     ax = fig.subplots()
     caps: set[int] = set()
     for lane_id in run.lanes:
@@ -278,7 +281,7 @@ def duplication_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     summary = run.summary
     if summary.empty or summary["final_facts"].fillna(0).sum() == 0:
-        return _empty(fig, "no configuration stored a fact")
+        return empty_chart(fig, "no configuration stored a fact")
     ax = fig.subplots()
     kinds = ["dup_exact", "dup_normalized", "dup_near"]
     if "dup_embedding" in summary.columns and summary["dup_embedding"].notna().any():
@@ -316,7 +319,7 @@ def operating_curve_chart(run: Run) -> Figure:
     fig = Figure(figsize=(6.5, 5), layout="constrained")
     summary = run.summary.dropna(subset=["recall", "precision"])
     if summary.empty:
-        return _empty(fig, _why_unscored(run))
+        return empty_chart(fig, _why_unscored(run))
     ax = fig.subplots()
     keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
     # One line per value of the other varying axes ("max_facts=10", "[simulated] ...").
@@ -371,7 +374,7 @@ def eviction_regret_chart(run: Run) -> Figure:
     summary = run.summary
     fig = Figure(figsize=(6.5, _bar_height(len(summary))), layout="constrained")
     if "eviction_regret" not in summary.columns or summary["eviction_regret"].isna().all():
-        return _empty(fig, "no eviction regret measured (no labeled facts, or an older run)")
+        return empty_chart(fig, "no eviction regret measured (no labeled facts, or an older run)")
     ax = fig.subplots()
     lanes = list(summary.index)
     values = summary["eviction_regret"].fillna(0).to_numpy(dtype=float)
@@ -399,12 +402,12 @@ def stale_survival_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     episodes = _stale_episodes(run)
     if episodes.empty:
-        return _empty(fig, "no retracted fact was held in this run")
+        return empty_chart(fig, "no retracted fact was held in this run")
     ax = fig.subplots()
     lanes = [lane for lane in run.lanes if lane in set(episodes["lane_id"])]
     horizon = max(STALE_HORIZON, int(episodes["sessions"].max()))
     summary = run.summary
-    for color, lane_id in zip(_palette(len(lanes)), lanes, strict=True):
+    for color, lane_id in zip(palette(len(lanes)), lanes, strict=True):
         mine = episodes[episodes["lane_id"] == lane_id]
         pairs = zip(mine["sessions"], mine["censored"], strict=True)
         curve = kaplan_meier([Episode(int(s), bool(c)) for s, c in pairs], horizon)
@@ -450,7 +453,7 @@ def injection_coverage_chart(run: Run) -> Figure:
     summary = run.summary
     if column not in summary.columns or summary[column].isna().all():
         fig = Figure(figsize=(6.5, 4.5), layout="constrained")
-        return _empty(fig, "no injection audit in this run (no next session, or an older run)")
+        return empty_chart(fig, "no injection audit in this run (no next session, or an older run)")
     summary = summary.dropna(subset=[column])
     if summary["max_injection_tokens"].nunique() < 2:
         return _coverage_bars(run, summary, column)
@@ -461,8 +464,6 @@ def injection_coverage_chart(run: Run) -> Figure:
     for values, group in groups:
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
-        if group["backend"].map(is_simulated).all():
-            label = f"[simulated] {label}"
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)
@@ -481,7 +482,7 @@ def injection_coverage_chart(run: Run) -> Figure:
 def _simulated_label(run: Run, group: pd.DataFrame, label: str) -> str:
     """``label``, marked ``[simulated]`` when the group's lanes replay the simulated model."""
     simulated = all(is_simulated(run.lanes[str(lane)].backend) for lane in group.index)
-    return f"[simulated] {label}" if simulated and not label.startswith("[simulated]") else label
+    return mark_simulated(label, simulated)
 
 
 def _coverage_bars(run: Run, summary: pd.DataFrame, column: str) -> Figure:
@@ -504,7 +505,7 @@ def tokens_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 4.2), layout="constrained")
     calls = run.calls
     if calls.empty:
-        return _empty(fig, "no LLM calls in this run")
+        return empty_chart(fig, "no LLM calls in this run")
     means = calls.groupby("lane_id")[["prompt_tokens", "completion_tokens"]].mean()
     means = means.reindex([c for c in run.lanes if c in means.index])
     ax = fig.subplots()
@@ -523,7 +524,7 @@ def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
     dumped = lane.settings()
     dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend
     label = _plain(", ".join(f"{k}={dumped[k]}" for k in keys) or "all")
-    return f"[simulated] {label}" if is_simulated(lane.backend) else label
+    return mark_simulated(label, is_simulated(lane.backend))
 
 
 def _why_unscored(run: Run) -> str:
@@ -537,7 +538,8 @@ def _why_unscored(run: Run) -> str:
     return "no configuration stored a fact (precision is undefined)"
 
 
-def _palette(n: int) -> list[str]:
+def palette(n: int) -> list[str]:
+    """``n`` colours, the same first ones in every chart (the base colours cycle)."""
     base = [
         "#d1495b",
         "#edae49",

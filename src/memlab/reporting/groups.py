@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from memlab.backends.registry import SIMULATED_MARK
 from memlab.runs.run import Run
 from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines, kind_of
 
@@ -24,7 +25,7 @@ __all__ = [
     "lane_groups",
 ]
 
-GROUP_TITLES = {"real": "Real model", "simulated": "Simulated model [simulated]"}
+GROUP_TITLES = {"real": "Real model", "simulated": f"Simulated model {SIMULATED_MARK}"}
 """Headings of the groups' tables."""
 
 

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from memlab.grids.qa_spec import QAError
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.postrun.consolidation import curve, curve_answers, forgetting_table
-from memlab.reporting.charts import _empty, _palette, empty_reason, legend
+from memlab.reporting.charts import empty_chart, empty_reason, legend, palette
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import (
     html_table,
@@ -143,10 +143,10 @@ def consolidation_chart(run: Run, table: pd.DataFrame | None = None) -> Figure:
     fig = Figure(figsize=(8, 5.6), layout="constrained")
     table = curve(run) if table is None else table
     if table.empty:
-        return _empty(fig, "no memory snapshots in this run")
+        return empty_chart(fig, "no memory snapshots in this run")
     top, bottom = fig.subplots(2, 1, sharex=True)
     lanes = list(dict.fromkeys(table["lane_id"]))
-    for lane_id, color in zip(lanes, _palette(len(lanes)), strict=True):
+    for lane_id, color in zip(lanes, palette(len(lanes)), strict=True):
         rows = table[table["lane_id"] == lane_id]
         label = run.label(str(lane_id))
         x = rows["session_index"].to_numpy(dtype=float)
@@ -184,10 +184,10 @@ def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
     fig = Figure(figsize=(8, 1.6 + 0.7 * max(1, len(run.lanes))), layout="constrained")
     numbers = forgetting_numbers(run) if numbers is None else numbers
     if numbers.empty:
-        return _empty(fig, "no replays in this run")
+        return empty_chart(fig, "no replays in this run")
     applies = numbers[numbers["decayed events"] != NOT_APPLICABLE]
     if applies.empty:
-        return _empty(fig, "no configuration of this run forgets (no forgetting records)")
+        return empty_chart(fig, "no configuration of this run forgets (no forgetting records)")
     axes = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(applies))
     for ax, what, title in (
@@ -195,7 +195,7 @@ def forgetting_chart(run: Run, numbers: pd.DataFrame | None = None) -> Figure:
         (axes[1], "gold lost ({})", "gold facts lost"),
     ):
         left = np.zeros(len(applies))
-        for kind, color in zip(FORGETTING_KINDS, _palette(len(FORGETTING_KINDS)), strict=True):
+        for kind, color in zip(FORGETTING_KINDS, palette(len(FORGETTING_KINDS)), strict=True):
             values = applies[what.format(kind)].astype(float).to_numpy()
             ax.barh(y, values, left=left, color=color, label=kind)
             left += values

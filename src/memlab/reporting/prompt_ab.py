@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import SIMULATED_MARK, is_simulated
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
 from memlab.core.safe_names import encode_component, safe_component
 from memlab.grids.grid import Grid
@@ -133,7 +133,7 @@ class ABResult:
         """What was compared: prompts, dataset, owners, backend, memory QA, tolerance, runs."""
         lane = next(iter(self.baseline.lanes.values()))
         owners = int(self.table["owners"].max()) if not self.table.empty else 0
-        label = "[simulated] " if self.simulated else ""
+        label = f"{SIMULATED_MARK} " if self.simulated else ""
         qa = self.baseline.grid.qa
         answered = (
             f"memory QA answered by {qa.answer_backend}" if qa is not None else "no memory QA"

@@ -33,7 +33,7 @@ from typing import Any, TypeGuard
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import SIMULATED_MARK, is_simulated
 from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
@@ -398,7 +398,7 @@ def who_answered(run: Run) -> str:
     judge = _backend(identity.get("judge_backend"))
     spec = run.qa_manifest.get("spec") or {}
     specs = [spec.get("answer_backend"), spec.get("judge_backend")]
-    tag = " [simulated]" if any(is_simulated(str(s)) for s in specs if s) else ""
+    tag = f" {SIMULATED_MARK}" if any(is_simulated(str(s)) for s in specs if s) else ""
     return f"answered by {answerer}, judged by {judge}{tag}"
 
 
@@ -533,7 +533,7 @@ _TABLES = (
 
 
 _GROUP = "_group"
-_GROUP_TITLES = {"real": "real model", "simulated": "[simulated]"}
+_GROUP_TITLES = {"real": "real model", "simulated": SIMULATED_MARK}
 
 
 def _tables(section: QASection) -> list[tuple[str, pd.DataFrame]]:

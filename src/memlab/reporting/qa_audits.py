@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from memlab.backends.registry import SIMULATED_MARK
 from memlab.postrun.judge_audits import run_judge_audit
 from memlab.runs.run import Run
 
@@ -40,7 +41,7 @@ def _backend(identity: Any) -> str:
         return "-"
     name, model = str(identity.get("name", "?")), str(identity.get("model") or "")
     shown = f"{name} ({model})" if model and model != name else name
-    return f"{shown} [simulated]" if identity.get("simulated") else shown
+    return f"{shown} {SIMULATED_MARK}" if identity.get("simulated") else shown
 
 
 def _row(run: Run, judge: str, audit: dict[str, Any] | None) -> dict[str, str]:

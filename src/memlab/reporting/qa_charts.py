@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from memlab.reporting.charts import _empty, _palette, legend
+from memlab.reporting.charts import empty_chart, legend, palette
 from memlab.runs.run import Run
 from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_band
@@ -27,13 +27,13 @@ def qa_accuracy_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 1.2 + 0.9 * max(1, len(run.lanes))), layout="constrained")
     answers = run.qa_answers
     if answers.empty:
-        return _empty(fig, _NO_QA)
+        return empty_chart(fig, _NO_QA)
     table = accuracy_table(answers, judges=[run.judge], options=run.stats)
     conditions = list(dict.fromkeys(table["condition"]))
     lanes = [lane for lane in run.lanes if lane in set(table["lane_id"])]
     ax = fig.subplots()
     height = 0.8 / max(1, len(conditions))
-    for k, (condition, color) in enumerate(zip(conditions, _palette(len(conditions)), strict=True)):
+    for k, (condition, color) in enumerate(zip(conditions, palette(len(conditions)), strict=True)):
         rows = table[table["condition"] == condition].set_index("lane_id").reindex(lanes)
         y = np.arange(len(lanes)) + k * height
         values = rows["accuracy"].to_numpy(dtype=float)
@@ -62,13 +62,13 @@ def qa_judge_band_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 1.4 + 0.35 * 4 * max(1, len(run.lanes))), layout="constrained")
     answers = run.qa_answers
     if answers.empty:
-        return _empty(fig, _NO_QA)
+        return empty_chart(fig, _NO_QA)
     band = judge_band(answers, options=run.stats)
     judges = [c.split(":", 1)[1] for c in band.columns if c.startswith("accuracy:")]
     ax = fig.subplots()
     y = np.arange(len(band))
     ax.hlines(y, band["band_lo"], band["band_hi"], color="#888", linewidth=3, alpha=0.6)
-    for judge, color in zip(judges, _palette(len(judges)), strict=True):
+    for judge, color in zip(judges, palette(len(judges)), strict=True):
         ax.plot(band[f"accuracy:{judge}"], y, "o", color=color, label=judge)
     labels = [
         f"{run.label(lane)} / {cond}"
@@ -92,13 +92,13 @@ def qa_causes_chart(run: Run) -> Figure:
     fig = Figure(figsize=(8, 1.4 + 0.6 * max(1, len(run.lanes))), layout="constrained")
     answers = run.qa_answers
     if answers.empty:
-        return _empty(fig, _NO_QA)
+        return empty_chart(fig, _NO_QA)
     table = cause_table(answers, run.judge).set_index("lane_id")
     lanes = [lane for lane in run.lanes if lane in table.index]
     ax = fig.subplots()
     y = np.arange(len(lanes))
     left = np.zeros(len(lanes))
-    for cause, color in zip(CAUSES, _palette(len(CAUSES)), strict=True):
+    for cause, color in zip(CAUSES, palette(len(CAUSES)), strict=True):
         values = table.loc[lanes, cause].to_numpy(dtype=float)
         if values.any():
             ax.barh(y, values, left=left, color=color, label=CAUSE_TITLES[cause])

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import SIMULATED_MARK, is_simulated
 from memlab.core.atomic import atomic_write_text
 from memlab.core.document import utc_iso
 from memlab.core.similarity import normalize_text
@@ -259,7 +259,7 @@ def simulated_note(runs: Sequence[Run]) -> str:
     if not count:
         return ""
     return (
-        f"{count} configuration(s) marked [simulated] replay the simulated model, a test "
+        f"{count} configuration(s) marked {SIMULATED_MARK} replay the simulated model, a test "
         "instrument with declared behaviour (backend sim:PROFILE), not a language model; "
         "their numbers show what the pipeline and the metrics do, not how any model performs."
     )

@@ -19,7 +19,7 @@ from typing import Literal
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
-from memlab.backends.registry import is_simulated
+from memlab.backends.registry import is_simulated, mark_simulated
 from memlab.core.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
@@ -144,11 +144,11 @@ class PromptTrial:
     def title(self) -> str:
         """``Prompt trial: a (sha) → b (sha), N owner(s) of RUN``, ``[simulated]`` first when
         the lane replays the simulated model."""
-        label = "[simulated] " if self.simulated else ""
-        return (
-            f"{label}Prompt trial: {self.before.name} ({self.before.sha256[:8]}) → "
+        return mark_simulated(
+            f"Prompt trial: {self.before.name} ({self.before.sha256[:8]}) → "
             f"{self.after.name} ({self.after.sha256[:8]}), {len(self.owners)} owner(s) of "
-            f"{self.baseline.name}"
+            f"{self.baseline.name}",
+            self.simulated,
         )
 
     def _repr_html_(self) -> str:

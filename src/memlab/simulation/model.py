@@ -80,7 +80,7 @@ from memlab.simulation.qa import AnswerDecision, JudgeDecision, KnownVerdict, Si
 from memlab.simulation.replies import Breakage, broken_reply
 from memlab.simulation.tiered import SimTiered, TieredDecision
 
-if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
+if TYPE_CHECKING:  # importing memlab.datasets loads its models; the core must stay light
     from memlab.datasets.models import Owner, Session
 
 __all__ = ["SimDecision", "SimulatedBackend"]

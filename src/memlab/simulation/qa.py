@@ -60,7 +60,7 @@ from memlab.core.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.errors import excerpt
 from memlab.simulation.profile import SimQAProfile, leaked, uniform, wordings
 
-if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the backends stay light
+if TYPE_CHECKING:  # importing memlab.datasets loads its models; the backends stay light
     from memlab.datasets.models import Owner
     from memlab.datasets.questions import Question
 

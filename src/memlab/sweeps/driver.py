@@ -21,6 +21,7 @@ A sweep has three steps:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import platform
 import shutil
@@ -48,7 +49,7 @@ from memlab.matching.default_matcher import DefaultMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.matching.verdict_store import load_verdicts, save_verdicts
-from memlab.postrun.qa_step import add_qa
+from memlab.postrun.qa_step import QAOptions, run_qa
 from memlab.postrun.rescoring import matcher_record
 from memlab.runs.records import CallRow, SessionRow, typed_rows
 from memlab.runs.run import Run, flatten_call
@@ -158,6 +159,17 @@ def sweep(
     questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
+    # The settings the QA step shares with the replays, as the one object it is passed.
+    options = QAOptions(
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+        max_workers=max_workers,
+        progress=progress,
+        matcher=matcher,
+        backend_factory=backend_factory,
+        allow_incomplete=allow_incomplete,
+        max_judge_errors=max_judge_errors,
+    )
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
     started = datetime.now(UTC)
@@ -175,30 +187,37 @@ def sweep(
     _warn_simulated_prompts(plan)
     with plan.run_dir.lock("sweep"):  # one writer per run directory
         _prepare_run_dir(plan, Path(runs_dir), resume)
-        matcher = matcher if matcher is not None else default_matcher()
-        keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
-        known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
-        rows = _Rows(plan, matcher, embedding_duplicates)
-        outcomes = execute(plan, executor, max_workers, progress, rows.add)
-        run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
-        if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
-            _save_new_verdicts(matcher, cache_dir, known)
-        if not allow_incomplete:
-            _raise_if_incomplete(run, outcomes)
+        options = dataclasses.replace(
+            options,
+            matcher=matcher if matcher is not None else default_matcher(),
+            prompts_dir=plan.grid.base_dir,
+        )
+        run = _replay(plan, options, executor, embedding_duplicates, started)
         if plan.grid.qa is not None:
-            run = add_qa(
-                run,
-                cache_dir=cache_dir,
-                cache_mode=cache_mode,
-                max_workers=max_workers,
-                progress=progress,
-                matcher=matcher,
-                backend_factory=backend_factory,
-                prompts_dir=plan.grid.base_dir,
-                allow_incomplete=allow_incomplete,
-                max_judge_errors=max_judge_errors,
-            )
+            run = run_qa(run, None, options)
         return run
+
+
+def _replay(
+    plan: SweepPlan,
+    options: QAOptions,
+    executor: SweepExecutor | None,
+    embedding_duplicates: EmbeddingDuplicates | None,
+    started: datetime,
+) -> Run:
+    """Every replay of ``plan``, collected into the run (the matcher's new verdicts kept)."""
+    matcher = options.matcher if options.matcher is not None else default_matcher()
+    cache_dir, cache_mode = options.cache_dir, options.cache_mode
+    keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
+    known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
+    rows = _Rows(plan, matcher, embedding_duplicates)
+    outcomes = execute(plan, executor, options.max_workers, options.progress, rows.add)
+    run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
+    if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
+        _save_new_verdicts(matcher, cache_dir, known)
+    if not options.allow_incomplete:
+        _raise_if_incomplete(run, outcomes)
+    return run
 
 
 def _save_new_verdicts(matcher: FactMatcher, cache_dir: str | Path, known: int) -> None:
