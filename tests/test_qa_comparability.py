@@ -171,7 +171,8 @@ def test_another_answer_key_is_named_before_the_dataset_it_changes(
     err = _refused(["compare", *map(str, made)], capsys)
     assert line in err and "different dataset" not in err
     assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
-    banners = [b for b in capsys.readouterr().out.splitlines() if b.startswith("mixed ")]
+    out = capsys.readouterr().out.replace("\n  ", " ")  # banners wrap at 120 columns
+    banners = [b for b in out.splitlines() if b.startswith("mixed ")]
     assert line in banners[0]
     digests = [f"sha256 {_sha_bytes(path.read_bytes())[:12]}" for path in (original, audited)]
     assert f"different dataset: {digests[0]} vs {digests[1]}" in banners[1]
@@ -214,7 +215,7 @@ def test_a_qa_fact_a_run_did_not_record_is_stated_as_unknown(
     del manifest["spec"]["answer_prompt"]
     (older / QA_MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     assert main(["compare", str(careful), str(older), "--resamples", "200"]) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.replace("\n  ", " ").splitlines()  # wrapped at 120 columns
     sha = _sha(answer_prompts().get("default").template)[:12]
     assert out[0].startswith("unchecked: careful-older: ")
     assert f"answer prompt: default ({sha}) vs unknown" in out[0]
