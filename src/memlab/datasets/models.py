@@ -36,6 +36,7 @@ __all__ = [
     "UPLOAD_MARKER",
     "FactCategory",
     "GoldFact",
+    "GoldProcedure",
     "ImagePart",
     "ImageURL",
     "Message",
@@ -233,10 +234,21 @@ class GoldFact(_Model):
     evidence: list[str] | None = None
 
 
+class GoldProcedure(_Model):
+    """A procedure the session teaches (how the user does a task, step by step), which a
+    procedural memory should learn: its steps in order and the phrases that should recall it."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    steps: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    triggers: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+
+
 class SessionLabels(_Model):
     """Ground-truth labels of one session (all fields optional)."""
 
     facts: list[GoldFact] = Field(default_factory=list)
+    procedures: list[GoldProcedure] = Field(default_factory=list)
     retracts: list[str] = Field(default_factory=list)
     sections: list[SectionName] = Field(default_factory=list)
     noise: bool = False
@@ -326,11 +338,27 @@ class Owner(_Model):
         return index
 
     def questions_after(self, index: int) -> list[Question]:
-        """The questions asked right after ``sessions[index]``, in file order (a question
-        after a session the owner no longer has, cut by ``max_sessions``, is asked nowhere)."""
+        """The judged questions asked right after ``sessions[index]``, in file order (a
+        question after a session the owner no longer has, cut by ``max_sessions``, is asked
+        nowhere); procedure questions are scored apart (:meth:`procedure_questions`)."""
         return [
-            q for q in self.questions if resolve_session(self.sessions, q.after_session) == index
+            q
+            for q in self.questions
+            if q.judged and resolve_session(self.sessions, q.after_session) == index
         ]
+
+    def gold_procedures(self) -> dict[str, GoldProcedure]:
+        """All labelled procedures of the owner by id."""
+        return {p.id: p for s in self.sessions for p in s.labels.procedures}
+
+    def procedure_questions(self) -> list[tuple[int, Question]]:
+        """The procedure questions with the index of the session they are asked after."""
+        found: list[tuple[int, Question]] = []
+        for question in self.questions:
+            index = resolve_session(self.sessions, question.after_session)
+            if question.kind == "procedure" and index is not None:
+                found.append((index, question))
+        return found
 
     def to_json_line(self) -> str:
         """Serialize as one compact JSONL line (no trailing newline)."""

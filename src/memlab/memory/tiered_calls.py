@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memlab.core.contract import ReplyContract
 from memlab.core.llm import (
     Backend,
     BackendError,
@@ -27,7 +28,7 @@ from memlab.core.llm import (
 from memlab.core.parsing import ParseOptions, parse_reply
 from memlab.core.redact import redact_text
 from memlab.core.safe_text import safe_text
-from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
+from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.core.updater import UpdateResult
 from memlab.errors import one_line
 
@@ -49,6 +50,8 @@ class TieredCaller:
         parse_options: The lane's parse ladder.
         sample: Index of the repeated sample (sent with every request).
         clock: The replay's virtual clock.
+        contracts: The reply contract of each kind of call (the tiered memory's by default;
+            the procedural memory passes its own).
     """
 
     backend: Backend
@@ -57,10 +60,11 @@ class TieredCaller:
     parse_options: ParseOptions
     sample: int
     clock: Callable[[], datetime]
+    contracts: Mapping[str, ReplyContract] = field(default_factory=lambda: dict(CALL_CONTRACTS))
 
-    def request(self, call: TieredCall, prompt: str) -> CompletionRequest:
+    def request(self, call: str, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""
-        schema = CALL_CONTRACTS[call].schema
+        schema = self.contracts[call].schema
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,
@@ -74,7 +78,7 @@ class TieredCaller:
         return self.output_mode is OutputMode.JSON_SCHEMA
 
     def ask(
-        self, call: TieredCall, prompt: str, thread_id: str | None
+        self, call: str, prompt: str, thread_id: str | None
     ) -> tuple[UpdateResult, dict[str, Any] | None]:
         """Send one call; its record and the reply's object (``None`` when it failed)."""
         started = time.perf_counter()
@@ -86,7 +90,7 @@ class TieredCaller:
             result.duration_s = time.perf_counter() - started
         return result, data
 
-    def _ask(self, result: UpdateResult, call: TieredCall, prompt: str) -> dict[str, Any] | None:
+    def _ask(self, result: UpdateResult, call: str, prompt: str) -> dict[str, Any] | None:
         try:
             completion = self.backend.complete(self.request(call, prompt))
         except BackendError as exc:
@@ -102,7 +106,7 @@ class TieredCaller:
         result.completion = (
             completion if text == completion.text else dataclasses.replace(completion, text=text)
         )
-        result.parse = parse_reply(text, self.parse_options, CALL_CONTRACTS[call])
+        result.parse = parse_reply(text, self.parse_options, self.contracts[call])
         if not result.parse.ok or result.parse.data is None:
             category = result.parse.category.value if result.parse.category else "unknown"
             _fail(result, "parse", f"{category}: {result.parse.error}")
