@@ -27,28 +27,28 @@ pytest.importorskip(
     "kuzu", reason="the procedural memory needs Kuzu: pip install 'memlab[procedural]'"
 )
 
-from memlab.core.llm import Completion, CompletionRequest, GenerationParams  # noqa: E402
-from memlab.core.messages import (  # noqa: E402
+from memlab.core.llm import Completion, CompletionRequest, GenerationParams
+from memlab.core.messages import (
     filter_messages_for_memory,
     format_conversation_for_update,
 )
-from memlab.core.parsing import parse_reply  # noqa: E402
-from memlab.core.procedure_prompts import PROCEDURES_CONTRACT, procedures_prompt  # noqa: E402
-from memlab.datasets.loader import load_dataset  # noqa: E402
-from memlab.datasets.registry import resolve_dataset  # noqa: E402
-from memlab.grids.grid import Grid  # noqa: E402
-from memlab.memory.graph import (  # noqa: E402
+from memlab.core.parsing import parse_reply
+from memlab.core.procedure_prompts import PROCEDURES_CONTRACT, procedures_prompt
+from memlab.datasets.loader import load_dataset
+from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.memory.graph import (
     CorruptGraphError,
-    Procedure,
     ProceduralGraph,
+    Procedure,
     recall_procedures,
 )
-from memlab.memory.strategy import call_kind, is_primary  # noqa: E402
-from memlab.postrun.qa_jobs import read_path  # noqa: E402
-from memlab.scoring.procedures import step_order_accuracy  # noqa: E402
-from memlab.simulation.model import SimulatedBackend  # noqa: E402
-from memlab.simulation.provenance import ProvenanceMatcher  # noqa: E402
-from memlab.sweeps.driver import sweep  # noqa: E402
+from memlab.memory.strategy import call_kind, is_primary
+from memlab.postrun.qa_jobs import read_path
+from memlab.scoring.procedures import step_order_accuracy
+from memlab.simulation.model import SimulatedBackend
+from memlab.simulation.provenance import ProvenanceMatcher
+from memlab.sweeps.driver import sweep
 
 AT = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 OWNERS = load_dataset(resolve_dataset("procedures"))

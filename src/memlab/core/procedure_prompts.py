@@ -23,9 +23,7 @@ __all__ = ["PROCEDURES_CALL", "PROCEDURES_CONTRACT", "ProceduresPrompt", "proced
 PROCEDURES_CALL = "procedures"
 """The ``call`` kind of the procedural memory's call records."""
 
-PROCEDURES_CONTRACT: ReplyContract = schema_contract(
-    "procedures", "schemas/procedures.schema.json"
-)
+PROCEDURES_CONTRACT: ReplyContract = schema_contract("procedures", "schemas/procedures.schema.json")
 """The reply contract of the ``procedures`` call."""
 
 

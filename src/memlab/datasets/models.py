@@ -13,7 +13,16 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 # The contract's vocabulary, re-exported for dataset code: categories, section names and the
 # upload marker have one definition, in the contract.
@@ -254,6 +263,15 @@ class SessionLabels(_Model):
     noise: bool = False
     must_not_store: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     tags: list[TagName] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_procedures(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Labels without procedures dump as before procedures existed: an owner's hash (which
+        # decides whether a replay is reused) stays the same.
+        data = handler(self)
+        if isinstance(data, dict) and not self.procedures:
+            data.pop("procedures", None)
+        return data
 
 
 class Session(_Model):

@@ -2,9 +2,10 @@
 
 Built-ins: ``deerflow`` (DeerFlow's one document, one LLM update per queued update; the
 default), ``tiered`` (:mod:`memlab.memory.tiered`) and ``procedural``
-(:mod:`memlab.memory.procedural`: DeerFlow's facts and a graph of procedures). A plugin adds a design with
-``MEMORY_DESIGNS.register("name", MemoryDesign(...))`` (:mod:`memlab.plugins`); grids then
-name it in ``memory:``. What a design declares: :mod:`memlab.memory.design`.
+(:mod:`memlab.memory.procedural`: DeerFlow's facts and a graph of procedures). A plugin
+adds a design with ``MEMORY_DESIGNS.register("name", MemoryDesign(...))``
+(:mod:`memlab.plugins`); grids then name it in ``memory:``. What a design declares:
+:mod:`memlab.memory.design`.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ Kuzu is an optional dependency (``memlab[procedural]``); without it opening rais
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,10 +43,10 @@ __all__ = [
     "GRAPH_SCHEMA",
     "CorruptGraphError",
     "GraphUnavailableError",
-    "Procedure",
     "ProceduralGraph",
-    "graph_available",
+    "Procedure",
     "clean_triggers",
+    "graph_available",
     "graph_files",
     "recall_procedures",
 ]
@@ -302,7 +303,8 @@ class ProceduralGraph:
         """Store ``procedure`` (replacing one of the same name), in one transaction.
 
         Raises:
-            StoreError: The procedure has no step or no trigger, or the database failed (nothing written).
+            StoreError: The procedure has no step or no trigger, or the database failed
+                (nothing written).
         """
         steps = [s.strip() for s in procedure.steps if s.strip()]
         triggers = list(clean_triggers(procedure.triggers))
@@ -329,9 +331,7 @@ class ProceduralGraph:
         """The procedures one of whose triggers occurs in ``context`` (case-folded), in the
         order they were learned."""
         with self.lock:
-            rows = _rows(
-                self._conn.execute(_RECALL, {"context": normalize_fact_text(context)})
-            )
+            rows = _rows(self._conn.execute(_RECALL, {"context": normalize_fact_text(context)}))
         known = {p.name: p for p in self.procedures()}
         found = [Procedure(str(r[1]), _ordered(r[2]), known[str(r[1])].triggers) for r in rows]
         order = list(known)
@@ -379,19 +379,15 @@ class _Transaction:
             raise StoreError(f"procedural memory graph {self.graph.path}: {exc}") from None
         return self.graph._conn
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         try:
             if exc is None:
                 self.graph._conn.execute("COMMIT")
-                return False
-            try:
+                return
+            # Kuzu rolls back the transaction of a failed statement itself.
+            with contextlib.suppress(RuntimeError):
                 self.graph._conn.execute("ROLLBACK")
-            except RuntimeError:
-                pass  # Kuzu rolled back the failed statement's transaction itself
-            if isinstance(exc, StoreError) or kind is None:
-                return False
-            if isinstance(exc, RuntimeError):
+            if isinstance(exc, RuntimeError) and not isinstance(exc, StoreError):
                 raise StoreError(f"procedural memory graph {self.graph.path}: {exc}") from None
-            return False
         finally:
             self.graph.lock.release()

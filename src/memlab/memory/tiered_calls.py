@@ -60,7 +60,9 @@ class TieredCaller:
     parse_options: ParseOptions
     sample: int
     clock: Callable[[], datetime]
-    contracts: Mapping[str, ReplyContract] = field(default_factory=lambda: dict(CALL_CONTRACTS))
+    contracts: Mapping[str, ReplyContract] = field(
+        default_factory=lambda: {str(k): v for k, v in CALL_CONTRACTS.items()}
+    )
 
     def request(self, call: str, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""

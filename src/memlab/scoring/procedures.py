@@ -33,8 +33,40 @@ STEP_MATCH_SHARE = 2 / 3
 """Share of a step's content words a segment must hold to name it."""
 
 STOPWORDS = frozenset(
-    "a an the to of in on at for and or then with by from into it its is be your my you i "
-    "this that these those as up out do".split()
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+        "then",
+        "with",
+        "by",
+        "from",
+        "into",
+        "it",
+        "its",
+        "is",
+        "be",
+        "your",
+        "my",
+        "you",
+        "i",
+        "this",
+        "that",
+        "these",
+        "those",
+        "as",
+        "up",
+        "out",
+        "do",
+    ]
 )
 """Words that name no step."""
 

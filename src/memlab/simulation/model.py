@@ -67,10 +67,11 @@ from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
 from memlab.core.qa_prompts import JudgePrompt
+from memlab.simulation.procedural import ProceduresDecision, SimProcedural
 from memlab.simulation.profile import (
     INVENTED_FACTS,
-    SimProfile,
     SimProceduralProfile,
+    SimProfile,
     SimTieredProfile,
     leaked,
     load_profile,
@@ -81,7 +82,6 @@ from memlab.simulation.profile import (
 from memlab.simulation.profile import uniform as _uniform
 from memlab.simulation.qa import AnswerDecision, JudgeDecision, KnownVerdict, SimQA
 from memlab.simulation.replies import Breakage, broken_reply
-from memlab.simulation.procedural import ProceduresDecision, SimProcedural
 from memlab.simulation.tiered import SimTiered, TieredDecision
 
 if TYPE_CHECKING:  # importing memlab.datasets loads jsonschema; the core must stay light
@@ -188,7 +188,10 @@ class SimulatedBackend:
         )
         self._procedural = SimProcedural(
             self.profile,
-            ((v.owner.user_id, v.index, v.session.labels.procedures, v.blocks) for v in self._views),
+            (
+                (v.owner.user_id, v.index, v.session.labels.procedures, v.blocks)
+                for v in self._views
+            ),
             seed,
         )
 

@@ -112,9 +112,7 @@ class SimProcedural:
             steps = [gold.steps[i] for i in kept]
             reply.append({"name": gold.name, "steps": steps, "triggers": list(gold.triggers)})
             sources.append(LearnedFrom(user_id, gold.id, kept))
-        return ProceduresDecision(
-            {"procedures": reply}, failure, tuple(sources), (user_id, index)
-        )
+        return ProceduresDecision({"procedures": reply}, failure, tuple(sources), (user_id, index))
 
     def render(self, decision: ProceduresDecision) -> tuple[str, str]:
         """The reply text of a decision, broken as its failure says, and the finish reason."""
