@@ -32,7 +32,7 @@ BAD_GRIDS: list[tuple[str, str, str]] = [
     (
         "name: g\naxes:\n  memory: [deerflow, tierd]\n",
         ":3: axes.memory[1]",
-        "unknown memory design 'tierd'; known designs: deerflow, tiered",
+        "unknown memory design 'tierd'; known designs: deerflow, tiered, procedural",
     ),
     ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "string"),
     (

@@ -13,7 +13,16 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 # The contract's vocabulary, re-exported for dataset code: categories, section names and the
 # upload marker have one definition, in the contract.
@@ -36,6 +45,7 @@ __all__ = [
     "UPLOAD_MARKER",
     "FactCategory",
     "GoldFact",
+    "GoldProcedure",
     "ImagePart",
     "ImageURL",
     "Message",
@@ -233,15 +243,35 @@ class GoldFact(_Model):
     evidence: list[str] | None = None
 
 
+class GoldProcedure(_Model):
+    """A procedure the session teaches (how the user does a task, step by step), which a
+    procedural memory should learn: its steps in order and the phrases that should recall it."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    steps: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    triggers: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+
+
 class SessionLabels(_Model):
     """Ground-truth labels of one session (all fields optional)."""
 
     facts: list[GoldFact] = Field(default_factory=list)
+    procedures: list[GoldProcedure] = Field(default_factory=list)
     retracts: list[str] = Field(default_factory=list)
     sections: list[SectionName] = Field(default_factory=list)
     noise: bool = False
     must_not_store: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     tags: list[TagName] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_procedures(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Labels without procedures dump as before procedures existed: an owner's hash (which
+        # decides whether a replay is reused) stays the same.
+        data = handler(self)
+        if isinstance(data, dict) and not self.procedures:
+            data.pop("procedures", None)
+        return data
 
 
 class Session(_Model):
@@ -326,11 +356,27 @@ class Owner(_Model):
         return index
 
     def questions_after(self, index: int) -> list[Question]:
-        """The questions asked right after ``sessions[index]``, in file order (a question
-        after a session the owner no longer has, cut by ``max_sessions``, is asked nowhere)."""
+        """The judged questions asked right after ``sessions[index]``, in file order (a
+        question after a session the owner no longer has, cut by ``max_sessions``, is asked
+        nowhere); procedure questions are scored apart (:meth:`procedure_questions`)."""
         return [
-            q for q in self.questions if resolve_session(self.sessions, q.after_session) == index
+            q
+            for q in self.questions
+            if q.judged and resolve_session(self.sessions, q.after_session) == index
         ]
+
+    def gold_procedures(self) -> dict[str, GoldProcedure]:
+        """All labelled procedures of the owner by id."""
+        return {p.id: p for s in self.sessions for p in s.labels.procedures}
+
+    def procedure_questions(self) -> list[tuple[int, Question]]:
+        """The procedure questions with the index of the session they are asked after."""
+        found: list[tuple[int, Question]] = []
+        for question in self.questions:
+            index = resolve_session(self.sessions, question.after_session)
+            if question.kind == "procedure" and index is not None:
+                found.append((index, question))
+        return found
 
     def to_json_line(self) -> str:
         """Serialize as one compact JSONL line (no trailing newline)."""

@@ -1,13 +1,17 @@
 """Questions about an owner's memory: what end-to-end memory QA asks (docs/dataset-format.md).
 
 A question is asked after one of the owner's sessions (``after_session``: an index into the
-sessions or a thread id) and is one of three kinds:
+sessions or a thread id) and is one of four kinds:
 
 - ``answerable``: the conversations so far hold the answer (``answer``);
 - ``abstain``: nothing said so far answers it, so the right response is to say so;
 - ``adversarial``: the question presumes something false or about someone else (LoCoMo's
   category 5); the right response is to say it is not known, or the ``answer`` when one is
-  given (a "No" to a yes/no question whose premise is false).
+  given (a "No" to a yes/no question whose premise is false);
+- ``procedure``: the question asks the agent to carry out a labelled procedure
+  (``procedure``: its id, taught in a session up to ``after_session``); it is scored by the
+  steps the reply names in order (:mod:`memlab.scoring.procedures`), not by a judge, so
+  memory QA's judged questions leave it out (:meth:`Question.judged`).
 
 ``evidence`` links a question to what answers it: gold fact ids of the owner and/or turns
 (``{"session": index or thread id, "message": index}``). ``wrong_answer`` is a plausible wrong
@@ -47,7 +51,7 @@ __all__ = [
     "resolve_session",
 ]
 
-QuestionKind = Literal["answerable", "abstain", "adversarial"]
+QuestionKind = Literal["answerable", "abstain", "adversarial", "procedure"]
 QUESTION_KINDS: tuple[str, ...] = get_args(QuestionKind)
 
 SessionRef = StrictInt | Annotated[str, Field(min_length=1)]
@@ -122,9 +126,15 @@ class Question(_Model):
     evidence: Evidence = Field(default_factory=Evidence)
     wrong_answer: AnswerText | None = None
     audit: AnswerAudit | None = None
+    procedure: NonEmpty | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Question:
+        if (self.kind == "procedure") != (self.procedure is not None):
+            raise ValueError(
+                "a procedure question names the labelled procedure it asks for (procedure: "
+                "its id), and only a procedure question does"
+            )
         if self.kind == "answerable" and self.answer is None:
             raise ValueError("an answerable question needs an answer")
         if self.kind == "abstain" and self.answer is not None:
@@ -137,7 +147,12 @@ class Question(_Model):
     @property
     def expects_abstention(self) -> bool:
         """True when saying "I don't know" is a right response (abstain and adversarial)."""
-        return self.kind != "answerable"
+        return self.kind in ("abstain", "adversarial")
+
+    @property
+    def judged(self) -> bool:
+        """True for the questions memory QA asks and judges (all but procedure ones)."""
+        return self.kind != "procedure"
 
     def answer_changed(self) -> bool:
         """True when an audited answer key replaced the original answer."""
@@ -195,6 +210,7 @@ def question_problems(
             problems.append((f"{at}.after_session", _no_session(question.after_session, sessions)))
             continue
         problems.extend(_fact_problems(question, at, asked, revealed, retracted))
+        problems.extend(_procedure_problems(question, at, asked, sessions))
         problems.extend(_turn_problems(question, at, asked, sessions))
         if (
             question.wrong_answer is not None
@@ -209,6 +225,33 @@ def _no_session(ref: int | str, sessions: Sequence[Session]) -> str:
     if isinstance(ref, int):
         return f"session index {ref} is out of range (the owner has {len(sessions)} sessions)"
     return f"no session has the thread id {excerpt(ref)}"
+
+
+def _procedure_problems(
+    question: Question, at: str, asked: int, sessions: Sequence[Session]
+) -> list[tuple[str, str]]:
+    if question.procedure is None:
+        return []
+    taught = next(
+        (
+            i
+            for i, session in enumerate(sessions)
+            for p in session.labels.procedures
+            if p.id == question.procedure
+        ),
+        None,
+    )
+    if taught is None:
+        return [(f"{at}.procedure", f"unknown procedure id {excerpt(question.procedure)}")]
+    if taught > asked:
+        return [
+            (
+                f"{at}.procedure",
+                f"procedure {excerpt(question.procedure)} is taught in sessions[{taught}], after "
+                f"the question is asked (after sessions[{asked}])",
+            )
+        ]
+    return []
 
 
 def _fact_problems(
@@ -273,7 +316,8 @@ def _turn_problems(
 
 def question_stats(questions: Sequence[Question]) -> dict[str, object]:
     """Counts of questions by kind and category, with evidence and audit counts."""
-    kinds: Counter[str] = Counter({k: 0 for k in QUESTION_KINDS})
+    # Procedure questions are counted only where a dataset has them (older stats unchanged).
+    kinds: Counter[str] = Counter({k: 0 for k in QUESTION_KINDS if k != "procedure"})
     kinds.update(q.kind for q in questions)
     categories = Counter(q.category for q in questions)
     return {

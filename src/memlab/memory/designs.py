@@ -1,9 +1,11 @@
 """The memory designs a lane can replay, by name: the registry of the ``memory`` setting.
 
 Built-ins: ``deerflow`` (DeerFlow's one document, one LLM update per queued update; the
-default) and ``tiered`` (:mod:`memlab.memory.tiered`). A plugin adds a design with
-``MEMORY_DESIGNS.register("name", MemoryDesign(...))`` (:mod:`memlab.plugins`); grids then
-name it in ``memory:``. What a design declares: :mod:`memlab.memory.design`.
+default), ``tiered`` (:mod:`memlab.memory.tiered`) and ``procedural``
+(:mod:`memlab.memory.procedural`: DeerFlow's facts and a graph of procedures). A plugin
+adds a design with ``MEMORY_DESIGNS.register("name", MemoryDesign(...))``
+(:mod:`memlab.plugins`); grids then name it in ``memory:``. What a design declares:
+:mod:`memlab.memory.design`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from memlab import plugins
 from memlab.core.storage import InMemoryStorage
 from memlab.memory.design import DesignContext, MemoryDesign
+from memlab.memory.procedural import PROCEDURAL
 from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy
 from memlab.memory.tiered import TIERED
 
@@ -64,6 +67,7 @@ DEERFLOW = MemoryDesign(
 
 MEMORY_DESIGNS.register(DEFAULT_DESIGN, DEERFLOW)
 MEMORY_DESIGNS.register("tiered", TIERED)
+MEMORY_DESIGNS.register("procedural", PROCEDURAL)
 
 
 def memory_design(name: str) -> MemoryDesign:

@@ -46,9 +46,10 @@ __all__ = [
     "is_queued_update",
 ]
 
-PRIMARY_CALLS = frozenset({"update", "summary"})
+PRIMARY_CALLS = frozenset({"update", "summary", "procedures"})
 """Call kinds of the one record each handed-over update yields: DeerFlow's ``update`` (its
-records name no kind) and the tiered memory's working-memory ``summary`` step."""
+records name no kind), the tiered memory's working-memory ``summary`` step and the
+procedural memory's session-end ``procedures`` call."""
 
 
 def call_kind(record: Mapping[str, Any]) -> str:

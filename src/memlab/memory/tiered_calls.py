@@ -9,14 +9,15 @@ call table counts every call's outcome alike and metrics can still tell them apa
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memlab.core.contract import ReplyContract
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.parsing import ParseOptions
-from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
+from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.core.updater import UpdateResult, ask_backend
 
 __all__ = ["TieredCaller"]
@@ -33,6 +34,8 @@ class TieredCaller:
         parse_options: The lane's parse ladder.
         sample: Index of the repeated sample (sent with every request).
         clock: The replay's virtual clock.
+        contracts: The reply contract of each kind of call (the tiered memory's by default;
+            the procedural memory passes its own).
     """
 
     backend: Backend
@@ -41,10 +44,13 @@ class TieredCaller:
     parse_options: ParseOptions
     sample: int
     clock: Callable[[], datetime]
+    contracts: Mapping[str, ReplyContract] = field(
+        default_factory=lambda: {str(k): v for k, v in CALL_CONTRACTS.items()}
+    )
 
-    def request(self, call: TieredCall, prompt: str) -> CompletionRequest:
+    def request(self, call: str, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""
-        schema = CALL_CONTRACTS[call].schema
+        schema = self.contracts[call].schema
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,
@@ -58,7 +64,7 @@ class TieredCaller:
         return self.output_mode is OutputMode.JSON_SCHEMA
 
     def ask(
-        self, call: TieredCall, prompt: str, thread_id: str | None
+        self, call: str, prompt: str, thread_id: str | None
     ) -> tuple[UpdateResult, dict[str, Any] | None]:
         """Send one call; its record and the reply's object (``None`` when it failed)."""
         started = time.perf_counter()
@@ -70,13 +76,13 @@ class TieredCaller:
             result.duration_s = time.perf_counter() - started
         return result, data
 
-    def _ask(self, result: UpdateResult, call: TieredCall, prompt: str) -> dict[str, Any] | None:
+    def _ask(self, result: UpdateResult, call: str, prompt: str) -> dict[str, Any] | None:
         data = ask_backend(
             self.backend,
             self.request(call, prompt),
             result,
             self.parse_options,
-            CALL_CONTRACTS[call],
+            self.contracts[call],
             label=f"tiered {call} call",
         )
         return None if data is None else dict(data)

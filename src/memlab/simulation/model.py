@@ -37,7 +37,9 @@ Prompts that ask a question of the dataset, or ask to grade an answer, are answe
 as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa`; :meth:`decide_qa`
 gives the provenance). Prompts of the tiered memory's calls (session summary, importance,
 compression) are answered as its ``tiered`` section declares (:mod:`memlab.simulation.tiered`;
-:meth:`decide_tiered`), and the wordings they keep are recorded like proposals.
+:meth:`decide_tiered`), and the wordings they keep are recorded like proposals. The
+procedural memory's ``procedures`` call is answered as its ``procedural`` section declares
+(:mod:`memlab.simulation.procedural`; :meth:`decide_procedures` gives the provenance).
 
 Every random choice is a hash of the backend seed, the request seed, the owner and what the
 choice is about (the gold fact id for fact decisions, the thread and how much of it the
@@ -65,8 +67,10 @@ from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
 from memlab.core.qa_prompts import JudgePrompt
+from memlab.simulation.procedural import ProceduresDecision, SimProcedural
 from memlab.simulation.profile import (
     INVENTED_FACTS,
+    SimProceduralProfile,
     SimProfile,
     SimTieredProfile,
     leaked,
@@ -182,6 +186,14 @@ class SimulatedBackend:
             lambda content, gold_id: self._record(content, "gold", gold_id),
             self.origins,
         )
+        self._procedural = SimProcedural(
+            self.profile,
+            (
+                (v.owner.user_id, v.index, v.session.labels.procedures, v.blocks)
+                for v in self._views
+            ),
+            seed,
+        )
 
     @property
     def reads_prompts(self) -> bool:
@@ -202,6 +214,8 @@ class SimulatedBackend:
         dumped = self.profile.model_dump(mode="json")
         if self.profile.tiered == SimTieredProfile():
             del dumped["tiered"]  # profiles from before the tiered calls keep their identity
+        if self.profile.procedural == SimProceduralProfile():
+            del dumped["procedural"]  # and those from before the procedures call
         if not self.profile.prompt_effects:
             del dumped["prompt_effects"]  # and those from before prompt effects
         profile = json.dumps(dumped, sort_keys=True)
@@ -227,10 +241,15 @@ class SimulatedBackend:
         prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
         qa = self._qa.decide(prompt, request.params.seed, request.about)
         tiered = self._tiered.decide(prompt, request.params.seed) if qa is None else None
+        learned = None
+        if qa is None and tiered is None:
+            learned = self._procedural.decide(prompt, request.params.seed)
         if qa is not None:
             text, finish = qa.text, "stop"
         elif tiered is not None:
             text, finish = self._tiered.render(tiered)
+        elif learned is not None:
+            text, finish = self._procedural.render(learned)
         else:
             text, finish = _render(self.decide(prompt, request.params.seed))
         return Completion(
@@ -255,6 +274,12 @@ class SimulatedBackend:
     def decide_tiered(self, prompt: str, request_seed: int | None = 0) -> TieredDecision | None:
         """The decision for a tiered memory call with its provenance; None for other prompts."""
         return self._tiered.decide(prompt, request_seed)
+
+    def decide_procedures(
+        self, prompt: str, request_seed: int | None = 0
+    ) -> ProceduresDecision | None:
+        """The decision for a ``procedures`` call with its provenance; None for other prompts."""
+        return self._procedural.decide(prompt, request_seed)
 
     def decide(self, prompt: str, request_seed: int | None = 0) -> SimDecision:
         """Decide the reply to ``prompt`` (what :meth:`complete` renders as text).

@@ -74,6 +74,7 @@ __all__ = [
     "PROFILES",
     "WORDING_STYLES",
     "PromptEffect",
+    "SimProceduralProfile",
     "SimProfile",
     "SimProfileError",
     "SimQAProfile",
@@ -220,6 +221,28 @@ class SimTieredProfile(BaseModel):
         return _pick(self.rating_shares(gold), u)
 
 
+class SimProceduralProfile(BaseModel):
+    """How the simulated model answers the procedural memory's ``procedures`` call
+    (:mod:`.procedural`).
+
+    Attributes:
+        learn_rate: P(a procedure the session is labelled with is in the reply).
+        step_keep_rate: P(each of a learned procedure's steps is kept, in its verbatim
+            wording and in order); a procedure that keeps no step is left out. Its triggers
+            are the labelled ones.
+
+    With failure share ``f`` (the profile's ``failures``, which break this reply like any
+    other), a labelled procedure of ``n`` steps is learned with probability
+    ``(1 - f) * learn_rate * (1 - (1 - step_keep_rate) ** n)`` and keeps in expectation
+    ``(1 - f) * learn_rate * step_keep_rate`` of its steps in order.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    learn_rate: Probability = 0.8
+    step_keep_rate: Probability = 0.9
+
+
 def _positive_wording(value: dict[str, float]) -> dict[str, float]:
     if not value or sum(value.values()) <= 0:
         raise ValueError("give at least one wording style with a positive weight")
@@ -357,6 +380,7 @@ class SimProfile(BaseModel):
     failures: dict[FailureCategory, Probability] = Field(default_factory=dict)
     qa: SimQAProfile = Field(default_factory=SimQAProfile)
     tiered: SimTieredProfile = Field(default_factory=SimTieredProfile)
+    procedural: SimProceduralProfile = Field(default_factory=SimProceduralProfile)
     prompt_effects: tuple[PromptEffect, ...] = ()
     """What the update prompt's template changes, in order (see the module docstring)."""
 
