@@ -106,19 +106,21 @@ class Overlay(Run):
 
     def _stacked(self, table_of: Callable[[Run], pd.DataFrame]) -> pd.DataFrame:
         """Each run's table with a ``lane_id`` column, renamed, one under the other."""
-        frames = []
-        for name, run in self.members:
-            frame = table_of(run)
-            if not frame.empty:
-                frames.append(frame.assign(lane_id=frame["lane_id"].map(self._ids(name))))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        tables = [(name, table_of(run)) for name, run in self.members]
+        frames = [
+            frame.assign(lane_id=frame["lane_id"].map(self._ids(name)))
+            for name, frame in tables
+            if not frame.empty
+        ]
+        # No run has a row: the first run's empty table, its columns kept.
+        return pd.concat(frames, ignore_index=True) if frames else tables[0][1]
 
     def _by_lane(self, table_of: Callable[[Run], pd.DataFrame]) -> pd.DataFrame:
         """Each run's table indexed by lane id, renamed, in the overlay's lane order."""
-        frames = [table_of(run).rename(index=self._ids(name)) for name, run in self.members]
-        frames = [frame for frame in frames if not frame.empty]
+        tables = [table_of(run).rename(index=self._ids(name)) for name, run in self.members]
+        frames = [frame for frame in tables if not frame.empty]
         if not frames:
-            return pd.DataFrame()
+            return tables[0]
         joined = pd.concat(frames)
         return joined.reindex([lane for lane in self.lanes if lane in joined.index])
 
