@@ -6,10 +6,13 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,11 +22,26 @@ from matplotlib.figure import Figure
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid
+from memlab.postrun.qa_step import add_qa
 from memlab.reporting import charts, report
 from memlab.reporting.chart_tables import chart_numbers
 from memlab.reporting.overlay import Overlay, OverlayError
 from memlab.runs.run import Run, load_run
+from memlab.scoring.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
+
+
+@pytest.fixture(autouse=True)
+def _no_pyplot(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    plt.close("all")
+
+    def forbidden(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a chart function called plt.show()")
+
+    monkeypatch.setattr(plt, "show", forbidden)
+    yield
+    assert plt.get_fignums() == [], "a chart function created a pyplot-managed figure"
+
 
 _SETTINGS: dict[str, dict[str, Any]] = {
     # Different caps in one run, thresholds in the other, and another injection budget each:
@@ -260,3 +278,39 @@ def test_real_lanes_come_first_and_runs_of_one_name_stay_apart(
     assert [re.sub(r"\n.*", "", t.get_text(), flags=re.S) for t in ticks] == labels
     with pytest.raises(OverlayError, match="overlays runs"):
         _ = overlay.dir
+
+
+def test_memory_qa_charts_overlay_runs_graded_alike(
+    runs: list[Run], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    where = tmp_path_factory.mktemp("qa")
+    spec = {"answer_backend": "sim:careful", "conditions": ["memory", "none"]}
+    asked = []
+    for run in runs:
+        shutil.copytree(run.path, where / run.name)
+        asked.append(add_qa(where / run.name, spec, progress=False))
+    figures: list[Figure] = []
+
+    def keep(fig: Figure) -> str:
+        figures.append(fig)
+        return "data:image/png;base64,"
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "figure_to_data_uri", keep)
+        html = report.build_report(asked, where / "report").html.read_text(encoding="utf-8")
+    assert html.count("<h3>Accuracy per condition: ") == 1
+    assert "<h3>Accuracy per condition: capped, strict overlaid</h3>" in html
+    title = "Memory QA: answerable questions per condition"
+    (fig,) = [f for f in figures if f.axes and f.axes[0].get_title() == title]
+    ax = fig.axes[0]
+    labels = _expected_labels(runs)
+    assert [t.get_text() for t in ax.get_yticklabels()] == labels
+    assert _legend(ax) == ["memory", "none"]
+    memory = _bars(ax)[0]
+    expected = []
+    for run in asked:  # each run's own accuracy under its own judge, read afresh
+        own = load_run(run.path)
+        table = accuracy_table(own.qa_answers, judges=[own.judge], options=own.stats)
+        rows = table[table["condition"] == "memory"].set_index("lane_id")
+        expected += [float(rows.loc[lane, "accuracy"]) for lane in own.lanes]
+    assert np.allclose([bar.get_width() for bar in memory], expected)

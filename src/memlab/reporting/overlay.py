@@ -29,7 +29,7 @@ from memlab.backends.registry import is_simulated
 from memlab.runs.run import Run
 from memlab.runs.rundir import RunDir
 
-__all__ = ["Overlay", "OverlayError"]
+__all__ = ["Overlay", "OverlayError", "qa_chart_runs"]
 
 
 class OverlayError(TypeError):
@@ -181,3 +181,21 @@ def _shared_judge(runs: Sequence[Run]) -> str | None:
     """The headline judge when every run with memory QA has the same one, else ``None``."""
     judges = {run.judge for run in runs if not run.qa_answers.empty}
     return judges.pop() if len(judges) == 1 else None
+
+
+def qa_chart_runs(runs: Sequence[Run]) -> list[tuple[Run, str]]:
+    """What the memory-QA charts of ``runs`` draw, each with its name: runs graded by the
+    same judges (the same headline judge) with the same interval settings overlaid, one chart
+    of each kind; else each run apart (one judge's accuracy is not drawn beside another's)."""
+    first = runs[0] if runs else None
+    if (
+        first is not None
+        and len(runs) > 1
+        and all(
+            (run.judges, run.judge, run.stats) == (first.judges, first.judge, first.stats)
+            for run in runs
+        )
+    ):
+        overlay = Overlay.of(runs)
+        return [(overlay, ", ".join(name for name, _ in overlay.members) + " overlaid")]
+    return [(run, run.name) for run in runs]
