@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         check_gate,
         check_regressions,
     )
+    from memlab.reporting.overlay import Overlay
     from memlab.reporting.prompt_ab import ABResult, MetricVerdict, ab
     from memlab.reporting.report import (
         ReportPaths,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from memlab.reporting.trial import PromptTrial, TrialError, try_prompt
 
 _EXPORTS: dict[str, str] = {
+    "Overlay": "memlab.reporting.overlay",
     "ABResult": "memlab.reporting.prompt_ab",
     "MetricVerdict": "memlab.reporting.prompt_ab",
     "ab": "memlab.reporting.prompt_ab",
@@ -81,6 +83,7 @@ __all__ = [
     "GateFailure",
     "Metric",
     "MetricVerdict",
+    "Overlay",
     "PromptTrial",
     "Regression",
     "ReportPaths",

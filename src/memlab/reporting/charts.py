@@ -2,6 +2,9 @@
 
 Figures are built with the object API (no pyplot state, never ``plt.show()``), so they work the
 same in scripts, reports and notebooks (where a returned Figure renders inline).
+
+Each draws one run, or several overlaid (:class:`~memlab.reporting.overlay.Overlay`: one
+series, bar or row per run and configuration, labelled ``run: configuration``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from memlab.backends.registry import is_simulated, mark_simulated
+from memlab.reporting.overlay import Overlay
 from memlab.runs.run import Run
 from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
 from memlab.scoring.survival import Episode, kaplan_meier
@@ -321,9 +325,11 @@ def operating_curve_chart(run: Run) -> Figure:
     if summary.empty:
         return empty_chart(fig, _why_unscored(run))
     ax = fig.subplots()
-    keys = [k for k in run.grid.varying() if k != "fact_confidence_threshold"]
-    # One line per value of the other varying axes ("max_facts=10", "[simulated] ...").
-    lines = summary.index.map(lambda lane_id: _curve_label(run, str(lane_id), keys))
+    # One line per value of the other varying axes ("max_facts=10", "[simulated] ..."; with
+    # several runs overlaid, per run too: "run-a: max_facts=10").
+    lines = summary.index.map(
+        lambda lane_id: _curve_label(run, str(lane_id), "fact_confidence_threshold")
+    )
     # Thresholds are marker shapes (named in the legend), not labels beside the points: points
     # of several lines often coincide, and the interval crosses pass through them.
     thresholds = sorted(summary["fact_confidence_threshold"].unique())
@@ -459,15 +465,11 @@ def injection_coverage_chart(run: Run) -> Figure:
         return _coverage_bars(run, summary, column)
     fig = Figure(figsize=(6.5, 4.5), layout="constrained")
     ax = fig.subplots()
-    keys = [k for k in run.grid.varying() if k != "max_injection_tokens"]
-    groups = summary.groupby(keys) if keys else [((), summary)]
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
-        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+    for label, group in _coverage_lines(run, summary):
         group = group.sort_values("max_injection_tokens")
         xs = group["max_injection_tokens"].to_numpy(dtype=float)
         ys = group[column].to_numpy(dtype=float)
-        (line,) = ax.plot(xs, ys, marker="o", label=_plain(_simulated_label(run, group, label)))
+        (line,) = ax.plot(xs, ys, marker="o", label=label)
         where, below, above = _error_spans(group, list(group.index), column, list(ys))
         if len(where):
             _error_bars(ax, xs[where], ys[where], (below, above), color=to_hex(line.get_color()))
@@ -477,6 +479,24 @@ def injection_coverage_chart(run: Run) -> Figure:
     ax.set_title("What reaches the agent: injected gold coverage")
     legend(ax, fontsize=7)
     return fig
+
+
+def _coverage_lines(run: Run, summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The lines of the coverage chart: one per combination of the varying settings other
+    than the budget, with its legend label; with several runs overlaid, one per run too."""
+    if isinstance(run, Overlay):
+        lines = summary.index.map(
+            lambda lane_id: _curve_label(run, str(lane_id), "max_injection_tokens")
+        )
+        return [(str(label), group) for label, group in summary.groupby(lines, sort=False)]
+    keys = [k for k in run.grid.varying() if k != "max_injection_tokens"]
+    groups = summary.groupby(keys) if keys else [((), summary)]
+    drawn = []
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) or "all"
+        drawn.append((_plain(_simulated_label(run, group, label)), group))
+    return drawn
 
 
 def _simulated_label(run: Run, group: pd.DataFrame, label: str) -> str:
@@ -519,7 +539,14 @@ def tokens_chart(run: Run) -> Figure:
     return fig
 
 
-def _curve_label(run: Run, lane_id: str, keys: list[str]) -> str:
+def _curve_label(run: Run, lane_id: str, axis: str) -> str:
+    """The line a lane's point is on: the values of the run's varying settings but ``axis``
+    (the one the line runs along); in an overlay, the run's name first, as the run itself
+    would label it (a line never joins two runs)."""
+    if isinstance(run, Overlay):
+        name, source, own = run.source(lane_id)
+        return f"{_plain(name)}: {_curve_label(source, own, axis)}"
+    keys = [k for k in run.grid.varying() if k != axis]
     lane = run.lanes[lane_id]
     dumped = lane.settings()
     dumped["schema_bounds"] = "on" if lane.schema_bounds else "off"  # not a dict in a legend

@@ -14,7 +14,8 @@ of the QA step):
 - with an answer-key audit (the audited key, or the original key recording the audit), the
   original key's ceiling overall and per category beside the scores against each key, and a
   warning when a score exceeds the ceiling of the key it was scored on;
-- why each wrong answer from memory is wrong (a table, and a stacked chart per run);
+- why each wrong answer from memory is wrong (a table, and a stacked chart per run; of
+  several runs graded alike, one chart with the runs overlaid, :mod:`memlab.reporting.overlay`);
 - what reading costs (tokens and latency per question) beside what writing costs (tokens
   per conversation).
 
@@ -37,6 +38,7 @@ from memlab.backends.registry import SIMULATED_MARK, is_simulated
 from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
+from memlab.reporting.overlay import qa_chart_runs
 from memlab.reporting.qa_audits import judge_audit_notes, judge_audit_table
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
 from memlab.reporting.statistics import (
@@ -573,9 +575,9 @@ def qa_html(section: QASection | None, image: Callable[[Figure], str]) -> list[s
     parts += [f"<p><b>warning</b>: {escape(w)}</p>" for w in section.warnings]
     parts += [f"<p class='muted'>{escape(note)}</p>" for note in section.notes]
     parts += titled_tables_html(_tables(section))
-    for run in section.runs:
+    for run, name in qa_chart_runs(section.runs):
         for title, chart in QA_CHARTS:
-            parts.append(f"<h3>{escape(title)}: {escape(run.name)}</h3>")
+            parts.append(f"<h3>{escape(title)}: {escape(name)}</h3>")
             parts.append(f"<img alt='{escape(title)}' src='{image(chart(run))}'>")
     return parts
 

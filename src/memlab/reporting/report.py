@@ -4,9 +4,10 @@ The HTML has no external assets: charts are embedded PNG data URIs and the style
 inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
 
 Its first screen answers (:mod:`memlab.reporting.verdict`): what was compared, the significant
-differences against each baseline, the biggest prompt change. The metric tables and each run's
-charts follow; everything else is folded in ``<details>``. Real and simulated lanes are never
-in one table (:mod:`memlab.reporting.groups`).
+differences against each baseline, the biggest prompt change. The metric tables and the charts
+follow (of several runs: one chart of each kind with the runs overlaid,
+:mod:`memlab.reporting.overlay`); everything else is folded in ``<details>``. Real and
+simulated lanes are never in one table (:mod:`memlab.reporting.groups`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from memlab.reporting.memory_time import (
 from memlab.reporting.operations import OperationsSection, operations_section
 from memlab.reporting.operations import section_html as operations_html
 from memlab.reporting.operations import section_markdown as operations_markdown
+from memlab.reporting.overlay import Overlay
 from memlab.reporting.prompt_changes import (
     prompt_changes,
     prompt_changes_html,
@@ -463,37 +465,43 @@ def _html_metrics(report: _Report) -> list[str]:
 
 
 def _html_charts(runs: Sequence[Run]) -> list[str]:
-    """Each run's charts, two per row; a chart with nothing to draw is one line of text."""
-    parts = []
-    for run in runs:
-        figures, empty = [], []
-        for chart_title, row in CHARTS:
-            for chart in row:
-                fig = chart(run)
-                reason = charts.empty_reason(fig)
-                if reason is not None:
-                    empty.append(f"{chart_title}: {reason}")
-                    continue
-                numbers = chart_numbers(chart, run)
-                table = (
-                    f"<details><summary>{escape(chart_title)}: the numbers</summary>"
-                    f"{_html_table(numbers.astype(str))}</details>"
-                    if not numbers.empty
-                    else f"<figcaption>{escape(chart_title)}</figcaption>"
-                )
-                figures.append(
-                    f"<figure><img alt='{escape(chart_title)}' src='{figure_to_data_uri(fig)}'>"
-                    f"{table}</figure>"
-                )
-        body = [f"<div class='charts'>{''.join(figures)}</div>"] if figures else []
-        if empty:
-            body.append(
-                "<p class='muted'>Not drawn (nothing to show): "
-                + escape("; ".join(empty))
-                + ".</p>"
+    """The charts, two per row: of the one run, or of several runs overlaid (one chart of
+    each kind, a series per run and configuration); a chart with nothing to draw is one line
+    of text."""
+    if len(runs) == 1:
+        return _chart_section(f"Charts: {runs[0].name}", runs[0])
+    overlay = Overlay.of(runs)
+    names = ", ".join(name for name, _ in overlay.members)
+    return _chart_section(f"Charts: {names} overlaid", overlay)
+
+
+def _chart_section(title: str, run: Run) -> list[str]:
+    """The section of ``run``'s charts, each with its numbers folded under it."""
+    figures, empty = [], []
+    for chart_title, row in CHARTS:
+        for chart in row:
+            fig = chart(run)
+            reason = charts.empty_reason(fig)
+            if reason is not None:
+                empty.append(f"{chart_title}: {reason}")
+                continue
+            numbers = chart_numbers(chart, run)
+            table = (
+                f"<details><summary>{escape(chart_title)}: the numbers</summary>"
+                f"{_html_table(numbers.astype(str))}</details>"
+                if not numbers.empty
+                else f"<figcaption>{escape(chart_title)}</figcaption>"
             )
-        parts += _section(f"Charts: {run.name}", body, opened=True)
-    return parts
+            figures.append(
+                f"<figure><img alt='{escape(chart_title)}' src='{figure_to_data_uri(fig)}'>"
+                f"{table}</figure>"
+            )
+    body = [f"<div class='charts'>{''.join(figures)}</div>"] if figures else []
+    if empty:
+        body.append(
+            "<p class='muted'>Not drawn (nothing to show): " + escape("; ".join(empty)) + ".</p>"
+        )
+    return _section(title, body, opened=True)
 
 
 def _html_failures(failures: pd.DataFrame) -> list[str]:
