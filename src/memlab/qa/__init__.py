@@ -29,13 +29,6 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.core.qa_prompts import (
-        ABSTAIN_REFERENCE,
-        AnswerPrompt,
-        JudgePrompt,
-        answer_prompts,
-        judge_prompts,
-    )
     from memlab.qa.answer_scores import (
         ABSTENTION_PATTERNS,
         answer_tokens,
@@ -75,14 +68,21 @@ if TYPE_CHECKING:
         JudgeTriple,
         load_judge_calibration,
     )
+    from memlab.qa.qa_prompts import (
+        ABSTAIN_REFERENCE,
+        AnswerPrompt,
+        JudgePrompt,
+        answer_prompts,
+        judge_prompts,
+    )
     from memlab.qa.verdicts import parse_verdict
 
 _EXPORTS: dict[str, str] = {
-    "ABSTAIN_REFERENCE": "memlab.core.qa_prompts",
-    "AnswerPrompt": "memlab.core.qa_prompts",
-    "JudgePrompt": "memlab.core.qa_prompts",
-    "answer_prompts": "memlab.core.qa_prompts",
-    "judge_prompts": "memlab.core.qa_prompts",
+    "ABSTAIN_REFERENCE": "memlab.qa.qa_prompts",
+    "AnswerPrompt": "memlab.qa.qa_prompts",
+    "JudgePrompt": "memlab.qa.qa_prompts",
+    "answer_prompts": "memlab.qa.qa_prompts",
+    "judge_prompts": "memlab.qa.qa_prompts",
     "ABSTENTION_PATTERNS": "memlab.qa.answer_scores",
     "answer_tokens": "memlab.qa.answer_scores",
     "bleu1": "memlab.qa.answer_scores",
