@@ -28,13 +28,13 @@ def _map_modules() -> list[str]:
 
 
 def _qa_modules() -> list[str]:
-    """The feature's modules found by name: the package memlab.qa, and every module named
-    qa.py, qa_*.py or judge_audit*.py, and the face."""
+    """The feature's modules found by name: the package memlab.qa, every module named qa.py,
+    qa_*.py, *_qa.py or judge_audit*.py, and the face."""
     found = [p for p in (SRC / "qa").glob("*.py") if p.name != "__init__.py"]
     found += [
         p
         for p in SRC.rglob("*.py")
-        if p.name == "qa.py" or p.name.startswith(("qa_", "judge_audit"))
+        if p.name == "qa.py" or p.name.startswith(("qa_", "judge_audit")) or p.stem.endswith("_qa")
     ]
     found.append(SRC / "memory_qa" / "__init__.py")
     return sorted({p.relative_to(SRC).as_posix() for p in found})

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from memlab.grids.qa_spec import QAError, QASpec
     from memlab.postrun.consolidation import add_curve, curve
     from memlab.postrun.judge_audit_step import audit_run_judges, run_judge_audit
-    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
+    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, QAOptions, add_qa
     from memlab.qa.answer_scores import bleu1, is_abstention, mem0_f1, multi_answer_f1, token_f1
     from memlab.qa.answering import AnswerSettings, ReplayPoint, ask
     from memlab.qa.conditions import CONDITIONS, ReadPath, gold_memory_document
@@ -118,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "QASpec": "memlab.grids.qa_spec",
     "IncompleteQAError": "memlab.postrun.qa_step",
     "JudgeErrorsError": "memlab.postrun.qa_step",
+    "QAOptions": "memlab.postrun.qa_step",
     "add_qa": "memlab.postrun.qa_step",
     "add_curve": "memlab.postrun.consolidation",
     "curve": "memlab.postrun.consolidation",
@@ -149,6 +150,7 @@ __all__ = [
     "JudgePrompt",
     "JudgeTriple",
     "QAError",
+    "QAOptions",
     "QASpec",
     "ReadPath",
     "ReplayPoint",
