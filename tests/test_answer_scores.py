@@ -10,7 +10,6 @@ import math
 
 import pytest
 
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE
 from memlab.qa import (
     answer_tokens,
     bleu1,
@@ -22,7 +21,8 @@ from memlab.qa import (
     parse_verdict,
     token_f1,
 )
-from memlab.simulation.qa import ABSTAIN_TEXT
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE
+from memlab.simulation.qa_replies import ABSTAIN_TEXT
 
 
 def test_normalisation_is_locomos() -> None:

@@ -315,8 +315,8 @@ def check_judge_triple(block: str, tmp_path: Path) -> None:
 def check_judge_audit_json(block: str, tmp_path: Path) -> None:
     import dataclasses
 
-    from memlab.core.qa_prompts import judge_prompts
     from memlab.qa import load_judge_calibration
+    from memlab.qa.qa_prompts import judge_prompts
     from memlab.scoring.judge_audit import audit_backend
 
     bundled = load_judge_calibration()
@@ -339,7 +339,7 @@ def check_judge_audits_json(block: str, tmp_path: Path) -> None:
     """The keys the block shows are those of the file a real audit of a run's judges keeps."""
     import dataclasses
 
-    from memlab.postrun.judge_audits import JUDGE_AUDITS, audit_run_judges
+    from memlab.postrun.judge_audit_step import JUDGE_AUDITS, audit_run_judges
     from memlab.qa.judge_calibration import load_judge_calibration
 
     grid = {
@@ -368,7 +368,7 @@ def _module_doc(name: str) -> str:
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.scoring.judge_audit", '{"judge_audit_format": 1,'): check_judge_audit_json,
-    ("memlab.postrun.judge_audits", '{"judge_audits_format": 1,'): check_judge_audits_json,
+    ("memlab.postrun.judge_audit_step", '{"judge_audits_format": 1,'): check_judge_audits_json,
     (
         "memlab.qa.judge_calibration",
         '{"id": "part-001", "kind": "partial", "question": "Which two countries did Noor visit in',

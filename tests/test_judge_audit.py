@@ -19,7 +19,6 @@ from fake_openai import FakeServer
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.core.llm import BackendError, CompletionRequest, allow_model_requests
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.qa.answer_scores import is_abstention
 from memlab.qa.judge_calibration import (
     CALIBRATION_KINDS,
@@ -27,9 +26,10 @@ from memlab.qa.judge_calibration import (
     JudgeTriple,
     load_judge_calibration,
 )
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.scoring.judge_audit import audit_backend, audit_judges, judge_backend
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.qa import JudgeDecision
+from memlab.simulation.qa_replies import JudgeDecision
 
 REGISTRY = judge_prompts()
 LENIENT, STRICT = REGISTRY.get("lenient"), REGISTRY.get("strict")

@@ -92,7 +92,7 @@ def test_unknown_top_level_name_is_an_attribute_error() -> None:
 
 FACES = ["memlab.core", "memlab.compat", "memlab.backends", "memlab.datasets", "memlab.matching",
          "memlab.memory", "memlab.scoring", "memlab.sweeps", "memlab.reporting", "memlab.grids",
-         "memlab.runs", "memlab.postrun"]  # fmt: skip
+         "memlab.runs", "memlab.postrun", "memlab.qa", "memlab.memory_qa"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", FACES)

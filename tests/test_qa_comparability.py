@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from memlab.cli.main import main
-from memlab.core.qa_prompts import answer_prompts
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.postrun.qa_step import add_qa
+from memlab.qa.qa_prompts import answer_prompts
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_MANIFEST

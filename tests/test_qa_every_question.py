@@ -23,12 +23,12 @@ import pytest
 
 from memlab.cli.main import main
 from memlab.core.llm import BackendError, Completion, CompletionRequest
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
-from memlab.reporting.qa import qa_markdown, qa_section, qa_text
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
+from memlab.reporting.qa_section import qa_markdown, qa_section, qa_text
 from memlab.scoring.qa_metrics import accuracy_table, error_counts
 from memlab.sweeps.driver import sweep
 

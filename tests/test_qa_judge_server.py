@@ -20,11 +20,11 @@ from fake_openai import FakeServer
 from memlab.backends.openai_compat import OpenAICompatibleBackend
 from memlab.backends.retry import RetryPolicy
 from memlab.core.llm import allow_model_requests
-from memlab.core.qa_prompts import judge_prompts
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import JudgeErrorsError, add_qa
+from memlab.qa.qa_prompts import judge_prompts
 from memlab.scoring.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
 

@@ -16,7 +16,7 @@ from memlab.core.prompts import (
     resolve_prompt,
     resolve_template,
 )
-from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
+from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 
 
 def test_builtins_are_registered_and_content_addressed() -> None:

@@ -36,14 +36,14 @@ from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import IncompleteQAError, add_qa, qa_backend
-from memlab.reporting.qa import compare_under_judges, qa_text
+from memlab.reporting.qa_section import compare_under_judges, qa_text
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_ANSWERS, RunDir
 from memlab.scoring.comparison import compare
 from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
-from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision
+from memlab.simulation.qa_replies import ABSTAIN_TEXT, AnswerDecision
 from memlab.sweeps.driver import sweep
 
 ANSWER_RATE, ABSTAIN_RATE = 0.8, 0.5

@@ -19,14 +19,14 @@ from memlab.core.document import create_empty_memory
 from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.prompts import get_prompt
-from memlab.core.qa_prompts import (
+from memlab.datasets import Owner, Question, load_dataset, resolve_dataset
+from memlab.qa.qa_prompts import (
     ABSTAIN_REFERENCE,
     AnswerPrompt,
     JudgePrompt,
     answer_prompts,
     judge_prompts,
 )
-from memlab.datasets import Owner, Question, load_dataset, resolve_dataset
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import (
     SimProfile,
@@ -37,7 +37,7 @@ from memlab.simulation.profile import (
     restated,
     worded,
 )
-from memlab.simulation.qa import ABSTAIN_TEXT, AnswerDecision, JudgeDecision
+from memlab.simulation.qa_replies import ABSTAIN_TEXT, AnswerDecision, JudgeDecision
 
 SEEDS = range(40)
 RATES = SimQAProfile(

@@ -14,11 +14,11 @@ from typing import Any
 
 from memlab.backends.cache import request_key
 from memlab.core.llm import CompletionRequest
-from memlab.core.qa_prompts import answer_prompts
 from memlab.datasets.models import Owner
 from memlab.grids.qa_spec import QASpec
 from memlab.qa.answering import AnswerSettings, ReplayPoint, answer_tasks, ask
 from memlab.qa.conditions import ReadPath
+from memlab.qa.qa_prompts import answer_prompts
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import SimQAProfile, load_profile
 

@@ -7,6 +7,7 @@ The names most users need are exported here; the subpackages hold the rest (the 
 described in ``docs/architecture.md``): ``memlab.core`` (the pipeline, and the seed's names
 such as ``get_memory_queue``), ``memlab.backends`` (LLMs and the response cache),
 ``memlab.datasets`` (labeled data), ``memlab.matching`` (fact matchers),
+``memlab.memory_qa`` (memory QA, the whole feature: prompts, scores, judges, the step, reports),
 ``memlab.scoring`` (metrics and statistics), ``memlab.sweeps`` (grids, replays, run
 directories), ``memlab.reporting`` (charts, reports, the CI gate) and ``memlab.plugins``
 (the registries that built-ins and installed plugins share).

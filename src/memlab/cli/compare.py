@@ -144,7 +144,7 @@ def _compare(args: argparse.Namespace) -> int:
     # Imported here: pandas and the statistics load when a comparison runs, not for --help.
     _args.single_blas_thread()
     from memlab.cli.compare_view import WIDTH, fit
-    from memlab.reporting.qa import compare_under_judges
+    from memlab.reporting.qa_section import compare_under_judges
     from memlab.runs.run import load_run
     from memlab.scoring.comparison import CompareError, compare
     from memlab.scoring.stats import StatOptions

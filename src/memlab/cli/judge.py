@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memlab.cli import _args
 
 if TYPE_CHECKING:
-    from memlab.core.qa_prompts import JudgePrompt
+    from memlab.qa.qa_prompts import JudgePrompt
     from memlab.scoring.judge_audit import JudgeAudit, Tally
 
 # The backends and the calibration set are loaded when the command runs, so `memlab --help`
@@ -103,7 +103,7 @@ def register(subparsers: Any) -> None:
 def _judges(names: str, sources: list[str]) -> list[JudgePrompt]:
     """The judge prompts ``names`` names: a name, or a file whose every prompt is audited."""
     from memlab.core.prompts import PromptError, looks_like_path
-    from memlab.core.qa_prompts import judge_prompts
+    from memlab.qa.qa_prompts import judge_prompts
 
     registry = judge_prompts()
     chosen: list[JudgePrompt] = []
@@ -126,7 +126,7 @@ def _judges(names: str, sources: list[str]) -> list[JudgePrompt]:
 def _run_audit(args: argparse.Namespace) -> JudgeAudit:
     """The audit of the judges of ``args.run``, kept in the run."""
     from memlab.backends.cache import CacheMode
-    from memlab.postrun.judge_audits import audit_run_judges
+    from memlab.postrun.judge_audit_step import audit_run_judges
     from memlab.qa.judge_calibration import load_judge_calibration
 
     given = [
@@ -176,7 +176,7 @@ def _spec_audit(args: argparse.Namespace) -> JudgeAudit:
 
 def _audit(args: argparse.Namespace) -> int:
     from memlab.core.atomic import atomic_write_text
-    from memlab.postrun.judge_audits import JUDGE_AUDITS
+    from memlab.postrun.judge_audit_step import JUDGE_AUDITS
 
     if args.run is None and args.spec is None:
         args.usage_error("name the judge's backend (SPEC) or a run (--run RUN)")

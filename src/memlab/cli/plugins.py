@@ -22,7 +22,7 @@ _DECLARING_MODULES = (
     "memlab.core.merge",
     "memlab.core.parsing",
     "memlab.core.prompts",
-    "memlab.core.qa_prompts",
+    "memlab.qa.qa_prompts",
     "memlab.core.tiered_prompts",
     "memlab.memory.designs",
     "memlab.matching.matchers",

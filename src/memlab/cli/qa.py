@@ -82,7 +82,7 @@ def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.grids.qa_spec import resolve_prompts
     from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
-    from memlab.reporting.qa import qa_text
+    from memlab.reporting.qa_section import qa_text
     from memlab.runs.run import load_run
 
     run = load_run(args.run)

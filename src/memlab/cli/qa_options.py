@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from memlab.cli import _args
 
 if TYPE_CHECKING:
-    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
     from memlab.grids.qa_spec import QASpec
+    from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt
 
 __all__ = ["add_qa_options", "given_qa_options", "qa_spec"]
 
@@ -101,8 +101,8 @@ def qa_spec(
     from pydantic import ValidationError
 
     from memlab.core.prompts import looks_like_path
-    from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt
     from memlab.grids.qa_spec import QAError, QASpec
+    from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt
 
     settings: dict[str, Any] = grid_spec.model_dump() if grid_spec is not None else {}
     # The grid's prompt files are relative to its folder; the options' to the working one.

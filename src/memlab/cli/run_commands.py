@@ -186,7 +186,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
     from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError
-    from memlab.reporting.qa import qa_text
+    from memlab.reporting.qa_section import qa_text
     from memlab.sweeps.driver import IncompleteSweepError, sweep
 
     embedding_duplicates = None

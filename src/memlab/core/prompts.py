@@ -13,7 +13,7 @@ add variants without touching code::
     registry.load_file("my_prompts/variants.yaml")    # {name: {template, description}} or a list
     prompt = get_prompt("terse").render(memory, conversation)
 
-Other prompt kinds (the QA answer and judge prompts of :mod:`memlab.core.qa_prompts`) are
+Other prompt kinds (the QA answer and judge prompts of :mod:`memlab.qa.qa_prompts`) are
 :class:`PromptTemplate` subclasses with their own placeholders, kept in a
 :class:`TemplateRegistry` of their own: the same files, validation and content hashes.
 """

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from memlab.backends.registry import is_simulated
 from memlab.core.llm import GenerationParams
 from memlab.core.prompts import PromptError
-from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings
 from memlab.qa.conditions import CONDITIONS, Condition
+from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.qa.reply_bounds import MAX_REPLY_TOKENS
 
 __all__ = ["QAError", "QASpec", "ResolvedPrompts", "resolve_prompts"]

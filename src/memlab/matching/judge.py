@@ -47,7 +47,7 @@ FACT_JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare(
 """The fact judge's prompts by name; ``{gold}`` and ``{stored}`` are filled in and the judge
 answers yes or no. Plugins add theirs with ``FACT_JUDGE_PROMPTS.register(name, template)``.
 
-Not the QA judge's prompts (:data:`memlab.core.qa_prompts.JUDGE_PROMPTS`): those grade an
+Not the QA judge's prompts (:data:`memlab.qa.qa_prompts.JUDGE_PROMPTS`): those grade an
 answer to a question against a reference answer, with other placeholders and another reply."""
 FACT_JUDGE_PROMPTS.register("lenient", _LENIENT)
 FACT_JUDGE_PROMPTS.register("strict", _STRICT)

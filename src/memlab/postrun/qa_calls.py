@@ -24,9 +24,9 @@ from typing import Generic, TypeVar
 
 from memlab.backends.cache import request_key
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams
-from memlab.core.qa_prompts import JudgePrompt
 from memlab.postrun.progress import Progress
 from memlab.qa.answering import AnswerTask, CallResult, call, judge_tasks
+from memlab.qa.qa_prompts import JudgePrompt
 
 __all__ = ["QACalls", "ask_and_grade", "call_key"]
 

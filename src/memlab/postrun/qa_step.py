@@ -43,7 +43,6 @@ from memlab.backends.identity import backend_identity
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
-from memlab.core.qa_prompts import JudgePrompt
 from memlab.core.redact import redact
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
@@ -60,6 +59,7 @@ from memlab.qa.answering import (
     answer_tasks,
 )
 from memlab.qa.conditions import History, ReadPath
+from memlab.qa.qa_prompts import JudgePrompt
 from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST

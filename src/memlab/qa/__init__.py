@@ -1,13 +1,15 @@
-"""Memory QA: does the memory help the agent answer?
+"""Memory QA's lowest part: its prompts, conditions, answering and answer scores.
 
 Questions live in the dataset (:class:`memlab.datasets.Question`); this package holds what
-scores the answers and the prompts that produce and grade them:
+asks them, the prompts that produce and grade the answers and what scores them. The whole
+feature (its metrics, causes, step, reports) is named by :mod:`memlab.memory_qa`.
 
+- prompts (:mod:`~memlab.qa.qa_prompts`): the agent's answer prompt and the judges' prompts,
+  content-addressed templates in registries of their own (:func:`answer_prompts`,
+  :func:`judge_prompts`; built in: the ``default`` answer prompt, the ``lenient`` and
+  ``strict`` judges);
 - answer scores: LoCoMo's token F1 (:func:`token_f1`, :func:`multi_answer_f1`), mem0's BLEU-1
   (:func:`bleu1`) and F1 (:func:`mem0_f1`), abstention detection (:func:`is_abstention`);
-- prompts: the agent's answer prompt and the judges' prompts, content-addressed templates in
-  registries of their own (:func:`answer_prompts`, :func:`judge_prompts`; built in: the
-  ``default`` answer prompt, the ``lenient`` and ``strict`` judges);
 - judge replies: :func:`parse_verdict`;
 - the judge calibration set (:mod:`~memlab.qa.judge_calibration`): triples with verdicts
   decided by reading (:func:`load_judge_calibration`, :class:`JudgeTriple`), what
@@ -15,9 +17,12 @@ scores the answers and the prompts that produce and grade them:
 - conditions (:mod:`~memlab.qa.conditions`): what the answer prompt receives (``memory``,
   ``none``, ``full_context``, ``gold_memory``) through a lane's read path (:class:`ReadPath`);
 - answering (:mod:`~memlab.qa.answering`): the questions asked at a point of a replay
-  (:class:`ReplayPoint`), their requests, grading and scored rows; :func:`ask` runs them.
+  (:class:`ReplayPoint`), their requests, grading and scored rows; :func:`ask` runs them;
+- the reply bound (:mod:`~memlab.qa.reply_bounds`): a longer answer or verdict is a failed call.
 
-It depends on ``memlab.core``, ``memlab.backends`` and ``memlab.datasets`` only.
+It is a layer of its own: it depends on ``memlab.core``, ``memlab.backends`` and
+``memlab.datasets`` only, and the simulated model, the matchers and the memory designs above
+it may use it (the simulated judge reads back a judge prompt).
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """
@@ -29,13 +34,6 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.core.qa_prompts import (
-        ABSTAIN_REFERENCE,
-        AnswerPrompt,
-        JudgePrompt,
-        answer_prompts,
-        judge_prompts,
-    )
     from memlab.qa.answer_scores import (
         ABSTENTION_PATTERNS,
         answer_tokens,
@@ -75,14 +73,21 @@ if TYPE_CHECKING:
         JudgeTriple,
         load_judge_calibration,
     )
+    from memlab.qa.qa_prompts import (
+        ABSTAIN_REFERENCE,
+        AnswerPrompt,
+        JudgePrompt,
+        answer_prompts,
+        judge_prompts,
+    )
     from memlab.qa.verdicts import parse_verdict
 
 _EXPORTS: dict[str, str] = {
-    "ABSTAIN_REFERENCE": "memlab.core.qa_prompts",
-    "AnswerPrompt": "memlab.core.qa_prompts",
-    "JudgePrompt": "memlab.core.qa_prompts",
-    "answer_prompts": "memlab.core.qa_prompts",
-    "judge_prompts": "memlab.core.qa_prompts",
+    "ABSTAIN_REFERENCE": "memlab.qa.qa_prompts",
+    "AnswerPrompt": "memlab.qa.qa_prompts",
+    "JudgePrompt": "memlab.qa.qa_prompts",
+    "answer_prompts": "memlab.qa.qa_prompts",
+    "judge_prompts": "memlab.qa.qa_prompts",
     "ABSTENTION_PATTERNS": "memlab.qa.answer_scores",
     "answer_tokens": "memlab.qa.answer_scores",
     "bleu1": "memlab.qa.answer_scores",

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlab.core.llm import Backend, BackendError, CompletionRequest, GenerationParams
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.qa.answer_scores import bleu1, is_abstention, mem0_f1, multi_answer_f1, token_f1
 from memlab.qa.conditions import CONDITIONS, Condition, Context, History, ReadPath
 from memlab.qa.conditions import gold_memory_document as _gold_memory
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
 from memlab.qa.reply_bounds import reply_problem
 from memlab.qa.verdicts import parse_verdict
 
@@ -205,7 +205,7 @@ def answer_tasks(
 def references(question: Question) -> dict[str, str]:
     """The reference answer of each answer key (see :data:`ANSWER_KEYS`).
 
-    A question whose right response is to abstain has :data:`~memlab.core.qa_prompts.
+    A question whose right response is to abstain has :data:`~memlab.qa.qa_prompts.
     ABSTAIN_REFERENCE` as its reference; ``original`` is present only when an audit changed
     the answer.
     """

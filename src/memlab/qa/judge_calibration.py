@@ -8,7 +8,7 @@ invented people, one per line::
      "why": "one of the two countries"}
 
 ``gold`` is null when the conversations never say: the judge then sees
-:data:`~memlab.core.qa_prompts.ABSTAIN_REFERENCE` as the reference, as it does in a QA run.
+:data:`~memlab.qa.qa_prompts.ABSTAIN_REFERENCE` as the reference, as it does in a QA run.
 ``memlab judge audit`` (:mod:`memlab.scoring.judge_audit`) grades every triple with a judge
 and measures its agreement with the verdicts.
 
@@ -49,9 +49,9 @@ from pathlib import Path
 
 from memlab.core.files import MAX_TEXT_BYTES, FileReadError, read_text
 from memlab.core.jsontext import JsonDepthError, loads_json
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE
 from memlab.datasets.questions import Question
 from memlab.errors import MemlabError, excerpt
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE
 
 __all__ = [
     "BUNDLED_SET",

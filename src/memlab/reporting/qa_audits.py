@@ -3,7 +3,7 @@
 A judge's band says how much the accuracy moves between judges; its audit says how far each
 judge agrees with verdicts decided by reading (:mod:`memlab.scoring.judge_audit`). The audit
 shown for a judge is the one kept in the run (``memlab judge audit --run RUN``,
-:mod:`memlab.postrun.judge_audits`) for exactly that judge: the prompt text (hash), backend,
+:mod:`memlab.postrun.judge_audit_step`) for exactly that judge: the prompt text (hash), backend,
 model and judge settings the QA manifest records. A judge with no such audit is named as not
 audited, with the command that audits it.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.registry import SIMULATED_MARK
-from memlab.postrun.judge_audits import run_judge_audit
+from memlab.postrun.judge_audit_step import run_judge_audit
 from memlab.runs.run import Run
 
 __all__ = ["audit_command", "judge_audit_notes", "judge_audit_table"]

@@ -52,7 +52,7 @@ from memlab.reporting.prompt_changes import (
     prompt_changes_html,
     prompt_changes_markdown,
 )
-from memlab.reporting.qa import QASection, qa_error_notes, qa_html, qa_markdown, qa_section
+from memlab.reporting.qa_section import QASection, qa_error_notes, qa_html, qa_markdown, qa_section
 from memlab.reporting.statistics import (
     StatisticsSection,
     section_html,

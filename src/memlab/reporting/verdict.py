@@ -89,7 +89,7 @@ def headline(tables: Sequence[pd.DataFrame], reasons: Sequence[Reason]) -> str:
 
 def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:
     """(run, lane, metric) whose judged verdict depends on the judge, from the QA section's
-    table (:attr:`memlab.reporting.qa.QASection.robust`)."""
+    table (:attr:`memlab.reporting.qa_section.QASection.robust`)."""
     if robust.empty or "under every judge" not in robust.columns:
         return set()
     split = robust[robust["under every judge"] == "depends on the judge"]

@@ -49,10 +49,10 @@ from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import cacheable, is_simulated, resolve_backend
 from memlab.core.llm import Backend, GenerationParams
-from memlab.core.qa_prompts import JudgePrompt
 from memlab.matching.calibration import KindCounts
 from memlab.qa.answering import call, judge_tasks
 from memlab.qa.judge_calibration import JudgeCalibrationSet, JudgeTriple
+from memlab.qa.qa_prompts import JudgePrompt
 from memlab.qa.verdicts import parse_verdict
 
 __all__ = [

@@ -34,7 +34,7 @@ the gold fact, ``invented`` or ``leak``): the truth that metrics and matchers ar
 against (:class:`~memlab.simulation.provenance.ProvenanceMatcher`).
 
 Prompts that ask a question of the dataset, or ask to grade an answer, are answered and judged
-as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa`; :meth:`decide_qa`
+as the profile's ``qa`` section declares (:mod:`memlab.simulation.qa_replies`; :meth:`decide_qa`
 gives the provenance). Prompts of the tiered memory's calls (session summary, importance,
 compression) are answered as its ``tiered`` section declares (:mod:`memlab.simulation.tiered`;
 :meth:`decide_tiered`), and the wordings they keep are recorded like proposals. The
@@ -66,7 +66,7 @@ from memlab.core.contract import minimal_update
 from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
-from memlab.core.qa_prompts import JudgePrompt
+from memlab.qa.qa_prompts import JudgePrompt
 from memlab.simulation.procedural import ProceduresDecision, SimProcedural
 from memlab.simulation.profile import (
     INVENTED_FACTS,
@@ -80,7 +80,7 @@ from memlab.simulation.profile import (
     wordings,
 )
 from memlab.simulation.profile import uniform as _uniform
-from memlab.simulation.qa import AnswerDecision, JudgeDecision, KnownVerdict, SimQA
+from memlab.simulation.qa_replies import AnswerDecision, JudgeDecision, KnownVerdict, SimQA
 from memlab.simulation.replies import Breakage, broken_reply
 from memlab.simulation.tiered import SimTiered, TieredDecision
 
@@ -142,7 +142,7 @@ class SimulatedBackend:
         seed: Mixed into every draw with the request's seed (repeated samples differ).
         judges: Judge prompts whose prompts it grades (default: the built-in ones).
         calibration: Graded triples whose judge prompts it grades by their known verdict
-            (:class:`~memlab.simulation.qa.KnownVerdict`; ``memlab judge audit`` passes the
+            (:class:`~memlab.simulation.qa_replies.KnownVerdict`; ``memlab judge audit`` passes the
             calibration set, with ``dataset=[]``).
     """
 

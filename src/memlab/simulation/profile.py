@@ -16,7 +16,7 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
     remove_retracted: 0.9                   # P(the ids of a retracted fact are removed)
     leak_rate: 0.1                          # P(a must_not_store string is proposed as a fact)
     failures: {fenced: 0.05, truncated: 0.02}   # reply failure category -> rate per reply
-    qa:                                     # answering and judging (memlab.simulation.qa)
+    qa:                                     # answering and judging (memlab.simulation.qa_replies)
       answer_rate: 0.9     # P(the answer | its evidence is in the prompt)
       abstain_rate: 0.7    # P(abstain | the evidence is not); otherwise a wrong guess
       trap_rate: 0.3       # abstain/adversarial question, its evidence in the prompt: P(trap)

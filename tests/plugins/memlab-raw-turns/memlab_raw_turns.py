@@ -18,13 +18,13 @@ from typing import Any
 from memlab.core.document import MemoryDocument, copy_document, create_empty_memory, utc_iso
 from memlab.core.injection import Injection
 from memlab.core.messages import content_text, filter_messages_for_memory, message_role
-from memlab.core.qa_prompts import JUDGE_PROMPTS, JudgePrompt
 from memlab.core.queue import ConversationContext
 from memlab.core.similarity import relevance_score
 from memlab.core.updater import UpdateResult
 from memlab.memory.design import DesignContext, Injector, MemoryDesign
 from memlab.memory.designs import MEMORY_DESIGNS
 from memlab.memory.strategy import Step
+from memlab.qa.qa_prompts import JUDGE_PROMPTS, JudgePrompt
 
 __all__ = ["JUDGE", "RAW_TURNS", "SKIPPED", "TOP_K", "RawTurns", "register", "top_turns"]
 

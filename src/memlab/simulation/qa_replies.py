@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from memlab.core.llm import BackendError
-from memlab.core.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.errors import excerpt
+from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.simulation.profile import SimQAProfile, leaked, uniform, wordings
 
 if TYPE_CHECKING:  # importing memlab.datasets loads its models; the backends stay light
