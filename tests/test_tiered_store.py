@@ -20,14 +20,9 @@ import pytest
 
 from memlab.core.document import SeededFactIds
 from memlab.errors import MemlabError
-from memlab.memory import (
-    CorruptStoreError,
-    ForgettingRules,
-    HashedEmbedding,
-    StoreError,
-    TieredStore,
-    sqlite_vec_available,
-)
+from memlab.memory import TieredStore
+from memlab.memory.items import CorruptStoreError, ForgettingRules, StoreError
+from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -190,7 +185,7 @@ def test_bad_arguments_are_store_errors() -> None:
 
 
 def _ghost() -> object:
-    from memlab.memory import MemoryItem
+    from memlab.memory.items import MemoryItem
 
     return MemoryItem("ghost", "x", "c", 0.5, T0, T0, "t")
 
@@ -268,7 +263,9 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime, timedelta
     from pathlib import Path
-    from memlab.memory import HashedEmbedding, TieredStore, ForgettingRules
+    from memlab.memory import TieredStore
+    from memlab.memory.items import ForgettingRules
+    from memlab.memory.vectors import HashedEmbedding
 
     store = TieredStore(Path(sys.argv[1]), embed=HashedEmbedding(), vectors=sys.argv[2])
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
