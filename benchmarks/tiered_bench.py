@@ -1,7 +1,7 @@
 """The tiered memory store's cost: per update beside the JSON store, and similarity recall.
 
-No LLM runs; texts are embedded by :class:`memlab.memory.HashedEmbedding` (256 dimensions, the
-size of the bundled wordllama model), whose cost is included.
+No LLM runs; texts are embedded by :class:`memlab.memory.vectors.HashedEmbedding` (256
+dimensions, the size of the bundled wordllama model), whose cost is included.
 
 1. **Overhead per update** at ``--sizes`` memories (100 and 1,000): one tiered update is
    ``add_memory`` + ``add_episode`` + ``forget`` (an hour later on the virtual clock, so every
@@ -37,7 +37,9 @@ from pathlib import Path
 
 from memlab.core.document import MemoryDocument, create_empty_memory, utc_iso
 from memlab.core.storage import JsonFileStorage
-from memlab.memory import ForgettingRules, HashedEmbedding, TieredStore, sqlite_vec_available
+from memlab.memory import TieredStore
+from memlab.memory.items import ForgettingRules
+from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

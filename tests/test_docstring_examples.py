@@ -126,6 +126,32 @@ def check_sim_profile(block: str, tmp_path: Path) -> None:
     )
 
 
+def check_graph_model(block: str, tmp_path: Path) -> None:
+    """The graph model drawn in the docstring is the one the graph's tables declare."""
+    import re
+
+    from memlab.memory import graph
+
+    tables = " ".join(vars(graph)["_TABLES"])
+    for label in re.findall(r"\(:(\w+) \{", block):
+        assert f"CREATE NODE TABLE {label}(" in tables, label
+    hops = re.findall(r"\(:(\w+) \{\w+\}\)-\[:(\w+)\]->(?=\(:(\w+))", block)
+    assert len(hops) == 2
+    for src, rel, dst in hops:
+        assert f"CREATE REL TABLE {rel}(FROM {src} TO {dst})" in tables, rel
+
+
+def check_face_declaration(block: str, tmp_path: Path) -> None:
+    from memlab._lazy import face_exports
+
+    source = "from typing import TYPE_CHECKING\n\nfrom memlab._lazy import lazy_face\n\n" + block
+    assert face_exports("memlab.scoring", source) == {"summarize": "memlab.scoring.metrics"}
+    exec(compile(source, "face.py", "exec"), {"__name__": "memlab.scoring"})  # valid Python
+    import memlab.scoring
+
+    assert memlab.scoring.summarize.__module__ == "memlab.scoring.metrics"  # as memlab declares it
+
+
 def check_calibration_pair(block: str, tmp_path: Path) -> None:
     from memlab.matching.calibration import bundled_pair_files
 
@@ -376,6 +402,11 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.plugins", '[project.entry-points."memlab.plugins"]'): check_plugin_entry_point,
     ("memlab.grids.grid", "name: prompt-vs-mode"): check_grid_yaml,
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
+    ("memlab._lazy", "if TYPE_CHECKING:"): check_face_declaration,
+    (
+        "memlab.memory.graph",
+        "(:Trigger {text})-[:ACTIVATES]->(:Procedure {name})-[:HAS_STEP]->(:Step {text})",
+    ): check_graph_model,
     ("memlab.grids.qa_spec", "qa:"): check_qa_key,
     (
         "memlab.matching.calibration",

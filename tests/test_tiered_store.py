@@ -21,13 +21,9 @@ import pytest
 from memlab.core.document import SeededFactIds
 from memlab.core.storage import CorruptMemoryError, StorageError
 from memlab.errors import MemlabError
-from memlab.memory import (
-    CorruptStoreError,
-    ForgettingRules,
-    HashedEmbedding,
-    TieredStore,
-    sqlite_vec_available,
-)
+from memlab.memory import TieredStore
+from memlab.memory.items import CorruptStoreError, ForgettingRules
+from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -190,7 +186,7 @@ def test_bad_arguments_are_store_errors() -> None:
 
 
 def _ghost() -> object:
-    from memlab.memory import MemoryItem
+    from memlab.memory.items import MemoryItem
 
     return MemoryItem("ghost", "x", "c", 0.5, T0, T0, "t")
 
@@ -268,7 +264,9 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime, timedelta
     from pathlib import Path
-    from memlab.memory import HashedEmbedding, TieredStore, ForgettingRules
+    from memlab.memory import TieredStore
+    from memlab.memory.items import ForgettingRules
+    from memlab.memory.vectors import HashedEmbedding
 
     store = TieredStore(Path(sys.argv[1]), embed=HashedEmbedding(), vectors=sys.argv[2])
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -364,10 +362,3 @@ def test_one_storage_error_for_both_stores(tmp_path: Path) -> None:
         TieredStore(path, embed=HashedEmbedding())
     assert caught.value.path == path
     assert str(path) in str(caught.value)
-
-
-def test_store_error_is_a_deprecated_name_of_storage_error() -> None:
-    import memlab.memory
-
-    with pytest.warns(DeprecationWarning, match="memlab.core.StorageError"):
-        assert memlab.memory.StoreError is StorageError

@@ -13,8 +13,9 @@ import pytest
 
 from memlab.core.document import SeededFactIds
 from memlab.core.storage import StorageError
-from memlab.memory import HashedEmbedding, TieredStore, sqlite_vec_available
+from memlab.memory import TieredStore
 from memlab.memory import vectors as vectors_module
+from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

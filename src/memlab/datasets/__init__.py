@@ -10,182 +10,20 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.datasets.loader import (
-        DatasetError,
-        DatasetValidationError,
-        dataset_schema,
-        dataset_stats,
-        format_stats,
-        iter_dataset,
-        load_dataset,
-        parse_owner_line,
-        validate_dataset,
-        write_dataset,
-    )
-    from memlab.datasets.locomo import (
-        TURN_SPACING,
-        ImportSummary,
-        LocomoFormatError,
-        convert_conversation,
-        convert_locomo,
-        import_locomo,
-        parse_locomo_datetime,
-    )
-    from memlab.datasets.locomo_qa import (
-        ANSWER_KEYS,
-        LOCOMO_CATEGORIES,
-        AnswerKey,
-        LocomoAuditError,
-    )
-    from memlab.datasets.models import (
-        LONG_MESSAGE_CHARS,
-        PIPELINE_ROLES,
-        SECTION_NAMES,
-        TAG_NAMES,
-        UPLOAD_MARKER,
-        FactCategory,
-        GoldFact,
-        ImagePart,
-        ImageURL,
-        Message,
-        Owner,
-        Part,
-        Role,
-        SectionName,
-        Session,
-        SessionLabels,
-        TagName,
-        TextPart,
-        ToolCall,
-        contains_cjk,
-    )
-    from memlab.datasets.questions import (
-        QUESTION_KINDS,
-        AnswerAudit,
-        Evidence,
-        Question,
-        QuestionKind,
-        TurnRef,
-    )
-    from memlab.datasets.registry import (
-        DATASETS_ENV,
-        DatasetNotFoundError,
-        bundled_dataset_names,
-        bundled_dataset_path,
-        dataset_dirs,
-        resolve_dataset,
-    )
-
-_EXPORTS: dict[str, str] = {
-    "DatasetError": "memlab.datasets.loader",
-    "DatasetValidationError": "memlab.datasets.loader",
-    "dataset_schema": "memlab.datasets.loader",
-    "dataset_stats": "memlab.datasets.loader",
-    "format_stats": "memlab.datasets.loader",
-    "iter_dataset": "memlab.datasets.loader",
-    "load_dataset": "memlab.datasets.loader",
-    "parse_owner_line": "memlab.datasets.loader",
-    "validate_dataset": "memlab.datasets.loader",
-    "write_dataset": "memlab.datasets.loader",
-    "TURN_SPACING": "memlab.datasets.locomo",
-    "ImportSummary": "memlab.datasets.locomo",
-    "LocomoFormatError": "memlab.datasets.locomo",
-    "convert_conversation": "memlab.datasets.locomo",
-    "convert_locomo": "memlab.datasets.locomo",
-    "import_locomo": "memlab.datasets.locomo",
-    "parse_locomo_datetime": "memlab.datasets.locomo",
-    "ANSWER_KEYS": "memlab.datasets.locomo_qa",
-    "LOCOMO_CATEGORIES": "memlab.datasets.locomo_qa",
-    "AnswerKey": "memlab.datasets.locomo_qa",
-    "LocomoAuditError": "memlab.datasets.locomo_qa",
-    "LONG_MESSAGE_CHARS": "memlab.datasets.models",
-    "PIPELINE_ROLES": "memlab.datasets.models",
-    "SECTION_NAMES": "memlab.datasets.models",
-    "TAG_NAMES": "memlab.datasets.models",
-    "UPLOAD_MARKER": "memlab.datasets.models",
-    "FactCategory": "memlab.datasets.models",
-    "GoldFact": "memlab.datasets.models",
-    "ImagePart": "memlab.datasets.models",
-    "ImageURL": "memlab.datasets.models",
-    "Message": "memlab.datasets.models",
-    "Owner": "memlab.datasets.models",
-    "Part": "memlab.datasets.models",
-    "Role": "memlab.datasets.models",
-    "SectionName": "memlab.datasets.models",
-    "Session": "memlab.datasets.models",
-    "SessionLabels": "memlab.datasets.models",
-    "TagName": "memlab.datasets.models",
-    "TextPart": "memlab.datasets.models",
-    "ToolCall": "memlab.datasets.models",
-    "contains_cjk": "memlab.datasets.models",
-    "QUESTION_KINDS": "memlab.datasets.questions",
-    "AnswerAudit": "memlab.datasets.questions",
-    "Evidence": "memlab.datasets.questions",
-    "Question": "memlab.datasets.questions",
-    "QuestionKind": "memlab.datasets.questions",
-    "TurnRef": "memlab.datasets.questions",
-    "DATASETS_ENV": "memlab.datasets.registry",
-    "DatasetNotFoundError": "memlab.datasets.registry",
-    "bundled_dataset_names": "memlab.datasets.registry",
-    "bundled_dataset_path": "memlab.datasets.registry",
-    "dataset_dirs": "memlab.datasets.registry",
-    "resolve_dataset": "memlab.datasets.registry",
-}
-
-__all__ = [
-    "ANSWER_KEYS",
-    "DATASETS_ENV",
-    "LOCOMO_CATEGORIES",
-    "LONG_MESSAGE_CHARS",
-    "PIPELINE_ROLES",
-    "QUESTION_KINDS",
-    "SECTION_NAMES",
-    "TAG_NAMES",
-    "TURN_SPACING",
-    "UPLOAD_MARKER",
-    "AnswerAudit",
-    "AnswerKey",
-    "DatasetError",
-    "DatasetNotFoundError",
-    "DatasetValidationError",
-    "Evidence",
-    "FactCategory",
-    "GoldFact",
-    "ImagePart",
-    "ImageURL",
-    "ImportSummary",
-    "LocomoAuditError",
-    "LocomoFormatError",
-    "Message",
-    "Owner",
-    "Part",
-    "Question",
-    "QuestionKind",
-    "Role",
-    "SectionName",
-    "Session",
-    "SessionLabels",
-    "TagName",
-    "TextPart",
-    "ToolCall",
-    "TurnRef",
-    "bundled_dataset_names",
-    "bundled_dataset_path",
-    "contains_cjk",
-    "convert_conversation",
-    "convert_locomo",
-    "dataset_dirs",
-    "dataset_schema",
-    "dataset_stats",
-    "format_stats",
-    "import_locomo",
-    "iter_dataset",
-    "load_dataset",
-    "parse_locomo_datetime",
-    "parse_owner_line",
-    "resolve_dataset",
-    "validate_dataset",
-    "write_dataset",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.datasets.loader import DatasetError as DatasetError
+    from memlab.datasets.loader import dataset_stats as dataset_stats
+    from memlab.datasets.loader import format_stats as format_stats
+    from memlab.datasets.loader import load_dataset as load_dataset
+    from memlab.datasets.loader import validate_dataset as validate_dataset
+    from memlab.datasets.loader import write_dataset as write_dataset
+    from memlab.datasets.locomo import import_locomo as import_locomo
+    from memlab.datasets.models import Message as Message
+    from memlab.datasets.models import Owner as Owner
+    from memlab.datasets.models import Session as Session
+    from memlab.datasets.models import contains_cjk as contains_cjk
+    from memlab.datasets.questions import Question as Question
+    from memlab.datasets.registry import DatasetNotFoundError as DatasetNotFoundError
+    from memlab.datasets.registry import dataset_dirs as dataset_dirs
+    from memlab.datasets.registry import resolve_dataset as resolve_dataset
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

@@ -16,33 +16,14 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.grids.grid import AXES, ForkSpec, Grid, GridError, LaneConfig
-    from memlab.grids.lane_backends import BackendFactory
-    from memlab.grids.owners import select_owners
-    from memlab.grids.qa_spec import QAError, QASpec
-
-_EXPORTS: dict[str, str] = {
-    "AXES": "memlab.grids.grid",
-    "ForkSpec": "memlab.grids.grid",
-    "Grid": "memlab.grids.grid",
-    "GridError": "memlab.grids.grid",
-    "LaneConfig": "memlab.grids.grid",
-    "BackendFactory": "memlab.grids.lane_backends",
-    "select_owners": "memlab.grids.owners",
-    "QAError": "memlab.grids.qa_spec",
-    "QASpec": "memlab.grids.qa_spec",
-}
-
-__all__ = [
-    "AXES",
-    "BackendFactory",
-    "ForkSpec",
-    "Grid",
-    "GridError",
-    "LaneConfig",
-    "QAError",
-    "QASpec",
-    "select_owners",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.grids.grid import AXES as AXES
+    from memlab.grids.grid import ForkSpec as ForkSpec
+    from memlab.grids.grid import Grid as Grid
+    from memlab.grids.grid import GridError as GridError
+    from memlab.grids.grid import LaneConfig as LaneConfig
+    from memlab.grids.lane_backends import BackendFactory as BackendFactory
+    from memlab.grids.owners import select_owners as select_owners
+    from memlab.grids.qa_spec import QAError as QAError
+    from memlab.grids.qa_spec import QASpec as QASpec
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

@@ -17,63 +17,21 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.matching.base import FactMatcher, LexicalMatcher, MatchResult
-    from memlab.matching.calibration import Calibration, calibrate, load_pairs
-    from memlab.matching.default_matcher import DefaultMatcher, EmbeddingMatcher
-    from memlab.matching.embeddings import (
-        Embedder,
-        EmbeddingDuplicates,
-        EmbeddingsUnavailableError,
-        WordLlamaEmbedder,
-    )
-    from memlab.matching.judge import LLMJudgeMatcher
-    from memlab.matching.matcher_audit import AuditSheet, judge_sheet, read_sheet
-    from memlab.matching.matchers import MATCHERS, MatcherPlugin, default_matcher, resolve_matcher
-
-_EXPORTS: dict[str, str] = {
-    "FactMatcher": "memlab.matching.base",
-    "LexicalMatcher": "memlab.matching.base",
-    "MatchResult": "memlab.matching.base",
-    "Calibration": "memlab.matching.calibration",
-    "calibrate": "memlab.matching.calibration",
-    "load_pairs": "memlab.matching.calibration",
-    "DefaultMatcher": "memlab.matching.default_matcher",
-    "EmbeddingMatcher": "memlab.matching.default_matcher",
-    "Embedder": "memlab.matching.embeddings",
-    "EmbeddingDuplicates": "memlab.matching.embeddings",
-    "EmbeddingsUnavailableError": "memlab.matching.embeddings",
-    "WordLlamaEmbedder": "memlab.matching.embeddings",
-    "LLMJudgeMatcher": "memlab.matching.judge",
-    "AuditSheet": "memlab.matching.matcher_audit",
-    "judge_sheet": "memlab.matching.matcher_audit",
-    "read_sheet": "memlab.matching.matcher_audit",
-    "MATCHERS": "memlab.matching.matchers",
-    "MatcherPlugin": "memlab.matching.matchers",
-    "default_matcher": "memlab.matching.matchers",
-    "resolve_matcher": "memlab.matching.matchers",
-}
-
-__all__ = [
-    "MATCHERS",
-    "AuditSheet",
-    "Calibration",
-    "DefaultMatcher",
-    "Embedder",
-    "EmbeddingDuplicates",
-    "EmbeddingMatcher",
-    "EmbeddingsUnavailableError",
-    "FactMatcher",
-    "LLMJudgeMatcher",
-    "LexicalMatcher",
-    "MatchResult",
-    "MatcherPlugin",
-    "WordLlamaEmbedder",
-    "calibrate",
-    "default_matcher",
-    "judge_sheet",
-    "load_pairs",
-    "read_sheet",
-    "resolve_matcher",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.matching.base import FactMatcher as FactMatcher
+    from memlab.matching.base import MatchResult as MatchResult
+    from memlab.matching.calibration import Calibration as Calibration
+    from memlab.matching.calibration import calibrate as calibrate
+    from memlab.matching.calibration import load_pairs as load_pairs
+    from memlab.matching.default_matcher import DefaultMatcher as DefaultMatcher
+    from memlab.matching.embeddings import Embedder as Embedder
+    from memlab.matching.embeddings import EmbeddingDuplicates as EmbeddingDuplicates
+    from memlab.matching.embeddings import EmbeddingsUnavailableError as EmbeddingsUnavailableError
+    from memlab.matching.embeddings import WordLlamaEmbedder as WordLlamaEmbedder
+    from memlab.matching.judge import LLMJudgeMatcher as LLMJudgeMatcher
+    from memlab.matching.matcher_audit import AuditSheet as AuditSheet
+    from memlab.matching.matcher_audit import judge_sheet as judge_sheet
+    from memlab.matching.matcher_audit import read_sheet as read_sheet
+    from memlab.matching.matchers import MatcherPlugin as MatcherPlugin
+    from memlab.matching.matchers import resolve_matcher as resolve_matcher
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

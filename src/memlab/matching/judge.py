@@ -79,7 +79,7 @@ class LLMJudgeMatcher:
     memoised per prompt, so scoring a run costs one call per plausible pair and prompt.
 
     Args:
-        backend: Any :class:`memlab.backends.Backend` (wrap it in a ``CachedBackend``).
+        backend: Any :class:`memlab.core.llm.Backend` (wrap it in a ``CachedBackend``).
         prompts: Names of :data:`FACT_JUDGE_PROMPTS` to ask, the first giving the verdict.
         max_tokens: Completion budget for the one-word answer.
     """

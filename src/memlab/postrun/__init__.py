@@ -16,32 +16,13 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.postrun.audit import draw_sheet
-    from memlab.postrun.consolidation import add_curve
-    from memlab.postrun.progress import Progress
-    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
-    from memlab.postrun.rescoring import RescoreError, rescore
-
-_EXPORTS: dict[str, str] = {
-    "draw_sheet": "memlab.postrun.audit",
-    "add_curve": "memlab.postrun.consolidation",
-    "Progress": "memlab.postrun.progress",
-    "IncompleteQAError": "memlab.postrun.qa_step",
-    "JudgeErrorsError": "memlab.postrun.qa_step",
-    "add_qa": "memlab.postrun.qa_step",
-    "RescoreError": "memlab.postrun.rescoring",
-    "rescore": "memlab.postrun.rescoring",
-}
-
-__all__ = [
-    "IncompleteQAError",
-    "JudgeErrorsError",
-    "Progress",
-    "RescoreError",
-    "add_curve",
-    "add_qa",
-    "draw_sheet",
-    "rescore",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.postrun.audit import draw_sheet as draw_sheet
+    from memlab.postrun.consolidation import add_curve as add_curve
+    from memlab.postrun.progress import Progress as Progress
+    from memlab.postrun.qa_step import IncompleteQAError as IncompleteQAError
+    from memlab.postrun.qa_step import JudgeErrorsError as JudgeErrorsError
+    from memlab.postrun.qa_step import add_qa as add_qa
+    from memlab.postrun.rescoring import RescoreError as RescoreError
+    from memlab.postrun.rescoring import rescore as rescore
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

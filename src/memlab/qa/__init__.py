@@ -34,132 +34,42 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.qa.answer_scores import (
-        ABSTENTION_PATTERNS,
-        answer_tokens,
-        bleu1,
-        bleu_tokens,
-        is_abstention,
-        mem0_f1,
-        multi_answer_f1,
-        normalize_answer,
-        token_f1,
-    )
-    from memlab.qa.answering import (
-        ANSWER_KEYS,
-        AnswerSettings,
-        AnswerTask,
-        CallResult,
-        JudgeTask,
-        ReplayPoint,
-        answer_row,
-        answer_tasks,
-        ask,
-        call,
-        judge_tasks,
-        references,
-    )
-    from memlab.qa.conditions import (
-        CONDITIONS,
-        Condition,
-        Context,
-        History,
-        Injector,
-        ReadPath,
-        gold_memory_document,
-    )
-    from memlab.qa.judge_calibration import (
-        JudgeCalibrationSet,
-        JudgeTriple,
-        load_judge_calibration,
-    )
-    from memlab.qa.qa_prompts import (
-        ABSTAIN_REFERENCE,
-        AnswerPrompt,
-        JudgePrompt,
-        answer_prompts,
-        judge_prompts,
-    )
-    from memlab.qa.verdicts import parse_verdict
-
-_EXPORTS: dict[str, str] = {
-    "ABSTAIN_REFERENCE": "memlab.qa.qa_prompts",
-    "AnswerPrompt": "memlab.qa.qa_prompts",
-    "JudgePrompt": "memlab.qa.qa_prompts",
-    "answer_prompts": "memlab.qa.qa_prompts",
-    "judge_prompts": "memlab.qa.qa_prompts",
-    "ABSTENTION_PATTERNS": "memlab.qa.answer_scores",
-    "answer_tokens": "memlab.qa.answer_scores",
-    "bleu1": "memlab.qa.answer_scores",
-    "bleu_tokens": "memlab.qa.answer_scores",
-    "is_abstention": "memlab.qa.answer_scores",
-    "mem0_f1": "memlab.qa.answer_scores",
-    "multi_answer_f1": "memlab.qa.answer_scores",
-    "normalize_answer": "memlab.qa.answer_scores",
-    "token_f1": "memlab.qa.answer_scores",
-    "ANSWER_KEYS": "memlab.qa.answering",
-    "AnswerSettings": "memlab.qa.answering",
-    "AnswerTask": "memlab.qa.answering",
-    "CallResult": "memlab.qa.answering",
-    "JudgeTask": "memlab.qa.answering",
-    "ReplayPoint": "memlab.qa.answering",
-    "answer_row": "memlab.qa.answering",
-    "answer_tasks": "memlab.qa.answering",
-    "ask": "memlab.qa.answering",
-    "call": "memlab.qa.answering",
-    "judge_tasks": "memlab.qa.answering",
-    "references": "memlab.qa.answering",
-    "CONDITIONS": "memlab.qa.conditions",
-    "Condition": "memlab.qa.conditions",
-    "Context": "memlab.qa.conditions",
-    "History": "memlab.qa.conditions",
-    "Injector": "memlab.qa.conditions",
-    "ReadPath": "memlab.qa.conditions",
-    "gold_memory_document": "memlab.qa.conditions",
-    "JudgeCalibrationSet": "memlab.qa.judge_calibration",
-    "JudgeTriple": "memlab.qa.judge_calibration",
-    "load_judge_calibration": "memlab.qa.judge_calibration",
-    "parse_verdict": "memlab.qa.verdicts",
-}
-
-__all__ = [
-    "ABSTAIN_REFERENCE",
-    "ABSTENTION_PATTERNS",
-    "ANSWER_KEYS",
-    "CONDITIONS",
-    "AnswerPrompt",
-    "AnswerSettings",
-    "AnswerTask",
-    "CallResult",
-    "Condition",
-    "Context",
-    "History",
-    "Injector",
-    "JudgeCalibrationSet",
-    "JudgePrompt",
-    "JudgeTask",
-    "JudgeTriple",
-    "ReadPath",
-    "ReplayPoint",
-    "answer_prompts",
-    "answer_row",
-    "answer_tasks",
-    "answer_tokens",
-    "ask",
-    "bleu1",
-    "bleu_tokens",
-    "call",
-    "gold_memory_document",
-    "is_abstention",
-    "judge_prompts",
-    "judge_tasks",
-    "load_judge_calibration",
-    "mem0_f1",
-    "multi_answer_f1",
-    "normalize_answer",
-    "parse_verdict",
-    "references",
-    "token_f1",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.qa.answer_scores import ABSTENTION_PATTERNS as ABSTENTION_PATTERNS
+    from memlab.qa.answer_scores import answer_tokens as answer_tokens
+    from memlab.qa.answer_scores import bleu1 as bleu1
+    from memlab.qa.answer_scores import bleu_tokens as bleu_tokens
+    from memlab.qa.answer_scores import is_abstention as is_abstention
+    from memlab.qa.answer_scores import mem0_f1 as mem0_f1
+    from memlab.qa.answer_scores import multi_answer_f1 as multi_answer_f1
+    from memlab.qa.answer_scores import normalize_answer as normalize_answer
+    from memlab.qa.answer_scores import token_f1 as token_f1
+    from memlab.qa.answering import ANSWER_KEYS as ANSWER_KEYS
+    from memlab.qa.answering import AnswerSettings as AnswerSettings
+    from memlab.qa.answering import AnswerTask as AnswerTask
+    from memlab.qa.answering import CallResult as CallResult
+    from memlab.qa.answering import JudgeTask as JudgeTask
+    from memlab.qa.answering import ReplayPoint as ReplayPoint
+    from memlab.qa.answering import answer_row as answer_row
+    from memlab.qa.answering import answer_tasks as answer_tasks
+    from memlab.qa.answering import ask as ask
+    from memlab.qa.answering import call as call
+    from memlab.qa.answering import judge_tasks as judge_tasks
+    from memlab.qa.answering import references as references
+    from memlab.qa.conditions import CONDITIONS as CONDITIONS
+    from memlab.qa.conditions import Condition as Condition
+    from memlab.qa.conditions import Context as Context
+    from memlab.qa.conditions import History as History
+    from memlab.qa.conditions import Injector as Injector
+    from memlab.qa.conditions import ReadPath as ReadPath
+    from memlab.qa.conditions import gold_memory_document as gold_memory_document
+    from memlab.qa.judge_calibration import JudgeCalibrationSet as JudgeCalibrationSet
+    from memlab.qa.judge_calibration import JudgeTriple as JudgeTriple
+    from memlab.qa.judge_calibration import load_judge_calibration as load_judge_calibration
+    from memlab.qa.qa_prompts import ABSTAIN_REFERENCE as ABSTAIN_REFERENCE
+    from memlab.qa.qa_prompts import AnswerPrompt as AnswerPrompt
+    from memlab.qa.qa_prompts import JudgePrompt as JudgePrompt
+    from memlab.qa.qa_prompts import answer_prompts as answer_prompts
+    from memlab.qa.qa_prompts import judge_prompts as judge_prompts
+    from memlab.qa.verdicts import parse_verdict as parse_verdict
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

@@ -26,13 +26,14 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.registry import is_simulated
+from memlab.errors import MemlabError
 from memlab.runs.run import Run
 from memlab.runs.rundir import RunDir
 
 __all__ = ["Overlay", "OverlayError", "qa_chart_runs"]
 
 
-class OverlayError(TypeError):
+class OverlayError(MemlabError, TypeError):
     """An overlay was asked for what only a run directory has (its files)."""
 
 

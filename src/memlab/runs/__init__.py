@@ -18,35 +18,13 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.runs.records import RecordError
-    from memlab.runs.run import Run, RunError, load_run
-    from memlab.runs.run_dataset import DatasetChangedError
-    from memlab.runs.run_index import RunEntry, list_runs
-    from memlab.runs.run_lock import RunLockedError
-    from memlab.runs.rundir import RunDir
-
-_EXPORTS: dict[str, str] = {
-    "RecordError": "memlab.runs.records",
-    "Run": "memlab.runs.run",
-    "RunError": "memlab.runs.run",
-    "load_run": "memlab.runs.run",
-    "DatasetChangedError": "memlab.runs.run_dataset",
-    "RunEntry": "memlab.runs.run_index",
-    "list_runs": "memlab.runs.run_index",
-    "RunLockedError": "memlab.runs.run_lock",
-    "RunDir": "memlab.runs.rundir",
-}
-
-__all__ = [
-    "DatasetChangedError",
-    "RecordError",
-    "Run",
-    "RunDir",
-    "RunEntry",
-    "RunError",
-    "RunLockedError",
-    "list_runs",
-    "load_run",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.runs.records import RecordError as RecordError
+    from memlab.runs.run import Run as Run
+    from memlab.runs.run import RunError as RunError
+    from memlab.runs.run import load_run as load_run
+    from memlab.runs.run_dataset import DatasetChangedError as DatasetChangedError
+    from memlab.runs.run_index import list_runs as list_runs
+    from memlab.runs.run_lock import RunLockedError as RunLockedError
+    from memlab.runs.rundir import RunDir as RunDir
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)

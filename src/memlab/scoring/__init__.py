@@ -17,62 +17,18 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.scoring.comparison import CompareError, Lane, compare, compare_lanes, owner_deltas
-    from memlab.scoring.injection_audit import POLICIES, audit_injection
-    from memlab.scoring.metric_specs import METRIC_SPECS, MetricSpec, metric_spec
-    from memlab.scoring.metrics import (
-        failure_table,
-        owner_counts,
-        replay_rows,
-        session_rows,
-        summarize,
-        violation_table,
-    )
-    from memlab.scoring.operations import score_operations
-    from memlab.scoring.stats import StatOptions, StatsError
-
-_EXPORTS: dict[str, str] = {
-    "CompareError": "memlab.scoring.comparison",
-    "Lane": "memlab.scoring.comparison",
-    "compare": "memlab.scoring.comparison",
-    "compare_lanes": "memlab.scoring.comparison",
-    "owner_deltas": "memlab.scoring.comparison",
-    "POLICIES": "memlab.scoring.injection_audit",
-    "audit_injection": "memlab.scoring.injection_audit",
-    "METRIC_SPECS": "memlab.scoring.metric_specs",
-    "MetricSpec": "memlab.scoring.metric_specs",
-    "metric_spec": "memlab.scoring.metric_specs",
-    "failure_table": "memlab.scoring.metrics",
-    "owner_counts": "memlab.scoring.metrics",
-    "replay_rows": "memlab.scoring.metrics",
-    "session_rows": "memlab.scoring.metrics",
-    "summarize": "memlab.scoring.metrics",
-    "violation_table": "memlab.scoring.metrics",
-    "score_operations": "memlab.scoring.operations",
-    "StatOptions": "memlab.scoring.stats",
-    "StatsError": "memlab.scoring.stats",
-}
-
-__all__ = [
-    "METRIC_SPECS",
-    "POLICIES",
-    "CompareError",
-    "Lane",
-    "MetricSpec",
-    "StatOptions",
-    "StatsError",
-    "audit_injection",
-    "compare",
-    "compare_lanes",
-    "failure_table",
-    "metric_spec",
-    "owner_counts",
-    "owner_deltas",
-    "replay_rows",
-    "score_operations",
-    "session_rows",
-    "summarize",
-    "violation_table",
-]
-
-__getattr__, __dir__ = lazy_face(__name__, _EXPORTS)
+    from memlab.scoring.comparison import CompareError as CompareError
+    from memlab.scoring.comparison import Lane as Lane
+    from memlab.scoring.comparison import compare as compare
+    from memlab.scoring.comparison import compare_lanes as compare_lanes
+    from memlab.scoring.injection_audit import audit_injection as audit_injection
+    from memlab.scoring.metric_specs import MetricSpec as MetricSpec
+    from memlab.scoring.metric_specs import metric_spec as metric_spec
+    from memlab.scoring.metrics import failure_table as failure_table
+    from memlab.scoring.metrics import owner_counts as owner_counts
+    from memlab.scoring.metrics import replay_rows as replay_rows
+    from memlab.scoring.metrics import summarize as summarize
+    from memlab.scoring.metrics import violation_table as violation_table
+    from memlab.scoring.stats import StatOptions as StatOptions
+else:  # at run time: each name is imported on first use
+    __getattr__, __dir__ = lazy_face(__name__)
