@@ -18,6 +18,7 @@ tiered_summary_prompt      :mod:`memlab.core.tiered_prompts`   a loader of the s
 tiered_importance_prompt   :mod:`memlab.core.tiered_prompts`   a loader of the importance prompt
 tiered_compression_prompt  :mod:`memlab.core.tiered_prompts`   a loader of the compression prompt
 memory_design              :mod:`memlab.memory.designs`        a ``MemoryDesign`` (``memory:``)
+injection_policy           :mod:`memlab.memory.policies`       an ``InjectionPolicy`` (its ranking)
 matcher                    :mod:`memlab.matching.matchers`     a ``MatcherPlugin``
 matcher_judge_prompt       :mod:`memlab.matching.judge`        a fact judge's prompt template
 sim_profile                :mod:`memlab.simulation.profile`    a simulated-model profile or its file

@@ -60,7 +60,7 @@ from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
-from memlab.scoring.injection_audit import InjectionPolicy
+from memlab.memory.policies import DEFAULT_POLICY
 from memlab.scoring.metric_specs import primary_metrics
 from memlab.sweeps.qa_spec import QASpec
 
@@ -74,7 +74,6 @@ __all__ = [
     "ForkSpec",
     "Grid",
     "GridError",
-    "InjectionPolicy",
     "LaneConfig",
 ]
 
@@ -93,6 +92,11 @@ MEMORY_KINDS: tuple[str, ...] = tuple(MEMORY_DESIGNS.builtins())
 tiered design of working memory, session summaries, semantic and episodic memories with
 forgetting (:mod:`memlab.memory`); plugins may register more."""
 _DEFAULT_MEMORY = DEFAULT_DESIGN
+
+
+PolicyName = Annotated[str, Field(min_length=1)]
+"""A name of :data:`memlab.memory.policies.INJECTION_POLICIES` (``injection_policy``), checked
+when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), as memory designs are."""
 
 
 def _known_preset(name: str) -> str:
@@ -183,7 +187,10 @@ class LaneConfig(BaseModel):
     injection_enabled: bool = _memory_setting("injection_enabled")
     max_injection_tokens: int = _memory_setting("max_injection_tokens")
     token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
-    injection_policy: InjectionPolicy = "confidence"
+    injection_policy: PolicyName = DEFAULT_POLICY
+    """The injection policy, by its name in
+    :data:`memlab.memory.policies.INJECTION_POLICIES`: ``confidence``, ``recency``,
+    ``relevance``, ``relevance_embeddings`` or one a plugin registers."""
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
     memory: MemoryKind = _DEFAULT_MEMORY

@@ -46,6 +46,7 @@ from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.memory.designs import UnknownDesignError, memory_design
+from memlab.memory.policies import UnknownPolicyError, injection_policy
 from memlab.memory.tiered import TieredSettings, lane_settings
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
@@ -358,12 +359,17 @@ def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:
 
 
 def _check_names(grid: Grid, registry: PromptRegistry) -> None:
-    """Prompt, memory design and merge names (with their parameters) exist; reported at the
-    grid key."""
+    """Prompt, memory design, injection policy and merge names (with their parameters) exist;
+    reported at the grid key."""
     for key, name in grid.values("memory"):
         try:
             memory_design(str(name))
         except UnknownDesignError as exc:
+            raise grid.error(key, str(exc)) from None
+    for key, name in grid.values("injection_policy"):
+        try:
+            injection_policy(str(name))
+        except UnknownPolicyError as exc:
             raise grid.error(key, str(exc)) from None
     known = ", ".join(registry.names())
     for key, name in grid.values("prompt"):
