@@ -27,7 +27,7 @@ from memlab.core.prompts import PromptError
 from memlab.core.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings
-from memlab.qa.conditions import CONDITIONS, Condition
+from memlab.qa.conditions import CONDITIONS, MEMORY_CONDITION, qa_condition
 from memlab.qa.reply_bounds import MAX_REPLY_TOKENS
 
 __all__ = ["QAError", "QASpec", "ResolvedPrompts", "resolve_prompts"]
@@ -53,9 +53,10 @@ class QASpec(BaseModel):
     """Judge prompts: every answer is graded by each (built-in: ``lenient``, ``strict``)."""
     judge_backend: NonEmpty | None = None
     """The backend spec of the judges (default: the answer backend)."""
-    conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
+    conditions: list[NonEmpty] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
     """What the answer prompt receives: ``memory`` (always asked), ``none``,
-    ``full_context``, ``gold_memory``."""
+    ``full_context``, ``gold_memory``, or a condition a plugin registers
+    (:data:`memlab.qa.conditions.QA_CONDITIONS`)."""
     answer_prompts: list[NonEmpty] = Field(default_factory=list)
     """Answer prompt files or directories (relative to the grid file)."""
     judge_prompts: list[NonEmpty] = Field(default_factory=list)
@@ -78,9 +79,11 @@ class QASpec(BaseModel):
 
     @field_validator("conditions")
     @classmethod
-    def _memory_first(cls, values: list[Condition]) -> list[Condition]:
+    def _memory_first(cls, values: list[str]) -> list[str]:
+        for name in values:
+            qa_condition(name)  # an unknown name raises, listing the known ones
         # The lane's own memory is what QA measures; the others are its baselines.
-        return ["memory", *(v for v in values if v != "memory")]
+        return [MEMORY_CONDITION, *(v for v in values if v != MEMORY_CONDITION)]
 
     @property
     def grader(self) -> str:
