@@ -1,12 +1,13 @@
 """A third-party memory design is one package: ``tests/plugins/memlab-raw-turns``.
 
-The package holds a memory design (``raw-turns``: every turn kept verbatim, the top-k turns by
-lexical relevance read) and a QA judge prompt (``same-words``). The fixture installs it the
-way an installer does (the module, and a ``.dist-info`` whose ``entry_points.txt`` is the
-package's ``[project.entry-points]``) into a directory of its own, so nothing outside this
-test sees it; ``memlab plugins`` and a simulated sweep with memory QA then run in fresh
-processes that know the plugin only by its entry point. This is the recipe of
-docs/architecture.md ("A new memory design").
+The package holds a memory design (``raw-turns``: every turn kept verbatim, the top-k turns
+by lexical relevance read), a QA judge prompt (``same-words``), an injection policy
+(``oldest-first``) and a QA condition (``first-fact``: the memory cut to its first fact).
+The fixture installs it the way an installer does (the module, and a ``.dist-info`` whose
+``entry_points.txt`` is the package's ``[project.entry-points]``) into a directory of its
+own, so nothing outside this test sees it; ``memlab plugins`` and a simulated sweep with
+memory QA then run in fresh processes that know the plugin only by its entry point. This is
+the recipe of docs/architecture.md ("A new memory design").
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ GRID = f"""name: raw
 dataset: personas
 owners: [{OWNER}]
 max_sessions: {SESSIONS}
-base: {{backend: "sim:careful", memory: raw-turns}}
+base: {{backend: "sim:careful", memory: raw-turns, injection_policy: oldest-first}}
 qa:
   answer_backend: "sim:careful"
   judges: [same-words, strict]
-  conditions: [memory, none, gold_memory]
+  conditions: [memory, none, gold_memory, first-fact]
 """
 
 
@@ -70,15 +71,25 @@ def _memlab(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
     )
 
 
-def test_memlab_plugins_lists_the_design_and_the_judge_prompt(site: Path, tmp_path: Path) -> None:
+PLUGGED = (
+    ("memory_design", "raw-turns"),
+    ("judge_prompt", "same-words"),
+    ("injection_policy", "oldest-first"),
+    ("qa_condition", "first-fact"),
+)
+
+
+def test_memlab_plugins_lists_each_entry_of_the_plugin(site: Path, tmp_path: Path) -> None:
     origin = "[plugin raw-turns = memlab_raw_turns:register (memlab-raw-turns)]"
-    for kind, name in (("memory_design", "raw-turns"), ("judge_prompt", "same-words")):
+    for kind, name in PLUGGED:
         done = _memlab(site, "plugins", kind, cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
         assert origin in lines[name]
     designs = _memlab(site, "plugins", "memory_design", cwd=tmp_path).stdout
     assert "deerflow" in designs and "tiered" in designs  # the built-ins, beside it
+    conditions = _memlab(site, "plugins", "qa_condition", cwd=tmp_path).stdout
+    assert "gold_memory" in conditions and "full_context" in conditions
 
 
 def _dataset_owner() -> dict[str, object]:
@@ -134,7 +145,7 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
     assert asked
     answers = run.qa_answers
     assert run.judges == ["same-words", "strict"]
-    for condition in ("memory", "none", "gold_memory"):
+    for condition in ("memory", "none", "gold_memory", "first-fact"):
         rows = answers[answers["condition"] == condition]
         assert sorted(rows["question_id"]) == sorted(asked)
     assert answers["error"].isna().all() and (answers["judge_errors"] == 0).all()
@@ -148,3 +159,23 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
     memory = answers[answers["condition"] == "memory"]
     assert (memory["injected"].map(len) <= TOP_K).all()  # the design's read path
     assert (memory["injected"].map(len) > 0).any()
+
+    # The plugin's condition: the memory at the question's point, cut to its first fact.
+    snapshots = record["snapshots"]
+    first = answers[answers["condition"] == "first-fact"]
+    for index, injected in zip(first["session_index"], first["injected"], strict=True):
+        facts_then = snapshots[index]["facts"]
+        assert list(injected) == [f["id"] for f in facts_then[:1]]
+    assert (first["injected"].map(len) == 1).any()
+
+    # The plugin's policy: every injection audit offers the (design's top-k) facts to the
+    # budget oldest first; the lexical order the design reads them in is not that.
+    assert described["identity"]["injection"]["policy"] == {"name": "oldest-first"}
+    created = {f["id"]: f["createdAt"] for snapshot in snapshots for f in snapshot["facts"]}
+    spread = False
+    for audit in (a for a in record["injections"] if a is not None):
+        assert audit["policy"] == "oldest-first"
+        offered = [created[i] for i in [*audit["injected"], *audit["dropped"]]]
+        assert offered == sorted(offered)
+        spread = spread or len(set(offered)) > 1
+    assert spread

@@ -359,13 +359,18 @@ def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:
 
 
 def _check_names(grid: Grid, registry: PromptRegistry) -> None:
-    """Prompt, memory design, injection policy and merge names (with their parameters) exist;
-    reported at the grid key."""
+    """Prompt, memory design, injection policy, QA condition and merge names (with their
+    parameters) exist; reported at the grid key."""
     for key, name in grid.values("memory"):
         try:
             memory_design(str(name))
         except UnknownDesignError as exc:
             raise grid.error(key, str(exc)) from None
+    if grid.qa is not None:
+        try:
+            grid.qa.check_conditions()
+        except MemlabError as exc:
+            raise grid.error("qa.conditions", str(exc).removeprefix("qa.conditions: ")) from None
     for key, name in grid.values("injection_policy"):
         try:
             injection_policy(str(name))

@@ -1,4 +1,5 @@
-"""An example memlab plugin: the ``raw-turns`` memory design and the ``same-words`` judge prompt.
+"""An example memlab plugin: the ``raw-turns`` memory design, the ``same-words`` judge prompt,
+the ``oldest-first`` injection policy and the ``first-fact`` QA condition.
 
 ``raw-turns`` is a retrieval baseline: it keeps every conversation turn (each human message
 and each reply without tool calls) verbatim as a fact, ``User: ...`` or ``Assistant: ...``, and
@@ -7,16 +8,26 @@ the ``TOP_K`` turns most relevant to its query under memlab's lexical
 :func:`~memlab.core.similarity.relevance_score`, within the lane's injection budget.
 
 ``same-words`` is a QA judge prompt that asks for the reference's key words in the answer.
+
+``oldest-first`` is an injection policy that offers the oldest facts (by ``createdAt``) to the
+budget first. ``first-fact`` is a QA condition: the lane's memory cut to its first stored
+fact, read through the lane's injection path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memlab.core.document import MemoryDocument, copy_document, create_empty_memory, utc_iso
-from memlab.core.injection import Injection
+from memlab.core.document import (
+    MemoryDocument,
+    copy_document,
+    create_empty_memory,
+    parse_utc,
+    utc_iso,
+)
+from memlab.core.injection import FactRank, Injection
 from memlab.core.messages import content_text, filter_messages_for_memory, message_role
 from memlab.core.qa_prompts import JUDGE_PROMPTS, JudgePrompt
 from memlab.core.queue import ConversationContext
@@ -24,9 +35,21 @@ from memlab.core.similarity import relevance_score
 from memlab.core.updater import UpdateResult
 from memlab.memory.design import DesignContext, Injector, MemoryDesign
 from memlab.memory.designs import MEMORY_DESIGNS
+from memlab.memory.policies import INJECTION_POLICIES, InjectionPolicy, TextEmbedder
 from memlab.memory.strategy import Step
+from memlab.qa.conditions import QA_CONDITIONS, ConditionPoint, ContextOf, QACondition
 
-__all__ = ["JUDGE", "RAW_TURNS", "SKIPPED", "TOP_K", "RawTurns", "register", "top_turns"]
+__all__ = [
+    "FIRST_FACT",
+    "JUDGE",
+    "OLDEST_FIRST",
+    "RAW_TURNS",
+    "SKIPPED",
+    "TOP_K",
+    "RawTurns",
+    "register",
+    "top_turns",
+]
 
 TOP_K = 5
 """Turns an agent reads per query."""
@@ -128,7 +151,33 @@ JUDGE = JudgePrompt(
 )
 
 
+def _oldest_first(
+    facts: Sequence[Mapping[str, Any]], query: str, embedder: TextEmbedder | None
+) -> FactRank:
+    def rank(fact: Mapping[str, Any]) -> float:
+        moment = parse_utc(fact.get("createdAt"))
+        return -moment.timestamp() if moment is not None else float("-inf")
+
+    return rank
+
+
+OLDEST_FIRST = InjectionPolicy("oldest createdAt first (an example plugin)", _oldest_first)
+
+
+def _first_fact(point: ConditionPoint) -> ContextOf:
+    memory = point.memory or {}
+    first = {**memory, "facts": list(memory.get("facts", []))[:1]}
+    return lambda question: point.read.render(first, question)
+
+
+FIRST_FACT = QACondition(
+    "the lane's memory cut to its first stored fact (an example plugin)", _first_fact
+)
+
+
 def register() -> None:
     """Called once per process by memlab when it loads its plugins."""
     MEMORY_DESIGNS.register("raw-turns", RAW_TURNS)
     JUDGE_PROMPTS.register("same-words", lambda: JUDGE)
+    INJECTION_POLICIES.register("oldest-first", OLDEST_FIRST)
+    QA_CONDITIONS.register("first-fact", FIRST_FACT)
