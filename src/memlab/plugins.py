@@ -20,6 +20,7 @@ tiered_compression_prompt  :mod:`memlab.core.tiered_prompts`   a loader of the c
 memory_design              :mod:`memlab.memory.designs`        a ``MemoryDesign`` (``memory:``)
 injection_policy           :mod:`memlab.memory.policies`       an ``InjectionPolicy`` (its ranking)
 qa_condition               :mod:`memlab.qa.conditions`         a ``QACondition`` (what QA reads)
+dataset                    :mod:`memlab.datasets.registry`     a ``NamedDataset`` (its JSONL file)
 matcher                    :mod:`memlab.matching.matchers`     a ``MatcherPlugin``
 matcher_judge_prompt       :mod:`memlab.matching.judge`        a fact judge's prompt template
 sim_profile                :mod:`memlab.simulation.profile`    a simulated-model profile or its file

@@ -24,6 +24,7 @@ _DECLARING_MODULES = (
     "memlab.core.prompts",
     "memlab.core.qa_prompts",
     "memlab.core.tiered_prompts",
+    "memlab.datasets.registry",
     "memlab.memory.designs",
     "memlab.memory.policies",
     "memlab.qa.conditions",
