@@ -23,16 +23,23 @@ from pathlib import Path
 import pytest
 
 from memlab.datasets.registry import resolve_dataset
+from memlab.sweeps.grid import Grid, GridError
+from memlab.sweeps.plan import check_grid
 from memlab.sweeps.run import load_run, read_owner_record
 
 PLUGIN = Path(__file__).parent / "plugins" / "memlab-raw-turns"
 OWNER, SESSIONS = "daniel", 5
 TOP_K = 5  # the plugin's TOP_K, as its identity records it
+KEEP_LAST = 12  # the design's option raw_turns.keep_last: the most turns kept
 GRID = f"""name: raw
 dataset: personas
 owners: [{OWNER}]
 max_sessions: {SESSIONS}
-base: {{backend: "sim:careful", memory: raw-turns, injection_policy: oldest-first}}
+base:
+  backend: "sim:careful"
+  memory: raw-turns
+  raw_turns: {{keep_last: {KEEP_LAST}}}
+  injection_policy: oldest-first
 qa:
   answer_backend: "sim:careful"
   judges: [same-words, strict]
@@ -113,10 +120,16 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
     assert config.memory == "raw-turns"
     described = json.loads((run.path / "lanes" / lane_id / "config.json").read_text())
     assert described["config"]["memory"] == "raw-turns"
-    assert described["identity"]["strategy"] == {"design": "raw-turns", "top_k": TOP_K}
+    assert described["config"]["raw_turns"] == {"keep_last": KEEP_LAST}  # the design's options
+    assert described["identity"]["strategy"] == {
+        "design": "raw-turns",
+        "top_k": TOP_K,
+        "keep_last": KEEP_LAST,
+    }
 
-    # The memory is the raw turns the pipeline remembers: each human message and each reply
-    # without tool calls, but for a message holding only an upload block and its reply.
+    # The memory is the last KEEP_LAST raw turns the pipeline remembers: each human message
+    # and each reply without tool calls, but for a message holding only an upload block and
+    # its reply.
     owner = _dataset_owner()
     sessions = owner["sessions"][:SESSIONS]  # type: ignore[index]
     turns: list[dict[str, str]] = []
@@ -134,8 +147,12 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
     record = read_owner_record(run.path, lane_id, OWNER)
     assert record is not None
     facts = record["final_memory"]["facts"]
-    assert len(facts) == len(turns)
-    assert facts[0]["content"] == f"User: {turns[0]['content'].strip()}"
+    assert len(turns) > KEEP_LAST
+    kept = turns[-KEEP_LAST:]
+    speakers = {"human": "User", "ai": "Assistant"}
+    assert [f["content"] for f in facts] == [
+        f"{speakers[t['role']]}: {t['content'].strip()}" for t in kept
+    ]
     assert all(call.get("skipped") == "raw_turns_kept" for call in record["calls"])
 
     # Every question asked after a replayed session is answered under each condition and
@@ -179,3 +196,77 @@ def test_a_sweep_with_qa_replays_the_plugin_design_and_grades_with_its_judge(
         assert offered == sorted(offered)
         spread = spread or len(set(offered)) > 1
     assert spread
+
+
+BAD_OPTIONS = [
+    (
+        "base:\n  memory: raw-turns\n  raw_turns: {keep_lst: 3}\n",
+        ":4: base.raw_turns.keep_lst",
+        "unknown key; known keys: keep_last",
+    ),
+    (
+        "base: {memory: raw-turns}\naxes:\n  raw_turns: [{}, {keep_last: -1}]\n",
+        ":4: axes.raw_turns[1].keep_last",
+        "greater than or equal to 0",
+    ),
+    (
+        "base:\n  raw_turns: {keep_last: 3}\n",
+        ":3: base.raw_turns",
+        "raw_turns options apply to memory: raw-turns only (this lane replays deerflow)",
+    ),
+    ("base:\n  raw_turn: {keep_last: 3}\n", ":3: base.raw_turn", "unknown setting"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "words"), BAD_OPTIONS)
+def test_a_plugin_designs_options_are_checked_at_their_grid_key(
+    site: Path, tmp_path: Path, text: str, where: str, words: str
+) -> None:
+    (tmp_path / "grid.yaml").write_text(f"name: bad\n{text}", encoding="utf-8")
+    done = _memlab(site, "sweep", "grid.yaml", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"grid.yaml{where}: " in done.stderr and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+LANES = """
+import json
+from memlab.sweeps.grid import LaneConfig
+lanes = [{"memory": "raw-turns"}, {"memory": "raw-turns", "raw_turns": {}},
+         {"memory": "raw-turns", "raw_turns": {"keep_last": 0}},
+         {"memory": "raw-turns", "raw_turns": {"keep_last": 3}}]
+configs = [LaneConfig.model_validate(lane) for lane in lanes]
+print(json.dumps([[c.point_id, c.model_dump(mode="json"), c.settings()] for c in configs]))
+"""
+
+
+def test_a_lane_at_the_designs_default_options_is_written_as_if_it_had_none(
+    site: Path, tmp_path: Path
+) -> None:
+    paths = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    done = subprocess.run(
+        [sys.executable, "-c", LANES],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (bare, empty, zero, three) = json.loads(done.stdout)
+    assert bare[0] == empty[0] == zero[0] != three[0]  # point ids
+    assert "raw_turns" not in bare[1] and bare[1] == empty[1] == zero[1]
+    assert three[1]["raw_turns"] == {"keep_last": 3}
+    # The design reads its options from the settings: {} at the defaults.
+    assert bare[2]["raw_turns"] == {} and three[2]["raw_turns"] == {"keep_last": 3}
+
+
+def test_a_lane_of_an_uninstalled_design_keeps_its_options_and_is_refused_when_run() -> None:
+    # This process has not the plugin: a run replayed with it stays readable.
+    base = {"memory": "raw-turns", "raw_turns": {"keep_last": 3}}
+    grid = Grid.from_mapping({"name": "g", "base": base})
+    [lane] = grid.lanes()
+    assert lane.model_dump(mode="json")["raw_turns"] == {"keep_last": 3}
+    assert lane.settings()["raw_turns"] == {"keep_last": 3}
+    with pytest.raises(GridError, match=r"base\.memory: unknown memory design 'raw-turns'"):
+        check_grid(grid)

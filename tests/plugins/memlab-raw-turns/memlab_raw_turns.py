@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from memlab.core.document import (
     MemoryDocument,
     copy_document,
@@ -47,6 +49,7 @@ __all__ = [
     "SKIPPED",
     "TOP_K",
     "RawTurns",
+    "RawTurnsOptions",
     "register",
     "top_turns",
 ]
@@ -60,12 +63,23 @@ SKIPPED = "raw_turns_kept"
 _SPEAKERS = {"human": "User", "ai": "Assistant"}
 
 
+class RawTurnsOptions(BaseModel):
+    """The design's options, as a grid sets them under ``raw_turns:``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keep_last: int = Field(0, ge=0, le=1_000_000, strict=True)
+    """The most turns kept (the oldest are dropped first); 0 keeps every turn."""
+
+
 class RawTurns:
     """The strategy: every new turn of a handed-over conversation becomes one fact."""
 
     primary_call: str | None = None  # its records are updates, as DeerFlow's
 
     def __init__(self, context: DesignContext) -> None:
+        options: RawTurnsOptions = RAW_TURNS.options_of(context.settings)
+        self.keep_last = options.keep_last
         self.clock = context.clock
         self.ids = context.ids
         self.seen: dict[str, int] = {}
@@ -93,8 +107,11 @@ class RawTurns:
                     "source": context.thread_id,
                 }
             )
+        added = len(self.memory["facts"]) > result.facts_before
+        if self.keep_last and len(self.memory["facts"]) > self.keep_last:
+            del self.memory["facts"][: -self.keep_last]
         result.facts_after = len(self.memory["facts"])
-        result.saved = result.facts_after > result.facts_before
+        result.saved = added
         if result.saved:
             self.memory["lastUpdated"] = utc_iso(now)
         return Step([result.to_record()], result.saved)
@@ -133,8 +150,11 @@ RAW_TURNS = MemoryDesign(
     "every turn kept verbatim; the top-k turns by lexical relevance are read "
     "(an example plugin, tests/plugins/memlab-raw-turns)",
     RawTurns,
-    identity=lambda lane: {"design": "raw-turns", "top_k": TOP_K},
+    # The changed options only: a lane at the defaults keeps its id.
+    identity=lambda lane: {"design": "raw-turns", "top_k": TOP_K, **lane.get("raw_turns", {})},
     read=_read,
+    options="raw_turns",
+    options_model=RawTurnsOptions,
 )
 
 JUDGE = JudgePrompt(
