@@ -46,7 +46,7 @@ from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.memory.designs import UnknownDesignError, memory_design
-from memlab.memory.policies import UnknownPolicyError, injection_policy
+from memlab.memory.policies import DEFAULT_POLICY, UnknownPolicyError, injection_policy
 from memlab.memory.tiered import TieredSettings, lane_settings
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
@@ -245,7 +245,7 @@ def resolve_lanes(
             "replay_mode": grid.replay_mode,
         }
         injection = injection_identity(grid, config)
-        if injection != _injection_values(LaneConfig.model_validate({}), {"name": "confidence"}):
+        if injection != _injection_values(LaneConfig.model_validate({}), {"name": DEFAULT_POLICY}):
             # Left out at the defaults: lanes recorded before these settings keep their ids.
             identity["injection"] = injection
         if fork is not None:
