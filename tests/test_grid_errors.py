@@ -36,6 +36,17 @@ BAD_GRIDS: list[tuple[str, str, str]] = [
     ),
     ("name: g\nbase:\n  memory: 3\n", ":3: base.memory", "string"),
     (
+        "name: g\nqa:\n  answer_backend: scripted\n  conditions: [memory, psychic]\n",
+        ":4: qa.conditions",
+        "unknown condition 'psychic'; conditions: memory, none, full_context, gold_memory",
+    ),
+    (
+        "name: g\naxes:\n  injection_policy: [recency, newest]\n",
+        ":3: axes.injection_policy[1]",
+        "unknown injection policy 'newest'; known policies: confidence, recency, relevance, "
+        "relevance_embeddings",
+    ),
+    (
         "name: g\nbase:\n  memory: tiered\n  tiered: {importance_treshold: 0.6}\n",
         ":4: base.tiered.importance_treshold",
         "known keys: working_tokens, summary_tokens, importance_threshold",

@@ -1,4 +1,5 @@
-"""memlab.qa sits on the core, the backends and the datasets, never on the evaluation code."""
+"""memlab.qa sits on the core, the backends and the datasets (and the registries of
+memlab.plugins, below them all), never on the evaluation code."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 QA = Path(__file__).resolve().parents[1] / "src" / "memlab" / "qa"
 ALLOWED = ("memlab.core", "memlab.backends", "memlab.datasets", "memlab.errors", "memlab.qa",
-           "memlab._lazy")  # fmt: skip
+           "memlab._lazy", "memlab.plugins")  # fmt: skip
 
 
 def _memlab_imports(path: Path) -> list[str]:

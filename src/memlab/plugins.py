@@ -4,7 +4,30 @@ Each kind of named thing has one :class:`Registry`, declared by the module that 
 that module registers its built-ins in it through :meth:`Registry.register`, the same call a
 plugin makes:
 
-=========================  ==================================  ==============================
+=========================  ==================================  =====================================
+kind                       declared in                         an entry is
+=========================  ==================================  =====================================
+backend                    :mod:`memlab.backends.registry`     a ``BackendPlugin`` (its abilities)
+script                     :mod:`memlab.backends.scripted`     a reply function (``scripted:NAME``)
+merge                      :mod:`memlab.core.merge`            a merge strategy factory
+parse_preset               :mod:`memlab.core.parsing`          a ``ParseOptions`` factory
+prompt                     :mod:`memlab.core.prompts`          a loader of a ``PromptVariant``
+answer_prompt              :mod:`memlab.qa.qa_prompts`         a loader of an ``AnswerPrompt``
+judge_prompt               :mod:`memlab.qa.qa_prompts`         a loader of a QA ``JudgePrompt``
+tiered_summary_prompt      :mod:`memlab.core.tiered_prompts`   a loader of the summary prompt
+tiered_importance_prompt   :mod:`memlab.core.tiered_prompts`   a loader of the importance prompt
+tiered_compression_prompt  :mod:`memlab.core.tiered_prompts`   a loader of the compression prompt
+memory_design              :mod:`memlab.memory.designs`        a ``MemoryDesign`` (``memory:``)
+injection_policy           :mod:`memlab.memory.policies`       an ``InjectionPolicy`` (its ranking)
+qa_condition               :mod:`memlab.qa.conditions`         a ``QACondition`` (what QA reads)
+dataset                    :mod:`memlab.datasets.registry`     a ``NamedDataset`` (its JSONL file)
+matcher                    :mod:`memlab.matching.matchers`     a ``MatcherPlugin``
+matcher_judge_prompt       :mod:`memlab.matching.judge`        a fact judge's prompt template
+sim_profile                :mod:`memlab.simulation.profile`    a simulated-model profile or its file
+metric                     :mod:`memlab.scoring.metric_specs`  a ``MetricSpec``, by summary column
+run_view                   :mod:`memlab.runs.views`            how a ``Run`` shows itself (html)
+=========================  ==================================  =====================================
+
 **Plugins** are installed packages that declare entry points in the group ``memlab.plugins``;
 each names a module (importing it registers its entries) or a function of no arguments
 (calling it does)::

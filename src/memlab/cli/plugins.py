@@ -24,7 +24,10 @@ _DECLARING_MODULES = (
     "memlab.core.prompts",
     "memlab.qa.qa_prompts",
     "memlab.core.tiered_prompts",
+    "memlab.datasets.registry",
     "memlab.memory.designs",
+    "memlab.memory.policies",
+    "memlab.qa.conditions",
     "memlab.matching.matchers",
     "memlab.matching.judge",
     "memlab.simulation.profile",
@@ -39,9 +42,9 @@ def register(subparsers: Any) -> None:
         "plugins",
         help=COMMANDS["plugins"],
         description="List every registry (backends, scripts, merge strategies, parse presets, "
-        "prompts, memory designs, matchers, judge prompts, simulated-model profiles, metrics, run "
-        "views) with "
-        "its entries; an entry an installed plugin registered names the plugin. Plugins are "
+        "prompts, memory designs, injection policies, QA conditions, datasets, matchers, judge "
+        "prompts, simulated-model profiles, metrics, run views, ...) with its entries; an entry "
+        "an installed plugin registered names the plugin. Plugins are "
         "packages with entry points in the 'memlab.plugins' group (see docs/architecture.md). "
         "A plugin that failed to load and each registration refused (a bad name, a wrong "
         "type, a built-in's name) are listed last, one line each, and the exit code is 1.",

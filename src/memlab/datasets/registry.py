@@ -1,17 +1,31 @@
-"""Locate the bundled datasets (``smoke``, ``personas``) shipped in the repository's
-``datasets/`` directory, or in the directory named by ``MEMLAB_DATASETS``."""
+"""Datasets by name: the bundled ones (``smoke``, ``personas``), those a plugin registers, and
+``<name>.jsonl`` files in the directory named by ``MEMLAB_DATASETS``.
+
+A name a grid's ``dataset`` (or a command's dataset argument) gives is an entry of
+:data:`DATASETS`: a :class:`NamedDataset` that locates its JSONL file. memlab registers the
+two it ships in the repository's ``datasets/`` directory (``$MEMLAB_DATASETS`` may hold a file
+of the same name that replaces it); a plugin adds one with
+``DATASETS.register("name", NamedDataset(...))`` (:mod:`memlab.plugins`), e.g. a file inside
+its own package. A path to an existing file is always read as that file.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from memlab.errors import MemlabError, excerpt
+from memlab.plugins import Registry, declare, failure_hint, instance_of
 
 __all__ = [
+    "BUNDLED_DATASETS",
+    "DATASETS",
     "DATASETS_ENV",
     "DatasetNotFoundError",
+    "NamedDataset",
     "bundled_dataset_names",
     "bundled_dataset_path",
     "dataset_dirs",
@@ -75,8 +89,41 @@ def bundled_dataset_path(name: str) -> Path:
     )
 
 
+@dataclass(frozen=True)
+class NamedDataset:
+    """A dataset registered by name (see the module docstring).
+
+    Attributes:
+        description: One line for listings (``memlab plugins``).
+        locate: Returns the dataset's JSONL file; raises :class:`DatasetNotFoundError`
+            saying how to get it when it is not there.
+    """
+
+    description: str
+    locate: Callable[[], Path]
+
+
+def _bundled(name: str) -> Callable[[], Path]:
+    return lambda: bundled_dataset_path(name)
+
+
+DATASETS: Registry[NamedDataset] = declare("dataset", "dataset", check=instance_of(NamedDataset))
+"""Every dataset by the name a grid's ``dataset`` gives (files in ``$MEMLAB_DATASETS`` are
+found by name besides)."""
+
+BUNDLED_DATASETS: dict[str, str] = {
+    "smoke": "a few hand-written owners: the fastest check of a pipeline",
+    "personas": "labelled personas with gold facts and questions (memory QA)",
+}
+"""The datasets memlab ships in ``datasets/``, with their lines for listings."""
+
+for _name, _about in BUNDLED_DATASETS.items():
+    DATASETS.register(_name, NamedDataset(_about, _bundled(_name)))
+
+
 def resolve_dataset(spec: str | os.PathLike[str]) -> Path:
-    """Resolve a dataset argument: an existing file path, else a bundled dataset name."""
+    """Resolve a dataset argument: an existing file path, else a dataset's name (an entry of
+    :data:`DATASETS`, else a file of ``$MEMLAB_DATASETS``)."""
     path = Path(spec)
     text = os.fspath(spec)
     try:
@@ -90,5 +137,14 @@ def resolve_dataset(spec: str | os.PathLike[str]) -> Path:
         ) from None
     looks_like_name = os.sep not in text and "/" not in text and not text.endswith(".jsonl")
     if looks_like_name:
-        return bundled_dataset_path(text)
+        named = DATASETS.get(text)
+        if named is not None:
+            return named.locate()
+        try:
+            return bundled_dataset_path(text)
+        except DatasetNotFoundError as exc:
+            known = ", ".join(DATASETS)
+            raise DatasetNotFoundError(
+                f"{exc} (known datasets: {known})" + failure_hint()
+            ) from None
     raise DatasetNotFoundError(f"dataset file not found: {excerpt(text, 300)}")

@@ -58,10 +58,18 @@ from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
 from memlab.errors import MemlabError, excerpt
+from memlab.grids.design_options import (
+    DESIGN_OPTIONS_FIELD,
+    gather_design_options,
+    misplaced_options,
+    options_check,
+    options_keys,
+    valid_design_options,
+)
 from memlab.grids.qa_spec import QASpec
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
-from memlab.scoring.injection_audit import InjectionPolicy
+from memlab.memory.policies import DEFAULT_POLICY
 from memlab.scoring.metric_specs import primary_metrics
 
 __all__ = [
@@ -74,7 +82,6 @@ __all__ = [
     "ForkSpec",
     "Grid",
     "GridError",
-    "InjectionPolicy",
     "LaneConfig",
 ]
 
@@ -93,6 +100,11 @@ MEMORY_KINDS: tuple[str, ...] = tuple(MEMORY_DESIGNS.builtins())
 tiered design of working memory, session summaries, semantic and episodic memories with
 forgetting (:mod:`memlab.memory`); plugins may register more."""
 _DEFAULT_MEMORY = DEFAULT_DESIGN
+
+
+PolicyName = Annotated[str, Field(min_length=1)]
+"""A name of :data:`memlab.memory.policies.INJECTION_POLICIES` (``injection_policy``), checked
+when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), as memory designs are."""
 
 
 def _known_preset(name: str) -> str:
@@ -183,7 +195,10 @@ class LaneConfig(BaseModel):
     injection_enabled: bool = _memory_setting("injection_enabled")
     max_injection_tokens: int = _memory_setting("max_injection_tokens")
     token_counting: Literal["tiktoken", "char"] = _memory_setting("token_counting")
-    injection_policy: InjectionPolicy = "confidence"
+    injection_policy: PolicyName = DEFAULT_POLICY
+    """The injection policy, by its name in
+    :data:`memlab.memory.policies.INJECTION_POLICIES`: ``confidence``, ``recency``,
+    ``relevance``, ``relevance_embeddings`` or one a plugin registers."""
     schema_bounds: SchemaBounds | None = None
     """Length limits added to the grammar in ``json_schema`` mode (see ``SchemaBounds``)."""
     memory: MemoryKind = _DEFAULT_MEMORY
@@ -194,6 +209,20 @@ class LaneConfig(BaseModel):
     """The tiered memory's parameters (:class:`~memlab.memory.options.TieredOptions`, the
     seed's values by default), e.g. ``tiered: {importance_threshold: 0.6}``; only a
     ``memory: tiered`` lane takes them."""
+    design_options: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    """The options of a design a plugin registers, by the design's options key: a grid
+    writes them under that key (``raw_turns: {keep_last: 10}``), and so do the dumps (only
+    changed options; see :mod:`memlab.grids.design_options`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _design_options_by_key(cls, data: Any) -> Any:
+        return gather_design_options(data, cls.model_fields)
+
+    @field_validator(DESIGN_OPTIONS_FIELD)
+    @classmethod
+    def _changed_design_options(cls, options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return valid_design_options(options)
 
     @model_serializer(mode="wrap")
     def _defaults_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -209,16 +238,23 @@ class LaneConfig(BaseModel):
                 data["tiered"] = changed
             else:
                 data.pop("tiered", None)
+            if data.pop(DESIGN_OPTIONS_FIELD, None) is not None:
+                data.update((key, value) for key, value in self.design_options.items() if value)
         return data
 
     def settings(self) -> dict[str, Any]:
-        """Every setting as JSON values, ``memory`` and the changed ``tiered`` options
-        included (the dumps leave them out at their defaults)."""
-        return {
+        """Every setting as JSON values, ``memory`` and the changed options of the lane's
+        design included (the dumps leave them out at their defaults)."""
+        settings = {
             **self.model_dump(mode="json"),
             "memory": self.memory,
             "tiered": self.tiered.changed(),
+            **self.design_options,
         }
+        design = MEMORY_DESIGNS.get(self.memory)
+        if design is not None and design.options is not None:
+            settings.setdefault(design.options, {})
+        return settings
 
     @property
     def history_last(self) -> bool:
@@ -229,14 +265,11 @@ class LaneConfig(BaseModel):
         return design is not None and design.history_last
 
     @model_validator(mode="after")
-    def _tiered_options_need_the_tiered_memory(self) -> LaneConfig:
-        design = MEMORY_DESIGNS.get(self.memory)
-        if self.tiered.changed() and design is not None and design.options != "tiered":
-            raise _setting_error(
-                "tiered",
-                f"tiered options apply to memory: tiered only (this lane replays "
-                f"{self.memory}); set memory: tiered, or remove the tiered key",
-            )
+    def _options_of_the_lanes_design(self) -> LaneConfig:
+        options = {"tiered": self.tiered.changed(), **self.design_options}
+        key, problem = misplaced_options(self.memory, options)
+        if problem:
+            raise _setting_error(key, problem)
         return self
 
     @model_validator(mode="before")
@@ -360,8 +393,15 @@ for _name in MEMORY_SETTINGS:
     if LaneConfig.model_fields[_name].annotation != MemoryConfig.model_fields[_name].annotation:
         raise TypeError(f"LaneConfig.{_name} and MemoryConfig.{_name} have different types")
 
-AXES: tuple[str, ...] = tuple(LaneConfig.model_fields)
-"""Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too)."""
+AXES: tuple[str, ...] = tuple(f for f in LaneConfig.model_fields if f != DESIGN_OPTIONS_FIELD)
+"""Fields of :class:`LaneConfig` that a grid may vary (``base`` may set them too), besides
+the options keys of registered memory designs (:func:`lane_keys`)."""
+
+
+def lane_keys() -> tuple[str, ...]:
+    """Every key a lane may set: :data:`AXES` and the options keys of the registered memory
+    designs (a plugin's among them)."""
+    return tuple(dict.fromkeys((*AXES, *options_keys())))
 
 
 class ForkSpec(BaseModel):
@@ -515,19 +555,22 @@ class Grid(BaseModel):
                 yield f"axes.{field}[{index}]", value
         elif field in self.base:
             yield f"base.{field}", self.base[field]
-        else:
+        elif field in LaneConfig.model_fields:
             yield (
                 f"base.{field}",
                 LaneConfig.model_fields[field].get_default(call_default_factory=True),
             )
+        else:  # a design's options key: its defaults
+            yield f"base.{field}", {}
 
     def _check_values(self) -> None:
         """Validate base and each axis value alone, so an error names exactly one key."""
         for key, value in self.base.items():
             _validate_field(self, f"base.{key}", key, value)
         for axis, values in self.axes.items():
-            if axis not in AXES:
-                raise self.error(f"axes.{axis}", f"unknown axis; known axes: {', '.join(AXES)}")
+            if axis not in AXES and options_check(axis, _memories(self)) is None:
+                known = ", ".join(lane_keys())
+                raise self.error(f"axes.{axis}", f"unknown axis; known axes: {known}")
             if not isinstance(values, list) or not values:
                 raise self.error(f"axes.{axis}", "an axis needs a non-empty list of values")
             for index, value in enumerate(values):
@@ -579,17 +622,28 @@ class Grid(BaseModel):
 
 
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:
-    if field not in LaneConfig.model_fields:
-        raise grid.error(key, f"unknown setting; known settings: {', '.join(AXES)}")
-    if field == "max_tokens" and value == AUTO_MAX_TOKENS:
-        return  # computed from the lane's schema_bounds when the lane is built
+    if field in AXES:
+        adapter: TypeAdapter[Any] | None = _field_adapter(field)
+        nested = _nested_keys(field)
+    else:
+        check = options_check(field, _memories(grid))
+        if check is None:
+            known = ", ".join(lane_keys())
+            raise grid.error(key, f"unknown setting; known settings: {known}")
+        adapter, nested = check
+    if adapter is None or (field == "max_tokens" and value == AUTO_MAX_TOKENS):
+        return  # an unregistered design's options; or computed from the lane's schema_bounds
     try:
-        _field_adapter(field).validate_python(value)
+        adapter.validate_python(value)
     except ValidationError as exc:
         err = exc.errors()[0]
         inner = _key_path(err["loc"])  # a nested setting, e.g. schema_bounds.fact_chars
         where = f"{key}.{inner}" if inner and not inner.startswith("[") else key + inner
-        raise grid.error(where, _describe(err, _nested_keys(field))) from None
+        raise grid.error(where, _describe(err, nested)) from None
+
+
+def _memories(grid: Grid) -> list[str]:
+    return [str(name) for _, name in grid.values("memory")]
 
 
 def _nested_keys(field: str) -> tuple[str, ...]:

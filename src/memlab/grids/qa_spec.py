@@ -26,7 +26,12 @@ from memlab.core.llm import GenerationParams
 from memlab.core.prompts import PromptError
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings
-from memlab.qa.conditions import CONDITIONS, Condition
+from memlab.qa.conditions import (
+    CONDITIONS,
+    MEMORY_CONDITION,
+    UnknownConditionError,
+    qa_condition,
+)
 from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 from memlab.qa.reply_bounds import MAX_REPLY_TOKENS
 
@@ -53,9 +58,10 @@ class QASpec(BaseModel):
     """Judge prompts: every answer is graded by each (built-in: ``lenient``, ``strict``)."""
     judge_backend: NonEmpty | None = None
     """The backend spec of the judges (default: the answer backend)."""
-    conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
+    conditions: list[NonEmpty] = Field(default_factory=lambda: list(CONDITIONS), min_length=1)
     """What the answer prompt receives: ``memory`` (always asked), ``none``,
-    ``full_context``, ``gold_memory``."""
+    ``full_context``, ``gold_memory``, or a condition a plugin registers
+    (:data:`memlab.qa.conditions.QA_CONDITIONS`)."""
     answer_prompts: list[NonEmpty] = Field(default_factory=list)
     """Answer prompt files or directories (relative to the grid file)."""
     judge_prompts: list[NonEmpty] = Field(default_factory=list)
@@ -78,9 +84,23 @@ class QASpec(BaseModel):
 
     @field_validator("conditions")
     @classmethod
-    def _memory_first(cls, values: list[Condition]) -> list[Condition]:
+    def _memory_first(cls, values: list[str]) -> list[str]:
         # The lane's own memory is what QA measures; the others are its baselines.
-        return ["memory", *(v for v in values if v != "memory")]
+        return [MEMORY_CONDITION, *(v for v in values if v != MEMORY_CONDITION)]
+
+    def check_conditions(self) -> None:
+        """Every condition is registered. Checked when QA is about to run (and when a grid is
+        resolved), not when a spec is read: a run asked a plugin's condition stays readable
+        where the plugin is not installed.
+
+        Raises:
+            QAError: Naming the first unknown condition and the known ones.
+        """
+        for name in self.conditions:
+            try:
+                qa_condition(name)
+            except UnknownConditionError as exc:
+                raise QAError(f"qa.conditions: {exc}") from None
 
     @property
     def grader(self) -> str:
@@ -123,12 +143,14 @@ class ResolvedPrompts(BaseModel):
 
 
 def resolve_prompts(spec: QASpec, base_dir: Path | None = None) -> ResolvedPrompts:
-    """Load the spec's prompt files (relative to ``base_dir``) and look its prompts up.
+    """Load the spec's prompt files (relative to ``base_dir``) and look its prompts up (and
+    its conditions: :meth:`QASpec.check_conditions`), before any question is asked.
 
     Raises:
-        QAError: A missing or invalid prompt file, or an unknown prompt name (the message
-            lists the known ones).
+        QAError: A missing or invalid prompt file, or an unknown prompt or condition name (the
+            message lists the known ones).
     """
+    spec.check_conditions()
     answers, judges = answer_prompts(), judge_prompts()
     _load(answers, spec.answer_prompts, base_dir, "answer_prompts")
     _load(judges, spec.judge_prompts, base_dir, "judge_prompts")

@@ -11,7 +11,10 @@ the planner and memory QA ask the design, never the name:
 - :attr:`~MemoryDesign.read` wraps the lane's injection path: how an agent reads the memory
   at the next session and when it answers a question;
 - the flags say whether it forgets (its replays record forgetting events), whether a fork may
-  start it from a DeerFlow memory document, and the injected context's layout.
+  start it from a DeerFlow memory document, and the injected context's layout;
+- :attr:`~MemoryDesign.options` and :attr:`~MemoryDesign.options_model`: the lane key of its
+  own options and their pydantic model (``tiered: {recall_k: 5}``; a plugin's design declares
+  its own the same way, and a grid sets them under that key).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from memlab.core.document import MemoryDocument
 from memlab.core.injection import Injection
@@ -92,7 +97,11 @@ class MemoryDesign:
         forks: A fork may start it from a reference lane's DeerFlow memory document.
         history_last: The injected context puts History after the facts.
         options: The lane key of its own options (``tiered``); a lane of another design
-            setting them is refused.
+            setting them is refused. A key that is already a lane setting's name is never
+            read as options.
+        options_model: The pydantic model of those options (``extra="forbid"``, every field
+            with a default); the lane keeps the options that differ from the defaults, so a
+            lane at the defaults keeps its id.
         scratch: ``scratch(store_path)``: the files a replay writes beside the store file
             (removed and rewritten by every replay).
         read: Wraps the lane's injector into this design's read path; ``None``: the
@@ -108,6 +117,43 @@ class MemoryDesign:
     options: str | None = None
     scratch: Callable[[Path], tuple[Path, ...]] = _no_scratch
     read: Reader | None = None
+    options_model: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        model = self.options_model
+        if model is None:
+            return
+        if self.options is None:
+            raise ValueError("a design with an options_model names its options key (options=)")
+        if model.model_config.get("extra") != "forbid":
+            raise ValueError(
+                f"the options model {model.__name__} must refuse unknown keys: set "
+                'model_config = ConfigDict(extra="forbid")'
+            )
+
+    def options_of(self, settings: Mapping[str, Any]) -> Any:
+        """This design's options in a lane's settings (``DesignContext.settings``), as its
+        :attr:`options_model` (the defaults where the lane sets none).
+
+        Raises:
+            ValueError: The design declares no options model.
+        """
+        if self.options is None or self.options_model is None:
+            raise ValueError("this memory design declares no options")
+        return self.options_model.model_validate(settings.get(self.options) or {})
+
+    def changed_options(self, value: Any) -> dict[str, Any]:
+        """``value`` validated by :attr:`options_model`, as the JSON values that differ from
+        the defaults (what a lane keeps and writes).
+
+        Raises:
+            pydantic.ValidationError: ``value`` is not valid options.
+            ValueError: The design declares no options model.
+        """
+        if self.options_model is None:
+            raise ValueError("this memory design declares no options")
+        options = self.options_model.model_validate(value)
+        return options.model_dump(mode="json", exclude_defaults=True)
 
     def reader(self, inject: Injector) -> Injector:
         """The injector an agent reads this design's memory through."""

@@ -26,6 +26,7 @@ __all__ = [
     "MEMORY_DESIGNS",
     "UnknownDesignError",
     "memory_design",
+    "options_owner",
     "scratch_files",
 ]
 
@@ -85,3 +86,13 @@ def scratch_files(store_path: Path) -> tuple[Path, ...]:
     for name in MEMORY_DESIGNS:
         found.extend(p for p in MEMORY_DESIGNS[name].scratch(store_path) if p not in found)
     return tuple(found)
+
+
+def options_owner(key: str) -> str | None:
+    """The registered design whose options a lane sets under ``key`` (``tiered`` ->
+    ``tiered``), or ``None``."""
+    for name in MEMORY_DESIGNS:
+        design = MEMORY_DESIGNS[name]
+        if design.options == key and design.options_model is not None:
+            return name
+    return None

@@ -401,6 +401,7 @@ TIERED = MemoryDesign(
     # The seed's layout: summary, semantic memories, then episodes.
     history_last=True,
     options="tiered",
+    options_model=TieredOptions,
     scratch=lambda store_path: (tiered_store_path(store_path),),
 )
 """The tiered design as the registry of :mod:`memlab.memory.designs` holds it."""

@@ -293,7 +293,7 @@ def _jobs(
             if not owner.questions:
                 continue
             key = (owner.user_id, config.token_counting)
-            if key not in histories and "full_context" in spec.conditions:
+            if key not in histories:  # counted only if a condition reads it
                 histories[key] = History(owner, config.token_counting)
             for sample in range(samples):
                 record = run.dir.read_owner_record(lane_id, owner.user_id, sample)

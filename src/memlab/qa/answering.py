@@ -28,8 +28,15 @@ from memlab.core.llm import Backend, BackendError, CompletionRequest, Generation
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.qa.answer_scores import bleu1, is_abstention, mem0_f1, multi_answer_f1, token_f1
-from memlab.qa.conditions import CONDITIONS, Condition, Context, History, ReadPath
-from memlab.qa.conditions import gold_memory_document as _gold_memory
+from memlab.qa.conditions import (
+    MEMORY_CONDITION,
+    Condition,
+    ConditionPoint,
+    Context,
+    History,
+    ReadPath,
+    qa_condition,
+)
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
 from memlab.qa.reply_bounds import reply_problem
 from memlab.qa.verdicts import parse_verdict
@@ -168,27 +175,28 @@ def answer_tasks(
 ) -> list[AnswerTask]:
     """The answer requests for ``questions`` under each of ``conditions`` at ``point``.
 
-    ``history`` (the owner's :class:`~memlab.qa.conditions.History`, built once per owner
-    when many questions are asked) is built here when ``full_context`` needs it.
+    Each condition (:data:`~memlab.qa.conditions.QA_CONDITIONS`) opens the point once and
+    gives each question its context. ``history``: the owner's
+    :class:`~memlab.qa.conditions.History`, shared by the points of many questions (one is
+    made here otherwise; it counts the conversations only when a condition reads them).
+
+    Raises:
+        UnknownConditionError: A condition no registry entry has.
     """
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown:
-        raise ValueError(f"unknown condition {unknown[0]!r}; conditions: {', '.join(CONDITIONS)}")
+    opens = [qa_condition(c).open for c in conditions]  # an unknown name raises, listing all
     owner, index = point.owner, point.session_index
-    if "full_context" in conditions and history is None:
-        history = History(owner, read.token_counting)
-    gold = _gold_memory(owner, index) if "gold_memory" in conditions else None
+    at = ConditionPoint(
+        owner,
+        index,
+        point.memory,
+        read,
+        History(owner, read.token_counting) if history is None else history,
+    )
+    contexts = [open_(at) for open_ in opens]
     tasks: list[AnswerTask] = []
     for question in questions:
-        for condition in conditions:
-            if condition == "memory":
-                context = read.render(point.memory, question.question)
-            elif condition == "gold_memory":
-                context = read.render(gold, question.question)
-            elif condition == "full_context" and history is not None:
-                context = history.context(index, read.max_tokens)
-            else:
-                context = Context()
+        for condition, context_of in zip(conditions, contexts, strict=True):
+            context = context_of(question.question)
             tasks.append(
                 AnswerTask(
                     owner.user_id,
@@ -334,7 +342,7 @@ def ask(
     backend: Backend,
     settings: AnswerSettings,
     read: ReadPath | None = None,
-    conditions: Sequence[Condition] = ("memory",),
+    conditions: Sequence[Condition] = (MEMORY_CONDITION,),
     judges: Sequence[JudgePrompt] = (),
     judge_backend: Backend | None = None,
     judge_params: GenerationParams | None = None,

@@ -14,32 +14,44 @@ agent's answer prompt receives a *context* (:class:`Context`) built under one co
   (:func:`gold_memory_document`), rendered through the same injection path: what a perfect
   write side would give the agent, the ceiling of the write side.
 
-The conditions form an axis: the baselines sit in the same table as the lane's memory.
+The conditions form an axis: the baselines sit in the same table as the lane's memory. Each
+is a :class:`QACondition` in :data:`QA_CONDITIONS`, the registry a plugin adds one to with
+``QA_CONDITIONS.register("name", QACondition(...))`` (:mod:`memlab.plugins`); a grid's
+``qa: {conditions: [...]}`` then names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 from memlab.core.document import MemoryDocument, create_empty_memory, utc_iso
 from memlab.core.injection import Injection, get_token_counter, render_injection
 from memlab.datasets.models import Owner
+from memlab.plugins import PluginError, Registry, declare, failure_hint, instance_of
 
 __all__ = [
     "CONDITIONS",
+    "MEMORY_CONDITION",
+    "QA_CONDITIONS",
     "Condition",
+    "ConditionPoint",
     "Context",
     "History",
     "Injector",
+    "QACondition",
     "ReadPath",
+    "UnknownConditionError",
     "gold_memory_document",
+    "qa_condition",
 ]
 
-Condition = Literal["memory", "none", "full_context", "gold_memory"]
-CONDITIONS: tuple[Condition, ...] = get_args(Condition)
-"""Every condition, in the order tables list them."""
+Condition = str
+"""A name of :data:`QA_CONDITIONS`."""
+
+MEMORY_CONDITION: Condition = "memory"
+"""The condition QA measures (always asked, listed first); the others are its baselines."""
 
 Injector = Callable[[Mapping[str, Any], str], Injection]
 """Renders a memory document for a question: ``(memory, question) -> Injection`` (the lane's
@@ -145,10 +157,19 @@ class History:
 
     def __init__(self, owner: Owner, token_counting: str = "tiktoken") -> None:
         self.token_counting = token_counting
+        self._owner = owner
         self._counter = get_token_counter(token_counting)
         self._headers: list[str] = []
         self._blocks: list[tuple[int, str, int]] = []  # (session, text, tokens)
-        for index, session in enumerate(owner.sessions):
+        self._counted = False
+
+    def _count(self) -> None:
+        """Split and count the conversations once, when a context is first asked for (an
+        owner's history costs nothing unless a condition reads it)."""
+        if self._counted:
+            return
+        self._counted = True
+        for index, session in enumerate(self._owner.sessions):
             self._headers.append(
                 f"[Conversation {session.thread_id} on {utc_iso(session.started_at)}]"
             )
@@ -162,6 +183,7 @@ class History:
 
     def context(self, index: int, max_tokens: int) -> Context:
         """The newest messages of sessions ``0..index`` that fit ``max_tokens``, in order."""
+        self._count()
         blocks = [b for b in self._blocks if b[0] <= index]
         chosen: list[tuple[int, str, int]] = []
         spent = 0
@@ -191,3 +213,105 @@ class History:
                 current = session
             lines.append(text)
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ConditionPoint:
+    """What a condition sees at one point of a replay (right after one session).
+
+    Attributes:
+        owner: The memory owner.
+        index: The session just replayed (0-based).
+        memory: The lane's memory at that point (``None`` when none was recorded).
+        read: The lane's read path (budget, token counting, policy, design).
+        history: The owner's raw conversations (counted when first read).
+    """
+
+    owner: Owner
+    index: int
+    memory: Mapping[str, Any] | None
+    read: ReadPath
+    history: History
+
+
+ContextOf = Callable[[str], Context]
+"""The context a question receives at one point: ``question -> Context``."""
+
+
+@dataclass(frozen=True)
+class QACondition:
+    """One QA condition, registered by name (see the module docstring).
+
+    Attributes:
+        description: One line for listings (``memlab plugins``).
+        open: ``open(point)``: the context of each question asked at ``point`` (work shared
+            by the point's questions, such as building a memory, is done once here).
+    """
+
+    description: str
+    open: Callable[[ConditionPoint], ContextOf]
+
+
+class UnknownConditionError(PluginError, ValueError):
+    """A QA condition that no registry entry has."""
+
+
+def _unknown(name: str, known: Sequence[str]) -> UnknownConditionError:
+    return UnknownConditionError(
+        f"unknown condition {name!r}; conditions: {', '.join(known)} (or register one with "
+        "QA_CONDITIONS.register in a memlab.plugins entry point)" + failure_hint()
+    )
+
+
+QA_CONDITIONS: Registry[QACondition] = declare(
+    "qa_condition", "QA condition", unknown=_unknown, check=instance_of(QACondition)
+)
+"""Every QA condition by the name ``qa: {conditions: [...]}`` gives, in the order tables list
+them."""
+
+
+def qa_condition(name: str) -> QACondition:
+    """The condition called ``name``.
+
+    Raises:
+        UnknownConditionError: No condition has that name (the message lists the known ones).
+    """
+    return QA_CONDITIONS.lookup(name)
+
+
+def _memory(point: ConditionPoint) -> ContextOf:
+    return lambda question: point.read.render(point.memory, question)
+
+
+def _none(point: ConditionPoint) -> ContextOf:
+    return lambda question: Context()
+
+
+def _full_context(point: ConditionPoint) -> ContextOf:
+    context = point.history.context(point.index, point.read.max_tokens)
+    return lambda question: context
+
+
+def _gold_memory(point: ConditionPoint) -> ContextOf:
+    gold = gold_memory_document(point.owner, point.index)
+    return lambda question: point.read.render(gold, question)
+
+
+QA_CONDITIONS.register(
+    MEMORY_CONDITION,
+    QACondition("the lane's memory, through the lane's injection path", _memory),
+)
+QA_CONDITIONS.register("none", QACondition("nothing: what the agent knows without memory", _none))
+QA_CONDITIONS.register(
+    "full_context",
+    QACondition("the raw conversations so far, newest first within the budget", _full_context),
+)
+QA_CONDITIONS.register(
+    "gold_memory",
+    QACondition(
+        "the labelled facts active at that point, through the same injection path", _gold_memory
+    ),
+)
+
+CONDITIONS: tuple[Condition, ...] = tuple(QA_CONDITIONS.builtins())
+"""The conditions memlab ships, in the order tables list them (plugins may register more)."""

@@ -35,7 +35,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.registry import SIMULATED_MARK, is_simulated
-from memlab.qa.conditions import CONDITIONS
+from memlab.qa.conditions import QA_CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.overlay import qa_chart_runs
@@ -196,8 +196,10 @@ def _categories(run: Run) -> pd.DataFrame:
     wide = table.pivot_table(
         index=["lane_id", "category"], columns="condition", values="shown", aggfunc="first"
     )
-    # The conditions in their declared order (memory first), not alphabetically.
-    wide = wide[[c for c in CONDITIONS if c in wide.columns]].reset_index()
+    # The conditions in their registration order (memory first), not alphabetically; one no
+    # longer registered (its plugin uninstalled) last.
+    declared = [c for c in QA_CONDITIONS if c in wide.columns]
+    wide = wide[declared + [c for c in wide.columns if c not in declared]].reset_index()
     counts = table.groupby(["lane_id", "category"])["questions"].first().reset_index()
     wide = wide.merge(counts, on=["lane_id", "category"])
     wide["questions"] = wide["questions"].map(lambda v: f"{v:g}")

@@ -7,14 +7,10 @@ lane's injection policy, and records the tokens used, the facts injected and the
 budget dropped. Scoring then asks which active gold facts reach the agent
 (``injected_gold_coverage``).
 
-Policies (the order in which stored facts are offered to the budget):
-
-- ``confidence``: highest confidence first (the pipeline's own order);
-- ``recency``: newest ``createdAt`` first;
-- ``relevance``: most relevant first to the next session's first human message, by the lexical
-  :func:`memlab.core.similarity.relevance_score`;
-- ``relevance_embeddings``: the same by cosine similarity of the bundled word embeddings
-  (needs ``memlab[embeddings]``).
+The policies (the order in which stored facts are offered to the budget: ``confidence``,
+``recency``, ``relevance``, ``relevance_embeddings``, or one a plugin registers) are entries of
+:data:`memlab.memory.policies.INJECTION_POLICIES`; this module gives a policy that ``embeds``
+the bundled word embeddings (needs ``memlab[embeddings]``).
 
 Ties keep the confidence order. A disabled injection gives the agent nothing: 0 tokens,
 nothing injected, coverage 0.
@@ -22,24 +18,20 @@ nothing injected, coverage 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
-
-import numpy as np
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from memlab.core.config import MemoryConfig
-from memlab.core.document import parse_utc
-from memlab.core.injection import FactRank, Injection, by_confidence, render_injection
-from memlab.core.similarity import relevance_score
+from memlab.core.injection import Injection, by_confidence, render_injection
 from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
 from memlab.memory.design import Injector, Reader
+from memlab.memory.policies import INJECTION_POLICIES, fact_content, injection_policy
 from memlab.scoring.metric_specs import count_columns
 
 __all__ = [
     "INJECTION_COUNTS",
     "POLICIES",
-    "InjectionPolicy",
     "audit_injection",
     "inject",
     "injection_counts",
@@ -49,17 +41,9 @@ __all__ = [
     "policy_injector",
 ]
 
-InjectionPolicy = Literal["confidence", "recency", "relevance", "relevance_embeddings"]
-"""Which stored facts reach the agent first under the injection budget (see the module
-docstring)."""
-
-POLICIES: tuple[InjectionPolicy, ...] = (
-    "confidence",
-    "recency",
-    "relevance",
-    "relevance_embeddings",
-)
-"""Every injection policy, in the order reports list them."""
+POLICIES: tuple[str, ...] = tuple(INJECTION_POLICIES.builtins())
+"""The injection policies memlab ships, in the order reports list them (plugins may register
+more: :data:`memlab.memory.policies.INJECTION_POLICIES`)."""
 
 
 INJECTION_COUNTS = count_columns(by="injection")
@@ -68,12 +52,14 @@ INJECTION_COUNTS = count_columns(by="injection")
 
 
 def policy_embedder(policy: str) -> Embedder | None:
-    """The embedder a policy needs (``None`` for the lexical ones).
+    """The embedder a policy needs: the bundled word embeddings for one that ``embeds``,
+    ``None`` for the others.
 
     Raises:
-        EmbeddingsUnavailableError: ``relevance_embeddings`` without the embeddings extra.
+        UnknownPolicyError: No policy has that name.
+        EmbeddingsUnavailableError: A policy that embeds without the embeddings extra.
     """
-    return WordLlamaEmbedder() if policy == "relevance_embeddings" else None
+    return WordLlamaEmbedder() if injection_policy(policy).embeds else None
 
 
 def policy_identity(policy: str) -> dict[str, Any]:
@@ -85,35 +71,6 @@ def policy_identity(policy: str) -> dict[str, Any]:
 def next_query(session: Session) -> str:
     """The first human message of ``session`` (what ``relevance`` ranks facts against)."""
     return next((m.text for m in session.messages if m.role == "human"), "")
-
-
-def _content(fact: Mapping[str, Any]) -> str:
-    content = fact.get("content")
-    return content if isinstance(content, str) else ""
-
-
-def _created(fact: Mapping[str, Any]) -> float:
-    moment = parse_utc(fact.get("createdAt"))
-    return moment.timestamp() if moment is not None else float("-inf")
-
-
-def _rank(
-    policy: str, facts: Sequence[Mapping[str, Any]], query: str, embedder: Embedder | None
-) -> FactRank:
-    if policy == "recency":
-        return _created
-    if policy == "relevance":
-        return lambda fact: relevance_score(_content(fact), query)
-    if policy == "relevance_embeddings":
-        if embedder is None:
-            raise ValueError("the relevance_embeddings policy needs an embedder")
-        texts = [_content(f) for f in facts]
-        vectors = np.asarray(embedder.embed([query, *texts]), dtype=float)
-        scores = dict(zip(texts, (vectors[1:] @ vectors[0]).tolist(), strict=True))
-        return lambda fact: float(scores.get(_content(fact), 0.0))
-    if policy == "confidence":
-        return by_confidence
-    raise ValueError(f"unknown injection policy {policy!r}; known policies: {POLICIES}")
 
 
 def inject(
@@ -138,7 +95,7 @@ def inject(
         {**memory, "facts": ordered},
         config.max_injection_tokens,
         token_counting=config.token_counting,
-        rank=_rank(policy, ordered, query, embedder),
+        rank=injection_policy(policy).rank(ordered, query, embedder),
         history_last=history_last,
     )
 
@@ -209,7 +166,8 @@ def injection_counts(
     """
     if audit is None:
         return dict.fromkeys(INJECTION_COUNTS, 0)
-    contents = {f.get("id"): _content(f) for f in snapshot.get("facts", []) if isinstance(f, dict)}
+    facts = [f for f in snapshot.get("facts", []) if isinstance(f, dict)]
+    contents = {f.get("id"): fact_content(f) for f in facts}
     injected = [contents[i] for i in audit.get("injected", []) if i in contents]
     reached = sum(1 for gold in active.values() if any(covers(c, gold) for c in injected))
     return {

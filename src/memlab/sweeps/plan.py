@@ -49,6 +49,7 @@ from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
 from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.grids.owners import select_owners
 from memlab.memory.designs import UnknownDesignError, memory_design
+from memlab.memory.policies import DEFAULT_POLICY, UnknownPolicyError, injection_policy
 from memlab.memory.tiered import TieredSettings, lane_settings
 from memlab.runs.rundir import RunDir
 from memlab.scoring.injection_audit import policy_identity
@@ -244,7 +245,7 @@ def resolve_lanes(
             "replay_mode": grid.replay_mode,
         }
         injection = injection_identity(grid, config)
-        if injection != _injection_values(LaneConfig.model_validate({}), {"name": "confidence"}):
+        if injection != _injection_values(LaneConfig.model_validate({}), {"name": DEFAULT_POLICY}):
             # Left out at the defaults: lanes recorded before these settings keep their ids.
             identity["injection"] = injection
         if fork is not None:
@@ -358,12 +359,22 @@ def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:
 
 
 def _check_names(grid: Grid, registry: PromptRegistry) -> None:
-    """Prompt, memory design and merge names (with their parameters) exist; reported at the
-    grid key."""
+    """Prompt, memory design, injection policy, QA condition and merge names (with their
+    parameters) exist; reported at the grid key."""
     for key, name in grid.values("memory"):
         try:
             memory_design(str(name))
         except UnknownDesignError as exc:
+            raise grid.error(key, str(exc)) from None
+    if grid.qa is not None:
+        try:
+            grid.qa.check_conditions()
+        except MemlabError as exc:
+            raise grid.error("qa.conditions", str(exc).removeprefix("qa.conditions: ")) from None
+    for key, name in grid.values("injection_policy"):
+        try:
+            injection_policy(str(name))
+        except UnknownPolicyError as exc:
             raise grid.error(key, str(exc)) from None
     known = ", ".join(registry.names())
     for key, name in grid.values("prompt"):

@@ -1,4 +1,5 @@
-"""An example memlab plugin: the ``raw-turns`` memory design and the ``same-words`` judge prompt.
+"""An example memlab plugin: the ``raw-turns`` memory design, the ``same-words`` judge prompt,
+the ``oldest-first`` injection policy and the ``first-fact`` QA condition.
 
 ``raw-turns`` is a retrieval baseline: it keeps every conversation turn (each human message
 and each reply without tool calls) verbatim as a fact, ``User: ...`` or ``Assistant: ...``, and
@@ -7,26 +8,51 @@ the ``TOP_K`` turns most relevant to its query under memlab's lexical
 :func:`~memlab.core.similarity.relevance_score`, within the lane's injection budget.
 
 ``same-words`` is a QA judge prompt that asks for the reference's key words in the answer.
+
+``oldest-first`` is an injection policy that offers the oldest facts (by ``createdAt``) to the
+budget first. ``first-fact`` is a QA condition: the lane's memory cut to its first stored
+fact, read through the lane's injection path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memlab.core.document import MemoryDocument, copy_document, create_empty_memory, utc_iso
-from memlab.core.injection import Injection
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlab.core.document import (
+    MemoryDocument,
+    copy_document,
+    create_empty_memory,
+    parse_utc,
+    utc_iso,
+)
+from memlab.core.injection import FactRank, Injection
 from memlab.core.messages import content_text, filter_messages_for_memory, message_role
 from memlab.core.queue import ConversationContext
 from memlab.core.similarity import relevance_score
 from memlab.core.updater import UpdateResult
 from memlab.memory.design import DesignContext, Injector, MemoryDesign
 from memlab.memory.designs import MEMORY_DESIGNS
+from memlab.memory.policies import INJECTION_POLICIES, InjectionPolicy, TextEmbedder
 from memlab.memory.strategy import Step
+from memlab.qa.conditions import QA_CONDITIONS, ConditionPoint, ContextOf, QACondition
 from memlab.qa.qa_prompts import JUDGE_PROMPTS, JudgePrompt
 
-__all__ = ["JUDGE", "RAW_TURNS", "SKIPPED", "TOP_K", "RawTurns", "register", "top_turns"]
+__all__ = [
+    "FIRST_FACT",
+    "JUDGE",
+    "OLDEST_FIRST",
+    "RAW_TURNS",
+    "SKIPPED",
+    "TOP_K",
+    "RawTurns",
+    "RawTurnsOptions",
+    "register",
+    "top_turns",
+]
 
 TOP_K = 5
 """Turns an agent reads per query."""
@@ -37,12 +63,23 @@ SKIPPED = "raw_turns_kept"
 _SPEAKERS = {"human": "User", "ai": "Assistant"}
 
 
+class RawTurnsOptions(BaseModel):
+    """The design's options, as a grid sets them under ``raw_turns:``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keep_last: int = Field(0, ge=0, le=1_000_000, strict=True)
+    """The most turns kept (the oldest are dropped first); 0 keeps every turn."""
+
+
 class RawTurns:
     """The strategy: every new turn of a handed-over conversation becomes one fact."""
 
     primary_call: str | None = None  # its records are updates, as DeerFlow's
 
     def __init__(self, context: DesignContext) -> None:
+        options: RawTurnsOptions = RAW_TURNS.options_of(context.settings)
+        self.keep_last = options.keep_last
         self.clock = context.clock
         self.ids = context.ids
         self.seen: dict[str, int] = {}
@@ -70,8 +107,11 @@ class RawTurns:
                     "source": context.thread_id,
                 }
             )
+        added = len(self.memory["facts"]) > result.facts_before
+        if self.keep_last and len(self.memory["facts"]) > self.keep_last:
+            del self.memory["facts"][: -self.keep_last]
         result.facts_after = len(self.memory["facts"])
-        result.saved = result.facts_after > result.facts_before
+        result.saved = added
         if result.saved:
             self.memory["lastUpdated"] = utc_iso(now)
         return Step([result.to_record()], result.saved)
@@ -110,8 +150,11 @@ RAW_TURNS = MemoryDesign(
     "every turn kept verbatim; the top-k turns by lexical relevance are read "
     "(an example plugin, tests/plugins/memlab-raw-turns)",
     RawTurns,
-    identity=lambda lane: {"design": "raw-turns", "top_k": TOP_K},
+    # The changed options only: a lane at the defaults keeps its id.
+    identity=lambda lane: {"design": "raw-turns", "top_k": TOP_K, **lane.get("raw_turns", {})},
     read=_read,
+    options="raw_turns",
+    options_model=RawTurnsOptions,
 )
 
 JUDGE = JudgePrompt(
@@ -128,7 +171,33 @@ JUDGE = JudgePrompt(
 )
 
 
+def _oldest_first(
+    facts: Sequence[Mapping[str, Any]], query: str, embedder: TextEmbedder | None
+) -> FactRank:
+    def rank(fact: Mapping[str, Any]) -> float:
+        moment = parse_utc(fact.get("createdAt"))
+        return -moment.timestamp() if moment is not None else float("-inf")
+
+    return rank
+
+
+OLDEST_FIRST = InjectionPolicy("oldest createdAt first (an example plugin)", _oldest_first)
+
+
+def _first_fact(point: ConditionPoint) -> ContextOf:
+    memory = point.memory or {}
+    first = {**memory, "facts": list(memory.get("facts", []))[:1]}
+    return lambda question: point.read.render(first, question)
+
+
+FIRST_FACT = QACondition(
+    "the lane's memory cut to its first stored fact (an example plugin)", _first_fact
+)
+
+
 def register() -> None:
     """Called once per process by memlab when it loads its plugins."""
     MEMORY_DESIGNS.register("raw-turns", RAW_TURNS)
     JUDGE_PROMPTS.register("same-words", lambda: JUDGE)
+    INJECTION_POLICIES.register("oldest-first", OLDEST_FIRST)
+    QA_CONDITIONS.register("first-fact", FIRST_FACT)
