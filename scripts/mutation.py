@@ -335,7 +335,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "qa_step": (
         "src/memlab/sweeps/qa_step.py",
-        ("tests/test_qa_every_question.py", "tests/test_qa_judge_server.py"),
+        (
+            "tests/test_qa_every_question.py",
+            "tests/test_qa_judge_server.py",
+            "tests/test_qa_step_records.py",
+        ),
     ),
     "comparability": (
         f"{_SCORING}/comparability.py",
