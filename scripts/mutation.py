@@ -421,6 +421,8 @@ def _mutmut_config(module: str, tests: tuple[str, ...], *, fresh_import: bool = 
     config = (
         "[mutmut]\n"
         "source_paths=src\n"
+        # The bundled datasets, for tests that replay one (found beside src/).
+        "also_copy=\n    datasets\n"
         f"only_mutate={module}\n"
         f"pytest_add_cli_args_test_selection=\n    {selection}\n"
         "pytest_add_cli_args=\n    -m\n    not simulation\n"
