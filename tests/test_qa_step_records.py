@@ -22,6 +22,8 @@ from memlab.core.qa_prompts import judge_prompts
 from memlab.datasets import resolve_dataset
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
+from memlab.scoring.qa_causes import FATES
+from memlab.sweeps import qa_step
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.grid import Grid
 from memlab.sweeps.qa_spec import QAError, QASpec
@@ -29,10 +31,11 @@ from memlab.sweeps.qa_step import (
     IncompleteQAError,
     JudgeErrorsError,
     add_qa,
+    qa_backend,
     rewrite_fates,
     run_matcher,
 )
-from memlab.sweeps.run import QA_FORMAT, Run, load_run
+from memlab.sweeps.run import QA_FORMAT, Run, load_run, read_owner_record
 
 STRICT = judge_prompts().get("strict")
 OWNER = "amara"
@@ -204,3 +207,58 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
     done = _add(_with_matcher(run, {"name": "lexical"}), _Agent("x"))
     assert done.qa_manifest["matcher"] == "lexical"
     assert dataclasses.replace(done).qa_manifest["matcher"] == "lexical"
+
+
+def test_every_sample_is_asked_and_only_answers_from_memory_get_a_fate(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(_owner()) + "\n", encoding="utf-8")
+    grid = Grid.from_mapping({"name": "two", "samples": 2, "base": {"backend": "sim:careful"}})
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    conditions = ["memory", "full_context"]
+    done = _add(run, _Agent("no idea"), spec=_spec(conditions=conditions))
+    answers = done.qa_answers
+    questions = len(_owner()["questions"])
+    assert len(answers) == questions * len(conditions) * 2
+    assert answers.groupby(["sample", "condition"]).size().to_dict() == {
+        (s, c): questions for s in (0, 1) for c in conditions
+    }
+    memory = answers[answers["condition"] == "memory"]
+    assert (
+        set(memory["fate"]) <= set(FATES)
+        and memory["evidence_fates"].map(lambda d: isinstance(d, dict)).all()
+    )
+    assert answers.loc[answers["condition"] == "full_context", "fate"].isna().all()
+
+
+def test_a_replay_record_that_lost_a_snapshot_is_refused(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = len(_owner()["sessions"])
+
+    def short(*args: Any) -> dict[str, Any]:
+        record = read_owner_record(*args)
+        return {**record, "snapshots": record["snapshots"][:-1]}
+
+    monkeypatch.setattr(qa_step, "read_owner_record", short)
+    message = (
+        f"{OWNER}: the replay record has {sessions - 1} snapshots for {sessions} sessions; "
+        "the dataset changed since the sweep: rerun it"
+    )
+    with pytest.raises(QAError) as raised:
+        _add(run, _Agent("x"))
+    assert str(raised.value) == message
+
+
+def test_the_default_backends_give_the_simulated_model_its_dataset_and_judges(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(qa_step, "resolve_backend", lambda spec, **kw: seen.append((spec, kw)))
+    qa_backend("sim:careful", tmp_path / "d.jsonl", [STRICT])
+    qa_backend("sim:careful", tmp_path / "d.jsonl")
+    qa_backend("scripted", tmp_path / "d.jsonl", [STRICT])
+    assert seen == [
+        ("sim:careful", {"dataset": tmp_path / "d.jsonl", "judges": [STRICT]}),
+        ("sim:careful", {"dataset": tmp_path / "d.jsonl"}),
+        ("scripted", {}),
+    ]
