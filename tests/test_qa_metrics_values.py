@@ -26,8 +26,10 @@ from memlab.scoring.qa_metrics import (
     key_ceiling,
     qa_cost,
     qa_session_counts,
+    robust_verdicts,
     verdict_table,
 )
+from memlab.scoring.stats import StatOptions
 
 
 def _row(question: str, verdicts: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
@@ -74,6 +76,7 @@ def test_each_verdict_row_by_key_and_status() -> None:
     )
     table = verdict_table(rows).set_index(["question_id", "judge", "key"])
     assert list(table.columns[:5]) == ["lane_id", "sample", "user_id", "condition", "session_index"]
+    assert set(table["kind"]) == {"answerable"} and set(table["session_index"]) == {0}
     assert len(table) == 3 * 2 * 2
     expected = {
         ("q1", "a", "answer"): (1.0, True, "judged"),
@@ -105,16 +108,19 @@ def test_error_counts_and_the_sentence_that_names_them() -> None:
             # Only the file's key counts: an unreadable verdict on the original key is not one.
             _row("q5", {"a": {"answer": True, "original": None}, "b": {"answer": True}}),
             _row("q6", {}, abstained=True),  # decided without a judge
+            _row("q7", {"a": {"answer": True, "original": None}, "b": {"answer": True}}),
         ]
     )
     counts = error_counts(rows, ["a", "b"])
-    assert counts == {"answers": 6, "answer_errors": 1, "judge_errors:a": 2, "judge_errors:b": 1}
+    assert counts == {"answers": 7, "answer_errors": 1, "judge_errors:a": 2, "judge_errors:b": 1}
     assert errors_sentence(counts) == (
-        "2 of 6 answers have no verdict from judge a (its call failed or its reply named no "
-        "single verdict); 1 of 6 answers have no verdict from judge b (its call failed or its "
-        "reply named no single verdict); 1 of 6 answer calls failed: each counts as a wrong "
+        "2 of 7 answers have no verdict from judge a (its call failed or its reply named no "
+        "single verdict); 1 of 7 answers have no verdict from judge b (its call failed or its "
+        "reply named no single verdict); 1 of 7 answer calls failed: each counts as a wrong "
         "answer"
     )
+    # A judge named that graded nothing left every answered, unabstained question unjudged.
+    assert error_counts(rows, ["c"])["judge_errors:c"] == 5
     empty = pd.DataFrame(columns=list(rows.columns))
     assert error_counts(empty, ["a"]) == {"answers": 0, "answer_errors": 0, "judge_errors:a": 0}
     assert errors_sentence({"answers": 3, "answer_errors": 0, "judge_errors:a": 0}) == ""
@@ -275,7 +281,19 @@ def test_accuracy_against_the_original_key_and_of_other_kinds() -> None:
     assert by_category.loc["single-hop", "accuracy"] == pytest.approx(1.5 / 4)
     assert by_category.loc["temporal", "accuracy"] == 1.0
     assert by_category["owners"].to_dict() == {"single-hop": 2, "temporal": 1}
-    assert accuracy_table(rows, kinds=("abstain",)).empty
+    empty = accuracy_table(rows, kinds=("abstain",))
+    assert empty.empty and list(empty.columns[:4]) == ["lane_id", "condition", "judge", "owners"]
+    assert list(empty.columns[-2:]) == ["judge_errors", "answer_errors"]
+    # Without resamples there is no interval, only the estimate.
+    plain = accuracy_table(rows, judges=["strict"], options=StatOptions(resamples=0))
+    assert plain["accuracy"].iloc[0] == pytest.approx(2.5 / 5)
+    assert plain[["accuracy_lo", "accuracy_hi"]].isna().all(axis=None)
+    # A judge that graded only another kind of question graded none of these: all unjudged.
+    extra = pd.concat(
+        [rows, pd.DataFrame([_row("E", {"extra": {"answer": True}}, kind="adversarial")])]
+    )
+    unjudged = accuracy_table(extra).set_index("judge").loc["extra"]
+    assert unjudged["accuracy"] == 0.0 and unjudged["judge_errors"] == 4.0
 
 
 # --- judges ---------------------------------------------------------------------------------
@@ -283,29 +301,46 @@ def test_accuracy_against_the_original_key_and_of_other_kinds() -> None:
 
 def test_the_band_over_three_judges_takes_the_widest_flip_and_the_lowest_kappa() -> None:
     a, b, c = [True, True, False, False], [True, False, False, False], [False, False, True, True]
+    agreeing = {j: {"answer": True} for j in "abc"}
     rows = pd.DataFrame(
         [
-            _row(
-                f"q{i}",
-                {"a": {"answer": x}, "b": {"answer": y}, "c": {"answer": z}},
-                user_id=f"o{i}",
-            )
-            for i, (x, y, z) in enumerate(zip(a, b, c, strict=True))
+            # Another lane where the judges agree; listed first, so it comes first.
+            _row("q0", agreeing, lane_id="other"),
+            _row("q1", {j: {"answer": False} for j in "abc"}, lane_id="other"),
+            # An adversarial answer stays out of the headline band.
+            _row("q9", {"a": {"answer": False}, "b": {"answer": True}}, kind="adversarial"),
+            *(
+                _row(
+                    f"q{i}",
+                    {"a": {"answer": x}, "b": {"answer": y}, "c": {"answer": z}},
+                    user_id=f"o{i}",
+                )
+                for i, (x, y, z) in enumerate(zip(a, b, c, strict=True))
+            ),
         ]
     )
+    # A verdict against the original key is not the file's key: it changes nothing here.
+    rows.at[3, "verdicts"] = {"a": {"answer": True, "original": False}, **rows.at[3, "verdicts"]}
     # Pairs: a-b flip 1 of 4, chance agreement .5*.25 + .5*.75 = .5, kappa (.75 - .5)/.5 = .5;
     # a-c flip 4 of 4, kappa (0 - .5)/.5 = -1; b-c flip 3 of 4, chance .25*.5 + .75*.5 = .5,
     # kappa (.25 - .5)/.5 = -.5.
-    pairs = judge_agreement(rows).set_index(["judge_a", "judge_b"])
+    every = judge_agreement(rows)
+    assert sorted(every["lane_id"]) == ["lane"] * 3 + ["other"] * 3
+    pairs = every[every["lane_id"] == "lane"].set_index(["judge_a", "judge_b"])
     assert list(pairs.index) == [("a", "b"), ("a", "c"), ("b", "c")]
     assert pairs["flips"].to_dict() == {("a", "b"): 1, ("a", "c"): 4, ("b", "c"): 3}
     assert pairs["kappa"].to_list() == pytest.approx([0.5, -1.0, -0.5])
-    (band,) = judge_band(rows).to_dict("records")
+    other, band = judge_band(rows).to_dict("records")
+    assert (other["lane_id"], other["flip_rate"], other["kappa"]) == ("other", 0.0, 1.0)
     assert (band["lane_id"], band["condition"]) == ("lane", "memory")
     assert (band["accuracy:a"], band["accuracy:b"], band["accuracy:c"]) == (0.5, 0.25, 0.5)
     assert (band["band_lo"], band["band_hi"], band["band"]) == (0.25, 0.5, 0.25)
     assert band["flip_rate"] == pytest.approx(1.0)
     assert band["kappa"] == pytest.approx(-1.0)
+    # The adversarial answer alone: a judges 0, b 1, one flip in one.
+    (adversarial,) = judge_band(rows, kinds=("adversarial",)).to_dict("records")
+    assert (adversarial["accuracy:a"], adversarial["accuracy:b"]) == (0.0, 1.0)
+    assert adversarial["flip_rate"] == 1.0
 
 
 def test_one_judge_or_no_shared_answer_has_no_agreement() -> None:
@@ -320,7 +355,17 @@ def test_one_judge_or_no_shared_answer_has_no_agreement() -> None:
     (pair,) = judge_agreement(apart).to_dict("records")
     assert (pair["graded"], pair["flips"]) == (0, 0)
     assert math.isnan(pair["flip_rate"])
-    assert judge_agreement(pd.DataFrame([_row("q1", {}, abstained=True)])).empty
+    none = judge_agreement(pd.DataFrame([_row("q1", {}, abstained=True)]))
+    assert none.empty and list(none.columns) == [
+        "lane_id",
+        "condition",
+        "judge_a",
+        "judge_b",
+        "graded",
+        "flips",
+        "flip_rate",
+        "kappa",
+    ]
 
 
 # --- the key's ceiling over repeated samples -------------------------------------------------
@@ -358,6 +403,55 @@ def test_the_ceiling_counts_questions_once_over_repeated_samples() -> None:
     assert (single["changed"], single["ceiling"], single["accuracy"]) == (0, 1.0, 1.0)
 
 
+def test_unrecorded_audit_fields_are_not_audited_nor_changed_and_each_condition_counts() -> None:
+    # The audit changed q0 of 4; q1 and q2 record nothing (None), q3 records False. Two
+    # conditions, so each is counted against its own questions.
+    def row(i: int, condition: str) -> dict[str, Any]:
+        recorded = None if i in (1, 2) else i == 0
+        return _row(
+            f"q{i}",
+            _strict(i != 0),
+            condition=condition,
+            audited=recorded,
+            answer_changed=None if i == 1 else False,
+            audit_differs=recorded,
+        )
+
+    rows = pd.DataFrame([row(i, c) for c in ("memory", "none") for i in range(4)])
+    table = key_ceiling(rows)
+    assert table.index.is_unique and table["changed"].dtype.kind == "i"
+    overall = table[table["category"] == "all"].set_index("condition")
+    assert list(overall["changed"]) == [1, 1] and list(overall["questions"]) == [4, 4]
+    assert list(overall["ceiling"]) == [0.75, 0.75]
+    # Nothing recorded as audited, or no audit column at all: no ceiling.
+    unaudited = rows.assign(audited=[None, False] * 4)
+    assert key_ceiling(unaudited).empty
+    assert key_ceiling(rows.drop(columns="audited")).empty
+
+
+def test_robustness_with_one_judge_and_a_lane_one_judge_did_not_compare() -> None:
+    keys = {"baseline_run": "a", "baseline_lane": "base", "run": "b", "metric": "qa_accuracy"}
+    strict = pd.DataFrame([{**keys, "lane": "x", "verdict": "better"}])
+    (alone,) = robust_verdicts({"strict": strict}).to_dict("records")
+    assert alone["judge_robust"] == "robust to the judge: better"
+    lenient = pd.DataFrame(
+        [{**keys, "lane": "x", "verdict": "better"}, {**keys, "lane": "y", "verdict": "worse"}]
+    )
+    both = robust_verdicts({"strict": strict, "lenient": lenient}).set_index("lane")
+    assert both["judge_robust"].to_dict() == {
+        "x": "robust to the judge: better",
+        "y": "depends on the judge",
+    }
+    assert list(robust_verdicts({}).columns) == [
+        "baseline_run",
+        "baseline_lane",
+        "run",
+        "lane",
+        "metric",
+        "judge_robust",
+    ]
+
+
 # --- causes ---------------------------------------------------------------------------------
 
 
@@ -371,6 +465,10 @@ def test_wrong_answers_from_memory_by_cause_by_hand() -> None:
             _row("q4", _strict(False), fate="injected"),  # gold memory wrong too
             _row("q4", _strict(False), condition="gold_memory"),
             _row("q5", _strict(False), fate="injected"),  # gold memory not asked
+            _row("q9", _strict(False), fate="injected"),  # gold memory wrong too
+            _row("q9", _strict(False), condition="gold_memory"),
+            # Graded against the file's key: wrong, whatever the original key says.
+            _row("q10", _strict(False, original=True), fate="evicted"),
             _row("q6", _strict(False), fate="never_proposed", lane_id="other"),
             _row("q7", _strict(False), fate="evicted", condition="none"),  # not from memory
             _row("q8", _strict(False), fate="evicted", kind="adversarial"),  # not headline
@@ -379,8 +477,8 @@ def test_wrong_answers_from_memory_by_cause_by_hand() -> None:
     table = cause_table(rows, "strict").set_index("lane_id")
     assert list(table.index) == ["lane", "other"]
     lane = table.loc["lane"]
-    assert (lane["answered"], lane["wrong"]) == (5, 4)
-    assert (lane["evicted"], lane["answered_wrong"], lane["wrong_with_gold_memory"]) == (1, 2, 1)
+    assert (lane["answered"], lane["wrong"]) == (7, 6)
+    assert (lane["evicted"], lane["answered_wrong"], lane["wrong_with_gold_memory"]) == (2, 2, 2)
     assert lane["never_proposed"] == 0
     other = table.loc["other"]
     assert (other["answered"], other["wrong"], other["never_proposed"]) == (1, 1, 1)
@@ -448,10 +546,14 @@ def test_read_and_write_cost_by_hand() -> None:
     assert unsampled["write_tokens_per_conversation"].iloc[0] == pytest.approx(182.5)
     nothing = qa_cost(answers, calls.iloc[0:0])
     assert nothing["write_tokens_per_conversation"].isna().all() and len(nothing) == 2
+    assert nothing["write_tokens_per_conversation"].dtype == float
+    # Conditions in the order the answers list them.
+    assert list(qa_cost(answers.iloc[::-1], calls)["condition"]) == ["none", "memory"]
 
 
 def _widths(*widths: float) -> pd.DataFrame:
-    return pd.DataFrame({"accuracy_lo": [0.0] * len(widths), "accuracy_hi": list(widths)})
+    high = [0.2 + w for w in widths]
+    return pd.DataFrame({"accuracy_lo": [0.2] * len(widths), "accuracy_hi": high})
 
 
 def test_the_interval_note_names_the_median_width_below_twenty_owners() -> None:
@@ -463,9 +565,10 @@ def test_the_interval_note_names_the_median_width_below_twenty_owners() -> None:
     # Narrow (median 0.1 < 0.2, the mean 0.3 is not) with 20 owners: nothing to say.
     assert interval_note(_widths(0.1, 0.1, 0.7), 20) == ""
     assert interval_note(_widths(0.19), 20) == ""
-    wide = interval_note(_widths(0.1, 0.1, 0.7), 19)
-    assert wide.startswith(
-        "With 19 owners (conversations) the 95% intervals are wide: a median width of 10 points."
+    assert interval_note(_widths(0.1, 0.1, 0.7), 19) == (
+        "With 19 owners (conversations) the 95% intervals are wide: a median width of 10 "
+        "points. Differences smaller than that, most per-category ones among them, are inside "
+        "the noise; more owners narrow them, more questions per owner much less."
     )
-    assert "more owners narrow them" in wide
+    assert "median width of 70 points" in interval_note(_widths(0.7), 5)
     assert "median width of 20 points" in interval_note(_widths(0.2), 40)
