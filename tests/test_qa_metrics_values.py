@@ -320,7 +320,7 @@ def test_the_band_over_three_judges_takes_the_widest_flip_and_the_lowest_kappa()
         ]
     )
     # A verdict against the original key is not the file's key: it changes nothing here.
-    rows.at[3, "verdicts"] = {"a": {"answer": True, "original": False}, **rows.at[3, "verdicts"]}
+    rows.at[3, "verdicts"] = {**rows.at[3, "verdicts"], "a": {"answer": True, "original": False}}
     # Pairs: a-b flip 1 of 4, chance agreement .5*.25 + .5*.75 = .5, kappa (.75 - .5)/.5 = .5;
     # a-c flip 4 of 4, kappa (0 - .5)/.5 = -1; b-c flip 3 of 4, chance .25*.5 + .75*.5 = .5,
     # kappa (.25 - .5)/.5 = -.5.
