@@ -263,6 +263,7 @@ NAMED: tuple[Named, ...] = (
 """Small bugs every one of which some test must catch."""
 
 _FAST = ("tests/test_rule_boundaries.py",)
+_COMPARABILITY = "tests/test_comparability.py"
 
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "stats": (
@@ -321,6 +322,44 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
     "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
+    "qa_metrics": (
+        f"{_SCORING}/qa_metrics.py",
+        (
+            _QA_NUMBERS,
+            "tests/test_qa_ceiling.py",
+            "tests/test_qa_causes.py",
+            "tests/test_qa_every_question.py",
+            "tests/test_qa_judge_server.py",
+            "tests/test_qa_metrics_values.py",
+        ),
+    ),
+    "qa_step": (
+        "src/memlab/sweeps/qa_step.py",
+        (
+            "tests/test_qa_every_question.py",
+            "tests/test_qa_judge_server.py",
+            "tests/test_qa_step_records.py",
+        ),
+    ),
+    "comparability": (
+        f"{_SCORING}/comparability.py",
+        (
+            f"{_COMPARABILITY}::test_each_blocking_difference_is_refused_in_one_line",
+            f"{_COMPARABILITY}::test_what_a_comparison_is_for_is_listed_not_refused",
+            f"{_COMPARABILITY}::test_facts_a_run_did_not_record_are_no_difference",
+            f"{_COMPARABILITY}::test_lanes_are_ranked_against_the_first_lane_of_their_kind",
+            f"{_COMPARABILITY}::test_another_judge_is_refused",
+            "tests/test_comparability_words.py",
+            *(
+                f"tests/test_qa_comparability.py::{name}"
+                for name in (
+                    "test_the_answer_key_is_named_before_the_dataset_and_judges_only_one_run_has_are_not",
+                    "test_a_model_or_a_judge_setting_is_a_difference_under_the_same_spec",
+                    "test_an_unrecorded_qa_fact_is_stated_not_refused_and_one_qa_step_is_not_compared",
+                )
+            ),
+        ),
+    ),
 }
 """The critical modules and the tests run against their mutants (the fast ones that cover
 them; the long simulations are left to ``scripts/test.sh``)."""
@@ -382,6 +421,8 @@ def _mutmut_config(module: str, tests: tuple[str, ...], *, fresh_import: bool = 
     config = (
         "[mutmut]\n"
         "source_paths=src\n"
+        # The bundled datasets, for tests that replay one (found beside src/).
+        "also_copy=\n    datasets\n"
         f"only_mutate={module}\n"
         f"pytest_add_cli_args_test_selection=\n    {selection}\n"
         "pytest_add_cli_args=\n    -m\n    not simulation\n"

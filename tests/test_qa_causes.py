@@ -379,3 +379,27 @@ def test_the_ratings_below_the_threshold_are_counted_over_wrong_answers() -> Non
         ("proposed below the threshold", 1),
     }
     assert set(table["lane_id"]) == {"tiered"}
+
+
+def test_only_the_forgetting_of_that_fact_by_that_snapshot_orders_it_against_a_rating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The job is forgotten in session 0 and rated low in session 0 (a tie: the rating is the
+    # last thing that happened). An event forgetting another fact in session 1, and one
+    # forgetting the job again after the snapshot asked about, do not move the job's
+    # forgetting later; a call without ratings before the rating hides nothing.
+    forgot = {"kind": "decayed", "session_index": 0, "removed": [{"id": "m1", "content": JOB}]}
+    other = {"kind": "decayed", "session_index": 1, "removed": [{"id": "m2", "content": CAT}]}
+    again = {"kind": "merged", "session_index": 1, "removed": [{"id": "m3", "content": JOB}]}
+    record = {
+        "calls": [{"call": "extract", "session_index": 0}, _rated(0, (JOB, 0.5))],
+        "snapshots": [{"facts": []}, {"facts": []}],
+        "forgetting": [forgot, other],
+    }
+    low = ("below_threshold", {"job": "below_threshold (importance 0.5 ≤ 0.7)"})
+    found, _ = _fates([{}, {}], [("q.job", 0, []), ("q.job", 1, [])], monkeypatch, record)
+    assert found == [low, low]
+    found, _ = _fates(
+        [{}, {}], [("q.job", 0, [])], monkeypatch, dict(record, forgetting=[forgot, again])
+    )
+    assert found == [low]
