@@ -140,4 +140,3 @@ def test_the_slow_decay_interval_excludes_the_seed_default(table: tuple[object, 
     # the slower decay keeps more memories: a larger memory, so it is not selected
     assert rows["slow"]["memory_tokens"] > rows["seed"]["memory_tokens"]
     assert not rows["slow"]["selected"]
-

@@ -25,7 +25,8 @@ import pandas as pd
 
 from memlab.backends.cache import CacheMode
 from memlab.core.llm import Backend
-from memlab.datasets.models import Owner, Question
+from memlab.datasets.models import Owner
+from memlab.datasets.questions import Question
 from memlab.grids.lane_backends import LaneBackends
 from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.postrun.qa_calls import QACalls, ask_and_grade

@@ -92,7 +92,9 @@ def retention_table(
     if sizes.empty:
         return pd.DataFrame(columns=list(RETENTION_COLUMNS))
     tokens = _owner_sums(sizes, ["memory_tokens"], "mean")
-    counts = _owner_sums(_correct(answers, judge), ["correct", "n"], "sum") if len(answers) else None
+    counts = (
+        _owner_sums(_correct(answers, judge), ["correct", "n"], "sum") if len(answers) else None
+    )
     rows: list[dict[str, Any]] = []
     for lane_id in dict.fromkeys(sizes["lane_id"]):
         owners = tokens.xs(lane_id, level="lane_id")
