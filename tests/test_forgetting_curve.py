@@ -140,3 +140,16 @@ def test_the_slow_decay_interval_excludes_the_seed_default(table: tuple[object, 
     # the slower decay keeps more memories: a larger memory, so it is not selected
     assert rows["slow"]["memory_tokens"] > rows["seed"]["memory_tokens"]
     assert not rows["slow"]["selected"]
+
+
+def test_recall_refreshes_is_left_out_of_the_identity_at_its_default() -> None:
+    from memlab.grids.grid import LaneConfig
+    from memlab.memory.tiered import lane_settings, tiered_identity
+
+    seed = LaneConfig(memory="tiered")
+    same = LaneConfig(memory="tiered", tiered={"recall_refreshes": True})
+    off = LaneConfig(memory="tiered", tiered={"recall_refreshes": False})
+    assert same.point_id == seed.point_id
+    assert off.point_id != seed.point_id
+    assert "recall_refreshes" not in tiered_identity(lane_settings(seed.settings()))["settings"]
+    assert lane_settings(off.settings()).recall_refreshes is False
