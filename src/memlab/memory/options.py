@@ -33,6 +33,9 @@ class TieredOptions(BaseModel):
     """Key points rated *above* it become semantic memories."""
     recall_k: int = Field(3, ge=0, le=100, strict=True)
     """Semantic memories recalled for each user message (they do not decay while recalled)."""
+    recall_refreshes: bool = Field(True, strict=True)
+    """Whether a recall restarts the recalled memories' decay (the seed's behaviour); when
+    false a memory decays from its creation whether it is recalled or not."""
     decay_per_day: float = Field(0.05, ge=0.0, lt=1.0, strict=True)
     """Share of importance lost per idle day."""
     delete_below: float = Field(0.1, ge=0.0, le=1.0, strict=True)

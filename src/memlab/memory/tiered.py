@@ -87,6 +87,8 @@ class TieredSettings:
         recent_episodes: Interactions the memory document shows (episodic memory).
         recall_k: Semantic memories the agent recalls for each user message (they count as
             accessed, so they do not decay).
+        recall_refreshes: Whether a recall restarts the recalled memories' decay (the seed's
+            behaviour); false: memories decay from their creation, recalled or not.
         rules: The store's forgetting rules.
         token_counting: How tokens are counted (the lane's ``token_counting``).
     """
@@ -98,10 +100,15 @@ class TieredSettings:
     recall_k: int = 3
     rules: ForgettingRules = field(default_factory=ForgettingRules)
     token_counting: str = "tiktoken"
+    recall_refreshes: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (part of a lane's identity)."""
-        return asdict(self)
+        """JSON-ready form (part of a lane's identity). ``recall_refreshes`` is left out at
+        its default, so lanes recorded before the setting keep their ids."""
+        data = asdict(self)
+        if self.recall_refreshes:
+            del data["recall_refreshes"]
+        return data
 
 
 def tiered_identity(settings: TieredSettings) -> dict[str, Any]:
@@ -135,6 +142,7 @@ def lane_settings(lane: Mapping[str, Any]) -> TieredSettings:
         summary_tokens=options.summary_tokens,
         importance_threshold=options.importance_threshold,
         recall_k=options.recall_k,
+        recall_refreshes=options.recall_refreshes,
         rules=options.rules(),
         token_counting=str(lane.get("token_counting", TieredSettings.token_counting)),
     )
@@ -267,14 +275,15 @@ class TieredStrategy:
 
         Each human message is also what the agent recalled semantic memories for (the
         seed's top-k recall before answering): the recalled memories count as accessed, so
-        they do not decay while they stay in use.
+        they do not decay while they stay in use (unless ``recall_refreshes`` is off: then
+        nothing is recalled here, as the recall's only effect on the memory is that access).
         """
         for message in new:
             text = format_conversation_for_update([message]).split(": ", 1)[-1]
             role = message_role(message)
             if role == "human":
                 state.pending_input = text
-                if self.settings.recall_k:
+                if self.settings.recall_k and self.settings.recall_refreshes:
                     self.store.recall_memories(text, self.settings.recall_k, at=now)
             elif role == "ai" and state.pending_input is not None:
                 self.store.add_episode(

@@ -1,0 +1,125 @@
+"""Ask every labelled answer again after each later session: what a memory keeps of what the
+labels say it should (:mod:`memlab.scoring.retention`).
+
+The consolidation curve (:mod:`memlab.postrun.consolidation`) re-asks the questions a lane
+answered correctly, after the session each was asked after. Retention asks from the labels
+instead, the same for every lane: each answerable question is asked of the lane's memory
+snapshot after every session that follows the one where its evidence facts were all stated,
+to the last session, until a session retracts one of them (its answer key no longer holds).
+So every lane is asked the same questions at the same points, and each answer needs the
+memory to have carried the facts over at least one gap between sessions, through whatever
+its forgetting did. A lane that never answered a question correctly is asked it too: a
+memory that lost a fact before the question's own session counts as having lost it.
+
+The calls go through the QA step's path (:mod:`memlab.postrun.qa_calls`): the lane's
+injection, the run's answer and judge prompts, backends and response cache, so asking again
+costs nothing. The answers are returned, not written into the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from memlab.backends.cache import CacheMode
+from memlab.core.llm import Backend
+from memlab.datasets.models import Owner
+from memlab.datasets.questions import Question
+from memlab.grids.lane_backends import LaneBackends
+from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
+from memlab.postrun.qa_calls import QACalls, ask_and_grade
+from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
+from memlab.postrun.qa_step import qa_backend
+from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
+from memlab.runs.run import Run, load_run
+
+__all__ = ["ask_retention", "retention_sessions"]
+
+
+def retention_sessions(owner: Owner, question: Question) -> list[int]:
+    """The sessions ``question`` is asked after: each one after the session where its
+    evidence facts are first all active, until one is retracted (module docstring)."""
+    evidence = set(question.evidence.facts)
+    sessions: list[int] = []
+    stated = False
+    for index in range(len(owner.sessions)):
+        active = evidence <= {fact.id for fact in owner.active_gold_facts(index)}
+        if stated and not active:
+            break
+        if stated:
+            sessions.append(index)
+        stated = stated or active
+    return sessions
+
+
+def _jobs(run: Run, owners: list[Owner], settings: AnswerSettings) -> Iterator[QAJob]:
+    """Per (lane, sample, owner): the tasks asked of its snapshots, in session order."""
+    samples = int(run.manifest.get("samples", 1) or 1)
+    for lane_id, config in run.lanes.items():
+        read = read_path(config)
+        for sample in range(samples):
+            for owner in owners:
+                due = {
+                    q.id: retention_sessions(owner, q)
+                    for q in owner.questions
+                    if q.kind == "answerable"
+                }
+                if not any(due.values()):
+                    continue
+                record = run.dir.read_owner_record(lane_id, owner.user_id, sample)
+                snapshots = record.get("snapshots", [])
+                tasks: list[AnswerTask] = []
+                for index in range(min(len(owner.sessions), len(snapshots))):
+                    asked = [q for q in owner.questions if index in due.get(q.id, [])]
+                    if asked:
+                        point = ReplayPoint(owner, index, snapshots[index])
+                        tasks += answer_tasks(point, asked, ["memory"], settings, read)
+                yield QAJob(lane_id, sample, owner, record, tasks)
+
+
+def ask_retention(
+    run: Run | str | Path,
+    *,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    max_workers: int = 8,
+    backend_factory: Callable[[str], Backend] | None = None,
+    prompts_dir: str | Path | None = None,
+) -> pd.DataFrame:
+    """Ask every answerable question after each session that follows its evidence (module
+    docstring) of every lane; the answer rows (``session_index``: the session asked after).
+
+    Args:
+        run: A run with memory QA (its QA settings say how to ask), or its directory.
+        cache_dir, cache_mode, max_workers, backend_factory, prompts_dir: As for
+            :func:`memlab.postrun.qa_step.add_qa`.
+
+    Raises:
+        QAError: The run has no memory QA, or its dataset is gone.
+        DatasetChangedError: The dataset file is not the one the run replayed.
+    """
+    run = load_run(run) if isinstance(run, str | Path) else run
+    if not run.qa_manifest:
+        raise QAError(f"{run.path}: no memory QA settings; run it first (memlab qa RUN)")
+    spec = QASpec.model_validate(run.qa_manifest["spec"])
+    prompts = resolve_prompts(spec, Path(prompts_dir) if prompts_dir else run.grid.base_dir)
+    dataset = run.dataset_path
+    if dataset is None:
+        raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
+    owners = run_owners(run, dataset).owners
+    factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
+    backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
+    answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
+    jobs = list(_jobs(run, owners, spec.answer_settings(prompts.answer)))
+    calls: QACalls[list[list[Fate]]] = ask_and_grade(
+        (job.tasks for job in jobs),
+        answerer,
+        grader,
+        prompts.judges,
+        spec.judge_params(),
+        max_workers=max_workers,
+    )
+    rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
+    return pd.DataFrame(rows)
