@@ -61,6 +61,7 @@ def test_the_defaults_are_declared_whole() -> None:
             "compress_keep_rate": 0.8,
         },
         "prompt_effects": (),
+        "draws": "coupled",
     }
     assert (WORDING_STYLES, BUILTIN_PROFILES) == (
         ("verbatim", "terse"),
