@@ -334,7 +334,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "qa_step": (
-        "src/memlab/sweeps/qa_step.py",
+        "src/memlab/postrun/qa_step.py",
         (
             "tests/test_qa_every_question.py",
             "tests/test_qa_judge_server.py",

@@ -1,4 +1,6 @@
-"""Test-wide fixtures: real model requests are blocked unless a test is marked integration."""
+"""Test-wide fixtures: real model requests are blocked unless a test is marked integration;
+tests marked ``needs_embeddings`` skip, with the reason, on an install without
+``memlab[embeddings]`` (the demo's ``.[local,notebooks]``)."""
 
 from __future__ import annotations
 
@@ -17,3 +19,27 @@ def _model_request_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     else:
         with block_model_requests():
             yield
+
+
+def embeddings_missing() -> str:
+    """Why the bundled word embeddings cannot load ("" when they can)."""
+    from memlab.matching.embeddings import EmbeddingsUnavailableError, WordLlamaEmbedder
+
+    try:
+        WordLlamaEmbedder()
+    except EmbeddingsUnavailableError as exc:
+        return str(exc)
+    return ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    marked = [item for item in items if item.get_closest_marker("needs_embeddings")]
+    if not marked:
+        return  # nothing to decide: the extra is not even loaded
+    missing = embeddings_missing()
+    if missing:
+        skip = pytest.mark.skip(
+            reason=f"needs memlab[embeddings] (the default matcher is default-lexical): {missing}"
+        )
+        for item in marked:
+            item.add_marker(skip)

@@ -47,7 +47,9 @@ def calibrate_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, o
     return data
 
 
-@pytest.mark.parametrize("matcher", ["default", "default-lexical"])
+@pytest.mark.parametrize(
+    "matcher", [pytest.param("default", marks=pytest.mark.needs_embeddings), "default-lexical"]
+)
 def test_default_matcher_meets_the_bar_in_every_style(
     capsys: pytest.CaptureFixture[str], matcher: str
 ) -> None:

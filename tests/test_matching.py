@@ -98,10 +98,15 @@ def test_judge_verdicts_are_cached_on_disk(tmp_path: Path) -> None:
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 2
 
 
+@pytest.mark.needs_embeddings
+def test_registry_resolves_the_embeddings_matcher() -> None:
+    assert isinstance(resolve_matcher("embeddings"), EmbeddingMatcher)
+    assert resolve_matcher("default").name == "default"  # type: ignore[attr-defined]
+
+
 def test_registry_resolves_every_name() -> None:
     assert isinstance(resolve_matcher("lexical"), LexicalMatcher)
     assert resolve_matcher("default-lexical").name == "default-lexical"  # type: ignore[attr-defined]
-    assert isinstance(resolve_matcher("embeddings"), EmbeddingMatcher)
     default = resolve_matcher("default")
     assert isinstance(default, DefaultMatcher) and default.name == default_matcher().name
     backend = judge_backend()

@@ -18,16 +18,13 @@ from typing import Any
 import pytest
 
 from memlab.core.llm import BackendError, Completion, CompletionRequest
-from memlab.core.qa_prompts import judge_prompts
 from memlab.datasets import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.grids.qa_spec import QAError, QASpec
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
-from memlab.scoring.qa_causes import FATES
-from memlab.sweeps import qa_step
-from memlab.sweeps.driver import sweep
-from memlab.sweeps.grid import Grid
-from memlab.sweeps.qa_spec import QAError, QASpec
-from memlab.sweeps.qa_step import (
+from memlab.postrun import qa_step
+from memlab.postrun.qa_step import (
     IncompleteQAError,
     JudgeErrorsError,
     add_qa,
@@ -35,7 +32,11 @@ from memlab.sweeps.qa_step import (
     rewrite_fates,
     run_matcher,
 )
-from memlab.sweeps.run import QA_FORMAT, Run, load_run, read_owner_record
+from memlab.qa.qa_prompts import judge_prompts
+from memlab.runs.run import Run, load_run
+from memlab.runs.rundir import QA_FORMAT, RunDir
+from memlab.scoring.qa_causes import FATES
+from memlab.sweeps.driver import sweep
 
 STRICT = judge_prompts().get("strict")
 OWNER = "amara"
@@ -201,7 +202,7 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
     run: Run, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert isinstance(run_matcher(_with_matcher(run, {"name": "lexical"})), LexicalMatcher)
-    with caplog.at_level(logging.WARNING, logger="memlab.sweeps.qa_step"):
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
         judged = run_matcher(_with_matcher(run, {"name": "judge:openai:gpt-4o"}))
         unknown = run_matcher(_with_matcher(run, {"name": "no-such-matcher"}))
     assert isinstance(judged, DefaultMatcher) and isinstance(unknown, DefaultMatcher)
@@ -209,7 +210,7 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
     assert any("'judge:openai:gpt-4o' asks an LLM" in w for w in warnings), warnings
     assert any("'no-such-matcher' unavailable" in w for w in warnings), warnings
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="memlab.sweeps.qa_step"):
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
         assert isinstance(run_matcher(_with_matcher(run, "default")), DefaultMatcher)
         assert isinstance(run_matcher(_with_matcher(run, {"name": None})), DefaultMatcher)
     assert caplog.records == []
@@ -245,11 +246,13 @@ def test_a_replay_record_that_lost_a_snapshot_is_refused(
 ) -> None:
     sessions = len(_owner()["sessions"])
 
-    def short(*args: Any) -> dict[str, Any]:
-        record = read_owner_record(*args)
+    read = RunDir.read_owner_record
+
+    def short(self: RunDir, *args: Any) -> dict[str, Any]:
+        record = read(self, *args)
         return {**record, "snapshots": record["snapshots"][:-1]}
 
-    monkeypatch.setattr(qa_step, "read_owner_record", short)
+    monkeypatch.setattr(RunDir, "read_owner_record", short)
     message = (
         f"{OWNER}: the replay record has {sessions - 1} snapshots for {sessions} sessions; "
         "the dataset changed since the sweep: rerun it"

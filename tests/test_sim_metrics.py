@@ -28,7 +28,7 @@ from memlab.core.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.matching.matchers import default_matcher
+from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.runs.run import Run
 from memlab.simulation.model import SimDecision, SimulatedBackend
 from memlab.simulation.profile import load_profile
@@ -224,7 +224,7 @@ def _perfect_run(tmp_path: Path, matcher: str) -> Run:
     grid = Grid.from_mapping(
         {"name": f"perfect-{matcher}", "base": {"backend": f"sim:{profile}", "max_facts": 500}}
     )
-    scorer = ProvenanceMatcher(backend) if matcher == "provenance" else default_matcher()
+    scorer = ProvenanceMatcher(backend) if matcher == "provenance" else resolve_matcher(matcher)
     return sweep(
         "personas",
         grid,
@@ -253,14 +253,31 @@ def test_a_perfect_profile_gives_exact_numbers(tmp_path: Path) -> None:
     assert summary["stale_rmst"] == 0.0  # every retracted fact removed in its session
 
 
+@pytest.mark.needs_embeddings
 def test_the_default_matcher_agrees_on_the_perfect_profile(tmp_path: Path) -> None:
     """The real metric, not only provenance: no remaining fact may "state" a retracted one,
     and no add may "state" a fact already held: the default matcher must read the personas
     facts apart."""
-    summary = _perfect_run(tmp_path, "default").summary.iloc[0]
+    run = _perfect_run(tmp_path, "default")
+    summary = run.summary.iloc[0]
+    assert run.environment["matcher"]["name"] == "default"
     assert summary["retracted_held"] == 0 and summary["recall"] == 1.0
     assert summary["precision"] == 1.0
     assert summary["op_add_precision"] == 1.0 and summary["op_adds_redundant"] == 0
+
+
+def test_the_lexical_default_matcher_holds_no_retracted_fact_on_the_perfect_profile(
+    tmp_path: Path,
+) -> None:
+    """Without embeddings (``default-lexical``, another matcher by name) the final memory is
+    read exactly too; only whether an add restates a fact already held may differ (it reads
+    "Published his Rust GPX CLI" as covering "Learning Rust"), which is why a run records
+    which of the two scored it."""
+    run = _perfect_run(tmp_path, "default-lexical")
+    summary = run.summary.iloc[0]
+    assert run.environment["matcher"]["name"] == "default-lexical"
+    assert summary["retracted_held"] == 0 and summary["recall"] == 1.0
+    assert summary["precision"] == 1.0
 
 
 def test_default_matcher_agreement_with_provenance(

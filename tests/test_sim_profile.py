@@ -62,6 +62,7 @@ def test_the_defaults_are_declared_whole() -> None:
         },
         "procedural": {"learn_rate": 0.8, "step_keep_rate": 0.9},
         "prompt_effects": (),
+        "draws": "coupled",
     }
     assert (WORDING_STYLES, BUILTIN_PROFILES) == (
         ("verbatim", "terse"),

@@ -429,7 +429,9 @@ def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
 def run_matcher(run: Run) -> FactMatcher:
     """The matcher that scored ``run`` (``environment.json``), built again; the default
     matcher when the run records none, or one that cannot be built offline (an LLM judge)
-    or is not installed (with a warning naming it)."""
+    or is not installed (with a warning naming it). A run scored by ``default`` read on an
+    install without the embeddings extra gets ``default-lexical``, with a warning: the QA
+    step records that name, not the run's."""
     recorded = run.environment.get("matcher")
     name = str(recorded.get("name") or "") if isinstance(recorded, dict) else ""
     if name.startswith("judge"):
@@ -441,9 +443,21 @@ def run_matcher(run: Run) -> FactMatcher:
         )
     elif name:
         try:
-            return resolve_matcher(name)
+            built = resolve_matcher(name)
         except MemlabError as exc:
             logger.warning(
                 "%s: matcher %r unavailable (%s); using the default", run.path, name, exc
             )
+        else:
+            if name == "default" and matcher_name(built) != name:
+                # Without the embeddings extra `default` builds `default-lexical`.
+                logger.warning(
+                    "%s: the run was scored by matcher %r, which this install cannot build; "
+                    "using %r (install memlab[embeddings] to use %r)",
+                    run.path,
+                    name,
+                    matcher_name(built),
+                    name,
+                )
+            return built
     return default_matcher()

@@ -486,8 +486,8 @@ _POWER_SHORTFALL = 0.6
 two tests to reject, and owners' spreads are estimated with heavier tails than a normal
 sample's, which together cost several points of power against the Student-t formula (the
 formula alone gave 77% with 14 owners). With this margin the procedure detects an effect of the
-stated size in 82% of simulated pairs with 14 owners and 86% with 40
-(``tests/test_stats.py``)."""
+stated size in 82% of simulated pairs with 14 owners and 86% with 40, each lane's counts drawn
+apart around each owner's propensity (``tests/test_stats.py``)."""
 
 
 def min_detectable_effect(

@@ -44,7 +44,10 @@ procedural memory's ``procedures`` call is answered as its ``procedural`` sectio
 Every random choice is a hash of the backend seed, the request seed, the owner and what the
 choice is about (the gold fact id for fact decisions, the thread and how much of it the
 prompt holds for reply-level decisions), never a global RNG: the same prompt gives the same
-reply, and lanes that differ only in merge policy see the same model decisions.
+reply, and lanes that differ only in merge policy see the same model decisions. A profile with
+``draws: independent`` mixes its own content (and, for update decisions, the update template)
+into every draw, so a candidate lane draws apart from its baseline instead of sharing its
+draws (:mod:`memlab.simulation.profile`).
 
 Lanes using it are labelled "simulated" in tables, charts and reports (its backend entry
 declares it simulated, :mod:`memlab.simulation.plugin`); it is not a model and its numbers say
@@ -159,8 +162,13 @@ class SimulatedBackend:
     ) -> None:
         self.profile = profile if isinstance(profile, SimProfile) else load_profile(profile)
         self.seed = seed
+        # What every draw starts with: the seed alone when draws are coupled (the default,
+        # unchanged), the seed and the profile's content when they are independent.
+        self._draw_seed: int | str = seed
+        if self.profile.draws == "independent":
+            self._draw_seed = f"{seed}/{self.identity()['profile_sha256'][:16]}"
         owners = _load_owners(dataset)
-        self._qa = SimQA(owners, self.profile.qa, seed, judges, calibration)
+        self._qa = SimQA(owners, self.profile.qa, self._draw_seed, judges, calibration)
         self._views = [
             _SessionView(owner, i, session, _blocks(session))
             for owner in owners
@@ -182,7 +190,7 @@ class SimulatedBackend:
         self._tiered = SimTiered(
             self.profile,
             ((v.owner.user_id, v.index, v.session.labels.facts, v.blocks) for v in self._views),
-            seed,
+            self._draw_seed,
             lambda content, gold_id: self._record(content, "gold", gold_id),
             self.origins,
         )
@@ -218,6 +226,8 @@ class SimulatedBackend:
             del dumped["procedural"]  # and those from before the procedures call
         if not self.profile.prompt_effects:
             del dumped["prompt_effects"]  # and those from before prompt effects
+        if self.profile.draws == "coupled":
+            del dumped["draws"]  # and those from before the design was declared
         profile = json.dumps(dumped, sort_keys=True)
         return {
             "simulated": True,
@@ -292,7 +302,11 @@ class SimulatedBackend:
         template = _template(prompt, conversation, memory)
         profile, effects = self._for_template(template)
         owner = view.owner
-        base = (self.seed, request_seed, owner.user_id)
+        template_sha256 = hashlib.sha256(template.encode("utf-8")).hexdigest()
+        draw_seed = self._draw_seed
+        if self.profile.draws == "independent":
+            draw_seed = f"{draw_seed}/{template_sha256[:16]}"
+        base = (draw_seed, request_seed, owner.user_id)
         call = (*base, view.session.thread_id, seen)
         decision = SimDecision(
             user_id=owner.user_id,
@@ -301,7 +315,7 @@ class SimulatedBackend:
             final=seen == len(view.blocks),
             failure=profile.pick_failure(_uniform(*call, "failure")),
             update=minimal_update(),
-            template_sha256=hashlib.sha256(template.encode("utf-8")).hexdigest(),
+            template_sha256=template_sha256,
             effects=effects,
         )
         if decision.final:
@@ -374,7 +388,7 @@ class SimulatedBackend:
                 u = _uniform(*call, gold_id, "restate-confidence")
                 category = str(originals[0].get("category") or "context")
                 propose(restated(str(originals[0]["content"])), category, u, "restated", gold_id)
-        pool = _invention_pool(view.owner.user_id, self.seed)
+        pool = _invention_pool(view.owner.user_id, self._draw_seed)
         per_update = math.ceil(profile.invent_rate)
         for j in range(profile.inventions(_uniform(*call, "invent"))):
             text = pool[(view.index * per_update + j) % len(pool)]
@@ -494,7 +508,7 @@ def _wording_index(owner: Owner) -> dict[str, tuple[str, str]]:
     return index
 
 
-def _invention_pool(user_id: str, seed: int) -> list[str]:
+def _invention_pool(user_id: str, seed: int | str) -> list[str]:
     """The invented facts in an owner-specific order (each used once per owner)."""
     return sorted(INVENTED_FACTS, key=lambda text: _uniform(seed, user_id, "pool", text))
 

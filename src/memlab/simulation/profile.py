@@ -31,6 +31,7 @@ how often each kind of broken reply occurs. Built-in profiles (``careful``, ``sl
       - name: self-facts                   # (a label for provenance; default: the condition)
         when_contains: "only facts the user states"   # or when_matches (regex), when_missing
         set: {invent_rate: 0.0, propose_rate: 0.95}  # rates of the update replies it changes
+    draws: coupled                          # or independent (below)
 
 Prompt effects make the model read the update prompt's template: an effect applies when the
 template holds a phrase (``when_contains``: case-insensitive, line breaks and runs of spaces
@@ -39,6 +40,16 @@ lacks a phrase (``when_missing``); effects apply in order, a later one overridin
 earlier one set. Only the template counts, never the conversation or memory rendered into it
 (:mod:`memlab.simulation.model` cuts those out before matching). A profile without effects
 ignores prompt text entirely (:attr:`SimProfile.reads_prompts` is False).
+
+``draws`` states the design of a comparison between lanes. ``coupled`` (the default): every
+draw is a hash of the seeds, the owner and what it is about, so two lanes with the same seed
+share their draws wherever their configurations agree (common random numbers: a profile that
+proposes with 0.8 stores every fact one with 0.7 stores). ``independent``: every draw also
+mixes in the profile's content, and each update draw the update template, so a lane whose
+profile or prompt differs draws its own noise, as two replays of a real model would; lanes
+identical in both still draw alike (give them different seeds for an A/A). QA answers and
+verdicts mix in the profile only: two lanes of one profile that differ only in the prompt
+share those draws.
 
 Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
 """
@@ -383,6 +394,8 @@ class SimProfile(BaseModel):
     procedural: SimProceduralProfile = Field(default_factory=SimProceduralProfile)
     prompt_effects: tuple[PromptEffect, ...] = ()
     """What the update prompt's template changes, in order (see the module docstring)."""
+    draws: Literal["coupled", "independent"] = "coupled"
+    """How its random draws relate to another lane's (see the module docstring)."""
 
     @field_validator("wording")
     @classmethod

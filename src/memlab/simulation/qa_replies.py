@@ -205,7 +205,8 @@ class SimQA:
     Args:
         owners: The dataset (its questions and labels).
         profile: The declared rates.
-        seed: The backend seed, mixed into every draw.
+        seed: The backend seed, mixed into every draw (with the profile's content when its
+            draws are independent).
         judges: Judge prompts whose rendered prompts are recognised (default: the built-in
             ``lenient`` and ``strict``).
         calibration: Triples it grades by their known verdict (see the module docstring).
@@ -215,7 +216,7 @@ class SimQA:
         self,
         owners: Sequence[Owner],
         profile: SimQAProfile,
-        seed: int = 0,
+        seed: int | str = 0,
         judges: Sequence[JudgePrompt] | None = None,
         calibration: Sequence[KnownVerdict] = (),
     ) -> None:

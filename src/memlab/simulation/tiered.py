@@ -67,7 +67,8 @@ class SimTiered:
     Args:
         profile: The simulated model's profile.
         sessions: ``(user_id, session index, gold facts, paragraphs)`` of every session.
-        seed: The backend's seed.
+        seed: The backend's seed (with the profile's content when its draws are
+            independent).
         record: Records that a wording came from a gold fact (the backend's provenance).
         origins: The gold facts (and ``invented``/``leak``) a wording came from.
     """
@@ -76,7 +77,7 @@ class SimTiered:
         self,
         profile: SimProfile,
         sessions: Iterable[tuple[str, int, Sequence[Any], Sequence[str]]],
-        seed: int,
+        seed: int | str,
         record: Callable[[str, str], None],
         origins: Callable[[str], frozenset[str]],
     ) -> None:

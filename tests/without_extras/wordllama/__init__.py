@@ -1,2 +1,5 @@
-# Put first on PYTHONPATH, this stands in for the optional extra not being installed.
-raise ImportError("wordllama is not installed (memlab[embeddings] left out)")
+# Put first on PYTHONPATH, this stands in for the optional extra not being installed: the
+# error an absent package raises (pytest.importorskip skips on it).
+raise ModuleNotFoundError(
+    "No module named 'wordllama' (memlab[embeddings] left out)", name="wordllama"
+)
