@@ -242,6 +242,7 @@ def test_the_report_and_the_cli_show_them(
     text = qa_text(run)
     markdown = "\n".join(qa_markdown(qa_section([run])))
     assert "QA procedure step-order accuracy" in text
+    assert "no answerable questions" in text and text.endswith("no answer is judged")
     assert "Procedure questions" in markdown
     for value in shown:
         assert value in text and value in markdown

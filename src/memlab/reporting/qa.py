@@ -36,6 +36,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.registry import SIMULATED_MARK, is_simulated
+from memlab.datasets.questions import UNJUDGED_KINDS
 from memlab.qa.conditions import CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
@@ -654,5 +655,7 @@ def qa_text(run: Run) -> str:
     blocks += [f"note: {n}" for n in simulator_notes(run)]
     # Last, where a terminal leaves it in view: answers that could not be graded.
     errors = errors_sentence(error_counts(run.qa_answers, run.judges))
-    blocks.append(f"warning: {errors}" if errors else "every answer was graded by every judge")
+    judged = ~run.qa_answers["kind"].isin(UNJUDGED_KINDS)
+    graded = "every answer was graded by every judge" if judged.any() else "no answer is judged"
+    blocks.append(f"warning: {errors}" if errors else graded)
     return "\n\n".join(blocks)
