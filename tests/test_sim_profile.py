@@ -60,7 +60,7 @@ def test_the_defaults_are_declared_whole() -> None:
             "other_importance": {0.3: 1.0},
             "compress_keep_rate": 0.8,
         },
-        "procedural": {"learn_rate": 0.8, "step_keep_rate": 0.9},
+        "procedural": {"learn_rate": 0.8, "step_keep_rate": 0.9, "answer_step_rate": 0.9},
         "prompt_effects": (),
         "draws": "coupled",
     }

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_QUESTION_CHARS",
     "QUESTION_KINDS",
+    "UNJUDGED_KINDS",
     "AnswerAudit",
     "Evidence",
     "Question",
@@ -53,6 +54,8 @@ __all__ = [
 
 QuestionKind = Literal["answerable", "abstain", "adversarial", "procedure"]
 QUESTION_KINDS: tuple[str, ...] = get_args(QuestionKind)
+UNJUDGED_KINDS: tuple[str, ...] = ("procedure",)
+"""Kinds no judge grades: scored by what the reply names (:meth:`Question.judged`)."""
 
 SessionRef = StrictInt | Annotated[str, Field(min_length=1)]
 """A session named by its 0-based index in the owner's sessions or by its thread id."""
@@ -152,7 +155,7 @@ class Question(_Model):
     @property
     def judged(self) -> bool:
         """True for the questions memory QA asks and judges (all but procedure ones)."""
-        return self.kind != "procedure"
+        return self.kind not in UNJUDGED_KINDS
 
     def answer_changed(self) -> bool:
         """True when an audited answer key replaced the original answer."""

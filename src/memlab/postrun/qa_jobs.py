@@ -6,7 +6,8 @@ the consolidation curve (:mod:`memlab.postrun.consolidation`).
   left out (asked after a session the run did not replay);
 - :func:`read_path`: a lane's injection settings as the agent's read path;
 - :func:`answer_rows`: the answer rows of the jobs once their calls are answered and graded,
-  each with its verdicts and its evidence's :data:`Fate`.
+  each with its verdicts and its evidence's :data:`Fate` (a procedure question's, with the
+  steps its reply names and its step-order accuracy).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
 from memlab.qa.conditions import ReadPath
 from memlab.runs.run import Run
 from memlab.scoring.injection_audit import policy_embedder, policy_injector
+from memlab.scoring.procedures import reply_scores
 
 __all__ = ["Fate", "QAJob", "RunOwners", "answer_rows", "read_path", "run_owners"]
 
@@ -143,5 +145,8 @@ def answer_rows(
                     ]
             row = answer_row(task, result, verdicts)
             row.update(fate=fate, evidence_fates=detail)
+            if task.question.procedure is not None:
+                gold = job.owner.gold_procedures()[task.question.procedure]
+                row.update(reply_scores(result.text, gold.steps))
             rows.append({"lane_id": job.lane_id, "sample": job.sample, **row})
     return rows

@@ -236,8 +236,11 @@ def judge_tasks(
 
     None for an abstention on an answerable question: it is wrong by definition (the answer
     was known), and a judge asked anyway could call "I'm not sure." CORRECT. ``every_answer``
-    grades it all the same (an audit of the judge itself).
+    grades it all the same (an audit of the judge itself). None ever for a procedure
+    question: the steps it names are scored instead (:mod:`memlab.scoring.procedures`).
     """
+    if not question.judged:
+        return []
     if not every_answer and question.kind == "answerable" and is_abstention(answer):
         return []
     return [

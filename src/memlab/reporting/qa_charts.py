@@ -64,6 +64,8 @@ def qa_judge_band_chart(run: Run) -> Figure:
     if answers.empty:
         return empty_chart(fig, _NO_QA)
     band = judge_band(answers, options=run.stats)
+    if band.empty:  # e.g. procedure questions only: nothing a judge graded
+        return empty_chart(fig, "no answerable question was judged in this run")
     judges = [c.split(":", 1)[1] for c in band.columns if c.startswith("accuracy:")]
     ax = fig.subplots()
     y = np.arange(len(band))

@@ -17,7 +17,9 @@ of the QA step):
 - why each wrong answer from memory is wrong (a table, and a stacked chart per run; of
   several runs graded alike, one chart with the runs overlaid, :mod:`memlab.reporting.overlay`);
 - what reading costs (tokens and latency per question) beside what writing costs (tokens
-  per conversation).
+  per conversation);
+- procedure questions, scored by the steps the reply names in order, never judged
+  (:mod:`memlab.reporting.qa_procedures`).
 
 :func:`judge_robustness` compares configurations under every judge and says which
 differences are robust to the judge.
@@ -35,12 +37,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.registry import SIMULATED_MARK, is_simulated
+from memlab.datasets.questions import UNJUDGED_KINDS
 from memlab.qa.conditions import QA_CONDITIONS
 from memlab.reporting.groups import check_report, group_name, lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.overlay import qa_chart_runs
 from memlab.reporting.qa_audits import judge_audit_notes, judge_audit_table
 from memlab.reporting.qa_charts import qa_accuracy_chart, qa_causes_chart, qa_judge_band_chart
+from memlab.reporting.qa_procedures import procedure_table
 from memlab.reporting.statistics import (
     compared_metrics,
     group_pairs,
@@ -92,7 +96,9 @@ INTRO = (
     "and judge prompts grade. Conditions: memory (the lane's memory), none (no memory), "
     "full_context (the raw conversations, newest first, as much as fits the budget), "
     "gold_memory (the labelled facts active then: the ceiling of the write side). Accuracy "
-    "counts answerable questions only; abstain and adversarial questions are reported apart."
+    "counts answerable questions only; abstain and adversarial questions are reported apart; "
+    "procedure questions, asked of the memory only, are scored by the steps the answer names "
+    "in order (step-order accuracy), not judged."
 )
 
 
@@ -116,6 +122,8 @@ class QASection:
     answer key: :func:`memlab.reporting.groups.check_report`)."""
     audits: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Each judge's audit on the judge calibration set (:func:`judge_audit_table`)."""
+    procedures: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Procedure questions per lane (:func:`procedure_table`)."""
 
 
 def _pct(value: float, lo: float = math.nan, hi: float = math.nan) -> str:
@@ -466,7 +474,8 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         return None
     banners = check_report(asked, allow_mixed=allow_mixed)
     notes, warnings = [], []
-    names = ("accuracy", "other", "categories", "band", "audits", "ceiling", "causes", "cost")
+    names = ["accuracy", "other", "categories", "band", "audits", "ceiling", "causes", "cost"]
+    names.append("procedures")
     frames: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
     for run in asked:
         frames["accuracy"].append(_accuracy(run))
@@ -479,6 +488,7 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         warnings += over
         frames["causes"].append(_causes(run))
         frames["cost"].append(_cost(run))
+        frames["procedures"].append(_procedures(run))
         owners = run.qa_answers["user_id"].nunique()
         table = accuracy_table(run.qa_answers, judges=[run.judge], options=run.stats)
         note = interval_note(table, owners)
@@ -512,7 +522,13 @@ def qa_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> QASection |
         warnings=warnings,
         banners=banners,
         audits=stacked(frames["audits"]),
+        procedures=stacked(frames["procedures"]),
     )
+
+
+def _procedures(run: Run) -> pd.DataFrame:
+    table = procedure_table(run)
+    return _named(run, table) if not table.empty else table
 
 
 def _robust_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -526,6 +542,7 @@ def _robust_display(table: pd.DataFrame) -> pd.DataFrame:
 _TABLES = (
     ("Answerable questions per condition", "accuracy"),
     ("Abstain and adversarial questions (apart from the headline)", "other_kinds"),
+    ("Procedure questions (steps named in order; not judged)", "procedures"),
     ("Per category", "categories"),
     ("Judge band (answerable questions)", "band"),
     ("Judges audited on the judge calibration set", "audits"),
@@ -595,11 +612,18 @@ def qa_text(run: Run) -> str:
     the causes of wrong answers from memory ("" without memory QA)."""
     if run.qa_answers.empty:
         return ""
+    accuracy = _accuracy(run)
     blocks = [
         f"memory QA, {who_answered(run)}; headline judge {run.judge} (judges: "
         f"{', '.join(run.judges)}); answerable questions, 95% intervals over owners",
-        _text(_accuracy(run)),
+        _text(accuracy) if not accuracy.empty else "no answerable questions",
     ]
+    procedures = _procedures(run)
+    if not procedures.empty:
+        blocks += [
+            "procedure questions (asked of the memory; steps named in order, not judged)",
+            _text(procedures),
+        ]
     other = _other_kinds(run)
     if not other.empty:
         blocks += [
@@ -635,5 +659,7 @@ def qa_text(run: Run) -> str:
     blocks += [f"note: {n}" for n in simulator_notes(run)]
     # Last, where a terminal leaves it in view: answers that could not be graded.
     errors = errors_sentence(error_counts(run.qa_answers, run.judges))
-    blocks.append(f"warning: {errors}" if errors else "every answer was graded by every judge")
+    judged = ~run.qa_answers["kind"].isin(UNJUDGED_KINDS)
+    graded = "every answer was graded by every judge" if judged.any() else "no answer is judged"
+    blocks.append(f"warning: {errors}" if errors else graded)
     return "\n\n".join(blocks)

@@ -452,5 +452,7 @@ def _with_qa_counts(rows: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
     else:
         counts = counts[counts["sample"] == 0].drop(columns="sample")
     merged = rows.merge(counts, on=keys, how="left")
-    merged[list(QA_COUNTS)] = merged[list(QA_COUNTS)].fillna(0)
+    # The procedure counts are there only when procedure questions were asked.
+    present = [c for c in QA_COUNTS if c in counts.columns]
+    merged[present] = merged[present].fillna(0)
     return merged

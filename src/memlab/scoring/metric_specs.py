@@ -134,6 +134,10 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_judge_errors "
         "qa_answer_errors",
     ),
+    # Procedure questions answered from the lane's memory (not judged): how many, the sum of
+    # their step-order accuracies and how many replies named a step of the procedure
+    # (memlab.scoring.procedures); in the rows only when the QA step asked some.
+    *_counts("sessions", "qa", "qa_procedures qa_procedure_steps qa_procedure_recalled"),
     # llm_calls (records that asked a model) is also in every session row: that session's.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),
     *_counts(
@@ -315,6 +319,10 @@ class MetricSpec:
 _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
 _QA_HINT = "no memory QA in this run (memlab qa RUN, or a grid with a qa: key)"
 _OPS_HINT = "not recorded in this run (rerun the sweep to score operations)"
+_PROCEDURE_HINT = (
+    "no procedure questions in this run's memory QA (a dataset with procedure questions, "
+    "memory QA with the memory condition)"
+)
 
 
 def _rate(
@@ -583,6 +591,22 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "higher",
         ("qa_adversarial_correct", "qa_adversarial"),
         requires=_QA_HINT,
+    ),
+    # Procedure questions (kind procedure, asked of the lane's memory, never judged): the
+    # mean step-order accuracy of the replies and the share that name a step of the procedure.
+    _rate(
+        "qa_procedure_step_accuracy",
+        "QA procedure step-order accuracy",
+        "higher",
+        ("qa_procedure_steps", "qa_procedures"),
+        requires=_PROCEDURE_HINT,
+    ),
+    _rate(
+        "qa_procedure_recall",
+        "QA procedures recalled (a step named)",
+        "higher",
+        ("qa_procedure_recalled", "qa_procedures"),
+        requires=_PROCEDURE_HINT,
     ),
     # Answers a judge gave no verdict on (its call failed or its reply named no single verdict)
     # and answers whose call failed: each counted wrong above, and shown so that a low

@@ -13,12 +13,16 @@ Its reply is scored by the steps it names in order:
   order, divided by the number of gold steps. Naming every step in order scores 1; naming
   them all out of order scores the longest run in order; naming none, or a reply that is
   missing, scores 0.
+
+In memory QA (:mod:`memlab.postrun.qa_step`) each procedure question's answer row gets
+:func:`reply_scores`; a reply *recalls* the procedure when it names at least one of its steps.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "STEP_MATCH_SHARE",
@@ -26,6 +30,7 @@ __all__ = [
     "content_words",
     "lcs_length",
     "named_steps",
+    "reply_scores",
     "step_order_accuracy",
 ]
 
@@ -118,3 +123,12 @@ def step_order_accuracy(reply: str | None, gold: Sequence[str]) -> float:
     if reply is None:
         return 0.0
     return lcs_length(named_steps(reply, gold), range(len(gold))) / len(gold)
+
+
+def reply_scores(reply: str | None, gold: Sequence[str]) -> dict[str, Any]:
+    """A procedure question's answer-row fields: ``steps_named`` (:func:`named_steps`; empty
+    for no reply) and ``step_accuracy`` (:func:`step_order_accuracy`)."""
+    return {
+        "steps_named": named_steps(reply, gold) if reply is not None else [],
+        "step_accuracy": step_order_accuracy(reply, gold),
+    }

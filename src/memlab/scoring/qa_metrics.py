@@ -9,6 +9,9 @@ known, or its answer when it has one).
 
 - The *headline* set is the ``answerable`` questions; ``abstain`` and ``adversarial``
   questions are counted apart (``qa_abstain_*``, ``qa_adversarial_*``) and never mixed in.
+  ``procedure`` questions have no verdict: every judged count and table leaves them out, and
+  their answers from memory are counted by step-order accuracy (``qa_procedure_*``, from the
+  rows' ``step_accuracy`` and ``steps_named``: :mod:`memlab.scoring.procedures`).
 - Rates are ratios of per-owner sums with bootstrap intervals over owners
   (:func:`memlab.scoring.stats.bootstrap_ratios`); repeated samples of an owner are averaged
   first, as everywhere in memlab.
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memlab.datasets.questions import UNJUDGED_KINDS
 from memlab.matching.calibration import KindCounts
 from memlab.qa.answering import SCORES
 from memlab.scoring.metric_specs import count_columns, interval_specs
@@ -44,6 +48,7 @@ from memlab.scoring.stats import StatOptions, bootstrap_ratios
 __all__ = [
     "HEADLINE_KINDS",
     "JUDGED_COUNTS",
+    "PROCEDURE_COUNTS",
     "QA_COUNTS",
     "VERDICT_STATUSES",
     "accuracy_table",
@@ -72,6 +77,9 @@ QA_COUNTS = count_columns(by="qa")
 JUDGED_COUNTS = ("qa_correct", "qa_abstain_correct", "qa_adversarial_correct")
 """The QA counts that depend on the judge (token F1 and BLEU-1 do not)."""
 
+PROCEDURE_COUNTS = tuple(c for c in QA_COUNTS if c.startswith("qa_procedure"))
+"""The QA counts of procedure questions: in the session rows only when some were asked."""
+
 _UNIT = ("lane_id", "sample", "user_id", "question_id", "condition")
 _WIDE_INTERVAL = 0.20
 _FEW_OWNERS = 20
@@ -90,14 +98,15 @@ def verdict_table(answers: pd.DataFrame, judges: Sequence[str] | None = None) ->
     module docstring) and ``status`` (:data:`VERDICT_STATUSES`). An answer a key did not
     change is graded once; its ``original`` verdict is the ``answer`` one. Every answer has
     its rows, graded or not: a failed call or an unreadable verdict is a wrong answer that is
-    counted, never one that disappears."""
+    counted, never one that disappears. Procedure answers, which no judge grades, have none."""
     columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict"]
     columns += ["correct", "status"]
     keep = [*_UNIT, "session_index", "category", "kind"]
     names = list(judges) if judges is not None else judges_of(answers)
     rows: list[dict[str, Any]] = []
+    judged = answers[~answers["kind"].isin(UNJUDGED_KINDS)]
     # Tables built by hand may lack the call's error and the abstention: none of either.
-    present = answers.reindex(columns=[*keep, "abstained", "error", "verdicts"])
+    present = judged.reindex(columns=[*keep, "abstained", "error", "verdicts"])
     for found in present.to_dict("records"):
         record = {str(k): v for k, v in found.items()}
         verdicts = record.pop("verdicts") or {}
@@ -223,11 +232,35 @@ def _robustness(verdicts: list[object]) -> str:
 
 def qa_session_counts(answers: pd.DataFrame, judge: str, key: str = "answer") -> pd.DataFrame:
     """Per (lane, owner, session, sample): the ``memory`` condition's QA counts under
-    ``judge`` graded against ``key`` (columns :data:`QA_COUNTS`)."""
+    ``judge`` graded against ``key`` (columns :data:`QA_COUNTS`; those of
+    :data:`PROCEDURE_COUNTS` only when a procedure question was asked)."""
     unit = ["lane_id", "user_id", "session_index", "sample"]
-    mine = answers[answers["condition"] == "memory"]
+    memory = answers[answers["condition"] == "memory"]
+    procedures = memory[memory["kind"].isin(UNJUDGED_KINDS)]
+    judged = _judged_counts(memory[~memory["kind"].isin(UNJUDGED_KINDS)], judge, key, unit)
+    if procedures.empty:
+        return judged
+    accuracy = procedures.reindex(columns=["step_accuracy"])["step_accuracy"]
+    named = procedures.reindex(columns=["steps_named"])["steps_named"]
+    steps = procedures[unit].assign(
+        qa_procedures=1,
+        qa_procedure_steps=accuracy.fillna(0.0).to_numpy(dtype=float),
+        qa_procedure_recalled=[int(isinstance(n, list) and bool(n)) for n in named],
+    )
+    steps = steps.groupby(unit, sort=False).sum().reset_index()
+    if judged.empty:  # procedure questions only
+        return steps.assign(**dict.fromkeys(judged.columns.difference(unit), 0))
+    both = judged.merge(steps, on=unit, how="outer")
+    filled = [c for c in QA_COUNTS if c in both.columns]
+    both[filled] = both[filled].fillna(0)
+    return both
+
+
+def _judged_counts(mine: pd.DataFrame, judge: str, key: str, unit: list[str]) -> pd.DataFrame:
+    """:func:`qa_session_counts` of the judged answers ``mine`` (every count but
+    :data:`PROCEDURE_COUNTS`)."""
     if mine.empty:
-        return pd.DataFrame(columns=[*unit, *QA_COUNTS])
+        return pd.DataFrame(columns=[*unit, *(c for c in QA_COUNTS if c not in PROCEDURE_COUNTS)])
     verdicts = verdict_table(mine, [judge])
     verdicts = verdicts[verdicts["key"] == key]
     # One verdict row per answer (verdict_table has a row for every answer and judge).

@@ -70,7 +70,7 @@ from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.parsing import FailureCategory
 from memlab.qa.qa_prompts import JudgePrompt
-from memlab.simulation.procedural import ProceduresDecision, SimProcedural
+from memlab.simulation.procedural import ProcedureAnswer, ProceduresDecision, SimProcedural
 from memlab.simulation.profile import (
     INVENTED_FACTS,
     SimProceduralProfile,
@@ -168,7 +168,9 @@ class SimulatedBackend:
         if self.profile.draws == "independent":
             self._draw_seed = f"{seed}/{self.identity()['profile_sha256'][:16]}"
         owners = _load_owners(dataset)
-        self._qa = SimQA(owners, self.profile.qa, self._draw_seed, judges, calibration)
+        self._qa = SimQA(
+            owners, self.profile.qa, self._draw_seed, judges, calibration, self.profile.procedural
+        )
         self._views = [
             _SessionView(owner, i, session, _blocks(session))
             for owner in owners
@@ -276,9 +278,10 @@ class SimulatedBackend:
 
     def decide_qa(
         self, prompt: str, request_seed: int | None = 0, about: tuple[str, int] | None = None
-    ) -> AnswerDecision | JudgeDecision | None:
+    ) -> AnswerDecision | JudgeDecision | ProcedureAnswer | None:
         """The answer or verdict for a QA prompt with its provenance (``about``: the owner and
-        session an answer request names); None for other prompts."""
+        session an answer request names; a procedure question's answer is a
+        :class:`~memlab.simulation.procedural.ProcedureAnswer`); None for other prompts."""
         return self._qa.decide(prompt, request_seed, about)
 
     def decide_tiered(self, prompt: str, request_seed: int | None = 0) -> TieredDecision | None:

@@ -10,11 +10,18 @@ procedure in the reply, the gold procedure it came from and the indices of the s
 the provenance tests recompute procedure recall and step-order accuracy from. Replies are
 broken with the profile's failure rates, as every other reply. Every draw is a hash of the
 seeds and what it is about.
+
+The answerer's side (:func:`answer_procedure`, which :class:`~memlab.simulation.qa.SimQA`
+calls for a question of kind ``procedure``): a gold step of the procedure asked for is *shown*
+when its labelled text is in the answer prompt verbatim (as the learner above keeps it),
+outside the question; each shown step is named with ``answer_step_rate``, in the order the
+prompt shows them, one per line (``1) step``); a reply that names none is the abstention.
+:class:`ProcedureAnswer` is the provenance: step-order accuracy recomputes from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +30,13 @@ from memlab.core.procedure_prompts import procedures_prompt
 from memlab.simulation.profile import SimProfile, uniform
 from memlab.simulation.replies import Breakage, broken_reply
 
-__all__ = ["LearnedFrom", "ProceduresDecision", "SimProcedural"]
+__all__ = [
+    "LearnedFrom",
+    "ProcedureAnswer",
+    "ProceduresDecision",
+    "SimProcedural",
+    "answer_procedure",
+]
 
 
 @dataclass(frozen=True)
@@ -125,3 +138,50 @@ class SimProcedural:
             violation={"procedures": 42},
         )
         return broken_reply(reply, decision.failure, breakage)
+
+
+@dataclass(frozen=True)
+class ProcedureAnswer:
+    """What the simulated answerer said to a ``procedure`` question, and why.
+
+    Attributes:
+        user_id, question_id: The question answered.
+        procedure: The id of the gold procedure it asks for.
+        shown: Indices of the gold steps the prompt shows, in the order it shows them.
+        named: The shown steps the reply names, in that order.
+        text: The reply: ``1) step`` per named step, one per line, or the abstention.
+    """
+
+    user_id: str
+    question_id: str
+    procedure: str
+    shown: tuple[int, ...]
+    named: tuple[int, ...]
+    text: str
+
+
+def answer_procedure(
+    where: tuple[str, str, str],
+    steps: Sequence[str],
+    prompt: str,
+    rate: float,
+    draw: Callable[[int], float],
+    abstention: str,
+) -> ProcedureAnswer:
+    """The answer to a procedure question (see the module docstring).
+
+    Args:
+        where: ``(user_id, question id, procedure id)``.
+        steps: The gold procedure's steps.
+        prompt: The answer prompt without the question's text.
+        rate: ``answer_step_rate``.
+        draw: A uniform draw in [0, 1) per step index.
+        abstention: The reply that names nothing.
+    """
+    found = sorted((prompt.find(step), i) for i, step in enumerate(steps) if step in prompt)
+    shown = tuple(i for _, i in found)
+    named = tuple(i for i in shown if draw(i) < rate)
+    lines = [f"{k}) {steps[i]}" for k, i in enumerate(named, 1)]
+    text = "\n".join(lines) if lines else abstention
+    user_id, question_id, procedure = where
+    return ProcedureAnswer(user_id, question_id, procedure, shown, named, text)

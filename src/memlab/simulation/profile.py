@@ -241,17 +241,23 @@ class SimProceduralProfile(BaseModel):
         step_keep_rate: P(each of a learned procedure's steps is kept, in its verbatim
             wording and in order); a procedure that keeps no step is left out. Its triggers
             are the labelled ones.
+        answer_step_rate: P(the answerer names a step of the procedure a ``procedure``
+            question asks for, when the step is in its prompt), each step drawn apart
+            (:mod:`.qa`).
 
     With failure share ``f`` (the profile's ``failures``, which break this reply like any
     other), a labelled procedure of ``n`` steps is learned with probability
     ``(1 - f) * learn_rate * (1 - (1 - step_keep_rate) ** n)`` and keeps in expectation
-    ``(1 - f) * learn_rate * step_keep_rate`` of its steps in order.
+    ``(1 - f) * learn_rate * step_keep_rate`` of its steps in order; its question, asked
+    where its trigger recalls it, then scores ``(1 - f) * learn_rate * step_keep_rate *
+    answer_step_rate`` step-order accuracy in expectation.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     learn_rate: Probability = 0.8
     step_keep_rate: Probability = 0.9
+    answer_step_rate: Probability = 0.9
 
 
 def _positive_wording(value: dict[str, float]) -> dict[str, float]:

@@ -24,7 +24,10 @@ stores). Then an answerable question gets its answer with ``answer_rate`` (else 
 an abstain or adversarial question gets its trap (``wrong_answer``) with ``trap_rate`` (else
 an abstention). Without its evidence, any question gets an abstention with ``abstain_rate``,
 else a wrong guess: the question's ``wrong_answer``, else the answer of another question of the
-owner, picked by a draw.
+owner, picked by a draw. A ``procedure`` question is answered by naming the steps of its
+procedure that the prompt shows, each with the profile's ``procedural.answer_step_rate``
+(:func:`~memlab.simulation.procedural.answer_procedure`; :class:`~memlab.simulation.
+procedural.ProcedureAnswer` is its provenance); it is never judged.
 
 Judging: an answer equal to the reference (after case and space folding) is CORRECT; the
 simulated abstention is CORRECT exactly when the question expects one; a wrong answer the
@@ -58,7 +61,14 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from memlab.core.llm import BackendError
 from memlab.errors import excerpt
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
-from memlab.simulation.profile import SimQAProfile, leaked, uniform, wordings
+from memlab.simulation.procedural import ProcedureAnswer, answer_procedure
+from memlab.simulation.profile import (
+    SimProceduralProfile,
+    SimQAProfile,
+    leaked,
+    uniform,
+    wordings,
+)
 
 if TYPE_CHECKING:  # importing memlab.datasets loads its models; the backends stay light
     from memlab.datasets.models import Owner
@@ -210,6 +220,8 @@ class SimQA:
         judges: Judge prompts whose rendered prompts are recognised (default: the built-in
             ``lenient`` and ``strict``).
         calibration: Triples it grades by their known verdict (see the module docstring).
+        procedural: The rate it names a procedure's shown steps with (``answer_step_rate``;
+            default: the profile section's defaults).
     """
 
     def __init__(
@@ -219,8 +231,10 @@ class SimQA:
         seed: int | str = 0,
         judges: Sequence[JudgePrompt] | None = None,
         calibration: Sequence[KnownVerdict] = (),
+        procedural: SimProceduralProfile | None = None,
     ) -> None:
         self.profile = profile
+        self.procedural = procedural or SimProceduralProfile()
         self._known = {
             (_fold(t.question), _fold(t.reference), _fold(t.answer)): t for t in calibration
         }
@@ -240,7 +254,7 @@ class SimQA:
 
     def decide(
         self, prompt: str, request_seed: int | None = 0, about: tuple[str, int] | None = None
-    ) -> AnswerDecision | JudgeDecision | None:
+    ) -> AnswerDecision | JudgeDecision | ProcedureAnswer | None:
         """The decision for a QA prompt, or None when ``prompt`` is not one (an update).
         ``about``: the owner and session index an answer request asks about.
 
@@ -257,6 +271,8 @@ class SimQA:
         if text is None:
             return None
         (owner, question), *others = _first_about(self._by_text[text], about)
+        if question.kind == "procedure":
+            return self._procedure(owner, question, prompt.replace(text, ""), request_seed)
         return self._answer(owner, question, prompt, request_seed, others)
 
     # ------------------------------------------------------------------ answering
@@ -292,6 +308,23 @@ class SimQA:
             text=text,
             right=right,
             ambiguous=tuple(q.id for _, q in others),
+        )
+
+    def _procedure(
+        self, owner: Owner, question: Question, prompt: str, request_seed: int | None
+    ) -> ProcedureAnswer:
+        """The answer to a procedure question (:func:`~memlab.simulation.procedural.
+        answer_procedure`); a procedure the labels lack shows no step."""
+        procedure = str(question.procedure)
+        gold = owner.gold_procedures().get(procedure)
+        key = (self.seed, request_seed, owner.user_id, question.id)
+        return answer_procedure(
+            (owner.user_id, question.id, procedure),
+            gold.steps if gold is not None else (),
+            prompt,
+            self.procedural.answer_step_rate,
+            lambda step: uniform(*key, step, "qa-step"),
+            ABSTAIN_TEXT,
         )
 
     def _text(
