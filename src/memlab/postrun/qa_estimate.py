@@ -17,19 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import request_key
+from memlab.backends.cache import CacheMode, request_key
 from memlab.backends.estimate import CacheProbe, Estimate, Tally
 from memlab.backends.registry import cacheable, is_simulated
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams
 from memlab.datasets.models import Owner
 from memlab.grids.grid import LaneConfig
-from memlab.grids.qa_spec import QASpec, ResolvedPrompts
-from memlab.postrun.qa_jobs import read_path
+from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
+from memlab.postrun.qa_jobs import read_path, run_owners
 from memlab.postrun.qa_step import qa_backend
 from memlab.qa.answering import AnswerTask, ReplayPoint, answer_tasks, judge_tasks, references
 from memlab.qa.conditions import History
+from memlab.runs.run import Run
 
-__all__ = ["QAPlan", "estimate_qa"]
+__all__ = ["QAPlan", "dry_run_qa", "estimate_qa"]
 
 Snapshots = Callable[[str, Owner, int], Sequence[Mapping[str, Any]] | None]
 """(lane id, owner, sample) -> the lane's memory after each session (``None``: not replayed)."""
@@ -139,3 +140,42 @@ def _ask_and_grade(
     answer = reply if reply is not None else gold
     for judge in judge_tasks(task.question, answer, prompts.judges, judge_params):
         verdicts.ask(judge.request, "CORRECT", exact=reply is not None)
+
+
+def dry_run_qa(
+    run: Run,
+    spec: QASpec,
+    *,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    backend_factory: Callable[[str], Backend] | None = None,
+) -> Estimate:
+    """The calls, tokens and cost :func:`~memlab.postrun.qa_step.add_qa` with these arguments
+    would spend on ``run`` (see the module docstring); nothing is written.
+
+    Raises:
+        QAError: As :func:`~memlab.postrun.qa_step.add_qa` would, before anything is sent.
+    """
+    dataset = run.dataset_path
+    if dataset is None:
+        raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
+    prompts = resolve_prompts(spec, run.grid.base_dir)
+    owners = run_owners(run, dataset).owners
+    samples = int(run.manifest.get("samples", 1) or 1)
+    plan = QAPlan(spec, prompts, run.lanes, owners, samples, dataset)
+    estimate = Estimate(f"memory QA of {run.name}: {len(run.lanes)} lanes x {len(owners)} owners")
+
+    def snapshots(lane_id: str, owner: Owner, sample: int) -> Sequence[Mapping[str, Any]] | None:
+        record = run.dir.read_owner_record(lane_id, owner.user_id, sample)
+        found = record.get("snapshots") if record is not None else None
+        return found if isinstance(found, list) else None
+
+    use_cache = cache_dir is not None and cache_mode is not CacheMode.OFF
+    estimate_qa(
+        plan, snapshots, estimate, CacheProbe(cache_dir if use_cache else None), backend_factory
+    )
+    estimate.notes.append(
+        "a judge request of an answer the model has not given is built on the labelled "
+        "answer and counted as a call"
+    )
+    return estimate
