@@ -33,7 +33,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode
 from memlab.backends.pricing import call_cost, model_price
 from memlab.backends.scripted import user_lines_reply
 from memlab.core.llm import CompletionRequest
@@ -192,12 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         ratio = value / actual[name] if actual[name] else float("inf")
         ok = 0.9 <= ratio <= 1.1
         failed |= not ok
-        print(
-            f"{name:<18} {value:>12,.0f} {actual[name]:>12,} {ratio:>7.3f}  {'PASS' if ok else 'FAIL'}"
-        )
-    print(
-        f"{'USD':<18} {estimate.cost():>12.4f} {spent:>12.4f} {estimate.cost() / spent if spent else 0:>7.3f}  (info)"
-    )
+        verdict = "PASS" if ok else "FAIL"
+        print(f"{name:<18} {value:>12,.0f} {actual[name]:>12,} {ratio:>7.3f}  {verdict}")
+    cost = estimate.cost()
+    ratio = cost / spent if spent else 0.0
+    print(f"{'USD':<18} {cost:>12.4f} {spent:>12.4f} {ratio:>7.3f}  (info)")
     return 1 if failed else 0
 
 
