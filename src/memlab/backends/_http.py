@@ -143,6 +143,7 @@ class CompletionFields:
     prompt_tokens: int
     completion_tokens: int
     model: str | None
+    cached_prompt_tokens: int = 0
 
 
 def completion_fields(body: bytes) -> CompletionFields:
@@ -183,7 +184,15 @@ def completion_fields(body: bytes) -> CompletionFields:
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
         model=model if isinstance(model, str) and model else None,
+        cached_prompt_tokens=_cached_tokens(usage),
     )
+
+
+def _cached_tokens(usage: dict[str, Any]) -> int:
+    """The prompt tokens the provider served from its prompt cache
+    (``usage.prompt_tokens_details.cached_tokens``; 0 when not reported)."""
+    details = usage.get("prompt_tokens_details")
+    return _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
 
 
 def _count(value: Any) -> int:

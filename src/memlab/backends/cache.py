@@ -430,6 +430,7 @@ def decode_entry(raw: bytes, key: str, tail: str | None = None) -> tuple[str, Co
             cached=True,
             # Replaced when the reply came in; an older entry's text is made safe here.
             replaced_chars=int(stored.get("replaced_chars", 0)),
+            cached_prompt_tokens=int(stored.get("cached_prompt_tokens", 0)),
         )
     except (ValueError, TypeError, OverflowError) as exc:
         return f"bad completion: {str(exc)[:200]}", None

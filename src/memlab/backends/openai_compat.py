@@ -337,6 +337,7 @@ class OpenAICompatibleBackend:
             finish_reason=fields.finish_reason,
             model=fields.model or body["model"],
             backend=self.name,
+            cached_prompt_tokens=fields.cached_prompt_tokens,
         )
 
     def _attempt(

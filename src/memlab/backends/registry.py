@@ -113,6 +113,9 @@ class BackendPlugin:
             one token per byte: a safe upper bound for any tokenizer).
         prices: What its models cost (model id prefix -> USD per 1M prompt and completion
             tokens); the run summary's cost columns read every backend's prices.
+        cached_prompt_prices: What a prompt token the provider serves from its own prompt
+            cache costs (model id prefix -> USD per 1M); a model without one pays the prompt
+            price for them (:mod:`memlab.backends.pricing`).
         simulated: The simulated model: labelled "[simulated]" in every table, chart and
             report, and never cached.
         needs_dataset: Its factory needs ``dataset=`` (the file a sweep replays).
@@ -129,6 +132,7 @@ class BackendPlugin:
     schema_decoding: str = ""
     reply_grammar: GrammarDialect = "server"
     prices: Prices = field(default_factory=dict)
+    cached_prompt_prices: Mapping[str, float] = field(default_factory=dict)
     simulated: bool = False
     needs_dataset: bool = False
     packages: tuple[str, ...] = ()
@@ -201,6 +205,7 @@ BACKENDS.register(
             "gpt-4o": (2.50, 10.00),
             "gpt-4.1-mini": (0.40, 1.60),
         },
+        cached_prompt_prices={"gpt-4o-mini": 0.075, "gpt-4o": 1.25, "gpt-4.1-mini": 0.10},
         packages=("openai",),
     ),
 )

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_WORKERS",
     "add_bounds_options",
     "add_cache_options",
+    "add_cost_options",
     "add_max_judge_errors",
     "add_prompts_option",
     "add_stat_options",
@@ -196,6 +197,53 @@ def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
         choices=[m.value for m in CacheMode],
         default=CacheMode.READ_WRITE.value,
         help="read_write (default), read_only (a cache miss is an error) or off",
+    )
+
+
+def _amount(text: str) -> float:
+    """A non-negative, finite amount (USD, requests or tokens a minute)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {excerpt(text)}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {excerpt(text)}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = _amount(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("a rate must be more than 0")
+    return value
+
+
+def add_cost_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--dry-run``, ``--rpm``, ``--tpm`` and ``--max-cost`` of the commands that call models."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help=f"print the calls, tokens and cost {what} would make (cache hits counted out) "
+        "and exit; no model is called and nothing is written",
+    )
+    parser.add_argument(
+        "--rpm",
+        type=_rate,
+        metavar="N",
+        help="with --dry-run: also print the time at N requests a minute",
+    )
+    parser.add_argument(
+        "--tpm",
+        type=_rate,
+        metavar="N",
+        help="with --dry-run: also print the time at N tokens a minute",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_amount,
+        metavar="USD",
+        help="stop before the calls' spend (at the backends' declared prices) could pass "
+        "USD; what finished is kept and the same command resumes (exit 1)",
     )
 
 

@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
         help="exit 0 even when some calls failed (their answers count as wrong)",
     )
     _args.add_max_judge_errors(p)
+    _args.add_cost_options(p, "the QA step")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
         "--curve-every",
@@ -80,6 +81,7 @@ INTERRUPTED = (
 
 def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
+    from memlab.backends.spend import CostLimitError
     from memlab.grids.qa_spec import resolve_prompts
     from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
     from memlab.reporting.qa_section import qa_text
@@ -89,6 +91,14 @@ def _qa(args: argparse.Namespace) -> int:
     spec = qa_options.qa_spec(args, run.grid.qa, run.grid.base_dir)
     # Prompt files are read before anything is sent or written: a bad one changes nothing.
     resolve_prompts(spec)
+    if args.dry_run:
+        from memlab.postrun.qa_estimate import dry_run_qa
+
+        estimate = dry_run_qa(
+            run, spec, cache_dir=args.cache_dir, cache_mode=CacheMode(args.cache_mode)
+        )
+        print("\n".join(estimate.lines(args.rpm, args.tpm)))
+        return 0
     status = 0
     try:
         run = add_qa(
@@ -101,7 +111,11 @@ def _qa(args: argparse.Namespace) -> int:
             matcher=matcher_from_args(args) if args.matcher is not None else None,
             allow_incomplete=args.allow_incomplete,
             max_judge_errors=args.max_judge_errors,
+            max_cost=args.max_cost,
         )
+    except CostLimitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except (IncompleteQAError, JudgeErrorsError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)

@@ -88,6 +88,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "refused connections); by default they fail the command and a rerun retries them",
     )
     _args.add_max_judge_errors(parser)
+    _args.add_cost_options(parser, "the replays (and a qa: step)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--matcher",
@@ -183,7 +184,10 @@ def register(subparsers: Any) -> None:
 
 
 def _execute(grid: Grid, args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _dry_run(grid, args)
     from memlab.backends.cache import CacheMode
+    from memlab.backends.spend import CostLimitError
     from memlab.matching.embeddings import EmbeddingDuplicates, WordLlamaEmbedder
     from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError
     from memlab.reporting.qa_section import qa_text
@@ -214,8 +218,12 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             embedding_duplicates=embedding_duplicates,
             allow_incomplete=args.allow_incomplete,
             max_judge_errors=args.max_judge_errors,
+            max_cost=args.max_cost,
         )
         status = 0
+    except CostLimitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except (IncompleteSweepError, IncompleteQAError, JudgeErrorsError) as exc:
         run, status = exc.run, 1
         print(f"error: {exc}", file=sys.stderr)
@@ -239,6 +247,24 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
         print(f"\n{qa}")
     print(f"\nrun written to {run.path}")
     return status
+
+
+def _dry_run(grid: Grid, args: argparse.Namespace) -> int:
+    """Print what the sweep would call and cost; call no model, write nothing."""
+    from memlab.backends.cache import CacheMode
+    from memlab.sweeps.dry_run import dry_run
+
+    estimate = dry_run(
+        grid.dataset,
+        grid,
+        runs_dir=args.runs_dir,
+        run_name=args.name,
+        prompts=args.prompts,
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+    )
+    print("\n".join(estimate.lines(args.rpm, args.tpm)))
+    return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:

@@ -115,6 +115,8 @@ class Completion:
         cached: True when the reply came from the response cache.
         replaced_chars: Characters of the reply replaced by U+FFFD (a value given when
             the completion is built, such as a cache entry's, is added to).
+        cached_prompt_tokens: Of ``prompt_tokens``, those the provider reports it served
+            from its own prompt cache (billed at a lower price where one is declared).
     """
 
     text: str
@@ -126,6 +128,7 @@ class Completion:
     backend: str = ""
     cached: bool = False
     replaced_chars: int = 0
+    cached_prompt_tokens: int = 0
 
     def __post_init__(self) -> None:
         if type(self.text) is str:  # a broken backend's non-text is reported by its caller
@@ -145,6 +148,11 @@ class Completion:
             "backend": self.backend,
             "cached": self.cached,
             **({"replaced_chars": self.replaced_chars} if self.replaced_chars else {}),
+            **(
+                {"cached_prompt_tokens": self.cached_prompt_tokens}
+                if self.cached_prompt_tokens
+                else {}
+            ),
         }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memlab.backends.cache import CachedBackend, CacheMode
 from memlab.backends.registry import backend_options, cacheable, resolve_backend
+from memlab.backends.spend import SpendGuard, SpendLimit
 from memlab.core.llm import Backend
 
 __all__ = ["BackendFactory", "LaneBackends", "registry_backend"]
@@ -24,15 +25,22 @@ BackendFactory = Callable[[str], Backend]
 class LaneBackends:
     """One backend per spec, built on first use and shared by all lanes (thread-safe).
 
-    With a ``cache_dir`` every backend is wrapped in the response cache.
+    With a ``cache_dir`` every backend is wrapped in the response cache; with a ``spend``
+    limit, every backend's calls beneath the cache count against it
+    (:class:`~memlab.backends.spend.SpendGuard`).
     """
 
     def __init__(
-        self, factory: BackendFactory, cache_dir: Path | None, cache_mode: CacheMode
+        self,
+        factory: BackendFactory,
+        cache_dir: Path | None,
+        cache_mode: CacheMode,
+        spend: SpendLimit | None = None,
     ) -> None:
         self._factory = factory
         self._cache_dir = cache_dir
         self._cache_mode = cache_mode
+        self._spend = spend
         self._built: dict[str, Backend] = {}
         self._lock = threading.Lock()
 
@@ -64,6 +72,8 @@ class LaneBackends:
         with self._lock:
             if spec not in self._built:
                 backend = self._factory(spec)
+                if self._spend is not None:
+                    backend = SpendGuard(backend, spec, self._spend)
                 if self._cache_dir is not None and self.caches(spec):
                     backend = CachedBackend(backend, self._cache_dir, mode=self._cache_mode)
                 self._built[spec] = backend

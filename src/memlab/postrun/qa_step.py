@@ -43,6 +43,7 @@ from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
+from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.core.redact import redact
@@ -157,6 +158,8 @@ class QAOptions:
     prompts_dir: str | Path | None = None
     allow_incomplete: bool = False
     max_judge_errors: float = 0.0
+    spend: SpendLimit | None = None
+    """The cost limit the calls count against (``--max-cost``; None: no limit)."""
 
 
 def add_qa(
@@ -172,6 +175,7 @@ def add_qa(
     prompts_dir: str | Path | None = None,
     allow_incomplete: bool = False,
     max_judge_errors: float = 0.0,
+    max_cost: float | None = None,
 ) -> Run:
     """Ask every lane of ``run`` the dataset's questions (see the module docstring).
 
@@ -191,6 +195,10 @@ def add_qa(
             :class:`IncompleteQAError`.
         max_judge_errors: The share of answers a judge may leave without a verdict (an
             unreadable reply) before :class:`JudgeErrorsError` is raised (default 0: none).
+        max_cost: USD the calls may spend (declared prices, :mod:`memlab.backends.spend`):
+            a call that could pass it is not sent, and the step stops with
+            :class:`~memlab.backends.spend.CostLimitError` (what finished is written and
+            running the step again resumes).
 
     Returns:
         The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
@@ -214,6 +222,7 @@ def add_qa(
         prompts_dir=prompts_dir,
         allow_incomplete=allow_incomplete,
         max_judge_errors=max_judge_errors,
+        spend=SpendLimit(max_cost) if max_cost is not None else None,
     )
     return run_qa(run, spec, options)
 
@@ -236,7 +245,7 @@ def run_qa(
     owners, left_out = run_owners(run, dataset)
     factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
-    backends = LaneBackends(factory, cache_dir, options.cache_mode)
+    backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     matcher = options.matcher if options.matcher is not None else run_matcher(run)
     jobs: list[QAJob] = []
@@ -262,6 +271,9 @@ def run_qa(
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
     run.dir.write_text(run.dir.summary_file, done.summary.to_csv())  # with the QA metrics
+    spend = options.spend
+    if spend is not None and spend.stopped:
+        raise CostLimitError(spend.spent, spend.limit, len(failed), "QA answers")
     if failed and not options.allow_incomplete:
         first = next((r["error"] for r in failed if r["error"]), "a judge call failed")
         raise IncompleteQAError(done, len(failed), str(first)[:300])

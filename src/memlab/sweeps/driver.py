@@ -27,6 +27,7 @@ import platform
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -38,6 +39,7 @@ import yaml
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import file_digest
 from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
+from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
 from memlab.core.safe_names import ensure_inside
 from memlab.datasets.models import Owner
@@ -112,6 +114,7 @@ def sweep(
     allow_incomplete: bool = False,
     fork: ForkSpec | Mapping[str, Any] | None = None,
     max_judge_errors: float = 0.0,
+    max_cost: float | None = None,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -154,11 +157,17 @@ def sweep(
             (see :mod:`memlab.sweeps.fork`).
         max_judge_errors: With a ``qa:`` key: the share of answers a judge may leave without
             a verdict (see :func:`memlab.postrun.qa_step.add_qa`).
+        max_cost: USD the sweep's calls may spend, priced as their backends declare
+            (:mod:`memlab.backends.spend`): a call that could pass it is not sent, the
+            replays it stops are recorded unfinished, and the sweep raises
+            :class:`~memlab.backends.spend.CostLimitError` (the next sweep resumes them).
+            Needs a thread pool or ``concurrent.futures`` executor (not Dask).
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
     questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
+    spend = _spend_limit(max_cost, executor)
     # The settings the QA step shares with the replays, as the one object it is passed.
     options = QAOptions(
         cache_dir=cache_dir,
@@ -169,6 +178,7 @@ def sweep(
         backend_factory=backend_factory,
         allow_incomplete=allow_incomplete,
         max_judge_errors=max_judge_errors,
+        spend=spend,
     )
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
@@ -183,6 +193,7 @@ def sweep(
         cache_dir=cache_dir,
         cache_mode=cache_mode,
         fork=fork,
+        spend=spend,
     )
     _warn_simulated_prompts(plan)
     with plan.run_dir.lock("sweep"):  # one writer per run directory
@@ -192,10 +203,34 @@ def sweep(
             matcher=matcher if matcher is not None else default_matcher(),
             prompts_dir=plan.grid.base_dir,
         )
-        run = _replay(plan, options, executor, embedding_duplicates, started)
+        try:
+            run = _replay(plan, options, executor, embedding_duplicates, started)
+        except IncompleteSweepError as exc:
+            if spend is not None and spend.stopped:
+                raise CostLimitError(spend.spent, spend.limit, len(exc.failed), "replays") from None
+            raise
+        if spend is not None and spend.stopped:  # allow_incomplete: stopped all the same
+            unfinished = sum(len(s["incomplete"]) for s in run.manifest["status"].values())
+            raise CostLimitError(spend.spent, spend.limit, unfinished, "replays")
         if plan.grid.qa is not None:
             run = run_qa(run, None, options)
         return run
+
+
+def _spend_limit(max_cost: float | None, executor: SweepExecutor | None) -> SpendLimit | None:
+    """The sweep's cost limit; Dask workers build their own backends, so it needs this
+    process's threads."""
+    if max_cost is None:
+        return None
+    if executor is not None and not isinstance(executor, Executor):
+        raise RunError(
+            "max_cost counts the calls made in this process; run the sweep on threads "
+            "(no --executor) or without --max-cost"
+        )
+    try:
+        return SpendLimit(max_cost)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _replay(

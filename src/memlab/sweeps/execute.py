@@ -55,7 +55,7 @@ from memlab.sweeps.plan import ResolvedLane, SweepPlan, identity_changes
 from memlab.sweeps.remote import RemoteResult
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 
-__all__ = ["RECORD_FORMAT", "Outcome", "execute", "lane_status", "unfinished"]
+__all__ = ["RECORD_FORMAT", "Outcome", "execute", "kept_record", "lane_status", "unfinished"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +123,11 @@ def _prepare(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> 
         return Outcome(lane.lane_id, owner.user_id, sample, False, "unchanged", True)
     reason = _why_replay(plan, lane, owner, sample, old, owner_sha)
     return _Job(lane, owner, sample, fingerprint, owner_sha, reason)
+
+
+def kept_record(plan: SweepPlan, lane: ResolvedLane, owner: Owner, sample: int) -> bool:
+    """Whether a sweep of ``plan`` would keep the replay's record (and not replay it)."""
+    return isinstance(_prepare(plan, lane, owner, sample), Outcome)
 
 
 def _store_path(plan: SweepPlan, job: _Job) -> Path:

@@ -31,6 +31,7 @@ from memlab.backends.registry import (
     backend_plugin,
     find_backend_plugin,
 )
+from memlab.backends.spend import SpendLimit
 from memlab.core.config import MemoryConfig
 from memlab.core.jsontext import canonical_hash
 from memlab.core.llm import Backend, GenerationParams, OutputMode
@@ -509,8 +510,10 @@ def plan_sweep(
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     fork: ForkSpec | Mapping[str, Any] | None = None,
+    spend: SpendLimit | None = None,
 ) -> SweepPlan:
-    """Resolve a sweep without running it (see :func:`sweep` for the arguments).
+    """Resolve a sweep without running it (see :func:`sweep` for the arguments; ``spend``:
+    the limit every backend's calls count against).
 
     Raises:
         GridError: An unknown or invalid name in the grid, located by key and line; a fork
@@ -529,6 +532,7 @@ def plan_sweep(
         backend_factory or functools.partial(registry_backend, dataset=data_file),
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
+        spend,
     )
     fork_start = load_fork(grid, owners)
     if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
