@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlab.memory.items import ForgettingRules
+from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
 
 __all__ = ["TieredOptions"]
 
@@ -43,6 +44,13 @@ class TieredOptions(BaseModel):
     """Age in days after which a memory may be compressed."""
     compress_min: int = Field(10, ge=1, le=10_000, strict=True)
     """How many such memories there must be before one LLM call compresses them."""
+
+    schema_bounds: TieredBounds | None = None
+    """Length limits of the tiered calls' schemas in ``json_schema`` mode (``None``: the
+    contracts as they are); see :mod:`memlab.memory.tiered_bounds`."""
+    max_tokens: TieredMaxTokens | None = None
+    """Most tokens each kind of call's reply may take (``auto``: its worst case under
+    ``schema_bounds``, the default once they are set); ``None``: the lane's ``max_tokens``."""
 
     def changed(self) -> dict[str, Any]:
         """The options that differ from the defaults (what a lane's dumps write)."""

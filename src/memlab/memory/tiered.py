@@ -29,7 +29,7 @@ document through :func:`~memlab.memory.tiered_view.document_view`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from memlab.core.queue import ConversationContext
 from memlab.core.tiered_prompts import (
     CALL_CONTRACTS,
     TIERED_CALLS,
+    TieredCall,
     compression_prompt,
     importance_prompt,
     summary_prompt,
@@ -57,6 +58,7 @@ from memlab.memory.items import ForgettingRules
 from memlab.memory.options import TieredOptions
 from memlab.memory.store import TieredStore
 from memlab.memory.strategy import Step
+from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
 from memlab.memory.tiered_calls import TieredCaller
 from memlab.memory.tiered_view import document_view
 from memlab.memory.vectors import HashedEmbedding
@@ -89,6 +91,8 @@ class TieredSettings:
             accessed, so they do not decay).
         rules: The store's forgetting rules.
         token_counting: How tokens are counted (the lane's ``token_counting``).
+        schema_bounds: Length limits of the calls' schemas (``None``: unbounded).
+        max_tokens: Each kind of call's ``max_tokens`` (a kind left out: the lane's).
     """
 
     working_tokens: int = 4000
@@ -98,10 +102,19 @@ class TieredSettings:
     recall_k: int = 3
     rules: ForgettingRules = field(default_factory=ForgettingRules)
     token_counting: str = "tiktoken"
+    schema_bounds: TieredBounds | None = None
+    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (part of a lane's identity)."""
-        return asdict(self)
+        """JSON-ready form (part of a lane's identity). The settings added since the first
+        tiered lanes appear only when set, so those lanes keep their identities."""
+        data = asdict(replace(self, schema_bounds=None, max_tokens={}))
+        del data["schema_bounds"], data["max_tokens"]
+        if self.schema_bounds is not None:
+            data["schema_bounds"] = self.schema_bounds.model_dump(mode="json")
+        if self.max_tokens:
+            data["max_tokens"] = dict(self.max_tokens)
+        return data
 
 
 def tiered_identity(settings: TieredSettings) -> dict[str, Any]:
@@ -137,7 +150,16 @@ def lane_settings(lane: Mapping[str, Any]) -> TieredSettings:
         recall_k=options.recall_k,
         rules=options.rules(),
         token_counting=str(lane.get("token_counting", TieredSettings.token_counting)),
+        schema_bounds=options.schema_bounds,
+        max_tokens=_call_max_tokens(options.max_tokens),
     )
+
+
+def _call_max_tokens(asked: TieredMaxTokens | None) -> dict[TieredCall, int]:
+    """The kinds of call given a number of their own (``auto`` is resolved by the grid)."""
+    if asked is None:
+        return {}
+    return {call: value for call in TIERED_CALLS if (value := asked.of(call)) is not None}
 
 
 @dataclass
@@ -375,6 +397,7 @@ class TieredStrategy:
 
 
 def _open(context: DesignContext) -> TieredStrategy:
+    settings = lane_settings(context.settings)
     caller = TieredCaller(
         context.backend,
         context.output_mode,
@@ -382,11 +405,13 @@ def _open(context: DesignContext) -> TieredStrategy:
         context.parse_options,
         context.sample,
         context.clock,
+        settings.schema_bounds,
+        settings.max_tokens,
     )
     return TieredStrategy.open(
         caller,
         tiered_store_path(context.store_path),
-        lane_settings(context.settings),
+        settings,
         context.clock,
         ids=context.ids,
     )

@@ -9,8 +9,8 @@ call table counts every call's outcome alike and metrics can still tell them apa
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from memlab.core.llm import Backend, CompletionRequest, GenerationParams, Output
 from memlab.core.parsing import ParseOptions
 from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
 from memlab.core.updater import UpdateResult, ask_backend
+from memlab.memory.tiered_bounds import TieredBounds, bounded_call_schema
 
 __all__ = ["TieredCaller"]
 
@@ -33,6 +34,9 @@ class TieredCaller:
         parse_options: The lane's parse ladder.
         sample: Index of the repeated sample (sent with every request).
         clock: The replay's virtual clock.
+        bounds: Length limits added to each call's schema (``None``: the contracts as they
+            are); replies are still validated against the unbounded contracts.
+        max_tokens: Each kind of call's ``max_tokens`` (a kind left out: ``params``').
     """
 
     backend: Backend
@@ -41,15 +45,22 @@ class TieredCaller:
     parse_options: ParseOptions
     sample: int
     clock: Callable[[], datetime]
+    bounds: TieredBounds | None = None
+    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
 
     def request(self, call: TieredCall, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""
         schema = CALL_CONTRACTS[call].schema
+        if schema is not None and self.bounds is not None:
+            schema = bounded_call_schema(call, self.bounds)
+        params = self.params
+        if call in self.max_tokens:
+            params = replace(params, max_tokens=self.max_tokens[call])
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,
             schema=dict(schema) if schema is not None and self._sends_schema else None,
-            params=self.params,
+            params=params,
             sample=self.sample,
         )
 
