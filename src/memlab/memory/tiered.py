@@ -60,8 +60,14 @@ from memlab.memory.store import TieredStore
 from memlab.memory.strategy import Step
 from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
 from memlab.memory.tiered_calls import TieredCaller
+from memlab.memory.tiered_embedding import (
+    HASHED,
+    Embed,
+    EmbeddingOptions,
+    embedding_identity,
+    open_embedding,
+)
 from memlab.memory.tiered_view import document_view
-from memlab.memory.vectors import HashedEmbedding
 
 __all__ = [
     "EMBEDDING",
@@ -73,9 +79,10 @@ __all__ = [
     "tiered_store_path",
 ]
 
-EMBEDDING = HashedEmbedding(dim=256)
-"""The embedding the store recalls and merges with: hashed words, no model (the same vectors
-on every machine; texts sharing words are similar, paraphrases are not)."""
+EMBEDDING = HASHED
+"""The default embedding the store recalls and merges with: hashed words, no model (the same
+vectors on every machine; texts sharing words are similar, paraphrases are not). A lane may
+choose another (``tiered.embedding``: :mod:`memlab.memory.tiered_embedding`)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class TieredSettings:
         token_counting: How tokens are counted (the lane's ``token_counting``).
         schema_bounds: Length limits of the calls' schemas (``None``: unbounded).
         max_tokens: Each kind of call's ``max_tokens`` (a kind left out: the lane's).
+        embedding: The embedding of recall and merge (``None``: hashed words).
     """
 
     working_tokens: int = 4000
@@ -104,16 +112,19 @@ class TieredSettings:
     token_counting: str = "tiktoken"
     schema_bounds: TieredBounds | None = None
     max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
+    embedding: EmbeddingOptions | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (part of a lane's identity). The settings added since the first
         tiered lanes appear only when set, so those lanes keep their identities."""
-        data = asdict(replace(self, schema_bounds=None, max_tokens={}))
-        del data["schema_bounds"], data["max_tokens"]
+        data = asdict(replace(self, schema_bounds=None, max_tokens={}, embedding=None))
+        del data["schema_bounds"], data["max_tokens"], data["embedding"]
         if self.schema_bounds is not None:
             data["schema_bounds"] = self.schema_bounds.model_dump(mode="json")
         if self.max_tokens:
             data["max_tokens"] = dict(self.max_tokens)
+        if self.embedding is not None:
+            data["embedding"] = self.embedding.model_dump(mode="json", exclude_none=True)
         return data
 
 
@@ -129,7 +140,7 @@ def tiered_identity(settings: TieredSettings) -> dict[str, Any]:
         "settings": settings.to_dict(),
         "prompts": prompts,
         "contracts": contracts,
-        "embedding": {"name": "hashed-words", "dim": EMBEDDING.dim},
+        "embedding": embedding_identity(settings.embedding),
     }
 
 
@@ -152,6 +163,7 @@ def lane_settings(lane: Mapping[str, Any]) -> TieredSettings:
         token_counting=str(lane.get("token_counting", TieredSettings.token_counting)),
         schema_bounds=options.schema_bounds,
         max_tokens=_call_max_tokens(options.max_tokens),
+        embedding=options.embedding,
     )
 
 
@@ -211,14 +223,16 @@ class TieredStrategy:
         settings: TieredSettings,
         clock: Callable[[], datetime],
         ids: Callable[[], str] | None = None,
+        embed: Embed = EMBEDDING,
     ) -> TieredStrategy:
         """A strategy on a fresh database at ``path`` (an earlier one is removed: a replay
-        always starts from an empty memory); ``None``: in memory."""
+        always starts from an empty memory); ``None``: in memory. ``embed``: the
+        embedding of recall and merge."""
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
                 stale.unlink(missing_ok=True)
-        store = TieredStore(path, embed=EMBEDDING, ids=ids)
+        store = TieredStore(path, embed=embed, ids=ids)
         return cls(caller, store, settings, clock)
 
     # ------------------------------------------------------------------ strategy interface
@@ -414,6 +428,7 @@ def _open(context: DesignContext) -> TieredStrategy:
         settings,
         context.clock,
         ids=context.ids,
+        embed=open_embedding(settings.embedding, context.backend),
     )
 
 
