@@ -266,18 +266,21 @@ class HostileServer:
 class EmbeddingServer:
     """Answers ``POST /v1/embeddings`` with the vector ``vectors`` gives each input text
     (``default`` for texts it does not know); with ``status`` set, answers every request
-    with that HTTP status and an error body echoing the ``Authorization`` header. Counts
-    requests and keeps their headers and bodies (an instrument, not a model)."""
+    with that HTTP status and an error body echoing the ``Authorization`` header. With
+    ``chat``, answers ``POST /v1/chat/completions`` with ``chat(body)`` as the reply text.
+    Counts requests and keeps their headers and bodies (an instrument, not a model)."""
 
     def __init__(
         self,
         vectors: dict[str, list[float]],
         default: list[float],
         status: int | None = None,
+        chat: Reply | None = None,
     ) -> None:
         self.vectors = vectors
         self.default = default
         self.status = status
+        self.chat = chat
         self.requests: list[dict[str, Any]] = []
         outer = self
 
@@ -292,10 +295,13 @@ class EmbeddingServer:
                         "body": body,
                     }
                 )
-                if outer.status is not None:
+                payload: Any
+                if outer.chat is not None and self.path.endswith("/chat/completions"):
+                    status, payload = 200, chat_body(outer.chat(body))
+                elif outer.status is not None:
                     auth = self.headers.get("Authorization", "")
                     status = outer.status
-                    payload: Any = {"error": {"message": f"bad key ({auth})\nsee the docs"}}
+                    payload = {"error": {"message": f"bad key ({auth})\nsee the docs"}}
                 else:
                     status = 200
                     texts = body.get("input", [])

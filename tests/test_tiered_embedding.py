@@ -8,6 +8,7 @@ that followed the endpoint is told apart from one that did not.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -25,10 +26,11 @@ from memlab.backends.scripted import ScriptedBackend
 from memlab.core.llm import BackendError, GenerationParams, OutputMode, allow_model_requests
 from memlab.core.parsing import ParseOptions
 from memlab.core.queue import ConversationContext
-from memlab.grids.grid import LaneConfig
+from memlab.grids.grid import Grid, LaneConfig
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import MEMORY_DESIGNS
 from memlab.memory.tiered import TieredStrategy, lane_settings, tiered_identity
+from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 
 T0 = datetime(2025, 1, 1, 9, tzinfo=UTC)
@@ -211,3 +213,64 @@ def test_a_bad_embedding_is_one_line_at_its_key(
     text = str(caught.value)
     assert text.startswith(f"{path}:5: base.tiered.embedding") and message in text
     assert "\n" not in text
+
+
+def _tiered_chat(body: dict[str, Any]) -> str:
+    """A scripted model for the tiered calls (an instrument): each summary keeps the
+    conversation's first line as a key point, every rating is 0.9."""
+    from memlab.core.tiered_prompts import importance_prompt, summary_prompt
+
+    prompt = str(body["messages"][-1]["content"])
+    folded = summary_prompt().parse(prompt)
+    if folded is not None:
+        first = folded["conversation"].strip().splitlines()[0][:80]
+        return json.dumps({"summary": "s", "keyPoints": [first]})
+    rated = importance_prompt().parse(prompt)
+    if rated is not None:
+        count = len(rated["candidates"].splitlines())
+        ratings = [
+            {"index": i, "importance": 0.9, "category": "context"} for i in range(1, count + 1)
+        ]
+        return json.dumps({"ratings": ratings})
+    return json.dumps({"summary": "merged"})
+
+
+def test_a_swept_tiered_lane_embeds_through_the_runs_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with (
+        EmbeddingServer({}, default=[0.5, 0.5], chat=_tiered_chat) as server,
+        allow_model_requests(),
+    ):
+        grid = Grid.from_mapping(
+            {
+                "name": "embedded",
+                "max_owners": 1,
+                "max_sessions": 2,
+                "base": {
+                    "backend": "openai:chat-model",
+                    "memory": "tiered",
+                    "tiered": {
+                        "embedding": {"kind": "openai", "model": "e", "base_url": server.base_url}
+                    },
+                },
+            }
+        )
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        cache = tmp_path / "cache"
+
+        def embeddings() -> int:
+            return sum(r["path"].endswith("/embeddings") for r in server.requests)
+
+        run = sweep("personas", grid, runs_dir=tmp_path / "a", progress=False, cache_dir=cache)
+        first, asked = embeddings(), len(server.requests)
+        calls = run.calls
+        assert calls.loc[calls["call"] == "importance", "saved"].any()  # memories were made
+        assert first > 0 and asked > first  # chat calls and embeddings both went out
+        again = sweep("personas", grid, runs_dir=tmp_path / "b", progress=False, cache_dir=cache)
+        assert len(server.requests) == asked  # the second run asked the server nothing
+        assert again.calls["error"].isna().all() and again.calls["cached"].any()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
