@@ -274,3 +274,26 @@ def test_a_swept_tiered_lane_embeds_through_the_runs_cache(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_wordllama_missing_is_a_grid_error_before_any_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlab.backends import embeddings as loader
+    from memlab.grids.grid import GridError
+
+    def no_wordllama() -> Any:
+        raise ImportError("No module named 'wordllama'")
+
+    monkeypatch.setattr(loader, "_import_wordllama", no_wordllama)
+    monkeypatch.setattr(loader.WordLlamaEmbedder, "_models", {})
+    path = tmp_path / "grid.yaml"
+    path.write_text(
+        "name: g\nbase:\n  memory: tiered\n  tiered:\n    embedding: wordllama\n", encoding="utf-8"
+    )
+    with pytest.raises(GridError) as caught:
+        load_grid(path)
+    assert str(caught.value) == (
+        f"{path}:5: base.tiered.embedding: tiered.embedding wordllama needs the optional "
+        "extra: pip install 'memlab[embeddings]'"
+    )

@@ -38,6 +38,7 @@ __all__ = [
     "Embed",
     "EmbeddingOptions",
     "embedding_identity",
+    "embedding_problem",
     "normalize_embedding",
     "open_embedding",
 ]
@@ -109,6 +110,18 @@ def embedding_identity(options: EmbeddingOptions | None) -> dict[str, Any]:
     }
 
 
+def embedding_problem(options: EmbeddingOptions | None) -> str | None:
+    """Why ``options`` cannot be opened on this machine (``None``: it can), checked before a
+    sweep replays anything: the ``wordllama`` model must load (it then stays loaded)."""
+    if options is None or options.kind != "wordllama":
+        return None
+    try:
+        open_embedding(options)
+    except EmbeddingsUnavailableError as exc:
+        return str(exc)
+    return None
+
+
 def open_embedding(options: EmbeddingOptions | None, backend: Backend | None = None) -> Embed:
     """The embedding function ``options`` name; an endpoint's requests go through
     ``backend``'s response cache when it is one.
@@ -123,10 +136,12 @@ def open_embedding(options: EmbeddingOptions | None, backend: Backend | None = N
         try:
             embedder = WordLlamaEmbedder(options.dim or 256)
         except EmbeddingsUnavailableError as exc:
-            raise EmbeddingsUnavailableError(
-                "tiered.embedding wordllama needs the optional extra: pip install "
-                f"'memlab[embeddings]' ({exc})"
-            ) from None
+            why = (
+                "needs the optional extra: pip install 'memlab[embeddings]'"
+                if isinstance(exc.__cause__, ImportError)
+                else f"cannot be loaded here: {exc}"
+            )
+            raise EmbeddingsUnavailableError(f"tiered.embedding wordllama {why}") from None
         return lambda texts: np.asarray(embedder.embed(list(texts)), dtype=np.float32)
     endpoint = OpenAICompatibleEmbeddings(str(options.model), base_url=options.base_url)
     cache = backend if isinstance(backend, CachedBackend) else None
