@@ -56,13 +56,12 @@ from memlab.core.updater import UpdateResult
 from memlab.memory.design import DesignContext, MemoryDesign
 from memlab.memory.items import ForgettingRules
 from memlab.memory.options import TieredOptions
-from memlab.memory.store import TieredStore
+from memlab.memory.store import Embed, TieredStore
 from memlab.memory.strategy import Step
 from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
 from memlab.memory.tiered_calls import TieredCaller
 from memlab.memory.tiered_embedding import (
     HASHED,
-    Embed,
     EmbeddingOptions,
     embedding_identity,
     open_embedding,

@@ -16,7 +16,6 @@ Every choice but the default enters the lane's point id and identity
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -31,20 +30,17 @@ from memlab.backends.embeddings import (
 )
 from memlab.backends.openai_compat import OpenAICompatibleEmbeddings
 from memlab.core.llm import Backend
+from memlab.memory.store import Embed
 from memlab.memory.vectors import HashedEmbedding
 
 __all__ = [
     "HASHED",
-    "Embed",
     "EmbeddingOptions",
     "embedding_identity",
     "embedding_problem",
     "normalize_embedding",
     "open_embedding",
 ]
-
-Embed = Callable[[Sequence[str]], np.ndarray]
-"""Texts to vectors, one row each."""
 
 HASHED = HashedEmbedding(dim=256)
 """The default embedding (hashed words, no model)."""
