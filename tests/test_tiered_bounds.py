@@ -250,3 +250,15 @@ def test_a_bounded_sweep_sends_each_call_its_schema_and_max_tokens(tmp_path: Pat
     for call, requests in kinds.items():
         expected = call_reply_tokens(call, TieredBounds(**bounds), "server")  # sim: unknown
         assert {r.params.max_tokens for r in requests} <= {expected}
+
+
+def test_options_built_in_code_are_resolved_like_a_grids() -> None:
+    pytest.importorskip("llama_cpp")
+    from memlab.memory.options import TieredOptions
+
+    options = TieredOptions(schema_bounds=SMALL)
+    lane = LaneConfig(memory="tiered", output_mode="json_schema", tiered=options)
+    dialect = "server"  # the default backend, scripted, is not the local one
+    assert tiered_settings(lane).max_tokens == {
+        call: call_reply_tokens(call, SMALL, dialect) for call in TIERED_CALLS
+    }

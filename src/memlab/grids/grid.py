@@ -274,11 +274,16 @@ class LaneConfig(BaseModel):
     @classmethod
     def _auto_tiered_max_tokens(cls, data: Any) -> Any:
         """Each tiered call's ``max_tokens: auto``: its worst case under the tiered bounds."""
-        if not isinstance(data, Mapping) or not isinstance(data.get("tiered"), Mapping):
+        if not isinstance(data, Mapping):
+            return data
+        tiered = data.get("tiered")
+        if isinstance(tiered, TieredOptions):  # built in code: resolved like a grid's
+            tiered = tiered.changed()
+        if not isinstance(tiered, Mapping):
             return data
         backend = str(data.get("backend", cls.model_fields["backend"].default))
         try:
-            tiered = resolve_auto_max_tokens(data["tiered"], dialect_for(backend))
+            tiered = resolve_auto_max_tokens(tiered, dialect_for(backend))
         except (ValueError, MemlabError) as exc:
             raise _setting_error("tiered", str(exc)) from None
         return {**data, "tiered": tiered}
@@ -535,12 +540,18 @@ class Grid(BaseModel):
             return
         dialect = dialect_for(lane.backend)
         for call in TIERED_CALLS:
-            value, bound = asked.of(call), call_reply_tokens(call, bounds, dialect)
+            value = asked.of(call)
+            key = next(
+                (k for k, v in self.values("tiered") if _asked(v, call) == value), "base.tiered"
+            )
+            try:
+                bound = call_reply_tokens(call, bounds, dialect)
+            except MemlabError as exc:
+                raise self.error(
+                    f"{key}.max_tokens.{call}",
+                    f"cannot compute the {call} call's worst case: {exc}",
+                ) from None
             if value is not None and value < bound:
-                key = next(
-                    (k for k, v in self.values("tiered") if _asked(v, call) == value),
-                    "base.tiered",
-                )
                 raise self.error(
                     f"{key}.max_tokens.{call}",
                     f"max_tokens {value} < worst case {bound} of the {call} call under these "
