@@ -33,7 +33,16 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["SECRET", "FakeServer", "HostileServer", "Reply", "chat_body", "escaped", "update_with"]
+__all__ = [
+    "SECRET",
+    "EmbeddingServer",
+    "FakeServer",
+    "HostileServer",
+    "Reply",
+    "chat_body",
+    "escaped",
+    "update_with",
+]
 
 SECRET = "sk-probe-7f3a9c1e5b2d4086"
 """The API key tests give the backend; no byte memlab writes may contain it."""
@@ -252,3 +261,86 @@ class HostileServer:
             self._stop.wait(600)
         else:
             raise ValueError(f"unknown mode {self.mode!r}")
+
+
+class EmbeddingServer:
+    """Answers ``POST /v1/embeddings`` with the vector ``vectors`` gives each input text
+    (``default`` for texts it does not know); with ``status`` set, answers every request
+    with that HTTP status and an error body echoing the ``Authorization`` header. With
+    ``chat``, answers ``POST /v1/chat/completions`` with ``chat(body)`` as the reply text.
+    Counts requests and keeps their headers and bodies (an instrument, not a model)."""
+
+    def __init__(
+        self,
+        vectors: dict[str, list[float]],
+        default: list[float],
+        status: int | None = None,
+        chat: Reply | None = None,
+    ) -> None:
+        self.vectors = vectors
+        self.default = default
+        self.status = status
+        self.chat = chat
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                outer.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
+                payload: Any
+                if outer.chat is not None and self.path.endswith("/chat/completions"):
+                    status, payload = 200, chat_body(outer.chat(body))
+                elif outer.status is not None:
+                    auth = self.headers.get("Authorization", "")
+                    status = outer.status
+                    payload = {"error": {"message": f"bad key ({auth})\nsee the docs"}}
+                else:
+                    status = 200
+                    texts = body.get("input", [])
+                    payload = {
+                        "object": "list",
+                        "model": body.get("model"),
+                        "data": [
+                            {
+                                "object": "embedding",
+                                "index": i,
+                                "embedding": outer.vectors.get(text, outer.default),
+                            }
+                            for i, text in enumerate(texts)
+                        ],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                data = json.dumps(payload).encode()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> EmbeddingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

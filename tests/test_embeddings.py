@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
+from memlab.backends import embeddings as embeddings_module  # where the loader lives
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.grids.grid import Grid
-from memlab.matching import embeddings as embeddings_module
 from memlab.matching.embeddings import (
     EmbeddingDuplicates,
     EmbeddingsUnavailableError,

@@ -7,6 +7,7 @@ credentials in what is shown.
 - :func:`completion_fields` reads a chat completion from the raw body and says exactly what is
   wrong when the body is not one (not JSON, empty, wrongly shaped): an HTTP 200 is not a
   reply until its body says so.
+- :func:`embedding_vectors` does the same for an embeddings body (``/v1/embeddings``).
 - :func:`split_credentials` takes ``user:password@`` out of a base URL (they are sent as
   HTTP Basic authentication instead, so no logged URL carries them); :func:`display_url`
   is a URL without them, for messages.
@@ -31,6 +32,7 @@ __all__ = [
     "bounded_http_client",
     "completion_fields",
     "display_url",
+    "embedding_vectors",
     "split_credentials",
     "too_large",
 ]
@@ -193,6 +195,42 @@ def _cached_tokens(usage: dict[str, Any]) -> int:
     (``usage.prompt_tokens_details.cached_tokens``; 0 when not reported)."""
     details = usage.get("prompt_tokens_details")
     return _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+
+
+def embedding_vectors(body: bytes, count: int) -> list[list[float]]:
+    """Read ``count`` embedding vectors (in input order) from an embeddings response body.
+
+    Raises:
+        ValueError: The body is not such a response; the message says what is wrong.
+    """
+    if not body.strip():
+        raise ValueError("the body is empty")
+    try:
+        data = loads_json(body)
+    except ValueError as exc:
+        raise ValueError(
+            f"the body is not JSON ({excerpt(str(exc), 80)}): {_start(body)}"
+        ) from None
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) != count:
+        got = len(items) if isinstance(items, list) else "no"
+        raise ValueError(f"the body has {got} 'data' items for {count} inputs: {_start(body)}")
+    vectors: list[list[float] | None] = [None] * count
+    for position, item in enumerate(items):
+        index = item.get("index", position) if isinstance(item, dict) else None
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if type(index) is not int or not 0 <= index < count or vectors[index] is not None:
+            raise ValueError(f"'data[{position}].index' is not a new input index")
+        if not isinstance(vector, list) or not vector or not all(_is_number(x) for x in vector):
+            raise ValueError(f"'data[{position}].embedding' is not a list of numbers")
+        vectors[index] = [float(x) for x in vector]
+    if len({len(v) for v in vectors if v is not None}) != 1:
+        raise ValueError("the vectors differ in length")
+    return [v for v in vectors if v is not None]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 def _count(value: Any) -> int:

@@ -42,7 +42,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -266,6 +266,44 @@ class CachedBackend:
         self._store(Path(name), key, model, request, completion)
         return completion
 
+    def serve(
+        self, kind: str, request: Mapping[str, Any], fetch: Callable[[], Completion]
+    ) -> Completion:
+        """A request of another kind than a chat completion (e.g. ``embeddings``), served
+        from the cache or by ``fetch``, in the cache's mode.
+
+        Its key is the SHA-256 of ``{"format", "kind", **request}`` (a chat request's key
+        document has no ``kind``, so the two never share a key); its entry has the same
+        layout, with ``request`` plus its kind as the summary and ``fetch``'s reply as the
+        completion, so listing, pruning and snapshots treat it as any entry.
+
+        Raises:
+            CacheMissError: Read-only mode and the request is not cached.
+            CacheCorruptError: Read-only mode and the entry is corrupt.
+            CacheError: The entry cannot be read or written (I/O).
+        """
+        if self.mode is CacheMode.OFF:
+            self._count("backend_calls")
+            return fetch()
+        summary = {"kind": kind, **request}
+        key = hashlib.sha256(canonical({"format": _cache_text.CACHE_FORMAT, **summary})).hexdigest()
+        name = _entry_name(self._dir_text, key)
+        cached = self._load(name, key)
+        if cached is not None:
+            self._count("hits")
+            _touch(name)
+            return cached
+        self._count("misses")
+        if self.mode is CacheMode.READ_ONLY:
+            raise CacheMissError(
+                f"Response cache miss in read-only mode: {kind} request key={key} in "
+                f"{self.cache_dir}. Re-record it by running once with cache mode 'read_write'."
+            )
+        self._count("backend_calls")
+        completion = fetch()
+        self._write(Path(name), key, summary, completion)
+        return completion
+
     def put(self, request: CompletionRequest, completion: Completion) -> None:
         """Store ``completion``, which another process got for ``request``, unless it is cached.
 
@@ -358,13 +396,18 @@ class CachedBackend:
         request: CompletionRequest,
         completion: Completion,
     ) -> None:
+        self._write(path, key, request_summary(self.backend.name, model, request), completion)
+
+    def _write(
+        self, path: Path, key: str, summary: Mapping[str, Any], completion: Completion
+    ) -> None:
         stored = completion.to_dict()
         stored.pop("cached", None)
         entry = {
             "format": _cache_text.CACHE_FORMAT,  # read where it is defined (tests change it)
             "key": key,
             "created_at": _utc_now_iso(),
-            "request": request_summary(self.backend.name, model, request),
+            "request": dict(summary),
             "completion": stored,
         }
         entry = redact(entry, secret_values(self._secret_values))

@@ -39,6 +39,7 @@ from memlab.backends._http import (
     bounded_http_client,
     completion_fields,
     display_url,
+    embedding_vectors,
     split_credentials,
     too_large,
 )
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
     "OpenAICompatibleBackend",
+    "OpenAICompatibleEmbeddings",
     "SchemaTransport",
     "to_strict_schema",
 ]
@@ -403,6 +405,115 @@ class OpenAICompatibleBackend:
                 "'json_object' or 'free'."
             )
         return message
+
+
+class OpenAICompatibleEmbeddings:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint, through the same
+    bounded HTTP client, retry policy, credential handling and one-line errors as
+    :class:`OpenAICompatibleBackend` (whose arguments these are).
+
+    Raises:
+        BackendError: No API key and no base URL.
+    """
+
+    name = "openai-embeddings"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url, auth = split_credentials(
+            base_url or os.environ.get("OPENAI_BASE_URL") or None
+        )
+        if auth is not None:
+            for credential in (*auth, basic_token(*auth)):
+                remember_secret(credential)
+        self._where = display_url(self.base_url)
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        remember_secret(key)
+        if key is None and self.base_url is None:
+            raise BackendError(
+                "The OpenAI-compatible embeddings endpoint needs an API key or a server URL: "
+                "set OPENAI_API_KEY or OPENAI_BASE_URL, or give base_url"
+            )
+        import openai
+
+        self._client = openai.OpenAI(
+            api_key=key or _NO_KEY,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=bounded_http_client(MAX_REPLY_BYTES, auth),
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """The model and the server it is on (never the URL's user information)."""
+        parts = urlsplit(self.base_url or "https://api.openai.com")
+        host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+        return {"model": self.model, "host": host}
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleEmbeddings(model={self.model!r}, base_url={self._where!r})"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order (one request, retried as chat requests are).
+
+        Raises:
+            BackendError: One line: the request was rejected, the body is not an embeddings
+                response, or retries were exhausted.
+        """
+        describe = f"OpenAI-compatible embeddings request to {self._where}"
+        raw = self.retry.run(lambda remaining: self._attempt(texts, remaining), describe=describe)
+        try:
+            return embedding_vectors(raw, len(texts))
+        except ValueError as exc:
+            raise BackendError(
+                redact_text(
+                    f"the server at {self._where} answered HTTP 200 with a body that is not "
+                    f"an embeddings response: {exc}; check that base_url points to an "
+                    "OpenAI-compatible /v1 endpoint serving embeddings"
+                )
+            ) from None
+
+    def _attempt(self, texts: list[str], remaining: float | None) -> bytes:
+        check_model_requests_allowed(self.name)
+        import openai
+
+        timeout = self.timeout if remaining is None else max(0.5, min(self.timeout, remaining))
+        try:
+            response = self._client.embeddings.with_raw_response.create(
+                model=self.model, input=texts, encoding_format="float", timeout=timeout
+            )
+            return bytes(response.content)
+        except openai.APITimeoutError as exc:
+            raise RetryableError(f"timed out after {timeout:g}s") from exc
+        except openai.APIConnectionError as exc:
+            large = too_large(exc)
+            if large is not None:
+                raise BackendError(f"the server at {self._where}: {large}") from None
+            raise RetryableError(redact_text(f"connection error: {exc}")) from exc
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in _RETRYABLE_STATUS or status >= 500:
+                retry_after = parse_retry_after(dict(exc.response.headers))
+                raise RetryableError(
+                    f"HTTP {status}: {_short(exc)}", retry_after=retry_after, status=status
+                ) from exc
+            hint = " Check OPENAI_API_KEY / api_key." if status in (401, 403) else ""
+            raise BackendError(
+                f"The server at {self._where} rejected the embeddings request with HTTP "
+                f"{status}: {_short(exc)}{hint}"
+            ) from None
+        except ReplyTooLargeError as exc:
+            raise BackendError(f"the server at {self._where}: {exc}") from None
 
 
 def _short(exc: Exception, limit: int = 500) -> str:

@@ -57,6 +57,7 @@ from memlab.core.contract import SchemaBounds
 from memlab.core.llm import OutputMode
 from memlab.core.parsing import parse_options_for
 from memlab.core.safe_names import unsafe_reason
+from memlab.core.tiered_prompts import TIERED_CALLS
 from memlab.errors import MemlabError, excerpt
 from memlab.grids.design_options import (
     DESIGN_OPTIONS_FIELD,
@@ -70,6 +71,7 @@ from memlab.grids.qa_spec import QASpec
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
 from memlab.memory.policies import DEFAULT_POLICY
+from memlab.memory.tiered_bounds import call_reply_tokens, resolve_auto_max_tokens
 from memlab.scoring.metric_specs import primary_metrics
 
 __all__ = [
@@ -301,8 +303,34 @@ class LaneConfig(BaseModel):
             )
         return {**data, "max_tokens": bound}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_tiered_max_tokens(cls, data: Any) -> Any:
+        """Each tiered call's ``max_tokens: auto``: its worst case under the tiered bounds."""
+        if not isinstance(data, Mapping):
+            return data
+        tiered = data.get("tiered")
+        if isinstance(tiered, TieredOptions):  # built in code: resolved like a grid's
+            tiered = tiered.changed()
+        if not isinstance(tiered, Mapping):
+            return data
+        backend = str(data.get("backend", cls.model_fields["backend"].default))
+        try:
+            tiered = resolve_auto_max_tokens(tiered, dialect_for(backend))
+        except (ValueError, MemlabError) as exc:
+            raise _setting_error("tiered", str(exc)) from None
+        return {**data, "tiered": tiered}
+
     @model_validator(mode="after")
     def _bounds_need_a_schema(self) -> LaneConfig:
+        unbounded_mode = self.output_mode is not OutputMode.JSON_SCHEMA
+        if self.tiered.schema_bounds is not None and unbounded_mode:
+            raise _setting_error(
+                "tiered",
+                "tiered.schema_bounds only applies to output_mode json_schema (they bound the "
+                f"grammar); remove them or set output_mode: json_schema (got "
+                f"{self.output_mode.value})",
+            )
         if self.schema_bounds is not None and self.output_mode is not OutputMode.JSON_SCHEMA:
             raise ValueError(
                 "schema_bounds only applies to output_mode json_schema (it bounds the grammar); "
@@ -533,6 +561,7 @@ class Grid(BaseModel):
             GridError: At the ``max_tokens`` key of the first lane below its worst case.
         """
         for lane in self.lanes():
+            self._check_tiered_max_tokens(lane)
             if lane.schema_bounds is None:
                 continue
             bound = _reply_bound(lane.schema_bounds, lane.backend)
@@ -542,6 +571,32 @@ class Grid(BaseModel):
                     f"max_tokens {lane.max_tokens} < worst case {bound} for these bounds (the "
                     f"longest reply their grammar admits for {lane.backend}, in tokens); set "
                     "max_tokens: auto or lower schema_bounds",
+                )
+
+    def _check_tiered_max_tokens(self, lane: LaneConfig) -> None:
+        """Each bounded tiered call's ``max_tokens`` covers its worst case."""
+        bounds, asked = lane.tiered.schema_bounds, lane.tiered.max_tokens
+        if bounds is None or asked is None:
+            return
+        dialect = dialect_for(lane.backend)
+        for call in TIERED_CALLS:
+            value = asked.of(call)
+            key = next(
+                (k for k, v in self.values("tiered") if _asked(v, call) == value), "base.tiered"
+            )
+            try:
+                bound = call_reply_tokens(call, bounds, dialect)
+            except MemlabError as exc:
+                raise self.error(
+                    f"{key}.max_tokens.{call}",
+                    f"cannot compute the {call} call's worst case: {exc}",
+                ) from None
+            if value is not None and value < bound:
+                raise self.error(
+                    f"{key}.max_tokens.{call}",
+                    f"max_tokens {value} < worst case {bound} of the {call} call under these "
+                    f"tiered.schema_bounds (the longest reply their grammar admits for "
+                    f"{lane.backend}, in tokens); set it to auto or lower tiered.schema_bounds",
                 )
 
     def key_of(self, field: str, value: Any) -> str:
@@ -619,6 +674,12 @@ class Grid(BaseModel):
         grid._lines = line_map
         grid.lanes()
         return grid
+
+
+def _asked(tiered: Any, call: str) -> Any:
+    """The ``max_tokens`` a grid's raw ``tiered`` value gives ``call`` (``None``: none)."""
+    asked = tiered.get("max_tokens") if isinstance(tiered, Mapping) else None
+    return asked.get(call) if isinstance(asked, Mapping) else None
 
 
 def _validate_field(grid: Grid, key: str, field: str, value: Any) -> None:

@@ -20,12 +20,11 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from memlab.errors import MemlabError
+from memlab.backends.embeddings import EmbeddingsUnavailableError, WordLlamaEmbedder
 
 __all__ = [
     "Embedder",
@@ -39,10 +38,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_THRESHOLD = 0.8
 
 
-class EmbeddingsUnavailableError(MemlabError, RuntimeError):
-    """The optional embedding model is not installed."""
-
-
 class Embedder(Protocol):
     """Turns texts into vectors; rows of the result correspond to ``texts``."""
 
@@ -51,77 +46,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Any:
         """Return an array-like of shape ``(len(texts), dim)``."""
         ...
-
-
-class WordLlamaEmbedder:
-    """Embeddings from the model bundled in the ``wordllama`` package (offline).
-
-    Args:
-        dim: Vector size, one the bundled model offers (64, 128 or 256).
-
-    Raises:
-        EmbeddingsUnavailableError: ``wordllama`` is not installed or its bundled files are
-            missing.
-    """
-
-    _models: ClassVar[dict[int, Any]] = {}
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self, dim: int = 256) -> None:
-        self.dim = dim
-        self.name = f"wordllama-l2_supercat-{dim}"
-        self._model = self._load(dim)
-
-    @classmethod
-    def _load(cls, dim: int) -> Any:
-        with cls._lock:
-            if dim in cls._models:
-                return cls._models[dim]
-            try:
-                wordllama = _import_wordllama()
-            except ImportError as exc:
-                raise EmbeddingsUnavailableError(
-                    "near-duplicates by embeddings need the optional extra: "
-                    "pip install 'memlab[embeddings]'"
-                ) from exc
-            package = Path(wordllama.__file__).parent
-            try:
-                # Files are looked up in the package itself; downloads stay off, so a missing
-                # file is an error instead of a request to the network.
-                model = wordllama.WordLlama.load(
-                    trunc_dim=None if dim == 256 else dim,
-                    cache_dir=package,
-                    disable_download=True,
-                )
-            except (FileNotFoundError, ValueError) as exc:
-                raise EmbeddingsUnavailableError(
-                    f"cannot load the model bundled with wordllama from {package}: {exc}. "
-                    "Reinstall it with pip install --force-reinstall 'memlab[embeddings]'"
-                ) from exc
-            logger.info("loaded the wordllama embedding model (dim %d) from %s", dim, package)
-            cls._models[dim] = model
-            return model
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        """Return unit-length vectors, one row per text."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        with np.errstate(invalid="ignore", divide="ignore"):  # empty texts: 0/0 when normed
-            return self._model.embed(list(texts), norm=True)
-
-
-def _import_wordllama() -> Any:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    import wordllama
-
-    # wordllama calls logging.basicConfig(level=INFO) when imported; undo that so the
-    # application's own logging setup stays as it was.
-    for handler in root.handlers[:]:
-        if handler not in handlers:
-            root.removeHandler(handler)
-    root.setLevel(level)
-    return wordllama
 
 
 @dataclass

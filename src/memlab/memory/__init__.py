@@ -13,7 +13,9 @@ session summaries and forgetting.
   (:mod:`~memlab.memory.tiered`: working memory, session summaries, importance-rated semantic
   memories, episodes, forgetting on the virtual clock).
 
-It depends on ``memlab.core`` only; an embedding function is passed in.
+The store takes its embedding function as an argument; the tiered design opens the one its
+lane chooses (:mod:`~memlab.memory.tiered_embedding`) and bounds its calls
+(:mod:`~memlab.memory.tiered_bounds`) with ``memlab.backends``.
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlab.memory.items import ForgettingRules
+from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
+from memlab.memory.tiered_embedding import EmbeddingOptions, normalize_embedding
 
 __all__ = ["TieredOptions"]
 
@@ -46,6 +48,22 @@ class TieredOptions(BaseModel):
     """Age in days after which a memory may be compressed."""
     compress_min: int = Field(10, ge=1, le=10_000, strict=True)
     """How many such memories there must be before one LLM call compresses them."""
+
+    schema_bounds: TieredBounds | None = None
+    """Length limits of the tiered calls' schemas in ``json_schema`` mode (``None``: the
+    contracts as they are); see :mod:`memlab.memory.tiered_bounds`."""
+    max_tokens: TieredMaxTokens | None = None
+    """Most tokens each kind of call's reply may take (``auto``: its worst case under
+    ``schema_bounds``, the default once they are set); ``None``: the lane's ``max_tokens``."""
+
+    embedding: EmbeddingOptions | None = None
+    """The embedding recall and merge use: ``hashed`` (``None``, the default), ``wordllama``
+    or an OpenAI-compatible endpoint; see :mod:`memlab.memory.tiered_embedding`."""
+
+    @field_validator("embedding", mode="before")
+    @classmethod
+    def _embedding_shorthand(cls, value: Any) -> Any:
+        return normalize_embedding(value)
 
     def changed(self) -> dict[str, Any]:
         """The options that differ from the defaults (what a lane's dumps write)."""

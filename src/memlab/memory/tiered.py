@@ -29,7 +29,7 @@ document through :func:`~memlab.memory.tiered_view.document_view`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from memlab.core.queue import ConversationContext
 from memlab.core.tiered_prompts import (
     CALL_CONTRACTS,
     TIERED_CALLS,
+    TieredCall,
     compression_prompt,
     importance_prompt,
     summary_prompt,
@@ -55,11 +56,17 @@ from memlab.core.updater import UpdateResult
 from memlab.memory.design import DesignContext, MemoryDesign
 from memlab.memory.items import ForgettingRules
 from memlab.memory.options import TieredOptions
-from memlab.memory.store import TieredStore
+from memlab.memory.store import Embed, TieredStore
 from memlab.memory.strategy import Step
+from memlab.memory.tiered_bounds import TieredBounds, TieredMaxTokens
 from memlab.memory.tiered_calls import TieredCaller
+from memlab.memory.tiered_embedding import (
+    HASHED,
+    EmbeddingOptions,
+    embedding_identity,
+    open_embedding,
+)
 from memlab.memory.tiered_view import document_view
-from memlab.memory.vectors import HashedEmbedding
 
 __all__ = [
     "EMBEDDING",
@@ -71,9 +78,10 @@ __all__ = [
     "tiered_store_path",
 ]
 
-EMBEDDING = HashedEmbedding(dim=256)
-"""The embedding the store recalls and merges with: hashed words, no model (the same vectors
-on every machine; texts sharing words are similar, paraphrases are not)."""
+EMBEDDING = HASHED
+"""The default embedding the store recalls and merges with: hashed words, no model (the same
+vectors on every machine; texts sharing words are similar, paraphrases are not). A lane may
+choose another (``tiered.embedding``: :mod:`memlab.memory.tiered_embedding`)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,9 @@ class TieredSettings:
             behaviour); false: memories decay from their creation, recalled or not.
         rules: The store's forgetting rules.
         token_counting: How tokens are counted (the lane's ``token_counting``).
+        schema_bounds: Length limits of the calls' schemas (``None``: unbounded).
+        max_tokens: Each kind of call's ``max_tokens`` (a kind left out: the lane's).
+        embedding: The embedding of recall and merge (``None``: hashed words).
     """
 
     working_tokens: int = 4000
@@ -101,13 +112,24 @@ class TieredSettings:
     rules: ForgettingRules = field(default_factory=ForgettingRules)
     token_counting: str = "tiktoken"
     recall_refreshes: bool = True
+    schema_bounds: TieredBounds | None = None
+    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
+    embedding: EmbeddingOptions | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (part of a lane's identity). ``recall_refreshes`` is left out at
-        its default, so lanes recorded before the setting keep their ids."""
-        data = asdict(self)
+        """JSON-ready form (part of a lane's identity). The settings added since the first
+        tiered lanes appear only when set (``recall_refreshes`` only when false), so those
+        lanes keep their identities."""
+        data = asdict(replace(self, schema_bounds=None, max_tokens={}, embedding=None))
+        del data["schema_bounds"], data["max_tokens"], data["embedding"]
         if self.recall_refreshes:
             del data["recall_refreshes"]
+        if self.schema_bounds is not None:
+            data["schema_bounds"] = self.schema_bounds.model_dump(mode="json")
+        if self.max_tokens:
+            data["max_tokens"] = dict(self.max_tokens)
+        if self.embedding is not None:
+            data["embedding"] = self.embedding.model_dump(mode="json", exclude_none=True)
         return data
 
 
@@ -123,7 +145,7 @@ def tiered_identity(settings: TieredSettings) -> dict[str, Any]:
         "settings": settings.to_dict(),
         "prompts": prompts,
         "contracts": contracts,
-        "embedding": {"name": "hashed-words", "dim": EMBEDDING.dim},
+        "embedding": embedding_identity(settings.embedding),
     }
 
 
@@ -145,7 +167,17 @@ def lane_settings(lane: Mapping[str, Any]) -> TieredSettings:
         recall_refreshes=options.recall_refreshes,
         rules=options.rules(),
         token_counting=str(lane.get("token_counting", TieredSettings.token_counting)),
+        schema_bounds=options.schema_bounds,
+        max_tokens=_call_max_tokens(options.max_tokens),
+        embedding=options.embedding,
     )
+
+
+def _call_max_tokens(asked: TieredMaxTokens | None) -> dict[TieredCall, int]:
+    """The kinds of call given a number of their own (``auto`` is resolved by the grid)."""
+    if asked is None:
+        return {}
+    return {call: value for call in TIERED_CALLS if (value := asked.of(call)) is not None}
 
 
 @dataclass
@@ -197,14 +229,16 @@ class TieredStrategy:
         settings: TieredSettings,
         clock: Callable[[], datetime],
         ids: Callable[[], str] | None = None,
+        embed: Embed = EMBEDDING,
     ) -> TieredStrategy:
         """A strategy on a fresh database at ``path`` (an earlier one is removed: a replay
-        always starts from an empty memory); ``None``: in memory."""
+        always starts from an empty memory); ``None``: in memory. ``embed``: the
+        embedding of recall and merge."""
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
                 stale.unlink(missing_ok=True)
-        store = TieredStore(path, embed=EMBEDDING, ids=ids)
+        store = TieredStore(path, embed=embed, ids=ids)
         return cls(caller, store, settings, clock)
 
     # ------------------------------------------------------------------ strategy interface
@@ -384,6 +418,7 @@ class TieredStrategy:
 
 
 def _open(context: DesignContext) -> TieredStrategy:
+    settings = lane_settings(context.settings)
     caller = TieredCaller(
         context.backend,
         context.output_mode,
@@ -391,13 +426,16 @@ def _open(context: DesignContext) -> TieredStrategy:
         context.parse_options,
         context.sample,
         context.clock,
+        bounds=settings.schema_bounds,
+        max_tokens=settings.max_tokens,
     )
     return TieredStrategy.open(
         caller,
         tiered_store_path(context.store_path),
-        lane_settings(context.settings),
+        settings,
         context.clock,
         ids=context.ids,
+        embed=open_embedding(settings.embedding, context.backend),
     )
 
 

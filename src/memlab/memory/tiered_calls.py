@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from memlab.core.contract import ReplyContract
 from memlab.core.llm import Backend, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.parsing import ParseOptions
-from memlab.core.tiered_prompts import CALL_CONTRACTS
+from memlab.core.tiered_prompts import CALL_CONTRACTS, TieredCall
 from memlab.core.updater import UpdateResult, ask_backend
+from memlab.memory.tiered_bounds import TieredBounds, bounded_call_schema
 
 __all__ = ["TieredCaller"]
 
@@ -36,6 +37,9 @@ class TieredCaller:
         clock: The replay's virtual clock.
         contracts: The reply contract of each kind of call (the tiered memory's by default;
             the procedural memory passes its own).
+        bounds: Length limits added to each call's schema (``None``: the contracts as they
+            are); replies are still validated against the unbounded contracts.
+        max_tokens: Each kind of call's ``max_tokens`` (a kind left out: ``params``').
     """
 
     backend: Backend
@@ -47,15 +51,22 @@ class TieredCaller:
     contracts: Mapping[str, ReplyContract] = field(
         default_factory=lambda: {str(k): v for k, v in CALL_CONTRACTS.items()}
     )
+    bounds: TieredBounds | None = None
+    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
 
     def request(self, call: str, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""
         schema = self.contracts[call].schema
+        if schema is not None and self.bounds is not None and call in CALL_CONTRACTS:
+            schema = bounded_call_schema(cast(TieredCall, call), self.bounds)
+        params = self.params
+        if call in self.max_tokens:
+            params = replace(params, max_tokens=self.max_tokens[cast(TieredCall, call)])
         return CompletionRequest(
             messages=[{"role": "user", "content": prompt}],
             mode=self.output_mode,
             schema=dict(schema) if schema is not None and self._sends_schema else None,
-            params=self.params,
+            params=params,
             sample=self.sample,
         )
 

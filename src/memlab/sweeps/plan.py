@@ -52,6 +52,7 @@ from memlab.grids.owners import select_owners
 from memlab.memory.designs import UnknownDesignError, memory_design
 from memlab.memory.policies import DEFAULT_POLICY, UnknownPolicyError, injection_policy
 from memlab.memory.tiered import TieredSettings, lane_settings
+from memlab.memory.tiered_embedding import embedding_problem
 from memlab.runs.rundir import RunDir
 from memlab.scoring.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
@@ -318,6 +319,10 @@ def _check_backends(grid: Grid) -> None:
                 "(e.g. 'local:smollm2', 'openai:gpt-4o-mini', 'scripted')",
             ) from None
     _check_output_modes(grid)
+    for config in grid.lanes():
+        problem = embedding_problem(config.tiered.embedding)
+        if problem is not None:
+            raise grid.error(f"{grid.key_of('tiered', None)}.embedding", problem)
 
 
 def _check_output_modes(grid: Grid) -> None:
