@@ -1,6 +1,6 @@
 """Mutation testing of memlab's critical modules: do the tests fail when the code is wrong?
 
-Two runs, each on a copy of ``src/`` and ``tests/`` in a temporary directory (the working tree
+Two runs, each on a copy of ``memlab/`` and ``tests/`` in a temporary directory (the working tree
 is never touched):
 
 ``--named`` applies, one at a time, the small bugs listed in :data:`NAMED` (owners paired out
@@ -60,7 +60,7 @@ class Named:
 
 _RULES = "tests/test_rule_boundaries.py"
 _QA_NUMBERS = "tests/test_qa_judge_numbers.py"
-_SCORING = "src/memlab/scoring"
+_SCORING = "memlab/scoring"
 
 NAMED: tuple[Named, ...] = (
     Named(
@@ -93,28 +93,28 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "simulated failure rates off by 20%",
-        "src/memlab/simulation/profile.py",
+        "memlab/simulation/profile.py",
         "edge += self.failures.get(category, 0.0)",
         "edge += self.failures.get(category, 0.0) * 1.2",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
     ),
     Named(
         "simulated wording and confidence shares off by 20%",
-        "src/memlab/simulation/profile.py",
+        "memlab/simulation/profile.py",
         "        edge += share\n",
         "        edge += share * 1.2\n",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
     ),
     Named(
         "simulated inventions off by 20%",
-        "src/memlab/simulation/profile.py",
+        "memlab/simulation/profile.py",
         "u < self.invent_rate - whole",
         "u < (self.invent_rate - whole) * 1.2",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
     ),
     Named(
         "simulated propose rate off by 20%",
-        "src/memlab/simulation/model.py",
+        "memlab/simulation/model.py",
         '"propose") >= profile.propose_rate',
         '"propose") >= profile.propose_rate * 0.8',
         ("tests/test_sim_metrics.py::test_state_metric_matches_the_profile",),
@@ -128,91 +128,91 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the injection cut one token short",
-        "src/memlab/core/injection.py",
+        "memlab/core/injection.py",
         "    if counter.count(text) <= max_tokens:\n        return text",
         "    if counter.count(text) < max_tokens:\n        return text",
         (f"{_RULES}::test_a_text_that_fits_exactly_is_kept_whole",),
     ),
     Named(
         "the injection budget dropping a fact that fits exactly",
-        "src/memlab/core/injection.py",
+        "memlab/core/injection.py",
         "if running + cost > max_tokens:",
         "if running + cost >= max_tokens:",
         ("tests/test_injection_audit.py::test_tokens_and_dropped_facts",),
     ),
     Named(
         "the near-duplicate merge replacing the stored fact on a tie",
-        "src/memlab/core/merge.py",
+        "memlab/core/merge.py",
         'replaced = float(proposal["confidence"]) > _confidence(best)',
         'replaced = float(proposal["confidence"]) >= _confidence(best)',
         (f"{_RULES}::test_a_near_duplicate_of_equal_confidence_keeps_the_stored_fact",),
     ),
     Named(
         "the Markdown report title unescaped",
-        "src/memlab/reporting/report.py",
+        "memlab/reporting/report.py",
         'f"# {md_escape(report.title, 200)}"',
         'f"# {report.title}"',
         (f"{_RULES}::test_report_titles_are_escaped",),
     ),
     Named(
         "the HTML report title unescaped",
-        "src/memlab/reporting/report.py",
+        "memlab/reporting/report.py",
         "title = escape(report.title)",
         "title = report.title",
         (f"{_RULES}::test_report_titles_are_escaped",),
     ),
     Named(
         "Markdown table cells unescaped",
-        "src/memlab/reporting/statistics.py",
+        "memlab/reporting/statistics.py",
         "md_escape(row[c]) if c in _DATA_COLUMNS else str(row[c])",
         "str(row[c])",
         (f"{_RULES}::test_statistics_tables_escape_names_from_the_data",),
     ),
     Named(
         "the YAML value limit off by one",
-        "src/memlab/core/yamlio.py",
+        "memlab/core/yamlio.py",
         "if self._count > self._max_nodes:",
         "if self._count >= self._max_nodes:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML depth limit off by one",
-        "src/memlab/core/yamlio.py",
+        "memlab/core/yamlio.py",
         "if self._depth > self._max_depth:",
         "if self._depth >= self._max_depth:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML size limit off by one",
-        "src/memlab/core/files.py",
+        "memlab/core/files.py",
         "if max_bytes is not None and info.st_size > max_bytes:",
         "if max_bytes is not None and info.st_size >= max_bytes:",
         (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
     ),
     Named(
         "the JSON depth limit off by one",
-        "src/memlab/core/jsontext.py",
+        "memlab/core/jsontext.py",
         "if len(path) >= limit:",
         "if len(path) > limit:",
         (f"{_RULES}::test_json_depth_limit_is_exact",),
     ),
     Named(
         "the name length limit off by one",
-        "src/memlab/core/safe_names.py",
+        "memlab/core/safe_names.py",
         "if len(name) > MAX_COMPONENT_CHARS:",
         "if len(name) >= MAX_COMPONENT_CHARS:",
         (f"{_RULES}::test_name_length_limit_is_exact",),
     ),
     Named(
         "the cache format check removed",
-        "src/memlab/backends/cache.py",
+        "memlab/backends/cache.py",
         'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
         "if not isinstance(data, dict):",
         (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
     ),
     Named(
         "kappa without the chance correction",
-        "src/memlab/matching/calibration.py",
+        "memlab/matching/calibration.py",
         "return (self.agreement - chance) / (1 - chance) if chance < 1 else float(\"nan\")",
         "return self.agreement if chance < 1 else float(\"nan\")",
         (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
@@ -240,14 +240,14 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "answers read from the snapshot before their session",
-        "src/memlab/postrun/qa_step.py",
+        "memlab/postrun/qa_step.py",
         "point = ReplayPoint(owner, index, snapshots[index])",
         "point = ReplayPoint(owner, index, snapshots[max(index - 1, 0)])",
         ("tests/test_qa_sweep.py::test_memory_is_read_right_after_the_session_the_question_names",),
     ),
     Named(
         "the worst case without the end of generation",
-        "src/memlab/backends/grammar.py",
+        "memlab/backends/grammar.py",
         "return None if longest is None else longest + 1",
         "return longest",
         ("tests/test_schema_bounds.py::test_the_worst_case_counts_the_end_of_generation",),
@@ -291,20 +291,20 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         f"{_SCORING}/injection_audit.py",
         ("tests/test_injection_audit.py", *_FAST),
     ),
-    "injection": ("src/memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
+    "injection": ("memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
     "default_matcher": (
-        "src/memlab/matching/default_matcher.py",
+        "memlab/matching/default_matcher.py",
         (
             "tests/test_matching.py",
             "tests/test_matching_kinds.py",
             "tests/test_default_matcher_embedding.py",
         ),
     ),
-    "merge": ("src/memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
-    "safe_names": ("src/memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
-    "yamlio": ("src/memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
+    "merge": ("memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
+    "safe_names": ("memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
+    "yamlio": ("memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
     "jsontext": (
-        "src/memlab/core/jsontext.py",
+        "memlab/core/jsontext.py",
         (
             "tests/test_jsontext.py",
             "tests/test_jsontext_limits.py",
@@ -313,14 +313,14 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "cache": (
-        "src/memlab/backends/cache.py",
+        "memlab/backends/cache.py",
         ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
     ),
     "markdown": (
-        "src/memlab/reporting/markdown.py",
+        "memlab/reporting/markdown.py",
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
-    "profile": ("src/memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
+    "profile": ("memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
     "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
     "qa_metrics": (
         f"{_SCORING}/qa_metrics.py",
@@ -334,7 +334,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "qa_step": (
-        "src/memlab/postrun/qa_step.py",
+        "memlab/postrun/qa_step.py",
         (
             "tests/test_qa_every_question.py",
             "tests/test_qa_judge_server.py",
@@ -379,13 +379,13 @@ them. mutmut ties code run at import to the first test it runs."""
 
 
 def _copy_tree(into: Path) -> None:
-    for name in ("src", "tests", "datasets"):
+    for name in ("memlab", "tests", "datasets"):
         shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(ROOT / "pyproject.toml", into / "pyproject.toml")
 
 
 def _pytest(workdir: Path, tests: tuple[str, ...]) -> int:
-    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    env = {**os.environ, "PYTHONPATH": str(workdir)}
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, check=False)
     return done.returncode
@@ -420,8 +420,8 @@ def _mutmut_config(module: str, tests: tuple[str, ...], *, fresh_import: bool = 
     selection = "\n    ".join(tests)
     config = (
         "[mutmut]\n"
-        "source_paths=src\n"
-        # The bundled datasets, for tests that replay one (found beside src/).
+        "source_paths=memlab\n"
+        # The bundled datasets, for tests that replay one (found beside memlab/).
         "also_copy=\n    datasets\n"
         f"only_mutate={module}\n"
         f"pytest_add_cli_args_test_selection=\n    {selection}\n"
@@ -453,7 +453,7 @@ def _mutmut(
     (workdir / "setup.cfg").write_text(
         _mutmut_config(module, tests, fresh_import=fresh), encoding="utf-8"
     )
-    prefix = module.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    prefix = module.removesuffix(".py").replace("/", ".")
     names = [f"{prefix}.{pattern}" for pattern in patterns]
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names]
     # Fresh imports are paid per mutant: without pytest's installed plugins (notebooks,

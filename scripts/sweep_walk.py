@@ -7,7 +7,7 @@ differ, both inside memlab; a module's *visits* are the stops that enter it, and
 *callers* the distinct modules those stops come from. Distinct pairs, not calls, so the count
 does not grow with the number of owners, sessions or questions.
 
-    PYTHONPATH=src python scripts/sweep_walk.py [--top 10]
+    python scripts/sweep_walk.py [--top 10]
 
 Prints the stops, the modules (files) visited, and the most visited modules.
 """

@@ -10,7 +10,7 @@ browser_missing=""
 if ! command -v chromium >/dev/null 2>&1; then
     bash scripts/install_chromium.sh || browser_missing=1
 fi
-.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff check memlab tests benchmarks
 .venv/bin/mypy
 # The layers of docs/architecture.md: no upward or sideways import, no cycle in a package.
 .venv/bin/lint-imports --no-logo

@@ -13,7 +13,7 @@ import pytest
 
 import memlab
 
-ROOT = Path(memlab.__file__).resolve().parents[2]
+ROOT = Path(memlab.__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 pytestmark = pytest.mark.skipif(
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.skipif(
 
 
 def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
-    """lint-imports over the memlab package under ``tree/src``, with the repository's contract."""
+    """lint-imports over the memlab package under ``tree``, with the repository's contract."""
     return subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
         cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree / "src")},
+        env={**os.environ, "PYTHONPATH": str(tree)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -39,7 +39,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the package and its contract, to plant imports in."""
     copy = tmp_path_factory.mktemp("layers")
     shutil.copytree(
-        ROOT / "src" / "memlab", copy / "src" / "memlab", ignore=shutil.ignore_patterns("*.pyc")
+        ROOT / "memlab", copy / "memlab", ignore=shutil.ignore_patterns("*.pyc")
     )
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     return copy
@@ -68,7 +68,7 @@ def test_the_code_keeps_the_contract(tree: Path) -> None:
 def test_a_planted_import_breaks_the_contract(
     tree: Path, module: str, planted: str, broken: str
 ) -> None:
-    path = tree / "src" / "memlab" / module
+    path = tree / "memlab" / module
     original = path.read_text(encoding="utf-8")
     try:
         path.write_text(f"{original}\n{planted}  # planted\n", encoding="utf-8")

@@ -15,12 +15,12 @@ import memlab.memory_qa
 from memlab._lazy import face_exports
 
 SRC = Path(memlab.__file__).resolve().parent
-ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+ARCHITECTURE = SRC.parent / "docs" / "architecture.md"
 SECTION = "## Memory QA as one feature"
 
 
 def _map_modules() -> list[str]:
-    """The modules the table of docs/architecture.md names (paths under src/memlab/)."""
+    """The modules the table of docs/architecture.md names (paths under memlab/)."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     section = text.split(SECTION, 1)[1].split("\n## ", 1)[0]
     table = section.split("| part |", 1)[1].split("\n\n", 1)[0]

@@ -132,7 +132,12 @@ def test_the_qa_options_are_add_qas_keyword_arguments() -> None:
     from memlab.postrun.qa_step import QAOptions, add_qa
     from memlab.sweeps.driver import sweep
 
-    fields = {f.name: f.default for f in dataclasses.fields(QAOptions)}
+    # The one spending limit is shared by a sweep's replays and its QA step: the options
+    # carry it as an object (spend), the calls take it as a number of dollars (max_cost).
+    fields = {
+        ("max_cost" if f.name == "spend" else f.name): f.default
+        for f in dataclasses.fields(QAOptions)
+    }
     add_qa_kwargs = {
         p.name: p.default
         for p in inspect.signature(add_qa).parameters.values()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-QA = Path(__file__).resolve().parents[1] / "src" / "memlab" / "qa"
+QA = Path(__file__).resolve().parents[1] / "memlab" / "qa"
 ALLOWED = ("memlab.core", "memlab.backends", "memlab.datasets", "memlab.errors", "memlab.qa",
            "memlab._lazy", "memlab.plugins")  # fmt: skip
 

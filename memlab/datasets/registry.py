@@ -46,14 +46,14 @@ def dataset_dirs() -> list[Path]:
     """Directories searched for bundled datasets, in order.
 
     ``$MEMLAB_DATASETS`` first (when set), then ``datasets/`` at the root of the source
-    checkout that holds the installed package (``src/memlab`` -> ``../../datasets``).
+    checkout that holds the installed package (``memlab`` -> ``../datasets``).
     """
     dirs: list[Path] = []
     env = os.environ.get(DATASETS_ENV)
     if env:
         dirs.append(Path(env).expanduser())
-    # This file is src/memlab/datasets/registry.py: four levels below the checkout's root.
-    dirs.append(Path(__file__).resolve().parents[3] / "datasets")
+    # This file is memlab/datasets/registry.py: three levels below the checkout's root.
+    dirs.append(Path(__file__).resolve().parents[2] / "datasets")
     return dirs
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from memlab.backends.cache import decode_entry, entry_path, read_entry_file, request_key
 from memlab.backends.pricing import ModelPrice, call_cost, model_price
+from memlab.backends.registry import SIMULATED_MARK
 from memlab.backends.spend import prompt_chars
 from memlab.core.llm import Completion, CompletionRequest
 
@@ -245,7 +246,8 @@ _HEAD = (
 
 def _row(t: Tally) -> tuple[str, ...]:
     if t.simulated:
-        return (t.step, t.spec, t.model, "-", str(t.calls), "[simulated]", "[simulated]", "0")
+        mark = SIMULATED_MARK
+        return (t.step, t.spec, t.model, "-", str(t.calls), mark, mark, "0")
     return (
         t.step,
         t.spec,
