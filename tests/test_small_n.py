@@ -157,3 +157,20 @@ def test_gate_on_two_all_zero_lanes_states_what_it_could_detect(
     assert code == 1 and line.startswith("FAILED"), out
     assert "cannot detect a regression of 5.0 pts with 14 owners (MDE " in line
     assert "MDE -" not in out and "no spread" not in out
+
+
+def test_a_ratio_that_is_not_a_rate_keeps_its_bootstrap_interval() -> None:
+    """Tokens per owner or a memory's size now over its size then is a ratio of sums but not a
+    rate: the exact interval for rates near 0 or 1 (whose domain is [0, 1]) never applies."""
+    rng = np.random.default_rng(7)
+    den = rng.integers(3, 9, size=14).astype(float)
+    num = den * rng.uniform(1.02, 1.2, size=14)  # every owner's memory grew a little
+    found = bootstrap(ratio_estimator(num, den))
+    estimate = num.sum() / den.sum()
+    assert found.method == "bootstrap"
+    assert found.lo <= estimate <= found.hi and found.lo > 1.0
+    tokens = bootstrap(ratio_estimator(rng.uniform(200, 300, size=14), np.ones(14)))
+    assert tokens.method == "bootstrap" and 200 <= tokens.lo < tokens.hi <= 300
+    # The same owners' rate near 1 still takes the exact interval.
+    rate = bootstrap(ratio_estimator(den - (rng.uniform(size=14) < 0.05), den))
+    assert rate.method == "clustered_exact"

@@ -50,17 +50,19 @@ MIN_OWNERS: dict[str, int] = {
 survival time, ``clustered_exact`` for rates (means 0.5, 0.8, 3% and 1%)."""
 
 
-def interval_method(*, ratio: bool, owners: int, estimate: float) -> str:
+def interval_method(*, ratio: bool, owners: int, estimate: float, bounded: bool = True) -> str:
     """The method of a statistic's interval, or ``"too few owners"`` when none is printed.
 
     Args:
-        ratio: The statistic is a ratio of sums over owners (a rate).
+        ratio: The statistic is a ratio of sums over owners.
         owners: The owners that can change it.
         estimate: Its value over all of them.
+        bounded: The ratio is a rate in [0, 1] (every owner's numerator between 0 and its
+            denominator); only a rate near 0 or 1 takes the clustered exact interval.
     """
     if owners < 2:
         return "too few owners"
-    edge = math.isfinite(estimate) and not EDGE < estimate < 1 - EDGE
+    edge = bounded and math.isfinite(estimate) and not EDGE < estimate < 1 - EDGE
     method = "bootstrap" if ratio else "bootstrap_survival"
     if ratio and edge:
         method = "clustered_exact"

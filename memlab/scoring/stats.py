@@ -82,7 +82,6 @@ Statistic = Callable[[FloatArray], FloatArray]
 """Column sums over owners, shape ``(draws, columns)`` -> the statistic, shape ``(draws,)``."""
 
 
-
 def ratio(num: FloatArray, den: FloatArray, empty: FloatArray | float = math.nan) -> FloatArray:
     """``num / den`` elementwise; ``empty`` where the denominator is 0 (NaN in, NaN out)."""
     num = np.asarray(num, dtype=float)
@@ -132,9 +131,7 @@ class Estimator:
         return float(self.statistic(columns.sum(axis=0)[None, :])[0])
 
 
-def ratio_estimator(
-    num: npt.ArrayLike, den: npt.ArrayLike, empty: float = math.nan
-) -> Estimator:
+def ratio_estimator(num: npt.ArrayLike, den: npt.ArrayLike, empty: float = math.nan) -> Estimator:
     """``sum(num) / sum(den)``; owners with a zero denominator cannot change it."""
     num_v = np.asarray(num, dtype=float).ravel()
     den_v = np.asarray(den, dtype=float).ravel()
@@ -303,7 +300,13 @@ def bootstrap(estimator: Estimator, options: StatOptions | None = None) -> Inter
     keep = estimator.mask()
     estimate = estimator.value()
     n = int(keep.sum())
-    method = interval_method(ratio=estimator.pooled, owners=n, estimate=estimate)
+    # A ratio of sums is a rate (the exact interval's domain) only when no owner's numerator
+    # exceeds its denominator: a size ratio or tokens per owner is not one.
+    kept = estimator.columns[keep]
+    rate = estimator.pooled and bool(
+        kept.shape[1] >= 2 and np.all((kept[:, 0] >= 0) & (kept[:, 0] <= kept[:, 1]))
+    )
+    method = interval_method(ratio=estimator.pooled, owners=n, estimate=estimate, bounded=rate)
     if n < 2 or options.resamples == 0:
         return Interval(estimate, math.nan, math.nan, math.nan, n, method)
     weights = _bootstrap_weights(n, options.resamples, options.seed)
