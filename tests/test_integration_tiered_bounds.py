@@ -68,8 +68,8 @@ def test_each_bounded_call_kind_ends_before_its_max_tokens() -> None:
         ParseOptions(),
         0,
         lambda: datetime(2025, 1, 1, tzinfo=UTC),
-        bounds,
-        worst,
+        bounds=bounds,
+        max_tokens=worst,
     )
     facts = ["User is a nurse in Leeds", "User is allergic to peanuts", "User has a dog, Rex"]
     prompts = {

@@ -22,6 +22,10 @@ _RATE = (0.0, 1.0)
 _EMB = "not measured (sweep with --embedding-duplicates)"
 _QA = "no memory QA in this run (memlab qa RUN, or a grid with a qa: key)"
 _OPS = "not recorded in this run (rerun the sweep to score operations)"
+_PROCEDURES = (
+    "no procedure questions in this run's memory QA (a dataset with procedure questions, memory QA "
+    "with the memory condition)"
+)
 
 DEFAULTS: dict[str, Any] = {
     "unit": "count",
@@ -102,6 +106,9 @@ qa_read_tokens sessions qa
 qa_read_latency_s sessions qa
 qa_judge_errors sessions qa
 qa_answer_errors sessions qa
+qa_procedures sessions qa
+qa_procedure_steps sessions qa
+qa_procedure_recalled sessions qa
 llm_calls calls calls rows
 replies calls calls
 parse_failures calls calls
@@ -543,6 +550,32 @@ METRICS = [
             valid=_RATE,
             gate="qa_adversarial_accuracy",
             requires=_QA,
+        ),
+    ),
+    (
+        "qa_procedure_step_accuracy",
+        "QA procedure step-order accuracy",
+        "higher",
+        dict(
+            unit="percent",
+            ratio=("qa_procedure_steps", "qa_procedures"),
+            interval=True,
+            valid=_RATE,
+            gate="qa_procedure_step_accuracy",
+            requires=_PROCEDURES,
+        ),
+    ),
+    (
+        "qa_procedure_recall",
+        "QA procedures recalled (a step named)",
+        "higher",
+        dict(
+            unit="percent",
+            ratio=("qa_procedure_recalled", "qa_procedures"),
+            interval=True,
+            valid=_RATE,
+            gate="qa_procedure_recall",
+            requires=_PROCEDURES,
         ),
     ),
     (

@@ -30,6 +30,7 @@ from builders import marker_backend, one_turn, small_demo, update, write_owners
 from memlab.cli.demo import DemoResult
 from memlab.grids.grid import Grid
 from memlab.reporting import charts
+from memlab.reporting.overlay import Overlay
 from memlab.reporting.report import CHARTS, build_report
 from memlab.sweeps.driver import sweep
 
@@ -325,19 +326,19 @@ def test_demo_report_renders_both_parts_inside_the_page(
 ) -> None:
     browser.open(demo_html.as_uri())
     assert browser.errors() == []
-    intro = browser.evaluate("document.querySelector('p.intro').innerText")
+    intro = browser.evaluate("document.querySelector('ul.intro').innerText")
     assert intro.startswith("Part 1") and "Part 2" in intro and "simulated" in intro
     headings = browser.evaluate(
         "Array.from(document.querySelectorAll('h2')).map(h => h.innerText).join('|')"
     )
-    assert "Charts: demo-free" in headings and "Charts: demo-sim" in headings
-    assert "Charts: demo-bounded" in headings
-    runs = [*demo.real, demo.simulated]
+    # One chart set, the three runs overlaid (real lanes first, the simulated ones marked).
+    charts_heading = [h for h in headings.split("|") if h.startswith("Charts: ")]
+    assert len(charts_heading) == 1 and charts_heading[0].endswith(" overlaid")
+    for name in ("demo-free", "demo-bounded", "demo-sim"):
+        assert name in charts_heading[0], name
+    overlay = Overlay.of([*demo.real, demo.simulated])
     drawn = sum(
-        charts.empty_reason(chart(run)) is None
-        for run in runs
-        for _, row in CHARTS
-        for chart in row
+        charts.empty_reason(chart(overlay)) is None for _, row in CHARTS for chart in row
     )
     assert browser.evaluate("document.images.length") == drawn
     # Every chart's numbers are text too, folded under it.
@@ -366,7 +367,7 @@ def test_demo_report_first_screen_answers_and_the_page_is_short(
     top = "(s) => document.querySelector(s).getBoundingClientRect()"
     fold = screen.evaluate(f"({top})('details.section').top")
     assert fold <= 900, f"the first folded section starts at {fold} px"
-    for selector in ("h1", "p.compared", "#verdict", "table.verdict"):
+    for selector in ("h1", "ul.compared", "#verdict", "table.verdict"):
         assert screen.evaluate(f"({top})('{selector}').bottom") <= 900, selector
     text = screen.evaluate("document.body.innerText")
     assert "Biggest prompt change" in text.split("Metrics")[0]

@@ -184,7 +184,7 @@ def _open(context: DesignContext) -> ProceduralStrategy:
         context.parse_options,
         context.sample,
         context.clock,
-        {PROCEDURES_CALL: PROCEDURES_CONTRACT},
+        contracts={PROCEDURES_CALL: PROCEDURES_CONTRACT},
     )
     path = procedural_graph_path(context.store_path)
     for stale in graph_files(path):  # a replay always starts from an empty memory

@@ -48,11 +48,12 @@ class TieredCaller:
     parse_options: ParseOptions
     sample: int
     clock: Callable[[], datetime]
+    # Keyword-only: three optional settings of different types cannot be told apart by place.
     contracts: Mapping[str, ReplyContract] = field(
-        default_factory=lambda: {str(k): v for k, v in CALL_CONTRACTS.items()}
+        default_factory=lambda: {str(k): v for k, v in CALL_CONTRACTS.items()}, kw_only=True
     )
-    bounds: TieredBounds | None = None
-    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict)
+    bounds: TieredBounds | None = field(default=None, kw_only=True)
+    max_tokens: Mapping[TieredCall, int] = field(default_factory=dict, kw_only=True)
 
     def request(self, call: str, prompt: str) -> CompletionRequest:
         """The request a call of kind ``call`` sends for ``prompt``."""
