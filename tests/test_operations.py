@@ -137,7 +137,7 @@ def test_summary_rates_are_ratios_of_the_summed_counts(run: Run) -> None:
     # the value.
     assert run.sessions["user_id"].nunique() >= MIN_OWNERS["bootstrap"]
     assert not math.isnan(row["op_add_precision_lo"])
-    assert math.isnan(row["stale_rmst_lo"]) and 2 < MIN_OWNERS["bootstrap_survival"]
+    assert math.isnan(row["stale_rmst_lo"]) and MIN_OWNERS["bootstrap_survival"] > 2
     for metric in ("op_add_precision", "op_add_f1", "eviction_regret", "stale_rmst"):
         lo, hi = row[f"{metric}_lo"], row[f"{metric}_hi"]
         if not (math.isnan(lo) or math.isnan(hi)):

@@ -122,7 +122,9 @@ def _intro(real: list[Run], simulated: Run) -> str:
             "with bounded schema-constrained output (schema_bounds).",
             "It shows which replies a 135M model gets through the parse ladder and what the "
             "facts it stores look like (duplicates, precision).",
-            *(f"In this run: {phrase}." for run in real for phrase in lane_outcomes(run)),
+            "In this run: "
+            + "; ".join(phrase for run in real for phrase in lane_outcomes(run))
+            + ".",
             f"Part 2 (run {simulated.name}; simulated): the simulated model sim:chatty replays "
             f"all {owners} owners ({sessions} sessions) under fact_confidence_threshold x "
             "max_facts: fact growth up to the cap, evictions, what the threshold filters and "
