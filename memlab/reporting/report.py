@@ -117,7 +117,8 @@ background:#f7f7f7;padding:.5rem;font-size:.78rem;margin:0}
 img{max-width:100%;border:1px solid #eee} .muted{color:#666}
 .intro{background:#f5f8fc;border-left:4px solid #30638e;padding:.3rem .8rem .3rem 1.8rem;
 margin:.3rem 0;font-size:.8rem;line-height:1.25}
-.compared{margin:.3rem 0;padding-left:1.8rem;line-height:1.25} .intro li,.compared li{margin:0} tr.robust td{background:#e8f5e9} .caption{margin:.3rem 0}
+.compared{margin:.3rem 0;padding-left:1.8rem;line-height:1.25} .intro li,.compared li{margin:0}
+tr.robust td{background:#e8f5e9} .caption{margin:.3rem 0}
 details.section{border-top:1px solid #ddd;padding:.2rem 0}
 details.section>summary{cursor:pointer} details.section>summary>h2{display:inline}
 .charts{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:.5rem}
