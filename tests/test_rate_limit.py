@@ -2,7 +2,7 @@
 
 Every expected wait is worked out by hand from the bucket rules in
 ``memlab.backends.rate_limit``: a bucket refills at limit/60 units a second, holds one second
-of refill (at least one call's worth), starts full, and a call that takes it below zero waits
+half a second of refill (at least one call's worth), starts full, and a call that takes it below zero waits
 ``-level / rate`` seconds. Time is a :class:`VirtualScheduler`, never the wall clock.
 """
 
@@ -44,11 +44,11 @@ def test_requests_are_spaced_at_the_limit() -> None:
 
 def test_a_burst_of_one_second_then_the_refill_rate() -> None:
     clock = VirtualScheduler(T0)
-    limiter = RateLimiter(RateLimit(rpm=240), clock)  # 4 a second, capacity 4
+    limiter = RateLimiter(RateLimit(rpm=240), clock)  # 4 a second, capacity 2
     waits = [limiter.reserve(0) for _ in range(6)]  # all at t=0, queued in order
-    assert waits == [0.0, 0.0, 0.0, 0.0, 0.25, 0.5]
+    assert waits == [0.0, 0.0, 0.25, 0.5, 0.75, 1.0]
     clock.sleep(10.0)  # idle: refills to capacity, not beyond
-    assert [limiter.reserve(0) for _ in range(5)] == [0.0, 0.0, 0.0, 0.0, 0.25]
+    assert [limiter.reserve(0) for _ in range(4)] == [0.0, 0.0, 0.25, 0.5]
 
 
 def test_tokens_pace_large_calls_and_the_slower_bucket_wins() -> None:
@@ -59,8 +59,8 @@ def test_tokens_pace_large_calls_and_the_slower_bucket_wins() -> None:
     assert [limiter.reserve(25) for _ in range(2)] == [0.0, 2.5]
 
     both = RateLimiter(RateLimit(rpm=120, tpm=600), VirtualScheduler(T0))
-    # requests: 2/s, capacity 2; tokens: 10/s, capacity 10. Calls of 10 tokens: the token
-    # bucket allows one a second, the request bucket two.
+    # requests: 2/s, capacity 1; tokens: 10/s, capacity 10 (one call). Calls of 10 tokens:
+    # the token bucket allows one a second, the request bucket two.
     assert [both.reserve(10) for _ in range(3)] == [0.0, 1.0, 2.0]
 
 
@@ -156,7 +156,7 @@ def test_a_429_with_retry_after_is_waited_once_and_holds_other_callers() -> None
 def test_headers_of_replies_reach_the_limiter() -> None:
     clock = VirtualScheduler(T0)
     limiter = RateLimiter(None, clock)
-    headers = {"x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "0"}
+    headers = {"x-ratelimit-limit-requests": "120", "x-ratelimit-remaining-requests": "50"}
     with FakeServer([(200, headers, chat_body("hi"), 0.0)]) as server:
         backend = OpenAICompatibleBackend(
             "fake-model", base_url=server.base_url, rate_limiter=limiter
@@ -164,7 +164,9 @@ def test_headers_of_replies_reach_the_limiter() -> None:
         with allow_model_requests():
             backend.complete(request())
     assert limiter.limit.rpm == 120
-    assert limiter.reserve(0) == 0.5  # empty, refilling at two a second
+    # A limit first learned starts empty (calls before it used an unknown share of the
+    # burst), whatever the remaining says; it refills at two a second.
+    assert limiter.reserve(0) == 0.5
 
 
 class _FrozenClock:
@@ -206,10 +208,10 @@ def test_threads_share_one_pace_per_endpoint_and_model() -> None:
     for thread in threads:
         thread.join()
     assert len({id(limiter) for limiter in got}) == 1
-    # 10 a second, capacity 10: the 40 calls at t=0 go in slots 0 (ten of them), 0.1, ..., 3.0.
-    expected = [0.0] * 10 + [round(0.1 * k, 6) for k in range(1, 31)]
+    # 10 a second, capacity 5: the 40 calls at t=0 go in slots 0 (five of them), 0.1, ..., 3.5.
+    expected = [0.0] * 5 + [round(0.1 * k, 6) for k in range(1, 36)]
     assert sorted(round(w, 6) for w in waits) == expected
-    assert sorted(round(s, 6) for s in clock.sleeps) == expected[10:]  # the zero waits sleep not
+    assert sorted(round(s, 6) for s in clock.sleeps) == expected[5:]  # the zero waits sleep not
     assert pool.get("host:1", "other", "openai:m") is not got[0]
 
 

@@ -15,7 +15,8 @@ calls go out at the limit, whatever the number of threads.
 The limiter learns from the server:
 
 - ``x-ratelimit-limit-requests`` / ``-tokens`` (per minute): the pace is the lower of the
-  configured limit and the server's;
+  configured limit and the server's (a limit first learned so starts with an empty bucket:
+  the calls sent before it was known used an unknown share of the server's burst);
 - ``x-ratelimit-remaining-requests`` / ``-tokens``: a bucket never holds more than the
   server says remains (with no known limit, a remaining of 0 holds every call until
   ``x-ratelimit-reset-*`` has passed);
@@ -50,9 +51,10 @@ __all__ = [
     "parse_rate_limit_headers",
 ]
 
-BURST_SECONDS = 1.0
+BURST_SECONDS = 0.5
 """Seconds of refill a bucket holds: the burst a limiter allows after an idle spell. Providers
-enforce per-minute limits over short windows, so a minute's worth at once would be refused."""
+enforce per-minute limits over short windows, so a minute's worth at once would be refused;
+holding less than a server's own burst leaves room for calls that arrive bunched."""
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -275,10 +277,13 @@ class RateLimiter:
                 (self._requests, seen.limit_requests, seen.remaining_requests, seen.reset_requests),
                 (self._tokens, seen.limit_tokens, seen.remaining_tokens, seen.reset_tokens),
             ):
-                if limit:
+                if limit and bucket.per_minute is None:
+                    # The calls sent before the limit was known used an unknown share of the
+                    # server's burst: start empty.
+                    bucket.per_minute, bucket.level, bucket.at = limit, 0.0, now
+                elif limit and bucket.per_minute is not None:
                     bucket.refill(now, 0.0)
-                    known = bucket.per_minute
-                    bucket.per_minute = limit if known is None else min(known, limit)
+                    bucket.per_minute = min(bucket.per_minute, limit)
                 if remaining is None:
                     continue
                 if bucket.per_minute is not None:
