@@ -126,8 +126,11 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "model": body.get("model", "m"),
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "ok"},
-                     "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "ok"},
+                        "finish_reason": "stop",
+                    }
                 ],
                 "usage": {"prompt_tokens": int(chars / 4), "completion_tokens": 1},
             }
@@ -234,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.server_burst:g} s; {THREADS} threads, {args.seconds:g} s per mode, "
         f"{len(PROMPT) // 4 + MAX_TOKENS} tokens a call"
     )
-    print(f"{'mode':<11} {'answered':>8} {'429s':>6} {'errors':>6} "
-          f"{'throughput/limit':>16} {'429 share':>9}  goal")
+    print(
+        f"{'mode':<11} {'answered':>8} {'429s':>6} {'errors':>6} "
+        f"{'throughput/limit':>16} {'429 share':>9}  goal"
+    )
     missed = False
     try:
         for mode in ("unpaced", "configured", "learned"):
@@ -244,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             ok = ratio >= 0.9 and share <= 0.01 and result.errors == 0
             goal = "-" if mode == "unpaced" else ("PASS" if ok else "FAIL")
             missed |= goal == "FAIL"
-            print(f"{mode:<11} {result.answered:>8} {result.refused:>6} {result.errors:>6} "
-                  f"{ratio:>16.3f} {share:>9.2%}  {goal}")
+            print(
+                f"{mode:<11} {result.answered:>8} {result.refused:>6} {result.errors:>6} "
+                f"{ratio:>16.3f} {share:>9.2%}  {goal}"
+            )
     finally:
         server.shutdown()
     print("goals (paced modes): throughput >= 0.9x the limit, 429s <= 1% of requests")

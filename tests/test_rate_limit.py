@@ -1,9 +1,9 @@
 """Rate limits: the pacing arithmetic, headers learned, 429s honoured once, one pace shared.
 
 Every expected wait is worked out by hand from the bucket rules in
-``memlab.backends.rate_limit``: a bucket refills at limit/60 units a second, holds one second
-half a second of refill (at least one call's worth), starts full, and a call that takes it below zero waits
-``-level / rate`` seconds. Time is a :class:`VirtualScheduler`, never the wall clock.
+``memlab.backends.rate_limit``: a bucket refills at limit/60 units a second, holds half a
+second of refill (at least one call's worth), starts full, and a call that takes it below zero
+waits ``-level / rate`` seconds. Time is a :class:`VirtualScheduler`, never the wall clock.
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ from memlab.backends.grammar import to_grammar_schema
 from memlab.backends.rate_limit import RateLimiter
 from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
 from memlab.backends.schema_walk import SchemaTransformer
-from memlab.backends.spend import prompt_chars
 from memlab.core.files import MAX_REPLY_BYTES
 from memlab.core.llm import (
     BackendError,
@@ -539,7 +538,8 @@ class OpenAICompatibleEmbeddings:
 def _request_tokens(request: CompletionRequest) -> float:
     """The tokens a call counts against a tokens-a-minute limit before it is answered: the
     prompt at four characters a token plus ``max_tokens`` (what providers count)."""
-    return prompt_chars(request) / 4.0 + request.params.max_tokens
+    chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+    return chars / 4.0 + request.params.max_tokens
 
 
 def _short(exc: Exception, limit: int = 500) -> str:

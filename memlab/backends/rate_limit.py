@@ -43,10 +43,10 @@ from memlab.core.clock import Scheduler
 __all__ = [
     "BURST_SECONDS",
     "RateLimit",
-    "RateLimiter",
-    "RateLimiters",
     "RateLimitHeaders",
     "RateLimited",
+    "RateLimiter",
+    "RateLimiters",
     "parse_duration",
     "parse_rate_limit_headers",
 ]
