@@ -226,3 +226,21 @@ def test_limits_are_positive() -> None:
     with pytest.raises(ValueError, match=r"rate_limit\.rpm"):
         RateLimit(rpm=0)
     assert RateLimit(rpm=600, tpm=60_000).share(4) == RateLimit(rpm=150, tpm=15_000)
+
+
+def test_lane_backends_give_one_limiter_to_specs_of_the_same_endpoint_and_model() -> None:
+    from memlab.backends.cache import CacheMode
+    from memlab.grids.lane_backends import LaneBackends
+
+    def factory(spec: str) -> OpenAICompatibleBackend:
+        model = spec.split(":", 1)[1].split("@")[0]
+        return OpenAICompatibleBackend(model, base_url="http://127.0.0.1:9/v1", api_key="k")
+
+    pool = RateLimiters({"*": RateLimit(rpm=600)})
+    lanes = LaneBackends(factory, None, CacheMode.OFF, rates=pool)
+    a, b, c = (lanes.get(s) for s in ("openai:m", "openai:m@x", "openai:n"))
+    assert isinstance(a, OpenAICompatibleBackend) and isinstance(b, OpenAICompatibleBackend)
+    assert isinstance(c, OpenAICompatibleBackend)
+    assert a is not b and a.rate_limiter is b.rate_limiter
+    assert c.rate_limiter is not a.rate_limiter
+    assert a.rate_limiter.limit.rpm == 600
