@@ -20,7 +20,10 @@ Output modes map to ``response_format``:
     ``pattern``).
 
 Retries are done here, not by the SDK (its ``max_retries`` is set to 0), so the policy is
-explicit: see :class:`memlab.backends.retry.RetryPolicy`.
+explicit: see :class:`memlab.backends.retry.RetryPolicy`. Every attempt is first paced by the
+backend's :class:`~memlab.backends.rate_limit.RateLimiter` (requests and tokens a minute,
+learned from the ``x-ratelimit-*`` headers of every reply and from 429s; a sweep shares one per
+endpoint and model).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from memlab.backends._http import (
     too_large,
 )
 from memlab.backends.grammar import to_grammar_schema
+from memlab.backends.rate_limit import RateLimiter
 from memlab.backends.retry import RetryableError, RetryPolicy, parse_retry_after
 from memlab.backends.schema_walk import SchemaTransformer
 from memlab.core.files import MAX_REPLY_BYTES
@@ -182,6 +186,9 @@ class OpenAICompatibleBackend:
         max_tokens_field: Request field carrying ``max_tokens`` (OpenAI reasoning models
             need ``"max_completion_tokens"``).
         client: A prebuilt ``openai.OpenAI`` client (advanced; overrides the above).
+        rate_limiter: Paces the calls (default: a limiter of its own with no limit until the
+            server declares one); a sweep gives every backend of the same endpoint and model
+            one shared limiter (:class:`~memlab.backends.rate_limit.RateLimiters`).
 
     Raises:
         BackendError: No API key and no base URL, or the ``openai`` package is missing.
@@ -201,6 +208,7 @@ class OpenAICompatibleBackend:
         strict: bool = True,
         max_tokens_field: str = "max_tokens",
         client: openai.OpenAI | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         if schema_transport not in ("json_schema", "json_object_schema"):
             raise ValueError(
@@ -221,6 +229,7 @@ class OpenAICompatibleBackend:
         self.schema_transport: SchemaTransport = schema_transport
         self.strict = strict
         self.max_tokens_field = max_tokens_field
+        self.rate_limiter = rate_limiter or RateLimiter()
         if client is not None:
             self._client = client
             return
@@ -258,6 +267,10 @@ class OpenAICompatibleBackend:
         parts = urlsplit(self.base_url)  # never the user:password part of a URL
         host = parts.hostname or ""
         return {"host": f"{host}:{parts.port}" if parts.port else host}
+
+    def rate_limit_key(self) -> tuple[str, str]:
+        """The endpoint (without credentials) and model whose limits the calls count against."""
+        return self._where, self._model
 
     def __repr__(self) -> str:  # no key in the repr, no password of the URL
         return (
@@ -349,11 +362,13 @@ class OpenAICompatibleBackend:
         check_model_requests_allowed(self.name)
         import openai
 
+        self.rate_limiter.acquire(_request_tokens(request))
         timeout = self.timeout if remaining is None else max(0.5, min(self.timeout, remaining))
         try:
             response = self._client.chat.completions.with_raw_response.create(
                 **body, timeout=timeout
             )
+            self.rate_limiter.observe(dict(response.headers))
             return bytes(response.content)
         except openai.APITimeoutError as exc:
             raise RetryableError(f"timed out after {timeout:g}s") from exc
@@ -364,10 +379,14 @@ class OpenAICompatibleBackend:
             raise RetryableError(redact_text(f"connection error: {exc}")) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
+            headers = dict(exc.response.headers)
+            self.rate_limiter.observe(headers)
             if self._rejects_response_format(exc, request):
                 raise BackendError(self._rejection_message(exc, request)) from exc
             if status in _RETRYABLE_STATUS or status >= 500:
-                retry_after = parse_retry_after(dict(exc.response.headers))
+                retry_after = parse_retry_after(headers)
+                if status == 429:  # every caller of this endpoint pauses, not only this one
+                    self.rate_limiter.hold(retry_after or 0.0)
                 raise RetryableError(
                     f"HTTP {status}: {_short(exc)}", retry_after=retry_after, status=status
                 ) from exc
@@ -514,6 +533,13 @@ class OpenAICompatibleEmbeddings:
             ) from None
         except ReplyTooLargeError as exc:
             raise BackendError(f"the server at {self._where}: {exc}") from None
+
+
+def _request_tokens(request: CompletionRequest) -> float:
+    """The tokens a call counts against a tokens-a-minute limit before it is answered: the
+    prompt at four characters a token plus ``max_tokens`` (what providers count)."""
+    chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+    return chars / 4.0 + request.params.max_tokens
 
 
 def _short(exc: Exception, limit: int = 500) -> str:

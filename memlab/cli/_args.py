@@ -18,6 +18,7 @@ from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
 
 if TYPE_CHECKING:
+    from memlab.backends.rate_limit import RateLimit
     from memlab.core.contract import SchemaBounds
     from memlab.sweeps.executors import DaskSpec
 
@@ -34,6 +35,7 @@ __all__ = [
     "directory",
     "executor",
     "existing_directory",
+    "rate_limit_from_args",
     "reply_bound_line",
     "resamples",
     "run_name",
@@ -230,13 +232,15 @@ def add_cost_options(parser: argparse.ArgumentParser, what: str) -> None:
         "--rpm",
         type=_rate,
         metavar="N",
-        help="with --dry-run: also print the time at N requests a minute",
+        help="pace each model endpoint's calls at N requests a minute, shared by all "
+        "workers (with --dry-run: print the time at N requests a minute)",
     )
     parser.add_argument(
         "--tpm",
         type=_rate,
         metavar="N",
-        help="with --dry-run: also print the time at N tokens a minute",
+        help="pace each model endpoint's calls at N tokens a minute (prompt plus "
+        "max_tokens), shared by all workers (with --dry-run: print the time at that rate)",
     )
     parser.add_argument(
         "--max-cost",
@@ -245,6 +249,15 @@ def add_cost_options(parser: argparse.ArgumentParser, what: str) -> None:
         help="stop before the calls' spend (at the backends' declared prices) could pass "
         "USD; what finished is kept and the same command resumes (exit 1)",
     )
+
+
+def rate_limit_from_args(args: argparse.Namespace) -> RateLimit | None:
+    """The :class:`~memlab.backends.rate_limit.RateLimit` of ``--rpm``/``--tpm``, or None."""
+    if args.rpm is None and args.tpm is None:
+        return None
+    from memlab.backends.rate_limit import RateLimit
+
+    return RateLimit(args.rpm, args.tpm)
 
 
 def single_blas_thread() -> None:

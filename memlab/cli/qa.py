@@ -112,6 +112,7 @@ def _qa(args: argparse.Namespace) -> int:
             allow_incomplete=args.allow_incomplete,
             max_judge_errors=args.max_judge_errors,
             max_cost=args.max_cost,
+            rate_limit=_args.rate_limit_from_args(args),
         )
     except CostLimitError as exc:
         print(f"error: {exc}", file=sys.stderr)

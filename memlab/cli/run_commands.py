@@ -219,6 +219,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             allow_incomplete=args.allow_incomplete,
             max_judge_errors=args.max_judge_errors,
             max_cost=args.max_cost,
+            rate_limit=_args.rate_limit_from_args(args),
         )
         status = 0
     except CostLimitError as exc:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.rate_limit import RateLimited, RateLimiters
 from memlab.backends.registry import backend_options, cacheable, resolve_backend
 from memlab.backends.spend import SpendGuard, SpendLimit
 from memlab.core.llm import Backend
@@ -27,7 +28,9 @@ class LaneBackends:
 
     With a ``cache_dir`` every backend is wrapped in the response cache; with a ``spend``
     limit, every backend's calls beneath the cache count against it
-    (:class:`~memlab.backends.spend.SpendGuard`).
+    (:class:`~memlab.backends.spend.SpendGuard`). Backends paced by a rate limiter share
+    one per endpoint and model from ``rates`` (default: a pool of its own, with no configured
+    limits, that learns the servers' limits from their replies).
     """
 
     def __init__(
@@ -36,11 +39,13 @@ class LaneBackends:
         cache_dir: Path | None,
         cache_mode: CacheMode,
         spend: SpendLimit | None = None,
+        rates: RateLimiters | None = None,
     ) -> None:
         self._factory = factory
         self._cache_dir = cache_dir
         self._cache_mode = cache_mode
         self._spend = spend
+        self._rates = rates if rates is not None else RateLimiters()
         self._built: dict[str, Backend] = {}
         self._lock = threading.Lock()
 
@@ -72,6 +77,8 @@ class LaneBackends:
         with self._lock:
             if spec not in self._built:
                 backend = self._factory(spec)
+                if isinstance(backend, RateLimited):
+                    backend.rate_limiter = self._rates.get(*backend.rate_limit_key(), spec)
                 if self._spend is not None:
                     backend = SpendGuard(backend, spec, self._spend)
                 if self._cache_dir is not None and self.caches(spec):

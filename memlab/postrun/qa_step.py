@@ -42,6 +42,7 @@ from typing import Any
 from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
+from memlab.backends.rate_limit import RateLimit, RateLimiters
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
@@ -160,6 +161,9 @@ class QAOptions:
     max_judge_errors: float = 0.0
     spend: SpendLimit | None = None
     """The cost limit the calls count against (``--max-cost``; None: no limit)."""
+    rates: RateLimiters | None = None
+    """The pace of the calls, one per endpoint and model (``--rpm``/``--tpm``; None: a pool
+    of the step's own, learning the servers' limits from their replies)."""
 
 
 def add_qa(
@@ -176,6 +180,7 @@ def add_qa(
     allow_incomplete: bool = False,
     max_judge_errors: float = 0.0,
     max_cost: float | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> Run:
     """Ask every lane of ``run`` the dataset's questions (see the module docstring).
 
@@ -199,6 +204,10 @@ def add_qa(
             a call that could pass it is not sent, and the step stops with
             :class:`~memlab.backends.spend.CostLimitError` (what finished is written and
             running the step again resumes).
+        rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
+            endpoint and model are paced at, shared by every worker thread
+            (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*`` headers can only
+            lower it.
 
     Returns:
         The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
@@ -223,6 +232,7 @@ def add_qa(
         allow_incomplete=allow_incomplete,
         max_judge_errors=max_judge_errors,
         spend=SpendLimit(max_cost) if max_cost is not None else None,
+        rates=RateLimiters({"*": rate_limit}) if rate_limit is not None else None,
     )
     return run_qa(run, spec, options)
 
@@ -245,7 +255,7 @@ def run_qa(
     owners, left_out = run_owners(run, dataset)
     factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
-    backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend)
+    backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     matcher = options.matcher if options.matcher is not None else run_matcher(run)
     jobs: list[QAJob] = []

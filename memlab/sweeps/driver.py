@@ -38,6 +38,7 @@ import yaml
 
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import file_digest
+from memlab.backends.rate_limit import RateLimit, RateLimiters
 from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
 from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
@@ -115,6 +116,7 @@ def sweep(
     fork: ForkSpec | Mapping[str, Any] | None = None,
     max_judge_errors: float = 0.0,
     max_cost: float | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -162,12 +164,24 @@ def sweep(
             replays it stops are recorded unfinished, and the sweep raises
             :class:`~memlab.backends.spend.CostLimitError` (the next sweep resumes them).
             Needs a thread pool or ``concurrent.futures`` executor (not Dask).
+        rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
+            endpoint and model are paced at, shared by every worker thread of the replays and
+            the QA step (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*``
+            headers can only lower it. On Dask each worker process paces its own share:
+            pass the limit divided by the number of workers (``RateLimit.share``).
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
     questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
     spend = _spend_limit(max_cost, executor)
+    if rate_limit is not None and executor is not None and not isinstance(executor, Executor):
+        raise RunError(
+            "rate_limit paces the calls made in this process; on Dask each worker builds its "
+            "own backends: give each its share (RateLimit.share(workers)) through a "
+            "backend_factory, or run the sweep on threads"
+        )
+    rates = RateLimiters({"*": rate_limit} if rate_limit is not None else {})
     # The settings the QA step shares with the replays, as the one object it is passed.
     options = QAOptions(
         cache_dir=cache_dir,
@@ -179,6 +193,7 @@ def sweep(
         allow_incomplete=allow_incomplete,
         max_judge_errors=max_judge_errors,
         spend=spend,
+        rates=rates,
     )
     if max_workers < 1:
         raise RunError(f"max_workers must be at least 1, got {max_workers}")
@@ -194,6 +209,7 @@ def sweep(
         cache_mode=cache_mode,
         fork=fork,
         spend=spend,
+        rates=rates,
     )
     _warn_simulated_prompts(plan)
     with plan.run_dir.lock("sweep"):  # one writer per run directory

@@ -25,6 +25,7 @@ from typing import Any
 from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
+from memlab.backends.rate_limit import RateLimiters
 from memlab.backends.registry import (
     UnknownBackendError,
     available_backends,
@@ -516,9 +517,10 @@ def plan_sweep(
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     fork: ForkSpec | Mapping[str, Any] | None = None,
     spend: SpendLimit | None = None,
+    rates: RateLimiters | None = None,
 ) -> SweepPlan:
     """Resolve a sweep without running it (see :func:`sweep` for the arguments; ``spend``:
-    the limit every backend's calls count against).
+    the limit every backend's calls count against; ``rates``: their pace).
 
     Raises:
         GridError: An unknown or invalid name in the grid, located by key and line; a fork
@@ -538,6 +540,7 @@ def plan_sweep(
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
         spend,
+        rates,
     )
     fork_start = load_fork(grid, owners)
     if fork_start is not None:  # recorded resolved, as the dataset is, for later readers
