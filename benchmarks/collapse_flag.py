@@ -68,7 +68,9 @@ def _curve(
     return pd.DataFrame(answers), pd.DataFrame(sizes)
 
 
-def _rate(args: argparse.Namespace, accuracy: float, collapse: bool, seed: int) -> tuple[float, float]:
+def _rate(
+    args: argparse.Namespace, accuracy: float, collapse: bool, seed: int
+) -> tuple[float, float]:
     """Share of curves flagged (at a collapsed session under collapse) and, for comparison,
     the share the former 100%-reference rule flags."""
     rng = np.random.default_rng(seed)

@@ -16,8 +16,8 @@ answer key no longer holds). The calls go through the QA step's path: the lane's
 (read path), the same answer and judge prompts, backends and response cache, so running it
 again costs nothing. It writes ``qa/curve.jsonl`` (answer rows, ``asked_at`` the session the
 question was first asked after) and then ``qa/curve.json`` (the settings, the answer table it
-started from, row count and hash, ``reference``: whether the reference was asked); :func:`curve_answers` reads them back, and ignores a
-curve whose QA answers changed since.
+started from, row count and hash, ``reference``: whether the reference was asked);
+:func:`curve_answers` reads them back, and ignores a curve whose QA answers changed since.
 
 Memory knows nothing of a strategy here: a lane's snapshots are memory documents (a strategy
 that keeps its memory elsewhere records views of it), and its forgetting records are read
@@ -137,7 +137,9 @@ def reask_seed(seed: int | None, session_index: int) -> int:
 
 def _at_session(settings: AnswerSettings, index: int) -> AnswerSettings:
     """``settings`` with the re-asks' sample seed of session ``index``."""
-    return replace(settings, params=replace(settings.params, seed=reask_seed(settings.params.seed, index)))
+    return replace(
+        settings, params=replace(settings.params, seed=reask_seed(settings.params.seed, index))
+    )
 
 
 def _anchors(run: Run) -> set[tuple[str, int, str, str]]:

@@ -65,9 +65,9 @@ INTRO = (
     "Reference: the same questions asked again right away of the memory they were answered "
     "from (a fresh call), measuring answer and judge noise. Collapse: retained significantly "
     "below the reference (one-sided owner-clustered test, Holm-adjusted over the curve's "
-    "sessions at 5%) and size below 1 over the whole interval. Memory size: cl100k tokens of the stored facts and "
-    "summaries per owner. Forgetting regret: gold facts a forgetting event removed the last "
-    "memory of (the run's matcher decides)."
+    "sessions at 5%) and size below 1 over the whole interval. Memory size: cl100k tokens "
+    "of the stored facts and summaries per owner. Forgetting regret: gold facts a "
+    "forgetting event removed the last memory of (the run's matcher decides)."
 )
 NOT_APPLICABLE = "n/a"
 NO_REFERENCE = "no reference"

@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 
 from memlab.core.injection import get_token_counter
-from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
 from memlab.scoring.collapse import curve_p_values, retention_p
+from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
 from memlab.scoring.stats import StatOptions, bootstrap_ratios
 
 __all__ = [
@@ -164,13 +164,16 @@ def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.D
         )
     )
     has_ref = ~np.isnan(ref)
-    return mine[["lane_id", "sample", "user_id", "session_index", "correct"]].assign(
+    counts: pd.DataFrame = mine[
+        ["lane_id", "sample", "user_id", "session_index", "correct"]
+    ].assign(
         now=now.to_numpy(dtype=float),
         then=then.to_numpy(dtype=float),
         ref=np.where(has_ref, ref, 0.0),
         ref_n=has_ref.astype(float),
         paired=np.where(has_ref, mine["correct"].to_numpy(dtype=float), 0.0),
     )
+    return counts
 
 
 def _interval(num: np.ndarray, den: np.ndarray, options: StatOptions | None) -> tuple[float, ...]:
