@@ -186,9 +186,10 @@ def _jobs(
                 record = run.dir.read_owner_record(lane_id, user_id, sample)
                 snapshots = record.get("snapshots", [])
                 due = {}
-                for q in chosen:  # the reference right away, then the later sessions
+                for q in chosen:  # the reference right away, then the later sessions (if any)
                     first = owner.session_index(q.after_session)
-                    due[q.id] = [first, *_later(owner, first, q.evidence.facts, every)]
+                    later = _later(owner, first, q.evidence.facts, every)
+                    due[q.id] = [first, *later] if later else []
                 tasks: list[AnswerTask] = []
                 for index in range(len(owner.sessions)):
                     asked = [q for q in chosen if index in due[q.id]]
