@@ -109,8 +109,9 @@ def test_samples_of_an_owner_are_averaged_before_owners_are_pooled() -> None:
 def test_a_collapse_is_flagged_and_a_shrinking_memory_that_still_answers_is_not() -> None:
     owners = [f"u{k:02d}" for k in range(12)]
     shrinking = {user: [1000 + 10 * k, 200 + k] for k, user in enumerate(owners)}
-    wrong = [(user, "q1", 1, False) for user in owners]
-    right = [(user, "q1", 1, True) for user in owners]
+    reference = [(user, "q1", 0, True) for user in owners]
+    wrong = reference + [(user, "q1", 1, False) for user in owners]
+    right = reference + [(user, "q1", 1, True) for user in owners]
     assert bool(curve_table(_reasks(wrong), _sizes(shrinking), "lenient").loc[1, "collapse"])
     assert not curve_table(_reasks(right), _sizes(shrinking), "lenient").loc[1, "collapse"]
     growing = {user: [200 + k, 1000 + 10 * k] for k, user in enumerate(owners)}
@@ -118,34 +119,30 @@ def test_a_collapse_is_flagged_and_a_shrinking_memory_that_still_answers_is_not(
 
 
 @pytest.mark.parametrize(
-    ("retained_hi", "size_hi", "flag"),
+    ("collapse_p", "size_hi", "flag"),
     [
-        (0.99996, 0.5, False),  # shown as 100.0: the interval reaches the reference
-        (0.9994, 0.5, True),  # shown as 99.9
-        (0.5, 0.996, False),  # shown as 1.00
-        (0.5, 0.994, True),  # shown as 0.99
-        (math.nan, 0.5, False),
-        (0.5, math.nan, False),
+        (0.01, 0.996, False),  # size shown as 1.00: the interval reaches the reference
+        (0.01, 0.994, True),  # shown as 0.99
+        (0.05, 0.5, False),  # not below alpha
+        (0.0499, 0.5, True),
+        (math.nan, 0.5, False),  # no reference measured
+        (0.01, math.nan, False),
     ],
 )
-def test_the_flag_agrees_with_the_bounds_as_shown(
-    retained_hi: float, size_hi: float, flag: bool
+def test_the_flag_needs_a_significant_loss_and_a_smaller_memory_as_shown(
+    collapse_p: float, size_hi: float, flag: bool
 ) -> None:
-    assert collapsed(retained_hi, size_hi) is flag
-    shown_r = shown_bounds("retained", 0.0, retained_hi)
+    assert collapsed(collapse_p, size_hi) is flag
     shown_s = shown_bounds("size_ratio", 0.0, size_hi)
-    below = [
-        text != "[-]" and float(text.strip("[]").split(", ")[1]) < limit
-        for text, limit in ((shown_r, 100.0), (shown_s, 1.0))
-    ]
-    assert all(below) is flag
+    below = shown_s != "[-]" and float(shown_s.strip("[]").split(", ")[1]) < 1.0
+    assert (collapse_p < 0.05 and below) is flag
 
 
 @pytest.mark.simulation
 def test_false_collapse_rate_when_the_memory_keeps_its_size() -> None:
     """Questions are lost (true retained 50%) but the memory's size does not change in
     expectation (per-owner noise around a ratio of 1): collapse is a false positive, and
-    should be flagged about as often as a one-sided 2.5% tail (95% intervals)."""
+    should be flagged about as often as a one-sided 2.5% tail (the size interval's)."""
     rng = np.random.default_rng(7)
     owners = [f"u{k:02d}" for k in range(20)]
     trials, flagged = 200, 0
@@ -154,7 +151,8 @@ def test_false_collapse_rate_when_the_memory_keeps_its_size() -> None:
         then = rng.uniform(50, 150, len(owners))
         now = then * rng.uniform(0.8, 1.2, len(owners))
         sizes = _sizes({u: [float(a), float(b)] for u, a, b in zip(owners, then, now, strict=True)})
-        rows = [(u, "q1", 1, bool(rng.random() < 0.5)) for u in owners]
+        rows = [(u, "q1", 0, True) for u in owners]
+        rows += [(u, "q1", 1, bool(rng.random() < 0.5)) for u in owners]
         table = curve_table(_reasks(rows), sizes, "lenient", options=options)
         flagged += bool(table.loc[1, "collapse"])
     assert flagged / trials <= 0.06
@@ -172,7 +170,8 @@ def test_a_true_collapse_is_flagged() -> None:
         then = rng.uniform(50, 150, len(owners))
         now = then * rng.uniform(0.4, 0.8, len(owners))
         sizes = _sizes({u: [float(a), float(b)] for u, a, b in zip(owners, then, now, strict=True)})
-        rows = [(u, q, 1, bool(rng.random() < 0.7)) for u in owners for q in ("q1", "q2")]
+        rows = [(u, q, 0, True) for u in owners for q in ("q1", "q2")]
+        rows += [(u, q, 1, bool(rng.random() < 0.7)) for u in owners for q in ("q1", "q2")]
         table = curve_table(_reasks(rows), sizes, "lenient", options=options)
         flagged += bool(table.loc[1, "collapse"])
     assert flagged / trials >= 0.9

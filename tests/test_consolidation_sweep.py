@@ -78,7 +78,8 @@ def asked(run: Run) -> Run:
 
 
 def _expected(run: Run, personas: list[Owner]) -> set[tuple[str, str, str, int]]:
-    """(lane, owner, question, session) of every re-ask the curve must make."""
+    """(lane, owner, question, session) of every re-ask the curve must make: the reference
+    right away, then each later session while the evidence stays active."""
     owners = {o.user_id: o for o in personas}
     answers = run.qa_answers
     right = answers[
@@ -94,6 +95,8 @@ def _expected(run: Run, personas: list[Owner]) -> set[tuple[str, str, str, int]]
             if not set(question.evidence.facts) <= active:
                 break
             found.add((str(row.lane_id), str(row.user_id), str(row.question_id), index))
+            first = (str(row.lane_id), str(row.user_id), str(row.question_id))
+            found.add((*first, int(row.session_index)))  # the reference, when asked again
     return found
 
 
@@ -218,19 +221,20 @@ def test_charts_keep_their_layout_and_tables_show_their_numbers(asked: Run) -> N
     for chart in (consolidation_chart, forgetting_chart):
         fig = chart(asked)
         assert empty_reason(fig) is None and layout_problems(fig) == []
+    table = curve(asked)
     numbers = curve_numbers(asked)
-    assert len(numbers) == len(curve(asked))
-    for row in numbers.itertuples(index=False):
+    assert len(numbers) == len(table)
+    for row, p in zip(numbers.itertuples(index=False), table["collapse_p"], strict=True):
         shown = str(row.retained)
         if shown == "-":
             assert row.collapse == "no"
             continue
-        hi_r = float(shown.split("[")[1].rstrip("]").split(", ")[1])
+        assert row.reference != "-"  # the curve asked its reference
         if str(row[6]).endswith("[-]"):  # too few owners for an interval: nothing flagged
             assert row.collapse != "COLLAPSE"
             continue
         hi_s = float(str(row[6]).split("[")[1].rstrip("]").split(", ")[1])
-        assert (row.collapse == "COLLAPSE") == (hi_r < 100.0 and hi_s < 1.0)
+        assert (row.collapse == "COLLAPSE") == (p < 0.05 and hi_s < 1.0)
 
 
 def test_the_report_folds_the_section(asked: Run, tmp_path: Path) -> None:

@@ -5,14 +5,19 @@ did and how large each memory grew (:mod:`memlab.scoring.consolidation`,
 :func:`add_curve` reads a run that has memory QA and, for every answerable question a lane
 answered correctly from its memory (under the run's headline judge, against the file's
 answer key), asks it again of the lane's memory snapshot after each later session ``k``
-(with ``every=N``: the sessions ``N``, ``2N``, ... after the one it was asked after). A
+(with ``every=N``: the sessions ``N``, ``2N``, ... after the one it was asked after), and
+once more right away of the memory it was first answered from: the *reference*, whose
+accuracy measures answer and judge noise (:mod:`memlab.scoring.collapse`). Every one of
+these re-asks is sent with a sample seed of its own, :func:`reask_seed` (the QA step's seed
+plus 1 plus the session index), so none is the QA step's call again (a fresh draw, not a
+cached reply) and each session's re-asks are drawn apart from the others'. A
 question whose evidence fact a later session retracts is not asked again from there on (its
 answer key no longer holds). The calls go through the QA step's path: the lane's injection
 (read path), the same answer and judge prompts, backends and response cache, so running it
 again costs nothing. It writes ``qa/curve.jsonl`` (answer rows, ``asked_at`` the session the
 question was first asked after) and then ``qa/curve.json`` (the settings, the answer table it
-started from, row count and hash); :func:`curve_answers` reads them back, and ignores a
-curve whose QA answers changed since.
+started from, row count and hash, ``reference``: whether the reference was asked);
+:func:`curve_answers` reads them back, and ignores a curve whose QA answers changed since.
 
 Memory knows nothing of a strategy here: a lane's snapshots are memory documents (a strategy
 that keeps its memory elsewhere records views of it), and its forgetting records are read
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +60,7 @@ __all__ = [
     "curve_answers",
     "forgetting_table",
     "memory_sizes",
+    "reask_seed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -122,6 +129,19 @@ def add_curve(
     return pd.DataFrame(rows)
 
 
+def reask_seed(seed: int | None, session_index: int) -> int:
+    """The sample seed of the answers asked again after session ``session_index``: the QA
+    step's ``seed`` (0 when unset) plus 1 plus the index, never the QA step's own."""
+    return (seed or 0) + 1 + session_index
+
+
+def _at_session(settings: AnswerSettings, index: int) -> AnswerSettings:
+    """``settings`` with the re-asks' sample seed of session ``index``."""
+    return replace(
+        settings, params=replace(settings.params, seed=reask_seed(settings.params.seed, index))
+    )
+
+
 def _anchors(run: Run) -> set[tuple[str, int, str, str]]:
     """(lane, sample, owner, question) of each answerable question answered correctly from
     memory under the run's judge, against the file's answer key."""
@@ -165,18 +185,18 @@ def _jobs(
                     continue
                 record = run.dir.read_owner_record(lane_id, user_id, sample)
                 snapshots = record.get("snapshots", [])
-                due = {
-                    q.id: _later(
-                        owner, owner.session_index(q.after_session), q.evidence.facts, every
-                    )
-                    for q in chosen
-                }
+                due = {}
+                for q in chosen:  # the reference right away, then the later sessions (if any)
+                    first = owner.session_index(q.after_session)
+                    later = _later(owner, first, q.evidence.facts, every)
+                    due[q.id] = [first, *later] if later else []
                 tasks: list[AnswerTask] = []
                 for index in range(len(owner.sessions)):
                     asked = [q for q in chosen if index in due[q.id]]
                     if asked:
                         point = ReplayPoint(owner, index, snapshots[index])
-                        tasks += answer_tasks(point, asked, ["memory"], settings, read)
+                        at = _at_session(settings, index)
+                        tasks += answer_tasks(point, asked, ["memory"], at, read)
                 yield QAJob(lane_id, sample, owner, record, tasks)
 
 
@@ -188,6 +208,7 @@ def _write(run: Run, rows: list[dict[str, Any]], every: int) -> None:
     run_dir.write_jsonl(run_dir.file(CURVE_ANSWERS), rows)
     manifest = {
         "every": every,
+        "reference": True,
         "judge": run.judge,
         "complete": not any(r["error"] is not None or r["judge_errors"] for r in rows),
         "qa_answers": run_dir.file_facts(run_dir.file(QA_ANSWERS)),

@@ -7,7 +7,9 @@ Per run (:mod:`memlab.postrun.consolidation`, :mod:`memlab.scoring.consolidation
 - the curve, one row per configuration and session: the memory's size in tokens per owner,
   the questions asked again after the session (those answered correctly before), the share
   still answered correctly, the memory's size against when they were answered, each with its
-  95% interval over owners, and the collapse flag decided on the intervals shown beside it;
+  95% interval over owners, the reference (the same questions asked again right away) and the
+  collapse flag (retained significantly below the reference over the curve, Holm-adjusted, and
+  the memory smaller); a curve asked without the reference says so instead of flagging;
 - forgetting per configuration: events by kind, the memories they removed and the gold facts
   each kind lost (``n/a`` for a configuration whose memory does not forget, never 0).
 
@@ -60,18 +62,28 @@ INTRO = (
     "from its memory is asked again of the memory after each later session (same injection "
     "path, prompts, judge and cache). Retained: the share still answered correctly. Size "
     "since answered: the memory's size then over its size when the question was answered. "
-    "Collapse: both fell by more than their 95% intervals (retained below 100% and size "
-    "below 1 over the whole interval). Memory size: cl100k tokens of the stored facts and "
-    "summaries per owner. Forgetting regret: gold facts a forgetting event removed the last "
-    "memory of (the run's matcher decides)."
+    "Reference: the same questions asked again right away of the memory they were answered "
+    "from (a fresh call), measuring answer and judge noise. Collapse: retained significantly "
+    "below the reference (one-sided owner-clustered test, Holm-adjusted over the curve's "
+    "sessions at 5%) and size below 1 over the whole interval. Memory size: cl100k tokens "
+    "of the stored facts and summaries per owner. Forgetting regret: gold facts a "
+    "forgetting event removed the last memory of (the run's matcher decides)."
 )
 NOT_APPLICABLE = "n/a"
+NO_REFERENCE = "no reference"
 
 
 def _pct(value: float, lo: float, hi: float) -> str:
     if math.isnan(value):
         return "-"
     return f"{value:.1%} {shown_bounds('retained', lo, hi)}"
+
+
+def _flag(collapse: bool, retained: float, reference: float) -> str:
+    """The collapse column: no flag where nothing was re-asked, none without a reference."""
+    if collapse:
+        return "COLLAPSE"
+    return NO_REFERENCE if math.isnan(reference) and not math.isnan(retained) else "no"
 
 
 def curve_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -101,7 +113,14 @@ def curve_numbers(run: Run, table: pd.DataFrame | None = None) -> pd.DataFrame:
                 "-" if math.isnan(v) else f"{v:.2f} {shown_bounds('size_ratio', lo, hi)}"
                 for v, lo, hi in table[["size_ratio", "size_ratio_lo", "size_ratio_hi"]].to_numpy()
             ],
-            "collapse": table["collapse"].map(lambda c: "COLLAPSE" if c else "no"),
+            "reference": [
+                _pct(v, lo, hi)
+                for v, lo, hi in table[["reference", "reference_lo", "reference_hi"]].to_numpy()
+            ],
+            "collapse": [
+                _flag(bool(c), r, ref)
+                for c, r, ref in table[["collapse", "retained", "reference"]].to_numpy()
+            ],
         }
     )
 
@@ -256,9 +275,16 @@ def _note(run: Run, answers: pd.DataFrame, manifest: dict[str, Any]) -> str:
     if not manifest:
         return f"{run.name}: no curve asked (memlab qa RUN --curve-every 1)"
     failed = "" if manifest.get("complete", True) else "; some calls failed"
+    every = manifest.get("every", 1)
+    unmeasured = (
+        ""
+        if manifest.get("reference")
+        else f"; no reference measured: rerun memlab qa RUN --curve-every {every} (no collapse "
+        "flagged)"
+    )
     return (
         f"{run.name}: {len(answers)} answers asked again after every "
-        f"{manifest.get('every', 1)} session(s), judge {manifest.get('judge')}{failed}"
+        f"{every} session(s), judge {manifest.get('judge')}{failed}{unmeasured}"
     )
 
 

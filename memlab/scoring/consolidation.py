@@ -18,10 +18,19 @@ A memory's *size* (:func:`memory_tokens`) is the cl100k token count of what it s
 fact's content and each non-empty summary, counted one by one with the project's token
 counter, so every lane is measured in one unit whatever its ``token_counting``.
 
-*Collapse* at a session: both fell by more than their intervals, i.e. the displayed upper
-bound of ``retained`` is below 100% and the displayed upper bound of ``size_ratio`` below 1.
-The flag is decided on the bounds as they are displayed (:func:`shown_bounds`), so the flag
-and the interval beside it never disagree.
+*Collapse* at a session: retained is significantly below its *reference* and the memory
+shrank. The reference is an immediate re-ask of the same questions of the memory they were
+first answered from, with a sample seed of its own (``session_index == asked_at``), so answer
+and judge noise are measured, not assumed to be 0; per session:
+
+- ``reference``: the reference re-ask's accuracy on the questions asked again at the session;
+- ``collapse_p``: the one-sided owner-clustered p-value of retained below the reference
+  (:func:`memlab.scoring.collapse.retention_p`), Holm-adjusted over the lane's sessions;
+- ``collapse``: ``collapse_p`` below ``alpha`` (0.05: at most a 5% chance of a false flag
+  anywhere on a curve) and the displayed upper bound of ``size_ratio`` below 1.
+
+A curve asked without the reference (written before it existed) has ``reference`` and
+``collapse_p`` NaN and flags nothing: ask it again (``memlab qa RUN --curve-every N``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.core.injection import get_token_counter
+from memlab.scoring.collapse import curve_p_values, retention_p
 from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
 from memlab.scoring.stats import StatOptions, bootstrap_ratios
 
@@ -60,6 +70,10 @@ CURVE_COLUMNS: tuple[str, ...] = (
     "size_ratio",
     "size_ratio_lo",
     "size_ratio_hi",
+    "reference",
+    "reference_lo",
+    "reference_hi",
+    "collapse_p",
     "collapse",
 )
 """The columns of :func:`curve_table`."""
@@ -106,13 +120,12 @@ def _shown_hi(kind: str, hi: float) -> float:
     return math.nan if text == "[-]" else float(text.strip("[]").split(", ")[1])
 
 
-def collapsed(retained_hi: float, size_ratio_hi: float) -> bool:
-    """Both fell by more than their intervals, on the bounds as displayed (see the module
-    docstring): shown ``retained`` upper bound below 100.0 and shown ``size_ratio`` upper
-    bound below 1.00."""
-    accuracy = _shown_hi("retained", retained_hi)
+def collapsed(collapse_p: float, size_ratio_hi: float, alpha: float = 0.05) -> bool:
+    """Retained significantly below its reference over the curve (Holm-adjusted
+    ``collapse_p`` below ``alpha``) and the memory shrank (``size_ratio``'s upper bound as
+    displayed below 1.00); never with no reference (NaN ``collapse_p``)."""
     size = _shown_hi("size_ratio", size_ratio_hi)
-    return bool(accuracy < 100.0 and size < 1.0)
+    return bool(collapse_p < alpha and size < 1.0)
 
 
 def _owner_means(frame: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
@@ -122,9 +135,11 @@ def _owner_means(frame: pd.DataFrame, keys: list[str], values: list[str]) -> pd.
 
 
 def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.DataFrame:
-    """One row per re-asked answer: correct under ``judge`` (answer key), and the memory's
-    size at the re-asking session and when the question was first answered."""
+    """One row per answer asked again at a later session: correct under ``judge`` (answer
+    key), the memory's size at the re-asking session and when the question was first answered,
+    and its reference re-ask (``ref`` correct, ``ref_n`` 1 when one was asked, else 0)."""
     columns = ["lane_id", "sample", "user_id", "session_index", "correct", "now", "then"]
+    columns += ["ref", "ref_n", "paired"]
     mine = reasks[reasks["kind"].isin(list(HEADLINE_KINDS))]
     if mine.empty:
         return pd.DataFrame(columns=columns)
@@ -132,7 +147,14 @@ def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.D
     verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
     unit = ["lane_id", "sample", "user_id", "question_id", "session_index"]
     right = verdicts.set_index(unit)["correct"]
-    ids = pd.MultiIndex.from_frame(mine[unit])
+    mine = mine.assign(
+        correct=right.reindex(pd.MultiIndex.from_frame(mine[unit])).fillna(False).to_numpy(float)
+    )
+    first = mine["session_index"].to_numpy(dtype=int) == mine["asked_at"].to_numpy(dtype=int)
+    question = unit[:-1]
+    reference = mine[first].groupby(question)["correct"].mean()
+    mine = mine[~first]
+    ref = reference.reindex(pd.MultiIndex.from_frame(mine[question])).to_numpy(dtype=float)
     size = sizes.set_index(["lane_id", "sample", "user_id", "session_index"])["memory_tokens"]
     at = ["lane_id", "sample", "user_id"]
     now = size.reindex(pd.MultiIndex.from_frame(mine[[*at, "session_index"]]))
@@ -141,11 +163,17 @@ def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.D
             mine[at].assign(session_index=mine["asked_at"].to_numpy(dtype=int))
         )
     )
-    return mine[["lane_id", "sample", "user_id", "session_index"]].assign(
-        correct=right.reindex(ids).fillna(False).to_numpy(dtype=float),
+    has_ref = ~np.isnan(ref)
+    counts: pd.DataFrame = mine[
+        ["lane_id", "sample", "user_id", "session_index", "correct"]
+    ].assign(
         now=now.to_numpy(dtype=float),
         then=then.to_numpy(dtype=float),
+        ref=np.where(has_ref, ref, 0.0),
+        ref_n=has_ref.astype(float),
+        paired=np.where(has_ref, mine["correct"].to_numpy(dtype=float), 0.0),
     )
+    return counts
 
 
 def _interval(num: np.ndarray, den: np.ndarray, options: StatOptions | None) -> tuple[float, ...]:
@@ -179,7 +207,8 @@ def curve_table(
     point = ["lane_id", "session_index"]
     tokens = _owner_means(sizes.assign(one=1.0), point, ["memory_tokens", "days", "one"])
     counts = _reask_counts(reasks, sizes, judge).assign(n=1.0)
-    asked = _owner_means(counts, point, ["correct", "n", "now", "then"]) if len(counts) else None
+    values = ["correct", "n", "now", "then", "ref", "ref_n", "paired"]
+    asked = _owner_means(counts, point, values) if len(counts) else None
     rows: list[dict[str, Any]] = []
     for key, owners in tokens.groupby(level=point, sort=False):
         lane_id, index = key
@@ -195,21 +224,38 @@ def curve_table(
             "memory_tokens_hi": size_hi,
             "reasked": 0.0,
         }
-        row.update(dict.fromkeys(CURVE_COLUMNS[8:14], math.nan))
+        row.update(dict.fromkeys(CURVE_COLUMNS[8:18], math.nan))
         mine = _rows_at(asked, lane_id, index)
         if mine is not None:
-            row["reasked"] = float(mine["n"].sum())
-            retained = _interval(mine["correct"].to_numpy(), mine["n"].to_numpy(), options)
-            ratio = _interval(mine["now"].to_numpy(), mine["then"].to_numpy(), options)
-            for name, values in (("retained", retained), ("size_ratio", ratio)):
-                row[name], row[f"{name}_lo"], row[f"{name}_hi"] = values
-        row["collapse"] = collapsed(row["retained_hi"], row["size_ratio_hi"])
+            row.update(_point(mine, options))
         rows.append(row)
     order = {lane: i for i, lane in enumerate(dict.fromkeys(sizes["lane_id"]))}
     table = pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
     table["_order"] = table["lane_id"].map(order)
     table = table.sort_values(["_order", "session_index"], kind="stable")
-    return table.drop(columns="_order").reset_index(drop=True)
+    table = table.drop(columns="_order").reset_index(drop=True)
+    alpha = (options or StatOptions()).alpha
+    for _, lane in table.groupby("lane_id", sort=False):
+        table.loc[lane.index, "collapse_p"] = curve_p_values(lane["collapse_p"].to_numpy(float))
+    table["collapse"] = [
+        collapsed(p, hi, alpha) for p, hi in table[["collapse_p", "size_ratio_hi"]].to_numpy()
+    ]
+    return table
+
+
+def _point(mine: pd.DataFrame, options: StatOptions | None) -> dict[str, Any]:
+    """Retained, size ratio and reference of one lane and session (per-owner rows), and the
+    unadjusted p-value of retained below the reference."""
+    row: dict[str, Any] = {"reasked": float(mine["n"].sum())}
+    retained = _interval(mine["correct"].to_numpy(), mine["n"].to_numpy(), options)
+    ratio = _interval(mine["now"].to_numpy(), mine["then"].to_numpy(), options)
+    for name, values in (("retained", retained), ("size_ratio", ratio)):
+        row[name], row[f"{name}_lo"], row[f"{name}_hi"] = values
+    if mine["ref_n"].sum() > 0:
+        ref, ref_n = mine["ref"].to_numpy(), mine["ref_n"].to_numpy()
+        row["reference"], row["reference_lo"], row["reference_hi"] = _interval(ref, ref_n, options)
+        row["collapse_p"] = retention_p(ref, mine["paired"].to_numpy(), ref_n, options)
+    return row
 
 
 def _rows_at(asked: pd.DataFrame | None, lane_id: object, index: object) -> pd.DataFrame | None:
