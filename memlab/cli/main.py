@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "run_commands",
     "ab",
+    "tune",
     "qa",
     "judge",
     "prompts",

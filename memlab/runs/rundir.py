@@ -63,6 +63,9 @@ __all__ = [
     "QA_MANIFEST",
     "RUN_FORMAT",
     "TABLES",
+    "TUNE_RESULT",
+    "TUNE_STUDY",
+    "TUNE_TRIALS",
     "RunDir",
     "RunError",
     "record_problem",
@@ -83,6 +86,12 @@ JUDGE_AUDITS = Path("qa") / "judge_audits.json"
 """Audits of the QA step's judges (``memlab judge audit --run``)."""
 TABLES = ("calls.jsonl", "sessions.jsonl")
 """The tables a sweep writes and its manifest checksums."""
+TUNE_STUDY = Path("study.db")
+"""A tune directory's Optuna study (SQLite), resumed by the next ``memlab tune``."""
+TUNE_TRIALS = Path("trials")
+"""A tune directory's candidate runs (``trials/trial-NNN``)."""
+TUNE_RESULT = Path("tune.json")
+"""A tune directory's result: split, candidates, winner, gaps, held-out verdicts, cost."""
 
 
 class RunError(MemlabError, ValueError):
