@@ -114,6 +114,16 @@ def check_qa_key(block: str, tmp_path: Path) -> None:
     assert spec.conditions == ["memory", "none", "full_context", "gold_memory"]
 
 
+def check_tune_key(block: str, tmp_path: Path) -> None:
+    from memlab.core.yamlio import parse_yaml
+    from memlab.reporting.tune_spec import Range, TuneSpec
+
+    spec = TuneSpec.model_validate(parse_yaml(block, "tune.yaml").data["tune"])
+    assert spec.prompts() == ["default", "prompts/self_only.txt"]
+    assert spec.ranges()["max_facts"] == Range(low=20, high=200, step=20)
+    assert spec.objective.metric == "recall" and spec.max_trials == 20
+
+
 def check_sim_profile(block: str, tmp_path: Path) -> None:
     from memlab.simulation.profile import load_profile
 
@@ -408,6 +418,7 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
         "(:Trigger {text})-[:ACTIVATES]->(:Procedure {name})-[:HAS_STEP]->(:Step {text})",
     ): check_graph_model,
     ("memlab.grids.qa_spec", "qa:"): check_qa_key,
+    ("memlab.reporting.tune_spec", "tune:"): check_tune_key,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',

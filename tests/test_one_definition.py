@@ -132,12 +132,11 @@ def test_the_qa_options_are_add_qas_keyword_arguments() -> None:
     from memlab.postrun.qa_step import QAOptions, add_qa
     from memlab.sweeps.driver import sweep
 
-    # The one spending limit is shared by a sweep's replays and its QA step: the options
-    # carry it as an object (spend), the calls take it as a number of dollars (max_cost).
-    fields = {
-        ("max_cost" if f.name == "spend" else f.name): f.default
-        for f in dataclasses.fields(QAOptions)
-    }
+    # The spending limit and the rate limiters are shared by a sweep's replays and its QA
+    # step: the options carry them as objects (spend, rates), the calls take their settings
+    # (max_cost in dollars, rate_limit).
+    taken_as = {"spend": "max_cost", "rates": "rate_limit"}
+    fields = {taken_as.get(f.name, f.name): f.default for f in dataclasses.fields(QAOptions)}
     add_qa_kwargs = {
         p.name: p.default
         for p in inspect.signature(add_qa).parameters.values()
