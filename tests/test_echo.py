@@ -116,7 +116,9 @@ def test_the_updater_records_each_echo_with_the_id_it_was_stored_under() -> None
     assert second["applied"]["echoed"] == [{"content": EXAMPLE, "confidence": 0.9}]
 
 
-def echo_run(tmp_path: Path) -> tuple[Run, ScriptedBackend]:
+def echo_run(
+    tmp_path: Path, axes: dict[str, list[str]] | None = None
+) -> tuple[Run, ScriptedBackend]:
     """Two owners, two sessions each. Every reply but bob's second carries the example; the
     first sessions also state the owner's city (the gold fact)."""
     owners = []
@@ -140,7 +142,9 @@ def echo_run(tmp_path: Path) -> tuple[Run, ScriptedBackend]:
             "Thanks from bob": update(),
         }
     )
-    grid = {"name": "echo", "base": {"backend": "scripted"}}
+    grid: dict[str, object] = {"name": "echo", "base": {"backend": "scripted"}}
+    if axes:
+        grid["axes"] = axes
     return sweep_scripted(dataset, grid, backend, tmp_path / "runs"), backend
 
 
@@ -216,3 +220,17 @@ def test_a_trial_against_an_echoing_baseline_is_inconclusive_and_names_the_echo(
     echoed = [r for r in trial.reasons if r.kind == "prompt echoed"]
     assert len(echoed) == 1
     assert "echoes the prompt's own text in 75% (baseline) and 0% (candidate)" in echoed[0].text
+
+
+def test_an_ab_verdict_names_the_echo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default prompt against concise, replies that copy the default's example: the
+    comparison is inconclusive and says the model echoes the prompt (3 of 4 replies, 75%, on
+    the baseline; the concise template holds no example, so nothing echoes there)."""
+    from memlab.cli.main import main
+
+    run, _ = echo_run(tmp_path, {"prompt": ["default", "concise"]})
+    assert main(["compare", str(run.path), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out.replace("\n  ", " ")
+    assert "the model echoes the prompt's own text" in out
+    verdict = [line for line in out.splitlines() if line.startswith("verdict:")]
+    assert verdict and "inconclusive" in verdict[0] and "echo" in verdict[0], verdict
