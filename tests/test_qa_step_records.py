@@ -19,6 +19,7 @@ import pytest
 
 from memlab.core.llm import BackendError, Completion, CompletionRequest
 from memlab.datasets import resolve_dataset
+from memlab.errors import MemlabError
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QAError, QASpec
 from memlab.matching.base import LexicalMatcher
@@ -275,3 +276,27 @@ def test_the_default_backends_give_the_simulated_model_its_dataset_and_judges(
         ("sim:careful", {"dataset": tmp_path / "d.jsonl"}),
         ("scripted", {}),
     ]
+
+
+def test_one_unreadable_verdict_of_one_answer_is_a_share_of_one(tmp_path: Path) -> None:
+    """A step that asked one question once, its one verdict unreadable: 1 of 1 answers (100%),
+    over any allowed share below 1."""
+    owner = _owner()
+    first = _first_question()
+    owner["questions"] = [first]
+    path = tmp_path / "single.jsonl"
+    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    grid = Grid.from_mapping({"name": "single", "base": {"backend": "sim:careful"}})
+    single = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    agent = _Agent(f"It is {first['answer']}.", unreadable=first["question"])
+    with pytest.raises(JudgeErrorsError) as raised:
+        _add(single, agent, spec=_spec(conditions=["memory"]), max_judge_errors=0.6)
+    assert raised.value.counts["judge_errors:strict"] == 1
+    assert raised.value.counts["answers"] == 1
+
+
+def test_a_file_where_the_qa_directory_goes_is_named_as_such(run: Run) -> None:
+    (run.path / "qa").write_text("not a directory", encoding="utf-8")
+    with pytest.raises(MemlabError, match="QA directory"):
+        _add(run, _Agent("x"))
+    assert (run.path / "qa").read_text(encoding="utf-8") == "not a directory"

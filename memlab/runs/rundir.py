@@ -226,8 +226,20 @@ class RunDir:
         self.write_text(path, text)
 
     def make_dir(self, path: Path, what: str = "run directory") -> None:
-        """Create the directory ``path`` of the run (and its parents; checked by :meth:`owned`)."""
-        self.owned(path, what).mkdir(parents=True, exist_ok=True)
+        """Create the directory ``path`` of the run (and its parents; checked by :meth:`owned`).
+
+        Raises:
+            RunError: Something that is not a directory is in the way (named, left as it is).
+        """
+        target = self.owned(path, what)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise RunError(
+                f"{target}: not a directory, where the run keeps its {what}; move it away"
+            ) from None
+        except OSError as exc:
+            raise RunError(f"{target}: cannot create the {what}: {io_reason(exc)}") from None
 
     def remove(self, path: Path, what: str = "run file") -> None:
         """Delete the run file ``path`` when it is there (checked by :meth:`owned`)."""
