@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "SECRET",
@@ -109,7 +109,28 @@ Reply = Callable[[dict[str, Any]], str]
 """A reply function: the request body -> the reply text (a 200 chat completion)."""
 
 
-class FakeServer:
+class _Loopback:
+    """A threaded HTTP server on 127.0.0.1 (a free port), serving while the ``with`` lasts."""
+
+    def _listen(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class FakeServer(_Loopback):
     """Answers POSTs from a script of (status, headers, body, delay), or with ``reply`` (the
     request body -> the text of a chat completion); records every request."""
 
@@ -160,21 +181,7 @@ class FakeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler)
 
 
 class HostileServer:
@@ -263,7 +270,7 @@ class HostileServer:
             raise ValueError(f"unknown mode {self.mode!r}")
 
 
-class EmbeddingServer:
+class EmbeddingServer(_Loopback):
     """Answers ``POST /v1/embeddings`` with the vector ``vectors`` gives each input text
     (``default`` for texts it does not know); with ``status`` set, answers every request
     with that HTTP status and an error body echoing the ``Authorization`` header. With
@@ -329,18 +336,4 @@ class EmbeddingServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> EmbeddingServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler)
