@@ -189,6 +189,25 @@ def add_prompts_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--prompts", nargs="+", default=[], metavar="PATH", help=help_text)
 
 
+def add_matcher_option(
+    parser: argparse.ArgumentParser,
+    what: str = "fact matcher for recall and precision",
+    note: str = "",
+    after: str = "",
+) -> None:
+    """``--matcher NAME`` (default ``default``), its help listing the built-in matchers
+    (``note`` inside the default's parentheses, ``after`` behind them)."""
+    from memlab.matching.matchers import matcher_help
+
+    parser.add_argument(
+        "--matcher",
+        default="default",
+        help=f"{what}: "
+        + ", ".join(matcher_help(plugins=False))
+        + f", or a plugin's (memlab matcher list) (default: default{note}){after}",
+    )
+
+
 def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
     """``--cache-dir`` and ``--cache-mode`` of the response cache."""
     from memlab.backends.cache import CacheMode

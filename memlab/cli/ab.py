@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args, qa_options
 from memlab.cli.matching import matcher_from_args
-from memlab.matching.matchers import matcher_help
 
 if TYPE_CHECKING:
     from memlab.grids.qa_spec import QASpec
@@ -108,13 +107,7 @@ def register(subparsers: Any) -> None:
         help="the runs are NAME-base and NAME-candidate (default: ab-BASE-vs-CANDIDATE); "
         "existing ones are resumed",
     )
-    p.add_argument(
-        "--matcher",
-        default="default",
-        help="fact matcher for recall and precision: "
-        + ", ".join(matcher_help(plugins=False))
-        + ", or a plugin's (memlab matcher list) (default: default)",
-    )
+    _args.add_matcher_option(p)
     _args.add_cache_options(p, "response cache directory (default: no cache)")
     p.add_argument(
         "--workers",

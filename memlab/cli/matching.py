@@ -161,13 +161,7 @@ def _register_audit(commands: Any) -> None:
 
 
 def _add_matcher_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--matcher",
-        default="default",
-        help="matcher name: "
-        + ", ".join(matcher_help(plugins=False))
-        + ", or a plugin's (memlab matcher list) (default: default)",
-    )
+    _args.add_matcher_option(parser, "matcher name")
     _args.add_cache_options(parser, "response cache for a judge matcher's calls")
 
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args, qa_options
 from memlab.cli.matching import matcher_from_args
-from memlab.matching.matchers import matcher_help
 
 if TYPE_CHECKING:
     from memlab.grids.grid import Grid
@@ -90,13 +89,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     _args.add_max_judge_errors(parser)
     _args.add_cost_options(parser, "the replays (and a qa: step)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument(
-        "--matcher",
-        default="default",
-        help="fact matcher for recall and precision: "
-        + ", ".join(matcher_help(plugins=False))
-        + ", or a plugin's (memlab matcher list) (default: default; a judge's calls are cached "
-        "in --cache-dir); memlab rescore changes it later",
+    _args.add_matcher_option(
+        parser,
+        note="; a judge's calls are cached in --cache-dir",
+        after="; memlab rescore changes it later",
     )
     parser.add_argument(
         "--embedding-duplicates",

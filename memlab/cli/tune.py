@@ -9,7 +9,6 @@ from typing import Any
 
 from memlab.cli import _args
 from memlab.cli.matching import matcher_from_args
-from memlab.matching.matchers import matcher_help
 
 # The search, replays and statistics are imported when the command runs.
 
@@ -71,13 +70,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="exit 0 when a held-out verdict is inconclusive (it still says so and why)",
     )
-    p.add_argument(
-        "--matcher",
-        default="default",
-        help="fact matcher for recall and precision: "
-        + ", ".join(matcher_help(plugins=False))
-        + " (default: default)",
-    )
+    _args.add_matcher_option(p)
     _args.add_cache_options(p, "response cache directory (default: no cache)")
     p.add_argument(
         "--workers", type=_args.workers, default=4, help="concurrent replays (default: 4)"
