@@ -60,8 +60,14 @@ def _rows(item: Item, position: int, split: str) -> list[dict[str, Any]]:
         (extra, first, wrong[extra], False),
     ]
     return [
-        {"kind": kind, "item": item.key, "gold": gold, "stored": stored, "label": label,
-         "split": split}
+        {
+            "kind": kind,
+            "item": item.key,
+            "gold": gold,
+            "stored": stored,
+            "label": label,
+            "split": split,
+        }
         for kind, gold, stored, label in pairs
     ]
 
@@ -95,8 +101,9 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
         if current != text:
-            print(f"{OUT} is out of date; run datasets/matching_prefs_src/build.py",
-                  file=sys.stderr)
+            print(
+                f"{OUT} is out of date; run datasets/matching_prefs_src/build.py", file=sys.stderr
+            )
             return 1
         return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
