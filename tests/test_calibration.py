@@ -22,6 +22,7 @@ from memlab.matching.calibration import (
     calibration_of,
     load_pairs,
 )
+from memlab.matching.matchers import resolve_matcher
 
 KINDS = {
     "compact": CALIBRATION_KINDS,
@@ -37,8 +38,12 @@ KINDS = {
         "other_value",
         "reason_only",
     },
+    "preference": {"paraphrase", "polarity_flip", "other_condition", "other_value"},
 }
-TEST_PAIRS = {"compact": 227, "longform": 201}
+TEST_PAIRS = {"compact": 227, "longform": 201, "preference": 160}
+BAR_STYLES = ("compact", "longform")
+"""Styles on which the default matcher meets the bar (the ``preference`` style's figures are
+checked by the tests below it)."""
 
 
 def calibrate_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
@@ -59,9 +64,39 @@ def test_default_matcher_meets_the_bar_in_every_style(
     assert isinstance(styles, dict) and set(styles) == set(KINDS)
     for style, numbers in styles.items():
         assert numbers["pairs"] == TEST_PAIRS[style]
-        assert numbers["agreement"] >= 0.90, style
-        assert numbers["wrong_accepted"] <= 0.05, style
         assert set(numbers["by_kind"]) == KINDS[style]
+        if style in BAR_STYLES:
+            assert numbers["agreement"] >= 0.90, style
+            assert numbers["wrong_accepted"] <= 0.05, style
+
+
+def preference_counts(matcher: str, split: str = "test") -> KindCounts:
+    pairs = [p for p in load_pairs(split=split) if p.style == "preference"]
+    result = calibrate(resolve_matcher(matcher), pairs)
+    return result.total
+
+
+@pytest.mark.parametrize(
+    "matcher", [pytest.param("default", marks=pytest.mark.needs_embeddings), "default-lexical"]
+)
+def test_default_matcher_accepts_few_changed_long_preferences(matcher: str) -> None:
+    # Counted from the labels: a copy of a long preference with its polarity, condition or
+    # value swapped states another preference.
+    counts = preference_counts(matcher)
+    assert counts.wrong_accepted + counts.wrong_rejected == 80
+    assert counts.wrong_accepted_rate <= 0.05
+
+
+@pytest.mark.needs_embeddings
+@pytest.mark.xfail(
+    strict=True,
+    reason="the default matcher accepts few paraphrases of a long preference (held-out "
+    "agreement 56%: word overlap and averaged word vectors do not tell a reworded "
+    "preference from another one)",
+)
+def test_default_matcher_agrees_on_long_preferences() -> None:
+    counts = preference_counts("default")
+    assert counts.agreement >= 0.90 and counts.wrong_accepted_rate <= 0.05
 
 
 def test_lexical_matcher_numbers_are_pinned() -> None:
@@ -83,7 +118,8 @@ def test_lexical_matcher_numbers_are_pinned() -> None:
     # Long first-person gold facts: almost no gold fact has 60% of its words in a stored one.
     longform = result.by_style["longform"]
     assert (longform.true_accepted, longform.wrong_accepted) == (2, 0)
-    assert result.total.pairs == compact.pairs + longform.pairs
+    preference = result.by_style["preference"]
+    assert result.total.pairs == compact.pairs + longform.pairs + preference.pairs
 
 
 def test_kappa_is_cohens() -> None:
@@ -114,7 +150,11 @@ def test_the_sets_are_large_split_by_gold_and_up_to_date() -> None:
         "diet",
     }
     for data in bundled_pair_files():
-        source = "matching_src" if data.name == "pairs.jsonl" else "matching_longform_src"
+        source = {
+            "pairs.jsonl": "matching_src",
+            "longform.jsonl": "matching_longform_src",
+            "preferences.jsonl": "matching_prefs_src",
+        }[data.name]
         build = data.parents[1] / source / "build.py"
         check = subprocess.run(
             [sys.executable, str(build), "--check"], capture_output=True, text=True, check=False

@@ -181,8 +181,9 @@ def test_rescore_command_and_report_note(
     paths = build_report([run], tmp_path / "report")
     text = paths.markdown.read_text(encoding="utf-8")
     assert "fact matcher of a: lexical, agreement " in text
-    assert "with hand labels on the calibration test split (428 pairs; by style: " in text
+    assert "with hand labels on the calibration test split (588 pairs; by style: " in text
     assert "compact 59.5% (wrong pairs accepted 42.6%); longform " in text
+    assert "; preference " in text  # the third style, sorted last
     assert main(["rescore", str(tmp_path / "no-run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1

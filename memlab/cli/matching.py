@@ -43,11 +43,11 @@ logger = logging.getLogger(__name__)
 _CALIBRATE_EPILOG = """\
 Runs the matcher over the labeled (gold, stored) pairs and prints its agreement with the
 labels, its precision, recall and Cohen's kappa, per style and per kind of pair. The bundled
-sets are datasets/matching/pairs.jsonl (style compact) and longform.jsonl (style longform; see
-docs/matching.md); tune on --split dev, report on test. A labelling sheet from
-'memlab matcher audit' (.csv) is measured on its labelled rows, with estimates for the whole
-run; --judge BACKEND also has an LLM judge label the sheet and reports its kappa with the
-matcher (and with your labels).
+sets are datasets/matching/pairs.jsonl (style compact), longform.jsonl (style longform) and
+preferences.jsonl (style preference; see docs/matching.md); tune on --split dev, report on
+test. A labelling sheet from 'memlab matcher audit' (.csv) is measured on its labelled rows,
+with estimates for the whole run; --judge BACKEND also has an LLM judge label the sheet and
+reports its kappa with the matcher (and with your labels).
 
 examples:
   memlab matcher calibrate

@@ -15,8 +15,8 @@ The built-in ones, resolvable by name through :mod:`memlab.matching.matchers`:
   judge prompts.
 
 ``memlab matcher calibrate`` measures each against the labeled pairs of the bundled sets
-(``datasets/matching/pairs.jsonl`` and ``longform.jsonl``), or a run's own labelling sheet
-(:mod:`memlab.matching.matcher_audit`); see ``docs/matching.md``.
+(``datasets/matching/pairs.jsonl``, ``longform.jsonl`` and ``preferences.jsonl``), or a run's
+own labelling sheet (:mod:`memlab.matching.matcher_audit`); see ``docs/matching.md``.
 """
 
 from __future__ import annotations

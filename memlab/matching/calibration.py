@@ -1,6 +1,6 @@
 """Calibrating a fact matcher against labeled (gold, stored) pairs.
 
-memlab bundles two calibration sets in two styles (see ``docs/matching.md``), one pair per
+memlab bundles three calibration sets in three styles (see ``docs/matching.md``), one pair per
 line::
 
     {"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",
@@ -10,7 +10,10 @@ line::
 - ``datasets/matching/pairs.jsonl`` (style ``compact``): pairs written one by one, gold facts
   in the short styles labeled datasets use;
 - ``datasets/matching/longform.jsonl`` (style ``longform``): pairs rendered from claims,
-  long first-person gold facts with reasons against compressed third-person stored facts.
+  long first-person gold facts with reasons against compressed third-person stored facts;
+- ``datasets/matching/preferences.jsonl`` (style ``preference``): pairs of long first-person
+  preferences with a condition, a reason and a hedge on both sides, against paraphrases and
+  against copies with the polarity, the condition or the value changed.
 
 ``label`` is true when a careful reader counts the stored fact as stating the gold fact.
 :func:`calibrate` runs a matcher over the pairs and reports its *agreement* with the labels,
@@ -48,7 +51,11 @@ __all__ = [
     "load_pairs",
 ]
 
-PAIR_FILES = (Path("matching") / "pairs.jsonl", Path("matching") / "longform.jsonl")
+PAIR_FILES = (
+    Path("matching") / "pairs.jsonl",
+    Path("matching") / "longform.jsonl",
+    Path("matching") / "preferences.jsonl",
+)
 """The bundled calibration sets, under a datasets directory."""
 
 SPLITS = ("dev", "test")

@@ -16,6 +16,9 @@ calibration):
    one fact denies the other ("Enjoys classical music" vs "I don't enjoy classical music"),
    and "wants" against "done" means a goal against its outcome ("Wants to pass the exam" vs
    "Passed the exam").
+   A long stored fact that repeats the gold fact word for word but swaps one phrase is vetoed
+   too: the swap is the difference ("... on weekends ..." / "... on weekdays ...";
+   :func:`memlab.matching.near_copy.changed_wording`).
 4. **Score** = ``gold_weight`` x *gold coverage* (share of the gold claim's tokens found in the
    stored fact, mixed with its least covered claim clause) + (1 - ``gold_weight``) x *stored
    coverage* (share of the stored claim's tokens found in the gold fact); with word embeddings
@@ -46,6 +49,7 @@ from memlab.matching.embeddings import (
 from memlab.matching.fact_lexicon import PREF, token_weight
 from memlab.matching.fact_reading import read_fact
 from memlab.matching.fact_types import Clause, FactReading
+from memlab.matching.near_copy import changed_wording
 from memlab.matching.word_links import Links, link_words
 
 __all__ = [
@@ -223,7 +227,7 @@ class DefaultMatcher:
         g, s = read_fact(gold), read_fact(stored)
         links = self._links(g, s)
         veto = value_conflict(g, s, links) or polarity_conflict(g, s, links)
-        veto = veto or mood_conflict(g, s, links)
+        veto = veto or mood_conflict(g, s, links) or changed_wording(g, s, links)
         gold_cov = _gold_coverage(g, s.tokens, links, self.clause_weight)
         stored_cov = _coverage(s.core_tokens, g.tokens, links, gold=False)
         score = self.gold_weight * gold_cov + (1 - self.gold_weight) * stored_cov
