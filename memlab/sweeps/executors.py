@@ -359,12 +359,18 @@ class DaskPool:
         self._replay_mode = replay_mode
         mode = CacheMode(backends.cache_mode)  # a sweep may be given the mode's value
         in_use = backends.cache_dir is not None and mode is not CacheMode.OFF
+        limits = dict(backends.rates.limits)
+        parts = max(1, len(client.scheduler_info().get("workers") or {}))
         self._source = WorkerBackends(
             factory=backends.factory,
-            token=_factory_token(backends),
+            # Limits in the token: a sweep with other limits gets backends with its pace.
+            token=_factory_token(backends) + f"/{sorted(limits.items())}/{parts}",
             cache_mode=mode if in_use else None,
             cache_dir=backends.cache_dir,
+            limits=limits,
+            parts=parts,
         )
+        logger.info("rate limits paced per worker process at 1/%d of the limit", parts)
         entries: Mapping[str, Completion | str] = {}
         if in_use and backends.cache_dir is not None:
             entries = read_entries(backends.cache_dir)
