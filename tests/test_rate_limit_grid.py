@@ -104,7 +104,7 @@ class _Paced:
     name = "sim"
     model = "m"
 
-    def __init__(self, sim: SimulatedBackend) -> None:
+    def __init__(self, sim: Any) -> None:
         self.sim = sim
         self.rate_limiter = RateLimiter()
 
@@ -211,3 +211,23 @@ class _Lane:
 
 class _Owner:
     user_id = "u"
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [(None, RateLimit(rpm=500, tpm=200_000)), (RateLimit(rpm=5), RateLimit(5, 200_000))],
+)
+def test_memlab_qa_paces_at_the_runs_grid_limits_unless_rpm_or_tpm_override_them(
+    tmp_path: Path, override: RateLimit | None, expected: RateLimit
+) -> None:
+    from memlab.grids.qa_spec import QASpec, resolve_prompts
+    from memlab.postrun.qa_step import add_qa, qa_backend
+
+    sim = SimulatedBackend("chatty", dataset=load_dataset(resolve_dataset("personas")))
+    grid = _grid(base={"backend": "sim:chatty"}, max_owners=1, rate_limit=LIMITS)
+    run = sweep("personas", grid, runs_dir=tmp_path, backend_factory=lambda _s: sim, progress=False)
+    spec = QASpec(answer_backend="sim:careful", judges=["lenient"], conditions=["memory"])
+    judges = resolve_prompts(spec).judges
+    answerer = _Paced(qa_backend("sim:careful", resolve_dataset("personas"), judges))
+    add_qa(run.path, spec, backend_factory=lambda _s: answerer, rate_limit=override)
+    assert answerer.rate_limiter.limit == expected

@@ -101,7 +101,7 @@ def _qa(args: argparse.Namespace) -> int:
         return 0
     status = 0
     # One cost limit and one pace for the QA step and the consolidation curve after it.
-    options = _qa_options(args)
+    options = _qa_options(args, run)
     try:
         run = run_qa(run, spec, options)
     except CostLimitError as exc:
@@ -120,14 +120,13 @@ def _qa(args: argparse.Namespace) -> int:
     return status
 
 
-def _qa_options(args: argparse.Namespace) -> Any:
-    """The QA step's :class:`~memlab.postrun.qa_step.QAOptions` from the command line."""
+def _qa_options(args: argparse.Namespace, run: Any) -> Any:
+    """The QA step's :class:`~memlab.postrun.qa_step.QAOptions` on ``run`` from the command
+    line (``--rpm``/``--tpm`` over the run's grid ``rate_limit:``)."""
     from memlab.backends.cache import CacheMode
-    from memlab.backends.rate_limit import RateLimiters
     from memlab.backends.spend import SpendLimit
-    from memlab.postrun.qa_step import QAOptions
+    from memlab.postrun.qa_step import QAOptions, qa_rates
 
-    rate_limit = _args.rate_limit_from_args(args)
     return QAOptions(
         cache_dir=args.cache_dir,
         cache_mode=CacheMode(args.cache_mode),
@@ -137,7 +136,7 @@ def _qa_options(args: argparse.Namespace) -> Any:
         allow_incomplete=args.allow_incomplete,
         max_judge_errors=args.max_judge_errors,
         spend=SpendLimit(args.max_cost) if args.max_cost is not None else None,
-        rates=RateLimiters({"*": rate_limit}) if rate_limit is not None else None,
+        rates=qa_rates(run, _args.rate_limit_from_args(args)),
     )
 
 

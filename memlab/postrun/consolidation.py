@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
-from memlab.backends.rate_limit import RateLimit, RateLimiters
+from memlab.backends.rate_limit import RateLimit
 from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
@@ -52,7 +52,7 @@ from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.matching.base import FactMatcher
 from memlab.postrun.qa_calls import QACalls, ask_and_grade
 from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.postrun.qa_step import QAOptions, qa_backend, run_matcher
+from memlab.postrun.qa_step import QAOptions, qa_backend, qa_rates, run_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
 from memlab.runs.records import QARow, read_rows
 from memlab.runs.run import Run, load_run
@@ -105,6 +105,7 @@ def add_curve(
         DatasetChangedError: The dataset file is not the one the run replayed.
         RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
+    run = load_run(run) if isinstance(run, str | Path) else run
     options = QAOptions(
         cache_dir=cache_dir,
         cache_mode=cache_mode,
@@ -113,7 +114,7 @@ def add_curve(
         backend_factory=backend_factory,
         prompts_dir=prompts_dir,
         spend=SpendLimit(max_cost) if max_cost is not None else None,
-        rates=RateLimiters({"*": rate_limit}) if rate_limit is not None else None,
+        rates=qa_rates(run, rate_limit),
     )
     return run_curve(run, every, options)
 
