@@ -15,16 +15,22 @@ registry's ``openai:`` backend, its retry policy) for ``--seconds`` each, in thr
 - **configured**: paced by a shared limiter told the limits (``rate_limit: {rpm, tpm}``);
 - **learned**: paced by a shared limiter told nothing, learning the limits from the headers.
 
+Then the same two paced modes on ``dask-local:2x4`` (2 worker processes of 4 threads, the
+sweep's executor and its workers' backend path, :func:`memlab.sweeps.remote.worker_backend`):
+each worker process paces at its share of the limit, configured or learned (``--no-dask``
+skips these rows).
+
 Printed per mode: calls answered a second against the limit (throughput ratio), and the 429s
 as a share of all requests the server received. Goals for the paced modes: throughput
 >= 0.9x the limit, 429s <= 1% (exit 1 otherwise).
 
-    .venv/bin/python benchmarks/rate_limit_bench.py        # about 60 s (3 modes x 20 s)
+    .venv/bin/python benchmarks/rate_limit_bench.py   # about 2 min (5 modes x 20 s + a cluster)
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -45,8 +51,11 @@ from memlab.core.llm import (
     allow_model_requests,
 )
 from memlab.grids.lane_backends import LaneBackends
+from memlab.sweeps.executors import dask_client, parse_executor, worker_processes
+from memlab.sweeps.remote import WorkerBackends, worker_backend
 
 THREADS = 8
+DASK = "dask-local:2x4"
 PROMPT = "x" * 240  # 60 tokens at four characters a token
 MAX_TOKENS = 40
 
@@ -216,11 +225,79 @@ def _measure(server: _Server, mode: str, rpm: float, tpm: float, seconds: float)
     return _Result(answered, refused, seconds, len(errors))
 
 
+def _remote_calls(source: WorkerBackends, until: float) -> int:
+    """One Dask task: call the model through the worker's backend until ``until`` (wall
+    clock); the errors it met."""
+    backend, _ = worker_backend(source, "openai:bench-model")
+    request = CompletionRequest(
+        messages=[{"role": "user", "content": PROMPT}],
+        params=GenerationParams(max_tokens=MAX_TOKENS),
+    )
+    errors = 0
+    with allow_model_requests():
+        while time.time() < until:
+            try:
+                backend.complete(request)
+            except BackendError:
+                errors += 1
+    return errors
+
+
+def _measure_dask(
+    client: Any, server: _Server, mode: str, rpm: float, tpm: float, seconds: float
+) -> _Result:
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    limits = {"*": RateLimit(rpm, tpm)} if mode != "learned" else {}
+    source = WorkerBackends(
+        functools.partial(resolve_backend, base_url=url, api_key="sk-none"),
+        token=f"bench-{mode}",
+        limits=limits,
+        parts=worker_processes(client),
+    )
+    threads = int(sum(client.nthreads().values()))
+    server.restart()
+    until = time.time() + seconds
+    deadline = time.monotonic() + seconds
+    futures = [
+        client.submit(_remote_calls, source, until, pure=False, key=f"{mode}-{k}")
+        for k in range(threads)
+    ]
+    errors = sum(client.gather(futures))
+    with server.lock:
+        answered = sum(1 for t in server.ok_at if t <= deadline)
+        refused = server.refused
+    return _Result(answered, refused, seconds, errors)
+
+
+def _warm(client: Any, server: _Server, rpm: float, tpm: float) -> None:
+    """Build the backend path on every worker thread and send a few calls before the clock
+    starts (the first call in a process imports the client library)."""
+    _measure_dask(client, server, "warm-up", rpm, tpm, 2.0)
+
+
 class _NoPool(RateLimiters):
     """Hands every backend a limiter that does nothing."""
 
     def get(self, endpoint: str, model: str, spec: str = "*") -> RateLimiter:
         return _Unpaced()
+
+
+def _dask_rows(server: _Server, rpm: float, tpm: float, seconds: float) -> bool:
+    """The paced modes on ``dask-local:2x4``; whether a goal was missed."""
+    missed = False
+    with dask_client(parse_executor(DASK)) as client:
+        _warm(client, server, rpm, tpm)
+        print(f"on {DASK} (each worker process paces at its share):")
+        for mode in ("configured", "learned"):
+            result = _measure_dask(client, server, mode, rpm, tpm, seconds)
+            ratio, share = result.throughput(rpm), result.refused_share()
+            ok = ratio >= 0.9 and share <= 0.01 and result.errors == 0
+            missed |= not ok
+            print(
+                f"{mode:<11} {result.answered:>8} {result.refused:>6} {result.errors:>6} "
+                f"{ratio:>16.3f} {share:>9.2%}  {'PASS' if ok else 'FAIL'}"
+            )
+    return missed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tpm", type=float, default=60_000.0)
     parser.add_argument("--seconds", type=float, default=20.0, help="per mode (default 20)")
     parser.add_argument("--server-burst", type=float, default=1.0)
+    parser.add_argument("--no-dask", action="store_true", help="threads only")
     args = parser.parse_args(argv)
     server = _Server(args.rpm, args.tpm, args.server_burst)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -253,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{mode:<11} {result.answered:>8} {result.refused:>6} {result.errors:>6} "
                 f"{ratio:>16.3f} {share:>9.2%}  {goal}"
             )
+        if not args.no_dask:
+            missed |= _dask_rows(server, args.rpm, args.tpm, args.seconds)
     finally:
         server.shutdown()
     print("goals (paced modes): throughput >= 0.9x the limit, 429s <= 1% of requests")

@@ -24,8 +24,10 @@ The limiter learns from the server:
   emptied. The retried call itself waits once, in :class:`~memlab.backends.retry.RetryPolicy`.
 
 :class:`RateLimiters` hands out one limiter per endpoint and model, so every worker thread of
-a sweep or QA step calling the same model shares one pace. Limits never enter lane
-identities or cache keys: they change when calls are sent, not what is asked.
+a sweep or QA step calling the same model shares one pace. Processes that call one endpoint
+side by side (the workers of a Dask cluster) each pace at their share: built with
+``parts=N``, a limiter divides the configured limits and those it learns by ``N``. Limits
+never enter lane identities or cache keys: they change when calls are sent, not what is asked.
 """
 
 from __future__ import annotations
@@ -219,10 +221,23 @@ class RateLimiter:
         scheduler: Clock and sleep (:class:`~memlab.core.clock.Scheduler`; a
             :class:`~memlab.core.clock.VirtualScheduler` in tests); default the monotonic
             clock and ``time.sleep``.
+        parts: The number of processes pacing the same endpoint independently, this one
+            among them: the configured and learned limits are divided by it.
+
+    Raises:
+        ValueError: ``parts`` is below 1.
     """
 
-    def __init__(self, limit: RateLimit | None = None, scheduler: Scheduler | None = None):
-        self.configured = limit or RateLimit()
+    def __init__(
+        self,
+        limit: RateLimit | None = None,
+        scheduler: Scheduler | None = None,
+        parts: int = 1,
+    ):
+        if parts < 1:
+            raise ValueError(f"parts must be at least 1, got {parts}")
+        self.parts = parts
+        self.configured = (limit or RateLimit()).share(parts)
         self._clock: _Clock = _Monotonic() if scheduler is None else _OnScheduler(scheduler)
         self._requests = _Bucket(self.configured.rpm)
         self._tokens = _Bucket(self.configured.tpm)
@@ -273,10 +288,11 @@ class RateLimiter:
         seen = parse_rate_limit_headers(headers)
         with self._lock:
             now = self._clock.seconds()
-            for bucket, limit, remaining, reset in (
+            for bucket, whole, remaining, reset in (
                 (self._requests, seen.limit_requests, seen.remaining_requests, seen.reset_requests),
                 (self._tokens, seen.limit_tokens, seen.remaining_tokens, seen.reset_tokens),
             ):
+                limit = whole / self.parts if whole else whole
                 if limit and bucket.per_minute is None:
                     # The calls sent before the limit was known used an unknown share of the
                     # server's burst: start empty.
@@ -315,10 +331,13 @@ class RateLimiters:
         limits: Configured limits by backend spec (e.g. ``"openai:gpt-4o-mini"``); the key
             ``"*"`` applies to every spec without its own.
         scheduler: Clock and sleep of the limiters (default: the monotonic clock).
+        parts: The number of processes sharing each endpoint's limit, this one among them
+            (the workers of a Dask cluster): each limiter paces at its share.
     """
 
     limits: Mapping[str, RateLimit] = field(default_factory=dict)
     scheduler: Scheduler | None = None
+    parts: int = 1
     _made: dict[tuple[str, str], RateLimiter] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -333,7 +352,7 @@ class RateLimiters:
         with self._lock:
             limiter = self._made.get((endpoint, model))
             if limiter is None:
-                limiter = RateLimiter(wanted, self.scheduler)
+                limiter = RateLimiter(wanted, self.scheduler, self.parts)
                 self._made[(endpoint, model)] = limiter
             else:
                 limiter.observe(_as_headers(wanted))

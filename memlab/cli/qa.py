@@ -83,7 +83,7 @@ def _qa(args: argparse.Namespace) -> int:
     from memlab.backends.cache import CacheMode
     from memlab.backends.spend import CostLimitError
     from memlab.grids.qa_spec import resolve_prompts
-    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
+    from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, run_qa
     from memlab.reporting.qa_section import qa_text
     from memlab.runs.run import load_run
 
@@ -100,20 +100,10 @@ def _qa(args: argparse.Namespace) -> int:
         print("\n".join(estimate.lines(args.rpm, args.tpm)))
         return 0
     status = 0
+    # One cost limit and one pace for the QA step and the consolidation curve after it.
+    options = _qa_options(args, run)
     try:
-        run = add_qa(
-            run,
-            spec,
-            cache_dir=args.cache_dir,
-            cache_mode=CacheMode(args.cache_mode),
-            max_workers=args.workers,
-            progress=not args.no_progress,
-            matcher=matcher_from_args(args) if args.matcher is not None else None,
-            allow_incomplete=args.allow_incomplete,
-            max_judge_errors=args.max_judge_errors,
-            max_cost=args.max_cost,
-            rate_limit=_args.rate_limit_from_args(args),
-        )
+        run = run_qa(run, spec, options)
     except CostLimitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -122,23 +112,39 @@ def _qa(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
     print(qa_text(run))
     if args.curve_every is not None and status == 0:
-        _curve(run, args)
+        try:
+            _curve(run, args.curve_every, options)
+        except CostLimitError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     return status
 
 
-def _curve(run: Any, args: argparse.Namespace) -> None:
-    """Ask the run's correct answers again after later sessions; print the curve."""
+def _qa_options(args: argparse.Namespace, run: Any) -> Any:
+    """The QA step's :class:`~memlab.postrun.qa_step.QAOptions` on ``run`` from the command
+    line (``--rpm``/``--tpm`` over the run's grid ``rate_limit:``)."""
     from memlab.backends.cache import CacheMode
-    from memlab.postrun.consolidation import add_curve
-    from memlab.reporting.memory_time import curve_numbers
+    from memlab.backends.spend import SpendLimit
+    from memlab.postrun.qa_step import QAOptions, qa_rates
 
-    add_curve(
-        run,
-        every=args.curve_every,
+    return QAOptions(
         cache_dir=args.cache_dir,
         cache_mode=CacheMode(args.cache_mode),
         max_workers=args.workers,
         progress=not args.no_progress,
+        matcher=matcher_from_args(args) if args.matcher is not None else None,
+        allow_incomplete=args.allow_incomplete,
+        max_judge_errors=args.max_judge_errors,
+        spend=SpendLimit(args.max_cost) if args.max_cost is not None else None,
+        rates=qa_rates(run, _args.rate_limit_from_args(args)),
     )
+
+
+def _curve(run: Any, every: int, options: Any) -> None:
+    """Ask the run's correct answers again after later sessions; print the curve."""
+    from memlab.postrun.consolidation import run_curve
+    from memlab.reporting.memory_time import curve_numbers
+
+    run_curve(run, every, options)
     print("\nconsolidation curve (answers asked again after later sessions; 95% intervals)")
     print(curve_numbers(run).to_string(index=False))

@@ -68,6 +68,7 @@ from memlab.grids.design_options import (
     valid_design_options,
 )
 from memlab.grids.qa_spec import QASpec
+from memlab.grids.rate_limit_spec import RateLimitSpec, RateLimitValues
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
 from memlab.memory.options import TieredOptions
 from memlab.memory.policies import DEFAULT_POLICY
@@ -479,6 +480,9 @@ class Grid(BaseModel):
     qa: QASpec | None = None
     """Ask every lane's memory the dataset's questions after the replays (see
     :mod:`memlab.grids.qa_spec`)."""
+    rate_limit: RateLimitSpec | None = None
+    """Requests and tokens a minute the calls to each rate-limited endpoint are paced at;
+    pacing only, never part of lane ids or cache keys (see :mod:`memlab.grids.rate_limit_spec`)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
@@ -667,8 +671,9 @@ class Grid(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             key = _key_path(err["loc"])
+            keys = _rate_limit_keys(err["loc"])
             more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-            raise GridError(source, key, _describe(err) + more, line_map.get(key)) from None
+            raise GridError(source, key, _describe(err, keys) + more, line_map.get(key)) from None
         grid._source = source
         grid._base_dir = Path(base_dir) if base_dir is not None else Path()
         grid._lines = line_map
@@ -722,6 +727,14 @@ def _field_adapter(field: str) -> TypeAdapter[Any]:
     info = LaneConfig.model_fields[field]
     field_type: Any = Annotated[info.annotation, info]  # the FieldInfo carries the bounds
     return TypeAdapter(field_type)
+
+
+def _rate_limit_keys(loc: Sequence[int | str]) -> tuple[str, ...]:
+    """The keys known where an error inside ``rate_limit:`` is (for an unknown key)."""
+    if not loc or loc[0] != "rate_limit":
+        return ()
+    inside_backend = len(loc) > 3 and loc[1] == "backends"
+    return tuple((RateLimitValues if inside_backend else RateLimitSpec).model_fields)
 
 
 def _key_path(loc: Sequence[int | str]) -> str:

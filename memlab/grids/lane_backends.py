@@ -55,6 +55,11 @@ class LaneBackends:
         return self._factory
 
     @property
+    def rates(self) -> RateLimiters:
+        """The pace of the rate-limited backends (their limits go to remote workers)."""
+        return self._rates
+
+    @property
     def cache_dir(self) -> Path | None:
         """The response cache directory, or ``None``."""
         return self._cache_dir

@@ -19,6 +19,12 @@ question was first asked after) and then ``qa/curve.json`` (the settings, the an
 started from, row count and hash, ``reference``: whether the reference was asked);
 :func:`curve_answers` reads them back, and ignores a curve whose QA answers changed since.
 
+With a cost limit (``max_cost``, ``--max-cost``) each call reserves its worst case first
+(:mod:`memlab.backends.spend`); a call that could pass the limit is not sent, the answers
+are written without the curve's manifest (no partial curve is read) and
+:class:`~memlab.backends.spend.CostLimitError` is raised. Asked again with the response
+cache, the calls that were answered are cache hits and cost nothing: the curve resumes.
+
 Memory knows nothing of a strategy here: a lane's snapshots are memory documents (a strategy
 that keeps its memory elsewhere records views of it), and its forgetting records are read
 when its replay has them.
@@ -36,6 +42,8 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.cache import CacheMode
+from memlab.backends.rate_limit import RateLimit
+from memlab.backends.spend import CostLimitError, SpendLimit
 from memlab.core.document import utc_iso
 from memlab.core.llm import Backend
 from memlab.datasets.models import Owner
@@ -44,7 +52,7 @@ from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.matching.base import FactMatcher
 from memlab.postrun.qa_calls import QACalls, ask_and_grade
 from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.postrun.qa_step import qa_backend, run_matcher
+from memlab.postrun.qa_step import QAOptions, qa_backend, qa_rates, run_matcher
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
 from memlab.runs.records import QARow, read_rows
 from memlab.runs.run import Run, load_run
@@ -61,6 +69,7 @@ __all__ = [
     "forgetting_table",
     "memory_sizes",
     "reask_seed",
+    "run_curve",
 ]
 
 logger = logging.getLogger(__name__)
@@ -77,6 +86,8 @@ def add_curve(
     progress: bool = False,
     backend_factory: Callable[[str], Backend] | None = None,
     prompts_dir: str | Path | None = None,
+    max_cost: float | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> pd.DataFrame:
     """Ask every correctly answered question again after later sessions (see the module
     docstring) and return the re-asked answer rows.
@@ -84,28 +95,48 @@ def add_curve(
     Args:
         run: A run with memory QA, or its directory.
         every: Ask again after every ``every``-th later session.
-        cache_dir, cache_mode, max_workers, progress, backend_factory, prompts_dir: As for
-            :func:`memlab.postrun.qa_step.add_qa`.
+        cache_dir, cache_mode, max_workers, progress, backend_factory, prompts_dir, max_cost,
+            rate_limit: As for :func:`memlab.postrun.qa_step.add_qa`.
 
     Raises:
         QAError: The run has no memory QA, ``every`` is below 1, or its dataset is gone.
+        CostLimitError: A call could pass ``max_cost`` (the answers are written, the curve
+            is not; asking again resumes from the response cache).
         DatasetChangedError: The dataset file is not the one the run replayed.
         RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
+    run = load_run(run) if isinstance(run, str | Path) else run
+    options = QAOptions(
+        cache_dir=cache_dir,
+        cache_mode=cache_mode,
+        max_workers=max_workers,
+        progress=progress,
+        backend_factory=backend_factory,
+        prompts_dir=prompts_dir,
+        spend=SpendLimit(max_cost) if max_cost is not None else None,
+        rates=qa_rates(run, rate_limit),
+    )
+    return run_curve(run, every, options)
+
+
+def run_curve(run: Run | str | Path, every: int, options: QAOptions) -> pd.DataFrame:
+    """:func:`add_curve` with its settings as :class:`~memlab.postrun.qa_step.QAOptions`
+    (the QA step's: ``memlab qa --curve-every`` counts both against one cost limit)."""
     run = load_run(run) if isinstance(run, str | Path) else run
     if every < 1:
         raise QAError(f"every must be at least 1, got {every}")
     if run.qa_answers.empty:
         raise QAError(f"{run.path}: no memory QA to ask again; run it first (memlab qa RUN)")
     spec = QASpec.model_validate(run.qa_manifest["spec"])
-    base = Path(prompts_dir) if prompts_dir is not None else run.grid.base_dir
+    base = Path(options.prompts_dir) if options.prompts_dir is not None else run.grid.base_dir
     prompts = resolve_prompts(spec, base)
     dataset = run.dataset_path
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners = {o.user_id: o for o in run_owners(run, dataset).owners}
-    factory = backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
-    backends = LaneBackends(factory, Path(cache_dir) if cache_dir else None, cache_mode)
+    factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
+    cache_dir = Path(options.cache_dir) if options.cache_dir else None
+    backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     settings = spec.answer_settings(prompts.answer)
     jobs = list(_jobs(run, owners, _anchors(run), settings, every))
@@ -115,15 +146,19 @@ def add_curve(
         grader,
         prompts.judges,
         spec.judge_params(),
-        max_workers=max_workers,
-        progress=progress,
+        max_workers=options.max_workers,
+        progress=options.progress,
     )
     rows = answer_rows(jobs, calls, (answerer, grader), spec, prompts)
     for row in rows:
         question = next(q for q in owners[row["user_id"]].questions if q.id == row["question_id"])
         row["asked_at"] = owners[row["user_id"]].session_index(question.after_session)
-    _write(run, rows, every)
     failed = sum(1 for r in rows if r["error"] is not None or r["judge_errors"])
+    spend = options.spend
+    stopped = spend is not None and spend.stopped
+    _write(run, rows, every, finished=not stopped)
+    if spend is not None and stopped:
+        raise CostLimitError(spend.spent, spend.limit, failed, "curve answers")
     if failed:  # kept as wrong answers; running the curve again retries them
         logger.warning("consolidation curve: %d of %d calls failed", failed, len(rows))
     return pd.DataFrame(rows)
@@ -200,12 +235,14 @@ def _jobs(
                 yield QAJob(lane_id, sample, owner, record, tasks)
 
 
-def _write(run: Run, rows: list[dict[str, Any]], every: int) -> None:
-    """The re-asked answers, then the curve's manifest (last: a step that stopped leaves
-    none)."""
+def _write(run: Run, rows: list[dict[str, Any]], every: int, *, finished: bool = True) -> None:
+    """The re-asked answers, then the curve's manifest (last: a step that stopped, or that
+    is not ``finished``, leaves none)."""
     run_dir = run.dir
     run_dir.remove(run_dir.file(CURVE_MANIFEST))
     run_dir.write_jsonl(run_dir.file(CURVE_ANSWERS), rows)
+    if not finished:
+        return
     manifest = {
         "every": every,
         "reference": True,

@@ -52,6 +52,7 @@ from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.lane_backends import LaneBackends
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
+from memlab.grids.rate_limit_spec import limits_with_override
 from memlab.matching.base import FactMatcher, matcher_name
 from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.postrun.qa_calls import ask_and_grade
@@ -77,6 +78,7 @@ __all__ = [
     "add_fates",
     "add_qa",
     "qa_backend",
+    "qa_rates",
     "rewrite_fates",
     "run_matcher",
     "run_qa",
@@ -207,7 +209,7 @@ def add_qa(
         rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
             endpoint and model are paced at, shared by every worker thread
             (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*`` headers can only
-            lower it.
+            lower it. Overrides the run's grid ``rate_limit:`` key value by value.
 
     Returns:
         The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
@@ -221,6 +223,7 @@ def add_qa(
         DatasetChangedError: The dataset file is not the one the run replayed.
         RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
+    run = load_run(run) if isinstance(run, str | Path) else run
     options = QAOptions(
         cache_dir=cache_dir,
         cache_mode=cache_mode,
@@ -232,9 +235,16 @@ def add_qa(
         allow_incomplete=allow_incomplete,
         max_judge_errors=max_judge_errors,
         spend=SpendLimit(max_cost) if max_cost is not None else None,
-        rates=RateLimiters({"*": rate_limit}) if rate_limit is not None else None,
+        rates=qa_rates(run, rate_limit),
     )
     return run_qa(run, spec, options)
+
+
+def qa_rates(run: Run, rate_limit: RateLimit | None) -> RateLimiters | None:
+    """The pace of a QA step on ``run``: its grid's ``rate_limit:`` key, each value
+    ``rate_limit`` sets (``--rpm``/``--tpm``) replacing the grid's (None: neither sets one)."""
+    limits = limits_with_override(run.grid.rate_limit, rate_limit)
+    return RateLimiters(limits) if limits else None
 
 
 @writes_run("qa")

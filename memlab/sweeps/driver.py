@@ -47,6 +47,7 @@ from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.grid import ForkSpec, Grid
 from memlab.grids.lane_backends import BackendFactory
+from memlab.grids.rate_limit_spec import limits_with_override
 from memlab.matching.base import FactMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
@@ -167,21 +168,16 @@ def sweep(
         rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
             endpoint and model are paced at, shared by every worker thread of the replays and
             the QA step (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*``
-            headers can only lower it. On Dask each worker process paces its own share:
-            pass the limit divided by the number of workers (``RateLimit.share``).
+            headers can only lower it. Overrides the grid's ``rate_limit:`` key value by
+            value (:mod:`memlab.grids.rate_limit_spec`). On Dask each worker process paces
+            at its share: the limit divided by the workers connected when the sweep starts.
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
     questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
     spend = _spend_limit(max_cost, executor)
-    if rate_limit is not None and executor is not None and not isinstance(executor, Executor):
-        raise RunError(
-            "rate_limit paces the calls made in this process; on Dask each worker builds its "
-            "own backends: give each its share (RateLimit.share(workers)) through a "
-            "backend_factory, or run the sweep on threads"
-        )
-    rates = RateLimiters({"*": rate_limit} if rate_limit is not None else {})
+    rates = RateLimiters(limits_with_override(grid.rate_limit, rate_limit))
     # The settings the QA step shares with the replays, as the one object it is passed.
     options = QAOptions(
         cache_dir=cache_dir,
@@ -308,7 +304,10 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
         "dataset": str(plan.dataset_path.resolve()),
         # What comparisons check two runs replayed (memlab.runs.lane_facts).
         "dataset_sha256": _dataset_digest(plan.dataset_path),
-        "grid": plan.grid.model_dump(mode="json"),
+        # A grid without rate_limit is written as before it had the key.
+        "grid": plan.grid.model_dump(
+            mode="json", exclude={"rate_limit"} if plan.grid.rate_limit is None else None
+        ),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
     }
     run_dir.write_text(run_dir.grid_file, yaml.safe_dump(grid_doc, sort_keys=False))

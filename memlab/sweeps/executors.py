@@ -76,6 +76,7 @@ __all__ = [
     "is_dask_client",
     "local_process_limit",
     "parse_executor",
+    "worker_processes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -332,6 +333,12 @@ def _close_quickly(client: Any, cluster: Any) -> None:
         quiet.setLevel(level)
 
 
+def worker_processes(client: Any) -> int:
+    """The worker processes connected to ``client``'s scheduler now (at least 1): the number
+    of parts a rate limit is shared in (workers joining later are not counted)."""
+    return max(1, len(client.scheduler_info().get("workers") or {}))
+
+
 def _factory_token(backends: LaneBackends) -> str:
     """A digest of the pickled backend factory (workers key their built backends by it)."""
     import cloudpickle
@@ -359,12 +366,18 @@ class DaskPool:
         self._replay_mode = replay_mode
         mode = CacheMode(backends.cache_mode)  # a sweep may be given the mode's value
         in_use = backends.cache_dir is not None and mode is not CacheMode.OFF
+        limits = dict(backends.rates.limits)
+        parts = worker_processes(client)
         self._source = WorkerBackends(
             factory=backends.factory,
-            token=_factory_token(backends),
+            # Limits in the token: a sweep with other limits gets backends with its pace.
+            token=_factory_token(backends) + f"/{sorted(limits.items())}/{parts}",
             cache_mode=mode if in_use else None,
             cache_dir=backends.cache_dir,
+            limits=limits,
+            parts=parts,
         )
+        logger.info("rate limits paced per worker process at 1/%d of the limit", parts)
         entries: Mapping[str, Completion | str] = {}
         if in_use and backends.cache_dir is not None:
             entries = read_entries(backends.cache_dir)

@@ -8,6 +8,10 @@ installed and returns a :class:`RemoteResult`: the replay and the cache entries 
 It reads and writes nothing of the driver's: the driver alone writes the run directory and the
 response cache (see :mod:`memlab.sweeps.executors`).
 
+A worker process paces the calls of its rate-limited backends at its share of the sweep's
+limits (:attr:`WorkerBackends.parts`, the number of worker processes), its threads sharing
+one pace per endpoint and model.
+
 Each worker process builds a backend once per spec and keeps it (a local model is loaded once
 per process, not once per task), and checks that it is the backend the driver planned with:
 a worker whose model file or endpoint differs would otherwise pass its results off under the
@@ -29,6 +33,7 @@ from memlab._version import __version__
 from memlab.backends.cache import CacheMode
 from memlab.backends.identity import backend_identity
 from memlab.backends.memory_cache import SnapshotCache
+from memlab.backends.rate_limit import RateLimit, RateLimited, RateLimiters
 from memlab.backends.registry import cacheable
 from memlab.core.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
@@ -73,12 +78,18 @@ class WorkerBackends:
             once.
         cache_mode: The response cache mode, or ``None`` without a cache.
         cache_dir: The driver's cache directory (only named in error messages).
+        limits: The sweep's rate limits by backend spec (``"*"``: any other), as
+            :class:`~memlab.backends.rate_limit.RateLimiters` takes them.
+        parts: The worker processes sharing each limit: a process paces at its share, so
+            the cluster as a whole keeps to the limit.
     """
 
     factory: BackendFactory
     token: str
     cache_mode: CacheMode | None = None
     cache_dir: Path | None = None
+    limits: Mapping[str, RateLimit] = field(default_factory=dict)
+    parts: int = 1
 
 
 @dataclass
@@ -102,6 +113,9 @@ class RemoteResult:
 # process-wide cache on purpose, so a local model is loaded once per worker, not per task.
 _built: dict[tuple[str, str], tuple[Backend, dict[str, Any]]] = {}
 _built_lock = threading.Lock()
+# The pace of this worker process's calls, by factory token: one limiter per endpoint and
+# model shared by the worker's threads, as in a sweep on threads.
+_paces: dict[str, RateLimiters] = {}
 
 
 def _worker_name() -> str:
@@ -125,6 +139,11 @@ def worker_backend(backends: WorkerBackends, spec: str) -> tuple[Backend, dict[s
                     "memlab with the same extras and model files, and set the same "
                     "environment variables, on every worker host)"
                 ) from None
+            if isinstance(backend, RateLimited):
+                rates = _paces.setdefault(
+                    backends.token, RateLimiters(backends.limits, parts=backends.parts)
+                )
+                backend.rate_limiter = rates.get(*backend.rate_limit_key(), spec)
             _built[key] = (backend, backend_identity(backend))
         return _built[key]
 
