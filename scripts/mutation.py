@@ -128,21 +128,21 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the injection cut one token short",
-        "memlab/core/injection.py",
+        "memlab/core/pipeline/injection.py",
         "    if counter.count(text) <= max_tokens:\n        return text",
         "    if counter.count(text) < max_tokens:\n        return text",
         (f"{_RULES}::test_a_text_that_fits_exactly_is_kept_whole",),
     ),
     Named(
         "the injection budget dropping a fact that fits exactly",
-        "memlab/core/injection.py",
+        "memlab/core/pipeline/injection.py",
         "if running + cost > max_tokens:",
         "if running + cost >= max_tokens:",
         ("tests/test_injection_audit.py::test_tokens_and_dropped_facts",),
     ),
     Named(
         "the near-duplicate merge replacing the stored fact on a tie",
-        "memlab/core/merge.py",
+        "memlab/core/jsondoc/merge.py",
         'replaced = float(proposal["confidence"]) > _confidence(best)',
         'replaced = float(proposal["confidence"]) >= _confidence(best)',
         (f"{_RULES}::test_a_near_duplicate_of_equal_confidence_keeps_the_stored_fact",),
@@ -170,42 +170,42 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the YAML value limit off by one",
-        "memlab/core/yamlio.py",
+        "memlab/core/base/yamlio.py",
         "if self._count > self._max_nodes:",
         "if self._count >= self._max_nodes:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML depth limit off by one",
-        "memlab/core/yamlio.py",
+        "memlab/core/base/yamlio.py",
         "if self._depth > self._max_depth:",
         "if self._depth >= self._max_depth:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML size limit off by one",
-        "memlab/core/files.py",
+        "memlab/core/base/files.py",
         "if max_bytes is not None and info.st_size > max_bytes:",
         "if max_bytes is not None and info.st_size >= max_bytes:",
         (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
     ),
     Named(
         "the JSON depth limit off by one",
-        "memlab/core/jsontext.py",
+        "memlab/core/base/jsontext.py",
         "if len(path) >= limit:",
         "if len(path) > limit:",
         (f"{_RULES}::test_json_depth_limit_is_exact",),
     ),
     Named(
         "the name length limit off by one",
-        "memlab/core/safe_names.py",
+        "memlab/core/base/safe_names.py",
         "if len(name) > MAX_COMPONENT_CHARS:",
         "if len(name) >= MAX_COMPONENT_CHARS:",
         (f"{_RULES}::test_name_length_limit_is_exact",),
     ),
     Named(
         "the cache format check removed",
-        "memlab/backends/cache.py",
+        "memlab/backends/caching/cache.py",
         'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
         "if not isinstance(data, dict):",
         (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
@@ -213,8 +213,8 @@ NAMED: tuple[Named, ...] = (
     Named(
         "kappa without the chance correction",
         "memlab/matching/calibration.py",
-        "return (self.agreement - chance) / (1 - chance) if chance < 1 else float(\"nan\")",
-        "return self.agreement if chance < 1 else float(\"nan\")",
+        'return (self.agreement - chance) / (1 - chance) if chance < 1 else float("nan")',
+        'return self.agreement if chance < 1 else float("nan")',
         (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
     ),
     Named(
@@ -247,7 +247,7 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the worst case without the end of generation",
-        "memlab/backends/grammar.py",
+        "memlab/backends/decoding/grammar.py",
         "return None if longest is None else longest + 1",
         "return longest",
         ("tests/test_schema_bounds.py::test_the_worst_case_counts_the_end_of_generation",),
@@ -291,7 +291,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         f"{_SCORING}/injection_audit.py",
         ("tests/test_injection_audit.py", *_FAST),
     ),
-    "injection": ("memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
+    "injection": ("memlab/core/pipeline/injection.py", ("tests/test_injection.py", *_FAST)),
     "default_matcher": (
         "memlab/matching/default_matcher.py",
         (
@@ -300,11 +300,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_default_matcher_embedding.py",
         ),
     ),
-    "merge": ("memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
-    "safe_names": ("memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
-    "yamlio": ("memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
+    "merge": ("memlab/core/jsondoc/merge.py", ("tests/test_merge.py", *_FAST)),
+    "safe_names": ("memlab/core/base/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
+    "yamlio": ("memlab/core/base/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
     "jsontext": (
-        "memlab/core/jsontext.py",
+        "memlab/core/base/jsontext.py",
         (
             "tests/test_jsontext.py",
             "tests/test_jsontext_limits.py",
@@ -313,7 +313,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "cache": (
-        "memlab/backends/cache.py",
+        "memlab/backends/caching/cache.py",
         ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
     ),
     "markdown": (

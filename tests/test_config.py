@@ -14,8 +14,9 @@ from builders import update
 from pydantic import ValidationError
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.clock import VirtualScheduler
-from memlab.core.config import (
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.pipeline.config import (
     ConfigError,
     MemoryConfig,
     get_memory_config,
@@ -24,11 +25,10 @@ from memlab.core.config import (
     resolve_storage_path,
     set_memory_config,
 )
-from memlab.core.document import SeededFactIds
-from memlab.core.middleware import MemoryMiddleware
-from memlab.core.queue import ConversationContext, MemoryUpdateQueue
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater, UpdateResult
+from memlab.core.pipeline.middleware import MemoryMiddleware
+from memlab.core.pipeline.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater, UpdateResult
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 CONVERSATION = [

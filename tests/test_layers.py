@@ -38,9 +38,7 @@ def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the package and its contract, to plant imports in."""
     copy = tmp_path_factory.mktemp("layers")
-    shutil.copytree(
-        ROOT / "memlab", copy / "memlab", ignore=shutil.ignore_patterns("*.pyc")
-    )
+    shutil.copytree(ROOT / "memlab", copy / "memlab", ignore=shutil.ignore_patterns("*.pyc"))
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     return copy
 
@@ -55,10 +53,10 @@ def test_the_code_keeps_the_contract(tree: Path) -> None:
     ("module", "planted", "broken"),
     [
         # Upward: the pipeline importing the run directory code.
-        ("core/config.py", "import memlab.runs.run", "memlab.core is not allowed to import "
+        ("core/pipeline/config.py", "import memlab.runs.run", "memlab.core is not allowed to import "
          "memlab.runs"),
         # Sideways: a backend reading datasets (the simulated model lives above both).
-        ("backends/cache.py", "from memlab.datasets import models", "memlab.backends is not "
+        ("backends/caching/cache.py", "from memlab.datasets import models", "memlab.backends is not "
          "allowed to import memlab.datasets"),
         # A cycle between two modules of one package.
         ("sweeps/plan.py", "from memlab.sweeps import driver", "No cycles are allowed in "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.core.contract import (
+from memlab.core.jsondoc.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
     MINIMAL_VALID_UPDATE,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memlab.core.contract import ReplyContract, schema_contract
+from memlab.core.jsondoc.contract import ReplyContract, schema_contract
 from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
 
 __all__ = ["PROCEDURES_CALL", "PROCEDURES_CONTRACT", "ProceduresPrompt", "procedures_prompt"]

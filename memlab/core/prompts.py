@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from memlab import plugins
-from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
-from memlab.core.safe_text import safe_json
-from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
+from memlab.core.base.jsontext import JsonDepthError, dumps_indented, loads_json
+from memlab.core.base.safe_text import safe_json
+from memlab.core.base.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -367,9 +367,7 @@ class TemplateRegistry(Generic[T]):
         except YamlInputError as exc:
             raise PromptError(str(exc)) from None
         if suffix in _SUFFIXES_TEXT:
-            variants = [
-                _at(source, "template", 1, self.variant_type, file_path.stem, text)
-            ]
+            variants = [_at(source, "template", 1, self.variant_type, file_path.stem, text)]
         else:
             data, lines = _parse_data(text, source, suffix)
             variants = list(_variants_from_data(self.variant_type, data, source, lines))

@@ -1,6 +1,6 @@
 """Prompts and reply contracts of the tiered memory's LLM calls.
 
-The tiered memory (:mod:`memlab.memory.tiered`) makes three kinds of call besides none of
+The tiered memory (:mod:`memlab.memory.tiers.tiered`) makes three kinds of call besides none of
 DeerFlow's update:
 
 - ``summary``: the messages leaving the working memory are folded into the session summary,
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from memlab.core.contract import ReplyContract, schema_contract
+from memlab.core.jsondoc.contract import ReplyContract, schema_contract
 from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
 
 __all__ = [

@@ -50,13 +50,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memlab.backends.grammar import bounded_reply_tokens
+from memlab.backends.decoding.grammar import bounded_reply_tokens
 from memlab.backends.registry import dialect_for, is_simulated, mark_simulated, spec_short_name
-from memlab.core.config import MemoryConfig
-from memlab.core.contract import SchemaBounds
-from memlab.core.llm import OutputMode
-from memlab.core.parsing import parse_options_for
-from memlab.core.safe_names import unsafe_reason
+from memlab.core.base.safe_names import unsafe_reason
+from memlab.core.jsondoc.contract import SchemaBounds
+from memlab.core.jsondoc.parsing import parse_options_for
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import OutputMode
 from memlab.core.tiered_prompts import TIERED_CALLS
 from memlab.errors import MemlabError, excerpt
 from memlab.grids.design_options import (
@@ -69,9 +69,9 @@ from memlab.grids.design_options import (
 )
 from memlab.grids.qa_spec import QASpec
 from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
-from memlab.memory.options import TieredOptions
 from memlab.memory.policies import DEFAULT_POLICY
-from memlab.memory.tiered_bounds import call_reply_tokens, resolve_auto_max_tokens
+from memlab.memory.tiers.options import TieredOptions
+from memlab.memory.tiers.tiered_bounds import call_reply_tokens, resolve_auto_max_tokens
 from memlab.scoring.metric_specs import primary_metrics
 
 __all__ = [
@@ -115,7 +115,7 @@ def _known_preset(name: str) -> str:
 
 
 ParsePreset = Annotated[str, AfterValidator(_known_preset)]
-"""A name of :data:`memlab.core.parsing.PARSE_PRESETS`."""
+"""A name of :data:`memlab.core.jsondoc.parsing.PARSE_PRESETS`."""
 
 INJECTION_FIELDS = frozenset(
     {"injection_enabled", "max_injection_tokens", "token_counting", "injection_policy"}
@@ -155,7 +155,7 @@ MEMORY_SETTINGS: tuple[str, ...] = (
     "max_injection_tokens",
     "token_counting",
 )
-"""Lane settings that are :class:`~memlab.core.config.MemoryConfig` fields: each lane field of
+"""Lane settings that are :class:`~memlab.core.pipeline.config.MemoryConfig` fields: each lane field of
 that name takes the config field's default, bounds and description, and a replay's config is
 built from them (:meth:`LaneConfig.memory_config`)."""
 
@@ -186,7 +186,7 @@ class LaneConfig(BaseModel):
     merge_params: dict[str, Any] = Field(default_factory=dict)
     debounce_seconds: int = _memory_setting("debounce_seconds")
     parse: ParsePreset = "default"
-    """A parse preset (:data:`memlab.core.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
+    """A parse preset (:data:`memlab.core.jsondoc.parsing.PARSE_PRESETS`: ``default``, ``deerflow``,
     ``strict_only``, ``repair``, or one a plugin registers)."""
     max_tokens: int = Field(1024, ge=16, le=_MAX_TOKENS_LIMIT, strict=True)
     """Most tokens a reply may take. With ``schema_bounds`` it defaults to (and ``auto``
@@ -206,9 +206,9 @@ class LaneConfig(BaseModel):
     memory: MemoryKind = _DEFAULT_MEMORY
     """The memory design replayed, by its name in :data:`memlab.memory.designs.MEMORY_DESIGNS`:
     ``deerflow`` (one document, one LLM update per queued conversation), ``tiered``
-    (:mod:`memlab.memory.tiered`) or one a plugin registers."""
+    (:mod:`memlab.memory.tiers.tiered`) or one a plugin registers."""
     tiered: TieredOptions = Field(default_factory=lambda: TieredOptions.model_validate({}))
-    """The tiered memory's parameters (:class:`~memlab.memory.options.TieredOptions`, the
+    """The tiered memory's parameters (:class:`~memlab.memory.tiers.options.TieredOptions`, the
     seed's values by default), e.g. ``tiered: {importance_threshold: 0.6}``; only a
     ``memory: tiered`` lane takes them."""
     design_options: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
@@ -474,7 +474,7 @@ class Grid(BaseModel):
     """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
     primary: list[str] | None = None
     """The metrics that answer "is a lane better" for this run's comparisons and gate (the
-    Holm family, :mod:`memlab.scoring.comparison`); ``None``: those the metric specs declare
+    Holm family, :mod:`memlab.scoring.comparing.comparison`); ``None``: those the metric specs declare
     primary. Every other rate is shown as exploratory."""
     qa: QASpec | None = None
     """Ask every lane's memory the dataset's questions after the replays (see

@@ -28,8 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.core.atomic import atomic_write_text
-from memlab.core.files import MAX_TABLE_BYTES, read_bytes
+from memlab.core.base.atomic import atomic_write_text
+from memlab.core.base.files import MAX_TABLE_BYTES, read_bytes
 from memlab.matching.base import FactMatcher, MatchResult
 from memlab.matching.default_matcher import DefaultMatcher
 

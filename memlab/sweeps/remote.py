@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.caching.memory_cache import SnapshotCache
 from memlab.backends.identity import backend_identity
-from memlab.backends.memory_cache import SnapshotCache
 from memlab.backends.registry import cacheable
-from memlab.core.llm import Backend, Completion, CompletionRequest
+from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.grid import ReplayMode

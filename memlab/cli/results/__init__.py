@@ -1,0 +1,4 @@
+"""Commands that read runs: runs, report and compare.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,4 @@
+"""Comparing lanes: comparability, comparisons and inconclusive verdicts.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,4 @@
+"""Statistics: estimators, intervals, coverage, survival and collapse.
+"""
+
+__all__: list[str] = []
