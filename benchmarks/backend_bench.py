@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# The main job's bounds (memlab.cli.experiment.demo.BOUNDS): every reply closes within about 340 tokens.
+# The main job's bounds (memlab.cli.experiment.demo.BOUNDS): every reply closes within about 340
+# tokens.
 BOUNDS = SchemaBounds(summary_chars=60, fact_chars=80, max_new_facts=3, max_removals=2)
 
 

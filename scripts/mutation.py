@@ -65,28 +65,28 @@ _SCORING = "memlab/scoring"
 NAMED: tuple[Named, ...] = (
     Named(
         "owners paired out of order",
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         "a, b = counts_a.loc[shared], counts_b.loc[shared]",
         "a, b = counts_a.loc[shared], counts_b.loc[shared[::-1]]",
         (f"{_RULES}::test_owners_are_paired_by_name_not_by_row",),
     ),
     Named(
         "significance from the unadjusted p-value",
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         'table["significant"] = rejected',
         'table["significant"] = family_p < options.alpha',
         (f"{_RULES}::test_significance_is_holms_not_the_raw_p_value",),
     ),
     Named(
         "the interval's percentile tail halved",
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         "t = _t_quantile(1 - (1 - level) / 2, owners - 1)",
         "t = _t_quantile(1 - (1 - level) / 4, owners - 1)",
         (f"{_RULES}::test_the_interval_tail_is_half_the_complement_with_many_owners",),
     ),
     Named(
         "the MDE's square-root factor dropped",
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         "factor = noncentrality * math.sqrt(owners / df)",
         "factor = noncentrality",
         (f"{_RULES}::test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners",),
@@ -121,7 +121,7 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the injection audit ignoring the policy's order",
-        f"{_SCORING}/injection_audit.py",
+        f"{_SCORING}/qa/injection_audit.py",
         "rank=_rank(policy, ordered, query, embedder),",
         "rank=by_confidence,",
         (f"{_RULES}::test_the_audit_offers_facts_in_the_policys_order",),
@@ -219,21 +219,21 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the judge band's min and max swapped",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         'row["band_lo"], row["band_hi"] = min(scores.values()), max(scores.values())',
         'row["band_lo"], row["band_hi"] = max(scores.values()), min(scores.values())',
         (f"{_QA_NUMBERS}::test_the_band_by_hand",),
     ),
     Named(
         "flips leave out the answers the second judge accepts",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         '"flips": counts.true_rejected + counts.wrong_accepted,',
         '"flips": counts.true_rejected,',
         (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
     ),
     Named(
         "an adversarial abstention no longer counted right",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         '"correct": value is True or declined,',
         '"correct": value is True,',
         (f"{_QA_NUMBERS}::test_verdict_statuses_and_the_adversarial_abstention",),
@@ -254,7 +254,7 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "an unreadable verdict counted as a judged one",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         'missing = (verdicts["status"] == "no_verdict").to_numpy()',
         'missing = (verdicts["status"] == "answer_error").to_numpy()',
         ("tests/test_qa_judge_server.py",),
@@ -267,16 +267,16 @@ _COMPARABILITY = "tests/test_comparability.py"
 
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "stats": (
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
     ),
-    "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
+    "survival": (f"{_SCORING}/inference/survival.py", ("tests/test_survival.py",)),
     "comparison": (
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         ("tests/test_comparison.py", "tests/test_verdicts.py", *_FAST),
     ),
     "estimators": (
-        f"{_SCORING}/estimators.py",
+        f"{_SCORING}/inference/estimators.py",
         ("tests/test_estimators.py", "tests/test_survival.py", *_FAST),
     ),
     "metric_specs": (
@@ -288,7 +288,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/test_operations_edges.py", "tests/test_operations.py"),
     ),
     "injection_audit": (
-        f"{_SCORING}/injection_audit.py",
+        f"{_SCORING}/qa/injection_audit.py",
         ("tests/test_injection_audit.py", *_FAST),
     ),
     "injection": ("memlab/core/pipeline/injection.py", ("tests/test_injection.py", *_FAST)),
@@ -321,9 +321,9 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
     "profile": ("memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
-    "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
+    "qa_causes": (f"{_SCORING}/qa/qa_causes.py", ("tests/test_qa_causes.py",)),
     "qa_metrics": (
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         (
             _QA_NUMBERS,
             "tests/test_qa_ceiling.py",
@@ -342,7 +342,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "comparability": (
-        f"{_SCORING}/comparability.py",
+        f"{_SCORING}/comparing/comparability.py",
         (
             f"{_COMPARABILITY}::test_each_blocking_difference_is_refused_in_one_line",
             f"{_COMPARABILITY}::test_what_a_comparison_is_for_is_listed_not_refused",

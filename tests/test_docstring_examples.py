@@ -399,7 +399,7 @@ def check_judge_audits_json(block: str, tmp_path: Path) -> None:
 def _module_doc(name: str) -> str:
     import importlib
 
-    return importlib.import_module(f"memlab.scoring.{name}").__doc__ or ""
+    return importlib.import_module(f"memlab.scoring.qa.{name}").__doc__ or ""
 
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {

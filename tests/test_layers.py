@@ -53,11 +53,17 @@ def test_the_code_keeps_the_contract(tree: Path) -> None:
     ("module", "planted", "broken"),
     [
         # Upward: the pipeline importing the run directory code.
-        ("core/pipeline/config.py", "import memlab.runs.run", "memlab.core is not allowed to import "
-         "memlab.runs"),
+        (
+            "core/pipeline/config.py",
+            "import memlab.runs.run",
+            "memlab.core is not allowed to import memlab.runs",
+        ),
         # Sideways: a backend reading datasets (the simulated model lives above both).
-        ("backends/caching/cache.py", "from memlab.datasets import models", "memlab.backends is not "
-         "allowed to import memlab.datasets"),
+        (
+            "backends/caching/cache.py",
+            "from memlab.datasets import models",
+            "memlab.backends is not allowed to import memlab.datasets",
+        ),
         # A cycle between two modules of one package.
         ("sweeps/plan.py", "from memlab.sweeps import driver", "No cycles are allowed in "
          "memlab.sweeps"),

@@ -1,7 +1,7 @@
 """The paired test's bookkeeping at its edges: each test fails for one plausible small bug in
-``memlab.scoring.inference.stats`` (the permutation's exact and sampled modes, the bootstrap p-value's
-count of draws on 0, the degenerate "no change" case, the owners counted, the MDE's level and
-spread, the off switch, Holm's boundary). Fast: ``scripts/mutation.py`` runs them per mutant.
+``memlab.scoring.inference.stats`` (the permutation's exact and sampled modes, the bootstrap
+p-value's count of draws on 0, the degenerate "no change" case, the owners counted, the MDE's level
+and spread, the off switch, Holm's boundary). Fast: ``scripts/mutation.py`` runs them per mutant.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Everything here is usable without a model: pass a :class:`memlab.backends.ScriptedBackend`
 to :class:`MemoryUpdater` in tests. This namespace holds what a pipeline user needs; helpers
 (atomic writes, JSON scanning, time and id utilities, token counters, message accessors) stay
-in their modules, e.g. ``memlab.core.jsondoc.document.utc_iso``. The agent thread-state reducers of the
-seed live in :mod:`memlab.compat`.
+in their modules, e.g. ``memlab.core.jsondoc.document.utc_iso``. The agent thread-state reducers of
+the seed live in :mod:`memlab.compat`.
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """

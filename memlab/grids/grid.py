@@ -155,8 +155,8 @@ MEMORY_SETTINGS: tuple[str, ...] = (
     "max_injection_tokens",
     "token_counting",
 )
-"""Lane settings that are :class:`~memlab.core.pipeline.config.MemoryConfig` fields: each lane field of
-that name takes the config field's default, bounds and description, and a replay's config is
+"""Lane settings that are :class:`~memlab.core.pipeline.config.MemoryConfig` fields: each lane field
+of that name takes the config field's default, bounds and description, and a replay's config is
 built from them (:meth:`LaneConfig.memory_config`)."""
 
 
@@ -474,7 +474,8 @@ class Grid(BaseModel):
     """Start every lane from a reference lane's memory at one session (see :class:`ForkSpec`)."""
     primary: list[str] | None = None
     """The metrics that answer "is a lane better" for this run's comparisons and gate (the
-    Holm family, :mod:`memlab.scoring.comparing.comparison`); ``None``: those the metric specs declare
+    Holm family, :mod:`memlab.scoring.comparing.comparison`); ``None``: those the metric specs
+    declare
     primary. Every other rate is shown as exploratory."""
     qa: QASpec | None = None
     """Ask every lane's memory the dataset's questions after the replays (see

@@ -8,10 +8,11 @@ in the user's message and injects them as "available procedures". Here:
   the primary ones and name no call kind);
 - learning: when a session's conversation is over, one LLM call (``procedures``,
   :mod:`memlab.core.procedure_prompts`) reads the whole session and returns the procedures it
-  settled; each is written to the owner's graph (:class:`~memlab.memory.storage.graph.ProceduralGraph`,
-  one transaction each; a procedure learned again under its name replaces the earlier one).
-  The call's record is the session end's primary record (``session_end``), with
-  ``learned`` (procedures stored) and ``refused`` (ones the store refused) counts;
+  settled; each is written to the owner's graph
+  (:class:`~memlab.memory.storage.graph.ProceduralGraph`, one transaction each; a procedure learned
+  again under its name replaces the earlier one). The call's record is the session end's primary
+  record (``session_end``), with ``learned`` (procedures stored) and ``refused`` (ones the store
+  refused) counts;
 - snapshot: DeerFlow's document with a ``procedures`` list (name, steps, triggers), read from
   the graph, so every snapshot shows the procedures known then;
 - read path: the procedures one of whose triggers occurs in the query (the next session's first

@@ -91,7 +91,8 @@ def _across_kinds(runs: Sequence[Run]) -> list[tuple[tuple[Run, str], tuple[Run,
 def check_report(runs: Sequence[Run], *, allow_mixed: bool = False) -> list[str]:
     """Refuse a report of lanes measured differently (each lane against its group's baseline,
     and each later run of another kind against the first run, checked by
-    :func:`memlab.scoring.comparing.comparability.check_pairs`); return the banners of those allowed.
+    :func:`memlab.scoring.comparing.comparability.check_pairs`); return the banners of those
+    allowed.
 
     Raises:
         MixedComparisonError: A difference that refuses a comparison, without

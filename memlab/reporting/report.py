@@ -3,9 +3,9 @@
 The HTML has no external assets: charts are embedded PNG data URIs and the style sheet is
 inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
 
-Its first screen answers (:mod:`memlab.reporting.compare.verdict`): what was compared, the significant
-differences against each baseline, the biggest prompt change. The metric tables and the charts
-follow (of several runs: one chart of each kind with the runs overlaid,
+Its first screen answers (:mod:`memlab.reporting.compare.verdict`): what was compared, the
+significant differences against each baseline, the biggest prompt change. The metric tables and the
+charts follow (of several runs: one chart of each kind with the runs overlaid,
 :mod:`memlab.reporting.figures.overlay`); everything else is folded in ``<details>``. Real and
 simulated lanes are never in one table (:mod:`memlab.reporting.groups`).
 """

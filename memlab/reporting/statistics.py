@@ -4,9 +4,9 @@ Built once per report by :func:`statistics_section` and rendered by :func:`secti
 and :func:`section_html`. Real and simulated lanes are compared apart
 (:mod:`memlab.reporting.groups`): every configuration is compared with its group's baseline
 (the group's first lane) on the owners both have; the primary metrics form one Holm family per
-group, the other rates are exploratory (:mod:`memlab.scoring.comparing.comparison`). Rows that can show
-nothing (no change, or no test possible with so few owners) are kept apart from the
-informative ones, so a reader sees the tests first.
+group, the other rates are exploratory (:mod:`memlab.scoring.comparing.comparison`). Rows that can
+show nothing (no change, or no test possible with so few owners) are kept apart from the informative
+ones, so a reader sees the tests first.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class GroupComparison:
     """The group's heading ("" when the report has one group)."""
     baseline: str
     table: pd.DataFrame
-    """:func:`memlab.scoring.comparing.comparison.compare_lanes` rows (those not applicable left out)."""
+    """:func:`memlab.scoring.comparing.comparison.compare_lanes` rows (those not applicable left
+    out)."""
 
     @property
     def informative(self) -> pd.Series:
@@ -68,7 +69,8 @@ class GroupComparison:
         return tested & ~self.table["mde"].map(lambda v: math.isinf(float(v)))
 
     def text(self, rows: pd.Series | None = None) -> pd.DataFrame:
-        """:func:`memlab.scoring.comparing.comparison.comparison_text` of ``rows`` (default: all)."""
+        """:func:`memlab.scoring.comparing.comparison.comparison_text` of ``rows`` (default:
+        all)."""
         chosen = self.table if rows is None else self.table[rows]
         return comparison_text(chosen)
 

@@ -1,4 +1,5 @@
-"""What a run records about one of its lanes, as :class:`~memlab.scoring.comparing.comparability.LaneFacts`.
+"""What a run records about one of its lanes, as
+:class:`~memlab.scoring.comparing.comparability.LaneFacts`.
 
 Read from the run directory: the dataset (``grid.yaml``: its path and content hash), the
 owners the lane's session rows cover, the matcher (``environment.json``), the QA judge, the

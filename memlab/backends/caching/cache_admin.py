@@ -1,11 +1,11 @@
 """Maintenance of a response cache directory: what it holds, and removing what is not needed.
 
 :func:`cache_stats` counts the entries and bytes of a directory written by
-:class:`~memlab.backends.caching.cache.CachedBackend`, by backend and model, and lists the corrupt and
-temporary files. :func:`prune_cache` removes the entries that match given criteria (unused since
-a time, recorded before a time, of a model or backend), the corrupt ones, and temporary files
-left by interrupted writes. Neither touches an entry's content; the layout of the directory is
-defined in :mod:`memlab.backends.caching.cache`.
+:class:`~memlab.backends.caching.cache.CachedBackend`, by backend and model, and lists the corrupt
+and temporary files. :func:`prune_cache` removes the entries that match given criteria (unused since
+a time, recorded before a time, of a model or backend), the corrupt ones, and temporary files left
+by interrupted writes. Neither touches an entry's content; the layout of the directory is defined in
+:mod:`memlab.backends.caching.cache`.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def _scan(cache_dir: Path) -> tuple[list[_Entry], list[Path], list[Path]]:
     """Return (entries, corrupt or set-aside entry files, temp files) under ``cache_dir``.
 
     Only files named as memlab names them, in its shard directories, are listed (see
-    :func:`memlab.backends.caching.cache.iter_entry_files`); an entry counts as sound only when it holds
-    its own key, so prune can tell the entries it wrote from anything else.
+    :func:`memlab.backends.caching.cache.iter_entry_files`); an entry counts as sound only when it
+    holds its own key, so prune can tell the entries it wrote from anything else.
     """
     entries: list[_Entry] = []
     corrupt: list[Path] = []

@@ -2,12 +2,12 @@
 
 A sweep on a Dask cluster replays owners in worker processes on other machines, while the
 response cache lives on the driver's disk (see :mod:`memlab.sweeps.executors`). The driver reads
-the cache once (:func:`~memlab.backends.caching.cache.read_entries`) and sends that snapshot to every
-worker; a :class:`SnapshotCache` serves hits from it with the same keys and the same modes as
-:class:`~memlab.backends.caching.cache.CachedBackend`, calls the backend on a miss in read-write mode
-and keeps the new replies in :attr:`SnapshotCache.recorded`. They travel back with the task's
-result and the driver stores them (:meth:`CachedBackend.put`), so only the driver writes the
-cache directory.
+the cache once (:func:`~memlab.backends.caching.cache.read_entries`) and sends that snapshot to
+every worker; a :class:`SnapshotCache` serves hits from it with the same keys and the same modes as
+:class:`~memlab.backends.caching.cache.CachedBackend`, calls the backend on a miss in read-write
+mode and keeps the new replies in :attr:`SnapshotCache.recorded`. They travel back with the task's
+result and the driver stores them (:meth:`CachedBackend.put`), so only the driver writes the cache
+directory.
 
 A reply recorded by one worker during a sweep is not visible to the other workers until the
 next sweep (they call the backend for it themselves); replays never depend on that, since the

@@ -4,8 +4,8 @@ A backend's :class:`~memlab.backends.registry.BackendPlugin` declares, per model
 USD per million prompt and completion tokens (``prices``) and, where the provider bills the
 prompt tokens it served from its own prompt cache at a lower rate, USD per million of those
 (``cached_prompt_prices``). The longest declared prefix of the model id names its price. The
-dry run (:mod:`memlab.backends.costs.estimate`) and the spending limit (:mod:`memlab.backends.costs.spend`)
-both price calls here.
+dry run (:mod:`memlab.backends.costs.estimate`) and the spending limit
+(:mod:`memlab.backends.costs.spend`) both price calls here.
 """
 
 from __future__ import annotations

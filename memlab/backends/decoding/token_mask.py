@@ -6,13 +6,13 @@ speed. llguidance computes the same set of allowed tokens from a lexer automaton
 trie in a fraction of a millisecond, and for greedy decoding memlab asks it only whether the
 model's best token is allowed, computing the whole mask only when it is not.
 
-The language is the one of :func:`memlab.backends.decoding.grammar.compile_grammar`'s compact dialect,
-not llguidance's own JSON-schema compiler (whose strings admit ``\\uXXXX`` escapes and whose
-numbers have no length bound): the compact GBNF grammar is translated to llguidance's Lark
+The language is the one of :func:`memlab.backends.decoding.grammar.compile_grammar`'s compact
+dialect, not llguidance's own JSON-schema compiler (whose strings admit ``\\uXXXX`` escapes and
+whose numbers have no length bound): the compact GBNF grammar is translated to llguidance's Lark
 syntax by :func:`lark_grammar`, which keeps every rule's longest text, so the bound of
-:func:`~memlab.backends.decoding.grammar.worst_case_tokens` holds for both engines. The two engines do
-not always pick the same tokens: on one build their greedy replies to one request differed
-(both keeping the contract), so a cache keeps their replies apart (the backend's identity).
+:func:`~memlab.backends.decoding.grammar.worst_case_tokens` holds for both engines. The two engines
+do not always pick the same tokens: on one build their greedy replies to one request differed (both
+keeping the contract), so a cache keeps their replies apart (the backend's identity).
 
 A :class:`MaskProcessor` is a ``llama-cpp-python`` logits processor: it runs first in the
 sampler chain, consumes the tokens generated since its last call and masks the scores.

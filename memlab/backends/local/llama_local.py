@@ -9,13 +9,13 @@ Models are loaded once per process and shared: a module-level cache keyed by
 
 Defaults are deterministic (temperature 0 and a fixed seed from :class:`GenerationParams`).
 ``json_schema`` mode constrains decoding with a grammar compiled from the schema in memlab's
-compact dialect (no whitespace between tokens; see :mod:`memlab.backends.decoding.grammar`), so a schema
-with length bounds bounds the reply's length; ``json_object`` mode uses llama.cpp's generic
+compact dialect (no whitespace between tokens; see :mod:`memlab.backends.decoding.grammar`), so a
+schema with length bounds bounds the reply's length; ``json_object`` mode uses llama.cpp's generic
 JSON grammar. The ``constraint`` option picks the engine that enforces the schema's grammar:
-``"grammar"`` (llama.cpp's grammar sampler, the default) or ``"llguidance"`` (token masks
-from llguidance, the same language and faster: :mod:`memlab.backends.decoding.token_mask`).
-A reply the context window cuts before ``max_tokens`` is an error, not a truncated reply:
-``max_tokens`` was promised and not given.
+``"grammar"`` (llama.cpp's grammar sampler, the default) or ``"llguidance"`` (token masks from
+llguidance, the same language and faster: :mod:`memlab.backends.decoding.token_mask`). A reply the
+context window cuts before ``max_tokens`` is an error, not a truncated reply: ``max_tokens`` was
+promised and not given.
 """
 
 from __future__ import annotations

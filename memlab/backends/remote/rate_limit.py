@@ -21,7 +21,8 @@ The limiter learns from the server:
   server says remains (with no known limit, a remaining of 0 holds every call until
   ``x-ratelimit-reset-*`` has passed);
 - HTTP 429 with ``Retry-After``: every caller holds until it has passed, and the buckets are
-  emptied. The retried call itself waits once, in :class:`~memlab.backends.remote.retry.RetryPolicy`.
+  emptied. The retried call itself waits once, in
+  :class:`~memlab.backends.remote.retry.RetryPolicy`.
 
 :class:`RateLimiters` hands out one limiter per endpoint and model, so every worker thread of
 a sweep or QA step calling the same model shares one pace. Limits never enter lane

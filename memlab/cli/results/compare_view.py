@@ -58,8 +58,8 @@ def _mde(row: pd.Series) -> str:
 
 def narrow_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The columns a reader needs first, one row per (configuration, metric) of a
-    :func:`memlab.scoring.comparing.comparison.compare` table: ``configuration``, ``metric`` (its id,
-    marked :data:`PRIMARY_MARK` when primary; the others are exploratory), ``baseline``,
+    :func:`memlab.scoring.comparing.comparison.compare` table: ``configuration``, ``metric`` (its
+    id, marked :data:`PRIMARY_MARK` when primary; the others are exploratory), ``baseline``,
     ``value``, ``delta [CI]``, ``verdict``, ``MDE`` and ``owners +/-`` (owners better /
     worse)."""
     rows = []

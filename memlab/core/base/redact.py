@@ -3,10 +3,10 @@
 A server (or a model) may echo a request's ``Authorization`` header or an API key back in its
 reply or its error message, and a base URL may carry ``user:password@``. :func:`redact_text`
 is the one redaction pass; :func:`redact` applies it to every string of a JSON value. Replies
-pass through it where they enter the pipeline (:class:`~memlab.core.pipeline.updater.MemoryUpdater`),
-and every writer applies it again (cache entries, call records, owner records, memory
-stores), as do the command line's log handler (:class:`RedactingFilter`) and its error line.
-It replaces
+pass through it where they enter the pipeline
+(:class:`~memlab.core.pipeline.updater.MemoryUpdater`), and every writer applies it again (cache
+entries, call records, owner records, memory stores), as do the command line's log handler
+(:class:`RedactingFilter`) and its error line. It replaces
 
 - the value of credential headers written as text (``Authorization: Bearer ...``,
   ``Proxy-Authorization``, ``X-Api-Key``, ``Api-Key``);

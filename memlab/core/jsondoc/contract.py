@@ -8,9 +8,9 @@ The model must return one JSON object with exactly four keys::
 
 The contract ships twice and the two agree: as a JSON Schema (draft 2020-12) file,
 ``schemas/memory_update.schema.json``, which `validate_update` applies (compiled once by
-:mod:`memlab.core.jsondoc.schema_check`) to report every violation with its JSON Pointer and keyword,
-as jsonschema's draft 2020-12 validator lists them; and as pydantic models
-(`MemoryUpdate` and friends) for typed access once a reply is known to be valid.
+:mod:`memlab.core.jsondoc.schema_check`) to report every violation with its JSON Pointer and
+keyword, as jsonschema's draft 2020-12 validator lists them; and as pydantic models (`MemoryUpdate`
+and friends) for typed access once a reply is known to be valid.
 
 Non-finite numbers: Python's `json` module decodes ``NaN``/``Infinity``, which are not JSON,
 and a JSON Schema ``maximum`` check lets NaN through (every comparison with NaN is false).

@@ -87,10 +87,10 @@ class ApplyResult:
         sections_updated: Replaced sections, e.g. ``"user.workContext"``.
         merged: Near-duplicate merges (strategies that merge; empty for the baseline).
         echoed: Proposed facts and summaries that echo the prompt template's own text
-            (:mod:`memlab.core.jsondoc.echo`): a fact as proposed, with the ``id`` it was stored under
-            when it was added; a summary as ``{"content": summary, "section":
-            "user.workContext"}``. Set by the updater, which knows the prompt; the strategy
-            merges them like any other text.
+            (:mod:`memlab.core.jsondoc.echo`): a fact as proposed, with the ``id`` it was stored
+            under when it was added; a summary as ``{"content": summary, "section":
+            "user.workContext"}``. Set by the updater, which knows the prompt; the strategy merges
+            them like any other text.
     """
 
     memory: MemoryDocument

@@ -1,8 +1,8 @@
 """The records of the tiered memory: semantic memories, episodes, forgetting rules and events.
 
-:mod:`memlab.memory.storage.store` keeps them in SQLite and :mod:`memlab.memory.storage.forgetting` decides
-what to forget; both share these frozen types. Every time is a timezone-aware UTC datetime on
-the replay's virtual clock.
+:mod:`memlab.memory.storage.store` keeps them in SQLite and :mod:`memlab.memory.storage.forgetting`
+decides what to forget; both share these frozen types. Every time is a timezone-aware UTC datetime
+on the replay's virtual clock.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ kills a writer with SIGKILL). A file that is not such a database raises
 Times are stored as integer microseconds since the epoch (UTC), exact and ordered. Vectors are
 float32 BLOBs; similarity search goes through :mod:`memlab.memory.storage.vectors` (sqlite-vec or
 NumPy). Forgetting runs on the replay's virtual clock: :meth:`TieredStore.forget` applies the
-pure rules of :mod:`memlab.memory.storage.forgetting` (decay and delete, then merge) in one transaction.
+pure rules of :mod:`memlab.memory.storage.forgetting` (decay and delete, then merge) in one
+transaction.
 
 A store assumes it is the only writer of its file while open (one lane's owner replays in one
 place); it may be used from several threads.

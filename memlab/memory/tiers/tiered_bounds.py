@@ -1,7 +1,7 @@
 """Length bounds of the tiered memory's calls, and the longest reply each bounded call admits.
 
-The main contract's ``schema_bounds`` (:class:`~memlab.core.jsondoc.contract.SchemaBounds`) bound the
-DeerFlow update; the tiered memory's three calls have contracts of their own
+The main contract's ``schema_bounds`` (:class:`~memlab.core.jsondoc.contract.SchemaBounds`) bound
+the DeerFlow update; the tiered memory's three calls have contracts of their own
 (:data:`~memlab.core.tiered_prompts.CALL_CONTRACTS`), bounded here by
 :class:`TieredBounds` (the grid key ``tiered.schema_bounds``):
 

@@ -5,12 +5,12 @@ Thresholds are named after the metric specs (:data:`memlab.scoring.metric_specs.
 on the metric's value or, with ``use_bound``, on the pessimistic end of its 95% interval.
 Against a baseline run, :func:`check_regressions` fails a metric only when the paired test
 finds it significantly worse: the metrics checked are the comparison's primary family
-(Holm's step-down over them and every lane, :mod:`memlab.scoring.comparing.comparison`); by default the
-run's primary metrics (its grid's ``primary:``, else those the specs declare). A comparison
-that cannot say whether the candidate regressed (:mod:`memlab.scoring.comparing.inconclusive`: the
-backend ignores the prompts compared, too few owners for the tolerance, unreadable judge
-verdicts, replies failing to parse on both sides, a primary metric not comparable) fails too,
-one :class:`Inconclusive` per reason, unless the caller allows inconclusive comparisons.
+(Holm's step-down over them and every lane, :mod:`memlab.scoring.comparing.comparison`); by default
+the run's primary metrics (its grid's ``primary:``, else those the specs declare). A comparison that
+cannot say whether the candidate regressed (:mod:`memlab.scoring.comparing.inconclusive`: the
+backend ignores the prompts compared, too few owners for the tolerance, unreadable judge verdicts,
+replies failing to parse on both sides, a primary metric not comparable) fails too, one
+:class:`Inconclusive` per reason, unless the caller allows inconclusive comparisons.
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ class Regression:
 @dataclass(frozen=True)
 class Inconclusive:
     """A reason the comparison with the baseline cannot say whether the candidate regressed
-    (:mod:`memlab.scoring.comparing.inconclusive`): the gate fails on it unless inconclusive comparisons
+    (:mod:`memlab.scoring.comparing.inconclusive`): the gate fails on it unless inconclusive
+    comparisons
     are allowed."""
 
     reason: Reason
@@ -226,8 +227,8 @@ def check_gate(run: Run, thresholds: Thresholds, *, use_bound: bool = False) -> 
     ``use_bound``, a rate with an interval must meet the limit with its pessimistic bound
     (the upper end for a ``max_`` limit, the lower end for a ``min_`` limit); a missing
     interval misses: on fewer owners than its method's coverage was measured on
-    (:mod:`memlab.scoring.inference.coverage`) the failure says ``too few owners for an interval (n =
-    2)``.
+    (:mod:`memlab.scoring.inference.coverage`) the failure says ``too few owners for an interval (n
+    = 2)``.
     """
     failures: list[GateFailure] = []
     summary = run.summary
@@ -305,10 +306,10 @@ def check_regressions(
 
     ``metrics`` are the family tested (default: ``candidate.primary``, else the specs'
     primary metrics). Returns the regressions and the full comparison (one row per lane and
-    metric, see :func:`memlab.scoring.comparing.comparison.compare`). A metric that cannot be compared
-    (NaN, e.g. no labeled facts) counts as a regression: a gate never passes on a missing
-    number. With ``tolerance`` (a regression size in the metric's unit, for every metric or
-    by metric), a metric whose minimum detectable effect is larger is an
+    metric, see :func:`memlab.scoring.comparing.comparison.compare`). A metric that cannot be
+    compared (NaN, e.g. no labeled facts) counts as a regression: a gate never passes on a missing
+    number. With ``tolerance`` (a regression size in the metric's unit, for every metric or by
+    metric), a metric whose minimum detectable effect is larger is an
     :class:`Undetectable` failure: "no significant regression" means nothing when a
     regression that size could not have been seen. Every other reason the comparison is
     inconclusive (:func:`memlab.scoring.comparing.inconclusive.inconclusive_reasons`) is an

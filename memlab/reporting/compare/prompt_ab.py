@@ -3,13 +3,13 @@
 :func:`ab` replays a dataset twice under one configuration, once with the baseline prompt and
 once with the candidate (two runs, ``NAME-base`` and ``NAME-candidate``, made by
 :func:`memlab.sweeps.driver.sweep` with its cache and resume), compares them paired on the
-owners they share (:func:`memlab.scoring.comparing.comparison.compare`: the write side, and memory QA
-when asked), and gives one :class:`MetricVerdict` per primary metric: ``better``, ``worse``,
-``no difference`` larger than the minimum detectable effect (stated), or ``inconclusive``
-with every reason :mod:`memlab.scoring.comparing.inconclusive` finds that concerns it (the backend
-ignores prompts, the model echoes the prompt, too few owners for the tolerance with the owners
-that would detect it, unreadable judge verdicts, replies failing to parse on both sides, a
-metric one side lacks). ``memlab ab`` prints :meth:`ABResult.lines`.
+owners they share (:func:`memlab.scoring.comparing.comparison.compare`: the write side, and memory
+QA when asked), and gives one :class:`MetricVerdict` per primary metric: ``better``, ``worse``, ``no
+difference`` larger than the minimum detectable effect (stated), or ``inconclusive`` with every
+reason :mod:`memlab.scoring.comparing.inconclusive` finds that concerns it (the backend ignores
+prompts, the model echoes the prompt, too few owners for the tolerance with the owners that would
+detect it, unreadable judge verdicts, replies failing to parse on both sides, a metric one side
+lacks). ``memlab ab`` prints :meth:`ABResult.lines`.
 """
 
 from __future__ import annotations

@@ -2,13 +2,12 @@
 templates next to the metric deltas, compared like with like.
 
 A lane whose prompt differs from an earlier lane's is diffed against an earlier lane that
-differs from it *only* in the prompt (:func:`memlab.scoring.comparing.comparability.differences`), the
-nearest earlier version of the same prompt first: successive versions of one prompt file
-(by content hash) are each diffed against their predecessor. A lane with no such partner is
-shown against the nearest earlier version of its prompt (else the nearest earlier lane), and
-the section names what else differs, so an output-mode or threshold change is never
-credited to the prompt. A lane whose prompt appeared before, or is shown like with like
-elsewhere, is no edit of its own.
+differs from it *only* in the prompt (:func:`memlab.scoring.comparing.comparability.differences`),
+the nearest earlier version of the same prompt first: successive versions of one prompt file (by
+content hash) are each diffed against their predecessor. A lane with no such partner is shown
+against the nearest earlier version of its prompt (else the nearest earlier lane), and the section
+names what else differs, so an output-mode or threshold change is never credited to the prompt. A
+lane whose prompt appeared before, or is shown like with like elsewhere, is no edit of its own.
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ class PromptTrial:
         comparison: The trial against the baseline lane on the same owners, paired
             (:func:`memlab.scoring.comparing.comparison.compare_lanes`).
         reasons: Why that comparison cannot say whether the prompt is better
-            (:mod:`memlab.scoring.comparing.inconclusive`): the backend ignores prompts, too few owners...
+            (:mod:`memlab.scoring.comparing.inconclusive`): the backend ignores prompts, too few
+            owners...
     """
 
     baseline: Run

@@ -9,9 +9,9 @@ candidate best on validation. The starting configuration, and each candidate pro
 starting settings, are tried first.
 
 The winner and the starting configuration are then replayed on the held-out owners and
-compared paired (:func:`memlab.reporting.compare.prompt_ab.judge_ab`: one verdict per primary metric,
-with every inconclusive reason). The result states the split, the train-vs-test gap per metric
-and what the search cost.
+compared paired (:func:`memlab.reporting.compare.prompt_ab.judge_ab`: one verdict per primary
+metric, with every inconclusive reason). The result states the split, the train-vs-test gap per
+metric and what the search cost.
 
 Layout of ``RUNS_DIR/NAME/``: ``study.db`` (the Optuna study, SQLite: a rerun resumes it and
 ``optuna-dashboard sqlite:///RUNS_DIR/NAME/study.db`` shows it), ``trials/trial-NNN/`` (one

@@ -2,12 +2,12 @@
 
 The verdict's heading says what was found (:func:`headline`): better or worse on which primary
 metrics, no difference larger than the MDE, no test possible with so few owners, or
-inconclusive with every reason (:mod:`memlab.scoring.comparing.inconclusive`), each reason then on a line
-of its own. Below it, one table per group of lanes (real, simulated) holds only the significant
-differences against the group's baseline, each with its interval. A row is marked *robust*
-when it is a primary metric that Holm's step-down keeps significant over the group's family
-and, for a rate a judge grades, every judge of the run finds the same difference; the other
-significant rows are exploratory (an interval at the run's level that excludes 0, uncorrected).
+inconclusive with every reason (:mod:`memlab.scoring.comparing.inconclusive`), each reason then on a
+line of its own. Below it, one table per group of lanes (real, simulated) holds only the significant
+differences against the group's baseline, each with its interval. A row is marked *robust* when it
+is a primary metric that Holm's step-down keeps significant over the group's family and, for a rate
+a judge grades, every judge of the run finds the same difference; the other significant rows are
+exploratory (an interval at the run's level that excludes 0, uncorrected).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ FIRST_ROWS = 8
 rest of each group's rows are folded."""
 
 SIGNIFICANT = frozenset({"better", "worse", "better (exploratory)", "worse (exploratory)"})
-"""The verdicts of :func:`memlab.scoring.comparing.comparison.compare_lanes` that reject no difference."""
+"""The verdicts of :func:`memlab.scoring.comparing.comparison.compare_lanes` that reject no
+difference."""
 
 
 @dataclass(frozen=True)

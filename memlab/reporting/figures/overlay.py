@@ -9,8 +9,8 @@ Its tables (summary, sessions, calls, parse outcomes, schema violations, QA answ
 run's own tables put one under the other with the lane ids renamed: no number is recomputed
 across runs. Real lanes come first, then simulated ones (each kind in run order), as the
 report's tables keep the two apart; the series of a simulated lane keeps its ``[simulated]``
-label, and a line never joins lanes of two runs (:mod:`memlab.reporting.figures.charts` keys the lines
-it groups by the run).
+label, and a line never joins lanes of two runs (:mod:`memlab.reporting.figures.charts` keys the
+lines it groups by the run).
 
 An overlay has no run directory: it is drawn, never read from or written to.
 """

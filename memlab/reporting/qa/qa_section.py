@@ -15,7 +15,8 @@ of the QA step):
   original key's ceiling overall and per category beside the scores against each key, and a
   warning when a score exceeds the ceiling of the key it was scored on;
 - why each wrong answer from memory is wrong (a table, and a stacked chart per run; of
-  several runs graded alike, one chart with the runs overlaid, :mod:`memlab.reporting.figures.overlay`);
+  several runs graded alike, one chart with the runs overlaid,
+  :mod:`memlab.reporting.figures.overlay`);
 - what reading costs (tokens and latency per question) beside what writing costs (tokens
   per conversation);
 - procedure questions, scored by the steps the reply names in order, never judged
@@ -197,7 +198,8 @@ def _categories(run: Run) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     table["shown"] = [
-        # No interval where its coverage was not measured (memlab.scoring.inference.coverage): said so.
+        # No interval where its coverage was not measured (memlab.scoring.inference.coverage): said
+        # so.
         _pct(v, lo, hi) + (f" ({too_few_text(int(n))})" if pd.isna(lo) and not pd.isna(v) else "")
         for v, lo, hi, n in table[["accuracy", "accuracy_lo", "accuracy_hi", "owners"]].to_numpy()
     ]
@@ -346,7 +348,8 @@ def compare_under_judges(
     options: StatOptions | None = None,
     allow_mixed: bool = False,
 ) -> pd.DataFrame:
-    """:func:`memlab.scoring.comparing.comparison.compare` under every judge the runs share, merged by
+    """:func:`memlab.scoring.comparing.comparison.compare` under every judge the runs share, merged
+    by
     :func:`memlab.scoring.qa.qa_metrics.robust_verdicts` (a difference is robust to the judge
     only when every judge finds it); empty when they share fewer than two judges. Each judge's
     comparison has the arguments of the headline one (``metrics``, ``primary``), so the same

@@ -3,15 +3,15 @@
 Two lanes replayed over the same owners are compared owner by owner: for each rate of
 :func:`~memlab.scoring.metric_specs.interval_specs` the delta (candidate - baseline), its
 paired bootstrap interval, a p-value, and the minimum detectable effect
-(:mod:`memlab.scoring.inference.stats`). Owners only one side has are left out, and so are owners that
-cannot change a rate (no gold facts for recall).
+(:mod:`memlab.scoring.inference.stats`). Owners only one side has are left out, and so are owners
+that cannot change a rate (no gold facts for recall).
 
 What is tested is declared: the *primary* metrics (``primary=True`` in the spec, or the
 grid's ``primary: [...]``) form the Holm family over every lane compared in one call. Rows
 whose owners have the same counts on both sides are "no change" and are no test. Each primary
 row's verdict, its interval and its MDE all use the level of the Holm step that decided it
-(:func:`~memlab.scoring.inference.stats.holm_steps`), so a significant delta's interval excludes 0 and
-any other's includes it. Secondary rows show their interval at the run's level (95%) and are
+(:func:`~memlab.scoring.inference.stats.holm_steps`), so a significant delta's interval excludes 0
+and any other's includes it. Secondary rows show their interval at the run's level (95%) and are
 labelled exploratory.
 """
 
@@ -276,8 +276,8 @@ def compare_lanes(
     Pairs measured differently (another dataset, owner set, matcher or judge, a simulated
     lane against a real one, or memory QA answered, judged or keyed differently:
     :func:`memlab.scoring.comparing.comparability.check_pairs`)
-    raise :class:`~memlab.scoring.comparing.comparability.MixedComparisonError`; with ``allow_mixed``
-    they are compared and ``table.attrs["banners"]`` says what was mixed.
+    raise :class:`~memlab.scoring.comparing.comparability.MixedComparisonError`; with
+    ``allow_mixed`` they are compared and ``table.attrs["banners"]`` says what was mixed.
 
     ``primary`` names the family's metrics (default: those the specs declare primary); the
     other rows are secondary. Verdicts:
@@ -297,8 +297,8 @@ def compare_lanes(
 
     ``table.attrs["pairs"]`` holds each pair as compared
     (:class:`~memlab.scoring.comparing.inconclusive.ComparedPair`), from which
-    :func:`memlab.scoring.comparing.inconclusive.inconclusive_reasons` says why the comparison cannot
-    answer, when it cannot.
+    :func:`memlab.scoring.comparing.inconclusive.inconclusive_reasons` says why the comparison
+    cannot answer, when it cannot.
     """
     options = options or StatOptions()
     banners = check_pairs(
@@ -442,7 +442,8 @@ def _compare_pair(
 def _side_rates(
     base: Lane, a: pd.DataFrame, cand: Lane, b: pd.DataFrame
 ) -> dict[str, tuple[float, float]]:
-    """:data:`~memlab.scoring.comparing.inconclusive.SIDE_RATES` of both sides on the shared owners."""
+    """:data:`~memlab.scoring.comparing.inconclusive.SIDE_RATES` of both sides on the shared
+    owners."""
     rates = {}
     for name in SIDE_RATES:
         spec = metric_spec(name)

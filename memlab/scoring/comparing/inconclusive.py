@@ -9,8 +9,8 @@ not when:
   while their prompts differ;
 - there are too few owners: fewer than any paired test needs ("no test possible"), or, for a
   stated tolerance, a minimum detectable effect larger than it (with the owners that would
-  detect it, :func:`memlab.scoring.inference.stats.owners_to_detect`), or no spread among the owners to
-  size a test on;
+  detect it, :func:`memlab.scoring.inference.stats.owners_to_detect`), or no spread among the owners
+  to size a test on;
 - the judge's verdicts are unreadable for more than :data:`JUDGE_UNREADABLE_SHARE` of the
   answers on either side;
 - replies fail to parse on both sides (at least :data:`BOTH_UNPARSED_SHARE`);
@@ -421,10 +421,11 @@ def inconclusive_reasons(
     power: float = 0.80,
     checks: Sequence[ReasonCheck] = REASON_CHECKS,
 ) -> list[Reason]:
-    """Every reason the comparison ``table`` (of :func:`memlab.scoring.comparing.comparison.compare_lanes`,
-    which records its pairs in ``table.attrs["pairs"]``) cannot say whether a candidate is
-    better; empty when it can. ``tolerances``: the regression size each metric must be shown
-    detectable at (the gate's ``--tolerance``); without, only "no test possible" is checked
+    """Every reason the comparison ``table`` (of
+    :func:`memlab.scoring.comparing.comparison.compare_lanes`, which records its pairs in
+    ``table.attrs["pairs"]``) cannot say whether a candidate is better; empty when it can.
+    ``tolerances``: the regression size each metric must be shown detectable at (the gate's
+    ``--tolerance``); without, only "no test possible" is checked
     of the owners' number."""
     pairs = table.attrs.get("pairs", [])
     comparison = Comparison(table, pairs, tolerances or {}, power)

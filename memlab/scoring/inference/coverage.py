@@ -1,7 +1,7 @@
 """Which interval a rate gets, and below how many owners memlab prints none.
 
-The expanded bootstrap (:func:`memlab.scoring.inference.stats.bootstrap`) covers 95% with enough owners
-and a rate away from 0 and 1, and falls short otherwise: with 2 owners its bounds are the
+The expanded bootstrap (:func:`memlab.scoring.inference.stats.bootstrap`) covers 95% with enough
+owners and a rate away from 0 and 1, and falls short otherwise: with 2 owners its bounds are the
 range of the two owners' values, and at a mean of 3% it misses often with 14 owners. So:
 
 - a rate (a ratio of sums over owners, micro or macro) near 0 or 1 (a pooled value at most

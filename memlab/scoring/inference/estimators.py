@@ -1,8 +1,8 @@
 """The estimator of each metric with an interval, from its spec and per-owner counts.
 
 One place decides how a :class:`~memlab.scoring.metric_specs.MetricSpec` becomes a statistic
-of sums over owners (:class:`~memlab.scoring.inference.stats.Estimator`), for the run summary and for
-comparisons alike:
+of sums over owners (:class:`~memlab.scoring.inference.stats.Estimator`), for the run summary and
+for comparisons alike:
 
 - a micro rate: ``sum(numerator) / sum(denominator)``;
 - a macro rate: each owner's own ratio, averaged over the owners whose denominator is not 0

@@ -277,7 +277,8 @@ def _spread(draws: FloatArray) -> float:
 class Interval:
     """One statistic over all owners, its interval, standard error and relevant owners.
 
-    ``method``: how the interval was found (:func:`memlab.scoring.inference.coverage.interval_method`);
+    ``method``: how the interval was found
+    (:func:`memlab.scoring.inference.coverage.interval_method`);
     ``too few owners`` when it has none (NaN bounds)."""
 
     estimate: float
@@ -292,7 +293,8 @@ def bootstrap(estimator: Estimator, options: StatOptions | None = None) -> Inter
     """The statistic and its interval over the relevant owners: the expanded percentile
     interval, or for a rate near 0 or 1 or on few owners the clustered exact interval, or
     none (NaN bounds) below the owners at which the method's coverage was measured
-    (:func:`memlab.scoring.inference.coverage.interval_method`). ``se`` is the bootstrap's either way.
+    (:func:`memlab.scoring.inference.coverage.interval_method`). ``se`` is the bootstrap's either
+    way.
 
     With fewer than two relevant owners there is nothing to resample: the bounds are NaN.
     """

@@ -13,8 +13,8 @@ known, or its answer when it has one).
   their answers from memory are counted by step-order accuracy (``qa_procedure_*``, from the
   rows' ``step_accuracy`` and ``steps_named``: :mod:`memlab.scoring.procedures`).
 - Rates are ratios of per-owner sums with bootstrap intervals over owners
-  (:func:`memlab.scoring.inference.stats.bootstrap_ratios`); repeated samples of an owner are averaged
-  first, as everywhere in memlab.
+  (:func:`memlab.scoring.inference.stats.bootstrap_ratios`); repeated samples of an owner are
+  averaged first, as everywhere in memlab.
 - :func:`qa_session_counts` puts the ``memory`` condition's counts under one judge into the
   session rows (declared in :data:`~memlab.scoring.metric_specs.COUNT_SPECS`), so that the
   summary, ``memlab compare`` and the gate treat QA accuracy like every other rate.
@@ -195,8 +195,8 @@ def robust_verdicts(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per compared lane and metric, whether a comparison's verdict holds under every judge.
 
     Args:
-        tables: Judge name -> its :func:`memlab.scoring.comparing.comparison.compare` table (the same
-            pairs and metrics, each run counted under that judge).
+        tables: Judge name -> its :func:`memlab.scoring.comparing.comparison.compare` table (the
+            same pairs and metrics, each run counted under that judge).
 
     Returns:
         One row per (run, lane, metric) with the verdict under each judge (``verdict:<judge>``)
