@@ -49,7 +49,7 @@ def _code_digest() -> str:
     lists), the text normalisation of the core, and the reading packages' versions."""
     here = Path(__file__).resolve().parent
     files = sorted(p for p in here.iterdir() if p.suffix in (".py", ".yaml", ".json"))
-    files.append(here.parent / "core" / "similarity.py")
+    files.append(here.parent / "core" / "jsondoc" / "similarity.py")
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
