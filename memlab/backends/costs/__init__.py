@@ -1,4 +1,3 @@
-"""What calls cost: prices, spend records and estimates before a run.
-"""
+"""What calls cost: prices, spend records and estimates before a run."""
 
 __all__: list[str] = []

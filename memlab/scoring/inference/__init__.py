@@ -1,4 +1,3 @@
-"""Statistics: estimators, intervals, coverage, survival and collapse.
-"""
+"""Statistics: estimators, intervals, coverage, survival and collapse."""
 
 __all__: list[str] = []
