@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from memlab.reporting.qa.qa_charts import qa_accuracy_chart as qa_accuracy_chart
     from memlab.reporting.qa.qa_charts import qa_causes_chart as qa_causes_chart
     from memlab.reporting.qa.qa_charts import qa_judge_band_chart as qa_judge_band_chart
-    from memlab.reporting.qa.qa_section import judge_robustness as judge_robustness
+    from memlab.reporting.qa.qa_judges import judge_robustness as judge_robustness
     from memlab.reporting.qa.qa_section import qa_html as qa_html
     from memlab.reporting.qa.qa_section import qa_markdown as qa_markdown
     from memlab.reporting.qa.qa_section import qa_section as qa_section

@@ -144,7 +144,7 @@ def _compare(args: argparse.Namespace) -> int:
     # Imported here: pandas and the statistics load when a comparison runs, not for --help.
     _args.single_blas_thread()
     from memlab.cli.results.compare_view import WIDTH, fit
-    from memlab.reporting.qa.qa_section import compare_under_judges
+    from memlab.reporting.qa.qa_judges import compare_under_judges
     from memlab.runs.run import load_run
     from memlab.scoring.comparing.comparison import CompareError, compare
     from memlab.scoring.inference.stats import StatOptions
