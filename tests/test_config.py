@@ -338,7 +338,7 @@ def test_concurrent_first_access_creates_one_config() -> None:
 )
 def test_lane_configs_share_the_config_ranges(field: str, low: float, high: float) -> None:
     """A sweep lane accepts exactly the values the pipeline's config accepts."""
-    from memlab.grids.grid import LaneConfig
+    from memlab.grids.lane import LaneConfig
 
     step = 0.01 if isinstance(low, float) else 1
     for value in (low, high):

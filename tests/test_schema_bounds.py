@@ -27,7 +27,8 @@ from memlab.core.jsondoc.contract import (
 from memlab.core.pipeline.llm import OutputMode
 from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.core.pipeline.updater import MemoryUpdater
-from memlab.grids.grid import Grid, GridError, LaneConfig
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 

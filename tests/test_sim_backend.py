@@ -18,7 +18,8 @@ from memlab.core.pipeline.messages import filter_messages_for_memory, format_con
 from memlab.core.prompts import get_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.matching.base import LexicalMatcher
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import (

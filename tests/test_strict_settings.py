@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from memlab.core.jsondoc.contract import SchemaBounds
-from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig
+from memlab.grids.grid import ForkSpec, Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.grids.qa_spec import QASpec
 from memlab.memory.tiers.options import TieredOptions
 

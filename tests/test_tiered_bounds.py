@@ -17,7 +17,8 @@ import pytest
 from memlab.core.jsondoc.parsing import ParseOptions
 from memlab.core.pipeline.llm import Completion, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.tiered_prompts import CALL_CONTRACTS, TIERED_CALLS
-from memlab.grids.grid import Grid, GridError, LaneConfig
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.memory.tiers.tiered import TieredSettings
 from memlab.memory.tiers.tiered_bounds import TieredBounds, bounded_call_schema, call_reply_tokens
 from memlab.memory.tiers.tiered_calls import TieredCaller

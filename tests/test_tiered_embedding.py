@@ -31,7 +31,8 @@ from memlab.core.pipeline.llm import (
     allow_model_requests,
 )
 from memlab.core.pipeline.queue import ConversationContext
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import MEMORY_DESIGNS
 from memlab.memory.tiers.tiered import TieredStrategy, lane_settings, tiered_identity

@@ -28,7 +28,8 @@ from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.grids.grid import Grid, GridError, LaneConfig
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.memory.strategy import call_kind, is_primary
 from memlab.memory.tiers.options import TieredOptions
 from memlab.memory.tiers.tiered import TieredSettings

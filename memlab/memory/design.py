@@ -61,7 +61,7 @@ class DesignContext:
             (see :attr:`MemoryDesign.scratch`).
         ids: Fact ids seeded by the lane's grid point and the owner.
         settings: The lane's settings as JSON values
-            (:meth:`memlab.grids.grid.LaneConfig.settings`).
+            (:meth:`memlab.grids.lane.LaneConfig.settings`).
         updater: The lane's DeerFlow updater over a store (prompt, merge, parse, request).
         start: The memory a fork starts from (only for a design with ``forks``).
     """

@@ -22,7 +22,7 @@ from memlab.backends.costs.estimate import CacheProbe, Estimate, Tally
 from memlab.backends.registry import cacheable, is_simulated
 from memlab.core.pipeline.llm import Backend, CompletionRequest, GenerationParams
 from memlab.datasets.models import Owner
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.postrun.qa_jobs import read_path, run_owners
 from memlab.postrun.qa_step import qa_backend

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from memlab.core.pipeline.llm import Backend
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.grids.owners import select_owners
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts
 from memlab.memory.designs import memory_design

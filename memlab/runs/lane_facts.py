@@ -21,7 +21,7 @@ from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated, reads_prompts
 from memlab.core.base.yamlio import read_yaml
 from memlab.errors import MemlabError
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.runs.rundir import RunDir
 from memlab.scoring.comparing.comparability import JudgeFacts, LaneFacts, QAFacts
 

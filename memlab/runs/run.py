@@ -19,7 +19,8 @@ import pandas as pd
 from memlab.core.base.safe_names import unsafe_reason
 from memlab.core.base.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.runs.final_reads import parse_final_memory
 from memlab.runs.lane_facts import dataset_identity, qa_facts, read_lane_facts
 from memlab.runs.records import CallRow, QARow, SessionRow, read_rows

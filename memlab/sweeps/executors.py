@@ -54,7 +54,7 @@ from memlab.core.base.machine import available_memory, cpu_count
 from memlab.core.pipeline.llm import Completion
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.grids.lane_backends import LaneBackends
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote_batch

@@ -47,7 +47,8 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
-from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.grids.grid import ForkSpec, Grid, GridError
+from memlab.grids.lane import LaneConfig, ReplayMode
 from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.grids.owners import select_owners
 from memlab.memory.designs import UnknownDesignError, memory_design

@@ -33,7 +33,7 @@ from memlab.backends.registry import cacheable
 from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.grids.lane_backends import BackendFactory
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner

@@ -52,7 +52,7 @@ from memlab.core.pipeline.queue import ConversationContext, MemoryUpdateQueue
 from memlab.core.pipeline.storage import InMemoryStorage, JsonFileStorage, StorageError
 from memlab.core.pipeline.updater import MemoryUpdater, UpdateResult
 from memlab.datasets.models import Owner, Session
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import memory_design
 from memlab.memory.strategy import MemoryStrategy, Step

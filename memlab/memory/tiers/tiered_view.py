@@ -11,7 +11,7 @@ memory QA read a tiered lane as they read a DeerFlow lane:
   input and output cut to 200 characters as the seed's prompt cuts them.
 
 The injection (:func:`memlab.core.pipeline.injection.render_injection` with ``history_last``, as
-:attr:`memlab.grids.grid.LaneConfig.history_last` says for a tiered lane) then assembles
+:attr:`memlab.grids.lane.LaneConfig.history_last` says for a tiered lane) then assembles
 the seed's context in the seed's order within the lane's budget: summary, semantic memories
 in the lane's policy order while they fit, then the recent episodes, cut at the end; the
 injection audit records which memories made it in and which the budget dropped.
