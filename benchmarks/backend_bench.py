@@ -2,7 +2,7 @@
 free generation, and cache-hit overhead.
 
 Runs the bundled SmolLM2-135M-Instruct (or ``--model PATH``) on the memory-update prompt, both
-through :class:`memlab.backends.llama_local.LocalLlamaBackend` and through a separate raw
+through :class:`memlab.backends.local.llama_local.LocalLlamaBackend` and through a separate raw
 ``llama_cpp.Llama`` with the same settings, alternating the two, and reads llama.cpp's own
 performance counters (prompt evaluation and generation) after every call. Each round uses a
 distinct prompt prefix so no call reuses the previous call's KV cache.
@@ -35,10 +35,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from memlab.backends.cache import CachedBackend
-from memlab.backends.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema, validate_update
-from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
+from memlab.backends.caching.cache import CachedBackend
+from memlab.backends.local.llama_local import DEFAULT_N_CTX, LocalLlamaBackend, default_threads
+from memlab.core.jsondoc.contract import (
+    SchemaBounds,
+    bounded_schema,
+    contract_schema,
+    validate_update,
+)
+from memlab.core.pipeline.llm import CompletionRequest, GenerationParams, OutputMode
 
 CONVERSATION = (
     "User: I'm a data engineer at Acme and I prefer Python over Java.\n\n"
@@ -50,7 +55,7 @@ CONVERSATION = (
 def update_prompt() -> str:
     """The default memory-update prompt over an empty memory (a plain fallback otherwise)."""
     try:
-        from memlab.core.document import create_empty_memory
+        from memlab.core.jsondoc.document import create_empty_memory
         from memlab.core.prompts import get_prompt
     except ImportError:
         return f"Extract memorable facts as JSON from this conversation:\n\n{CONVERSATION}"
@@ -171,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# The main job's bounds (memlab.cli.demo.BOUNDS): every reply closes within about 340 tokens.
+# The main job's bounds (memlab.cli.experiment.demo.BOUNDS): every reply closes within about 340
+# tokens.
 BOUNDS = SchemaBounds(summary_chars=60, fact_chars=80, max_new_facts=3, max_removals=2)
 
 

@@ -1,7 +1,7 @@
 """Power of the paired comparison under both designs of a simulated A/B, end to end.
 
 Each pair is one sweep of the bundled ``personas`` dataset (14 owners, 5 sessions each) with
-two lanes of the simulated model, compared with :func:`memlab.scoring.comparison.compare`
+two lanes of the simulated model, compared with :func:`memlab.scoring.comparing.comparison.compare`
 as ``memlab compare`` does. The candidate proposes each revealed fact with probability 0.8,
 the baseline with 0.7: a true recall gain of 10 points. Two designs (the profile's ``draws``):
 
@@ -46,7 +46,7 @@ import pandas as pd
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.scoring.comparison import compare
+from memlab.scoring.comparing.comparison import compare
 from memlab.simulation.model import SimulatedBackend
 from memlab.sweeps.driver import sweep
 

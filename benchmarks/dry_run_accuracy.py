@@ -33,9 +33,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.pricing import call_cost, model_price
+from memlab.backends.costs.pricing import call_cost, model_price
 from memlab.backends.scripted import user_lines_reply
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.dry_run import dry_run

@@ -1,9 +1,9 @@
 """How often memlab's printed 95% intervals cover the true value, by number of owners.
 
 Data come from generators whose true value is known by construction (never from memlab's
-estimators); the intervals are memlab's own (:func:`memlab.scoring.stats.bootstrap` on the
+estimators); the intervals are memlab's own (:func:`memlab.scoring.inference.stats.bootstrap` on the
 estimators of the metric specs), with whichever method memlab picks
-(:func:`memlab.scoring.coverage.interval_method`). Cases:
+(:func:`memlab.scoring.inference.coverage.interval_method`). Cases:
 
 - **rate** (micro, like ``recall``): owner ``i`` has ``m_i = 5 + Poisson(10)`` trials and its
   own rate ``p_i ~ Beta`` with mean 0.5 or 0.8 and concentration 10 (owners differ); true
@@ -44,10 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from memlab.scoring.estimators import estimator
+from memlab.scoring.inference.estimators import estimator
+from memlab.scoring.inference.stats import Interval, StatOptions, bootstrap, ratio_estimator
+from memlab.scoring.inference.survival import Episode, episode_counts
 from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
-from memlab.scoring.stats import Interval, StatOptions, bootstrap, ratio_estimator
-from memlab.scoring.survival import Episode, episode_counts
 
 OWNERS = (2, 3, 4, 6, 14, 30)
 QUESTIONS = (2, 3, 5, 10, 20, 40)

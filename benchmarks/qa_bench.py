@@ -33,10 +33,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sweep_bench import slow_server
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.core.injection import get_token_counter
-from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.core.pipeline.injection import get_token_counter
+from memlab.core.pipeline.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import add_qa
@@ -174,4 +174,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

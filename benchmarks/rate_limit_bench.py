@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.rate_limit import RateLimit, RateLimiter, RateLimiters
+from memlab.backends.caching.cache import CacheMode
 from memlab.backends.registry import resolve_backend
-from memlab.core.llm import (
+from memlab.backends.remote.rate_limit import RateLimit, RateLimiter, RateLimiters
+from memlab.core.pipeline.llm import (
     BackendError,
     CompletionRequest,
     GenerationParams,

@@ -44,7 +44,7 @@ def replay_once(base: Path, workers: int = 4, repeats: int = 1) -> tuple[float, 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sweep_bench as bench  # the benchmark's dataset, backends and sweep call
 
-    from memlab.backends.cache import CacheMode
+    from memlab.backends.caching.cache import CacheMode
     from memlab.backends.scripted import ScriptedBackend
     from memlab.grids.grid import Grid
 

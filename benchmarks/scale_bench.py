@@ -46,7 +46,7 @@ from sweep_bench import (
     write_dataset,
 )
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.grids.grid import Grid
 
 SESSIONS = 20

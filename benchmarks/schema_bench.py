@@ -6,8 +6,8 @@ the machine's load touches both alike; the table gives the lowest round's time p
 the ratio jsonschema / fast. The import time of each validator (a new process, ``python -X
 importtime``) is printed too: a command that meets only valid values imports the fast one.
 
-It decides whether memlab keeps its fast check beside jsonschema (:mod:`memlab.core.schema_check`):
-kept while the ratio is at least ``--goal`` (3). Usage::
+It decides whether memlab keeps its fast check beside jsonschema
+(:mod:`memlab.core.jsondoc.schema_check`): kept while the ratio is at least ``--goal`` (3). Usage::
 
     python benchmarks/schema_bench.py              # a few seconds
     python benchmarks/schema_bench.py --rounds 9
@@ -28,8 +28,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from memlab.core.contract import contract_schema, minimal_update
-from memlab.core.schema_check import CompiledSchema
+from memlab.core.jsondoc.contract import contract_schema, minimal_update
+from memlab.core.jsondoc.schema_check import CompiledSchema
 from memlab.datasets.loader import dataset_schema
 
 __all__ = ["main"]

@@ -24,13 +24,13 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
-from memlab.core.document import create_empty_memory
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.prompts import get_prompt
 from memlab.datasets.models import Owner
 
 try:
-    from memlab.core.llm import CompletionRequest, GenerationParams
+    from memlab.core.pipeline.llm import CompletionRequest, GenerationParams
     from memlab.simulation.model import SimulatedBackend
 except ImportError:  # an older checkout (PYTHONPATH=<checkout>/src), for a before/after
     from memlab.backends.base import CompletionRequest, GenerationParams  # type: ignore

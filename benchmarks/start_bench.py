@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
 
 __all__ = ["COMMANDS", "Timing", "main", "measure"]
 

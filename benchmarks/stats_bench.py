@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import minimal_update
-from memlab.core.llm import CompletionRequest
+from memlab.core.jsondoc.contract import minimal_update
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.reporting.report import build_report
 from memlab.reporting.statistics import statistics_section
 from memlab.runs.run import Run, load_run
-from memlab.scoring.stats import StatOptions, bootstrap_ratios, paired_ratio_test
+from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios, paired_ratio_test
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)

@@ -56,20 +56,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.caching.cache import CacheMode
 from memlab.backends.registry import resolve_backend
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.config import MemoryConfig
-from memlab.core.contract import minimal_update
-from memlab.core.document import create_empty_memory, utc_iso
-from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
-from memlab.core.merge import BaselineMerge
-from memlab.core.messages import format_conversation_for_update
-from memlab.core.parsing import parse_reply
+from memlab.core.jsondoc.contract import minimal_update
+from memlab.core.jsondoc.document import create_empty_memory, utc_iso
+from memlab.core.jsondoc.merge import BaselineMerge
+from memlab.core.jsondoc.parsing import parse_reply
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import Backend, BackendError, Completion, CompletionRequest
+from memlab.core.pipeline.messages import format_conversation_for_update
+from memlab.core.pipeline.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.core.prompts import get_prompt
-from memlab.core.storage import InMemoryStorage, JsonFileStorage, MemoryStorage
-from memlab.core.updater import MemoryUpdater
 from memlab.grids.grid import Grid
 from memlab.matching.default_matcher import clear_shared_verdicts
 from memlab.matching.verdict_store import VERDICTS_DIR
@@ -830,15 +830,19 @@ _STAGES = [
     ("whole sweep", "memlab/sweeps/driver.py", "sweep"),
     ("load + validate the dataset", "memlab/datasets/loader.py", "load_dataset"),
     ("replay owners", "memlab/sweeps/replay.py", "replay_owner"),
-    ("  pipeline updates (MemoryUpdater.run_update)", "memlab/core/updater.py", "run_update"),
-    ("    cache lookups (CachedBackend.complete)", "memlab/backends/cache.py", "complete"),
+    (
+        "  pipeline updates (MemoryUpdater.run_update)",
+        "memlab/core/pipeline/updater.py",
+        "run_update",
+    ),
+    ("    cache lookups (CachedBackend.complete)", "memlab/backends/caching/cache.py", "complete"),
     ("    prompt rendering", "memlab/core/prompts.py", "render"),
-    ("    parse + validate replies", "memlab/core/parsing.py", "parse_reply"),
-    ("    merge + save in memory", "memlab/core/storage.py", "modify"),
-    ("  snapshot store files (JsonFileStorage.save)", "memlab/core/storage.py", "save"),
+    ("    parse + validate replies", "memlab/core/jsondoc/parsing.py", "parse_reply"),
+    ("    merge + save in memory", "memlab/core/pipeline/storage.py", "modify"),
+    ("  snapshot store files (JsonFileStorage.save)", "memlab/core/pipeline/storage.py", "save"),
     ("collect rows + metrics (sweep._collect)", "memlab/sweeps/driver.py", "_collect"),
     ("  session metrics (metrics.session_rows)", "memlab/scoring/metrics.py", "session_rows"),
-    ("atomic file writes (fsynced run files)", "memlab/core/atomic.py", "atomic_write_bytes"),
+    ("atomic file writes (fsynced run files)", "memlab/core/base/atomic.py", "atomic_write_bytes"),
     ("summary table (Run.summary)", "memlab/runs/run.py", "summary"),
 ]
 

@@ -1,13 +1,13 @@
 """The tiered memory store's cost: per update beside the JSON store, and similarity recall.
 
-No LLM runs; texts are embedded by :class:`memlab.memory.vectors.HashedEmbedding` (256
+No LLM runs; texts are embedded by :class:`memlab.memory.storage.vectors.HashedEmbedding` (256
 dimensions, the size of the bundled wordllama model), whose cost is included.
 
 1. **Overhead per update** at ``--sizes`` memories (100 and 1,000): one tiered update is
    ``add_memory`` + ``add_episode`` + ``forget`` (an hour later on the virtual clock, so every
    memory decays and is rewritten), each a durable transaction (WAL, ``synchronous=FULL``).
    Beside it, in the same run and turns, the JSON store's per-update save: the pipeline's
-   default :class:`~memlab.core.storage.JsonFileStorage` (atomic replace, fsync of the file
+   default :class:`~memlab.core.pipeline.storage.JsonFileStorage` (atomic replace, fsync of the file
    and its folder) saving the document with as many facts. The two alternate in ``--rounds``
    rounds of ``--updates`` updates; the median of the rounds' per-update means is compared.
    Goal: tiered <= 2x JSON, for each vector backend.
@@ -35,11 +35,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memlab.core.document import MemoryDocument, create_empty_memory, utc_iso
-from memlab.core.storage import JsonFileStorage
+from memlab.core.jsondoc.document import MemoryDocument, create_empty_memory, utc_iso
+from memlab.core.pipeline.storage import JsonFileStorage
 from memlab.memory import TieredStore
-from memlab.memory.items import ForgettingRules
-from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
+from memlab.memory.storage.items import ForgettingRules
+from memlab.memory.storage.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

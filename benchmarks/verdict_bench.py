@@ -1,7 +1,7 @@
 """Verdicts beside their intervals, end to end: the simulated model through the real pipeline.
 
 Each pair is one sweep of the bundled ``personas`` dataset (14 owners, 5 sessions each) with
-two lanes of the simulated model, compared with :func:`memlab.scoring.comparison.compare`
+two lanes of the simulated model, compared with :func:`memlab.scoring.comparing.comparison.compare`
 as ``memlab compare`` and the reports do:
 
 - **gain**: the candidate's profile proposes each revealed fact with probability 0.8, the
@@ -38,7 +38,7 @@ from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.runs.run import Run
-from memlab.scoring.comparison import compare
+from memlab.scoring.comparing.comparison import compare
 from memlab.simulation.model import SimulatedBackend
 from memlab.sweeps.driver import sweep
 

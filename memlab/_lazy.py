@@ -87,7 +87,7 @@ def lazy_face(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str
     """The ``__getattr__`` and ``__dir__`` of the face of ``package``.
 
     Besides the declared names and ``__all__``, the package's modules are reachable as
-    attributes before anyone imported them (``memlab.reporting.charts`` after
+    attributes before anyone imported them (``memlab.reporting.figures.charts`` after
     ``import memlab``), as with a face that imports them eagerly.
 
     Args:

@@ -9,8 +9,8 @@ kind                       declared in                         an entry is
 =========================  ==================================  =====================================
 backend                    :mod:`memlab.backends.registry`     a ``BackendPlugin`` (its abilities)
 script                     :mod:`memlab.backends.scripted`     a reply function (``scripted:NAME``)
-merge                      :mod:`memlab.core.merge`            a merge strategy factory
-parse_preset               :mod:`memlab.core.parsing`          a ``ParseOptions`` factory
+merge                      :mod:`memlab.core.jsondoc.merge`            a merge strategy factory
+parse_preset               :mod:`memlab.core.jsondoc.parsing`          a ``ParseOptions`` factory
 prompt                     :mod:`memlab.core.prompts`          a loader of a ``PromptVariant``
 answer_prompt              :mod:`memlab.qa.qa_prompts`         a loader of an ``AnswerPrompt``
 judge_prompt               :mod:`memlab.qa.qa_prompts`         a loader of a QA ``JudgePrompt``

@@ -65,28 +65,28 @@ _SCORING = "memlab/scoring"
 NAMED: tuple[Named, ...] = (
     Named(
         "owners paired out of order",
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         "a, b = counts_a.loc[shared], counts_b.loc[shared]",
         "a, b = counts_a.loc[shared], counts_b.loc[shared[::-1]]",
         (f"{_RULES}::test_owners_are_paired_by_name_not_by_row",),
     ),
     Named(
         "significance from the unadjusted p-value",
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         'table["significant"] = rejected',
         'table["significant"] = family_p < options.alpha',
         (f"{_RULES}::test_significance_is_holms_not_the_raw_p_value",),
     ),
     Named(
         "the interval's percentile tail halved",
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         "t = _t_quantile(1 - (1 - level) / 2, owners - 1)",
         "t = _t_quantile(1 - (1 - level) / 4, owners - 1)",
         (f"{_RULES}::test_the_interval_tail_is_half_the_complement_with_many_owners",),
     ),
     Named(
         "the MDE's square-root factor dropped",
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         "factor = noncentrality * math.sqrt(owners / df)",
         "factor = noncentrality",
         (f"{_RULES}::test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners",),
@@ -121,28 +121,28 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the injection audit ignoring the policy's order",
-        f"{_SCORING}/injection_audit.py",
+        f"{_SCORING}/qa/injection_audit.py",
         "rank=_rank(policy, ordered, query, embedder),",
         "rank=by_confidence,",
         (f"{_RULES}::test_the_audit_offers_facts_in_the_policys_order",),
     ),
     Named(
         "the injection cut one token short",
-        "memlab/core/injection.py",
+        "memlab/core/pipeline/injection.py",
         "    if counter.count(text) <= max_tokens:\n        return text",
         "    if counter.count(text) < max_tokens:\n        return text",
         (f"{_RULES}::test_a_text_that_fits_exactly_is_kept_whole",),
     ),
     Named(
         "the injection budget dropping a fact that fits exactly",
-        "memlab/core/injection.py",
+        "memlab/core/pipeline/injection.py",
         "if running + cost > max_tokens:",
         "if running + cost >= max_tokens:",
         ("tests/test_injection_audit.py::test_tokens_and_dropped_facts",),
     ),
     Named(
         "the near-duplicate merge replacing the stored fact on a tie",
-        "memlab/core/merge.py",
+        "memlab/core/jsondoc/merge.py",
         'replaced = float(proposal["confidence"]) > _confidence(best)',
         'replaced = float(proposal["confidence"]) >= _confidence(best)',
         (f"{_RULES}::test_a_near_duplicate_of_equal_confidence_keeps_the_stored_fact",),
@@ -170,42 +170,42 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the YAML value limit off by one",
-        "memlab/core/yamlio.py",
+        "memlab/core/base/yamlio.py",
         "if self._count > self._max_nodes:",
         "if self._count >= self._max_nodes:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML depth limit off by one",
-        "memlab/core/yamlio.py",
+        "memlab/core/base/yamlio.py",
         "if self._depth > self._max_depth:",
         "if self._depth >= self._max_depth:",
         (f"{_RULES}::test_yaml_node_and_depth_limits_are_exact",),
     ),
     Named(
         "the YAML size limit off by one",
-        "memlab/core/files.py",
+        "memlab/core/base/files.py",
         "if max_bytes is not None and info.st_size > max_bytes:",
         "if max_bytes is not None and info.st_size >= max_bytes:",
         (f"{_RULES}::test_yaml_file_size_limit_is_exact",),
     ),
     Named(
         "the JSON depth limit off by one",
-        "memlab/core/jsontext.py",
+        "memlab/core/base/jsontext.py",
         "if len(path) >= limit:",
         "if len(path) > limit:",
         (f"{_RULES}::test_json_depth_limit_is_exact",),
     ),
     Named(
         "the name length limit off by one",
-        "memlab/core/safe_names.py",
+        "memlab/core/base/safe_names.py",
         "if len(name) > MAX_COMPONENT_CHARS:",
         "if len(name) >= MAX_COMPONENT_CHARS:",
         (f"{_RULES}::test_name_length_limit_is_exact",),
     ),
     Named(
         "the cache format check removed",
-        "memlab/backends/cache.py",
+        "memlab/backends/caching/cache.py",
         'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
         "if not isinstance(data, dict):",
         (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
@@ -213,27 +213,27 @@ NAMED: tuple[Named, ...] = (
     Named(
         "kappa without the chance correction",
         "memlab/matching/calibration.py",
-        "return (self.agreement - chance) / (1 - chance) if chance < 1 else float(\"nan\")",
-        "return self.agreement if chance < 1 else float(\"nan\")",
+        'return (self.agreement - chance) / (1 - chance) if chance < 1 else float("nan")',
+        'return self.agreement if chance < 1 else float("nan")',
         (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
     ),
     Named(
         "the judge band's min and max swapped",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         'row["band_lo"], row["band_hi"] = min(scores.values()), max(scores.values())',
         'row["band_lo"], row["band_hi"] = max(scores.values()), min(scores.values())',
         (f"{_QA_NUMBERS}::test_the_band_by_hand",),
     ),
     Named(
         "flips leave out the answers the second judge accepts",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         '"flips": counts.true_rejected + counts.wrong_accepted,',
         '"flips": counts.true_rejected,',
         (f"{_QA_NUMBERS}::test_flips_and_kappa_by_hand",),
     ),
     Named(
         "an adversarial abstention no longer counted right",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         '"correct": value is True or declined,',
         '"correct": value is True,',
         (f"{_QA_NUMBERS}::test_verdict_statuses_and_the_adversarial_abstention",),
@@ -247,14 +247,14 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the worst case without the end of generation",
-        "memlab/backends/grammar.py",
+        "memlab/backends/decoding/grammar.py",
         "return None if longest is None else longest + 1",
         "return longest",
         ("tests/test_schema_bounds.py::test_the_worst_case_counts_the_end_of_generation",),
     ),
     Named(
         "an unreadable verdict counted as a judged one",
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         'missing = (verdicts["status"] == "no_verdict").to_numpy()',
         'missing = (verdicts["status"] == "answer_error").to_numpy()',
         ("tests/test_qa_judge_server.py",),
@@ -267,16 +267,16 @@ _COMPARABILITY = "tests/test_comparability.py"
 
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "stats": (
-        f"{_SCORING}/stats.py",
+        f"{_SCORING}/inference/stats.py",
         ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
     ),
-    "survival": (f"{_SCORING}/survival.py", ("tests/test_survival.py",)),
+    "survival": (f"{_SCORING}/inference/survival.py", ("tests/test_survival.py",)),
     "comparison": (
-        f"{_SCORING}/comparison.py",
+        f"{_SCORING}/comparing/comparison.py",
         ("tests/test_comparison.py", "tests/test_verdicts.py", *_FAST),
     ),
     "estimators": (
-        f"{_SCORING}/estimators.py",
+        f"{_SCORING}/inference/estimators.py",
         ("tests/test_estimators.py", "tests/test_survival.py", *_FAST),
     ),
     "metric_specs": (
@@ -288,10 +288,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/test_operations_edges.py", "tests/test_operations.py"),
     ),
     "injection_audit": (
-        f"{_SCORING}/injection_audit.py",
+        f"{_SCORING}/qa/injection_audit.py",
         ("tests/test_injection_audit.py", *_FAST),
     ),
-    "injection": ("memlab/core/injection.py", ("tests/test_injection.py", *_FAST)),
+    "injection": ("memlab/core/pipeline/injection.py", ("tests/test_injection.py", *_FAST)),
     "default_matcher": (
         "memlab/matching/default_matcher.py",
         (
@@ -300,11 +300,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_default_matcher_embedding.py",
         ),
     ),
-    "merge": ("memlab/core/merge.py", ("tests/test_merge.py", *_FAST)),
-    "safe_names": ("memlab/core/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
-    "yamlio": ("memlab/core/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
+    "merge": ("memlab/core/jsondoc/merge.py", ("tests/test_merge.py", *_FAST)),
+    "safe_names": ("memlab/core/base/safe_names.py", ("tests/test_safe_names.py", *_FAST)),
+    "yamlio": ("memlab/core/base/yamlio.py", ("tests/test_yamlio.py", *_FAST)),
     "jsontext": (
-        "memlab/core/jsontext.py",
+        "memlab/core/base/jsontext.py",
         (
             "tests/test_jsontext.py",
             "tests/test_jsontext_limits.py",
@@ -313,7 +313,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "cache": (
-        "memlab/backends/cache.py",
+        "memlab/backends/caching/cache.py",
         ("tests/test_cache.py", "tests/test_cache_integrity.py", *_FAST),
     ),
     "markdown": (
@@ -321,9 +321,9 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
     "profile": ("memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
-    "qa_causes": (f"{_SCORING}/qa_causes.py", ("tests/test_qa_causes.py",)),
+    "qa_causes": (f"{_SCORING}/qa/qa_causes.py", ("tests/test_qa_causes.py",)),
     "qa_metrics": (
-        f"{_SCORING}/qa_metrics.py",
+        f"{_SCORING}/qa/qa_metrics.py",
         (
             _QA_NUMBERS,
             "tests/test_qa_ceiling.py",
@@ -342,7 +342,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "comparability": (
-        f"{_SCORING}/comparability.py",
+        f"{_SCORING}/comparing/comparability.py",
         (
             f"{_COMPARABILITY}::test_each_blocking_difference_is_refused_in_one_line",
             f"{_COMPARABILITY}::test_what_a_comparison_is_for_is_listed_not_refused",

@@ -15,17 +15,17 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.llm import Backend, CompletionRequest
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.pipeline.llm import Backend, CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.runs.run import Run
-from memlab.scoring.comparability import LaneFacts
+from memlab.scoring.comparing.comparability import LaneFacts
+from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_specs import COUNT_SPECS
-from memlab.scoring.stats import StatOptions
 from memlab.sweeps.driver import sweep
 
 if TYPE_CHECKING:
-    from memlab.cli.demo import DemoResult
+    from memlab.cli.experiment.demo import DemoResult
 
 __all__ = [
     "CALIBRATION_KINDS",
@@ -141,7 +141,7 @@ def sweep_scripted(dataset: Path, grid: Mapping[str, Any], backend: Backend, run
 
 def small_demo(tmp: Path, backend: Backend) -> DemoResult:
     """``memlab demo`` on one owner and two sessions under ``tmp``, ``backend`` answering."""
-    from memlab.cli.demo import run_demo  # the demo imports the whole reporting stack
+    from memlab.cli.experiment.demo import run_demo  # the demo imports the whole reporting stack
 
     return run_demo(
         tmp / "report",
@@ -282,7 +282,7 @@ FAKE_OWNERS = 14
 
 @dataclass
 class FakeRun:
-    """What scoring reads of a run (:class:`memlab.scoring.comparison.ScoredRun`)."""
+    """What scoring reads of a run (:class:`memlab.scoring.comparing.comparison.ScoredRun`)."""
 
     name: str
     calls: pd.DataFrame

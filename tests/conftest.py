@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memlab.core.llm import allow_model_requests, block_model_requests
+from memlab.core.pipeline.llm import allow_model_requests, block_model_requests
 
 
 @pytest.fixture(autouse=True)

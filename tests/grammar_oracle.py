@@ -21,7 +21,7 @@ class GrammarOracle:
     def __init__(self) -> None:
         import llama_cpp
 
-        from memlab.backends.llama_local import bundled_model_path
+        from memlab.backends.local.llama_local import bundled_model_path
 
         self._llama_cpp = llama_cpp
         self.llm: Any = llama_cpp.Llama(

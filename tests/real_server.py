@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.backends.llama_server import LlamaServer
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
+from memlab.backends.local.llama_server import LlamaServer
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.retry import RetryPolicy
 
 __all__ = ["PATIENT_S", "patient_client", "patient_server"]
 

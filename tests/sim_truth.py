@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from memlab.core.parsing import FailureCategory, ParseOptions
+from memlab.core.jsondoc.parsing import FailureCategory, ParseOptions
 from memlab.datasets.models import Owner
 from memlab.simulation.profile import SimProfile
 

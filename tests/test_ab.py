@@ -17,7 +17,7 @@ import yaml
 
 import memlab
 from memlab.cli.main import main
-from memlab.reporting.prompt_ab import OUTCOMES, WIDTH, ABResult
+from memlab.reporting.compare.prompt_ab import OUTCOMES, WIDTH, ABResult
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF_ONLY = ROOT / "notebooks" / "prompts" / "self_only.txt"

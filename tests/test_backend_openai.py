@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fake_openai import FakeServer, chat_body
 
-from memlab.backends.openai_compat import OpenAICompatibleBackend, to_strict_schema
-from memlab.backends.retry import RetryExhaustedError, RetryPolicy
-from memlab.core.llm import (
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend, to_strict_schema
+from memlab.backends.remote.retry import RetryExhaustedError, RetryPolicy
+from memlab.core.pipeline.llm import (
     BackendError,
     CompletionRequest,
     GenerationParams,

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from test_backend_openai import FakeServer, chat_body, request
 
-from memlab.backends.cache import CachedBackend
-from memlab.backends.cache_admin import cache_stats
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import (
+from memlab.backends.caching.cache import CachedBackend
+from memlab.backends.caching.cache_admin import cache_stats
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.retry import (
     RetryableError,
     RetryExhaustedError,
     RetryPolicy,
     parse_retry_after,
 )
-from memlab.core.llm import allow_model_requests
+from memlab.core.pipeline.llm import allow_model_requests
 
 
 def test_parse_retry_after_seconds_ms_and_http_date() -> None:

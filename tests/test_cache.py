@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_backend_openai import FakeServer, chat_body
 
-from memlab.backends.cache import (
+from memlab.backends.caching.cache import (
     CacheCorruptError,
     CachedBackend,
     CacheMissError,
@@ -22,12 +22,12 @@ from memlab.backends.cache import (
     entry_path,
     request_key,
 )
-from memlab.backends.cache_admin import cache_stats, prune_cache
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
+from memlab.backends.caching.cache_admin import cache_stats, prune_cache
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.retry import RetryPolicy
 from memlab.backends.scripted import ScriptedBackend
-from memlab.cli import cache as cache_cli
-from memlab.core.llm import (
+from memlab.cli.tools import cache as cache_cli
+from memlab.core.pipeline.llm import (
     CompletionRequest,
     GenerationParams,
     OutputMode,

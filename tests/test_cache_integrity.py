@@ -2,7 +2,7 @@
 which entries are served, and what happens to every entry that is refused.
 
 Fast and file-based (no server), so that ``scripts/mutation.py`` runs it for every mutant of
-``memlab.backends.cache``.
+``memlab.backends.caching.cache``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from memlab.backends import _cache_text as cache_text_module
-from memlab.backends import cache as cache_module
-from memlab.backends.cache import (
+from memlab.backends.caching import _cache_text as cache_text_module
+from memlab.backends.caching import cache as cache_module
+from memlab.backends.caching.cache import (
     CACHE_FORMAT,
     CacheCorruptError,
     CachedBackend,
@@ -32,9 +32,9 @@ from memlab.backends.cache import (
     read_entries,
     request_key,
 )
-from memlab.backends.cache_admin import cache_stats
+from memlab.backends.caching.cache_admin import cache_stats
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import Completion, CompletionRequest, GenerationParams, OutputMode
+from memlab.core.pipeline.llm import Completion, CompletionRequest, GenerationParams, OutputMode
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 MESSAGES = [{"role": "system", "content": "sys"}, {"role": "user", "content": "I like tea"}]
@@ -311,7 +311,7 @@ def test_read_write_mode_sets_a_tampered_entry_aside_and_records_anew(
 ) -> None:
     path, raw = _record(tmp_path, _with(format=2))
     cached = CachedBackend(ScriptedBackend(["new"]), tmp_path)
-    with caplog.at_level(logging.WARNING, logger="memlab.backends.cache"):
+    with caplog.at_level(logging.WARNING, logger="memlab.backends.caching.cache"):
         assert cached.complete(req()).text == "new"
     (aside,) = [p for p in path.parent.iterdir() if p != path]
     assert re.fullmatch(re.escape(path.name) + r"\.corrupt-\d{8}T\d{12}Z", aside.name)

@@ -1,5 +1,5 @@
 """The response cache's key and entry texts built around the message contents
-(``memlab.backends._cache_text.request_texts``) equal the plain ``json.dumps`` texts, and an
+(``memlab.backends.caching._cache_text.request_texts``) equal the plain ``json.dumps`` texts, and an
 entry is served from its head only when its end is exactly the request summary's text."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memlab.backends import _cache_text
-from memlab.backends.cache import (
+from memlab.backends.caching import _cache_text
+from memlab.backends.caching.cache import (
     CacheCorruptError,
     CachedBackend,
     CacheMode,
@@ -21,7 +21,7 @@ from memlab.backends.cache import (
     request_key,
 )
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
+from memlab.core.pipeline.llm import CompletionRequest, GenerationParams, OutputMode
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]}
 

@@ -22,7 +22,7 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid
-from memlab.reporting import charts
+from memlab.reporting.figures import charts
 from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
 
@@ -353,8 +353,8 @@ def test_a_chart_without_labelled_series_draws_no_legend(monkeypatch: pytest.Mon
 
     import pandas as pd
 
-    from memlab.reporting import qa_charts
-    from memlab.scoring.qa_causes import CAUSES
+    from memlab.reporting.qa import qa_charts
+    from memlab.scoring.qa.qa_causes import CAUSES
 
     table = pd.DataFrame([{"lane_id": "a", **dict.fromkeys(CAUSES, 0), "wrong": 0, "answered": 3}])
     monkeypatch.setattr(qa_charts, "cause_table", lambda answers, judge: table)

@@ -28,7 +28,7 @@ from hostile import (
 )
 
 from memlab.cli.main import main
-from memlab.core.llm import allow_model_requests
+from memlab.core.pipeline.llm import allow_model_requests
 
 INTERRUPT_S = 2.0
 """Longest time from Ctrl-C to the exit."""

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from memlab.cli.init import SPREAD
 from memlab.cli.main import main
+from memlab.cli.tools.init import SPREAD
 
 
 def workflow_schema() -> dict[str, object]:

@@ -62,7 +62,7 @@ def test_ctrl_c_during_the_qa_calls_does_not_wait_for_calls_in_flight() -> None:
     is not waited for (the process exits at once, as after a sweep's Ctrl-C)."""
     import threading
 
-    from memlab.core.llm import Completion, CompletionRequest, GenerationParams
+    from memlab.core.pipeline.llm import Completion, CompletionRequest, GenerationParams
     from memlab.datasets.questions import Question
     from memlab.postrun.qa_calls import ask_and_grade
     from memlab.qa.answering import AnswerTask

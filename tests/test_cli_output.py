@@ -34,9 +34,7 @@ def test_prompts_list_separates_every_column(capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize("command", ["compare", "gate", "report", "run", "sweep", "rescore"])
-def test_help_prints_single_percent_signs(
-    command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_help_prints_single_percent_signs(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main([command, "--help"])
     assert "%%" not in capsys.readouterr().out
@@ -57,16 +55,16 @@ def test_default_matcher_without_embeddings_says_what_it_became(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(default_matcher, "optional_embedder", lambda: None)
-    with caplog.at_level(logging.WARNING, logger="memlab.cli.matching"):
+    with caplog.at_level(logging.WARNING, logger="memlab.cli.tools.matching"):
         assert main(["matcher", "calibrate", "--matcher", "default", "--json"]) == 0
-    warned = [r.getMessage() for r in caplog.records if r.name == "memlab.cli.matching"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "memlab.cli.tools.matching"]
     assert len(warned) == 1
     assert warned[0].startswith("--matcher default: the embeddings extra is not installed, so ")
     assert "the matcher is default-lexical" in warned[0]
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="memlab.cli.matching"):
+    with caplog.at_level(logging.WARNING, logger="memlab.cli.tools.matching"):
         assert main(["matcher", "calibrate", "--matcher", "lexical", "--json"]) == 0
-    assert not [r for r in caplog.records if r.name == "memlab.cli.matching"]
+    assert not [r for r in caplog.records if r.name == "memlab.cli.tools.matching"]
 
 
 def _prose_run(tmp_path: Path, name: str = "prose") -> object:

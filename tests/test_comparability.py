@@ -18,18 +18,18 @@ from builders import update
 from memlab import compare
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import CompletionRequest, OutputMode
+from memlab.core.pipeline.llm import CompletionRequest, OutputMode
 from memlab.core.prompts import PromptRegistry
 from memlab.grids.grid import Grid
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.postrun.rescoring import rescore
-from memlab.reporting.prompt_changes import prompt_changes
+from memlab.reporting.compare.prompt_changes import prompt_changes
+from memlab.reporting.compare.trial import try_prompt
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
-from memlab.reporting.trial import try_prompt
 from memlab.runs.run import Run, load_run
-from memlab.scoring.comparability import (
+from memlab.scoring.comparing.comparability import (
     BLOCKING,
     Difference,
     JudgeFacts,
@@ -375,7 +375,7 @@ def test_a_trial_on_the_simulated_model_says_it_shows_nothing(
     runs_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     run = _personas("sim-trial", runs_dir, owners=2, base={"backend": "sim:chatty"})
-    with caplog.at_level("WARNING", logger="memlab.reporting.trial"):
+    with caplog.at_level("WARNING", logger="memlab.reporting.compare.trial"):
         trial = try_prompt(run, "concise", owners="all")
     assert trial.title.startswith("[simulated] Prompt trial: default (")
     assert "ignores prompt text" in trial._repr_html_()

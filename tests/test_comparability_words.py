@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from memlab.scoring.comparability import (
+from memlab.scoring.comparing.comparability import (
     Difference,
     JudgeFacts,
     LaneFacts,

@@ -29,13 +29,19 @@ from builders import one_turn, sweep_scripted, update, write_owners
 from memlab import compare
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import CompletionRequest, OutputMode
+from memlab.core.pipeline.llm import CompletionRequest, OutputMode
 from memlab.grids.grid import Grid, GridError
-from memlab.reporting.gate import check_regressions
+from memlab.reporting.compare.gate import check_regressions
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run
-from memlab.scoring.comparability import MixedComparisonError
-from memlab.scoring.comparison import COMPARE_COLUMNS, CompareError, Lane, describe, owner_deltas
+from memlab.scoring.comparing.comparability import MixedComparisonError
+from memlab.scoring.comparing.comparison import (
+    COMPARE_COLUMNS,
+    CompareError,
+    Lane,
+    describe,
+    owner_deltas,
+)
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.metrics import owner_counts
 
@@ -468,7 +474,7 @@ def test_a_grids_primary_set_is_the_family_and_the_gate_follows_it(good: Run, ba
 def test_each_owners_rate_is_its_own_counts_ratio() -> None:
     """Per-owner rates, computed by hand from each owner's counts: a plain ratio, an owner
     with nothing to cover (no value), a NaN count, and a macro rate over one owner."""
-    from memlab.scoring.comparison import _owner_rates, _pick_metrics
+    from memlab.scoring.comparing.comparison import _owner_rates, _pick_metrics
 
     counts = pd.DataFrame(
         {

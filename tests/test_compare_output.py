@@ -18,13 +18,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlab.cli.compare_view import fit
 from memlab.cli.main import main
+from memlab.cli.results.compare_view import fit
 from memlab.core.prompts import PromptRegistry
 from memlab.runs.run import load_run
-from memlab.scoring.comparison import COMPARE_COLUMNS, compare
+from memlab.scoring.comparing.comparison import COMPARE_COLUMNS, compare
+from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_specs import DEFAULT_PRIMARY, metric_spec
-from memlab.scoring.stats import StatOptions
 
 WIDTH = 120
 WIDE_COLUMNS = [

@@ -14,8 +14,8 @@ from builders import FAKE_OWNERS as OWNERS
 from builders import FakeRun
 from builders import count_frames as _frames
 
-from memlab.scoring.comparability import LaneFacts, MixedComparisonError
-from memlab.scoring.comparison import (
+from memlab.scoring.comparing.comparability import LaneFacts, MixedComparisonError
+from memlab.scoring.comparing.comparison import (
     COMPARE_COLUMNS,
     CompareError,
     Lane,
@@ -26,7 +26,7 @@ from memlab.scoring.comparison import (
     describe_mde,
     owner_deltas,
 )
-from memlab.scoring.stats import StatOptions
+from memlab.scoring.inference.stats import StatOptions
 
 PRIMARY_ROW: dict[str, Any] = {
     "metric": "recall",
@@ -342,7 +342,7 @@ def test_a_missing_count_is_logged_with_its_lane(caplog: pytest.LogCaptureFixtur
     mine = (sessions["lane_id"] == "cand") & (sessions["user_id"] == "u03")
     sessions.loc[mine, "facts"] = math.nan
     run.sessions = sessions
-    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.inference.estimators"):
         compare(run, metrics=["precision"])
     assert any(m.startswith("r: cand: precision: owners u03 ") for m in caplog.messages)
     assert not any(m.startswith("r: base:") for m in caplog.messages)

@@ -14,8 +14,9 @@ from builders import update
 from pydantic import ValidationError
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.clock import VirtualScheduler
-from memlab.core.config import (
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.pipeline.config import (
     ConfigError,
     MemoryConfig,
     get_memory_config,
@@ -24,11 +25,10 @@ from memlab.core.config import (
     resolve_storage_path,
     set_memory_config,
 )
-from memlab.core.document import SeededFactIds
-from memlab.core.middleware import MemoryMiddleware
-from memlab.core.queue import ConversationContext, MemoryUpdateQueue
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater, UpdateResult
+from memlab.core.pipeline.middleware import MemoryMiddleware
+from memlab.core.pipeline.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater, UpdateResult
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 CONVERSATION = [
@@ -338,7 +338,7 @@ def test_concurrent_first_access_creates_one_config() -> None:
 )
 def test_lane_configs_share_the_config_ranges(field: str, low: float, high: float) -> None:
     """A sweep lane accepts exactly the values the pipeline's config accepts."""
-    from memlab.grids.grid import LaneConfig
+    from memlab.grids.lane import LaneConfig
 
     step = 0.01 if isinstance(low, float) else 1
     for value in (low, high):

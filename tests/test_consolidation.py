@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.core.injection import get_token_counter
+from memlab.core.pipeline.injection import get_token_counter
 from memlab.scoring.consolidation import (
     CURVE_COLUMNS,
     collapsed,
@@ -21,8 +21,8 @@ from memlab.scoring.consolidation import (
     memory_tokens,
     shown_bounds,
 )
-from memlab.scoring.coverage import MIN_OWNERS
-from memlab.scoring.stats import StatOptions
+from memlab.scoring.inference.coverage import MIN_OWNERS
+from memlab.scoring.inference.stats import StatOptions
 
 SIZES = {"u1": [100, 80, 40], "u2": [50, 50, 20], "u3": [10, 10, 10]}
 # (owner, question, session asked again after, correct under the judge)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from chart_layout import layout_problems
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.cli.main import main
-from memlab.core.llm import Backend, Completion, CompletionRequest
+from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec, resolve_prompts
@@ -31,8 +31,8 @@ from memlab.postrun.consolidation import (
     forgetting_table,
 )
 from memlab.postrun.qa_step import add_qa, qa_backend
-from memlab.reporting.charts import empty_reason
-from memlab.reporting.memory_time import (
+from memlab.reporting.figures.charts import empty_reason
+from memlab.reporting.figures.memory_time import (
     consolidation_chart,
     curve_numbers,
     forgetting_chart,

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from memlab.core import contract as contract_module
-from memlab.core.contract import (
+from memlab.core.base.jsontext import scan_json
+from memlab.core.jsondoc import contract as contract_module
+from memlab.core.jsondoc.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
     MINIMAL_VALID_UPDATE,
@@ -25,7 +26,6 @@ from memlab.core.contract import (
     minimal_update,
     validate_update,
 )
-from memlab.core.jsontext import scan_json
 
 
 def _with_fact(**fields: Any) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from memlab.backends.costs.spend import CostLimitError
 from memlab.backends.registry import BACKENDS, register_backend
-from memlab.backends.spend import CostLimitError
 from memlab.cli.main import main
-from memlab.core.llm import Backend, Completion, CompletionRequest
+from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec, resolve_prompts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.cli import datasets as datasets_cli
+from memlab.cli.tools import datasets as datasets_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "datasets" / "smoke.jsonl"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
+from memlab.core.jsondoc.contract import FACT_CATEGORIES, SECTION_NAMES
 from memlab.datasets.loader import (
     DatasetError,
     DatasetValidationError,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from builders import small_demo, update
 
-from memlab.backends.grammar import bounded_reply_tokens
+from memlab.backends.decoding.grammar import bounded_reply_tokens
 from memlab.backends.scripted import ScriptedBackend
-from memlab.cli.demo import BOUNDS, SIM_GRID, DemoResult
-from memlab.core.contract import SchemaBounds
+from memlab.cli.experiment.demo import BOUNDS, SIM_GRID, DemoResult
+from memlab.core.jsondoc.contract import SchemaBounds
 
 
 @pytest.fixture(scope="module")

@@ -232,7 +232,7 @@ def test_a_plugin_designs_options_are_checked_at_their_grid_key(
 
 LANES = """
 import json
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 lanes = [{"memory": "raw-turns"}, {"memory": "raw-turns", "raw_turns": {}},
          {"memory": "raw-turns", "raw_turns": {"keep_last": 0}},
          {"memory": "raw-turns", "raw_turns": {"keep_last": 3}}]

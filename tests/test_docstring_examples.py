@@ -22,16 +22,16 @@ import pytest
 
 import memlab
 from memlab.backends import registry as backend_registry
-from memlab.backends.cache import entry_path, request_key
-from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.caching.cache import entry_path, request_key
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core import prompts as prompts_module
-from memlab.core.config import ConfigError, MemoryConfig
-from memlab.core.contract import TOP_LEVEL_KEYS, NewFact
-from memlab.core.document import DOCUMENT_VERSION, create_empty_memory
-from memlab.core.injection import format_memory_for_injection
-from memlab.core.llm import CompletionRequest
-from memlab.core.merge import apply_updates
+from memlab.core.jsondoc.contract import TOP_LEVEL_KEYS, NewFact
+from memlab.core.jsondoc.document import DOCUMENT_VERSION, create_empty_memory
+from memlab.core.jsondoc.merge import apply_updates
+from memlab.core.pipeline.config import ConfigError, MemoryConfig
+from memlab.core.pipeline.injection import format_memory_for_injection
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.core.prompts import PromptRegistry
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
@@ -106,7 +106,7 @@ def check_grid_yaml(block: str, tmp_path: Path) -> None:
 
 
 def check_qa_key(block: str, tmp_path: Path) -> None:
-    from memlab.core.yamlio import parse_yaml
+    from memlab.core.base.yamlio import parse_yaml
     from memlab.grids.qa_spec import QASpec
 
     spec = QASpec.model_validate(parse_yaml(block, "qa.yaml").data["qa"])
@@ -115,8 +115,8 @@ def check_qa_key(block: str, tmp_path: Path) -> None:
 
 
 def check_tune_key(block: str, tmp_path: Path) -> None:
-    from memlab.core.yamlio import parse_yaml
-    from memlab.reporting.tune_spec import Range, TuneSpec
+    from memlab.core.base.yamlio import parse_yaml
+    from memlab.reporting.compare.tune_spec import Range, TuneSpec
 
     spec = TuneSpec.model_validate(parse_yaml(block, "tune.yaml").data["tune"])
     assert spec.prompts() == ["default", "prompts/self_only.txt"]
@@ -140,7 +140,7 @@ def check_graph_model(block: str, tmp_path: Path) -> None:
     """The graph model drawn in the docstring is the one the graph's tables declare."""
     import re
 
-    from memlab.memory import graph
+    from memlab.memory.storage import graph
 
     tables = " ".join(vars(graph)["_TABLES"])
     for label in re.findall(r"\(:(\w+) \{", block):
@@ -353,7 +353,7 @@ def check_judge_audit_json(block: str, tmp_path: Path) -> None:
 
     from memlab.qa import load_judge_calibration
     from memlab.qa.qa_prompts import judge_prompts
-    from memlab.scoring.judge_audit import audit_backend
+    from memlab.scoring.qa.judge_audit import audit_backend
 
     bundled = load_judge_calibration()
     few = dataclasses.replace(bundled, triples=bundled.triples[:6])
@@ -399,11 +399,11 @@ def check_judge_audits_json(block: str, tmp_path: Path) -> None:
 def _module_doc(name: str) -> str:
     import importlib
 
-    return importlib.import_module(f"memlab.scoring.{name}").__doc__ or ""
+    return importlib.import_module(f"memlab.scoring.qa.{name}").__doc__ or ""
 
 
 CHECKS: dict[tuple[str, str], Callable[..., None]] = {
-    ("memlab.scoring.judge_audit", '{"judge_audit_format": 1,'): check_judge_audit_json,
+    ("memlab.scoring.qa.judge_audit", '{"judge_audit_format": 1,'): check_judge_audit_json,
     ("memlab.postrun.judge_audit_step", '{"judge_audits_format": 1,'): check_judge_audits_json,
     (
         "memlab.qa.judge_calibration",
@@ -414,11 +414,11 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
     ("memlab.simulation.profile", "name: mine"): check_sim_profile,
     ("memlab._lazy", "if TYPE_CHECKING:"): check_face_declaration,
     (
-        "memlab.memory.graph",
+        "memlab.memory.storage.graph",
         "(:Trigger {text})-[:ACTIVATES]->(:Procedure {name})-[:HAS_STEP]->(:Step {text})",
     ): check_graph_model,
     ("memlab.grids.qa_spec", "qa:"): check_qa_key,
-    ("memlab.reporting.tune_spec", "tune:"): check_tune_key,
+    ("memlab.reporting.compare.tune_spec", "tune:"): check_tune_key,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',
@@ -430,25 +430,27 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
         "memlab.runs.rundir",
         "grid.yaml            the sweep definition as resolved (lanes listed)",
     ): check_run_layout,
-    ("memlab.backends.llama_server", "with LlamaServer(n_threads=2) as server:"): (
+    ("memlab.backends.local.llama_server", "with LlamaServer(n_threads=2) as server:"): (
         check_llama_server
     ),
     (
         "memlab.backends.registry",
         'register_backend("mybackend", lambda arg, **options: MyBackend(arg, **options))',
     ): check_register_backend,
-    ("memlab.backends.cache", "<cache_dir>/<first 2 hex digits>/<sha256>.json"): (
+    ("memlab.backends.caching.cache", "<cache_dir>/<first 2 hex digits>/<sha256>.json"): (
         check_cache_layout
     ),
-    ("memlab.core.injection", "User Context:"): check_injection_shape,
-    ("memlab.core.contract", '{"user": {...3 sections...}, "history": {...3 sections...},'): (
-        check_contract_shape
-    ),
-    ("memlab.core.config", "memory.yaml: field 'max_facts': must be >= 10 (got 5) [line 4]"): (
-        check_config_error
-    ),
+    ("memlab.core.pipeline.injection", "User Context:"): check_injection_shape,
+    (
+        "memlab.core.jsondoc.contract",
+        '{"user": {...3 sections...}, "history": {...3 sections...},',
+    ): (check_contract_shape),
+    (
+        "memlab.core.pipeline.config",
+        "memory.yaml: field 'max_facts': must be >= 10 (got 5) [line 4]",
+    ): (check_config_error),
     ("memlab.core.prompts", "registry = default_registry()"): check_prompt_files,
-    ("memlab.core.document", "{"): check_document_shape,
+    ("memlab.core.jsondoc.document", "{"): check_document_shape,
 }
 
 

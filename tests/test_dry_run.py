@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.pricing import ModelPrice, call_cost, model_price
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.pricing import ModelPrice, call_cost, model_price
+from memlab.backends.costs.spend import SpendLimit
 from memlab.backends.registry import BACKENDS, MINIMAL_CONTRACT_REPLY, register_backend
-from memlab.backends.spend import SpendLimit
 from memlab.cli.main import main
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep
@@ -226,7 +226,7 @@ def test_sweep_dry_run_command_writes_nothing(
 
 
 def test_cached_prompt_tokens_kept_in_the_cache(tmp_path: Path) -> None:
-    from memlab.backends.cache import CachedBackend
+    from memlab.backends.caching.cache import CachedBackend
     from memlab.backends.scripted import ScriptedBackend
 
     class Provider(ScriptedBackend):

@@ -13,15 +13,15 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import minimal_update
-from memlab.core.echo import EchoCheck, find_echoes
+from memlab.core.jsondoc.contract import minimal_update
+from memlab.core.jsondoc.echo import EchoCheck, find_echoes
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.core.prompts import get_prompt
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater
+from memlab.reporting.compare.trial import try_prompt
 from memlab.reporting.display import call_lines
 from memlab.reporting.echoes import echo_notes, echo_reason, echo_share
 from memlab.reporting.report import build_report
-from memlab.reporting.trial import try_prompt
 from memlab.runs.run import Run
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

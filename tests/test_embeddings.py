@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
-from memlab.backends import embeddings as embeddings_module  # where the loader lives
+from memlab.backends.remote import embeddings as embeddings_module  # where the loader lives
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
 from memlab.grids.grid import Grid
@@ -21,7 +21,7 @@ from memlab.matching.embeddings import (
     EmbeddingsUnavailableError,
     WordLlamaEmbedder,
 )
-from memlab.reporting.gate import Thresholds, check_gate
+from memlab.reporting.compare.gate import Thresholds, check_gate
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
 from memlab.sweeps.driver import sweep

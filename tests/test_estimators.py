@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.scoring.estimators import estimator, missing_owners
+from memlab.scoring.inference.estimators import estimator, missing_owners
 from memlab.scoring.metric_specs import MetricSpec, metric_spec
 
 RECALL = metric_spec("recall")  # gold_covered / gold_active, micro, empty NaN
@@ -103,7 +103,7 @@ def test_missing_owners_are_named_in_one_warning(caplog: pytest.LogCaptureFixtur
         owners[name] = [math.nan, 2.0]
     counts = _counts(owners, RECALL.sources)
     assert missing_owners(RECALL, counts) == ["o1", "o2", "o3", "o4", "o5", "o6"]
-    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.inference.estimators"):
         assert math.isnan(estimator(RECALL, counts, where="run: lane").value())
     assert [r.getMessage() for r in caplog.records] == [
         "run: lane: recall: owners o1, o2, o3, o4, o5 ... have no value (NaN) for "
@@ -113,7 +113,7 @@ def test_missing_owners_are_named_in_one_warning(caplog: pytest.LogCaptureFixtur
 
 def test_five_missing_owners_are_all_named(caplog: pytest.LogCaptureFixture) -> None:
     owners = {f"o{i}": [math.nan if i < 5 else 1.0, 2.0] for i in range(7)}
-    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.inference.estimators"):
         estimator(RECALL, _counts(owners, RECALL.sources))
     assert caplog.messages == [
         "recall: owners o0, o1, o2, o3, o4 have no value (NaN) for gold_covered/gold_active: "
@@ -125,7 +125,7 @@ def test_a_missing_survival_count_is_logged_without_a_place(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     counts = _counts({"a": [math.nan, 0, 0, 1, 0, 0], "b": [0] * 6}, STALE.sources)
-    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.inference.estimators"):
         estimator(STALE, counts)
     assert [r.getMessage() for r in caplog.records] == [
         "stale_rmst: owners a have no value (NaN) for its counts: the metric is NaN"
@@ -134,7 +134,7 @@ def test_a_missing_survival_count_is_logged_without_a_place(
 
 def test_complete_counts_log_nothing(caplog: pytest.LogCaptureFixture) -> None:
     counts = _counts({"a": [1, 2]}, RECALL.sources)
-    with caplog.at_level(logging.DEBUG, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.DEBUG, logger="memlab.scoring.inference.estimators"):
         estimator(RECALL, counts)
     assert caplog.records == []
     assert missing_owners(RECALL, counts) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.cache import (
+from memlab.backends.caching.cache import (
     CacheCorruptError,
     CachedBackend,
     CacheMissError,
@@ -18,10 +18,10 @@ from memlab.backends.cache import (
     entry_path,
     read_entries,
 )
-from memlab.backends.memory_cache import SnapshotCache
+from memlab.backends.caching.memory_cache import SnapshotCache
 from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend, user_lines_reply
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.sweeps.executors import (
     MAX_BATCH,

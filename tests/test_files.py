@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.cache_admin import prune_cache
-from memlab.core.files import (
+from memlab.backends.caching.cache_admin import prune_cache
+from memlab.core.base.files import (
     FileReadError,
     RealDir,
     contained,

@@ -143,8 +143,8 @@ def test_the_slow_decay_interval_excludes_the_seed_default(table: tuple[object, 
 
 
 def test_recall_refreshes_is_left_out_of_the_identity_at_its_default() -> None:
-    from memlab.grids.grid import LaneConfig
-    from memlab.memory.tiered import lane_settings, tiered_identity
+    from memlab.grids.lane import LaneConfig
+    from memlab.memory.tiers.tiered import lane_settings, tiered_identity
 
     seed = LaneConfig(memory="tiered")
     same = LaneConfig(memory="tiered", tiered={"recall_refreshes": True})

@@ -14,9 +14,9 @@ from builders import marker_backend, one_turn, update, write_owners
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid, GridError
 from memlab.postrun.rescoring import rescore
+from memlab.reporting.compare.trial import try_prompt
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
-from memlab.reporting.trial import try_prompt
 from memlab.runs.run import Run
 from memlab.scoring.metric_specs import STALE_HORIZON
 from memlab.sweeps.driver import sweep

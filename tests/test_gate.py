@@ -11,7 +11,7 @@ import pytest
 from builders import iso, marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.reporting.gate import GateFailure, ThresholdError, Thresholds, check_gate
+from memlab.reporting.compare.gate import GateFailure, ThresholdError, Thresholds, check_gate
 from memlab.runs.run import Run
 from memlab.scoring.metric_specs import gate_specs
 

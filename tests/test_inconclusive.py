@@ -19,18 +19,18 @@ import pytest
 from memlab.backends.registry import reads_prompts
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
-from memlab.reporting.gate import Inconclusive, check_regressions
-from memlab.reporting.trial import try_prompt
+from memlab.reporting.compare.gate import Inconclusive, check_regressions
+from memlab.reporting.compare.trial import try_prompt
 from memlab.runs.run import load_run
-from memlab.scoring.comparability import LaneFacts
-from memlab.scoring.comparison import COMPARE_COLUMNS
-from memlab.scoring.inconclusive import (
+from memlab.scoring.comparing.comparability import LaneFacts
+from memlab.scoring.comparing.comparison import COMPARE_COLUMNS
+from memlab.scoring.comparing.inconclusive import (
     BOTH_UNPARSED_SHARE,
     JUDGE_UNREADABLE_SHARE,
     ComparedPair,
     inconclusive_reasons,
 )
-from memlab.scoring.stats import min_detectable_effect, min_test_owners, owners_to_detect
+from memlab.scoring.inference.stats import min_detectable_effect, min_test_owners, owners_to_detect
 from memlab.simulation.profile import load_profile
 
 IGNORED = "the backend ignores prompts"

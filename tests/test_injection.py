@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from memlab.core.config import MemoryConfig
-from memlab.core.injection import (
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.injection import (
     CharCounter,
     Injection,
     TiktokenCounter,
@@ -169,7 +169,7 @@ def test_tiktoken_loads_without_network(tmp_path: Any) -> None:
         "    raise OSError('network access attempted')\n"
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
-        "from memlab.core.injection import get_token_counter\n"
+        "from memlab.core.pipeline.injection import get_token_counter\n"
         "print(get_token_counter('tiktoken').count('hello world'))\n"
     )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
@@ -274,7 +274,6 @@ def test_odd_facts_are_shown_with_defaults_and_the_rest_still_listed() -> None:
         "- [context | 0.00] infinite",
         "- [context | 0.00] flag",
     ]
-
 
 
 def _tiered_view(episodes: str) -> dict[str, Any]:

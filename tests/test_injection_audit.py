@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
-from memlab.core.config import MemoryConfig
-from memlab.core.injection import Injection, format_memory_for_injection, render_injection
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.injection import Injection, format_memory_for_injection, render_injection
 from memlab.datasets.models import Session
 from memlab.grids.grid import Grid
 from memlab.matching.embeddings import EmbeddingsUnavailableError
 from memlab.runs.run import Run
-from memlab.scoring.injection_audit import (
+from memlab.scoring.qa.injection_audit import (
     INJECTION_COUNTS,
     audit_injection,
     inject,

@@ -18,17 +18,17 @@ import jsonschema
 import pytest
 from real_server import patient_client, patient_server
 
-from memlab.backends.cache import CachedBackend
-from memlab.backends.grammar import bounded_reply_tokens, worst_case_tokens
-from memlab.backends.llama_local import LocalLlamaBackend
-from memlab.backends.llama_server import LlamaServer
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.core.contract import SchemaBounds, bounded_schema
-from memlab.core.document import SeededFactIds
-from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
-from memlab.core.parsing import FailureCategory, Rung, parse_reply
-from memlab.core.storage import JsonFileStorage
-from memlab.core.updater import MemoryUpdater, UpdateResult
+from memlab.backends.caching.cache import CachedBackend
+from memlab.backends.decoding.grammar import bounded_reply_tokens, worst_case_tokens
+from memlab.backends.local.llama_local import LocalLlamaBackend
+from memlab.backends.local.llama_server import LlamaServer
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.core.jsondoc.contract import SchemaBounds, bounded_schema
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.jsondoc.parsing import FailureCategory, Rung, parse_reply
+from memlab.core.pipeline.llm import BackendError, CompletionRequest, GenerationParams, OutputMode
+from memlab.core.pipeline.storage import JsonFileStorage
+from memlab.core.pipeline.updater import MemoryUpdater, UpdateResult
 
 pytestmark = pytest.mark.integration
 
@@ -49,15 +49,15 @@ SMALL_SCHEMA: dict[str, Any] = {
 
 
 def contract() -> dict[str, Any]:
-    from memlab.core.contract import contract_schema
+    from memlab.core.jsondoc.contract import contract_schema
 
     return contract_schema()
 
 
 def update_prompt() -> str:
     """The updater's prompt for MESSAGES over an empty memory."""
-    from memlab.core.document import create_empty_memory
-    from memlab.core.messages import format_conversation_for_update
+    from memlab.core.jsondoc.document import create_empty_memory
+    from memlab.core.pipeline.messages import format_conversation_for_update
     from memlab.core.prompts import get_prompt
 
     memory = create_empty_memory(NOW)

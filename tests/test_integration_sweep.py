@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlab.backends.cache import CachedBackend, CacheMode
+from memlab.backends.caching.cache import CachedBackend, CacheMode
 from memlab.backends.registry import resolve_backend
 from memlab.grids.grid import Grid
 from memlab.sweeps.driver import sweep

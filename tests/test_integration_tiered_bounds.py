@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memlab.grids.grid import Grid
-from memlab.memory.tiered_bounds import TieredBounds, call_reply_tokens
+from memlab.memory.tiers.tiered_bounds import TieredBounds, call_reply_tokens
 from memlab.sweeps.driver import sweep
 
 pytestmark = pytest.mark.integration
@@ -54,10 +54,10 @@ def test_each_bounded_call_kind_ends_before_its_max_tokens() -> None:
     from datetime import UTC, datetime
 
     from memlab.backends.registry import resolve_backend
-    from memlab.core.llm import GenerationParams, OutputMode
-    from memlab.core.parsing import ParseOptions
+    from memlab.core.jsondoc.parsing import ParseOptions
+    from memlab.core.pipeline.llm import GenerationParams, OutputMode
     from memlab.core.tiered_prompts import TIERED_CALLS, tiered_prompt
-    from memlab.memory.tiered_calls import TieredCaller
+    from memlab.memory.tiers.tiered_calls import TieredCaller
 
     bounds = TieredBounds(**BOUNDS)
     worst = {call: call_reply_tokens(call, bounds, "compact") for call in TIERED_CALLS}

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.core import jsontext
-from memlab.core.jsontext import copy_json, dumps_indented, scan_json
+from memlab.core.base import jsontext
+from memlab.core.base.jsontext import copy_json, dumps_indented, scan_json
 
 
 class Level(enum.IntEnum):

@@ -1,7 +1,7 @@
 """JSON depth limits and their reports: ``loads_json``, ``nesting_path``, ``JsonDepthError``,
 ``scan_json`` and ``canonical_hash``, each at and one past its bound.
 
-Fast, so that ``scripts/mutation.py`` runs it for every mutant of ``memlab.core.jsontext``.
+Fast, so that ``scripts/mutation.py`` runs it for every mutant of ``memlab.core.base.jsontext``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memlab.core.jsontext import (
+from memlab.core.base.jsontext import (
     MAX_JSON_DEPTH,
     JsonDepthError,
     canonical_hash,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json, nesting_path
+from memlab.core.base.jsontext import JsonDepthError, dumps_indented, loads_json, nesting_path
 
 
 class Tree(dict):  # type: ignore[type-arg]

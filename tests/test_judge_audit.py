@@ -18,7 +18,7 @@ from fake_openai import FakeServer
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import BackendError, CompletionRequest, allow_model_requests
+from memlab.core.pipeline.llm import BackendError, CompletionRequest, allow_model_requests
 from memlab.qa.answer_scores import is_abstention
 from memlab.qa.judge_calibration import (
     CALIBRATION_KINDS,
@@ -27,7 +27,7 @@ from memlab.qa.judge_calibration import (
     load_judge_calibration,
 )
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
-from memlab.scoring.judge_audit import audit_backend, audit_judges, judge_backend
+from memlab.scoring.qa.judge_audit import audit_backend, audit_judges, judge_backend
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.qa_replies import JudgeDecision
 

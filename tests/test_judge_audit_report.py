@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from memlab.cli.main import main
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QAError, QASpec
@@ -27,7 +27,7 @@ from memlab.postrun.qa_step import add_qa
 from memlab.qa.judge_calibration import load_judge_calibration
 from memlab.qa.qa_prompts import JudgePrompt, judge_prompts
 from memlab.reporting.markdown import md_escape
-from memlab.reporting.qa_section import qa_markdown, qa_section, qa_text
+from memlab.reporting.qa.qa_section import qa_markdown, qa_section, qa_text
 from memlab.runs.run import Run, load_run
 from memlab.sweeps.driver import sweep
 

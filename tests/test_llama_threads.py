@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.backends import llama_local
-from memlab.core.llm import BackendError
+from memlab.backends.local import llama_local
+from memlab.core.pipeline.llm import BackendError
 
 
 @pytest.mark.parametrize(("cpus", "threads"), [(1, 1), (2, 1), (4, 3), (16, 8), (None, 1)])

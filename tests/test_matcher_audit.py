@@ -15,7 +15,7 @@ import pytest
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid

@@ -23,8 +23,8 @@ from memlab.matching.embeddings import WordLlamaEmbedder
 from memlab.matching.matchers import default_matcher, resolve_matcher
 from memlab.postrun.qa_step import run_matcher
 from memlab.runs.run import Run, load_run
-from memlab.scoring.comparability import MixedComparisonError
-from memlab.scoring.comparison import compare
+from memlab.scoring.comparing.comparability import MixedComparisonError
+from memlab.scoring.comparing.comparison import compare
 from memlab.sweeps.driver import sweep
 
 DIFFERENT = "different matcher: default vs default-lexical"

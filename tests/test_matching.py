@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.cache import CachedBackend
+from memlab.backends.caching.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest
-from memlab.core.similarity import count_duplicates, dice
+from memlab.core.jsondoc.similarity import count_duplicates, dice
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.errors import MemlabError
 from memlab.matching.base import LexicalMatcher, MatchResult, explain, matcher_name
 from memlab.matching.default_matcher import (

@@ -13,8 +13,8 @@ from matplotlib.patches import Rectangle
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid
-from memlab.reporting import charts
-from memlab.reporting.chart_tables import chart_numbers
+from memlab.reporting.figures import charts
+from memlab.reporting.figures.chart_tables import chart_numbers
 from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
 

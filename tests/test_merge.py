@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.document import (
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.document import (
     HISTORY_SECTIONS,
     USER_SECTIONS,
     SeededFactIds,
@@ -23,7 +23,7 @@ from memlab.core.document import (
     random_fact_ids,
     utc_iso,
 )
-from memlab.core.merge import (
+from memlab.core.jsondoc.merge import (
     MERGE_STRATEGIES,
     ApplyResult,
     BaselineMerge,
@@ -34,7 +34,11 @@ from memlab.core.merge import (
     apply_updates,
     get_merge_strategy,
 )
-from memlab.core.similarity import NEAR_DUPLICATE_THRESHOLD, count_duplicates, near_duplicate_score
+from memlab.core.jsondoc.similarity import (
+    NEAR_DUPLICATE_THRESHOLD,
+    count_duplicates,
+    near_duplicate_score,
+)
 
 NOW = datetime(2025, 1, 6, 9, 12, tzinfo=UTC)
 

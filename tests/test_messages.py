@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from memlab.core.contract import MAX_MESSAGE_CHARS
-from memlab.core.messages import (
+from memlab.core.jsondoc.contract import MAX_MESSAGE_CHARS
+from memlab.core.pipeline.messages import (
     UPLOAD_BLOCK_RE,
     content_text,
     filter_messages_for_memory,

@@ -14,12 +14,12 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 
 from memlab.cli.main import build_parser, main
 from memlab.reporting import tables
-from memlab.reporting.gate import Thresholds, check_gate
+from memlab.reporting.compare.gate import Thresholds, check_gate
 from memlab.runs.records import SessionRow
 from memlab.runs.run import Run, load_run
 from memlab.scoring import metric_specs
-from memlab.scoring.comparison import compare
-from memlab.scoring.coverage import MIN_OWNERS
+from memlab.scoring.comparing.comparison import compare
+from memlab.scoring.inference.coverage import MIN_OWNERS
 from memlab.scoring.metric_specs import (
     DEFAULT_PRIMARY,
     METRIC_SPECS,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memlab.core.clock import VirtualScheduler
-from memlab.core.middleware import MemoryMiddleware, resolve_thread_id
-from memlab.core.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.pipeline.middleware import MemoryMiddleware, resolve_thread_id
+from memlab.core.pipeline.queue import ConversationContext, MemoryUpdateQueue
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 

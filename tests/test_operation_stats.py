@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlab.scoring.stats import StatOptions, bootstrap_ratios
+from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 
 
 def f1_coverage(

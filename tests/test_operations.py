@@ -13,7 +13,7 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.runs.run import Run
-from memlab.scoring.coverage import MIN_OWNERS
+from memlab.scoring.inference.coverage import MIN_OWNERS
 from memlab.scoring.metrics import owner_counts
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.core.contract import FACT_CATEGORIES, HISTORY_SECTIONS, USER_SECTIONS
-from memlab.core.parsing import (
+from memlab.core.jsondoc.contract import FACT_CATEGORIES, HISTORY_SECTIONS, USER_SECTIONS
+from memlab.core.jsondoc.parsing import (
     FailureCategory,
     ParseOptions,
     ParseResult,

@@ -21,7 +21,7 @@ import pytest
 
 from memlab import plugins
 from memlab.backends.registry import BACKENDS, backend_plugin, price_table, resolve_backend
-from memlab.core.llm import OutputMode
+from memlab.core.pipeline.llm import OutputMode
 from memlab.runs.run import load_run
 
 pytestmark = pytest.mark.skipif(

@@ -27,17 +27,17 @@ pytest.importorskip(
     "kuzu", reason="the procedural memory needs Kuzu: pip install 'memlab[procedural]'"
 )
 
-from memlab.core.llm import Completion, CompletionRequest, GenerationParams
-from memlab.core.messages import (
+from memlab.core.jsondoc.parsing import parse_reply
+from memlab.core.pipeline.llm import Completion, CompletionRequest, GenerationParams
+from memlab.core.pipeline.messages import (
     filter_messages_for_memory,
     format_conversation_for_update,
 )
-from memlab.core.parsing import parse_reply
 from memlab.core.procedure_prompts import PROCEDURES_CONTRACT, procedures_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.memory.graph import (
+from memlab.memory.storage.graph import (
     CorruptGraphError,
     ProceduralGraph,
     Procedure,
@@ -131,7 +131,7 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime, timedelta
     from pathlib import Path
-    from memlab.memory.graph import Procedure, ProceduralGraph
+    from memlab.memory.storage.graph import Procedure, ProceduralGraph
     graph = ProceduralGraph(Path(sys.argv[1]))
     at = datetime(2025, 1, 1, tzinfo=UTC)
     n = 0

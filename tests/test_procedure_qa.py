@@ -20,7 +20,7 @@ pytest.importorskip(
 )
 
 from memlab.cli.main import main
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.core.procedure_prompts import procedures_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
@@ -28,7 +28,7 @@ from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import resolve_prompts
 from memlab.postrun.qa_jobs import read_path
 from memlab.qa.answering import ReplayPoint, answer_tasks
-from memlab.reporting.qa_section import qa_markdown, qa_section, qa_text
+from memlab.reporting.qa.qa_section import qa_markdown, qa_section, qa_text
 from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.procedural import ProcedureAnswer

@@ -166,7 +166,7 @@ def test_a_different_backend_model_replays_and_says_why(workspace: Path) -> None
 
 def test_a_local_model_is_identified_by_its_file_content(tmp_path: Path) -> None:
     from memlab.backends.identity import backend_identity
-    from memlab.backends.llama_local import LocalLlamaBackend
+    from memlab.backends.local.llama_local import LocalLlamaBackend
 
     path = tmp_path / "tiny.gguf"
     path.write_bytes(b"GGUF" + b"\x00" * 60)

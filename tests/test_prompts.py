@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.core.contract import (
+from memlab.core.jsondoc.contract import (
     FACT_CATEGORIES,
     HISTORY_SECTIONS,
     MINIMAL_VALID_UPDATE,
@@ -308,3 +308,25 @@ def test_a_bad_prompt_file_error_names_the_line_and_field(tmp_path: Path) -> Non
     text.write_text("Memory:\n{current_memory}\nTalk:\n{conversation}\nNow {convo}\n", "utf-8")
     with pytest.raises(PromptError, match=rf"^{re.escape(str(text))}:5: template: "):
         PromptRegistry().load_file(text)
+
+
+def test_one_template_of_a_kind_loads_alone() -> None:
+    """Asking for the built-in summary prompt loads that template only: another template of the
+    kind whose loader fails (a broken plugin's) does not take the built-in down with it."""
+    from memlab import plugins
+    from memlab.core.tiered_prompts import SummaryPrompt, summary_prompt
+
+    kind = plugins.registry("tiered_summary_prompt")
+
+    def broken() -> SummaryPrompt:
+        raise OSError("prompt file missing")
+
+    kind.register("broken-summary", broken)
+    try:
+        assert summary_prompt().name == "default"
+        with pytest.raises(OSError, match="prompt file missing"):
+            summary_prompt("broken-summary")
+        with pytest.raises(UnknownPromptError, match=r"known variants: default\b.*broken-summary"):
+            summary_prompt("nope")
+    finally:
+        kind.unregister("broken-summary")

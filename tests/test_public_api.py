@@ -82,7 +82,7 @@ def test_top_level_names_are_few_and_resolve_lazily() -> None:
         for name in memlab.__all__:
             getattr(memlab, name)
         assert "pandas" in sys.modules  # sweep, load_run, ... were imported on first use
-        assert memlab.reporting.charts.tokens_chart  # subpackages as attributes
+        assert memlab.reporting.figures.charts.tokens_chart  # subpackages as attributes
         """
     )
     assert result.returncode == 0, result.stderr
@@ -158,14 +158,20 @@ def test_importing_a_face_imports_none_of_its_modules(face: str) -> None:
 @pytest.mark.parametrize(
     ("declaration", "problem"),
     [
-        ("from memlab.core.config import MemoryConfig", "'MemoryConfig' is not re-exported"),
-        ("from memlab.core.config import MemoryConfig as Config", "'MemoryConfig' is not re"),
         (
-            "from memlab.core.config import MemoryConfig as MemoryConfig\n"
-            "    from memlab.core.storage import MemoryConfig as MemoryConfig",
+            "from memlab.core.pipeline.config import MemoryConfig",
+            "'MemoryConfig' is not re-exported",
+        ),
+        (
+            "from memlab.core.pipeline.config import MemoryConfig as Config",
+            "'MemoryConfig' is not re",
+        ),
+        (
+            "from memlab.core.pipeline.config import MemoryConfig as MemoryConfig\n"
+            "    from memlab.core.pipeline.storage import MemoryConfig as MemoryConfig",
             "'MemoryConfig' is declared twice",
         ),
-        ("import memlab.core.config", "only 'from ... import' lines belong here"),
+        ("import memlab.core.pipeline.config", "only 'from ... import' lines belong here"),
     ],
 )
 def test_a_face_declared_otherwise_is_refused_naming_the_line(

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from memlab.datasets.models import Owner
-from memlab.scoring import qa_causes
-from memlab.scoring.qa_causes import CAUSE_TITLES, CAUSES, FATES, cause_of, evidence_fates
+from memlab.scoring.qa import qa_causes
+from memlab.scoring.qa.qa_causes import CAUSE_TITLES, CAUSES, FATES, cause_of, evidence_fates
 
 JOB, CAT, TEA = "Works as a nurse in Leeds", "Has a cat called Miso", "Likes green tea"
 
@@ -351,7 +351,7 @@ def test_the_later_of_a_low_rating_and_a_forgetting_event_is_the_fate(
 def test_the_ratings_below_the_threshold_are_counted_over_wrong_answers() -> None:
     import pandas as pd
 
-    from memlab.scoring.qa_metrics import threshold_ratings
+    from memlab.scoring.qa.qa_metrics import threshold_ratings
 
     low, edge = "below_threshold (importance 0.5 ≤ 0.7)", "below_threshold (importance 0.7 ≤ 0.7)"
 

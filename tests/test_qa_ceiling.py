@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memlab.scoring.qa_metrics import key_ceiling, robust_verdicts
+from memlab.scoring.qa.qa_metrics import key_ceiling, robust_verdicts
 
 # category -> (questions, answers the audit changed)
 CATEGORIES = {"single-hop": (6, 2), "temporal": (4, 1)}

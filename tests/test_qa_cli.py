@@ -17,7 +17,7 @@ from memlab.postrun.rescoring import rescore
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_ANSWERS, QA_MANIFEST
-from memlab.scoring.qa_metrics import cause_table
+from memlab.scoring.qa.qa_metrics import cause_table
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel", "hana"]
@@ -198,9 +198,10 @@ def test_qa_takes_answer_and_judge_prompt_files(
     assert main([*args, *files, "--judges", "picky,strict"]) == 0
     edited = load_run(run_dir)
     assert not edited.qa_answers["cached"].any()
-    assert edited.qa_manifest["identity"]["answer_prompt"]["sha256"] != identity[
-        "answer_prompt"
-    ]["sha256"]
+    assert (
+        edited.qa_manifest["identity"]["answer_prompt"]["sha256"]
+        != identity["answer_prompt"]["sha256"]
+    )
     # A judge given as a file of one prompt is that prompt.
     assert main([*args, "--judges", f"{judges},lenient"]) == 0
     assert load_run(run_dir).judges == ["picky", "lenient"]

@@ -29,7 +29,7 @@ from memlab.qa.qa_prompts import answer_prompts
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_MANIFEST
-from memlab.scoring.comparability import (
+from memlab.scoring.comparing.comparability import (
     JudgeFacts,
     LaneFacts,
     MixedComparisonError,
@@ -37,7 +37,7 @@ from memlab.scoring.comparability import (
     check_pairs,
     differences,
 )
-from memlab.scoring.comparison import compare
+from memlab.scoring.comparing.comparison import compare
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel", "hana"]

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from memlab.cli.main import main
-from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
-from memlab.reporting.qa_section import qa_markdown, qa_section, qa_text
-from memlab.scoring.qa_metrics import accuracy_table, error_counts
+from memlab.reporting.qa.qa_section import qa_markdown, qa_section, qa_text
+from memlab.scoring.qa.qa_metrics import accuracy_table, error_counts
 from memlab.sweeps.driver import sweep
 
 STRICT = judge_prompts().get("strict")
@@ -181,9 +181,13 @@ def test_unreadable_verdicts_fail_the_step_and_the_gate_unless_allowed(
     answers = raised.value.run.qa_answers
     # The two questions with that text: neither has a verdict, both are counted.
     assert raised.value.counts["judge_errors:strict"] == 2
-    assert answers.set_index("question_id").loc[[first["id"], again["id"]], "verdicts"].map(
-        lambda v: v["strict"]["answer"]
-    ).isna().all()
+    assert (
+        answers.set_index("question_id")
+        .loc[[first["id"], again["id"]], "verdicts"]
+        .map(lambda v: v["strict"]["answer"])
+        .isna()
+        .all()
+    )
     allowed = add_qa(
         run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0
     )
@@ -199,9 +203,7 @@ def test_the_qa_section_names_who_answered_and_splits_real_from_simulated(
     tmp_path: Path,
 ) -> None:
     path, first, _ = _dataset(tmp_path)
-    grid = Grid.from_mapping(
-        {"name": "mixed", "axes": {"backend": ["scripted", "sim:careful"]}}
-    )
+    grid = Grid.from_mapping({"name": "mixed", "axes": {"backend": ["scripted", "sim:careful"]}})
     run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
     agent = _Agent(f"It is {first['answer']}.")
     spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 from fake_openai import FakeServer
 
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
-from memlab.core.llm import allow_model_requests
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.retry import RetryPolicy
+from memlab.core.pipeline.llm import allow_model_requests
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import JudgeErrorsError, add_qa
 from memlab.qa.qa_prompts import judge_prompts
-from memlab.scoring.qa_metrics import accuracy_table
+from memlab.scoring.qa.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel"]

@@ -29,14 +29,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import add_qa
 from memlab.qa.qa_prompts import judge_prompts
-from memlab.reporting.qa_section import qa_section, qa_text
+from memlab.reporting.qa.qa_section import qa_section, qa_text
 from memlab.runs.run import Run
-from memlab.scoring.qa_metrics import accuracy_table
+from memlab.scoring.qa.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
 
 STRICT = judge_prompts().get("strict")

@@ -1,5 +1,5 @@
 """Memory QA's numbers on small answer tables built by hand, each expected value worked out
-in the comments from the definitions in :mod:`memlab.scoring.qa_metrics` (sums per owner and
+in the comments from the definitions in :mod:`memlab.scoring.qa.qa_metrics` (sums per owner and
 sample, averaged over samples, then a ratio of sums over owners; every answer without a
 verdict or without an answer counted wrong; the headline set is the answerable questions).
 """
@@ -12,8 +12,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memlab.scoring.qa_causes import CAUSES
-from memlab.scoring.qa_metrics import (
+from memlab.scoring.inference.stats import StatOptions
+from memlab.scoring.qa.qa_causes import CAUSES
+from memlab.scoring.qa.qa_metrics import (
     accuracy_table,
     cause_table,
     error_counts,
@@ -29,7 +30,6 @@ from memlab.scoring.qa_metrics import (
     robust_verdicts,
     verdict_table,
 )
-from memlab.scoring.stats import StatOptions
 
 
 def _row(question: str, verdicts: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:

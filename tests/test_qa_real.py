@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from real_server import patient_client, patient_server
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.llama_server import LlamaServer
-from memlab.core.llm import Backend
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.local.llama_server import LlamaServer
+from memlab.core.pipeline.llm import Backend
 from memlab.datasets import load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec

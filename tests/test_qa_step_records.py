@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
 from memlab.datasets import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.grids.grid import Grid
@@ -36,7 +36,7 @@ from memlab.postrun.qa_step import (
 from memlab.qa.qa_prompts import judge_prompts
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_FORMAT, RunDir
-from memlab.scoring.qa_causes import FATES
+from memlab.scoring.qa.qa_causes import FATES
 from memlab.sweeps.driver import sweep
 
 STRICT = judge_prompts().get("strict")

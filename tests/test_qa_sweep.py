@@ -30,17 +30,17 @@ from typing import Any
 import pytest
 import yaml
 
-from memlab.backends.cache import CacheMode
-from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
+from memlab.backends.caching.cache import CacheMode
+from memlab.core.pipeline.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets import Owner, load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import IncompleteQAError, add_qa, qa_backend
-from memlab.reporting.qa_section import compare_under_judges, qa_text
+from memlab.reporting.qa.qa_section import compare_under_judges, qa_text
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_ANSWERS, RunDir
-from memlab.scoring.comparison import compare
-from memlab.scoring.qa_metrics import accuracy_table, cause_table, judge_agreement
+from memlab.scoring.comparing.comparison import compare
+from memlab.scoring.qa.qa_metrics import accuracy_table, cause_table, judge_agreement
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import load_profile
 from memlab.simulation.qa_replies import ABSTAIN_TEXT, AnswerDecision
@@ -346,9 +346,7 @@ def test_injected_but_answered_wrong_is_counted_where_the_memory_misled(
     changed = [r for r in memory.to_dict("records") if r["answer"] == MISLED]
     assert {(r["user_id"], r["question_id"]) for r in changed} <= misled.changed
     count = Counter(
-        r["lane_id"]
-        for r in changed
-        if gold_right[r["lane_id"], r["user_id"], r["question_id"]]
+        r["lane_id"] for r in changed if gold_right[r["lane_id"], r["user_id"], r["question_id"]]
     )
     assert sum(count.values()) > 10
     table = cause_table(answers, "strict").set_index("lane_id")

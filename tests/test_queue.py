@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-import memlab.core.queue as queue_module
-from memlab.core.clock import RealScheduler, VirtualScheduler
-from memlab.core.queue import (
+import memlab.core.pipeline.queue as queue_module
+from memlab.core.base.clock import RealScheduler, VirtualScheduler
+from memlab.core.pipeline.queue import (
     ConversationContext,
     MemoryUpdateQueue,
     get_memory_queue,
@@ -290,7 +290,7 @@ def test_processor_exception_counted_and_next_run_works(caplog: pytest.LogCaptur
     )
     q.add("bad", msgs("x"))
     q.add("good", msgs("y"))
-    with caplog.at_level("ERROR", logger="memlab.core.queue"):
+    with caplog.at_level("ERROR", logger="memlab.core.pipeline.queue"):
         sched.advance(10)
     assert seen == ["good"]
     assert "model exploded" in caplog.text
@@ -320,7 +320,7 @@ def test_close_flushes_and_refuses_adds(caplog: pytest.LogCaptureFixture) -> Non
     q.close()
     assert len(rec.calls) == 1
     assert q.closed
-    with caplog.at_level("WARNING", logger="memlab.core.queue"):
+    with caplog.at_level("WARNING", logger="memlab.core.pipeline.queue"):
         q.add("B", msgs("b"))
     assert q.pending_count == 0
     assert "closed" in caplog.text
@@ -353,7 +353,9 @@ def test_default_processor_uses_memory_updater(monkeypatch: pytest.MonkeyPatch) 
 
     # A stand-in module, so this test only checks the queue's lazy default wiring.
     monkeypatch.setitem(
-        sys.modules, "memlab.core.updater", types.SimpleNamespace(MemoryUpdater=FakeUpdater)
+        sys.modules,
+        "memlab.core.pipeline.updater",
+        types.SimpleNamespace(MemoryUpdater=FakeUpdater),
     )
     q = MemoryUpdateQueue(
         scheduler=VirtualScheduler(T0),

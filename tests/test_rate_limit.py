@@ -1,7 +1,7 @@
 """Rate limits: the pacing arithmetic, headers learned, 429s honoured once, one pace shared.
 
 Every expected wait is worked out by hand from the bucket rules in
-``memlab.backends.rate_limit``: a bucket refills at limit/60 units a second, holds half a
+``memlab.backends.remote.rate_limit``: a bucket refills at limit/60 units a second, holds half a
 second of refill (at least one call's worth), starts full, and a call that takes it below zero
 waits ``-level / rate`` seconds. Time is a :class:`VirtualScheduler`, never the wall clock.
 """
@@ -15,17 +15,17 @@ import pytest
 from fake_openai import FakeServer, chat_body
 from test_backend_openai import request
 
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.rate_limit import (
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.rate_limit import (
     RateLimit,
     RateLimiter,
     RateLimiters,
     parse_duration,
     parse_rate_limit_headers,
 )
-from memlab.backends.retry import RetryPolicy
-from memlab.core.clock import VirtualScheduler
-from memlab.core.llm import allow_model_requests
+from memlab.backends.remote.retry import RetryPolicy
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.pipeline.llm import allow_model_requests
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -170,7 +170,7 @@ def test_headers_of_replies_reach_the_limiter() -> None:
 
 
 class _FrozenClock:
-    """A :class:`~memlab.core.clock.Scheduler` whose time stands still; sleeps are recorded
+    """A :class:`~memlab.core.base.clock.Scheduler` whose time stands still; sleeps are recorded
     (so the waits handed out depend only on the reservations, not on thread timing)."""
 
     def __init__(self) -> None:
@@ -229,7 +229,7 @@ def test_limits_are_positive() -> None:
 
 
 def test_lane_backends_give_one_limiter_to_specs_of_the_same_endpoint_and_model() -> None:
-    from memlab.backends.cache import CacheMode
+    from memlab.backends.caching.cache import CacheMode
     from memlab.grids.lane_backends import LaneBackends
 
     def factory(spec: str) -> OpenAICompatibleBackend:

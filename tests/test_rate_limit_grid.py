@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.rate_limit import RateLimit, RateLimiter
-from memlab.core.clock import VirtualScheduler
-from memlab.core.llm import Completion, CompletionRequest
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.rate_limit import RateLimit, RateLimiter
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid, GridError
@@ -187,7 +187,7 @@ class _Client:
 
 
 def test_a_dask_pool_sends_the_limits_and_the_number_of_workers_sharing_them() -> None:
-    from memlab.backends.rate_limit import RateLimiters
+    from memlab.backends.remote.rate_limit import RateLimiters
 
     limits = {"*": RateLimit(rpm=600)}
     lanes = LaneBackends(_openai, None, CacheMode.OFF, rates=RateLimiters(limits))

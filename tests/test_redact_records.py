@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memlab.core.redact import REDACTED, redact, redact_text, redacted_json
+from memlab.core.base.redact import REDACTED, redact, redact_text, redacted_json
 
 SECRET = "sk-test-0123456789abcdef"
 QUOTED_SECRET = 'pass"word\n12345'  # characters JSON escapes

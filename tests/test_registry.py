@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from memlab.backends import registry
-from memlab.backends.llama_local import LocalLlamaBackend, bundled_model_path
-from memlab.backends.openai_compat import OpenAICompatibleBackend
+from memlab.backends.local.llama_local import LocalLlamaBackend, bundled_model_path
 from memlab.backends.registry import (
     MINIMAL_CONTRACT_REPLY,
     UnknownBackendError,
@@ -21,8 +20,9 @@ from memlab.backends.registry import (
     register_backend,
     resolve_backend,
 )
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_scripted_spec_defaults_to_minimal_contract_reply() -> None:
 def test_contract_reply_matches_contract_schema() -> None:
     import jsonschema
 
-    from memlab.core.contract import MINIMAL_VALID_UPDATE, contract_schema, validate_update
+    from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE, contract_schema, validate_update
 
     reply = json.loads(MINIMAL_CONTRACT_REPLY)
     jsonschema.validate(reply, contract_schema())
@@ -137,7 +137,7 @@ def test_missing_optional_packages_say_what_to_install(monkeypatch: pytest.Monke
     import importlib.util
     import sys
 
-    from memlab.backends import llama_local
+    from memlab.backends.local import llama_local
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.jsontext import JsonDepthError, loads_json
-from memlab.core.llm import Completion, CompletionRequest
-from memlab.core.merge import ApplyResult
+from memlab.core.base.jsontext import JsonDepthError, loads_json
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.merge import ApplyResult
+from memlab.core.pipeline.llm import Completion, CompletionRequest
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater, _copied
 from memlab.core.prompts import PromptVariant, get_prompt
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater, _copied
 from memlab.datasets.models import Owner
 from memlab.matching import verdict_store
 from memlab.matching.base import MatchResult

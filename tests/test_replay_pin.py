@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode
-from memlab.core.llm import Backend, BackendError, Completion, CompletionRequest
+from memlab.backends.caching.cache import CacheMode
+from memlab.core.pipeline.llm import Backend, BackendError, Completion, CompletionRequest
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid

@@ -1,6 +1,6 @@
 """The worst-case length of a bounded reply, checked against brute force.
 
-memlab computes the bound from the grammar's rules (:mod:`memlab.backends.grammar`). Here a
+memlab computes the bound from the grammar's rules (:mod:`memlab.backends.decoding.grammar`). Here a
 generator that shares nothing with that code writes candidate replies: every probe character
 in every kind of string at its bound and one past it, every probe number, every probe of
 whitespace at every kind of position, lists of every size up to one past their bound, an
@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
-from memlab.core.parsing import parse_reply
+from memlab.core.jsondoc.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.jsondoc.parsing import parse_reply
 
 pytest.importorskip("llama_cpp")
 from grammar_oracle import GrammarOracle
 
-from memlab.backends.grammar import (
+from memlab.backends.decoding.grammar import (
     GrammarDialect,
     bounded_reply_tokens,
     compile_grammar,

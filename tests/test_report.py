@@ -13,7 +13,7 @@ import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
 from memlab.cli.main import main
-from memlab.reporting import charts
+from memlab.reporting.figures import charts
 from memlab.reporting.report import CHARTS, ReportPaths, build_report
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
 from memlab.runs.run import Run
@@ -295,9 +295,9 @@ def _compared(lane: str, metric: str, verdict: str, *, role: str = "primary") ->
 
 
 def test_the_verdict_keeps_significant_rows_and_marks_robust_ones() -> None:
+    from memlab.reporting.compare.verdict import verdict
     from memlab.reporting.statistics import GroupComparison, StatisticsSection
-    from memlab.reporting.verdict import verdict
-    from memlab.scoring.stats import StatOptions
+    from memlab.scoring.inference.stats import StatOptions
 
     rows = [
         _compared("a", "recall", "better"),

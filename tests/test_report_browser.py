@@ -27,10 +27,10 @@ import pytest
 import websocket  # websocket-client (dev extra)
 from builders import marker_backend, one_turn, small_demo, update, write_owners
 
-from memlab.cli.demo import DemoResult
+from memlab.cli.experiment.demo import DemoResult
 from memlab.grids.grid import Grid
-from memlab.reporting import charts
-from memlab.reporting.overlay import Overlay
+from memlab.reporting.figures import charts
+from memlab.reporting.figures.overlay import Overlay
 from memlab.reporting.report import CHARTS, build_report
 from memlab.sweeps.driver import sweep
 
@@ -337,9 +337,7 @@ def test_demo_report_renders_both_parts_inside_the_page(
     for name in ("demo-free", "demo-bounded", "demo-sim"):
         assert name in charts_heading[0], name
     overlay = Overlay.of([*demo.real, demo.simulated])
-    drawn = sum(
-        charts.empty_reason(chart(overlay)) is None for _, row in CHARTS for chart in row
-    )
+    drawn = sum(charts.empty_reason(chart(overlay)) is None for _, row in CHARTS for chart in row)
     assert browser.evaluate("document.images.length") == drawn
     # Every chart's numbers are text too, folded under it.
     assert browser.evaluate("document.querySelectorAll('figure details table').length") == drawn

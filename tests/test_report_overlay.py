@@ -23,11 +23,12 @@ from matplotlib.figure import Figure
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid
 from memlab.postrun.qa_step import add_qa
-from memlab.reporting import charts, report
-from memlab.reporting.chart_tables import chart_numbers
-from memlab.reporting.overlay import Overlay, OverlayError
+from memlab.reporting import report
+from memlab.reporting.figures import charts
+from memlab.reporting.figures.chart_tables import chart_numbers
+from memlab.reporting.figures.overlay import Overlay, OverlayError
 from memlab.runs.run import Run, load_run
-from memlab.scoring.qa_metrics import accuracy_table
+from memlab.scoring.qa.qa_metrics import accuracy_table
 from memlab.sweeps.driver import sweep
 
 

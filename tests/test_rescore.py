@@ -11,10 +11,10 @@ import pytest
 from builders import marker_backend, one_turn, update, write_owners
 
 from memlab._version import __version__
-from memlab.backends.cache import CachedBackend
+from memlab.backends.caching.cache import CachedBackend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.matching.base import FactMatcher, LexicalMatcher
 from memlab.matching.judge import LLMJudgeMatcher

@@ -20,26 +20,25 @@ import pytest
 from scipy import optimize, stats
 from test_verdicts import FakeRun, recall_gain
 
-from memlab.backends.cache import CACHE_FORMAT, decode_entry
-from memlab.core.config import MemoryConfig
-from memlab.core.document import create_empty_memory
-from memlab.core.injection import get_token_counter, render_injection, truncate_to_tokens
-from memlab.core.jsontext import MAX_JSON_DEPTH, loads_json
-from memlab.core.merge import NearDuplicateMerge, apply_updates
-from memlab.core.parsing import FailureCategory
-from memlab.core.safe_names import MAX_COMPONENT_CHARS, unsafe_reason
-from memlab.core.yamlio import (
+from memlab.backends.caching.cache import CACHE_FORMAT, decode_entry
+from memlab.core.base.jsontext import MAX_JSON_DEPTH, loads_json
+from memlab.core.base.safe_names import MAX_COMPONENT_CHARS, unsafe_reason
+from memlab.core.base.yamlio import (
     MAX_YAML_BYTES,
     MAX_YAML_NODES,
     YamlInputError,
     parse_yaml,
     read_text_limited,
 )
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.jsondoc.merge import NearDuplicateMerge, apply_updates
+from memlab.core.jsondoc.parsing import FailureCategory
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.injection import get_token_counter, render_injection, truncate_to_tokens
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import GroupComparison, StatisticsSection, section_markdown
-from memlab.scoring.comparison import Lane, compare, compare_lanes
-from memlab.scoring.injection_audit import audit_injection
-from memlab.scoring.stats import (
+from memlab.scoring.comparing.comparison import Lane, compare, compare_lanes
+from memlab.scoring.inference.stats import (
     StatOptions,
     _tail,
     bootstrap,
@@ -48,6 +47,7 @@ from memlab.scoring.stats import (
     paired,
     ratio_estimator,
 )
+from memlab.scoring.qa.injection_audit import audit_injection
 from memlab.simulation.profile import SimProfile
 
 # ---------------------------------------------------------------------- statistics
@@ -341,7 +341,7 @@ _T0 = pd.Timestamp("2025-01-06T09:00:00Z").to_pydatetime()
 
 
 def test_the_bootstrap_p_value_inverts_the_interval_tail() -> None:
-    from memlab.scoring.stats import _alpha_of_tail
+    from memlab.scoring.inference.stats import _alpha_of_tail
 
     for owners in (3, 14, 40):
         for level in (0.8, 0.95, 0.99):
@@ -365,7 +365,7 @@ def test_paired_bookkeeping() -> None:
 
 
 def test_ratio_and_macro_estimators_by_hand() -> None:
-    from memlab.scoring.estimators import estimator, missing_owners
+    from memlab.scoring.inference.estimators import estimator, missing_owners
     from memlab.scoring.metric_specs import metric_spec
 
     counts = pd.DataFrame(

@@ -13,7 +13,7 @@ from builders import city_owners, update, write_owners
 
 import memlab.runs.run as run_module
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.runs.final_reads import parse_final_memory
 from memlab.runs.run import load_run

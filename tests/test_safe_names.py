@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from memlab.core.safe_names import (
+from memlab.core.base.safe_names import (
     UnsafeNameError,
     encode_component,
     ensure_inside,

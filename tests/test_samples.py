@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from builders import cache_entries, city_owners, update, write_owners
 
-from memlab.backends.cache import request_key
+from memlab.backends.caching.cache import request_key
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest, GenerationParams
+from memlab.core.pipeline.llm import CompletionRequest, GenerationParams
 from memlab.grids.grid import Grid
 from memlab.postrun.rescoring import rescore
 from memlab.runs.run import load_run

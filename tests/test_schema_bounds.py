@@ -9,21 +9,26 @@ import pytest
 from builders import update
 from jsonschema import Draft202012Validator
 
-from memlab.backends.grammar import bounded_reply_tokens, longest_text_bytes, worst_case_tokens
+from memlab.backends.decoding.grammar import (
+    bounded_reply_tokens,
+    longest_text_bytes,
+    worst_case_tokens,
+)
 from memlab.backends.registry import dialect_for
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.contract import (
+from memlab.core.jsondoc.contract import (
     SchemaBounds,
     bounded_schema,
     contract_schema,
     minimal_update,
     validate_update,
 )
-from memlab.core.llm import OutputMode
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater
-from memlab.grids.grid import Grid, GridError, LaneConfig
+from memlab.core.pipeline.llm import OutputMode
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 
@@ -127,7 +132,7 @@ def test_a_sweep_threads_the_bounds_to_the_request(tmp_path: Path) -> None:
 
 def test_llama_cpp_turns_the_bounds_into_a_finite_grammar() -> None:
     pytest.importorskip("llama_cpp")
-    from memlab.backends.llama_local import compile_grammar
+    from memlab.backends.local.llama_local import compile_grammar
 
     free = compile_grammar(contract_schema())
     bounded = compile_grammar(bounded_schema(contract_schema(), BOUNDS))
@@ -160,7 +165,7 @@ def test_longest_text_of_a_grammar(gbnf: str, longest: int | None) -> None:
 def test_groups_nested_thousands_deep() -> None:
     """llama.cpp writes a string of up to N characters as N nested optional groups."""
     depth = 5000
-    gbnf = 'root ::= "\\"" ' + '([a-z] ' * depth + ")?" * depth + ' "\\""'
+    gbnf = 'root ::= "\\"" ' + "([a-z] " * depth + ")?" * depth + ' "\\""'
     assert longest_text_bytes(gbnf) == depth + 2
 
 

@@ -22,9 +22,9 @@ from builders import json_values, mutated_json
 from hypothesis import HealthCheck, given, settings
 from jsonschema import Draft202012Validator
 
-from memlab.core import contract as contract_module
-from memlab.core.contract import contract_schema, minimal_update
-from memlab.core.schema_check import CompiledSchema
+from memlab.core.jsondoc import contract as contract_module
+from memlab.core.jsondoc.contract import contract_schema, minimal_update
+from memlab.core.jsondoc.schema_check import CompiledSchema
 from memlab.datasets.loader import dataset_schema, validate_dataset
 
 CONTRACT = CompiledSchema(contract_schema())
@@ -291,7 +291,7 @@ def test_jsonschema_loads_when_a_value_first_fails() -> None:
     """Valid values never import jsonschema (its import alone takes most of a second)."""
     code = """
         import sys
-        from memlab.core.contract import minimal_update, validate_update
+        from memlab.core.jsondoc.contract import minimal_update, validate_update
         assert validate_update(minimal_update()) == []
         assert "jsonschema" not in sys.modules
         assert validate_update({"user": 1}) != []

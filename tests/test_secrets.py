@@ -13,10 +13,10 @@ import pytest
 from fake_openai import SECRET, HostileServer
 from hostile import PASSWORD, leaks
 
-from memlab.backends.openai_compat import OpenAICompatibleBackend
-from memlab.backends.retry import RetryPolicy
+from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
+from memlab.backends.remote.retry import RetryPolicy
 from memlab.cli.main import main
-from memlab.core.redact import REDACTED, RedactingFilter, redact, redact_text
+from memlab.core.base.redact import REDACTED, RedactingFilter, redact, redact_text
 from memlab.grids.grid import Grid
 from memlab.sweeps.driver import IncompleteSweepError, sweep
 

@@ -7,18 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.cli.main import main
-from memlab.core.document import create_empty_memory
-from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.parsing import ParseOptions, parse_reply
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.jsondoc.parsing import ParseOptions, parse_reply
+from memlab.core.jsondoc.similarity import count_duplicates
+from memlab.core.pipeline.llm import BackendError, CompletionRequest, GenerationParams
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.prompts import get_prompt
-from memlab.core.similarity import count_duplicates
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.matching.base import LexicalMatcher
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile import (

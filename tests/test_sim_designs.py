@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memlab.core.document import create_empty_memory
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.prompts import get_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 from sim_truth import Expected, expected_counts
 
-from memlab.core.parsing import FailureCategory, parse_options_for
+from memlab.core.jsondoc.parsing import FailureCategory, parse_options_for
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid

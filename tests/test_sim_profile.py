@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.core.parsing import FailureCategory
+from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.simulation.profile import (
     BUILTIN_PROFILES,
     INVENTED_FACTS,

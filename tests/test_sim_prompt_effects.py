@@ -19,9 +19,9 @@ import yaml
 from sim_truth import expected_counts
 
 from memlab.backends.registry import reads_prompts
-from memlab.core.document import create_empty_memory
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.parsing import parse_options_for
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.jsondoc.parsing import parse_options_for
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.core.prompts import PromptVariant, get_prompt, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset

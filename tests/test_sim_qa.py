@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from memlab.core.document import create_empty_memory
-from memlab.core.llm import BackendError, CompletionRequest, GenerationParams
-from memlab.core.messages import format_conversation_for_update
+from memlab.core.jsondoc.document import create_empty_memory
+from memlab.core.pipeline.llm import BackendError, CompletionRequest, GenerationParams
+from memlab.core.pipeline.messages import format_conversation_for_update
 from memlab.core.prompts import get_prompt
 from memlab.datasets import Owner, Question, load_dataset, resolve_dataset
 from memlab.qa.qa_prompts import (

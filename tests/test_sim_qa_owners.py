@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.backends.cache import request_key
-from memlab.core.llm import CompletionRequest
+from memlab.backends.caching.cache import request_key
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.grids.qa_spec import QASpec
 from memlab.qa.answering import AnswerSettings, ReplayPoint, answer_tasks, ask

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from memlab.backends.scripted import ScriptedBackend
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.reporting import charts
+from memlab.reporting.figures import charts
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep

@@ -18,10 +18,10 @@ from scipy import stats as sps
 
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.runs.run import Run
-from memlab.scoring.coverage import MIN_OWNERS, clustered_exact, interval_method
-from memlab.scoring.stats import bootstrap, paired, ratio_estimator
+from memlab.scoring.inference.coverage import MIN_OWNERS, clustered_exact, interval_method
+from memlab.scoring.inference.stats import bootstrap, paired, ratio_estimator
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 

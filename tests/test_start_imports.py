@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import memlab
-from memlab.core.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
 
 SRC = Path(memlab.__file__).resolve().parents[1]
 HEAVY = ("pandas", "matplotlib", "jsonschema", "distributed", "dask")

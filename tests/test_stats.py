@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.scoring.metrics import owner_counts, summarize
-from memlab.scoring.stats import (
+from memlab.scoring.inference.stats import (
     StatOptions,
     StatsError,
     _t_quantile,
@@ -23,6 +22,7 @@ from memlab.scoring.stats import (
     min_detectable_effect,
     paired_ratio_test,
 )
+from memlab.scoring.metrics import owner_counts, summarize
 
 ALPHA = 0.05
 

@@ -1,7 +1,7 @@
 """The paired test's bookkeeping at its edges: each test fails for one plausible small bug in
-``memlab.scoring.stats`` (the permutation's exact and sampled modes, the bootstrap p-value's
-count of draws on 0, the degenerate "no change" case, the owners counted, the MDE's level and
-spread, the off switch, Holm's boundary). Fast: ``scripts/mutation.py`` runs them per mutant.
+``memlab.scoring.inference.stats`` (the permutation's exact and sampled modes, the bootstrap
+p-value's count of draws on 0, the degenerate "no change" case, the owners counted, the MDE's level
+and spread, the off switch, Holm's boundary). Fast: ``scripts/mutation.py`` runs them per mutant.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from memlab.scoring.stats import (
+from memlab.scoring.inference.stats import (
     Paired,
     StatOptions,
     StatsError,
@@ -187,7 +187,7 @@ def test_shape_errors_say_what_is_wrong() -> None:
 
 
 def test_the_interval_is_taken_between_order_statistics() -> None:
-    from memlab.scoring.stats import _order_interval
+    from memlab.scoring.inference.stats import _order_interval
 
     # j = ceil(0.025 * 1000) - 1 = 24: the 25th smallest and the 25th largest draw.
     assert _order_interval(np.arange(1000.0), 0.025) == (24.0, 975.0)
@@ -197,7 +197,7 @@ def test_the_interval_is_taken_between_order_statistics() -> None:
 
 
 def test_bootstrap_draws_are_seeded_and_reach_every_owner() -> None:
-    from memlab.scoring.stats import _bootstrap_weights
+    from memlab.scoring.inference.stats import _bootstrap_weights
 
     weights = _bootstrap_weights(5, 4000, 1)
     assert (weights.sum(axis=1) == 5).all()
@@ -229,7 +229,7 @@ def test_the_standard_error_is_the_draws_sample_deviation() -> None:
 
 
 def test_an_estimators_relevant_rows_are_a_mask() -> None:
-    from memlab.scoring.stats import Estimator
+    from memlab.scoring.inference.stats import Estimator
 
     columns = np.ones((3, 2))
     assert Estimator(columns, lambda s: s[:, 0]).mask().tolist() == [True] * 3
@@ -267,7 +267,7 @@ def test_empty_denominators_are_silent() -> None:
     """Resamples with no denominator are routine (thousands per interval): no numpy warning."""
     import warnings
 
-    from memlab.scoring.stats import ratio
+    from memlab.scoring.inference.stats import ratio
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

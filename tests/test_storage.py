@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 import memlab
-import memlab.core.storage as storage_module
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.document import create_empty_memory, utc_iso
-from memlab.core.merge import BaselineMerge
-from memlab.core.storage import (
+import memlab.core.pipeline.storage as storage_module
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.document import create_empty_memory, utc_iso
+from memlab.core.jsondoc.merge import BaselineMerge
+from memlab.core.pipeline.storage import (
     CorruptMemoryError,
     InMemoryStorage,
     JsonFileStorage,
@@ -41,7 +41,7 @@ for _name in ("memlab", "memlab.core"):
     _module = types.ModuleType(_name)
     _module.__path__ = [os.path.join(SRC, *_name.split("."))]
     sys.modules[_name] = _module
-from memlab.core.storage import JsonFileStorage
+from memlab.core.pipeline.storage import JsonFileStorage
 """
 
 
@@ -366,8 +366,8 @@ def test_sigkill_during_saves_never_leaves_a_broken_file(tmp_path: Path) -> None
 WRITER_CHILD = (
     CHILD_PRELUDE
     + """
-from memlab.core.merge import apply_updates
-from memlab.core.document import random_fact_ids
+from memlab.core.jsondoc.merge import apply_updates
+from memlab.core.jsondoc.document import random_fact_ids
 path, writer = sys.argv[1], sys.argv[2]
 store = JsonFileStorage(path)
 ids = random_fact_ids()
@@ -396,7 +396,7 @@ def test_two_processes_modifying_lose_no_update(tmp_path: Path) -> None:
 
 
 def test_atomic_write_gives_normal_permissions(tmp_path: Path) -> None:
-    from memlab.core.atomic import atomic_write_text
+    from memlab.core.base.atomic import atomic_write_text
 
     target = tmp_path / "report.html"
     atomic_write_text(target, "<p>hi</p>")

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from memlab.core.contract import SchemaBounds
-from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig
+from memlab.core.jsondoc.contract import SchemaBounds
+from memlab.grids.grid import ForkSpec, Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.grids.qa_spec import QASpec
-from memlab.memory.options import TieredOptions
+from memlab.memory.tiers.options import TieredOptions
 
 
 def _numbers(model: type[BaseModel], path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -18,20 +18,20 @@ from typing import Any
 import pytest
 from fake_openai import FakeServer, update_with
 
-from memlab.backends.cache import CachedBackend, CacheMode, entry_path
+from memlab.backends.caching.cache import CachedBackend, CacheMode, entry_path
 from memlab.backends.scripted import ScriptedBackend
 from memlab.cli.main import main
-from memlab.core.config import MemoryConfig
-from memlab.core.llm import (
+from memlab.core.base.safe_text import REPLACEMENT, safe_json, safe_text
+from memlab.core.base.yamlio import parse_yaml
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import (
     BackendError,
     Completion,
     CompletionRequest,
     allow_model_requests,
 )
-from memlab.core.safe_text import REPLACEMENT, safe_json, safe_text
-from memlab.core.storage import JsonFileStorage
-from memlab.core.updater import MemoryUpdater
-from memlab.core.yamlio import parse_yaml
+from memlab.core.pipeline.storage import JsonFileStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 

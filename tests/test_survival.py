@@ -18,16 +18,16 @@ import pandas as pd
 import pytest
 from scipy.special import betaln
 
-from memlab.scoring.estimators import estimator
-from memlab.scoring.metric_specs import metric_spec
-from memlab.scoring.stats import Estimator, StatOptions, bootstrap
-from memlab.scoring.survival import (
+from memlab.scoring.inference.estimators import estimator
+from memlab.scoring.inference.stats import Estimator, StatOptions, bootstrap
+from memlab.scoring.inference.survival import (
     Episode,
     episode_counts,
     kaplan_meier,
     rmst_from_counts,
     survival_from_counts,
 )
+from memlab.scoring.metric_specs import metric_spec
 
 HORIZON = 3
 
@@ -55,9 +55,7 @@ def test_counts_agree_with_scipy_kaplan_meier() -> None:
     rng = np.random.default_rng(0)
     for _ in range(50):
         k = int(rng.integers(1, 25))
-        episodes = [
-            Episode(int(rng.integers(0, 5)), bool(rng.random() < 0.4)) for _ in range(k)
-        ]
+        episodes = [Episode(int(rng.integers(0, 5)), bool(rng.random() < 0.4)) for _ in range(k)]
         # A censored episode has been seen at one session end at least.
         episodes = [Episode(max(e.sessions, 1), True) if e.censored else e for e in episodes]
         removed, at_risk = episode_counts(episodes, 5)

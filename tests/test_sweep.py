@@ -13,8 +13,8 @@ import pytest
 from builders import marker_backend, sweep_scripted, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.llm import BackendError, CompletionRequest
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.pipeline.llm import BackendError, CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
@@ -268,7 +268,7 @@ def test_lane_with_some_backend_failures_still_summarizes(dataset: Path, tmp_pat
 def test_a_store_file_that_cannot_be_written_does_not_stop_the_replay(
     dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from memlab.core.storage import JsonFileStorage, StorageError
+    from memlab.core.pipeline.storage import JsonFileStorage, StorageError
 
     def disk_full(self: JsonFileStorage, memory: Any, now: Any = None) -> None:
         raise StorageError("No space left on device")

@@ -15,7 +15,7 @@ from pathlib import Path
 from builders import update
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.runs.run import load_run
 from memlab.sweeps.driver import sweep
@@ -26,7 +26,7 @@ GRID = {"name": "killed", "replay_mode": "per_session", "max_sessions": 2}
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from memlab.core.llm import BackendError
+    from memlab.core.pipeline.llm import BackendError
     from memlab.backends.scripted import ScriptedBackend
     from memlab.grids.grid import Grid
     from memlab.sweeps.driver import sweep

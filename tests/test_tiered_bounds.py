@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from memlab.core.llm import Completion, CompletionRequest, GenerationParams, OutputMode
-from memlab.core.parsing import ParseOptions
+from memlab.core.jsondoc.parsing import ParseOptions
+from memlab.core.pipeline.llm import Completion, CompletionRequest, GenerationParams, OutputMode
 from memlab.core.tiered_prompts import CALL_CONTRACTS, TIERED_CALLS
-from memlab.grids.grid import Grid, GridError, LaneConfig
-from memlab.memory.tiered import TieredSettings
-from memlab.memory.tiered_bounds import TieredBounds, bounded_call_schema, call_reply_tokens
-from memlab.memory.tiered_calls import TieredCaller
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
+from memlab.memory.tiers.tiered import TieredSettings
+from memlab.memory.tiers.tiered_bounds import TieredBounds, bounded_call_schema, call_reply_tokens
+from memlab.memory.tiers.tiered_calls import TieredCaller
 from memlab.simulation.model import SimulatedBackend
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid, tiered_settings
@@ -60,7 +61,7 @@ def test_the_worst_case_is_the_longest_reply_written_by_hand(call: Any) -> None:
     pytest.importorskip("llama_cpp")
     from grammar_oracle import GrammarOracle
 
-    from memlab.backends.grammar import compile_grammar
+    from memlab.backends.decoding.grammar import compile_grammar
 
     oracle = _oracle(GrammarOracle)
     grammar = compile_grammar(bounded_call_schema(call, SMALL), "compact")
@@ -254,7 +255,7 @@ def test_a_bounded_sweep_sends_each_call_its_schema_and_max_tokens(tmp_path: Pat
 
 def test_options_built_in_code_are_resolved_like_a_grids() -> None:
     pytest.importorskip("llama_cpp")
-    from memlab.memory.options import TieredOptions
+    from memlab.memory.tiers.options import TieredOptions
 
     options = TieredOptions(schema_bounds=SMALL)
     lane = LaneConfig(memory="tiered", output_mode="json_schema", tiered=options)

@@ -18,18 +18,24 @@ from typing import Any
 import pytest
 from fake_openai import SECRET, EmbeddingServer
 
-from memlab.backends.cache import CachedBackend, CacheMissError, CacheMode
-from memlab.backends.embeddings import CachedEndpointEmbedding
-from memlab.backends.openai_compat import OpenAICompatibleEmbeddings
-from memlab.backends.retry import RetryPolicy
+from memlab.backends.caching.cache import CachedBackend, CacheMissError, CacheMode
+from memlab.backends.remote.embeddings import CachedEndpointEmbedding
+from memlab.backends.remote.openai_compat import OpenAICompatibleEmbeddings
+from memlab.backends.remote.retry import RetryPolicy
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import BackendError, GenerationParams, OutputMode, allow_model_requests
-from memlab.core.parsing import ParseOptions
-from memlab.core.queue import ConversationContext
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.core.jsondoc.parsing import ParseOptions
+from memlab.core.pipeline.llm import (
+    BackendError,
+    GenerationParams,
+    OutputMode,
+    allow_model_requests,
+)
+from memlab.core.pipeline.queue import ConversationContext
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import MEMORY_DESIGNS
-from memlab.memory.tiered import TieredStrategy, lane_settings, tiered_identity
+from memlab.memory.tiers.tiered import TieredStrategy, lane_settings, tiered_identity
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 
@@ -279,7 +285,7 @@ def test_a_swept_tiered_lane_embeds_through_the_runs_cache(
 def test_wordllama_missing_is_a_grid_error_before_any_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlab.backends import embeddings as loader
+    from memlab.backends.remote import embeddings as loader
     from memlab.grids.grid import GridError
 
     def no_wordllama() -> Any:

@@ -2,7 +2,7 @@
 
 Every expected number below is worked out in the comment beside it (powers of 0.95, cosines of
 integer vectors), not read from the code under test. The rules run through the store, which
-applies them, and where useful as the pure functions of ``memlab.memory.forgetting``.
+applies them, and where useful as the pure functions of ``memlab.memory.storage.forgetting``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memlab.memory.forgetting import compression_candidates, idle_days, merge_plan
-from memlab.memory.items import ForgettingRules, MemoryItem
-from memlab.memory.store import TieredStore
+from memlab.memory.storage.forgetting import compression_candidates, idle_days, merge_plan
+from memlab.memory.storage.items import ForgettingRules, MemoryItem
+from memlab.memory.storage.store import TieredStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

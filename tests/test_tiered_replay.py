@@ -20,18 +20,19 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.contract import Violation
-from memlab.core.llm import Completion, CompletionRequest
-from memlab.core.parsing import FailureCategory, parse_reply
+from memlab.core.jsondoc.contract import Violation
+from memlab.core.jsondoc.parsing import FailureCategory, parse_reply
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.core.tiered_prompts import CALL_CONTRACTS
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
-from memlab.grids.grid import Grid, GridError, LaneConfig
-from memlab.memory.options import TieredOptions
+from memlab.grids.grid import Grid, GridError
+from memlab.grids.lane import LaneConfig
 from memlab.memory.strategy import call_kind, is_primary
-from memlab.memory.tiered import TieredSettings
+from memlab.memory.tiers.options import TieredOptions
+from memlab.memory.tiers.tiered import TieredSettings
 from memlab.postrun.qa_jobs import read_path
 from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
@@ -43,7 +44,7 @@ from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tie
 OWNERS = load_dataset(resolve_dataset("personas"))
 
 
-# Fields records gained after the pins were measured: echo counting (memlab.core.echo).
+# Fields records gained after the pins were measured: echo counting (memlab.core.jsondoc.echo).
 _LATER_FIELDS = frozenset({"n_echoed", "echoed"})
 
 

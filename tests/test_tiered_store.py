@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlab.core.document import SeededFactIds
-from memlab.core.storage import CorruptMemoryError, StorageError
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.pipeline.storage import CorruptMemoryError, StorageError
 from memlab.errors import MemlabError
 from memlab.memory import TieredStore
-from memlab.memory.items import CorruptStoreError, ForgettingRules
-from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
+from memlab.memory.storage.items import CorruptStoreError, ForgettingRules
+from memlab.memory.storage.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -186,7 +186,7 @@ def test_bad_arguments_are_store_errors() -> None:
 
 
 def _ghost() -> object:
-    from memlab.memory.items import MemoryItem
+    from memlab.memory.storage.items import MemoryItem
 
     return MemoryItem("ghost", "x", "c", 0.5, T0, T0, "t")
 
@@ -265,8 +265,8 @@ _WRITER = textwrap.dedent(
     from datetime import UTC, datetime, timedelta
     from pathlib import Path
     from memlab.memory import TieredStore
-    from memlab.memory.items import ForgettingRules
-    from memlab.memory.vectors import HashedEmbedding
+    from memlab.memory.storage.items import ForgettingRules
+    from memlab.memory.storage.vectors import HashedEmbedding
 
     store = TieredStore(Path(sys.argv[1]), embed=HashedEmbedding(), vectors=sys.argv[2])
     t0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
-from memlab.core.parsing import ParseOptions
-from memlab.core.queue import ConversationContext
+from memlab.core.jsondoc.parsing import ParseOptions
+from memlab.core.pipeline.llm import CompletionRequest, GenerationParams, OutputMode
+from memlab.core.pipeline.queue import ConversationContext
 from memlab.core.tiered_prompts import importance_prompt, summary_prompt
 from memlab.memory.strategy import is_primary
-from memlab.memory.tiered import TieredSettings, TieredStrategy
-from memlab.memory.tiered_calls import TieredCaller
+from memlab.memory.tiers.tiered import TieredSettings, TieredStrategy
+from memlab.memory.tiers.tiered_calls import TieredCaller
 from memlab.sweeps.execute import unfinished
 from memlab.sweeps.replay import OwnerReplay
 
@@ -155,9 +155,9 @@ def test_a_replay_missing_a_primary_record_is_unfinished() -> None:
 def test_tiered_and_update_calls_record_a_failure_alike() -> None:
     """A server error of megabytes, with a key in it: both kinds of call keep the same
     redacted, cut message (one call path, one limit: 2,000 characters)."""
-    from memlab.core.llm import BackendError
-    from memlab.core.storage import InMemoryStorage
-    from memlab.core.updater import MemoryUpdater
+    from memlab.core.pipeline.llm import BackendError
+    from memlab.core.pipeline.storage import InMemoryStorage
+    from memlab.core.pipeline.updater import MemoryUpdater
 
     key = "A1b2C3d4" * 6
     text = f"server said Authorization: Bearer {key} " + "x" * 10_000
@@ -182,8 +182,8 @@ def test_tiered_and_update_calls_record_a_failure_alike() -> None:
 
 def test_tiered_calls_take_the_updaters_call_path(monkeypatch: Any) -> None:
     """Send, failure record, redaction and parse are one path: a failure is recorded by
-    memlab.core.updater.record_failure, labelled with the call's kind."""
-    import memlab.core.updater as updater_module
+    memlab.core.pipeline.updater.record_failure, labelled with the call's kind."""
+    import memlab.core.pipeline.updater as updater_module
 
     seen: list[tuple[str, str]] = []
     monkeypatch.setattr(

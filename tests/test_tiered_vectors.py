@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlab.core.document import SeededFactIds
-from memlab.core.storage import StorageError
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.pipeline.storage import StorageError
 from memlab.memory import TieredStore
-from memlab.memory import vectors as vectors_module
-from memlab.memory.vectors import HashedEmbedding, sqlite_vec_available
+from memlab.memory.storage import vectors as vectors_module
+from memlab.memory.storage.vectors import HashedEmbedding, sqlite_vec_available
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -144,7 +144,7 @@ def test_auto_falls_back_to_numpy_and_logs_why(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(vectors_module, "sqlite_vec_available", lambda: "sqlite-vec is missing")
-    with caplog.at_level(logging.INFO, logger="memlab.memory.vectors"):
+    with caplog.at_level(logging.INFO, logger="memlab.memory.storage.vectors"):
         store = TieredStore(None, embed=HashedEmbedding())
     assert store.vectors == "numpy"
     assert "vectors by NumPy (sqlite-vec is missing)" in caplog.text
@@ -154,7 +154,7 @@ def test_auto_falls_back_to_numpy_and_logs_why(
 
 @needs_sqlite_vec
 def test_auto_picks_sqlite_vec_when_it_loads(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="memlab.memory.vectors"):
+    with caplog.at_level(logging.INFO, logger="memlab.memory.storage.vectors"):
         store = TieredStore(None, embed=HashedEmbedding())
     assert store.vectors == "sqlite-vec"
     assert "vectors by sqlite-vec" in caplog.text

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from memlab.backends.grammar import compile_grammar, longest_text_bytes
-from memlab.backends.llama_local import LocalLlamaBackend
-from memlab.backends.token_mask import _bounded_repeats, lark_grammar
-from memlab.core.contract import SchemaBounds, bounded_schema, contract_schema
-from memlab.core.llm import BackendError
+from memlab.backends.decoding.grammar import compile_grammar, longest_text_bytes
+from memlab.backends.decoding.token_mask import _bounded_repeats, lark_grammar
+from memlab.backends.local.llama_local import LocalLlamaBackend
+from memlab.core.jsondoc.contract import SchemaBounds, bounded_schema, contract_schema
+from memlab.core.pipeline.llm import BackendError
 
 llguidance = pytest.importorskip("llguidance")
 

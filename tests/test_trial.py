@@ -10,10 +10,10 @@ import pytest
 from builders import city_owners, update, write_owners
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import CompletionRequest
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
-from memlab.reporting.trial import TrialError, try_prompt
+from memlab.reporting.compare.trial import TrialError, try_prompt
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 4, 7, 9, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ import yaml
 from memlab.cli.main import main
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import GridError
-from memlab.reporting.tune import TuneError, tune
+from memlab.reporting.compare.tune import TuneError, tune
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF_ONLY = ROOT / "notebooks" / "prompts" / "self_only.txt"

@@ -14,10 +14,10 @@ from builders import city_owners, update, write_owners
 from hostile import hollow_runs
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.llm import Completion, CompletionRequest
-from memlab.core.merge import BaselineMerge
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import UNFINISHED_STAGES, MemoryUpdater
+from memlab.core.jsondoc.merge import BaselineMerge
+from memlab.core.pipeline.llm import Completion, CompletionRequest
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import UNFINISHED_STAGES, MemoryUpdater
 from memlab.grids.grid import Grid
 from memlab.sweeps.driver import IncompleteSweepError, sweep
 

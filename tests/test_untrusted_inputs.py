@@ -23,24 +23,24 @@ from builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.backends.cache import (
+from memlab.backends.caching.cache import (
     CacheCorruptError,
     CachedBackend,
     CacheError,
     CacheMode,
     entry_path,
 )
-from memlab.backends.cache_admin import cache_stats, prune_cache
+from memlab.backends.caching.cache_admin import cache_stats, prune_cache
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core import redact as redact_module
-from memlab.core.atomic import atomic_write_text, default_file_mode
-from memlab.core.config import ConfigError, MemoryConfig
-from memlab.core.jsontext import MAX_JSON_DEPTH, JsonDepthError, loads_json, nesting_path
-from memlab.core.llm import CompletionRequest, GenerationParams, OutputMode
+from memlab.core.base import redact as redact_module
+from memlab.core.base.atomic import atomic_write_text, default_file_mode
+from memlab.core.base.jsontext import MAX_JSON_DEPTH, JsonDepthError, loads_json, nesting_path
+from memlab.core.base.redact import REDACTED, redact, redact_text
+from memlab.core.base.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, read_yaml
+from memlab.core.pipeline.config import ConfigError, MemoryConfig
+from memlab.core.pipeline.llm import CompletionRequest, GenerationParams, OutputMode
+from memlab.core.pipeline.storage import CorruptMemoryError, JsonFileStorage, clear_storage_cache
 from memlab.core.prompts import PromptError, PromptRegistry
-from memlab.core.redact import REDACTED, redact, redact_text
-from memlab.core.storage import CorruptMemoryError, JsonFileStorage, clear_storage_cache
-from memlab.core.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, read_yaml
 from memlab.datasets.loader import validate_dataset
 from memlab.datasets.locomo import LocomoFormatError, convert_locomo, import_locomo
 from memlab.errors import excerpt, one_line

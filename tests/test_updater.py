@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from memlab.backends.scripted import ScriptedBackend
-from memlab.core.config import MemoryConfig
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.document import SeededFactIds
-from memlab.core.llm import BackendError, CompletionRequest, OutputMode
-from memlab.core.storage import JsonFileStorage
-from memlab.core.updater import MemoryUpdater
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.jsondoc.document import SeededFactIds
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import BackendError, CompletionRequest, OutputMode
+from memlab.core.pipeline.storage import JsonFileStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 MESSAGES = [
@@ -182,7 +182,7 @@ def test_result_holds_copies_not_the_stored_document(tmp_path: Path) -> None:
 
 
 def test_a_strategy_that_overrides_apply_is_used(tmp_path: Path) -> None:
-    from memlab.core.merge import ApplyResult, BaselineMerge
+    from memlab.core.jsondoc.merge import ApplyResult, BaselineMerge
 
     class Tagging(BaselineMerge):
         name = "tagging"

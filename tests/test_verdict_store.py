@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from builders import city_owners, marker_backend, update, write_owners
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.grids.grid import Grid
 from memlab.matching import verdict_store
 from memlab.matching.base import MatchResult

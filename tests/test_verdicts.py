@@ -19,9 +19,9 @@ from builders import FAKE_OWNERS as OWNERS
 from builders import FakeRun
 from builders import count_frames as _frames
 
-from memlab.reporting.gate import check_regressions
+from memlab.reporting.compare.gate import check_regressions
 from memlab.runs.run import Run
-from memlab.scoring.comparison import Lane, compare, compare_lanes
+from memlab.scoring.comparing.comparison import Lane, compare, compare_lanes
 from memlab.scoring.metric_specs import count_columns
 
 REPLICATIONS = 100
@@ -132,7 +132,7 @@ def test_a_nan_count_is_loud(caplog: pytest.LogCaptureFixture) -> None:
         math.nan
     )
     run.sessions = sessions
-    with caplog.at_level(logging.WARNING, logger="memlab.scoring.estimators"):
+    with caplog.at_level(logging.WARNING, logger="memlab.scoring.inference.estimators"):
         table = compare_lanes([(Lane(run, "base"), Lane(run, "cand"))], options=run.stats)
     by = table.set_index("metric")
     assert math.isnan(by.loc["precision", "value"])

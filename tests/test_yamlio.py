@@ -1,7 +1,7 @@
 """Bounded YAML reading: each limit at and one past its bound (also once aliases are
 expanded), the exact one-line errors with their positions, and the key-to-line map.
 
-Fast, so that ``scripts/mutation.py`` runs it for every mutant of ``memlab.core.yamlio``.
+Fast, so that ``scripts/mutation.py`` runs it for every mutant of ``memlab.core.base.yamlio``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memlab.core.yamlio import (
+from memlab.core.base.yamlio import (
     YamlInputError,
     key_lines,
     parse_yaml,

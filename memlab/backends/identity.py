@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memlab.core.files import open_regular
-from memlab.core.llm import Backend
+from memlab.core.base.files import open_regular
+from memlab.core.pipeline.llm import Backend
 
 __all__ = ["backend_identity", "file_digest"]
 

@@ -7,7 +7,7 @@ else asks it (:func:`backend_plugin`, :func:`is_simulated`, :func:`reads_prompts
 :func:`backend_options`, :func:`spec_short_name`, :func:`dialect_for`).
 
 ========================  ===============================================================
-``openai:MODEL``          :class:`~memlab.backends.openai_compat.OpenAICompatibleBackend`
+``openai:MODEL``          :class:`~memlab.backends.remote.openai_compat.OpenAICompatibleBackend`
 ``local:smollm2``         the bundled SmolLM2-135M-Instruct through llama-cpp-python
 ``local:/path/x.gguf``    any GGUF file through llama-cpp-python
 ``scripted``              :class:`~memlab.backends.scripted.ScriptedBackend`; without
@@ -32,7 +32,7 @@ built-ins, in a notebook::
 or from an installed package, through an entry point in the ``memlab.plugins`` group (see
 :mod:`memlab.plugins` and ``docs/architecture.md``), which the command line and Dask workers
 load too. Optional dependencies are imported lazily inside the factories; a missing package
-gives a :class:`~memlab.core.llm.BackendError` saying what to install.
+gives a :class:`~memlab.core.pipeline.llm.BackendError` saying what to install.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from memlab import plugins
-from memlab.backends.grammar import GrammarDialect
-from memlab.core.contract import MINIMAL_VALID_UPDATE
-from memlab.core.llm import Backend, OutputMode
+from memlab.backends.decoding.grammar import GrammarDialect
+from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
+from memlab.core.pipeline.llm import Backend, OutputMode
 from memlab.errors import MemlabError
 
 __all__ = [
@@ -107,7 +107,7 @@ class BackendPlugin:
         output_modes: The output modes its backends honour; a grid asking for another is
             rejected before anything runs.
         schema_decoding: How ``json_schema`` mode constrains the reply ("" when it does not).
-        reply_grammar: The grammar dialect (:mod:`memlab.backends.grammar`) whose longest
+        reply_grammar: The grammar dialect (:mod:`memlab.backends.decoding.grammar`) whose longest
             reply bounds a bounded lane's ``max_tokens``: ``"compact"`` for backends decoding
             with memlab's compact grammar, else ``"server"`` (llama.cpp's converter as is,
             one token per byte: a safe upper bound for any tokenizer).
@@ -115,7 +115,7 @@ class BackendPlugin:
             tokens); the run summary's cost columns read every backend's prices.
         cached_prompt_prices: What a prompt token the provider serves from its own prompt
             cache costs (model id prefix -> USD per 1M); a model without one pays the prompt
-            price for them (:mod:`memlab.backends.pricing`).
+            price for them (:mod:`memlab.backends.costs.pricing`).
         simulated: The simulated model: labelled "[simulated]" in every table, chart and
             report, and never cached.
         needs_dataset: Its factory needs ``dataset=`` (the file a sweep replays).
@@ -165,13 +165,13 @@ BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
 
 
 def _openai_factory(argument: str, **options: Any) -> Backend:
-    from memlab.backends.openai_compat import OpenAICompatibleBackend
+    from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
 
     return OpenAICompatibleBackend(argument or None, **options)
 
 
 def _local_factory(argument: str, **options: Any) -> Backend:
-    from memlab.backends.llama_local import LocalLlamaBackend
+    from memlab.backends.local.llama_local import LocalLlamaBackend
 
     return LocalLlamaBackend(argument or None, **options)
 
@@ -375,7 +375,7 @@ def default_backend_spec(environ: Mapping[str, str] | None = None) -> str:
     ``openai:<OPENAI_MODEL or gpt-4o-mini>`` when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``
     is set, otherwise the bundled local model ``local:smollm2``.
     """
-    from memlab.backends.openai_compat import DEFAULT_OPENAI_MODEL
+    from memlab.backends.remote.openai_compat import DEFAULT_OPENAI_MODEL
 
     env = os.environ if environ is None else environ
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memlab import plugins
-from memlab.core.contract import FACT_CATEGORIES, minimal_update
-from memlab.core.llm import BackendError, Completion, CompletionRequest
+from memlab.core.jsondoc.contract import FACT_CATEGORIES, minimal_update
+from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
 
 __all__ = ["SCRIPTS", "ScriptExhaustedError", "ScriptedBackend", "user_lines_reply"]
 

@@ -14,12 +14,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlab.core.safe_names import UnsafeNameError, safe_component
+from memlab.core.base.safe_names import UnsafeNameError, safe_component
 from memlab.errors import excerpt
 
 if TYPE_CHECKING:
-    from memlab.backends.rate_limit import RateLimit
-    from memlab.core.contract import SchemaBounds
+    from memlab.backends.remote.rate_limit import RateLimit
+    from memlab.core.jsondoc.contract import SchemaBounds
     from memlab.sweeps.executors import DaskSpec
 
 __all__ = [
@@ -74,7 +74,7 @@ def curve_every(text: str) -> int:
 
 def resamples(text: str) -> int:
     """Bootstrap and permutation resamples: 0 (off) to ``MAX_RESAMPLES``."""
-    from memlab.scoring.stat_options import MAX_RESAMPLES
+    from memlab.scoring.inference.stat_options import MAX_RESAMPLES
 
     return _int_between(text, 0, MAX_RESAMPLES, "the number of resamples")
 
@@ -101,7 +101,7 @@ def token_limit(text: str) -> int:
 
 
 def run_name(text: str) -> str:
-    """A run directory name: one safe path component (see :mod:`memlab.core.safe_names`)."""
+    """A run directory name: one safe path component (see :mod:`memlab.core.base.safe_names`)."""
     try:
         return safe_component(text, "run name")
     except UnsafeNameError as exc:
@@ -210,7 +210,7 @@ def add_matcher_option(
 
 def add_cache_options(parser: argparse.ArgumentParser, dir_help: str) -> None:
     """``--cache-dir`` and ``--cache-mode`` of the response cache."""
-    from memlab.backends.cache import CacheMode
+    from memlab.backends.caching.cache import CacheMode
 
     parser.add_argument("--cache-dir", type=directory, help=dir_help)
     parser.add_argument(
@@ -271,10 +271,10 @@ def add_cost_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def rate_limit_from_args(args: argparse.Namespace) -> RateLimit | None:
-    """The :class:`~memlab.backends.rate_limit.RateLimit` of ``--rpm``/``--tpm``, or None."""
+    """The :class:`~memlab.backends.remote.rate_limit.RateLimit` of ``--rpm``/``--tpm``, or None."""
     if args.rpm is None and args.tpm is None:
         return None
-    from memlab.backends.rate_limit import RateLimit
+    from memlab.backends.remote.rate_limit import RateLimit
 
     return RateLimit(args.rpm, args.tpm)
 
@@ -289,7 +289,7 @@ def single_blas_thread() -> None:
 
 def add_stat_options(parser: argparse.ArgumentParser) -> None:
     """``--alpha`` and ``--resamples`` of the paired tests (``compare`` and ``gate``)."""
-    from memlab.scoring.stat_options import DEFAULT_RESAMPLES, MAX_RESAMPLES
+    from memlab.scoring.inference.stat_options import DEFAULT_RESAMPLES, MAX_RESAMPLES
 
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
@@ -317,7 +317,7 @@ def schema_bounds(text: str) -> SchemaBounds:
     """``KEY=N,...`` of a lane's ``schema_bounds``, e.g. ``summary_chars=60,max_new_facts=3``."""
     from pydantic import ValidationError
 
-    from memlab.core.contract import SchemaBounds
+    from memlab.core.jsondoc.contract import SchemaBounds
 
     values: dict[str, int] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
@@ -354,9 +354,9 @@ def add_bounds_options(parser: argparse.ArgumentParser) -> None:
 
 def reply_bound_line(bounds: SchemaBounds | None, backend: str) -> str:
     """The worst-case reply length of bounded json_schema output, as one line."""
-    from memlab.backends.grammar import bounded_reply_tokens
+    from memlab.backends.decoding.grammar import bounded_reply_tokens
     from memlab.backends.registry import dialect_for
-    from memlab.core.contract import SchemaBounds
+    from memlab.core.jsondoc.contract import SchemaBounds
 
     bounds = bounds if bounds is not None else SchemaBounds.model_validate({})
     settings = " ".join(f"{key}={value}" for key, value in bounds.model_dump().items())

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from memlab.core.files import io_reason
-from memlab.core.redact import RedactingFilter, redact_text
+from memlab.core.base.files import io_reason
+from memlab.core.base.redact import RedactingFilter, redact_text
 from memlab.errors import MemlabError, one_line
 
 __all__ = [
@@ -28,23 +28,23 @@ __all__ = [
     "main",
 ]
 
-# Modules of memlab.cli that define command groups, in --help order.
+# Modules that define command groups, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
-    "demo",
-    "run_commands",
-    "ab",
-    "tune",
-    "qa",
-    "judge",
-    "prompts",
-    "datasets",
-    "runs",
-    "report",
-    "compare",
-    "cache",
-    "matching",
-    "plugins",
-    "init",
+    "memlab.cli.experiment.demo",
+    "memlab.cli.experiment.run_commands",
+    "memlab.cli.experiment.ab",
+    "memlab.cli.experiment.tune",
+    "memlab.cli.experiment.qa",
+    "memlab.cli.experiment.judge",
+    "memlab.cli.tools.prompts",
+    "memlab.cli.tools.datasets",
+    "memlab.cli.results.runs",
+    "memlab.cli.results.report",
+    "memlab.cli.results.compare",
+    "memlab.cli.tools.cache",
+    "memlab.cli.tools.matching",
+    "memlab.cli.tools.plugins",
+    "memlab.cli.tools.init",
 )
 
 
@@ -79,7 +79,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"memlab.cli.{name}")
+        module = importlib.import_module(name)
         if command is None or command in module.COMMANDS:
             module.register(subparsers)
         else:
@@ -114,10 +114,10 @@ class _FewOfEach(logging.Filter):
 
     LOGGERS = frozenset(
         {
-            "memlab.core.updater",
-            "memlab.core.queue",
-            "memlab.backends.cache",
-            "memlab.backends.retry",
+            "memlab.core.pipeline.updater",
+            "memlab.core.pipeline.queue",
+            "memlab.backends.caching.cache",
+            "memlab.backends.remote.retry",
         }
     )
     SHOWN = 3

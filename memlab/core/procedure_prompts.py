@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memlab.core.contract import ReplyContract, schema_contract
-from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
+from memlab.core.jsondoc.contract import ReplyContract, schema_contract
+from memlab.core.prompts import PromptTemplate, builtin_templates, registered_template
 
 __all__ = ["PROCEDURES_CALL", "PROCEDURES_CONTRACT", "ProceduresPrompt", "procedures_prompt"]
 
@@ -48,4 +48,4 @@ _PROCEDURES = builtin_templates(
 
 def procedures_prompt(name: str = _BUILTIN) -> ProceduresPrompt:
     """The registered procedure-learning template ``name`` (built-ins and plugins')."""
-    return TemplateRegistry(ProceduresPrompt, _PROCEDURES).get(name)
+    return registered_template(_PROCEDURES, ProceduresPrompt, name)

@@ -28,7 +28,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from memlab import plugins
-from memlab.core.jsontext import JsonDepthError, dumps_indented, loads_json
-from memlab.core.safe_text import safe_json
-from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
+from memlab.core.base.jsontext import JsonDepthError, dumps_indented, loads_json
+from memlab.core.base.safe_text import safe_json
+from memlab.core.base.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
 from memlab.errors import MemlabError, excerpt
 
 __all__ = [
@@ -55,10 +55,12 @@ __all__ = [
     "default_registry",
     "get_prompt",
     "looks_like_path",
+    "registered_template",
     "render_prompt",
     "resolve_prompt",
     "resolve_template",
     "template_diff",
+    "unknown_variant",
     "validate_template",
 ]
 
@@ -254,13 +256,38 @@ def builtin_templates(
     ``files`` (name -> (file under ``memlab/core``, description)) as loaders: every
     :class:`TemplateRegistry` of the kind starts with its entries, plugins' included."""
     registry: plugins.Registry[Callable[[], T]] = plugins.declare(
-        kind, f"{kind} template", check=plugins.callable_entry
+        kind, f"{kind} template", check=plugins.callable_entry, unknown=unknown_variant
     )
     for name, (resource, description) in files.items():
         registry.register(
             name, functools.partial(_load_builtin, variant_type, name, resource, description)
         )
     return registry
+
+
+def unknown_variant(name: str, known: Sequence[str]) -> UnknownPromptError:
+    """The error for a template name no registry of its kind holds, naming the known ones."""
+    return UnknownPromptError(
+        f"unknown prompt variant {excerpt(name)}; known variants: {', '.join(known) or '(none)'}"
+    )
+
+
+def registered_template(
+    kind: plugins.Registry[Callable[[], T]], variant_type: type[T], name: str
+) -> T:
+    """The template ``name`` of one kind (built-ins' and plugins', see :func:`builtin_templates`),
+    loaded alone: a caller that needs one template builds no :class:`TemplateRegistry` of the
+    kind, which would load every other template of it (and fail on any broken one).
+
+    Raises:
+        UnknownPromptError: Naming the kind's templates.
+        TypeError: The loader returned something other than a ``variant_type``.
+    """
+    variant = kind.lookup(name)()
+    if not isinstance(variant, variant_type):
+        wanted = variant_type.__name__
+        raise TypeError(f"{kind.kind} {name!r} is a {type(variant).__name__}, not a {wanted}")
+    return variant
 
 
 class TemplateRegistry(Generic[T]):
@@ -306,10 +333,7 @@ class TemplateRegistry(Generic[T]):
             variant = self._variants.get(name)
             known = sorted(self._variants)
         if variant is None:
-            raise UnknownPromptError(
-                f"unknown prompt variant {excerpt(name)}; known variants: "
-                f"{', '.join(known) or '(none)'}"
-            )
+            raise unknown_variant(name, known)
         return variant
 
     def copy(self) -> Self:
@@ -367,9 +391,7 @@ class TemplateRegistry(Generic[T]):
         except YamlInputError as exc:
             raise PromptError(str(exc)) from None
         if suffix in _SUFFIXES_TEXT:
-            variants = [
-                _at(source, "template", 1, self.variant_type, file_path.stem, text)
-            ]
+            variants = [_at(source, "template", 1, self.variant_type, file_path.stem, text)]
         else:
             data, lines = _parse_data(text, source, suffix)
             variants = list(_variants_from_data(self.variant_type, data, source, lines))

@@ -1,6 +1,6 @@
 """Prompts and reply contracts of the tiered memory's LLM calls.
 
-The tiered memory (:mod:`memlab.memory.tiered`) makes three kinds of call besides none of
+The tiered memory (:mod:`memlab.memory.tiers.tiered`) makes three kinds of call besides none of
 DeerFlow's update:
 
 - ``summary``: the messages leaving the working memory are folded into the session summary,
@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from memlab.core.contract import ReplyContract, schema_contract
-from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
+from memlab.core.jsondoc.contract import ReplyContract, schema_contract
+from memlab.core.prompts import PromptTemplate, builtin_templates, registered_template
 
 __all__ = [
     "CALL_CONTRACTS",
@@ -119,17 +119,17 @@ TIERED_PROMPTS: Mapping[TieredCall, type[PromptTemplate]] = {
 
 def summary_prompt(name: str = _BUILTIN) -> SummaryPrompt:
     """The registered session-summary template ``name`` (built-ins and plugins')."""
-    return TemplateRegistry(SummaryPrompt, _SUMMARY).get(name)
+    return registered_template(_SUMMARY, SummaryPrompt, name)
 
 
 def importance_prompt(name: str = _BUILTIN) -> ImportancePrompt:
     """The registered importance template ``name`` (built-ins and plugins')."""
-    return TemplateRegistry(ImportancePrompt, _IMPORTANCE).get(name)
+    return registered_template(_IMPORTANCE, ImportancePrompt, name)
 
 
 def compression_prompt(name: str = _BUILTIN) -> CompressionPrompt:
     """The registered compression template ``name`` (built-ins and plugins')."""
-    return TemplateRegistry(CompressionPrompt, _COMPRESSION).get(name)
+    return registered_template(_COMPRESSION, CompressionPrompt, name)
 
 
 def tiered_prompt(call: TieredCall, name: str = _BUILTIN) -> PromptTemplate:

@@ -24,8 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.core.contract import FACT_CATEGORIES, SECTION_NAMES
-from memlab.core.files import (
+from memlab.core.base.files import (
     MAX_DATASET_BYTES,
     MAX_LINE_BYTES,
     FileReadError,
@@ -33,9 +32,10 @@ from memlab.core.files import (
     iter_lines,
     open_regular,
 )
-from memlab.core.jsontext import JsonDepthError, loads_json
-from memlab.core.safe_text import safe_json
-from memlab.core.schema_check import CompiledSchema, SchemaError
+from memlab.core.base.jsontext import JsonDepthError, loads_json
+from memlab.core.base.safe_text import safe_json
+from memlab.core.jsondoc.contract import FACT_CATEGORIES, SECTION_NAMES
+from memlab.core.jsondoc.schema_check import CompiledSchema, SchemaError
 from memlab.datasets.models import (
     LONG_MESSAGE_CHARS,
     TAG_NAMES,

@@ -4,7 +4,7 @@ Each LoCoMo conversation between speakers A and B becomes two memory owners: one
 turns are ``human`` and B's are ``ai``, and the mirror image. Mapping:
 
 - owner ``user_id``: ``<sample_id>.<speaker>`` (e.g. ``conv-26.Caroline``), passed through
-  :func:`~memlab.core.safe_names.encode_component` so that it can name a file (a name with
+  :func:`~memlab.core.base.safe_names.encode_component` so that it can name a file (a name with
   other characters keeps a readable part plus a hash suffix);
 - session ``thread_id``: ``<sample_id>/session_<n>``; ``started_at`` is the session's
   ``date_time`` ("1:56 pm on 8 May, 2023"), read as UTC because LoCoMo gives no timezone;
@@ -39,10 +39,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlab.core.files import FileReadError, io_reason, read_bytes
-from memlab.core.jsontext import JsonDepthError, loads_json
-from memlab.core.safe_names import encode_component
-from memlab.core.safe_text import safe_json
+from memlab.core.base.files import FileReadError, io_reason, read_bytes
+from memlab.core.base.jsontext import JsonDepthError, loads_json
+from memlab.core.base.safe_names import encode_component
+from memlab.core.base.safe_text import safe_json
 from memlab.datasets.loader import parse_owner_line, write_dataset
 from memlab.datasets.locomo_qa import (
     AnswerKey,

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from memlab.core.files import FileReadError, read_bytes
-from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.base.files import FileReadError, read_bytes
+from memlab.core.base.jsontext import JsonDepthError, loads_json
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import AnswerAudit, Evidence, Question, TurnRef
 from memlab.errors import MemlabError, excerpt

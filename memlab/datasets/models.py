@@ -24,16 +24,17 @@ from pydantic import (
     model_validator,
 )
 
+from memlab.core.base.safe_names import UnsafeNameError, safe_component
+
 # The contract's vocabulary, re-exported for dataset code: categories, section names and the
 # upload marker have one definition, in the contract.
-from memlab.core.contract import (
+from memlab.core.jsondoc.contract import (
     MAX_MESSAGE_CHARS,
     SECTION_NAMES,
     UPLOAD_MARKER,
     FactCategory,
     SectionName,
 )
-from memlab.core.safe_names import UnsafeNameError, safe_component
 from memlab.datasets.questions import Question, question_problems, resolve_session
 from memlab.errors import excerpt
 
@@ -389,7 +390,7 @@ class Owner(_Model):
         """Cross-field problems as ``(field path, message)`` pairs; empty when consistent.
 
         Checks: a user id that can name a file (replays store each owner under it, see
-        :func:`memlab.core.safe_names.safe_component`), unique thread ids, session order and
+        :func:`memlab.core.base.safe_names.safe_component`), unique thread ids, session order and
         non-overlap, message timestamps
         non-decreasing and not before ``started_at``, tool messages answer an earlier tool
         call of the session, unique gold ids, retractions name a gold id of an earlier

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.grids.grid import AXES as AXES
     from memlab.grids.grid import ForkSpec as ForkSpec
     from memlab.grids.grid import Grid as Grid
     from memlab.grids.grid import GridError as GridError
-    from memlab.grids.grid import LaneConfig as LaneConfig
+    from memlab.grids.lane import AXES as AXES
+    from memlab.grids.lane import LaneConfig as LaneConfig
     from memlab.grids.lane_backends import BackendFactory as BackendFactory
     from memlab.grids.owners import select_owners as select_owners
     from memlab.grids.qa_spec import QAError as QAError

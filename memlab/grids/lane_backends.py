@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from memlab.backends.cache import CachedBackend, CacheMode
-from memlab.backends.rate_limit import RateLimited, RateLimiters
+from memlab.backends.caching.cache import CachedBackend, CacheMode
+from memlab.backends.costs.spend import SpendGuard, SpendLimit
 from memlab.backends.registry import backend_options, cacheable, resolve_backend
-from memlab.backends.spend import SpendGuard, SpendLimit
-from memlab.core.llm import Backend
+from memlab.backends.remote.rate_limit import RateLimited, RateLimiters
+from memlab.core.pipeline.llm import Backend
 
 __all__ = ["BackendFactory", "LaneBackends", "registry_backend"]
 
@@ -28,7 +28,7 @@ class LaneBackends:
 
     With a ``cache_dir`` every backend is wrapped in the response cache; with a ``spend``
     limit, every backend's calls beneath the cache count against it
-    (:class:`~memlab.backends.spend.SpendGuard`). Backends paced by a rate limiter share
+    (:class:`~memlab.backends.costs.spend.SpendGuard`). Backends paced by a rate limiter share
     one per endpoint and model from ``rates`` (default: a pool of its own, with no configured
     limits, that learns the servers' limits from their replies).
     """

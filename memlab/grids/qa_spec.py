@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlab.backends.registry import is_simulated
-from memlab.core.llm import GenerationParams
+from memlab.core.pipeline.llm import GenerationParams
 from memlab.core.prompts import PromptError
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings

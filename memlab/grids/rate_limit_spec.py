@@ -13,7 +13,7 @@ A backend's entry sets what it names; what it leaves out comes from the grid-wid
 ``--rpm``/``--tpm`` (and :func:`memlab.sweep`'s ``rate_limit``) override the grid: each one
 given replaces that value everywhere, the backends' entries included. Limits are pacing, not
 content: they never enter lane ids, cache keys or a run's results, and a server's
-``x-ratelimit-*`` headers can only lower them (:mod:`memlab.backends.rate_limit`).
+``x-ratelimit-*`` headers can only lower them (:mod:`memlab.backends.remote.rate_limit`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlab.backends.rate_limit import RateLimit
+from memlab.backends.remote.rate_limit import RateLimit
 
 __all__ = ["RateLimitSpec", "RateLimitValues", "limits_with_override"]
 
@@ -65,7 +65,7 @@ class RateLimitSpec(RateLimitValues):
 
     def limits(self) -> dict[str, RateLimit]:
         """Limits by backend spec, ``"*"`` for every other spec (the form of
-        :class:`~memlab.backends.rate_limit.RateLimiters`)."""
+        :class:`~memlab.backends.remote.rate_limit.RateLimiters`)."""
         grid_wide = self.limit()
         out = {spec: values.limit(grid_wide) for spec, values in self.backends.items()}
         if grid_wide != RateLimit():

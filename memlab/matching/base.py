@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from memlab.core.similarity import content_tokens, normalize_text
+from memlab.core.jsondoc.similarity import content_tokens, normalize_text
 
 __all__ = [
     "ExplainingMatcher",
@@ -92,11 +92,12 @@ def explain(matcher: FactMatcher, stored: str, gold: str) -> MatchResult:
 class LexicalMatcher:
     """Gold-token coverage: memlab's first matcher, kept for comparison.
 
-    Both texts are reduced to content tokens (:func:`memlab.core.similarity.content_tokens`);
-    a stored fact covers a gold fact when at least ``threshold`` (default 0.6) of the gold
-    fact's tokens appear in it. Negations are stop words and values are plain tokens, so it
-    accepts polarity flips ("Enjoys classical music" for "I don't enjoy classical music") and
-    misses verbose paraphrases; see ``docs/matching.md`` for its calibration.
+    Both texts are reduced to content tokens
+    (:func:`memlab.core.jsondoc.similarity.content_tokens`); a stored fact covers a gold fact when
+    at least ``threshold`` (default 0.6) of the gold fact's tokens appear in it. Negations are stop
+    words and values are plain tokens, so it accepts polarity flips ("Enjoys classical music" for "I
+    don't enjoy classical music") and misses verbose paraphrases; see ``docs/matching.md`` for its
+    calibration.
     """
 
     threshold: float = 0.6

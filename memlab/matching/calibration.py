@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from memlab.core.files import MAX_TEXT_BYTES, FileReadError, read_text
-from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.base.files import MAX_TEXT_BYTES, FileReadError, read_text
+from memlab.core.base.jsontext import JsonDepthError, loads_json
 from memlab.datasets.registry import dataset_dirs
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher, matcher_name

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.core.similarity import normalize_text
+from memlab.core.jsondoc.similarity import normalize_text
 from memlab.matching.base import MatchResult
 from memlab.matching.embeddings import (
     Embedder,

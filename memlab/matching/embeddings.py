@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memlab.backends.embeddings import EmbeddingsUnavailableError, WordLlamaEmbedder
+from memlab.backends.remote.embeddings import EmbeddingsUnavailableError, WordLlamaEmbedder
 
 __all__ = [
     "Embedder",

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memlab import plugins
-from memlab.core.llm import Backend, CompletionRequest, GenerationParams
-from memlab.core.similarity import content_tokens, normalize_text
+from memlab.core.jsondoc.similarity import content_tokens, normalize_text
+from memlab.core.pipeline.llm import Backend, CompletionRequest, GenerationParams
 from memlab.matching.base import MatchResult
 
 __all__ = ["FACT_JUDGE_PROMPTS", "JudgeAgreement", "LLMJudgeMatcher"]
@@ -79,7 +79,7 @@ class LLMJudgeMatcher:
     memoised per prompt, so scoring a run costs one call per plausible pair and prompt.
 
     Args:
-        backend: Any :class:`memlab.core.llm.Backend` (wrap it in a ``CachedBackend``).
+        backend: Any :class:`memlab.core.pipeline.llm.Backend` (wrap it in a ``CachedBackend``).
         prompts: Names of :data:`FACT_JUDGE_PROMPTS` to ask, the first giving the verdict.
         max_tokens: Completion budget for the one-word answer.
     """

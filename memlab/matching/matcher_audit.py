@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memlab.core.atomic import atomic_write_text
-from memlab.core.files import FileReadError, read_text
+from memlab.core.base.atomic import atomic_write_text
+from memlab.core.base.files import FileReadError, read_text
 from memlab.errors import MemlabError
 from memlab.matching.calibration import CalibrationPair, KindCounts
 

@@ -24,7 +24,7 @@ from memlab import plugins
 from memlab.errors import MemlabError
 
 if TYPE_CHECKING:
-    from memlab.core.llm import Backend
+    from memlab.core.pipeline.llm import Backend
     from memlab.matching.base import FactMatcher
     from memlab.matching.default_matcher import DefaultMatcher
 

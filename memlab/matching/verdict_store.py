@@ -28,8 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.core.atomic import atomic_write_text
-from memlab.core.files import MAX_TABLE_BYTES, read_bytes
+from memlab.core.base.atomic import atomic_write_text
+from memlab.core.base.files import MAX_TABLE_BYTES, read_bytes
 from memlab.matching.base import FactMatcher, MatchResult
 from memlab.matching.default_matcher import DefaultMatcher
 
@@ -49,7 +49,7 @@ def _code_digest() -> str:
     lists), the text normalisation of the core, and the reading packages' versions."""
     here = Path(__file__).resolve().parent
     files = sorted(p for p in here.iterdir() if p.suffix in (".py", ".yaml", ".json"))
-    files.append(here.parent / "core" / "similarity.py")
+    files.append(here.parent / "core" / "jsondoc" / "similarity.py")
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -27,12 +27,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memlab.core.document import MemoryDocument
-from memlab.core.injection import Injection
-from memlab.core.llm import Backend, GenerationParams, OutputMode
-from memlab.core.parsing import ParseOptions
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater
+from memlab.core.jsondoc.document import MemoryDocument
+from memlab.core.jsondoc.parsing import ParseOptions
+from memlab.core.pipeline.injection import Injection
+from memlab.core.pipeline.llm import Backend, GenerationParams, OutputMode
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.memory.strategy import MemoryStrategy
 
 __all__ = ["DesignContext", "Injector", "MemoryDesign", "Reader"]
@@ -61,7 +61,7 @@ class DesignContext:
             (see :attr:`MemoryDesign.scratch`).
         ids: Fact ids seeded by the lane's grid point and the owner.
         settings: The lane's settings as JSON values
-            (:meth:`memlab.grids.grid.LaneConfig.settings`).
+            (:meth:`memlab.grids.lane.LaneConfig.settings`).
         updater: The lane's DeerFlow updater over a store (prompt, merge, parse, request).
         start: The memory a fork starts from (only for a design with ``forks``).
     """

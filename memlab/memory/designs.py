@@ -1,7 +1,7 @@
 """The memory designs a lane can replay, by name: the registry of the ``memory`` setting.
 
 Built-ins: ``deerflow`` (DeerFlow's one document, one LLM update per queued update; the
-default), ``tiered`` (:mod:`memlab.memory.tiered`) and ``procedural``
+default), ``tiered`` (:mod:`memlab.memory.tiers.tiered`) and ``procedural``
 (:mod:`memlab.memory.procedural`: DeerFlow's facts and a graph of procedures). A plugin
 adds a design with ``MEMORY_DESIGNS.register("name", MemoryDesign(...))``
 (:mod:`memlab.plugins`); grids then name it in ``memory:``. What a design declares:
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memlab import plugins
-from memlab.core.storage import InMemoryStorage
+from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.memory.design import DesignContext, MemoryDesign
 from memlab.memory.procedural import PROCEDURAL
 from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy
-from memlab.memory.tiered import TIERED
+from memlab.memory.tiers.tiered import TIERED
 
 __all__ = [
     "DEERFLOW",

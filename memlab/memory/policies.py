@@ -2,16 +2,16 @@
 
 A policy decides which stored facts reach the agent first under the injection budget: it
 turns the facts on offer and the query (the next session's first human message, or the
-question) into a ranking (:data:`~memlab.core.injection.FactRank`). Built-ins:
+question) into a ranking (:data:`~memlab.core.pipeline.injection.FactRank`). Built-ins:
 
 - ``confidence``: highest confidence first (the pipeline's own order; the default);
 - ``recency``: newest ``createdAt`` first;
 - ``relevance``: most relevant first to the query, by the lexical
-  :func:`memlab.core.similarity.relevance_score`;
+  :func:`memlab.core.jsondoc.similarity.relevance_score`;
 - ``relevance_embeddings``: the same by cosine similarity of word embeddings.
 
 Ties keep the confidence order. A policy that ranks by embeddings declares ``embeds``; the
-caller passes the embedder in (:func:`memlab.scoring.injection_audit.policy_embedder` builds
+caller passes the embedder in (:func:`memlab.scoring.qa.injection_audit.policy_embedder` builds
 the bundled one), so this module needs no embedding library. A plugin adds a policy with
 ``INJECTION_POLICIES.register("name", InjectionPolicy(...))`` (:mod:`memlab.plugins`); grids
 then name it in ``injection_policy``.
@@ -26,9 +26,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlab import plugins
-from memlab.core.document import parse_utc
-from memlab.core.injection import FactRank, by_confidence
-from memlab.core.similarity import relevance_score
+from memlab.core.jsondoc.document import parse_utc
+from memlab.core.jsondoc.similarity import relevance_score
+from memlab.core.pipeline.injection import FactRank, by_confidence
 
 __all__ = [
     "DEFAULT_POLICY",

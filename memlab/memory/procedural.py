@@ -8,15 +8,16 @@ in the user's message and injects them as "available procedures". Here:
   the primary ones and name no call kind);
 - learning: when a session's conversation is over, one LLM call (``procedures``,
   :mod:`memlab.core.procedure_prompts`) reads the whole session and returns the procedures it
-  settled; each is written to the owner's graph (:class:`~memlab.memory.graph.ProceduralGraph`,
-  one transaction each; a procedure learned again under its name replaces the earlier one).
-  The call's record is the session end's primary record (``session_end``), with
-  ``learned`` (procedures stored) and ``refused`` (ones the store refused) counts;
+  settled; each is written to the owner's graph
+  (:class:`~memlab.memory.storage.graph.ProceduralGraph`, one transaction each; a procedure learned
+  again under its name replaces the earlier one). The call's record is the session end's primary
+  record (``session_end``), with ``learned`` (procedures stored) and ``refused`` (ones the store
+  refused) counts;
 - snapshot: DeerFlow's document with a ``procedures`` list (name, steps, triggers), read from
   the graph, so every snapshot shows the procedures known then;
 - read path: the procedures one of whose triggers occurs in the query (the next session's first
   message, or the question), case-folded, as the graph's recall query decides
-  (:func:`~memlab.memory.graph.recall_procedures`), enter the injection first, as lines of
+  (:func:`~memlab.memory.storage.graph.recall_procedures`), enter the injection first, as lines of
   category ``available procedure``: ``Name: 1) step; 2) step``. They pass through the lane's
   injector like facts, so they count against the injection budget and the audit lists them.
 """
@@ -28,21 +29,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.document import MemoryDocument
-from memlab.core.injection import Injection
-from memlab.core.jsontext import canonical_hash
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.base.jsontext import canonical_hash
+from memlab.core.jsondoc.document import MemoryDocument
+from memlab.core.pipeline.injection import Injection
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
+from memlab.core.pipeline.queue import ConversationContext
+from memlab.core.pipeline.storage import InMemoryStorage, StorageError
 from memlab.core.procedure_prompts import (
     PROCEDURES_CALL,
     PROCEDURES_CONTRACT,
     procedures_prompt,
 )
-from memlab.core.queue import ConversationContext
-from memlab.core.storage import InMemoryStorage, StorageError
 from memlab.memory.design import DesignContext, Injector, MemoryDesign
-from memlab.memory.graph import ProceduralGraph, Procedure, graph_files, recall_procedures
+from memlab.memory.storage.graph import ProceduralGraph, Procedure, graph_files, recall_procedures
 from memlab.memory.strategy import DeerFlowStrategy, MemoryStrategy, Step
-from memlab.memory.tiered_calls import TieredCaller
+from memlab.memory.tiers.tiered_calls import TieredCaller
 
 __all__ = [
     "PROCEDURAL",

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from memlab.core.document import MemoryDocument
-from memlab.core.queue import ConversationContext
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater
+from memlab.core.jsondoc.document import MemoryDocument
+from memlab.core.pipeline.queue import ConversationContext
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 
 __all__ = [
     "PRIMARY_CALLS",

@@ -13,18 +13,18 @@ module. From the bottom up:
 - the simulated model's answers and verdicts with known truth
   (:mod:`memlab.simulation.qa_replies`, a test instrument);
 - numbers: accuracy, the judge band, the answer-key ceiling, cost
-  (:mod:`memlab.scoring.qa_metrics`), why an answer from memory is wrong
-  (:mod:`memlab.scoring.qa_causes`) and a judge's audit on the calibration set
-  (:mod:`memlab.scoring.judge_audit`);
+  (:mod:`memlab.scoring.qa.qa_metrics`), why an answer from memory is wrong
+  (:mod:`memlab.scoring.qa.qa_causes`) and a judge's audit on the calibration set
+  (:mod:`memlab.scoring.qa.judge_audit`);
 - the grid's ``qa:`` key (:mod:`memlab.grids.qa_spec`);
 - the steps over a finished run: :func:`add_qa` (:mod:`memlab.postrun.qa_step`, on
   :mod:`~memlab.postrun.qa_jobs` and :mod:`~memlab.postrun.qa_calls`), the consolidation
   curve (:func:`add_curve`) and the audits of a run's judges
   (:mod:`memlab.postrun.judge_audit_step`);
-- the report's section, charts and judge audits (:mod:`memlab.reporting.qa_section`,
-  :mod:`~memlab.reporting.qa_charts`, :mod:`~memlab.reporting.qa_audits`);
-- the command ``memlab qa`` and ``memlab judge`` (:mod:`memlab.cli.qa`,
-  :mod:`~memlab.cli.qa_options`, :mod:`~memlab.cli.judge`).
+- the report's section, charts and judge audits (:mod:`memlab.reporting.qa.qa_section`,
+  :mod:`~memlab.reporting.qa.qa_charts`, :mod:`~memlab.reporting.qa.qa_audits`);
+- the command ``memlab qa`` and ``memlab judge`` (:mod:`memlab.cli.experiment.qa`,
+  :mod:`~memlab.cli.experiment.qa_options`, :mod:`~memlab.cli.experiment.judge`).
 
 The face sits at the top of the layers, so it may name any of them; nothing in memlab imports
 it. Names are imported on first use (see :mod:`memlab._lazy`): ``import memlab.memory_qa``
@@ -68,30 +68,30 @@ if TYPE_CHECKING:
     from memlab.qa.qa_prompts import answer_prompts as answer_prompts
     from memlab.qa.qa_prompts import judge_prompts as judge_prompts
     from memlab.qa.verdicts import parse_verdict as parse_verdict
-    from memlab.reporting.qa_audits import judge_audit_table as judge_audit_table
-    from memlab.reporting.qa_charts import qa_accuracy_chart as qa_accuracy_chart
-    from memlab.reporting.qa_charts import qa_causes_chart as qa_causes_chart
-    from memlab.reporting.qa_charts import qa_judge_band_chart as qa_judge_band_chart
-    from memlab.reporting.qa_section import judge_robustness as judge_robustness
-    from memlab.reporting.qa_section import qa_html as qa_html
-    from memlab.reporting.qa_section import qa_markdown as qa_markdown
-    from memlab.reporting.qa_section import qa_section as qa_section
-    from memlab.reporting.qa_section import qa_text as qa_text
-    from memlab.scoring.judge_audit import JudgeAudit as JudgeAudit
-    from memlab.scoring.judge_audit import audit_judges as audit_judges
-    from memlab.scoring.qa_causes import CAUSES as CAUSES
-    from memlab.scoring.qa_causes import FATES as FATES
-    from memlab.scoring.qa_causes import cause_of as cause_of
-    from memlab.scoring.qa_causes import evidence_fates as evidence_fates
-    from memlab.scoring.qa_metrics import accuracy_table as accuracy_table
-    from memlab.scoring.qa_metrics import cause_table as cause_table
-    from memlab.scoring.qa_metrics import error_counts as error_counts
-    from memlab.scoring.qa_metrics import errors_sentence as errors_sentence
-    from memlab.scoring.qa_metrics import interval_note as interval_note
-    from memlab.scoring.qa_metrics import judge_band as judge_band
-    from memlab.scoring.qa_metrics import key_ceiling as key_ceiling
-    from memlab.scoring.qa_metrics import qa_cost as qa_cost
-    from memlab.scoring.qa_metrics import verdict_table as verdict_table
+    from memlab.reporting.qa.qa_audits import judge_audit_table as judge_audit_table
+    from memlab.reporting.qa.qa_charts import qa_accuracy_chart as qa_accuracy_chart
+    from memlab.reporting.qa.qa_charts import qa_causes_chart as qa_causes_chart
+    from memlab.reporting.qa.qa_charts import qa_judge_band_chart as qa_judge_band_chart
+    from memlab.reporting.qa.qa_judges import judge_robustness as judge_robustness
+    from memlab.reporting.qa.qa_section import qa_html as qa_html
+    from memlab.reporting.qa.qa_section import qa_markdown as qa_markdown
+    from memlab.reporting.qa.qa_section import qa_section as qa_section
+    from memlab.reporting.qa.qa_section import qa_text as qa_text
+    from memlab.scoring.qa.judge_audit import JudgeAudit as JudgeAudit
+    from memlab.scoring.qa.judge_audit import audit_judges as audit_judges
+    from memlab.scoring.qa.qa_causes import CAUSES as CAUSES
+    from memlab.scoring.qa.qa_causes import FATES as FATES
+    from memlab.scoring.qa.qa_causes import cause_of as cause_of
+    from memlab.scoring.qa.qa_causes import evidence_fates as evidence_fates
+    from memlab.scoring.qa.qa_metrics import accuracy_table as accuracy_table
+    from memlab.scoring.qa.qa_metrics import cause_table as cause_table
+    from memlab.scoring.qa.qa_metrics import error_counts as error_counts
+    from memlab.scoring.qa.qa_metrics import errors_sentence as errors_sentence
+    from memlab.scoring.qa.qa_metrics import interval_note as interval_note
+    from memlab.scoring.qa.qa_metrics import judge_band as judge_band
+    from memlab.scoring.qa.qa_metrics import key_ceiling as key_ceiling
+    from memlab.scoring.qa.qa_metrics import qa_cost as qa_cost
+    from memlab.scoring.qa.qa_metrics import verdict_table as verdict_table
     from memlab.simulation.qa_replies import SimQA as SimQA
 else:  # at run time: each name is imported on first use
     __getattr__, __dir__ = lazy_face(__name__)

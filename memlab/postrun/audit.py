@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memlab.core.similarity import dice
+from memlab.core.jsondoc.similarity import dice
 from memlab.matching.base import FactMatcher, MatchResult, explain, matcher_name
 from memlab.matching.matcher_audit import (
     SHEET_NAME,

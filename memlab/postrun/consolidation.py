@@ -7,7 +7,7 @@ answered correctly from its memory (under the run's headline judge, against the 
 answer key), asks it again of the lane's memory snapshot after each later session ``k``
 (with ``every=N``: the sessions ``N``, ``2N``, ... after the one it was asked after), and
 once more right away of the memory it was first answered from: the *reference*, whose
-accuracy measures answer and judge noise (:mod:`memlab.scoring.collapse`). Every one of
+accuracy measures answer and judge noise (:mod:`memlab.scoring.inference.collapse`). Every one of
 these re-asks is sent with a sample seed of its own, :func:`reask_seed` (the QA step's seed
 plus 1 plus the session index), so none is the QA step's call again (a fresh draw, not a
 cached reply) and each session's re-asks are drawn apart from the others'. A
@@ -20,9 +20,9 @@ started from, row count and hash, ``reference``: whether the reference was asked
 :func:`curve_answers` reads them back, and ignores a curve whose QA answers changed since.
 
 With a cost limit (``max_cost``, ``--max-cost``) each call reserves its worst case first
-(:mod:`memlab.backends.spend`); a call that could pass the limit is not sent, the answers
+(:mod:`memlab.backends.costs.spend`); a call that could pass the limit is not sent, the answers
 are written without the curve's manifest (no partial curve is read) and
-:class:`~memlab.backends.spend.CostLimitError` is raised. Asked again with the response
+:class:`~memlab.backends.costs.spend.CostLimitError` is raised. Asked again with the response
 cache, the calls that were answered are cache hits and cost nothing: the curve resumes.
 
 Memory knows nothing of a strategy here: a lane's snapshots are memory documents (a strategy
@@ -41,11 +41,11 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.rate_limit import RateLimit
-from memlab.backends.spend import CostLimitError, SpendLimit
-from memlab.core.document import utc_iso
-from memlab.core.llm import Backend
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.spend import CostLimitError, SpendLimit
+from memlab.backends.remote.rate_limit import RateLimit
+from memlab.core.jsondoc.document import utc_iso
+from memlab.core.pipeline.llm import Backend
 from memlab.datasets.models import Owner
 from memlab.grids.lane_backends import LaneBackends
 from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
@@ -60,7 +60,7 @@ from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import CURVE_ANSWERS, CURVE_MANIFEST, QA_ANSWERS
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
-from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
+from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
 
 __all__ = [
     "add_curve",

@@ -2,7 +2,7 @@
 
 :func:`audit_run_judges` (``memlab judge audit --run RUN``) grades the judge calibration set
 (:mod:`memlab.qa.judge_calibration`) with the judge backend and judge prompts the run's QA
-step used, at the QA step's judge settings (:mod:`memlab.scoring.judge_audit`), and keeps the
+step used, at the QA step's judge settings (:mod:`memlab.scoring.qa.judge_audit`), and keeps the
 result in ``qa/judge_audits.json``::
 
     {"judge_audits_format": 1,
@@ -28,16 +28,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
 from memlab.backends.identity import backend_identity
-from memlab.core.document import utc_iso
-from memlab.core.llm import Backend
+from memlab.core.jsondoc.document import utc_iso
+from memlab.core.pipeline.llm import Backend
 from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
 from memlab.qa.judge_calibration import JudgeCalibrationSet, load_judge_calibration
 from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import JUDGE_AUDITS, QA_MANIFEST, RunError
-from memlab.scoring.judge_audit import JudgeAudit, audit_judges, judge_backend
+from memlab.scoring.qa.judge_audit import JudgeAudit, audit_judges, judge_backend
 
 __all__ = [
     "JUDGE_AUDITS",

@@ -10,7 +10,7 @@ it. So the calls flow without barriers:
 - work that does not need the replies (the fates of the evidence, scored by the matcher) runs
   on its own thread while the calls are in flight (``alongside``).
 
-Requests are keyed like the response cache (:func:`memlab.backends.cache.request_key`): two
+Requests are keyed like the response cache (:func:`memlab.backends.caching.cache.request_key`): two
 lanes with the same prompt send it once.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from queue import SimpleQueue
 from typing import Generic, TypeVar
 
-from memlab.backends.cache import request_key
-from memlab.core.llm import Backend, CompletionRequest, GenerationParams
+from memlab.backends.caching.cache import request_key
+from memlab.core.pipeline.llm import Backend, CompletionRequest, GenerationParams
 from memlab.postrun.progress import Progress
 from memlab.qa.answering import AnswerTask, CallResult, call, judge_tasks
 from memlab.qa.qa_prompts import JudgePrompt

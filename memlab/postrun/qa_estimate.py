@@ -3,7 +3,7 @@
 Answer requests are built exactly as :func:`~memlab.postrun.qa_step.add_qa` builds them,
 from each lane's memory after each question's session (a finished run's records, or the
 memories of a sweep's dry replay), and looked up in the response cache with the cache's key
-(:class:`~memlab.backends.estimate.CacheProbe`). A judge request depends on the answer: for a
+(:class:`~memlab.backends.costs.estimate.CacheProbe`). A judge request depends on the answer: for a
 cached answer it is built from that answer and looked up too; for an answer the model has not
 given, it is built from the question's labelled answer and counted as a call. Requests are
 counted once per key, as the step sends them. The simulated model's calls are made (it is an
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode, request_key
-from memlab.backends.estimate import CacheProbe, Estimate, Tally
+from memlab.backends.caching.cache import CacheMode, request_key
+from memlab.backends.costs.estimate import CacheProbe, Estimate, Tally
 from memlab.backends.registry import cacheable, is_simulated
-from memlab.core.llm import Backend, CompletionRequest, GenerationParams
+from memlab.core.pipeline.llm import Backend, CompletionRequest, GenerationParams
 from memlab.datasets.models import Owner
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.postrun.qa_jobs import read_path, run_owners
 from memlab.postrun.qa_step import qa_backend

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memlab.core.llm import Backend
+from memlab.core.pipeline.llm import Backend
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.grids.owners import select_owners
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts
 from memlab.memory.designs import memory_design
@@ -29,8 +29,8 @@ from memlab.postrun.qa_calls import QACalls, call_key
 from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
 from memlab.qa.conditions import ReadPath
 from memlab.runs.run import Run
-from memlab.scoring.injection_audit import policy_embedder, policy_injector
 from memlab.scoring.procedures import reply_scores
+from memlab.scoring.qa.injection_audit import policy_embedder, policy_injector
 
 __all__ = ["Fate", "QAJob", "RunOwners", "answer_rows", "read_path", "run_owners"]
 

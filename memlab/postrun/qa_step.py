@@ -6,7 +6,7 @@ asks each question right after the session its ``after_session`` names, through
 
 - the lane's memory then is the replay's snapshot; it reaches the answer prompt through the
   lane's injection path (budget, token counting, policy ranked by the question:
-  :func:`memlab.scoring.injection_audit.policy_injector`), beside the baselines of the
+  :func:`memlab.scoring.qa.injection_audit.policy_injector`), beside the baselines of the
   other conditions;
 - every distinct request is sent once (the baselines of lanes with the same injection
   settings are the same prompts), concurrently on ``max_workers`` threads with no barrier
@@ -18,7 +18,7 @@ asks each question right after the session its ``after_session`` names, through
   memory only, is not judged but scored by the steps its reply names in order
   (:func:`memlab.scoring.procedures.reply_scores`: ``steps_named``, ``step_accuracy``);
 - each answer from memory gets the fate of its evidence in the replay
-  (:mod:`memlab.scoring.qa_causes`), scored with the run's matcher (the one
+  (:mod:`memlab.scoring.qa.qa_causes`), scored with the run's matcher (the one
   ``environment.json`` records) unless another is given; the QA manifest names it.
 
 It writes ``qa/answers.jsonl`` (one row per lane, sample, owner, question and condition) and
@@ -40,14 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.spend import CostLimitError, SpendLimit
 from memlab.backends.identity import backend_identity
-from memlab.backends.rate_limit import RateLimit, RateLimiters
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
-from memlab.backends.spend import CostLimitError, SpendLimit
-from memlab.core.document import utc_iso
-from memlab.core.llm import Backend
-from memlab.core.redact import redact
+from memlab.backends.remote.rate_limit import RateLimit, RateLimiters
+from memlab.core.base.redact import redact
+from memlab.core.jsondoc.document import utc_iso
+from memlab.core.pipeline.llm import Backend
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.lane_backends import LaneBackends
@@ -68,8 +68,8 @@ from memlab.qa.qa_prompts import JudgePrompt
 from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST
-from memlab.scoring.qa_causes import evidence_fates
-from memlab.scoring.qa_metrics import error_counts, errors_sentence
+from memlab.scoring.qa.qa_causes import evidence_fates
+from memlab.scoring.qa.qa_metrics import error_counts, errors_sentence
 
 __all__ = [
     "IncompleteQAError",
@@ -115,7 +115,7 @@ class JudgeErrorsError(MemlabError, RuntimeError):
 
     Attributes:
         run: The run, its QA tables loaded.
-        counts: :func:`~memlab.scoring.qa_metrics.error_counts` of its answers.
+        counts: :func:`~memlab.scoring.qa.qa_metrics.error_counts` of its answers.
         allowed: The share of answers without a verdict that was allowed.
     """
 
@@ -202,13 +202,13 @@ def add_qa(
             :class:`IncompleteQAError`.
         max_judge_errors: The share of answers a judge may leave without a verdict (an
             unreadable reply) before :class:`JudgeErrorsError` is raised (default 0: none).
-        max_cost: USD the calls may spend (declared prices, :mod:`memlab.backends.spend`):
+        max_cost: USD the calls may spend (declared prices, :mod:`memlab.backends.costs.spend`):
             a call that could pass it is not sent, and the step stops with
-            :class:`~memlab.backends.spend.CostLimitError` (what finished is written and
+            :class:`~memlab.backends.costs.spend.CostLimitError` (what finished is written and
             running the step again resumes).
         rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
             endpoint and model are paced at, shared by every worker thread
-            (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*`` headers can only
+            (:mod:`memlab.backends.remote.rate_limit`); servers' ``x-ratelimit-*`` headers can only
             lower it. Overrides the run's grid ``rate_limit:`` key value by value.
 
     Returns:
@@ -389,7 +389,7 @@ def add_fates(
 ) -> None:
     """Set ``fate`` and ``evidence_fates`` of each answer from memory among ``rows`` (answer
     rows of ``owner``'s replay ``record``), with ``matcher`` deciding which stored fact holds
-    an evidence fact (:func:`~memlab.scoring.qa_causes.evidence_fates`). Rescoring a run with
+    an evidence fact (:func:`~memlab.scoring.qa.qa_causes.evidence_fates`). Rescoring a run with
     another matcher calls it again."""
     questions = {q.id: q for q in owner.questions}
     memory = [r for r in rows if r["condition"] == "memory"]

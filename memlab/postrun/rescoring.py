@@ -25,8 +25,8 @@ from typing import Any
 import pandas as pd
 
 from memlab._version import __version__
-from memlab.core.document import utc_iso
-from memlab.core.files import io_reason
+from memlab.core.base.files import io_reason
+from memlab.core.jsondoc.document import utc_iso
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab.backends.cache import CacheMode
-from memlab.core.llm import Backend
+from memlab.backends.caching.cache import CacheMode
+from memlab.core.pipeline.llm import Backend
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.grids.lane_backends import LaneBackends

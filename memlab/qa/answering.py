@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlab.core.llm import Backend, BackendError, CompletionRequest, GenerationParams
+from memlab.core.pipeline.llm import Backend, BackendError, CompletionRequest, GenerationParams
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.qa.answer_scores import bleu1, is_abstention, mem0_f1, multi_answer_f1, token_f1
@@ -86,8 +86,8 @@ class AnswerSettings:
     """The agent: its answer prompt, sampling parameters and model override.
 
     ``tell_subject``: each request names the owner and session it asks about
-    (:attr:`~memlab.core.llm.CompletionRequest.about`), for an answerer that answers from the
-    dataset's known truth (the simulated model); off for every other backend.
+    (:attr:`~memlab.core.pipeline.llm.CompletionRequest.about`), for an answerer that answers from
+    the dataset's known truth (the simulated model); off for every other backend.
     """
 
     prompt: AnswerPrompt
@@ -146,7 +146,8 @@ class CallResult:
 
 
 def call(backend: Backend, request: CompletionRequest) -> CallResult:
-    """Send ``request``; a :class:`~memlab.core.llm.BackendError` becomes the result's error,
+    """Send ``request``; a :class:`~memlab.core.pipeline.llm.BackendError` becomes the result's
+    error,
     and so does a reply longer than a QA reply may be (:mod:`memlab.qa.reply_bounds`)."""
     try:
         done = backend.complete(request)

@@ -4,8 +4,8 @@ A question is asked at a point of the replay (right after one of the owner's ses
 agent's answer prompt receives a *context* (:class:`Context`) built under one condition:
 
 - ``memory``: the lane's memory at that point, rendered through the lane's injection path
-  (:func:`~memlab.core.injection.render_injection` with the lane's budget, token counting and
-  policy; :class:`ReadPath`);
+  (:func:`~memlab.core.pipeline.injection.render_injection` with the lane's budget, token counting
+  and policy; :class:`ReadPath`);
 - ``none``: nothing (what the agent knows without memory);
 - ``full_context``: the raw conversations so far instead of a memory: messages are taken
   newest first while they fit the lane's budget, and shown in conversation order under a
@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlab.core.document import MemoryDocument, create_empty_memory, utc_iso
-from memlab.core.injection import Injection, get_token_counter, render_injection
+from memlab.core.jsondoc.document import MemoryDocument, create_empty_memory, utc_iso
+from memlab.core.pipeline.injection import Injection, get_token_counter, render_injection
 from memlab.datasets.models import Owner
 from memlab.plugins import PluginError, Registry, declare, failure_hint, instance_of
 

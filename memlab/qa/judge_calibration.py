@@ -9,7 +9,7 @@ invented people, one per line::
 
 ``gold`` is null when the conversations never say: the judge then sees
 :data:`~memlab.qa.qa_prompts.ABSTAIN_REFERENCE` as the reference, as it does in a QA run.
-``memlab judge audit`` (:mod:`memlab.scoring.judge_audit`) grades every triple with a judge
+``memlab judge audit`` (:mod:`memlab.scoring.qa.judge_audit`) grades every triple with a judge
 and measures its agreement with the verdicts.
 
 How the verdicts were decided (by reading each triple, the key-fact reading of LoCoMo's
@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from memlab.core.files import MAX_TEXT_BYTES, FileReadError, read_text
-from memlab.core.jsontext import JsonDepthError, loads_json
+from memlab.core.base.files import MAX_TEXT_BYTES, FileReadError, read_text
+from memlab.core.base.jsontext import JsonDepthError, loads_json
 from memlab.datasets.questions import Question
 from memlab.errors import MemlabError, excerpt
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE

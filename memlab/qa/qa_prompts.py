@@ -5,7 +5,7 @@ each placeholder exactly once, substituted in one pass, identified by the hash o
 loaded from ``.txt``/``.yaml``/``.json`` files into a registry of their kind.
 
 - :class:`AnswerPrompt`: ``{memory}`` (the memory as the agent sees it, e.g. through
-  :func:`~memlab.core.injection.format_memory_for_injection`) and ``{question}``. Built in:
+  :func:`~memlab.core.pipeline.injection.format_memory_for_injection`) and ``{question}``. Built in:
   ``default`` (a short answer, the newer of two values, "I don't know" when the memory does
   not answer).
 - :class:`JudgePrompt`: ``{question}``, ``{gold_answer}`` and ``{answer}``; the judge replies

@@ -1,7 +1,7 @@
 """The bound on a QA reply's length, checked where replies enter a QA step.
 
 A server that ignores ``max_tokens`` can send megabytes per answer (an HTTP reply may hold up
-to :data:`~memlab.core.files.MAX_REPLY_BYTES`); scoring such an answer (token F1, BLEU-1)
+to :data:`~memlab.core.base.files.MAX_REPLY_BYTES`); scoring such an answer (token F1, BLEU-1)
 and sending it to every judge costs time and memory in proportion to it. A reply longer than
 :data:`MAX_REPLY_CHARS` characters is therefore **recorded as a failed call**, never cut:
 a cut answer would be scored as if the model had said it. The answer row gets the error

@@ -6,8 +6,8 @@ from html import escape
 
 import pandas as pd
 
-from memlab.reporting.charts import fact_growth_chart, parse_failure_chart
 from memlab.reporting.echoes import echo_lines
+from memlab.reporting.figures.charts import fact_growth_chart, parse_failure_chart
 from memlab.reporting.report import figure_to_data_uri
 from memlab.runs.run import Run
 

@@ -1,6 +1,6 @@
 """Echoes of the prompt in a run, in words: how many replies copied the prompt's own text.
 
-The counting is :mod:`memlab.core.echo` (which text is an echo) and the ``echo_rate`` metric
+The counting is :mod:`memlab.core.jsondoc.echo` (which text is an echo) and the ``echo_rate`` metric
 (:data:`memlab.scoring.metric_specs.METRIC_SPECS`: replies with an echo / replies); this
 module reads them back for the places a user looks: ``memlab run``'s summary, the report, a
 prompt trial, and any verdict that has to say why a prompt comparison cannot be trusted

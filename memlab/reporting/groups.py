@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from memlab.backends.registry import SIMULATED_MARK
 from memlab.runs.run import Run
-from memlab.scoring.comparability import LaneFacts, check_pairs, kind_baselines, kind_of
+from memlab.scoring.comparing.comparability import LaneFacts, check_pairs, kind_baselines, kind_of
 
 __all__ = [
     "GROUP_TITLES",
@@ -31,7 +31,7 @@ GROUP_TITLES = {"real": "Real model", "simulated": f"Simulated model {SIMULATED_
 
 def group_name(run: Run, lane_id: str) -> str:
     """``"simulated"`` for a lane replaying the simulated model, else ``"real"`` (the kind
-    comparisons pair by, :func:`memlab.scoring.comparability.kind_of`)."""
+    comparisons pair by, :func:`memlab.scoring.comparing.comparability.kind_of`)."""
     return kind_of(run.lane_facts(lane_id))
 
 
@@ -61,7 +61,7 @@ class LaneGroup:
 def lane_groups(runs: Sequence[Run]) -> list[LaneGroup]:
     """The runs' lanes split into real (first) and simulated; empty groups left out.
 
-    Split by :func:`~memlab.scoring.comparability.kind_baselines`, as ``compare`` pairs
+    Split by :func:`~memlab.scoring.comparing.comparability.kind_baselines`, as ``compare`` pairs
     lanes, so a report and a comparison always rank a lane against the same baseline."""
     lanes = [(run, lane_id) for run in runs for lane_id in run.lanes]
     found: dict[int, list[tuple[Run, str]]] = {}  # by the baseline (its identity)
@@ -91,7 +91,8 @@ def _across_kinds(runs: Sequence[Run]) -> list[tuple[tuple[Run, str], tuple[Run,
 def check_report(runs: Sequence[Run], *, allow_mixed: bool = False) -> list[str]:
     """Refuse a report of lanes measured differently (each lane against its group's baseline,
     and each later run of another kind against the first run, checked by
-    :func:`memlab.scoring.comparability.check_pairs`); return the banners of those allowed.
+    :func:`memlab.scoring.comparing.comparability.check_pairs`); return the banners of those
+    allowed.
 
     Raises:
         MixedComparisonError: A difference that refuses a comparison, without

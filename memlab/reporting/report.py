@@ -3,10 +3,10 @@
 The HTML has no external assets: charts are embedded PNG data URIs and the style sheet is
 inline. Every piece of text that comes from a dataset, a model or a config is HTML-escaped.
 
-Its first screen answers (:mod:`memlab.reporting.verdict`): what was compared, the significant
-differences against each baseline, the biggest prompt change. The metric tables and the charts
-follow (of several runs: one chart of each kind with the runs overlaid,
-:mod:`memlab.reporting.overlay`); everything else is folded in ``<details>``. Real and
+Its first screen answers (:mod:`memlab.reporting.compare.verdict`): what was compared, the
+significant differences against each baseline, the biggest prompt change. The metric tables and the
+charts follow (of several runs: one chart of each kind with the runs overlaid,
+:mod:`memlab.reporting.figures.overlay`); everything else is folded in ``<details>``. Real and
 simulated lanes are never in one table (:mod:`memlab.reporting.groups`).
 """
 
@@ -26,33 +26,46 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.registry import SIMULATED_MARK, is_simulated
-from memlab.core.atomic import atomic_write_text
-from memlab.core.document import utc_iso
-from memlab.core.similarity import normalize_text
+from memlab.core.base.atomic import atomic_write_text
+from memlab.core.jsondoc.document import utc_iso
+from memlab.core.jsondoc.similarity import normalize_text
 from memlab.matching.calibration import calibration_of
 from memlab.matching.matcher_audit import AuditError, read_sheet
 from memlab.postrun.audit import sheet_path
-from memlab.reporting import charts
-from memlab.reporting.chart_tables import chart_numbers
+from memlab.reporting.compare.prompt_changes import (
+    prompt_changes,
+    prompt_changes_html,
+    prompt_changes_markdown,
+)
+from memlab.reporting.compare.verdict import (
+    biggest_prompt_change,
+    compared_lines,
+    verdict,
+    verdict_html,
+    verdict_markdown,
+)
 from memlab.reporting.echoes import echo_notes
-from memlab.reporting.groups import lane_groups
-from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
-from memlab.reporting.memory_time import (
+from memlab.reporting.figures import charts
+from memlab.reporting.figures.chart_tables import chart_numbers
+from memlab.reporting.figures.memory_time import (
     MemoryTimeSection,
     memory_time_html,
     memory_time_markdown,
     memory_time_section,
 )
+from memlab.reporting.figures.overlay import Overlay
+from memlab.reporting.groups import lane_groups
+from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
 from memlab.reporting.operations import section_html as operations_html
 from memlab.reporting.operations import section_markdown as operations_markdown
-from memlab.reporting.overlay import Overlay
-from memlab.reporting.prompt_changes import (
-    prompt_changes,
-    prompt_changes_html,
-    prompt_changes_markdown,
+from memlab.reporting.qa.qa_section import (
+    QASection,
+    qa_error_notes,
+    qa_html,
+    qa_markdown,
+    qa_section,
 )
-from memlab.reporting.qa_section import QASection, qa_error_notes, qa_html, qa_markdown, qa_section
 from memlab.reporting.statistics import (
     StatisticsSection,
     section_html,
@@ -67,13 +80,6 @@ from memlab.reporting.tables import (
     metric_table_markdown,
     metrics_in,
     worst_failures,
-)
-from memlab.reporting.verdict import (
-    biggest_prompt_change,
-    compared_lines,
-    verdict,
-    verdict_html,
-    verdict_markdown,
 )
 from memlab.runs.run import Run
 
@@ -283,7 +289,7 @@ def build_report(
     naming the simulated lanes follows it whenever a run has any. Lanes measured differently
     (another dataset, owner set, matcher or judge, a run of the simulated model beside a run
     of a real one, another answerer or answer key of memory QA) are refused
-    (:class:`~memlab.scoring.comparability.MixedComparisonError`) unless ``allow_mixed``;
+    (:class:`~memlab.scoring.comparing.comparability.MixedComparisonError`) unless ``allow_mixed``;
     the report's introduction then names what is mixed. A run whose dataset file changed since
     it was swept is refused (:class:`~memlab.runs.run_dataset.DatasetChangedError`).
     """

@@ -4,9 +4,9 @@ Built once per report by :func:`statistics_section` and rendered by :func:`secti
 and :func:`section_html`. Real and simulated lanes are compared apart
 (:mod:`memlab.reporting.groups`): every configuration is compared with its group's baseline
 (the group's first lane) on the owners both have; the primary metrics form one Holm family per
-group, the other rates are exploratory (:mod:`memlab.scoring.comparison`). Rows that can show
-nothing (no change, or no test possible with so few owners) are kept apart from the
-informative ones, so a reader sees the tests first.
+group, the other rates are exploratory (:mod:`memlab.scoring.comparing.comparison`). Rows that can
+show nothing (no change, or no test possible with so few owners) are kept apart from the informative
+ones, so a reader sees the tests first.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from memlab.reporting.groups import (
 )
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.runs.run import Run
-from memlab.scoring.comparison import Lane, compare_lanes, comparison_text
-from memlab.scoring.estimators import estimator
+from memlab.scoring.comparing.comparison import Lane, compare_lanes, comparison_text
+from memlab.scoring.inference.estimators import estimator
+from memlab.scoring.inference.stats import StatOptions, bootstrap, min_detectable_effect
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
-from memlab.scoring.stats import StatOptions, bootstrap, min_detectable_effect
 
 __all__ = [
     "GroupComparison",
@@ -57,7 +57,8 @@ class GroupComparison:
     """The group's heading ("" when the report has one group)."""
     baseline: str
     table: pd.DataFrame
-    """:func:`memlab.scoring.comparison.compare_lanes` rows (those not applicable left out)."""
+    """:func:`memlab.scoring.comparing.comparison.compare_lanes` rows (those not applicable left
+    out)."""
 
     @property
     def informative(self) -> pd.Series:
@@ -68,7 +69,8 @@ class GroupComparison:
         return tested & ~self.table["mde"].map(lambda v: math.isinf(float(v)))
 
     def text(self, rows: pd.Series | None = None) -> pd.DataFrame:
-        """:func:`memlab.scoring.comparison.comparison_text` of ``rows`` (default: all)."""
+        """:func:`memlab.scoring.comparing.comparison.comparison_text` of ``rows`` (default:
+        all)."""
         chosen = self.table if rows is None else self.table[rows]
         return comparison_text(chosen)
 
@@ -190,7 +192,7 @@ def _group_comparisons(
 ) -> GroupComparison | None:
     """The group's lanes against its first lane (notes collect what is left out, banners
     what a mixed comparison mixes; lanes measured differently are refused unless
-    ``allow_mixed``, :func:`memlab.scoring.comparison.compare_lanes`)."""
+    ``allow_mixed``, :func:`memlab.scoring.comparing.comparison.compare_lanes`)."""
     pairs, apart = group_pairs(group)
     notes += [
         f"{lane.run.name}: {lane.label} shares no owners with {group.baseline}: not compared."

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.core.similarity import (
+from memlab.core.jsondoc.similarity import (
     NEAR_DUPLICATE_THRESHOLD,
     near_duplicate_score,
     normalize_text,

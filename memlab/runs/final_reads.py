@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memlab.core.jsontext import MAX_JSON_DEPTH, nesting_path
+from memlab.core.base.jsontext import MAX_JSON_DEPTH, nesting_path
 
 __all__ = ["parse_final_memory"]
 

@@ -1,4 +1,5 @@
-"""What a run records about one of its lanes, as :class:`~memlab.scoring.comparability.LaneFacts`.
+"""What a run records about one of its lanes, as
+:class:`~memlab.scoring.comparing.comparability.LaneFacts`.
 
 Read from the run directory: the dataset (``grid.yaml``: its path and content hash), the
 owners the lane's session rows cover, the matcher (``environment.json``), the QA judge, the
@@ -18,11 +19,11 @@ import pandas as pd
 
 from memlab.backends.identity import file_digest
 from memlab.backends.registry import is_simulated, reads_prompts
-from memlab.core.yamlio import read_yaml
+from memlab.core.base.yamlio import read_yaml
 from memlab.errors import MemlabError
-from memlab.grids.grid import LaneConfig
+from memlab.grids.lane import LaneConfig
 from memlab.runs.rundir import RunDir
-from memlab.scoring.comparability import JudgeFacts, LaneFacts, QAFacts
+from memlab.scoring.comparing.comparability import JudgeFacts, LaneFacts, QAFacts
 
 __all__ = ["dataset_identity", "qa_facts", "read_lane_facts"]
 

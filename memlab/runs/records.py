@@ -17,14 +17,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from memlab.core.files import (
+from memlab.core.base.files import (
     MAX_TABLE_BYTES,
     FileReadError,
     io_reason,
     iter_lines,
     open_regular,
 )
-from memlab.core.jsontext import loads_json, nesting_path
+from memlab.core.base.jsontext import loads_json, nesting_path
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metric_specs import COUNT_SPECS
 
@@ -96,7 +96,7 @@ class QARow(BaseModel):
     """One answer of memory QA (``qa/answers.jsonl``): the question asked of one lane's
     replay of one owner under one condition, the answer and its cost, its scores against the
     answer keys, each judge's verdicts and, for an answer from memory, the fate of its
-    evidence (:mod:`memlab.qa.answering`, :mod:`memlab.scoring.qa_causes`)."""
+    evidence (:mod:`memlab.qa.answering`, :mod:`memlab.scoring.qa.qa_causes`)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import pandas as pd
 
-from memlab.core.safe_names import unsafe_reason
-from memlab.core.yamlio import read_yaml
+from memlab.core.base.safe_names import unsafe_reason
+from memlab.core.base.yamlio import read_yaml
 from memlab.errors import MemlabError, excerpt
-from memlab.grids.grid import Grid, LaneConfig
+from memlab.grids.grid import Grid
+from memlab.grids.lane import LaneConfig
 from memlab.runs.final_reads import parse_final_memory
 from memlab.runs.lane_facts import dataset_identity, qa_facts, read_lane_facts
 from memlab.runs.records import CallRow, QARow, SessionRow, read_rows
@@ -34,10 +35,10 @@ from memlab.runs.rundir import (
     RunError,
 )
 from memlab.runs.views import RUN_VIEWS
-from memlab.scoring.comparability import LaneFacts, QAFacts
+from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
+from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metrics import failure_table, summarize, violation_table
-from memlab.scoring.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
-from memlab.scoring.stats import StatOptions
+from memlab.scoring.qa.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
 
 __all__ = ["Run", "RunError", "flatten_call", "load_run"]
 

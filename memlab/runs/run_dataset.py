@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlab.backends.identity import file_digest
-from memlab.core.yamlio import read_yaml
+from memlab.core.base.yamlio import read_yaml
 from memlab.errors import MemlabError
 from memlab.runs.rundir import RunDir
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.document import parse_utc, utc_iso
-from memlab.core.yamlio import read_yaml
+from memlab.core.base.yamlio import read_yaml
+from memlab.core.jsondoc.document import parse_utc, utc_iso
 from memlab.errors import one_line
 from memlab.runs.run import load_run
 

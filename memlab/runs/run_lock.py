@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from memlab.core.document import utc_iso
+from memlab.core.jsondoc.document import utc_iso
 from memlab.errors import MemlabError, one_line
 
 __all__ = ["RunLockedError", "lock_path", "run_lock", "writes_run"]

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.atomic import atomic_write_text
-from memlab.core.files import (
+from memlab.core.base.atomic import atomic_write_text
+from memlab.core.base.files import (
     MAX_RUN_FILE_BYTES,
     MAX_TABLE_BYTES,
     FileReadError,
@@ -50,7 +50,7 @@ from memlab.core.files import (
     open_regular,
     read_bytes,
 )
-from memlab.core.jsontext import loads_json
+from memlab.core.base.jsontext import loads_json
 from memlab.errors import MemlabError, excerpt
 from memlab.runs.run_lock import lock_path, run_lock
 

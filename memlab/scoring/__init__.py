@@ -2,10 +2,10 @@
 
 :mod:`~memlab.scoring.metric_specs` declares every per-owner count and every summary metric
 built from them; :mod:`~memlab.scoring.metrics` computes the session rows, the per-owner
-counts and the per-lane summary with bootstrap intervals (:mod:`~memlab.scoring.stats`);
-:mod:`~memlab.scoring.comparison` compares lanes paired on their owners;
+counts and the per-lane summary with bootstrap intervals (:mod:`~memlab.scoring.inference.stats`);
+:mod:`~memlab.scoring.comparing.comparison` compares lanes paired on their owners;
 :mod:`~memlab.scoring.operations` scores each update as memory operations and
-:mod:`~memlab.scoring.injection_audit` what reaches the next session's agent.
+:mod:`~memlab.scoring.qa.injection_audit` what reaches the next session's agent.
 
 Names are imported on first use (see :mod:`memlab._lazy`).
 """
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.scoring.comparison import CompareError as CompareError
-    from memlab.scoring.comparison import Lane as Lane
-    from memlab.scoring.comparison import compare as compare
-    from memlab.scoring.comparison import compare_lanes as compare_lanes
-    from memlab.scoring.injection_audit import audit_injection as audit_injection
+    from memlab.scoring.comparing.comparison import CompareError as CompareError
+    from memlab.scoring.comparing.comparison import Lane as Lane
+    from memlab.scoring.comparing.comparison import compare as compare
+    from memlab.scoring.comparing.comparison import compare_lanes as compare_lanes
+    from memlab.scoring.inference.stats import StatOptions as StatOptions
     from memlab.scoring.metric_specs import MetricSpec as MetricSpec
     from memlab.scoring.metric_specs import metric_spec as metric_spec
     from memlab.scoring.metrics import failure_table as failure_table
@@ -29,6 +29,6 @@ if TYPE_CHECKING:
     from memlab.scoring.metrics import replay_rows as replay_rows
     from memlab.scoring.metrics import summarize as summarize
     from memlab.scoring.metrics import violation_table as violation_table
-    from memlab.scoring.stats import StatOptions as StatOptions
+    from memlab.scoring.qa.injection_audit import audit_injection as audit_injection
 else:  # at run time: each name is imported on first use
     __getattr__, __dir__ = lazy_face(__name__)

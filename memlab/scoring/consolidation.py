@@ -25,7 +25,7 @@ and judge noise are measured, not assumed to be 0; per session:
 
 - ``reference``: the reference re-ask's accuracy on the questions asked again at the session;
 - ``collapse_p``: the one-sided owner-clustered p-value of retained below the reference
-  (:func:`memlab.scoring.collapse.retention_p`), Holm-adjusted over the lane's sessions;
+  (:func:`memlab.scoring.inference.collapse.retention_p`), Holm-adjusted over the lane's sessions;
 - ``collapse``: ``collapse_p`` below ``alpha`` (0.05: at most a 5% chance of a false flag
   anywhere on a curve) and the displayed upper bound of ``size_ratio`` below 1.
 
@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.core.injection import get_token_counter
-from memlab.scoring.collapse import curve_p_values, retention_p
-from memlab.scoring.qa_metrics import HEADLINE_KINDS, verdict_table
-from memlab.scoring.stats import StatOptions, bootstrap_ratios
+from memlab.core.pipeline.injection import get_token_counter
+from memlab.scoring.inference.collapse import curve_p_values, retention_p
+from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
+from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
 
 __all__ = [
     "CURVE_COLUMNS",

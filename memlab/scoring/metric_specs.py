@@ -72,7 +72,7 @@ class CountSpec:
         by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
             metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
             (:mod:`~memlab.scoring.operations`), ``injection``
-            (:mod:`~memlab.scoring.injection_audit`), ``qa`` (:mod:`~memlab.scoring.
+            (:mod:`~memlab.scoring.qa.injection_audit`), ``qa`` (:mod:`~memlab.scoring.
             qa_metrics`), ``embeddings``, ``calls`` or ``owner``.
         in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
             others only appear when measured (embeddings, operations of newer runs).
@@ -108,7 +108,7 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         in_rows=True,
     ),
     # Proposed facts and summaries that echo the prompt template's own text, dropped before
-    # the merge (memlab.core.echo); absent from calls recorded before it was counted (0).
+    # the merge (memlab.core.jsondoc.echo); absent from calls recorded before it was counted (0).
     CountSpec("echoed", "sessions", "merge", in_rows=True),
     *_counts(
         "sessions",
@@ -126,7 +126,7 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
         "gold_injectable",
     ),
     # Memory QA: the questions asked after each session, answered from the lane's memory
-    # and graded by one judge (memlab.scoring.qa_metrics.qa_session_counts).
+    # and graded by one judge (memlab.scoring.qa.qa_metrics.qa_session_counts).
     *_counts(
         "sessions",
         "qa",
@@ -192,7 +192,7 @@ class MetricSpec:
             and is compared between configurations by the paired test. Needs ``ratio`` or
             ``survival``.
         primary: One of the few metrics that answer "is B better": the Holm family of a
-            comparison (:mod:`memlab.scoring.comparison`). Every other interval metric is
+            comparison (:mod:`memlab.scoring.comparing.comparison`). Every other interval metric is
             secondary: shown with its interval and labelled exploratory. A grid's
             ``primary: [...]`` overrides the set for its runs.
         average: ``micro`` (the ratio of sums over owners) or ``macro`` (the mean over owners
@@ -200,7 +200,7 @@ class MetricSpec:
             not move because some owners store more facts than others.
         survival: ``(events, at_risk, horizon)``: the restricted mean survival time up to
             ``horizon`` from per-owner count columns ``<events>_<t>`` and ``<at_risk>_<t>``
-            (Kaplan-Meier, :mod:`memlab.scoring.survival`), censoring at the data's end
+            (Kaplan-Meier, :mod:`memlab.scoring.inference.survival`), censoring at the data's end
             taken into account.
         empty: The value of a ratio whose denominator is 0 (NaN: not computable).
         valid: The range a value (and a gate threshold) can take.
@@ -468,7 +468,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("forbidden_stored", "facts"),
         empty=0.0,
     ),
-    # A model that copies the prompt's own example or instructions (memlab.core.echo): the
+    # A model that copies the prompt's own example or instructions (memlab.core.jsondoc.echo): the
     # share of replies with an echo, which is never stored; a prompt comparison on such
     # replies measures the copying, not the prompts.
     _rate(
@@ -546,7 +546,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         ("gold_regret", "gold_active"),
         requires=_OPS_HINT,
     ),
-    # What the next session's agent receives (memlab.scoring.injection_audit).
+    # What the next session's agent receives (memlab.scoring.qa.injection_audit).
     _rate(
         "injected_gold_coverage",
         "injected gold coverage",
@@ -563,7 +563,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         empty=0.0,
     ),
     MetricSpec("injection_dropped", "facts dropped by the budget", None),
-    # Does the memory help the agent answer? (memlab.scoring.qa_metrics): answerable questions
+    # Does the memory help the agent answer? (memlab.scoring.qa.qa_metrics): answerable questions
     # answered from the lane's memory, graded by the run's headline judge; abstain and
     # adversarial questions apart. Primary: a run with memory QA is judged on it; a run
     # without has no QA counts, so the metric is absent from its comparisons and family.

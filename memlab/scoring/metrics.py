@@ -12,7 +12,7 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
 - *covered*: decided by a fact matcher (default :func:`memlab.matching.matchers.default_matcher`;
   its name and calibration are recorded with the run, see :mod:`memlab.matching.base`).
 - *duplicates*: stored facts repeating an earlier one (exact / normalized / near, see
-  :mod:`memlab.core.similarity`); *duplicate rate* = near duplicates / stored facts. When an
+  :mod:`memlab.core.jsondoc.similarity`); *duplicate rate* = near duplicates / stored facts. When an
   :class:`~memlab.matching.embeddings.EmbeddingDuplicates` is given, also ``dup_embedding`` and
   *duplicate rate (embeddings)* = its count / stored facts.
 - *parse-failure rate*: LLM replies whose parse failed / LLM replies.
@@ -26,13 +26,13 @@ Definitions (all per lane; "gold" = labeled facts of the dataset):
 - *operations* (add/removal precision, recall, F1, wrong removals), *stale survival* and
   *eviction regret*: each update scored against the labels, see :mod:`memlab.scoring.operations`.
 - *injected gold coverage*: active gold facts in what the next session's agent receives, see
-  :mod:`memlab.scoring.injection_audit`.
+  :mod:`memlab.scoring.qa.injection_audit`.
 - *stale survival*: the restricted mean of the session ends a retracted fact survives, from a
-  Kaplan-Meier estimate censored at the data's end, see :mod:`memlab.scoring.survival`.
+  Kaplan-Meier estimate censored at the data's end, see :mod:`memlab.scoring.inference.survival`.
 Every summary rate is micro-averaged over owners (sums of per-owner counts, then the ratio)
 unless its spec says macro (the mean of owners' own rates: ``precision_macro``), and carries a
-95% bootstrap interval over the owners it can vary with (:mod:`memlab.scoring.stats`,
-:mod:`memlab.scoring.estimators`); which column is which is declared once in
+95% bootstrap interval over the owners it can vary with (:mod:`memlab.scoring.inference.stats`,
+:mod:`memlab.scoring.inference.estimators`); which column is which is declared once in
 :mod:`memlab.scoring.metric_specs`.
 """
 
@@ -45,15 +45,15 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.registry import is_simulated, price_table
-from memlab.core.similarity import count_duplicates
+from memlab.core.jsondoc.similarity import count_duplicates
 from memlab.datasets.models import Owner, Session
 from memlab.matching.base import FactMatcher
 from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.memory.strategy import asked_model, is_queued_update
 from memlab.scoring.consolidation import memory_tokens
-from memlab.scoring.estimators import estimator
-from memlab.scoring.injection_audit import injection_counts
+from memlab.scoring.inference.estimators import estimator
+from memlab.scoring.inference.stats import StatOptions, bootstrap, ratio
 from memlab.scoring.metric_specs import (
     MetricSpec,
     count_columns,
@@ -61,7 +61,7 @@ from memlab.scoring.metric_specs import (
     summary_specs,
 )
 from memlab.scoring.operations import score_operations
-from memlab.scoring.stats import StatOptions, bootstrap, ratio
+from memlab.scoring.qa.injection_audit import injection_counts
 
 __all__ = [
     "failure_table",
@@ -92,8 +92,8 @@ def session_rows(
     close to an earlier fact's (see :mod:`memlab.matching.embeddings`). Rows also carry the
     session's memory operations (:mod:`memlab.scoring.operations`) and, with ``injections``
     (the replay's audits), what reached the next session's agent
-    (:mod:`memlab.scoring.injection_audit`). Facts stored from echoes of the prompt (the
-    calls' ``applied.echoed``, :mod:`memlab.core.echo`) are left out of the state counts:
+    (:mod:`memlab.scoring.qa.injection_audit`). Facts stored from echoes of the prompt (the
+    calls' ``applied.echoed``, :mod:`memlab.core.jsondoc.echo`) are left out of the state counts:
     an echo is never a stored fact. ``start`` (a fork's session) drops the rows of
     earlier sessions, whose labels still count.
     """
@@ -145,7 +145,7 @@ def session_rows(
 
 def _echo_ids(calls: Sequence[Mapping[str, Any]]) -> set[str]:
     """Ids of the facts these calls stored from echoes of the prompt (each call record's
-    ``applied.echoed``, :mod:`memlab.core.echo`)."""
+    ``applied.echoed``, :mod:`memlab.core.jsondoc.echo`)."""
     ids: set[str] = set()
     for call in calls:
         applied = call.get("applied")

@@ -38,7 +38,7 @@ Stale survival: for each retracted gold fact held when its session starts, the n
 consecutive session ends from the retracting one on that still hold it, and the virtual days
 from the retracting session's start until the update that dropped it (or the end of the last
 session: then ``censored``), and the episode's Kaplan-Meier counts (removed and at risk at each
-time below the horizon, :mod:`memlab.scoring.survival`).
+time below the horizon, :mod:`memlab.scoring.inference.survival`).
 
 Eviction regret: active gold facts that memory does not hold at a session's end because the
 ``max_facts`` cap evicted them or the confidence threshold rejected them (the last thing that
@@ -51,10 +51,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memlab.core.document import parse_utc
+from memlab.core.jsondoc.document import parse_utc
 from memlab.datasets.models import Owner
+from memlab.scoring.inference.survival import Episode, episode_counts
 from memlab.scoring.metric_specs import STALE_HORIZON, count_columns
-from memlab.scoring.survival import Episode, episode_counts
 
 __all__ = ["OPERATION_COUNTS", "gold_losses", "lost_golds", "score_operations"]
 

@@ -5,7 +5,7 @@ Per lane, from the answers :func:`memlab.postrun.retention.ask_retention` asked 
 answerable question after every session following its evidence) and the memory's size after
 every session (:func:`memlab.postrun.consolidation.memory_sizes`), with 95% intervals over
 owners (repeated samples of an owner averaged first, as everywhere in memlab; the interval's
-method, or none on too few owners, as :mod:`memlab.scoring.coverage` decides):
+method, or none on too few owners, as :mod:`memlab.scoring.inference.coverage` decides):
 
 - ``retained``: answers correct under the run's judge (answer key) / answers asked;
 - ``memory_tokens``: the memory's size in cl100k tokens per owner, averaged over the
@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memlab.scoring.qa_metrics import verdict_table
-from memlab.scoring.stat_options import StatOptions
-from memlab.scoring.stats import Estimator, bootstrap, ratio_estimator
+from memlab.scoring.inference.stat_options import StatOptions
+from memlab.scoring.inference.stats import Estimator, bootstrap, ratio_estimator
+from memlab.scoring.qa.qa_metrics import verdict_table
 
 __all__ = ["RETENTION_COLUMNS", "compare_retention", "retention_table"]
 

@@ -65,10 +65,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlab.core.contract import minimal_update
-from memlab.core.llm import BackendError, Completion, CompletionRequest
-from memlab.core.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.parsing import FailureCategory
+from memlab.core.jsondoc.contract import minimal_update
+from memlab.core.jsondoc.parsing import FailureCategory
+from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
+from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.qa.qa_prompts import JudgePrompt
 from memlab.simulation.procedural import ProcedureAnswer, ProceduresDecision, SimProcedural
 from memlab.simulation.profile import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memlab.backends.registry import BACKENDS, BackendPlugin
-from memlab.core.llm import Backend, BackendError
+from memlab.core.pipeline.llm import Backend, BackendError
 
 __all__ = ["SIM_BACKEND", "SIM_PREFIX", "register"]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memlab.core.parsing import FailureCategory
+from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.core.procedure_prompts import procedures_prompt
 from memlab.simulation.profile import SimProfile, uniform
 from memlab.simulation.replies import Breakage, broken_reply

@@ -51,7 +51,7 @@ identical in both still draw alike (give them different seeds for an A/A). QA an
 verdicts mix in the profile only: two lanes of one profile that differ only in the prompt
 share those draws.
 
-Failure categories are the parse ladder's (:class:`memlab.core.parsing.FailureCategory`).
+Failure categories are the parse ladder's (:class:`memlab.core.jsondoc.parsing.FailureCategory`).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ from pydantic import (
 )
 
 from memlab import plugins
-from memlab.core.parsing import FailureCategory
-from memlab.core.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
+from memlab.core.base.yamlio import YamlInputError, key_lines, parse_yaml, read_text_limited
+from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.errors import MemlabError
 
 __all__ = [

@@ -9,9 +9,9 @@ recognises update prompts, by the dataset content they hold:
 - an **answer prompt** is any other prompt that holds a question of the dataset (its exact
   text; the longest one wins) and no memory document JSON (update prompts hold one). The
   question is the one of the owner asked after the session the request names
-  (:attr:`~memlab.core.llm.CompletionRequest.about`, which the QA step sends to the simulated
-  model), so two owners whose sessions and questions read alike get each their own answers;
-  a request that names none takes the first owner with that question text.
+  (:attr:`~memlab.core.pipeline.llm.CompletionRequest.about`, which the QA step sends to the
+  simulated model), so two owners whose sessions and questions read alike get each their own
+  answers; a request that names none takes the first owner with that question text.
 
 Answering (rates from :class:`~memlab.simulation.profile.SimQAProfile`): the question's
 evidence is *in the prompt* when every evidence fact is there, as a line of its own, in a
@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from memlab.core.llm import BackendError
+from memlab.core.pipeline.llm import BackendError
 from memlab.errors import excerpt
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
 from memlab.simulation.procedural import ProcedureAnswer, answer_procedure

@@ -3,7 +3,7 @@
 The simulated model answers update, summary, importance and compression prompts with a JSON
 object of the call's contract; :func:`broken_reply` turns that object into reply text and, for
 an injected failure, breaks it the way the category of the parse ladder's taxonomy describes
-(:class:`memlab.core.parsing.FailureCategory`).
+(:class:`memlab.core.jsondoc.parsing.FailureCategory`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from memlab.core.parsing import FailureCategory
+from memlab.core.jsondoc.parsing import FailureCategory
 
 __all__ = ["Breakage", "broken_reply"]
 

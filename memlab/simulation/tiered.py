@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memlab.core.parsing import FailureCategory
+from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.core.tiered_prompts import compression_prompt, importance_prompt, summary_prompt
 from memlab.simulation.profile import SimProfile, uniform
 from memlab.simulation.replies import Breakage, broken_reply

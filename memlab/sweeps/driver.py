@@ -36,13 +36,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.spend import CostLimitError, SpendLimit
 from memlab.backends.identity import file_digest
-from memlab.backends.rate_limit import RateLimit, RateLimiters
 from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
-from memlab.backends.spend import CostLimitError, SpendLimit
-from memlab.core.document import utc_iso
-from memlab.core.safe_names import ensure_inside
+from memlab.backends.remote.rate_limit import RateLimit, RateLimiters
+from memlab.core.base.safe_names import ensure_inside
+from memlab.core.jsondoc.document import utc_iso
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.grid import ForkSpec, Grid
@@ -58,7 +58,7 @@ from memlab.postrun.rescoring import matcher_record
 from memlab.runs.records import CallRow, SessionRow, typed_rows
 from memlab.runs.run import Run, flatten_call
 from memlab.runs.rundir import RUN_FORMAT, RunError
-from memlab.scoring.comparability import SIMULATED_PROMPT_NOTE
+from memlab.scoring.comparing.comparability import SIMULATED_PROMPT_NOTE
 from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
@@ -161,13 +161,13 @@ def sweep(
         max_judge_errors: With a ``qa:`` key: the share of answers a judge may leave without
             a verdict (see :func:`memlab.postrun.qa_step.add_qa`).
         max_cost: USD the sweep's calls may spend, priced as their backends declare
-            (:mod:`memlab.backends.spend`): a call that could pass it is not sent, the
+            (:mod:`memlab.backends.costs.spend`): a call that could pass it is not sent, the
             replays it stops are recorded unfinished, and the sweep raises
-            :class:`~memlab.backends.spend.CostLimitError` (the next sweep resumes them).
+            :class:`~memlab.backends.costs.spend.CostLimitError` (the next sweep resumes them).
             Needs a thread pool or ``concurrent.futures`` executor (not Dask).
         rate_limit: Requests and tokens a minute the calls of each OpenAI-compatible
             endpoint and model are paced at, shared by every worker thread of the replays and
-            the QA step (:mod:`memlab.backends.rate_limit`); servers' ``x-ratelimit-*``
+            the QA step (:mod:`memlab.backends.remote.rate_limit`); servers' ``x-ratelimit-*``
             headers can only lower it. Overrides the grid's ``rate_limit:`` key value by
             value (:mod:`memlab.grids.rate_limit_spec`). On Dask each worker process paces
             at its share: the limit divided by the workers connected when the sweep starts.

@@ -3,7 +3,7 @@
 The sweep is planned as :func:`~memlab.sweeps.driver.sweep` plans it (same lanes, lane ids,
 owners and records kept from the run directory). Each replay the sweep would run is then run
 here through the real pipeline with a probe in place of each lane's backend: a request the
-response cache holds (looked up with the cache's own key, :mod:`memlab.backends.estimate`) is
+response cache holds (looked up with the cache's own key, :mod:`memlab.backends.costs.estimate`) is
 answered with the cached reply, exactly as the real replay would be; the first request it
 does not hold is a model call, and from then on the replay's prompts depend on replies the
 model has not given. They are built from a stand-in reply: the simulated model's
@@ -25,15 +25,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.estimate import CacheProbe, Estimate, Tally
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.estimate import CacheProbe, Estimate, Tally
 from memlab.backends.registry import (
     MINIMAL_CONTRACT_REPLY,
     cacheable,
     is_simulated,
     resolve_backend,
 )
-from memlab.core.llm import Backend, Completion, CompletionRequest
+from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.errors import MemlabError
 from memlab.grids.grid import ForkSpec, Grid
 from memlab.grids.lane_backends import BackendFactory, registry_backend

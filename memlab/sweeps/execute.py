@@ -30,12 +30,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memlab.backends.cache import CachedBackend
-from memlab.core.document import parse_utc
-from memlab.core.jsontext import canonical_hash
-from memlab.core.redact import REDACTED, redact_text, redacted_json
-from memlab.core.storage import JsonFileStorage, StorageError
-from memlab.core.updater import UNFINISHED_STAGES
+from memlab.backends.caching.cache import CachedBackend
+from memlab.core.base.jsontext import canonical_hash
+from memlab.core.base.redact import REDACTED, redact_text, redacted_json
+from memlab.core.jsondoc.document import parse_utc
+from memlab.core.pipeline.storage import JsonFileStorage, StorageError
+from memlab.core.pipeline.updater import UNFINISHED_STAGES
 from memlab.datasets.models import Owner
 from memlab.memory.designs import scratch_files
 from memlab.memory.strategy import is_primary

@@ -22,7 +22,7 @@ run directory.
 **Response cache.** Workers never touch the driver's disk. At the start of a sweep the driver
 reads its cache directory once (every entry, any model) and broadcasts it to the workers; a
 worker serves hits from that snapshot and returns the replies it had to ask the backend for,
-which the driver stores (:mod:`memlab.backends.memory_cache`). A read-only cache works the
+which the driver stores (:mod:`memlab.backends.caching.memory_cache`). A read-only cache works the
 same way, so a cluster replays committed cache files offline.
 
 **Faults.** A task is idempotent: it changes nothing outside its worker process. When a worker
@@ -48,13 +48,13 @@ from concurrent.futures import CancelledError, Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from memlab.backends.cache import CacheMode, read_entries
-from memlab.core.files import io_reason
-from memlab.core.llm import Completion
-from memlab.core.machine import available_memory, cpu_count
+from memlab.backends.caching.cache import CacheMode, read_entries
+from memlab.core.base.files import io_reason
+from memlab.core.base.machine import available_memory, cpu_count
+from memlab.core.pipeline.llm import Completion
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError, excerpt
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.grids.lane_backends import LaneBackends
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.remote import RemoteResult, RemoteTask, WorkerBackends, run_remote_batch

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from memlab.core.document import MemoryDocument
-from memlab.core.jsontext import canonical_hash
+from memlab.core.base.jsontext import canonical_hash
+from memlab.core.jsondoc.document import MemoryDocument
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError

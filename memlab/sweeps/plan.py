@@ -23,39 +23,40 @@ from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.spend import SpendLimit
 from memlab.backends.identity import backend_identity
-from memlab.backends.rate_limit import RateLimiters
 from memlab.backends.registry import (
     UnknownBackendError,
     available_backends,
     backend_plugin,
     find_backend_plugin,
 )
-from memlab.backends.spend import SpendLimit
-from memlab.core.config import MemoryConfig
-from memlab.core.jsontext import canonical_hash
-from memlab.core.llm import Backend, GenerationParams, OutputMode
-from memlab.core.merge import MergeStrategy, get_merge_strategy
-from memlab.core.parsing import ParseOptions, parse_options_for
+from memlab.backends.remote.rate_limit import RateLimiters
+from memlab.core.base.jsontext import canonical_hash
+from memlab.core.base.safe_names import ensure_inside, safe_component
+from memlab.core.base.yamlio import YamlInputError, key_lines, read_yaml
+from memlab.core.jsondoc.merge import MergeStrategy, get_merge_strategy
+from memlab.core.jsondoc.parsing import ParseOptions, parse_options_for
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import Backend, GenerationParams, OutputMode
+from memlab.core.pipeline.storage import InMemoryStorage
+from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
-from memlab.core.safe_names import ensure_inside, safe_component
-from memlab.core.storage import InMemoryStorage
-from memlab.core.updater import MemoryUpdater
-from memlab.core.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
-from memlab.grids.grid import ForkSpec, Grid, GridError, LaneConfig, ReplayMode
+from memlab.grids.grid import ForkSpec, Grid, GridError
+from memlab.grids.lane import LaneConfig, ReplayMode
 from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.grids.owners import select_owners
 from memlab.memory.designs import UnknownDesignError, memory_design
 from memlab.memory.policies import DEFAULT_POLICY, UnknownPolicyError, injection_policy
-from memlab.memory.tiered import TieredSettings, lane_settings
-from memlab.memory.tiered_embedding import embedding_problem
+from memlab.memory.tiers.tiered import TieredSettings, lane_settings
+from memlab.memory.tiers.tiered_embedding import embedding_problem
 from memlab.runs.rundir import RunDir
-from memlab.scoring.injection_audit import policy_identity
+from memlab.scoring.qa.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
 
 __all__ = [

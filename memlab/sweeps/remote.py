@@ -30,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from memlab._version import __version__
-from memlab.backends.cache import CacheMode
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.caching.memory_cache import SnapshotCache
 from memlab.backends.identity import backend_identity
-from memlab.backends.memory_cache import SnapshotCache
-from memlab.backends.rate_limit import RateLimit, RateLimited, RateLimiters
 from memlab.backends.registry import cacheable
-from memlab.core.llm import Backend, Completion, CompletionRequest
+from memlab.backends.remote.rate_limit import RateLimit, RateLimited, RateLimiters
+from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.grids.lane_backends import BackendFactory
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
@@ -79,7 +79,7 @@ class WorkerBackends:
         cache_mode: The response cache mode, or ``None`` without a cache.
         cache_dir: The driver's cache directory (only named in error messages).
         limits: The sweep's rate limits by backend spec (``"*"``: any other), as
-            :class:`~memlab.backends.rate_limit.RateLimiters` takes them.
+            :class:`~memlab.backends.remote.rate_limit.RateLimiters` takes them.
         parts: The worker processes sharing each limit: a process paces at its share, so
             the cluster as a whole keeps to the limit.
     """

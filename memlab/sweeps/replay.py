@@ -13,7 +13,7 @@ Memory snapshots: in ``debounce`` mode the snapshot for a session is taken just 
 session starts (the memory the user returns to) and after the final timers for the last one;
 in ``per_session`` mode right after the flush. With each snapshot but the last, the replay
 audits what the next session's agent would receive from that memory under the lane's
-injection settings (see :mod:`memlab.scoring.injection_audit`).
+injection settings (see :mod:`memlab.scoring.qa.injection_audit`).
 
 The lane's ``memory`` setting names the memory design the updates go to
 (:mod:`memlab.memory.designs`): DeerFlow's document (one LLM update per queued update), the
@@ -36,27 +36,27 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
-from memlab.core.clock import VirtualScheduler
-from memlab.core.config import MemoryConfig
-from memlab.core.document import (
+from memlab.core.base.clock import VirtualScheduler
+from memlab.core.base.redact import redact
+from memlab.core.jsondoc.document import (
     MemoryDocument,
     SeededFactIds,
     copy_document,
     parse_utc,
     utc_iso,
 )
-from memlab.core.llm import Backend
-from memlab.core.middleware import MemoryMiddleware
-from memlab.core.queue import ConversationContext, MemoryUpdateQueue
-from memlab.core.redact import redact
-from memlab.core.storage import InMemoryStorage, JsonFileStorage, StorageError
-from memlab.core.updater import MemoryUpdater, UpdateResult
+from memlab.core.pipeline.config import MemoryConfig
+from memlab.core.pipeline.llm import Backend
+from memlab.core.pipeline.middleware import MemoryMiddleware
+from memlab.core.pipeline.queue import ConversationContext, MemoryUpdateQueue
+from memlab.core.pipeline.storage import InMemoryStorage, JsonFileStorage, StorageError
+from memlab.core.pipeline.updater import MemoryUpdater, UpdateResult
 from memlab.datasets.models import Owner, Session
-from memlab.grids.grid import ReplayMode
+from memlab.grids.lane import ReplayMode
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import memory_design
 from memlab.memory.strategy import MemoryStrategy, Step
-from memlab.scoring.injection_audit import audit_injection, next_query, policy_embedder
+from memlab.scoring.qa.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
 from memlab.sweeps.plan import ResolvedLane, build_updater, generation_params
 
@@ -77,7 +77,7 @@ class OwnerReplay:
         coalesced: Updates the debounce merged into a later one (LLM calls saved).
         final_memory: The memory document at the end.
         injections: Per session, what the next session's agent would receive from the
-            snapshot (:func:`~memlab.scoring.injection_audit.audit_injection`); ``None`` for
+            snapshot (:func:`~memlab.scoring.qa.injection_audit.audit_injection`); ``None`` for
             the last session and for sessions before a fork.
         fork: The fork this replay started from (run, lane, session, snapshot hash), or
             ``None`` for a replay from an empty memory.

@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from memlab.backends.registry import BACKENDS, BackendPlugin
-from memlab.core.contract import minimal_update
-from memlab.core.llm import Completion, CompletionRequest, OutputMode
+from memlab.core.jsondoc.contract import minimal_update
+from memlab.core.pipeline.llm import Completion, CompletionRequest, OutputMode
 
 __all__ = ["ECHO", "EchoBackend", "register"]
 

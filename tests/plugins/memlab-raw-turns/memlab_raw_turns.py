@@ -5,7 +5,7 @@ the ``oldest-first`` injection policy and the ``first-fact`` QA condition.
 and each reply without tool calls) verbatim as a fact, ``User: ...`` or ``Assistant: ...``, and
 makes no LLM call. An agent reads it (at the next session, and when answering a question) by
 the ``TOP_K`` turns most relevant to its query under memlab's lexical
-:func:`~memlab.core.similarity.relevance_score`, within the lane's injection budget.
+:func:`~memlab.core.jsondoc.similarity.relevance_score`, within the lane's injection budget.
 
 ``same-words`` is a QA judge prompt that asks for the reference's key words in the answer.
 
@@ -22,18 +22,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlab.core.document import (
+from memlab.core.jsondoc.document import (
     MemoryDocument,
     copy_document,
     create_empty_memory,
     parse_utc,
     utc_iso,
 )
-from memlab.core.injection import FactRank, Injection
-from memlab.core.messages import content_text, filter_messages_for_memory, message_role
-from memlab.core.queue import ConversationContext
-from memlab.core.similarity import relevance_score
-from memlab.core.updater import UpdateResult
+from memlab.core.jsondoc.similarity import relevance_score
+from memlab.core.pipeline.injection import FactRank, Injection
+from memlab.core.pipeline.messages import content_text, filter_messages_for_memory, message_role
+from memlab.core.pipeline.queue import ConversationContext
+from memlab.core.pipeline.updater import UpdateResult
 from memlab.memory.design import DesignContext, Injector, MemoryDesign
 from memlab.memory.designs import MEMORY_DESIGNS
 from memlab.memory.policies import INJECTION_POLICIES, InjectionPolicy, TextEmbedder

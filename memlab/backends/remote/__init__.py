@@ -1,0 +1,3 @@
+"""Remote OpenAI-compatible endpoints: HTTP, retries, rate limits, embeddings."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Commands that run experiments: demo, run, ab, tune, qa and judge."""
+
+__all__: list[str] = []

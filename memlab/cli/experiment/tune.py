@@ -1,0 +1,111 @@
+"""``memlab tune GRID``: search prompts and settings, then prove the winner on held-out owners."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from memlab.cli import _args
+from memlab.cli.tools.matching import matcher_from_args
+
+# The search, replays and statistics are imported when the command runs.
+
+__all__ = ["COMMANDS", "register"]
+
+COMMANDS: dict[str, str] = {
+    "tune": "search prompts and settings on some owners; prove the best on held-out owners",
+}
+"""The commands this module adds, with their line in `memlab --help`."""
+
+_EXAMPLE = """examples:
+  memlab tune tune.yaml --max-trials 20 --cache-dir .memlab-cache
+  memlab tune tune.yaml --max-cost 2.00        # stop before the replays spend $2 (resumable)
+
+The grid file is a one-lane grid (its base is the starting configuration) with a tune: key
+(space, objective, split, max_trials; see docs/tune.md). Everything goes to RUNS_DIR/NAME: the
+Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs
+and tune.json.
+exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
+--allow-inconclusive), a replay failed or the cost limit stopped the search; 2 bad input."""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``tune`` command."""
+    p = subparsers.add_parser(
+        "tune",
+        help=COMMANDS["tune"],
+        description="Split the grid's owners (seeded) into train, validation and held-out "
+        "test; search the tune: space (numeric settings with Optuna, candidate prompts) "
+        "scoring each candidate on train and choosing the best on validation; then replay the "
+        "best and the starting configuration on the held-out owners and give the paired "
+        "verdict per primary metric (as memlab ab), the train-vs-test gap and the search's "
+        "cost.",
+        epilog=_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("grid", help="a one-lane grid file with a tune: key")
+    p.add_argument(
+        "--max-trials", type=_args.count, help="candidates in all (default: tune.max_trials)"
+    )
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop before the replays' spend (at the backends' declared prices) could pass "
+        "USD; finished candidates are kept and the same command resumes",
+    )
+    p.add_argument(
+        "--runs-dir",
+        type=_args.directory,
+        default="runs",
+        help="parent of the tune directory (default: runs)",
+    )
+    p.add_argument(
+        "--name", type=_args.run_name, help="the tune directory's name (default: the grid's)"
+    )
+    p.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="exit 0 when a held-out verdict is inconclusive (it still says so and why)",
+    )
+    _args.add_matcher_option(p)
+    _args.add_cache_options(p, "response cache directory (default: no cache)")
+    p.add_argument(
+        "--workers", type=_args.workers, default=4, help="concurrent replays (default: 4)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=_tune)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    _args.single_blas_thread()
+    import optuna
+
+    from memlab.backends.caching.cache import CacheMode
+    from memlab.backends.costs.spend import CostLimitError
+    from memlab.reporting.compare.tune import tune
+    from memlab.sweeps.driver import IncompleteSweepError
+
+    optuna.logging.set_verbosity(logging.WARNING)  # the command prints its own summary
+    try:
+        result = tune(
+            args.grid,
+            runs_dir=args.runs_dir,
+            name=args.name,
+            max_trials=args.max_trials,
+            max_cost=args.max_cost,
+            cache_dir=args.cache_dir,
+            cache_mode=CacheMode(args.cache_mode),
+            max_workers=args.workers,
+            progress=not args.no_progress,
+            matcher=matcher_from_args(args),
+        )
+    except (IncompleteSweepError, CostLimitError) as exc:  # kept: the same command resumes
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines()))
+    if result.heldout.inconclusive and not args.allow_inconclusive:
+        return 1
+    return 0

@@ -1,0 +1,3 @@
+"""Commands that read runs: runs, report and compare."""
+
+__all__: list[str] = []

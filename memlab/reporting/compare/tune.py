@@ -1,0 +1,524 @@
+"""Search prompts and settings on some owners, then prove the winner on owners it never saw.
+
+:func:`tune` reads a one-lane grid with a ``tune:`` key (:mod:`memlab.reporting.compare.tune_spec`),
+splits its owners (seeded) into train, validation and a held-out test set, and searches the
+space with Optuna. Every candidate is an ordinary lane replayed by :func:`memlab.sweep` on the
+train and validation owners (cached and content-addressed like any lane; its run lies in the
+tune directory's ``trials/``). The sampler sees the train score; the winner is the feasible
+candidate best on validation. The starting configuration, and each candidate prompt at the
+starting settings, are tried first.
+
+The winner and the starting configuration are then replayed on the held-out owners and
+compared paired (:func:`memlab.reporting.compare.prompt_ab.judge_ab`: one verdict per primary
+metric, with every inconclusive reason). The result states the split, the train-vs-test gap per
+metric and what the search cost.
+
+Layout of ``RUNS_DIR/NAME/``: ``study.db`` (the Optuna study, SQLite: a rerun resumes it and
+``optuna-dashboard sqlite:///RUNS_DIR/NAME/study.db`` shows it), ``trials/trial-NNN/`` (one
+run per candidate), ``heldout-start/`` and ``heldout-best/`` (the proof), ``tune.json`` (the
+result, written last).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.costs.spend import CostLimitError
+from memlab.core.base.safe_names import safe_component
+from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
+from memlab.datasets.loader import load_dataset
+from memlab.errors import MemlabError
+from memlab.grids.grid import Grid
+from memlab.grids.owners import select_owners
+from memlab.matching.base import FactMatcher
+from memlab.reporting.compare.prompt_ab import ABResult, judge_ab
+from memlab.reporting.compare.trial import sweep_prompt
+from memlab.reporting.compare.tune_spec import (
+    NUMERIC_SETTINGS,
+    Objective,
+    OwnerSplit,
+    TuneSpec,
+    load_tune,
+    split_owners,
+)
+from memlab.runs.run import Run
+from memlab.runs.rundir import TUNE_RESULT, TUNE_STUDY, TUNE_TRIALS, RunDir
+from memlab.scoring.inference.stats import StatOptions
+from memlab.scoring.metric_specs import metric_spec, primary_metrics
+from memlab.scoring.metrics import summarize
+from memlab.sweeps.driver import sweep
+from memlab.sweeps.plan import dataset_path
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["COST_COLUMNS", "TuneError", "TuneResult", "tune"]
+
+logger = logging.getLogger(__name__)
+
+COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
+"""What a search's cost adds up over its candidates' replays."""
+
+_INFEASIBLE = -2.0  # below any signed rate: a candidate over a limit never wins
+
+
+class TuneError(MemlabError, ValueError):
+    """A search cannot start or resume as asked.
+
+    Attributes:
+        path: The tune directory.
+        problem: What is wrong and how to fix it.
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass
+class TuneResult:
+    """The outcome of :func:`tune`.
+
+    Attributes:
+        path: The tune directory.
+        split: The owners of each part.
+        objective: What the search improved.
+        start: The starting configuration's searched settings (prompt by its label).
+        best: The winner's.
+        trials: One row per candidate: number, settings, train and validation metrics.
+        heldout: The paired comparison of start and winner on the test owners.
+        train: Primary metrics of start and winner on the train owners (``{"start": ...}``).
+        cost: :data:`COST_COLUMNS` summed over the search's replays.
+    """
+
+    path: Path
+    split: OwnerSplit
+    objective: Objective
+    start: dict[str, Any]
+    best: dict[str, Any]
+    trials: list[dict[str, Any]]
+    heldout: ABResult = field(repr=False)
+    train: dict[str, dict[str, float]]
+    cost: dict[str, float]
+
+    def verdict(self, metric: str) -> str:
+        """The held-out verdict's outcome for ``metric`` (``better``, ``no difference``...)."""
+        return next(v.outcome for v in self.heldout.verdicts if v.metric == metric)
+
+    def gaps(self) -> list[tuple[str, float, float, float]]:
+        """Per primary metric: the winner on train, on test, and train minus test."""
+        test = self.heldout.candidate.summary.iloc[0]
+        rows = []
+        for metric, value in self.train["best"].items():
+            if metric in test and not math.isnan(float(test[metric])):
+                rows.append((metric, value, float(test[metric]), value - float(test[metric])))
+        return rows
+
+    def lines(self) -> list[str]:
+        """The search as text: split, candidates, winner, gaps, cost, then the verdicts."""
+        out = [self.split.text(), _objective_text(self.objective), ""]
+        out.append(f"{len(self.trials)} candidates (train / validation {self.objective.metric}):")
+        for row in self.trials:
+            mark = " <- best" if row["params"] == self.best else ""
+            out.append(
+                f"  #{row['number']:<3} {_params_text(row['params'])}: "
+                f"{_fmt(self.objective.metric, row['train'])} / "
+                f"{_fmt(self.objective.metric, row['validation'])}"
+                f"{'' if row['feasible'] else ' (over a limit)'}{mark}"
+            )
+        out += ["", f"start: {_params_text(self.start)}", f"best:  {_params_text(self.best)}", ""]
+        out.append("train-vs-test gap of the best candidate (train -> held-out test):")
+        for metric, train, test, gap in self.gaps():
+            spec = metric_spec(metric)
+            out.append(f"  {spec.title}: {spec.fmt(train)} -> {spec.fmt(test)} "
+                       f"(gap {spec.fmt_delta(gap)})")  # fmt: skip
+        out += ["", "search cost: " + _cost_text(self.cost), ""]
+        out.append("held-out test, start -> best:")
+        return out + self.heldout.lines()
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``tune.json`` keeps."""
+        return {
+            "split": {
+                "seed": self.split.seed,
+                "train": list(self.split.train),
+                "validation": list(self.split.validation),
+                "test": list(self.split.test),
+            },
+            "objective": self.objective.model_dump(),
+            "start": self.start,
+            "best": self.best,
+            "trials": self.trials,
+            "train": self.train,
+            "gaps": {m: {"train": a, "test": b, "gap": g} for m, a, b, g in self.gaps()},
+            "heldout": {v.metric: v.outcome for v in self.heldout.verdicts},
+            "cost": self.cost,
+        }
+
+
+def _fmt(metric: str, values: Mapping[str, float]) -> str:
+    value = values.get(metric, math.nan)
+    return "-" if math.isnan(value) else metric_spec(metric).fmt(value)
+
+
+def _params_text(params: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+    )
+
+
+def _objective_text(objective: Objective) -> str:
+    way = "maximise" if objective.higher_is_better else "minimise"
+    limits = "".join(f", {m} <= {v:g}" for m, v in objective.max.items())
+    return f"objective: {way} {objective.metric} on train{limits}; best chosen on validation"
+
+
+def _cost_text(cost: Mapping[str, float]) -> str:
+    return (
+        f"{cost['llm_calls']:.0f} calls ({cost['cache_hits']:.0f} from the cache), "
+        f"{cost['prompt_tokens']:.0f} prompt + {cost['completion_tokens']:.0f} completion "
+        f"tokens, ${cost['cost_usd']:.4f}"
+    )
+
+
+@dataclass
+class _Search:
+    """What every candidate's replay shares."""
+
+    grid: Grid
+    spec: TuneSpec
+    split: OwnerSplit
+    prompts: dict[str, PromptVariant]
+    path: Path
+    sweep_options: dict[str, Any]
+    max_cost: float | None
+    spent: float = 0.0
+    """USD the search's replays spent (the finished candidates' before a resume)."""
+
+    def settings(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """The lane settings of a candidate and the prompt it needs besides the built-ins."""
+        settings = {**self.grid.base, **{k: v for k, v in params.items() if k != "prompt"}}
+        extra = None
+        if "prompt" in params:
+            replayed, extra = sweep_prompt(self.prompts[params["prompt"]])
+            settings["prompt"] = replayed.name
+        return settings, extra
+
+    def replay(
+        self, params: Mapping[str, Any], owners: Sequence[str], where: Path, name: str
+    ) -> Run:
+        """``params`` replayed on ``owners`` as the one-lane run ``where/name``."""
+        settings, extra = self.settings(params)
+        data = self.grid.model_dump(mode="json", exclude_none=True)
+        data.update(name=name, owners=list(owners), base=settings, axes={})
+        if "prompt" in params:  # the candidate's prompt is passed in, named as replayed
+            data["prompts"] = []
+        data.pop("max_owners", None)
+        grid = Grid.from_mapping(data, self.grid.source, base_dir=self.grid.base_dir)
+        left = None if self.max_cost is None else self.max_cost - self.spent
+        if left is not None and left <= 0:
+            raise CostLimitError(self.spent, self.max_cost or 0.0, 1, f"replays ({name})")
+        run = sweep(
+            grid.dataset, grid, runs_dir=where, prompts=extra, max_cost=left, **self.sweep_options
+        )
+        self.spent += _number(_metrics(run, owners, ["cost_usd"])["cost_usd"])
+        return run
+
+    def start(self) -> dict[str, Any]:
+        """The starting configuration's searched settings."""
+        params: dict[str, Any] = {}
+        for name in self.spec.ranges():
+            params[name] = self.grid.lanes()[0].settings()[name]
+        if self.prompts:
+            params["prompt"] = next(iter(self.prompts))
+        return params
+
+
+def _number(value: Any) -> float:
+    """A count or price as a number (0 when absent: a backend without a declared price)."""
+    try:
+        found = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(found) else found
+
+
+def _metrics(run: Run, owners: Sequence[str], columns: Sequence[str]) -> dict[str, float]:
+    """``columns`` of ``run``'s one lane over ``owners`` (no intervals: a point estimate)."""
+    keep = set(owners)
+    calls, sessions = run.calls, run.sessions
+    summary = summarize(
+        calls[calls["user_id"].isin(keep)] if not calls.empty else calls,
+        sessions[sessions["user_id"].isin(keep)],
+        prices=run.prices,
+        options=StatOptions(resamples=0),
+    )
+    if summary.empty:
+        return dict.fromkeys(columns, math.nan)
+    row = summary.iloc[0]
+    return {c: float(row[c]) if c in row and row[c] is not None else math.nan for c in columns}
+
+
+def _score(values: Mapping[str, float], objective: Objective) -> tuple[float, bool]:
+    """The signed objective (higher is better) and whether every limit holds."""
+    value = values[objective.metric]
+    over = [m for m, top in objective.max.items() if not values.get(m, math.nan) <= top]
+    if math.isnan(value) or over:
+        return _INFEASIBLE, False
+    return (value if objective.higher_is_better else -value), True
+
+
+def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name, span in search.spec.ranges().items():
+        if NUMERIC_SETTINGS[name] is int:
+            step = int(span.step) if span.step else 1
+            params[name] = trial.suggest_int(
+                name, int(span.low), int(span.high), step=step, log=span.log
+            )
+        else:
+            params[name] = trial.suggest_float(
+                name, span.low, span.high, step=span.step, log=span.log
+            )
+    if search.prompts:
+        params["prompt"] = trial.suggest_categorical("prompt", list(search.prompts))
+    return params
+
+
+def _objective(search: _Search, columns: Sequence[str]) -> Any:
+    """The function Optuna calls: replay the candidate on train + validation, score train."""
+    owners = [*search.split.train, *search.split.validation]
+
+    def evaluate(trial: optuna.Trial) -> float:
+        params = _suggest(trial, search)
+        run = search.replay(params, owners, search.path / TUNE_TRIALS, f"trial-{trial.number:03d}")
+        train = _metrics(run, search.split.train, columns)
+        validation = _metrics(run, search.split.validation or search.split.train, columns)
+        cost = _metrics(run, owners, COST_COLUMNS)
+        for key, value in (("train", train), ("validation", validation), ("cost", cost)):
+            trial.set_user_attr(key, value)
+        score, feasible = _score(train, search.spec.objective)
+        trial.set_user_attr("feasible", feasible)
+        return score
+
+    return evaluate
+
+
+def _optuna(path: Path) -> Any:
+    """The optuna module, or how to install it."""
+    try:
+        import optuna
+    except ImportError:
+        raise TuneError(path, "the search needs Optuna: pip install 'memlab[tune]'") from None
+    return optuna
+
+
+def _budget(search: _Search) -> Any:
+    """Stop the search once its replays have spent ``max_cost``."""
+
+    def check(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        del trial
+        if search.max_cost is not None and search.spent >= search.max_cost:
+            study.stop()
+
+    return check
+
+
+def _study(search: _Search) -> optuna.Study:
+    """The study in the tune directory: created, or loaded to resume when its space is the
+    same."""
+    library = _optuna(search.path)
+    run_dir = RunDir(search.path)
+    run_dir.make_dir(search.path, "tune directory")
+    digest = hashlib.sha256(
+        json.dumps([search.spec.model_dump(mode="json"), search.split.train], sort_keys=True)
+        .encode("utf-8")
+    ).hexdigest()[:16]  # fmt: skip
+    storage = f"sqlite:///{run_dir.owned(run_dir.file(TUNE_STUDY), 'study')}"
+    sampler = library.samplers.TPESampler(seed=search.spec.seed)
+    study: optuna.Study = library.create_study(
+        study_name="tune", storage=storage, direction="maximize", sampler=sampler,
+        load_if_exists=True,
+    )  # fmt: skip
+    known = study.user_attrs.get("spec")
+    if known is not None and known != digest:
+        raise TuneError(
+            search.path,
+            "holds a search of another space, objective or split: choose another --name "
+            "(or delete the directory to start over)",
+        )
+    if not study.trials:
+        study.set_user_attr("spec", digest)
+        start = search.start()
+        study.enqueue_trial(start)
+        for label in list(search.prompts)[1:]:  # each candidate prompt at the start settings
+            study.enqueue_trial({**start, "prompt": label})
+    return study
+
+
+def _resolve_prompts(grid: Grid, spec: TuneSpec) -> dict[str, PromptVariant]:
+    """The candidate prompts by label, the starting prompt first."""
+    if not spec.prompts():
+        return {}
+    registry = PromptRegistry()
+    for source in grid.prompts:
+        registry.load_path(grid.base_dir / source, replace=True)
+
+    def resolved(text: str) -> PromptVariant:
+        beside = grid.base_dir / text
+        return resolve_prompt(beside if beside.is_file() else text, registry, name=text)
+
+    start_label = str(grid.base.get("prompt", "default"))
+    found = {start_label: resolved(start_label)}
+    seen = {found[start_label].sha256}
+    for label in spec.prompts():
+        variant = resolved(label)
+        if variant.sha256 not in seen:
+            seen.add(variant.sha256)
+            found[label] = variant
+    return found
+
+
+def _check_start(grid: Grid, spec: TuneSpec) -> None:
+    lane = grid.lanes()[0].settings()
+    for name, span in spec.ranges().items():
+        if lane[name] not in span:
+            raise grid.error(
+                f"tune.space.{name}",
+                f"the starting value {lane[name]} (base) is outside {span.low:g}..{span.high:g}: "
+                "widen the range or change base",
+            )
+
+
+def _rows(study: optuna.Study) -> list[dict[str, Any]]:
+    optuna = _optuna(Path())
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    return [
+        {
+            "number": t.number,
+            "params": dict(t.params),
+            "train": t.user_attrs["train"],
+            "validation": t.user_attrs["validation"],
+            "feasible": t.user_attrs["feasible"],
+            "cost": t.user_attrs["cost"],
+        }
+        for t in done
+    ]
+
+
+def _best(rows: Sequence[Mapping[str, Any]], objective: Objective) -> Mapping[str, Any]:
+    """The feasible candidate best on validation (then on train, then the earliest)."""
+
+    def key(row: Mapping[str, Any]) -> tuple[float, float, int]:
+        valid, _ = _score(row["validation"], objective)
+        train, ok = _score(row["train"], objective)
+        return (valid if ok else _INFEASIBLE, train, -int(row["number"]))
+
+    return max(rows, key=key)
+
+
+def tune(
+    grid: str | Path,
+    *,
+    runs_dir: str | Path = "runs",
+    name: str | None = None,
+    max_trials: int | None = None,
+    max_cost: float | None = None,
+    cache_dir: str | Path | None = None,
+    cache_mode: CacheMode = CacheMode.READ_WRITE,
+    max_workers: int = 4,
+    progress: bool = False,
+    matcher: FactMatcher | None = None,
+) -> TuneResult:
+    """Search the ``tune:`` space of the grid file ``grid`` and prove the winner held out.
+
+    Args:
+        grid: A one-lane grid file with a ``tune:`` key (:mod:`memlab.reporting.compare.tune_spec`).
+        runs_dir, name: The tune directory is ``runs_dir/NAME`` (default: the grid's name);
+            an existing one is resumed (finished candidates kept, the study continued).
+        max_trials: Candidates in all, resumed ones included (default: the grid's
+            ``tune.max_trials``).
+        max_cost: USD each replay step may spend (as :func:`memlab.sweep`'s ``max_cost``).
+        cache_dir, cache_mode, max_workers, progress, matcher: As for :func:`memlab.sweep`.
+
+    Raises:
+        GridError: An invalid grid or ``tune:`` key, naming the file, line and key.
+        TuneError: The directory holds a search of another space.
+        CostLimitError: A replay stopped at ``max_cost`` (rerun to resume).
+    """
+    start_grid, spec = load_tune(grid)
+    _check_start(start_grid, spec)
+    data_file = dataset_path(start_grid)
+    owners = [o.user_id for o in select_owners(load_dataset(data_file), start_grid)]
+    split = split_owners(owners, spec.split, start_grid.source)
+    where = Path(runs_dir) / safe_component(name or start_grid.name, "tune name")
+    search = _Search(
+        start_grid,
+        spec,
+        split,
+        _resolve_prompts(start_grid, spec),
+        where,
+        {
+            "cache_dir": cache_dir,
+            "cache_mode": cache_mode,
+            "max_workers": max_workers,
+            "progress": progress,
+            "matcher": matcher,
+        },
+        max_cost,
+    )
+    columns = list(dict.fromkeys([*primary_metrics(start_grid.primary), *spec.objective.max]))
+    with RunDir(where).lock("tune"):
+        study = _study(search)
+        done = _rows(study)
+        search.spent = sum(_number(r["cost"].get("cost_usd")) for r in done)
+        finished = len(done)
+        todo = (max_trials or spec.max_trials) - finished
+        if todo > 0:
+            study.optimize(
+                _objective(search, columns), n_trials=todo, catch=(), callbacks=[_budget(search)]
+            )
+        return _prove(search, study, columns)
+
+
+def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> TuneResult:
+    """Start and winner replayed on the held-out owners, compared paired; ``tune.json``."""
+    rows = _rows(study)
+    start = search.start()
+    best = dict(_best(rows, search.spec.objective)["params"])
+    runs = [search.replay(p, search.split.test, search.path, f"heldout-{side}")
+            for side, p in (("start", start), ("best", best))]  # fmt: skip
+    variants = [_variant(search, p) for p in (start, best)]
+    heldout = judge_ab(runs[0], runs[1], *variants, tolerance=search.spec.tolerance)
+    train = {
+        side: {m: v for m, v in _train_of(rows, p).items() if m in columns}
+        for side, p in (("start", start), ("best", best))
+    }
+    cost = {c: sum(_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
+    result = TuneResult(
+        search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost
+    )
+    run_dir = RunDir(search.path)
+    run_dir.write_json(run_dir.file(TUNE_RESULT), result.as_json())
+    return result
+
+
+def _train_of(rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, float]:
+    """The train metrics of the candidate ``params`` (empty when it never finished)."""
+    return next((dict(r["train"]) for r in rows if r["params"] == params), {})
+
+
+def _variant(search: _Search, params: Mapping[str, Any]) -> PromptVariant:
+    """The prompt a side replays (the grid's when the search varies none)."""
+    if "prompt" in params:
+        return sweep_prompt(search.prompts[params["prompt"]])[0]
+    return resolve_prompt(str(search.grid.base.get("prompt", "default")))

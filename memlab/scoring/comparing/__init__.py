@@ -1,0 +1,3 @@
+"""Comparing lanes: comparability, comparisons and inconclusive verdicts."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Statistics: estimators, intervals, coverage, survival and collapse."""
+
+__all__: list[str] = []
