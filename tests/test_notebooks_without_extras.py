@@ -42,9 +42,7 @@ def expect_without_embeddings(notebook: nbformat.NotebookNode) -> int:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_the_notebook_passes_nbval_without_the_embeddings_extra(
-    path: Path, tmp_path: Path
-) -> None:
+def test_the_notebook_passes_nbval_without_the_embeddings_extra(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     uses_embeddings = "WordLlamaEmbedder" in path.read_text(encoding="utf-8")
     assert expect_without_embeddings(notebook) == (1 if uses_embeddings else 0)

@@ -52,10 +52,7 @@ from memlab.grids.design_options import (
 from memlab.grids.lane import AUTO_MAX_TOKENS, AXES, LaneConfig, ReplayMode, lane_keys, reply_bound
 from memlab.grids.qa_spec import QASpec
 from memlab.grids.rate_limit_spec import RateLimitSpec, RateLimitValues
-from memlab.memory.designs import DEFAULT_DESIGN, MEMORY_DESIGNS
-from memlab.memory.policies import DEFAULT_POLICY
-from memlab.memory.tiers.options import TieredOptions
-from memlab.memory.tiers.tiered_bounds import call_reply_tokens, resolve_auto_max_tokens
+from memlab.memory.tiers.tiered_bounds import call_reply_tokens
 from memlab.scoring.metric_specs import primary_metrics
 
 __all__ = [
