@@ -12,23 +12,25 @@ questions asked there, of reference minus answer now (repeated samples of an own
 ``1 / samples``, as an owner's samples are averaged everywhere): retained below the reference
 makes it large.
 
-**No forgetting** means that each question's slots are exchangeable: the memory still holds
-the answer, so the reference and every later re-ask are draws of the same answer and judge
-noise. The test permutes each question's slots at random (each question on its own), which
-under that null gives every permutation the same chance, keeps each question's own
-difficulty and each owner's number of questions, and needs no assumption on the shape of the
-noise. The whole curve is one family: each session's statistic is standardized by its mean
-and spread over the permutations, and the Westfall-Young max-T step-down (Westfall and Young
-1993, algorithm 4.1) takes sessions from the largest down; a session's adjusted p-value is
-the share of permutations whose largest statistic over it and the sessions not yet taken
-reaches its own (the observed arrangement counted once more, Phipson and Smyth 2010), never
-below the one before it. The permutations move all sessions at once, so the max-T uses how
-the sessions depend on each other (one reference, the same questions), where Holm over
-per-session tests would assume the worst. It is one-sided, and the chance of a false flag
-*anywhere on the curve* is at most ``alpha`` when nothing was forgotten. Sessions that did
-forget stay in the permutations; that widens the permuted spread (a forgotten slot moved into
-another place), which makes the later steps conservative, not liberal. Measured in
-``benchmarks/collapse_flag.py`` (docs/statistics.md).
+**No forgetting** means that a question's slots are exchangeable: the memory still holds the
+answer, so the reference and every later re-ask are draws of the same answer and judge noise.
+The test permutes the slots at random, one permutation per owner (and sample, and session
+the questions were first asked after) moving all of that owner's questions' slots together,
+so it keeps each question's difficulty and whatever an owner's answers share at one session,
+and needs no assumption on the shape of the noise (an owner-wide sign flip does: with
+re-asks right 90% of the time it flagged up to 9.5% of faithful curves). The whole curve is
+one family: each session's statistic is standardized by its mean and spread over the
+permutations, and the Westfall-Young max-T step-down (Westfall and Young 1993, algorithm 4.1)
+takes sessions from the largest down; a session's adjusted p-value is the share of
+permutations whose largest statistic over it and the sessions not yet taken reaches its own
+(the observed arrangement counted once more, Phipson and Smyth 2010), never below the one
+before it. The permutations move all sessions at once, so the max-T uses how the sessions
+depend on each other (one reference, the same questions), where Holm over per-session tests
+assumes the worst. It is one-sided; when nothing was forgotten anywhere the chance of a false
+flag *anywhere on the curve* is at most ``alpha`` (up to the sampling of 2,000
+permutations). Sessions that did forget are not taken out of the later steps' permutations,
+which widens the permuted spread; control when only some sessions forgot is not proven, only
+measured (``benchmarks/collapse_flag.py``, docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -134,4 +136,5 @@ def _group_draws(
     moved = np.full((draws, *slots.shape), np.nan)
     moved[:, :, used] = slots[:, order].transpose(1, 0, 2)
     diff = np.nan_to_num(moved[:, :, :1] - moved[:, :, 1:])
-    return np.einsum("drk,r->dk", diff, weights)
+    out: FloatArray = np.einsum("drk,r->dk", diff, weights)
+    return out
