@@ -24,8 +24,9 @@ first answered from, with a sample seed of its own (``session_index == asked_at`
 and judge noise are measured, not assumed to be 0; per session:
 
 - ``reference``: the reference re-ask's accuracy on the questions asked again at the session;
-- ``collapse_p``: the one-sided owner-clustered p-value of retained below the reference
-  (:func:`memlab.scoring.inference.collapse.retention_p`), Holm-adjusted over the lane's sessions;
+- ``collapse_p``: the one-sided permutation p-value of retained below the reference, owners shuffled
+  with the Westfall-Young max-T step-down over the lane's sessions
+  (:func:`memlab.scoring.inference.collapse.curve_p_values`);
 - ``collapse``: ``collapse_p`` below ``alpha`` (0.05: at most a 5% chance of a false flag
   anywhere on a curve) and the displayed upper bound of ``size_ratio`` below 1.
 
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.core.pipeline.injection import get_token_counter
-from memlab.scoring.inference.collapse import curve_p_values, retention_p
+from memlab.scoring.inference.collapse import curve_p_values
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
 
@@ -121,7 +122,7 @@ def _shown_hi(kind: str, hi: float) -> float:
 
 
 def collapsed(collapse_p: float, size_ratio_hi: float, alpha: float = 0.05) -> bool:
-    """Retained significantly below its reference over the curve (Holm-adjusted
+    """Retained significantly below its reference over the curve (max-T step-down adjusted
     ``collapse_p`` below ``alpha``) and the memory shrank (``size_ratio``'s upper bound as
     displayed below 1.00); never with no reference (NaN ``collapse_p``)."""
     size = _shown_hi("size_ratio", size_ratio_hi)
@@ -139,7 +140,7 @@ def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.D
     key), the memory's size at the re-asking session and when the question was first answered,
     and its reference re-ask (``ref`` correct, ``ref_n`` 1 when one was asked, else 0)."""
     columns = ["lane_id", "sample", "user_id", "session_index", "correct", "now", "then"]
-    columns += ["ref", "ref_n", "paired"]
+    columns += ["ref", "ref_n", "paired", "question_id", "asked_at"]
     mine = reasks[reasks["kind"].isin(list(HEADLINE_KINDS))]
     if mine.empty:
         return pd.DataFrame(columns=columns)
@@ -172,6 +173,8 @@ def _reask_counts(reasks: pd.DataFrame, sizes: pd.DataFrame, judge: str) -> pd.D
         ref=np.where(has_ref, ref, 0.0),
         ref_n=has_ref.astype(float),
         paired=np.where(has_ref, mine["correct"].to_numpy(dtype=float), 0.0),
+        question_id=mine["question_id"].to_numpy(),
+        asked_at=mine["asked_at"].to_numpy(dtype=int),
     )
     return counts
 
@@ -235,8 +238,8 @@ def curve_table(
     table = table.sort_values(["_order", "session_index"], kind="stable")
     table = table.drop(columns="_order").reset_index(drop=True)
     alpha = (options or StatOptions()).alpha
-    for _, lane in table.groupby("lane_id", sort=False):
-        table.loc[lane.index, "collapse_p"] = curve_p_values(lane["collapse_p"].to_numpy(float))
+    for lane_id, lane in table.groupby("lane_id", sort=False):
+        table.loc[lane.index, "collapse_p"] = _lane_p_values(counts, lane_id, lane, options)
     table["collapse"] = [
         collapsed(p, hi, alpha) for p, hi in table[["collapse_p", "size_ratio_hi"]].to_numpy()
     ]
@@ -244,8 +247,7 @@ def curve_table(
 
 
 def _point(mine: pd.DataFrame, options: StatOptions | None) -> dict[str, Any]:
-    """Retained, size ratio and reference of one lane and session (per-owner rows), and the
-    unadjusted p-value of retained below the reference."""
+    """Retained, size ratio and reference of one lane and session (per-owner rows)."""
     row: dict[str, Any] = {"reasked": float(mine["n"].sum())}
     retained = _interval(mine["correct"].to_numpy(), mine["n"].to_numpy(), options)
     ratio = _interval(mine["now"].to_numpy(), mine["then"].to_numpy(), options)
@@ -254,8 +256,30 @@ def _point(mine: pd.DataFrame, options: StatOptions | None) -> dict[str, Any]:
     if mine["ref_n"].sum() > 0:
         ref, ref_n = mine["ref"].to_numpy(), mine["ref_n"].to_numpy()
         row["reference"], row["reference_lo"], row["reference_hi"] = _interval(ref, ref_n, options)
-        row["collapse_p"] = retention_p(ref, mine["paired"].to_numpy(), ref_n, options)
     return row
+
+
+def _lane_p_values(
+    counts: pd.DataFrame, lane_id: object, lane: pd.DataFrame, options: StatOptions | None
+) -> np.ndarray:
+    """``collapse_p`` of one lane's rows: each question's reference and later answers as its
+    slots, the curve's sessions tested as one family
+    (:func:`memlab.scoring.inference.collapse.curve_p_values`); NaN elsewhere."""
+    out = np.full(len(lane), math.nan)
+    mine = counts[(counts["lane_id"] == lane_id) & (counts["ref_n"] > 0)]
+    if mine.empty:
+        return out
+    unit = ["user_id", "sample", "asked_at", "question_id"]
+    later = mine.pivot_table(index=unit, columns="session_index", values="paired", aggfunc="mean")
+    reference = mine.groupby(unit)["ref"].mean().reindex(later.index)
+    samples = mine.groupby("user_id")["sample"].nunique()
+    users = later.index.get_level_values("user_id")
+    groups = [f"{u}|{s}|{a}" for u, s, a, _ in later.index]
+    slots = np.column_stack([reference.to_numpy(float), later.to_numpy(float)])
+    weights = 1 / samples.reindex(users).to_numpy(float)
+    found = curve_p_values(slots, weights, groups, options)
+    p = pd.Series(found, index=[int(str(s)) for s in later.columns])
+    return p.reindex(lane["session_index"].to_numpy(dtype=int)).to_numpy(dtype=float)
 
 
 def _rows_at(asked: pd.DataFrame | None, lane_id: object, index: object) -> pd.DataFrame | None:

@@ -8,8 +8,8 @@ Per run (:mod:`memlab.postrun.consolidation`, :mod:`memlab.scoring.consolidation
   the questions asked again after the session (those answered correctly before), the share
   still answered correctly, the memory's size against when they were answered, each with its
   95% interval over owners, the reference (the same questions asked again right away) and the
-  collapse flag (retained significantly below the reference over the curve, Holm-adjusted, and
-  the memory smaller); a curve asked without the reference says so instead of flagging;
+  collapse flag (retained significantly below the reference, max-T step-down over the curve,
+  and the memory smaller); a curve asked without the reference says so instead of flagging;
 - forgetting per configuration: events by kind, the memories they removed and the gold facts
   each kind lost (``n/a`` for a configuration whose memory does not forget, never 0).
 
@@ -64,8 +64,10 @@ INTRO = (
     "since answered: the memory's size then over its size when the question was answered. "
     "Reference: the same questions asked again right away of the memory they were answered "
     "from (a fresh call), measuring answer and judge noise. Collapse: retained significantly "
-    "below the reference (one-sided owner-clustered test, Holm-adjusted over the curve's "
-    "sessions at 5%) and size below 1 over the whole interval. Memory size: cl100k tokens "
+    "below the reference (one-sided permutation test, each owner's reference and later "
+    "answers permuted together, Westfall-Young max-T step-down over the curve's sessions at "
+    "5%: at most a 5% chance of a false flag anywhere on the curve) and size below 1 over "
+    "the whole interval. Memory size: cl100k tokens "
     "of the stored facts and summaries per owner. Forgetting regret: gold facts a "
     "forgetting event removed the last memory of (the run's matcher decides)."
 )
