@@ -243,3 +243,19 @@ def test_a_row_with_few_brackets_is_read_without_walking_it(
 
     monkeypatch.setattr(records, "nesting_path", walk)
     assert len(read_rows(path, CallRow)) == len(lines)
+
+
+def test_a_row_read_from_text_is_model_dump_with_its_columns_in_order(run: Run) -> None:
+    """The declared columns in the model's order, then the extra ones as the line has them,
+    with the values the model gives (a lax ``1`` a bool, an integer latency a float)."""
+    path = run.path / "calls.jsonl"
+    row = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    row = {"zz_extra": {"b": [1, 2]}, **row, "saved": 1, "latency_s": 2, "aa_extra": None}
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (found,) = read_rows(path, CallRow)
+    declared = list(CallRow.model_fields)
+    assert list(found) == [*declared, *(key for key in row if key not in declared)]
+    assert list(found)[len(declared)] == "zz_extra" and list(found)[-1] == "aa_extra"
+    assert found["saved"] is True and found["latency_s"] == 2.0
+    assert isinstance(found["latency_s"], float)
+    assert found["zz_extra"] == {"b": [1, 2]}

@@ -172,7 +172,10 @@ def _read_row(model: type[_R], raw: bytes, where: str) -> dict[str, Any]:
     refuses (text ``json.loads`` reads differently, such as a lone surrogate or NaN) is read
     again that way, for the same row or the same error."""
     try:
-        row = model.model_validate_json(raw).model_dump()
+        # The instance's own values (columns, then extra columns as written) are the row
+        # model_dump would copy; nothing else holds them.
+        found = model.model_validate_json(raw)
+        row: dict[str, Any] | None = {**found.__dict__, **(found.model_extra or {})}
     except ValidationError:
         row = None
     if row is not None and (few_brackets(raw, MAX_JSON_DEPTH) or nesting_path(row) is None):
