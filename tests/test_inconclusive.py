@@ -296,3 +296,14 @@ def test_prompts_ignored_needs_both_sides_blind_and_prompts_that_differ() -> Non
 def test_not_computable_primary_is_a_reason() -> None:
     table = _table([], verdict="not computable")
     assert [r.short for r in inconclusive_reasons(table)] == ["recall not computable"]
+
+
+def test_rows_of_a_compared_table_share_its_pairs_instead_of_copying_them() -> None:
+    """pandas deep-copies ``attrs`` into every row a table yields; the pairs (both lanes'
+    owner sets) are the same objects in each row, not copies made per row."""
+    owners = frozenset(f"u{i}" for i in range(50))
+    pair = ComparedPair(_facts("a", owners=owners), _facts("b", owners=owners), 50)
+    table = _table([pair])
+    (_, row), *_ = table.iterrows()
+    assert row.attrs["pairs"][0] is pair
+    assert table.iloc[0].attrs["pairs"][0].candidate.owners is owners

@@ -14,6 +14,7 @@ from builders import marker_backend, one_turn, update, write_owners
 from inline_snapshot import snapshot
 
 from memlab.grids.grid import Grid
+from memlab.runs import records
 from memlab.runs.records import CallRow, RecordError, read_rows
 from memlab.runs.run import Run
 from memlab.sweeps.driver import sweep
@@ -225,3 +226,36 @@ def test_a_row_nested_too_deep_is_refused_like_any_json_row(run: Run) -> None:
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     with pytest.raises(RecordError, match=r"calls.jsonl:1: not a JSON row"):
         read_rows(path, CallRow)
+
+
+def test_a_row_with_few_brackets_is_read_without_walking_it(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row whose text holds at most 100 opening brackets cannot nest deeper than the
+    limit, so reading it skips the walk over the decoded row (the walk stays for the
+    others: the test above)."""
+    path = run.path / "calls.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert all(line.count("{") + line.count("[") <= 100 for line in lines)
+
+    def walk(value: Any, limit: int = 100) -> None:
+        raise AssertionError("the row was walked")
+
+    monkeypatch.setattr(records, "nesting_path", walk)
+    assert len(read_rows(path, CallRow)) == len(lines)
+
+
+def test_a_row_read_from_text_is_model_dump_with_its_columns_in_order(run: Run) -> None:
+    """The declared columns in the model's order, then the extra ones as the line has them,
+    with the values the model gives (a lax ``1`` a bool, an integer latency a float)."""
+    path = run.path / "calls.jsonl"
+    row = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    row = {"zz_extra": {"b": [1, 2]}, **row, "saved": 1, "latency_s": 2, "aa_extra": None}
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (found,) = read_rows(path, CallRow)
+    declared = list(CallRow.model_fields)
+    assert list(found) == [*declared, *(key for key in row if key not in declared)]
+    assert list(found)[len(declared)] == "zz_extra" and list(found)[-1] == "aa_extra"
+    assert found["saved"] is True and found["latency_s"] == 2.0
+    assert isinstance(found["latency_s"], float)
+    assert found["zz_extra"] == {"b": [1, 2]}

@@ -24,7 +24,7 @@ from memlab.core.base.files import (
     iter_lines,
     open_regular,
 )
-from memlab.core.base.jsontext import loads_json, nesting_path
+from memlab.core.base.jsontext import MAX_JSON_DEPTH, few_brackets, loads_json, nesting_path
 from memlab.errors import MemlabError, excerpt
 from memlab.scoring.metric_specs import COUNT_SPECS
 
@@ -167,14 +167,18 @@ def typed_rows(
 
 def _read_row(model: type[_R], raw: bytes, where: str) -> dict[str, Any]:
     """One table row, validated straight from its JSON text by pydantic-core (twice as fast as
-    ``json.loads`` and then the model) when that gives a row within the depth limit; a line it
+    ``json.loads`` and then the model) when that gives a row within the depth limit (a line
+    with no more opening brackets than the limit is, without walking the row); a line it
     refuses (text ``json.loads`` reads differently, such as a lone surrogate or NaN) is read
     again that way, for the same row or the same error."""
     try:
-        row = model.model_validate_json(raw).model_dump()
+        # The instance's own values (columns, then extra columns as written) are the row
+        # model_dump would copy; nothing else holds them.
+        found = model.model_validate_json(raw)
+        row: dict[str, Any] | None = {**found.__dict__, **(found.model_extra or {})}
     except ValidationError:
         row = None
-    if row is not None and nesting_path(row) is None:
+    if row is not None and (few_brackets(raw, MAX_JSON_DEPTH) or nesting_path(row) is None):
         return row
     try:
         value = loads_json(raw)

@@ -38,6 +38,7 @@ __all__ = [
     "canonical_json",
     "copy_json",
     "dumps_indented",
+    "few_brackets",
     "loads_json",
     "nesting_path",
     "scan_json",
@@ -213,7 +214,7 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise JsonDepthError(None, max_depth) from None
-    if _few_brackets(text, max_depth):
+    if few_brackets(text, max_depth):
         return value
     path = nesting_path(value, max_depth)
     if path is not None:
@@ -221,10 +222,11 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def _few_brackets(text: str | bytes, limit: int) -> bool:
+def few_brackets(text: str | bytes, limit: int) -> bool:
     """Whether ``text`` holds at most ``limit`` opening brackets, so no value decoded from it
     can nest deeper: each object and array begins with one (counting those inside strings
-    too only overestimates). A cache entry passes without the walk of :func:`nesting_path`.
+    too only overestimates). A cache entry or a run table's row passes without the walk of
+    :func:`nesting_path`.
     The count is of the byte ``{``/``[`` in any encoding ``json.loads`` accepts."""
     if isinstance(text, str):
         return text.count("{") + text.count("[") <= limit

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -90,6 +91,12 @@ class ComparedPair:
     def name(self) -> str:
         """``candidate run: lane vs baseline run: lane`` for messages."""
         return f"{self.candidate.name} vs {self.baseline.name}"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ComparedPair:
+        """Itself: a pair is never changed once compared, and pandas deep-copies a table's
+        ``attrs`` (where :func:`memlab.scoring.comparing.comparison.compare_lanes` keeps the
+        pairs) on every derived frame and row, each time copying both lanes' owner sets."""
+        return self
 
 
 @dataclass(frozen=True)
