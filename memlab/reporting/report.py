@@ -35,6 +35,12 @@ from memlab.postrun.audit import sheet_path
 from memlab.reporting import charts
 from memlab.reporting.chart_tables import chart_numbers
 from memlab.reporting.echoes import echo_notes
+from memlab.reporting.forgetting_section import (
+    ForgettingSection,
+    forgetting_html,
+    forgetting_markdown,
+    forgetting_section,
+)
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.memory_time import (
@@ -146,6 +152,7 @@ class _Report:
     operations: OperationsSection | None
     qa: QASection | None
     memory_time: MemoryTimeSection | None = None
+    forgetting: ForgettingSection | None = None
     notes: Sequence[str] = ()
     """How each run measured its optional metrics (read once: a refused file warns once)."""
 
@@ -324,6 +331,7 @@ def build_report(
         operations=operations_section(runs),
         qa=qa,
         memory_time=memory_time_section(runs),
+        forgetting=forgetting_section(runs),
         notes=_measure_notes(runs),
     )
     html, md = _html(report), _markdown(report)
@@ -388,6 +396,9 @@ def _html(report: _Report) -> str:
         *_section("Memory operations", operations_html(report.operations)),
         *_section("Memory QA", qa_html(report.qa, figure_to_data_uri)),
         *_section("Memory over time", memory_time_html(report.memory_time, figure_to_data_uri)),
+        *_section(
+            "Forgetting operating curve", forgetting_html(report.forgetting, figure_to_data_uri)
+        ),
         *_section("Prompt changes", prompt_changes_html(changes), anchor="prompt-changes"),
         *_section("Worst failures", _html_failures(report.failures)),
         *_section("Fact-level diff", _html_fact_diff(report.diff, report.diff_title)),
@@ -567,6 +578,7 @@ def _markdown(report: _Report) -> str:
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
     lines += memory_time_markdown(report.memory_time)
+    lines += forgetting_markdown(report.forgetting)
     lines += prompt_changes_markdown(changes)
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)
