@@ -18,11 +18,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from memlab.cli.main import main
 from memlab.datasets import load_dataset, resolve_dataset
 from memlab.grids.grid import Grid
+from memlab.postrun.forgetting_file import forgetting_rows
 from memlab.reporting.forgetting_curve import forgetting_curve
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import FORGETTING_MANIFEST, FORGETTING_ROWS
@@ -150,3 +152,25 @@ def test_a_corrupt_curve_is_one_warning(
     assert len(warned) == 1
     assert str(copy / target) in warned[0].getMessage()
     assert "## Forgetting operating curve" not in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def test_the_rows_keep_the_lanes_order_and_every_answer() -> None:
+    sizes = pd.DataFrame(
+        {
+            "lane_id": ["b", "b", "a", "a"],
+            "sample": [0, 0, 0, 0],
+            "user_id": ["u", "u", "u", "u"],
+            "session_index": [0, 1, 0, 1],
+            "memory_tokens": [5.0, 7.0, 3.0, 4.0],
+        }
+    )
+    counts = pd.DataFrame(
+        {"lane_id": ["a"], "sample": [0], "user_id": ["u"], "session_index": [1]}
+    ).assign(asked=3, retained=2)
+    rows = forgetting_rows(counts, sizes)
+    assert list(rows["lane_id"]) == ["b", "b", "a", "a"]  # the lanes' order, not sorted
+    assert list(rows["asked"]) == [0, 0, 0, 3] and list(rows["retained"]) == [0, 0, 0, 2]
+    assert list(rows["memory_tokens"]) == [5.0, 7.0, 3.0, 4.0]
+    lost = counts.assign(session_index=2)  # asked after a session with no memory size
+    with pytest.raises(ValueError, match="no memory size"):
+        forgetting_rows(lost, sizes)

@@ -68,14 +68,22 @@ class SavedForgetting:
 
 
 def forgetting_rows(counts: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
-    """The rows to keep: ``sizes`` (per lane, sample, owner, session: ``memory_tokens``) with
-    the :func:`~memlab.scoring.retention.retention_counts` of each (0 where none was asked)."""
+    """The rows to keep: ``sizes`` (per lane, sample, owner, session: ``memory_tokens``), in
+    their order, with the :func:`~memlab.scoring.retention.retention_counts` of each (0 where
+    none was asked).
+
+    Raises:
+        ValueError: Answers were asked after a session that has no memory size.
+    """
     keys = list(COUNT_COLUMNS[:4])
     merged = sizes[[*keys, "memory_tokens"]].merge(
-        counts[list(COUNT_COLUMNS)], on=keys, how="outer", sort=False
+        counts[list(COUNT_COLUMNS)], on=keys, how="left", sort=False
     )
+    matched = int(merged["asked"].fillna(0).sum())
+    if matched != int(counts["asked"].sum()):
+        raise ValueError("answers asked after a session with no memory size; rerun the sweep")
     merged[["asked", "retained"]] = merged[["asked", "retained"]].fillna(0).astype(int)
-    merged["memory_tokens"] = merged["memory_tokens"].fillna(0.0).astype(float)
+    merged["memory_tokens"] = merged["memory_tokens"].astype(float)
     return merged[list(ForgettingRow.model_fields)]
 
 
