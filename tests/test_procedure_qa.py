@@ -10,6 +10,7 @@ from the profile's declared rates; never from memlab's scorer.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from memlab.cli.main import main
 from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.core.procedure_prompts import procedures_prompt
 from memlab.datasets.loader import load_dataset
+from memlab.datasets.models import Owner
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import resolve_prompts
 from memlab.postrun.qa_jobs import read_path
 from memlab.qa.answering import ReplayPoint, answer_tasks
+from memlab.reporting.qa.qa_procedures import procedure_table
 from memlab.reporting.qa.qa_section import qa_markdown, qa_section, qa_text
 from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
@@ -36,6 +39,7 @@ from memlab.simulation.qa_replies import ABSTAIN_TEXT, JudgeDecision
 from memlab.sweeps.driver import sweep
 
 OWNERS = load_dataset(resolve_dataset("procedures"))
+CONDITIONS = ["memory", "none", "full_context", "gold_memory"]
 FAILURE, LEARN, KEEP, NAME = 0.2, 0.75, 0.8, 0.85
 PROFILE = f"""
 name: teacher
@@ -84,7 +88,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, _Recording, st
             "name": "procqa",
             "base": {"backend": spec},
             "axes": {"memory": ["procedural", "deerflow"]},
-            "qa": {"answer_backend": spec, "judges": ["lenient"], "conditions": ["memory", "none"]},
+            "qa": {"answer_backend": spec, "judges": ["lenient"], "conditions": CONDITIONS},
         }
     )
     run = sweep(
@@ -113,9 +117,11 @@ def _learned(recording: _Recording) -> dict[str, tuple[int, ...]]:
     return learned
 
 
-def _decisions(run: Run, recording: _Recording) -> dict[tuple[str, str], ProcedureAnswer]:
-    """(lane, question id) -> the simulated answerer's decision, for the request the QA step
-    sent (rebuilt from the replay's snapshot and the lane's read path)."""
+def _decisions(
+    run: Run, recording: _Recording, condition: str = "memory"
+) -> dict[tuple[str, str], ProcedureAnswer]:
+    """(lane, question id) -> the simulated answerer's decision under ``condition``, for the
+    request the QA step sent (rebuilt from the replay's snapshot and the lane's read path)."""
     spec = run.grid.qa
     assert spec is not None
     settings = spec.answer_settings(resolve_prompts(spec).answer)
@@ -126,7 +132,7 @@ def _decisions(run: Run, recording: _Recording) -> dict[tuple[str, str], Procedu
             record = run.dir.read_owner_record(lane, owner.user_id)
             for index, question in owner.procedure_questions():
                 point = ReplayPoint(owner, index, record["snapshots"][index])
-                (task,) = answer_tasks(point, [question], ("memory",), settings, read_path(config))
+                (task,) = answer_tasks(point, [question], (condition,), settings, read_path(config))
                 request = task.request
                 key = (_prompt(request), request.params.seed, request.about)
                 assert key in sent  # the QA step sent exactly this request
@@ -145,9 +151,10 @@ def test_each_reply_scores_what_the_provenance_implies(swept: tuple[Run, _Record
     learned = _learned(recording)
     decisions = _decisions(run, recording)
     lanes = _lanes(run)
-    rows = run.qa_answers[run.qa_answers["kind"] == "procedure"]
-    # Procedure questions are asked of the memory only, once per lane and question.
-    assert set(rows["condition"]) == {"memory"}
+    asked = run.qa_answers[run.qa_answers["kind"] == "procedure"]
+    # Procedure questions are asked under every condition, once per lane and question.
+    assert asked["condition"].value_counts().to_dict() == dict.fromkeys(CONDITIONS, 32)
+    rows = asked[asked["condition"] == "memory"]
     assert len(rows) == 2 * sum(len(o.procedure_questions()) for o in OWNERS) == 32
     for row in rows.to_dict("records"):
         owner = next(o for o in OWNERS if o.user_id == row["user_id"])
@@ -275,3 +282,72 @@ def test_the_answerer_names_a_shown_step_with_its_declared_rate(tmp_path: Path) 
     # A prompt without the procedure's steps gets the abstention.
     bare = backend.decide_qa(f"Memory: (empty)\n\n{question.question}", 0, (owner.user_id, 2))
     assert isinstance(bare, ProcedureAnswer) and bare.shown == () and bare.text == ABSTAIN_TEXT
+
+
+def _steps_taught(owner: Owner, index: int) -> str:
+    """Every message of ``owner``'s sessions up to ``index``, joined."""
+    return "\n".join(m.content for s in owner.sessions[: index + 1] for m in s.messages)
+
+
+@pytest.mark.parametrize("condition", ["none", "full_context", "gold_memory"])
+def test_the_baselines_show_what_they_hold(
+    swept: tuple[Run, _Recording, str], condition: str
+) -> None:
+    """none shows no step; full_context every step of the procedure (its conversation, all
+    of it within the budget, says each step verbatim); gold_memory the labelled procedure to
+    a read path that recalls procedures by trigger (the procedural lane), none to DeerFlow's."""
+    run, recording, _ = swept
+    lanes = _lanes(run)
+    decisions = _decisions(run, recording, condition)
+    rows = run.qa_answers[
+        (run.qa_answers["kind"] == "procedure") & (run.qa_answers["condition"] == condition)
+    ]
+    for row in rows.to_dict("records"):
+        owner = next(o for o in OWNERS if o.user_id == row["user_id"])
+        index, question = next(
+            (i, q) for i, q in owner.procedure_questions() if q.id == row["question_id"]
+        )
+        gold = owner.gold_procedures()[str(question.procedure)]
+        everything = tuple(range(len(gold.steps)))
+        assert all(step in _steps_taught(owner, index) for step in gold.steps)
+        decision = decisions[row["lane_id"], row["question_id"]]
+        holds = condition == "full_context" or (
+            condition == "gold_memory" and row["lane_id"] == lanes["procedural"]
+        )
+        assert decision.shown == (everything if holds else ())
+        assert row["step_accuracy"] == pytest.approx(len(decision.named) / len(gold.steps))
+        assert row["steps_named"] == list(decision.named)
+
+
+def _interval(text: str) -> tuple[float, float, float]:
+    value, lo, hi = re.match(r"([\d.]+)% \[([\d.]+), ([\d.]+)\]", text).groups()  # type: ignore[union-attr]
+    return float(value) / 100, float(lo) / 100, float(hi) / 100
+
+
+def test_the_ceiling_is_inside_the_interval_of_the_declared_rate(
+    swept: tuple[Run, _Recording, str],
+) -> None:
+    """Every step shown is named with NAME, in order: the implied step-order accuracy of the
+    full conversation and of the gold procedures (recalled by trigger) is NAME; of no memory
+    (and of DeerFlow's read path given gold procedures) 0."""
+    run, _, _ = swept
+    lanes = _lanes(run)
+    table = procedure_table(run).set_index("lane_id")
+    title = "QA procedure step-order accuracy"
+    implied = {
+        (lanes["procedural"], "full_context"): NAME,
+        (lanes["deerflow"], "full_context"): NAME,
+        (lanes["procedural"], "gold_memory"): NAME,
+        (lanes["deerflow"], "gold_memory"): 0.0,
+        (lanes["procedural"], "none"): 0.0,
+        (lanes["deerflow"], "none"): 0.0,
+    }
+    for (lane, condition), want in implied.items():
+        value, lo, hi = _interval(table.loc[lane, f"{title}, {condition}"])
+        if want == 0.0:
+            assert value == lo == 0.0  # no step named anywhere
+        else:
+            assert lo <= want <= hi
+    # The ceiling lies above what the procedural memory keeps: it lost steps on the way.
+    _, _, memory_hi = _interval(table.loc[lanes["procedural"], title])
+    assert memory_hi < _interval(table.loc[lanes["procedural"], f"{title}, gold_memory"])[1]

@@ -14,8 +14,8 @@ asks each question right after the session its ``after_session`` names, through
   when ``cache_dir`` is given: an interrupted or repeated QA step answers
   from the cache, content-keyed like every replay call;
 - every answer is graded by every judge prompt against the file's answer key and, for a
-  question an audit changed, the original one; a ``procedure`` question, asked of the lane's
-  memory only, is not judged but scored by the steps its reply names in order
+  question an audit changed, the original one; a ``procedure`` question, asked under every
+  condition like the others, is not judged but scored by the steps its reply names in order
   (:func:`memlab.scoring.procedures.reply_scores`: ``steps_named``, ``step_accuracy``);
 - each answer from memory gets the fate of its evidence in the replay
   (:mod:`memlab.scoring.qa.qa_causes`), scored with the run's matcher (the one
@@ -352,15 +352,15 @@ def _owner_tasks(
     tasks: list[AnswerTask] = []
     # run_owners left out (and counted) the questions after a session the run did not replay.
     asked = sorted({owner.session_index(q.after_session) for q in owner.questions})
-    # Procedure questions are asked of the lane's memory only: no other condition holds
-    # learned procedures.
-    procedures = owner.procedure_questions() if "memory" in spec.conditions else []
+    procedures = owner.procedure_questions()
     for index in asked:
         point = ReplayPoint(owner, index, snapshots[index])
         questions = owner.questions_after(index)
         tasks += answer_tasks(point, questions, spec.conditions, settings, read, history)
         steps = [q for at, q in procedures if at == index]
-        tasks += answer_tasks(point, steps, ("memory",), settings, read) if steps else []
+        tasks += (
+            answer_tasks(point, steps, spec.conditions, settings, read, history) if steps else []
+        )
     return tasks
 
 

@@ -26,7 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memlab.core.jsondoc.document import MemoryDocument, create_empty_memory, utc_iso
+from memlab.core.jsondoc.document import (
+    MemoryDocument,
+    create_empty_memory,
+    normalize_fact_text,
+    utc_iso,
+)
 from memlab.core.pipeline.injection import Injection, get_token_counter, render_injection
 from memlab.datasets.models import Owner
 from memlab.plugins import PluginError, Registry, declare, failure_hint, instance_of
@@ -123,7 +128,10 @@ def gold_memory_document(owner: Owner, index: int) -> MemoryDocument:
 
     Each fact keeps its gold id, content and category, with confidence 1 and the start of the
     session that revealed it as ``createdAt`` (so a recency policy orders them by that);
-    summaries are empty (the labels say nothing about them).
+    summaries are empty (the labels say nothing about them). When the sessions so far teach
+    labelled procedures, the document also has ``procedures`` as a procedural memory's
+    snapshot has them (name, steps, case-folded triggers; one taught again under its name
+    replaces the earlier): a read path that recalls procedures by trigger injects them.
     """
     revealed_at: dict[str, str] = {}
     for session in owner.sessions[: index + 1]:
@@ -141,6 +149,17 @@ def gold_memory_document(owner: Owner, index: int) -> MemoryDocument:
         }
         for fact in owner.active_gold_facts(index)
     ]
+    procedures = {
+        p.name: {
+            "name": p.name,
+            "steps": list(p.steps),
+            "triggers": [normalize_fact_text(t) for t in p.triggers],
+        }
+        for session in owner.sessions[: index + 1]
+        for p in session.labels.procedures
+    }
+    if procedures:  # a document without procedures stays as it was
+        memory["procedures"] = list(procedures.values())  # type: ignore[typeddict-unknown-key]
     return memory
 
 

@@ -54,6 +54,12 @@ from memlab.reporting.figures.memory_time import (
     memory_time_section,
 )
 from memlab.reporting.figures.overlay import Overlay
+from memlab.reporting.forgetting_section import (
+    ForgettingSection,
+    forgetting_html,
+    forgetting_markdown,
+    forgetting_section,
+)
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_code_block, md_escape, md_table_head, md_table_row
 from memlab.reporting.operations import OperationsSection, operations_section
@@ -152,6 +158,7 @@ class _Report:
     operations: OperationsSection | None
     qa: QASection | None
     memory_time: MemoryTimeSection | None = None
+    forgetting: ForgettingSection | None = None
     notes: Sequence[str] = ()
     """How each run measured its optional metrics (read once: a refused file warns once)."""
 
@@ -330,6 +337,7 @@ def build_report(
         operations=operations_section(runs),
         qa=qa,
         memory_time=memory_time_section(runs),
+        forgetting=forgetting_section(runs),
         notes=_measure_notes(runs),
     )
     html, md = _html(report), _markdown(report)
@@ -394,6 +402,9 @@ def _html(report: _Report) -> str:
         *_section("Memory operations", operations_html(report.operations)),
         *_section("Memory QA", qa_html(report.qa, figure_to_data_uri)),
         *_section("Memory over time", memory_time_html(report.memory_time, figure_to_data_uri)),
+        *_section(
+            "Forgetting operating curve", forgetting_html(report.forgetting, figure_to_data_uri)
+        ),
         *_section("Prompt changes", prompt_changes_html(changes), anchor="prompt-changes"),
         *_section("Worst failures", _html_failures(report.failures)),
         *_section("Fact-level diff", _html_fact_diff(report.diff, report.diff_title)),
@@ -573,6 +584,7 @@ def _markdown(report: _Report) -> str:
     lines += operations_markdown(report.operations)
     lines += qa_markdown(report.qa)
     lines += memory_time_markdown(report.memory_time)
+    lines += forgetting_markdown(report.forgetting)
     lines += prompt_changes_markdown(changes)
     lines += _markdown_failures(report.failures)
     lines += _markdown_fact_diff(report.diff, report.diff_title)

@@ -22,7 +22,9 @@ Layout of ``runs/<name>/``::
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
 lane id); ``manifest.json`` names the lanes that belong to the run. A grid with ``samples``
 keeps repeated sample ``n`` (from 1) in ``lanes/<lane_id>/samples/<n>/<user_id>.json``; the
-consolidation curve writes ``qa/curve.jsonl`` and its manifest ``qa/curve.json``. The run's
+consolidation curve writes ``qa/curve.jsonl`` and its manifest ``qa/curve.json``; the
+forgetting operating curve ``qa/forgetting.jsonl`` (per lane, sample, owner and session: the
+answers asked again, those retained and the memory's size) and ``qa/forgetting.json``. The run's
 lock file, ``.<name>.lock``, lies beside the directory (:mod:`memlab.runs.run_lock`).
 
 Every write goes through :class:`RunDir`: atomic (a reader never sees half a file), inside
@@ -57,6 +59,8 @@ from memlab.runs.run_lock import lock_path, run_lock
 __all__ = [
     "CURVE_ANSWERS",
     "CURVE_MANIFEST",
+    "FORGETTING_MANIFEST",
+    "FORGETTING_ROWS",
     "JUDGE_AUDITS",
     "QA_ANSWERS",
     "QA_FORMAT",
@@ -82,6 +86,10 @@ QA_ANSWERS = Path("qa") / "answers.jsonl"
 QA_MANIFEST = Path("qa") / "manifest.json"
 CURVE_ANSWERS = Path("qa") / "curve.jsonl"
 CURVE_MANIFEST = Path("qa") / "curve.json"
+FORGETTING_ROWS = Path("qa") / "forgetting.jsonl"
+"""The forgetting operating curve's counts (:mod:`memlab.postrun.forgetting_file`)."""
+FORGETTING_MANIFEST = Path("qa") / "forgetting.json"
+"""The forgetting operating curve's manifest, written after its counts."""
 JUDGE_AUDITS = Path("qa") / "judge_audits.json"
 """Audits of the QA step's judges (``memlab judge audit --run``)."""
 TABLES = ("calls.jsonl", "sessions.jsonl")

@@ -32,7 +32,25 @@ from memlab.scoring.inference.stat_options import StatOptions
 from memlab.scoring.inference.stats import Estimator, bootstrap, ratio_estimator
 from memlab.scoring.qa.qa_metrics import verdict_table
 
-__all__ = ["RETENTION_COLUMNS", "compare_retention", "retention_table"]
+__all__ = [
+    "COUNT_COLUMNS",
+    "RETENTION_COLUMNS",
+    "compare_retention",
+    "retention_counts",
+    "retention_table",
+    "retention_table_of_counts",
+]
+
+COUNT_COLUMNS: tuple[str, ...] = (
+    "lane_id",
+    "sample",
+    "user_id",
+    "session_index",
+    "asked",
+    "retained",
+)
+"""The columns of :func:`retention_counts`: per (lane, sample, owner, session asked after),
+the answers asked and those correct under the judge."""
 
 RETENTION_COLUMNS: tuple[str, ...] = (
     "lane_id",
@@ -55,16 +73,21 @@ def _owner_sums(frame: pd.DataFrame, values: list[str], how: str) -> pd.DataFram
     return per_sample.groupby(level=["lane_id", "user_id"], sort=True).mean()
 
 
-def _correct(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
-    """One row per answer: its lane, sample, owner and whether ``judge`` found it correct."""
+def retention_counts(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """Per (lane, sample, owner, session asked after): :data:`COUNT_COLUMNS`, the answers
+    asked and those ``judge`` found correct (answer key), in first-seen order."""
+    if answers.empty:
+        return pd.DataFrame(columns=list(COUNT_COLUMNS))
     verdicts = verdict_table(answers)
     verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
     unit = ["lane_id", "sample", "user_id", "question_id", "session_index"]
     right = verdicts.set_index(unit)["correct"]
     found = right.reindex(pd.MultiIndex.from_frame(answers[unit])).fillna(False)
-    return answers[["lane_id", "sample", "user_id"]].assign(
-        correct=found.to_numpy(dtype=float), n=1.0
+    per_answer = answers[list(COUNT_COLUMNS[:4])].assign(
+        retained=found.to_numpy(dtype=int), asked=1
     )
+    counts = per_answer.groupby(list(COUNT_COLUMNS[:4]), sort=False)[["asked", "retained"]].sum()
+    return counts.reset_index()[list(COUNT_COLUMNS)]
 
 
 def _mean(values: np.ndarray) -> Estimator:
@@ -89,11 +112,24 @@ def retention_table(
         judge: The judge whose verdicts count.
         options: Resamples, seed and level of the intervals.
     """
+    return retention_table_of_counts(retention_counts(answers, judge), sizes, options=options)
+
+
+def retention_table_of_counts(
+    counts: pd.DataFrame, sizes: pd.DataFrame, *, options: StatOptions | None = None
+) -> pd.DataFrame:
+    """:func:`retention_table` from the answers' :func:`retention_counts` (rows asking
+    nothing are ignored), as a run keeps them."""
     if sizes.empty:
         return pd.DataFrame(columns=list(RETENTION_COLUMNS))
     tokens = _owner_sums(sizes, ["memory_tokens"], "mean")
-    counts = (
-        _owner_sums(_correct(answers, judge), ["correct", "n"], "sum") if len(answers) else None
+    counts = counts[counts["asked"] > 0]
+    sums = (
+        _owner_sums(
+            counts.astype({"asked": float, "retained": float}), ["retained", "asked"], "sum"
+        )
+        if len(counts)
+        else None
     )
     rows: list[dict[str, Any]] = []
     for lane_id in dict.fromkeys(sizes["lane_id"]):
@@ -111,11 +147,11 @@ def retention_table(
             "memory_tokens_lo": size.lo,
             "memory_tokens_hi": size.hi,
         }
-        if counts is not None and lane_id in counts.index.get_level_values("lane_id"):
-            mine = counts.xs(lane_id, level="lane_id")
-            kept = bootstrap(ratio_estimator(mine["correct"], mine["n"]), options)
+        if sums is not None and lane_id in sums.index.get_level_values("lane_id"):
+            mine = sums.xs(lane_id, level="lane_id")
+            kept = bootstrap(ratio_estimator(mine["retained"], mine["asked"]), options)
             row.update(
-                asked=float(mine["n"].sum()),
+                asked=float(mine["asked"].sum()),
                 retained=kept.estimate,
                 retained_lo=kept.lo,
                 retained_hi=kept.hi,

@@ -22,13 +22,19 @@ from memlab.backends.caching.cache import CacheMode
 from memlab.memory.storage.items import ForgettingRules
 from memlab.memory.tiers.tiered import lane_settings
 from memlab.postrun.consolidation import memory_sizes
+from memlab.postrun.forgetting_file import SavedForgetting, forgetting_rows, save_forgetting
 from memlab.postrun.retention import ask_retention
 from memlab.reporting.figures.charts import empty_chart, legend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import titled_tables_markdown
 from memlab.runs.run import Run
 from memlab.scoring.inference.coverage import too_few_text
-from memlab.scoring.retention import compare_retention, retention_table
+from memlab.scoring.retention import (
+    COUNT_COLUMNS,
+    compare_retention,
+    retention_counts,
+    retention_table_of_counts,
+)
 
 __all__ = [
     "INTRO",
@@ -37,6 +43,7 @@ __all__ = [
     "forgetting_curve_chart",
     "forgetting_curve_markdown",
     "forgetting_curve_numbers",
+    "saved_curve",
     "seed_lane",
 ]
 
@@ -80,10 +87,12 @@ def forgetting_curve(
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     max_workers: int = 8,
+    save: bool = True,
 ) -> ForgettingCurve:
     """The curve of ``run``'s tiered lanes; ``answers``: its
     :func:`~memlab.postrun.retention.ask_retention` rows, asked (with the cache and workers
-    given) when not given.
+    given) when not given. ``save``: keep its counts in the run directory
+    (:mod:`memlab.postrun.forgetting_file`), where ``memlab report`` reads them.
 
     Raises:
         ValueError: No lane of the run is at the seed's forgetting values.
@@ -102,8 +111,19 @@ def forgetting_curve(
     tiered = [lane for lane, c in run.lanes.items() if getattr(c, "memory", None) == "tiered"]
     sizes = sizes[sizes["lane_id"].isin(tiered)]
     answers = answers[answers["lane_id"].isin(tiered)] if len(answers) else answers
-    table = retention_table(answers, sizes, run.judge, options=run.stats)
-    return ForgettingCurve(run, compare_retention(table, reference), reference)
+    rows = forgetting_rows(retention_counts(answers, run.judge), sizes)
+    if save:
+        save_forgetting(run, rows, reference)
+    return saved_curve(run, SavedForgetting(rows, reference, run.judge))
+
+
+def saved_curve(run: Run, saved: SavedForgetting) -> ForgettingCurve:
+    """The curve of ``run`` from its kept counts (:func:`~memlab.postrun.forgetting_file.
+    read_forgetting`)."""
+    rows = saved.rows
+    counts = rows[list(COUNT_COLUMNS)]
+    table = retention_table_of_counts(counts, rows, options=run.stats)
+    return ForgettingCurve(run, compare_retention(table, saved.reference), saved.reference)
 
 
 def _interval(value: float, lo: float, hi: float, owners: int, percent: bool) -> str:

@@ -96,8 +96,8 @@ INTRO = (
     "full_context (the raw conversations, newest first, as much as fits the budget), "
     "gold_memory (the labelled facts active then: the ceiling of the write side). Accuracy "
     "counts answerable questions only; abstain and adversarial questions are reported apart; "
-    "procedure questions, asked of the memory only, are scored by the steps the answer names "
-    "in order (step-order accuracy), not judged."
+    "procedure questions (gold_memory: with the labelled procedures too) are scored by the "
+    "steps the answer names in order (step-order accuracy), not judged."
 )
 
 
