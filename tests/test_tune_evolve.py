@@ -1,0 +1,136 @@
+"""``tune.evolve``: GEPA rewrites the update prompt from memlab's failure records.
+
+Known truth from simulated instruments: ``sim:attentive`` declares in its YAML (read here with
+``yaml.safe_load``) the prompt phrase that raises its recall, and the simulated reflector
+(:mod:`memlab.simulation.reflector`, a stand-in for a reflection model) adds a declared phrase
+only when the feedback it reads names a failure the phrase addresses. The expected prompt and
+verdict come from the profile; the expected feedback from the run files, read here as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from builders import copied_personas
+
+from memlab.core.prompts import PromptRegistry
+from memlab.reporting.tune import tune
+from memlab.simulation.profile import load_profile
+from memlab.simulation.reflector import SimulatedReflector
+
+pytest.importorskip("gepa")
+
+
+def _declared(name: str) -> dict[str, Any]:
+    path = resources.files("memlab.simulation") / "profiles" / f"{name}.yaml"
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _grid(folder: Path, copies: int, backend: str, evolve: dict[str, Any]) -> Path:
+    copied_personas(folder / "people.jsonl", copies)
+    grid = {
+        "name": "evolve",
+        "dataset": "people.jsonl",
+        "base": {"backend": backend},
+        "tune": {
+            "split": {"train": 0.4, "validation": 0.2, "test": 0.4, "seed": 3},
+            "space": {"prompt": ["default"]},
+            "objective": {"metric": "recall"},
+            "evolve": evolve,
+        },
+    }
+    path = folder / "tune.yaml"
+    path.write_text(yaml.safe_dump(grid), encoding="utf-8")
+    return path
+
+
+def test_evolution_finds_the_declared_prompt_feature_and_the_held_out_verdict_confirms_it(
+    tmp_path: Path,
+) -> None:
+    profile = _declared("attentive")
+    (effect,) = profile["prompt_effects"]
+    phrase = effect["when_contains"].casefold()
+    assert phrase not in PromptRegistry().get("default").template.casefold()
+    # The declared effect raises the share of revealed facts proposed: recall goes up.
+    assert effect["set"]["propose_rate"] > profile["propose_rate"]
+    # 42 owners: 17 train, 8 validation, 17 held out. 22 owner replays: the start on the
+    # validation owners, then one rewrite tried on 3 train owners and, kept, on validation.
+    path = _grid(tmp_path, 3, "sim:attentive", {"reflect_backend": "sim:attentive",
+                                                 "max_metric_calls": 22})  # fmt: skip
+    result = tune(path, runs_dir=tmp_path / "runs", max_trials=2)
+    assert result.start["prompt"] == "default"
+    assert result.best["prompt"].startswith("evolved-"), "\n".join(result.lines())
+    assert result.verdict("recall") == "better", "\n".join(result.lines())
+    saved = json.loads((tmp_path / "runs" / "evolve" / "tune.json").read_text("utf-8"))
+    record = saved["evolution"]["prompts"][result.best["prompt"]]
+    assert record["parent"] == "default" and record["evolved"]
+    assert saved["evolution"]["simulated_reflector"] is True
+    text = (tmp_path / "runs" / "evolve" / record["file"]).read_text("utf-8")
+    assert phrase in " ".join(text.split()).casefold()
+    assert "[simulated reflector" in "\n".join(result.lines())
+
+
+def _violating_profile(folder: Path) -> Path:
+    """``attentive`` whose replies often break the schema (violations with pointers)."""
+    data = _declared("attentive")
+    data.update(name="violating", failures={"schema_violation": 0.3})
+    path = folder / "violating.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _evaluated_run(evolve_dir: Path, owners: set[str]) -> Path:
+    """The evaluation run of the starting prompt on exactly ``owners``."""
+    start = PromptRegistry().get("default").sha256[:8]
+    for run in sorted(evolve_dir.glob(f"eval-{start}-*")):
+        calls = [json.loads(x) for x in (run / "calls.jsonl").read_text("utf-8").splitlines()]
+        if {c["user_id"] for c in calls} == owners:
+            return run
+    raise AssertionError(f"no evaluation of the start on {sorted(owners)} in {evolve_dir}")
+
+
+def _missed_gold(run: Path, dataset: Path, owner: str) -> list[str]:
+    """Active gold facts of ``owner`` that no final stored fact states word for word (the
+    profile stores verbatim)."""
+    (record_file,) = run.glob(f"lanes/*/owners/{owner}.json")
+    record = json.loads(record_file.read_text("utf-8"))
+    stored = {f["content"] for f in record["snapshots"][-1]["facts"]}
+    rows = [json.loads(x) for x in dataset.read_text("utf-8").splitlines()]
+    (row,) = [r for r in rows if r["user_id"] == owner]
+    gold: dict[str, str] = {}
+    retracted: set[str] = set()
+    for session in row["sessions"]:
+        labels = session.get("labels", {})
+        gold.update({f["id"]: f["content"] for f in labels.get("facts", [])})
+        retracted.update(labels.get("retracts", []))
+    return [t for gid, t in gold.items() if gid not in retracted and t not in stored]
+
+
+def test_the_reflector_reads_the_failed_replies_and_missed_facts_of_the_candidate(
+    tmp_path: Path,
+) -> None:
+    profile_path = _violating_profile(tmp_path)
+    reflector = SimulatedReflector(load_profile(profile_path))
+    path = _grid(tmp_path, 1, f"sim:{profile_path}",
+                 {"reflect_backend": f"sim:{profile_path}", "max_metric_calls": 9})  # fmt: skip
+    tune(path, runs_dir=tmp_path / "runs", max_trials=1, reflector=reflector)
+    assert reflector.requests, "the reflector was never asked"
+    request = reflector.requests[0]  # the first rewrite reads the start's failures
+    owners = set(re.findall(r"### owner\s+(\S+)", request))
+    run = _evaluated_run(tmp_path / "runs" / "evolve" / "evolve", owners)
+    calls = [json.loads(x) for x in (run / "calls.jsonl").read_text("utf-8").splitlines()]
+    violations = [v for c in calls if not c["parse_ok"] for v in c["violations"]]
+    assert violations, "the profile's schema violations should have produced some"
+    for violation in violations:
+        assert f"{violation['keyword']} at {violation['pointer'] or '/'}" in request
+    missed = [t for o in owners for t in _missed_gold(run, tmp_path / "people.jsonl", o)]
+    assert missed, "the profile proposes 75% of facts: some must be missed"
+    for text in missed:
+        assert repr(text) in request
