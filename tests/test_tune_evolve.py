@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
+import sys
+from importlib import resources, util
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,13 @@ import pytest
 import yaml
 from builders import copied_personas
 
+from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
 from memlab.reporting.tune import tune
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector
 
-pytest.importorskip("gepa")
+needs_gepa = pytest.mark.skipif(util.find_spec("gepa") is None, reason="pip install gepa")
 
 
 def _declared(name: str) -> dict[str, Any]:
@@ -51,6 +53,7 @@ def _grid(folder: Path, copies: int, backend: str, evolve: dict[str, Any]) -> Pa
     return path
 
 
+@needs_gepa
 def test_evolution_finds_the_declared_prompt_feature_and_the_held_out_verdict_confirms_it(
     tmp_path: Path,
 ) -> None:
@@ -113,6 +116,7 @@ def _missed_gold(run: Path, dataset: Path, owner: str) -> list[str]:
     return [t for gid, t in gold.items() if gid not in retracted and t not in stored]
 
 
+@needs_gepa
 def test_the_reflector_reads_the_failed_replies_and_missed_facts_of_the_candidate(
     tmp_path: Path,
 ) -> None:
@@ -134,3 +138,22 @@ def test_the_reflector_reads_the_failed_replies_and_missed_facts_of_the_candidat
     assert missed, "the profile proposes 75% of facts: some must be missed"
     for text in missed:
         assert repr(text) in request
+
+
+def test_evolution_without_gepa_is_a_one_line_error_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "gepa", None)  # import gepa raises ImportError
+    path = _grid(tmp_path, 1, "sim:attentive", {"reflect_backend": "sim:attentive"})
+    code = main(["tune", str(path), "--runs-dir", str(tmp_path / "runs"), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "pip install 'memlab[tune]'" in err, err
+    assert not list((tmp_path / "runs").glob("*/evolve/eval-*")), "nothing replayed"
+    # Without tune.evolve the search never imports it.
+    plain = _grid(tmp_path, 1, "sim:attentive", {"reflect_backend": "sim:attentive"})
+    data = yaml.safe_load(plain.read_text("utf-8"))
+    del data["tune"]["evolve"]
+    plain.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["tune", str(plain), "--runs-dir", str(tmp_path / "runs2"), "--max-trials",
+                 "1", "--no-progress", "--allow-inconclusive"]) == 0  # fmt: skip
