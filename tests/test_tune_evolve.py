@@ -157,3 +157,33 @@ def test_evolution_without_gepa_is_a_one_line_error_naming_the_extra(
     plain.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert main(["tune", str(plain), "--runs-dir", str(tmp_path / "runs2"), "--max-trials",
                  "1", "--no-progress", "--allow-inconclusive"]) == 0  # fmt: skip
+
+
+def _request(prompt: str, feedback: str) -> str:
+    """A reflection request shaped as GEPA sends it: the prompt, then the feedback."""
+    return f"I gave these instructions:\n```\n{prompt}\n```\nFeedback:\n```\n{feedback}\n```"
+
+
+def test_the_simulated_reflector_adds_only_what_the_profile_declares_for_the_named_failure() -> (
+    None
+):
+    declared = _declared("attentive")
+    (effect,) = declared["prompt_effects"]
+    phrase = effect["when_contains"]
+    # The effect raises propose_rate and lowers invent_rate; failures stay as they are.
+    assert effect["set"]["propose_rate"] > declared["propose_rate"]
+    assert "failures" not in effect["set"]
+    reflect = SimulatedReflector(load_profile("attentive"))
+    start = "Update the memory.\n{current_memory}\n{conversation}"
+    missed = reflect(_request(start, "missed gold fact: 'Lives in Oslo': never proposed"))
+    assert phrase in missed and start in missed
+    # A failed reply alone: the declared effect does not address it, so a plain edit.
+    failed = reflect(_request(start, "failed reply (session 0): truncated"))
+    assert phrase not in failed and "JSON object alone" in failed
+    # Nothing named: the prompt comes back as it was; a phrase already there is not added again.
+    assert reflect(_request(start, "no failure recorded")) == f"```\n{start}\n```"
+    done = f"{phrase}\n{start}"
+    assert reflect(_request(done, "missed gold fact: 'x': never proposed")).count(phrase) == 1
+    assert reflect.requests[0] == _request(
+        start, "missed gold fact: 'Lives in Oslo': never proposed"
+    )

@@ -344,9 +344,12 @@ def _evolve(
         return run, _owner_scores(run, owners, objective, columns)
 
     start_label = next(iter(search.prompts))
-    adapter = TuneAdapter(evaluate, matcher or default_matcher(), objective.metric)
+    start = search.prompts[start_label]
+    adapter = TuneAdapter(
+        evaluate, matcher or default_matcher(), objective.metric, start.template.endswith("\n")
+    )
     kept = evolve(
-        search.prompts[start_label], search.split.train, search.split.validation, adapter,
+        start, search.split.train, search.split.validation, adapter,
         options, where / "gepa", reflect=reflect, seed=search.spec.seed, start_label=start_label,
     )  # fmt: skip
     known = {v.sha256 for v in search.prompts.values()}

@@ -44,6 +44,7 @@ __all__ = [
     "EvolveError",
     "EvolvedPrompt",
     "TuneAdapter",
+    "as_template",
     "evolution_lines",
     "evolution_record",
     "evolve",
@@ -91,8 +92,11 @@ class TuneAdapter:
 
     propose_new_texts = None  # GEPA's own proposer asks the reflection model
 
-    def __init__(self, evaluate: Evaluate, matcher: FactMatcher, metric: str) -> None:
+    def __init__(
+        self, evaluate: Evaluate, matcher: FactMatcher, metric: str, newline: bool = True
+    ) -> None:
         self._evaluate = evaluate
+        self._newline = newline
         self._matcher = matcher
         self._metric = metric
         self.feedback: list[OwnerFeedback] = []
@@ -103,7 +107,7 @@ class TuneAdapter:
         from gepa.core.adapter import EvaluationBatch
 
         try:
-            text = candidate[COMPONENT]
+            text = as_template(candidate[COMPONENT], self._newline)
             variant = resolve_prompt(text, name=prompt_label(text))
         except MemlabError as exc:  # a rewrite that is no template: the worst score
             problem = f"not a valid update prompt: {exc}"
@@ -137,6 +141,12 @@ class TuneAdapter:
             for trace, output in zip(eval_batch.trajectories or [], eval_batch.outputs, strict=True)
         ]
         return {name: rows for name in components_to_update}
+
+
+def as_template(text: str, newline: bool) -> str:
+    """A rewritten prompt's text, ending in a line break when the start's does (GEPA strips
+    the reply it extracts; the diff should show the edit, not a lost line break)."""
+    return text.rstrip("\n") + "\n" if newline else text
 
 
 def reflector(spec: str) -> Callable[[str], str]:
@@ -212,14 +222,16 @@ def evolve(
         logger=_Log(),
     )
     labels = [start_label or start.name]
-    labels += [prompt_label(c[COMPONENT]) for c in result.candidates[1:]]
+    newline = start.template.endswith("\n")
+    texts = [as_template(c[COMPONENT], newline) for c in result.candidates]
+    labels += [prompt_label(text) for text in texts[1:]]
     out = []
-    for index, candidate in enumerate(result.candidates[1:], start=1):
+    for index in range(1, len(texts)):
         parents = [p for p in result.parents[index] if p is not None]
         out.append(
             EvolvedPrompt(
                 labels[index],
-                resolve_prompt(candidate[COMPONENT], name=labels[index]),
+                resolve_prompt(texts[index], name=labels[index]),
                 labels[parents[0]] if parents else None,
                 float(result.val_aggregate_scores[index]),
             )
