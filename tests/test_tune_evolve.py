@@ -22,9 +22,15 @@ from builders import copied_personas
 
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
+from memlab.datasets.registry import resolve_dataset
+from memlab.grids.grid import Grid
+from memlab.matching.matchers import default_matcher
+from memlab.postrun.rescoring import replays
 from memlab.reporting.tune import tune
+from memlab.reporting.tune_feedback import owner_feedback
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector
+from memlab.sweeps.driver import sweep
 
 needs_gepa = pytest.mark.skipif(util.find_spec("gepa") is None, reason="pip install gepa")
 
@@ -187,3 +193,49 @@ def test_the_simulated_reflector_adds_only_what_the_profile_declares_for_the_nam
     assert reflect.requests[0] == _request(
         start, "missed gold fact: 'Lives in Oslo': never proposed"
     )
+
+
+def test_the_feedback_names_each_question_answered_wrong_from_memory_and_its_cause(
+    tmp_path: Path,
+) -> None:
+    grid = {
+        "name": "qa",
+        "owners": ["amara", "raj"],
+        "base": {"backend": "sim:sloppy"},
+        "qa": {"answer_backend": "sim:sloppy", "judges": ["strict"],
+               "conditions": ["memory", "gold_memory"]},
+    }  # fmt: skip
+    run = sweep("personas", Grid.from_mapping(grid), runs_dir=tmp_path, progress=False)
+    rows = [json.loads(x) for x in (run.path / "qa/answers.jsonl").read_text("utf-8").splitlines()]
+    answerable = {
+        (r["user_id"], r["condition"], r["session_index"], r["question_id"]): r
+        for r in rows
+        if r["kind"] == "answerable"
+    }
+    right = {
+        k: r["verdicts"].get("strict", {}).get("answer") is True for k, r in answerable.items()
+    }
+    questions = {
+        q["id"]: q["question"]
+        for line in resolve_dataset("personas").read_text("utf-8").splitlines()
+        for q in json.loads(line).get("questions", [])
+    }
+    found = 0
+    for replay in replays(run):
+        user = replay.owner.user_id
+        expected = set()
+        for (owner, condition, session, qid), row in answerable.items():
+            if owner != user or condition != "memory" or right[(owner, condition, session, qid)]:
+                continue  # an unjudged answer counts as wrong, as in the accuracy
+            cause = row["fate"]
+            if cause == "injected":  # split by the gold memory's answer to the same question
+                gold_ok = right.get((owner, "gold_memory", session, qid))
+                cause = "wrong_with_gold_memory" if gold_ok is False else "answered_wrong"
+            expected.add((questions[qid], cause))
+        feedback = owner_feedback(run, replay, default_matcher())
+        assert {(w["question"], w["cause"]) for w in feedback.wrong_answers} == expected
+        found += len(expected)
+        for question, cause in expected:
+            assert f"question answered wrong: {question!r}" in feedback.text()
+            assert cause in feedback.text()
+    assert found, "sim:sloppy answers some questions wrong"
