@@ -23,11 +23,12 @@ from builders import copied_personas
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
 from memlab.datasets.registry import resolve_dataset
-from memlab.grids.grid import Grid
+from memlab.grids.grid import Grid, GridError
 from memlab.matching.matchers import default_matcher
 from memlab.postrun.rescoring import replays
 from memlab.reporting.tune import tune
 from memlab.reporting.tune_feedback import owner_feedback
+from memlab.reporting.tune_spec import load_tune
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector
 from memlab.sweeps.driver import sweep
@@ -239,3 +240,12 @@ def test_the_feedback_names_each_question_answered_wrong_from_memory_and_its_cau
             assert f"question answered wrong: {question!r}" in feedback.text()
             assert cause in feedback.text()
     assert found, "sim:sloppy answers some questions wrong"
+
+
+def test_a_bad_evolve_key_names_the_file_and_key(tmp_path: Path) -> None:
+    path = _grid(tmp_path, 1, "sim:attentive", {"reflect_backend": "sim:attentive", "rounds": 3})
+    with pytest.raises(GridError, match=r"tune\.evolve\.rounds"):
+        load_tune(path)
+    path = _grid(tmp_path, 1, "sim:attentive", {"max_metric_calls": 3})
+    with pytest.raises(GridError, match=r"tune\.evolve\.reflect_backend"):
+        load_tune(path)
