@@ -162,6 +162,10 @@ def test_evolution_without_gepa_is_a_one_line_error_naming_the_extra(
     data = yaml.safe_load(plain.read_text("utf-8"))
     del data["tune"]["evolve"]
     plain.write_text(yaml.safe_dump(data), encoding="utf-8")
+    # --reflect-backend turns evolution on for a grid without the key: GEPA is needed.
+    flag = ["--reflect-backend", "sim:attentive", "--no-progress"]
+    assert main(["tune", str(plain), "--runs-dir", str(tmp_path / "runs3"), *flag]) == 2
+    assert "pip install 'memlab[tune]'" in capsys.readouterr().err
     assert main(["tune", str(plain), "--runs-dir", str(tmp_path / "runs2"), "--max-trials",
                  "1", "--no-progress", "--allow-inconclusive"]) == 0  # fmt: skip
 
