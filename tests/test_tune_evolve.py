@@ -20,6 +20,7 @@ import pytest
 import yaml
 from builders import copied_personas
 
+from memlab.backends.registry import MINIMAL_CONTRACT_REPLY
 from memlab.cli.main import main
 from memlab.core.prompts import PromptRegistry
 from memlab.datasets.registry import resolve_dataset
@@ -27,6 +28,7 @@ from memlab.grids.grid import Grid, GridError
 from memlab.matching.matchers import default_matcher
 from memlab.postrun.rescoring import replays
 from memlab.reporting.tune import tune
+from memlab.reporting.tune_evolve import EvolveError, reflector
 from memlab.reporting.tune_feedback import owner_feedback
 from memlab.reporting.tune_spec import load_tune
 from memlab.simulation.profile import load_profile
@@ -253,3 +255,11 @@ def test_a_bad_evolve_key_names_the_file_and_key(tmp_path: Path) -> None:
     path = _grid(tmp_path, 1, "sim:attentive", {"max_metric_calls": 3})
     with pytest.raises(GridError, match=r"tune\.evolve\.reflect_backend"):
         load_tune(path)
+
+
+def test_a_backend_reflector_sends_the_request_and_an_unknown_one_is_named() -> None:
+    ask = reflector("scripted")  # answers every request with the minimal valid update
+    assert json.loads(ask("rewrite this prompt")) == json.loads(MINIMAL_CONTRACT_REPLY)
+    assert isinstance(reflector("sim:attentive"), SimulatedReflector)
+    with pytest.raises(EvolveError, match=r"reflect_backend 'nosuch:model'"):
+        reflector("nosuch:model")
