@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
 from memlab.core.pipeline.llm import Backend, CompletionRequest
+from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparability import LaneFacts
@@ -33,6 +34,7 @@ __all__ = [
     "FakeRun",
     "cache_entries",
     "city_owners",
+    "copied_personas",
     "count_frames",
     "iso",
     "json_values",
@@ -120,6 +122,27 @@ def cache_entries(cache: Path) -> list[Path]:
     """The response entries of a cache directory: the files of its two-letter shards (not the
     matcher verdicts saved beside them)."""
     return sorted(p for p in cache.glob("*/*.json") if len(p.parent.name) == 2)
+
+
+def copied_personas(path: Path, copies: int) -> Path:
+    """The bundled personas dataset ``copies`` times at ``path``, each copy's owners renamed
+    ``<id>_<k>`` and its messages tagged ``(k)`` (the simulated model's draws depend on the
+    owner and the conversation, so each copy is an owner of its own)."""
+    rows = [
+        json.loads(line) for line in resolve_dataset("personas").read_text("utf-8").splitlines()
+    ]
+    out = []
+    for k in range(copies):
+        for row in rows:
+            copy = json.loads(json.dumps(row))
+            copy["user_id"] = f"{row['user_id']}_{k}"
+            for session in copy["sessions"]:
+                for message in session["messages"]:
+                    if isinstance(message["content"], str):  # list content: left as it is
+                        message["content"] = f"({k}) {message['content']}"
+            out.append(json.dumps(copy))
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return path
 
 
 def write_owners(path: Path, owners: Iterable[Mapping[str, Any]]) -> Path:

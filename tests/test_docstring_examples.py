@@ -122,6 +122,8 @@ def check_tune_key(block: str, tmp_path: Path) -> None:
     assert spec.prompts() == ["default", "prompts/self_only.txt"]
     assert spec.ranges()["max_facts"] == Range(low=20, high=200, step=20)
     assert spec.objective.metric == "recall" and spec.max_trials == 20
+    assert spec.evolve is not None and spec.evolve.reflect_backend == "openai:gpt-4o-mini"
+    assert spec.evolve.max_metric_calls == 40
 
 
 def check_sim_profile(block: str, tmp_path: Path) -> None:

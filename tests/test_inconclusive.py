@@ -293,6 +293,16 @@ def test_prompts_ignored_needs_both_sides_blind_and_prompts_that_differ() -> Non
         assert len(reasons) == expected
 
 
+def test_owners_to_detect_a_tiny_effect_plans_past_a_thousand_owners() -> None:
+    # MDE 600 times the effect with 6 owners: with the standard error shrinking as 1/sqrt(n)
+    # and the noncentrality falling with the degrees of freedom, the owners needed lie between
+    # a thousand and 6 * 600**2 (the 1/sqrt(n) shrinkage alone).
+    owners, effect, mde = 6, 0.05, 30.0
+    needed = owners_to_detect(effect, mde, owners)
+    assert needed is not None and 1024 < needed <= owners * (mde / effect) ** 2
+    assert math.isfinite(float(min_detectable_effect([0.01], 5000)[0]))
+
+
 def test_not_computable_primary_is_a_reason() -> None:
     table = _table([], verdict="not computable")
     assert [r.short for r in inconclusive_reasons(table)] == ["recall not computable"]

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import copied_personas
 
 from memlab.cli.main import main
-from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import GridError
 from memlab.reporting.compare.tune import TuneError, tune
 
@@ -33,24 +33,7 @@ def _declared(name: str) -> dict[str, Any]:
 
 
 def _dataset(folder: Path) -> Path:
-    """The personas dataset copied ``COPIES`` times, each copy's messages tagged (the simulated
-    draws depend on the owner's id, so each copy is an owner of its own)."""
-    rows = [
-        json.loads(line) for line in resolve_dataset("personas").read_text("utf-8").splitlines()
-    ]
-    out = []
-    for k in range(COPIES):
-        for row in rows:
-            copy = json.loads(json.dumps(row))
-            copy["user_id"] = f"{row['user_id']}_{k}"
-            for session in copy["sessions"]:  # distinct conversations for the simulated model
-                for message in session["messages"]:
-                    if isinstance(message["content"], str):  # list content: left as it is
-                        message["content"] = f"({k}) {message['content']}"
-            out.append(json.dumps(copy))
-    path = folder / "people.jsonl"
-    path.write_text("\n".join(out) + "\n", encoding="utf-8")
-    return path
+    return copied_personas(folder / "people.jsonl", COPIES)
 
 
 def _grid(folder: Path, tune_key: dict[str, Any], **base: Any) -> Path:

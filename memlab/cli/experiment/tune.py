@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
 _EXAMPLE = """examples:
   memlab tune tune.yaml --max-trials 20 --cache-dir .memlab-cache
   memlab tune tune.yaml --max-cost 2.00        # stop before the replays spend $2 (resumable)
+  memlab tune tune.yaml --reflect-backend openai:gpt-4o-mini   # also evolve the prompt (GEPA)
 
 The grid file is a one-lane grid (its base is the starting configuration) with a tune: key
 (space, objective, split, max_trials; see docs/tune.md). Everything goes to RUNS_DIR/NAME: the
@@ -70,6 +71,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="exit 0 when a held-out verdict is inconclusive (it still says so and why)",
     )
+    p.add_argument(
+        "--reflect-backend",
+        metavar="SPEC",
+        help="evolve the update prompt from failure records before the search, rewritten by "
+        "this backend (overrides tune.evolve.reflect_backend; sim:PROFILE is the simulated "
+        "reflector); needs pip install 'memlab[tune]'",
+    )
     _args.add_matcher_option(p)
     _args.add_cache_options(p, "response cache directory (default: no cache)")
     p.add_argument(
@@ -101,6 +109,7 @@ def _tune(args: argparse.Namespace) -> int:
             max_workers=args.workers,
             progress=not args.no_progress,
             matcher=matcher_from_args(args),
+            reflect_backend=args.reflect_backend,
         )
     except (IncompleteSweepError, CostLimitError) as exc:  # kept: the same command resumes
         print(f"error: {exc}", file=sys.stderr)

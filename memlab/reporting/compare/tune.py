@@ -8,6 +8,11 @@ tune directory's ``trials/``). The sampler sees the train score; the winner is t
 candidate best on validation. The starting configuration, and each candidate prompt at the
 starting settings, are tried first.
 
+With ``tune.evolve``, GEPA first evolves the starting update prompt from the failure records
+of its replays on the train owners (:mod:`memlab.reporting.compare.tune_evolve`); the prompts
+it keeps join the candidates (tried first at the starting settings, like listed prompts),
+each with its parent, and its replays lie in ``evolve/``.
+
 The winner and the starting configuration are then replayed on the held-out owners and
 compared paired (:func:`memlab.reporting.compare.prompt_ab.judge_ab`: one verdict per primary
 metric, with every inconclusive reason). The result states the split, the train-vs-test gap per
@@ -25,8 +30,8 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,10 +44,21 @@ from memlab.errors import MemlabError
 from memlab.grids.grid import Grid
 from memlab.grids.owners import select_owners
 from memlab.matching.base import FactMatcher
+from memlab.matching.matchers import default_matcher
 from memlab.reporting.compare.prompt_ab import ABResult, judge_ab
 from memlab.reporting.compare.trial import sweep_prompt
+from memlab.reporting.compare.tune_evolve import (
+    EvolvedPrompt,
+    TuneAdapter,
+    evolution_lines,
+    evolution_record,
+    evolve,
+    prompt_label,
+    write_prompts,
+)
 from memlab.reporting.compare.tune_spec import (
     NUMERIC_SETTINGS,
+    Evolve,
     Objective,
     OwnerSplit,
     TuneSpec,
@@ -98,6 +114,8 @@ class TuneResult:
         heldout: The paired comparison of start and winner on the test owners.
         train: Primary metrics of start and winner on the train owners (``{"start": ...}``).
         cost: :data:`COST_COLUMNS` summed over the search's replays.
+        evolved: The prompts evolution kept (empty without ``tune.evolve``).
+        reflector: The reflection model's spec (``None`` without ``tune.evolve``).
     """
 
     path: Path
@@ -109,6 +127,9 @@ class TuneResult:
     heldout: ABResult = field(repr=False)
     train: dict[str, dict[str, float]]
     cost: dict[str, float]
+    evolved: list[EvolvedPrompt] = field(default_factory=list)
+    reflector: str | None = None
+    prompts: dict[str, PromptVariant] = field(default_factory=dict, repr=False)
 
     def verdict(self, metric: str) -> str:
         """The held-out verdict's outcome for ``metric`` (``better``, ``no difference``...)."""
@@ -135,6 +156,7 @@ class TuneResult:
                 f"{_fmt(self.objective.metric, row['validation'])}"
                 f"{'' if row['feasible'] else ' (over a limit)'}{mark}"
             )
+        out += evolution_lines(self.evolved, self.prompts, self.reflector)
         out += ["", f"start: {_params_text(self.start)}", f"best:  {_params_text(self.best)}", ""]
         out.append("train-vs-test gap of the best candidate (train -> held-out test):")
         for metric, train, test, gap in self.gaps():
@@ -146,8 +168,9 @@ class TuneResult:
         return out + self.heldout.lines()
 
     def as_json(self) -> dict[str, Any]:
-        """What ``tune.json`` keeps."""
-        return {
+        """What ``tune.json`` keeps (with evolution: each candidate prompt's hash, file and
+        parent, and the reflector)."""
+        found = {
             "split": {
                 "seed": self.split.seed,
                 "train": list(self.split.train),
@@ -163,6 +186,9 @@ class TuneResult:
             "heldout": {v.metric: v.outcome for v in self.heldout.verdicts},
             "cost": self.cost,
         }
+        if self.reflector is not None:
+            found["evolution"] = evolution_record(self.evolved, self.prompts, self.reflector)
+        return found
 
 
 def _fmt(metric: str, values: Mapping[str, float]) -> str:
@@ -203,6 +229,11 @@ class _Search:
     max_cost: float | None
     spent: float = 0.0
     """USD the search's replays spent (the finished candidates' before a resume)."""
+    evolved: list[EvolvedPrompt] = field(default_factory=list)
+    evolution_cost: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(COST_COLUMNS, 0.0)
+    )
+    """:data:`COST_COLUMNS` of the evolution's replays (this call's)."""
 
     def settings(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
         """The lane settings of a candidate and the prompt it needs besides the built-ins."""
@@ -277,6 +308,58 @@ def _score(values: Mapping[str, float], objective: Objective) -> tuple[float, bo
     return (value if objective.higher_is_better else -value), True
 
 
+def _owner_scores(
+    run: Run, owners: Sequence[str], objective: Objective, columns: Sequence[str]
+) -> dict[str, float]:
+    """Each owner's signed objective (0 where undefined); every owner's is the infeasible
+    score when the owners together pass a limit."""
+    _, feasible = _score(_metrics(run, owners, columns), objective)
+    out = {}
+    for owner in owners:
+        value = _metrics(run, [owner], [objective.metric])[objective.metric]
+        signed = value if objective.higher_is_better else -value
+        out[owner] = _INFEASIBLE if not feasible else (0.0 if math.isnan(signed) else signed)
+    return out
+
+
+def _evolve(
+    search: _Search, columns: Sequence[str], matcher: FactMatcher | None,
+    reflect: Callable[[str], str] | None,
+) -> None:  # fmt: skip
+    """Evolve the starting prompt (``tune.evolve``); the prompts kept join the candidates."""
+    options = search.spec.evolve
+    assert options is not None
+    objective = search.spec.objective
+    where = search.path / "evolve"
+
+    def evaluate(variant: PromptVariant, owners: Sequence[str]) -> tuple[Run, dict[str, float]]:
+        label = prompt_label(variant)
+        alone = replace(search, prompts={label: variant})
+        digest = hashlib.sha256("\n".join(owners).encode("utf-8")).hexdigest()[:8]
+        name = f"eval-{variant.sha256[:8]}-{digest}"
+        run = alone.replay({**search.start(), "prompt": label}, owners, where, name)
+        search.spent = alone.spent
+        for column, value in _metrics(run, owners, COST_COLUMNS).items():
+            search.evolution_cost[column] += _number(value)
+        return run, _owner_scores(run, owners, objective, columns)
+
+    start_label = next(iter(search.prompts))
+    start = search.prompts[start_label]
+    adapter = TuneAdapter(
+        evaluate, matcher or default_matcher(), objective.metric, start.template.endswith("\n")
+    )
+    kept = evolve(
+        start, search.split.train, search.split.validation, adapter,
+        options, where / "gepa", reflect=reflect, seed=search.spec.seed, start_label=start_label,
+    )  # fmt: skip
+    known = {v.sha256 for v in search.prompts.values()}
+    for prompt in kept:
+        if prompt.variant.sha256 not in known:
+            known.add(prompt.variant.sha256)
+            search.prompts[prompt.label] = prompt.variant
+            search.evolved.append(prompt)
+
+
 def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, span in search.spec.ranges().items():
@@ -333,6 +416,15 @@ def _budget(search: _Search) -> Any:
     return check
 
 
+def _spec_key(spec: TuneSpec) -> dict[str, Any]:
+    """The spec as the study records it (without ``evolve`` when absent, as before it was
+    a key: a study made then resumes)."""
+    found = spec.model_dump(mode="json")
+    if found.get("evolve") is None:
+        found.pop("evolve", None)
+    return found
+
+
 def _study(search: _Search) -> optuna.Study:
     """The study in the tune directory: created, or loaded to resume when its space is the
     same."""
@@ -340,7 +432,7 @@ def _study(search: _Search) -> optuna.Study:
     run_dir = RunDir(search.path)
     run_dir.make_dir(search.path, "tune directory")
     digest = hashlib.sha256(
-        json.dumps([search.spec.model_dump(mode="json"), search.split.train], sort_keys=True)
+        json.dumps([_spec_key(search.spec), search.split.train], sort_keys=True)
         .encode("utf-8")
     ).hexdigest()[:16]  # fmt: skip
     storage = f"sqlite:///{run_dir.owned(run_dir.file(TUNE_STUDY), 'study')}"
@@ -367,7 +459,7 @@ def _study(search: _Search) -> optuna.Study:
 
 def _resolve_prompts(grid: Grid, spec: TuneSpec) -> dict[str, PromptVariant]:
     """The candidate prompts by label, the starting prompt first."""
-    if not spec.prompts():
+    if not spec.prompts() and spec.evolve is None:
         return {}
     registry = PromptRegistry()
     for source in grid.prompts:
@@ -438,6 +530,8 @@ def tune(
     max_workers: int = 4,
     progress: bool = False,
     matcher: FactMatcher | None = None,
+    reflect_backend: str | None = None,
+    reflector: Callable[[str], str] | None = None,
 ) -> TuneResult:
     """Search the ``tune:`` space of the grid file ``grid`` and prove the winner held out.
 
@@ -449,13 +543,24 @@ def tune(
             ``tune.max_trials``).
         max_cost: USD each replay step may spend (as :func:`memlab.sweep`'s ``max_cost``).
         cache_dir, cache_mode, max_workers, progress, matcher: As for :func:`memlab.sweep`.
+        reflect_backend: Evolve the update prompt with this reflection backend (overrides
+            ``tune.evolve.reflect_backend``; turns evolution on with its defaults).
+        reflector: The reflection model itself, a callable from request text to reply text
+            (an instrument for tests: a :class:`memlab.simulation.reflector.SimulatedReflector`
+            that records what it was sent); it stands in for the reflect backend.
 
     Raises:
         GridError: An invalid grid or ``tune:`` key, naming the file, line and key.
         TuneError: The directory holds a search of another space.
         CostLimitError: A replay stopped at ``max_cost`` (rerun to resume).
+        EvolveError: Evolution asked for without GEPA installed, or a reflector that cannot be
+            built.
     """
     start_grid, spec = load_tune(grid)
+    if reflect_backend is not None:
+        evolving = spec.evolve or Evolve.model_validate({"reflect_backend": reflect_backend})
+        spec = spec.model_copy(update={"evolve": evolving.model_copy(
+            update={"reflect_backend": reflect_backend})})  # fmt: skip
     _check_start(start_grid, spec)
     data_file = dataset_path(start_grid)
     owners = [o.user_id for o in select_owners(load_dataset(data_file), start_grid)]
@@ -478,6 +583,10 @@ def tune(
     )
     columns = list(dict.fromkeys([*primary_metrics(start_grid.primary), *spec.objective.max]))
     with RunDir(where).lock("tune"):
+        if spec.evolve is not None:
+            RunDir(where).make_dir(where, "tune directory")
+            _evolve(search, columns, matcher, reflector)
+            write_prompts(search.evolved, where / "evolve" / "prompts")
         study = _study(search)
         done = _rows(study)
         search.spent = sum(_number(r["cost"].get("cost_usd")) for r in done)
@@ -504,9 +613,13 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
         for side, p in (("start", start), ("best", best))
     }
     cost = {c: sum(_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
+    for column, value in search.evolution_cost.items():
+        cost[column] += value
     result = TuneResult(
-        search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost
-    )
+        search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost,
+        search.evolved, search.spec.evolve.reflect_backend if search.spec.evolve else None,
+        dict(search.prompts),
+    )  # fmt: skip
     run_dir = RunDir(search.path)
     run_dir.write_json(run_dir.file(TUNE_RESULT), result.as_json())
     return result

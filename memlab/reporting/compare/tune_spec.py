@@ -12,9 +12,12 @@ A tune grid is an ordinary one-lane grid (its ``base`` is the starting configura
       split: {train: 0.5, validation: 0.2, test: 0.3, seed: 0}
       max_trials: 20
       tolerance: 0.05
+      evolve: {reflect_backend: "openai:gpt-4o-mini", max_metric_calls: 40}   # optional
 
 The objective is one primary metric, in its own direction, under upper limits on others; the
-split is a seeded shuffle of the grid's owners, fixed before the search starts.
+split is a seeded shuffle of the grid's owners, fixed before the search starts. ``evolve``
+rewrites the starting update prompt from the train owners' failure records before the search
+(:mod:`memlab.reporting.compare.tune_evolve`); its prompts join the candidates.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from memlab.sweeps.plan import check_grid
 
 __all__ = [
     "NUMERIC_SETTINGS",
+    "Evolve",
     "Objective",
     "OwnerSplit",
     "Range",
@@ -124,6 +128,21 @@ class SplitSpec(BaseModel):
         return self
 
 
+class Evolve(BaseModel):
+    """Prompt evolution from failure records: who rewrites the prompt and how many owner
+    evaluations the evolution may spend."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reflect_backend: str = Field(min_length=1)
+    """The backend that rewrites the prompt (``openai:gpt-4o-mini``); a ``sim:PROFILE`` spec is
+    the simulated reflector of :mod:`memlab.simulation.reflector` (a test instrument)."""
+    max_metric_calls: int = Field(40, ge=1, le=100_000, strict=True)
+    """Owner replays (one candidate prompt on one owner each) the evolution may spend."""
+    minibatch: int = Field(3, ge=1, le=1000, strict=True)
+    """Train owners whose failures each rewrite reads."""
+
+
 class TuneSpec(BaseModel):
     """The ``tune:`` key: search space, objective, owner split and budget."""
 
@@ -137,6 +156,8 @@ class TuneSpec(BaseModel):
     """The smallest difference the held-out verdict must be able to see (as ``memlab ab``)."""
     seed: int = 0
     """The sampler's seed."""
+    evolve: Evolve | None = None
+    """Evolve the update prompt from failure records before the search (off when absent)."""
 
     @field_validator("space")
     @classmethod

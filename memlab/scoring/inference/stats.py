@@ -509,7 +509,9 @@ def min_detectable_effect(
     smallest p-value is ``2 / 2**n``); NaN when there is no spread to estimate from.
     """
     se_v = np.asarray(se, dtype=float)
-    if owners < 2 or 2.0 / 2.0**owners >= alpha:
+    # The sign-flip test's smallest p-value 2 / 2**n, compared in logs: 2.0**n overflows a
+    # float beyond about a thousand owners (owners_to_detect asks about millions).
+    if owners < 2 or (1 - owners) * math.log(2.0) >= math.log(alpha):
         return np.full(se_v.shape, math.inf)
     df = owners - 1
     critical = _t_quantile(1 - alpha / 2, df)
