@@ -339,6 +339,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_qa_every_question.py",
             "tests/test_qa_judge_server.py",
             "tests/test_qa_step_records.py",
+            "tests/test_qa_step_wiring.py",
         ),
     ),
     "comparability": (

@@ -182,8 +182,12 @@ def test_failed_calls_are_written_and_counted(run: Run) -> None:
 def test_settings_are_checked_before_any_call(run: Run) -> None:
     with pytest.raises(QAError, match="max_workers must be at least 1, got 0"):
         _add(run, _Agent("x"), max_workers=0)
-    with pytest.raises(QAError, match="no QA settings: the run's grid has no qa: key"):
+    with pytest.raises(QAError) as raised:
         add_qa(run, None, backend_factory=lambda _: _Agent("x"), progress=False)
+    assert str(raised.value) == (
+        f"{run.path}: no QA settings: the run's grid has no qa: key; give them, e.g. "
+        "memlab qa RUN --answer-backend local:smollm2"
+    )
     # Settings given as a mapping are read like the grid's.
     mapping = {"answer_backend": "agent", "judges": ["strict"], "conditions": ["memory"]}
     done = _add(run, _Agent("x"), spec=mapping)
@@ -208,8 +212,13 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
         unknown = run_matcher(_with_matcher(run, {"name": "no-such-matcher"}))
     assert isinstance(judged, DefaultMatcher) and isinstance(unknown, DefaultMatcher)
     warnings = [r.getMessage() for r in caplog.records]
-    assert any("'judge:openai:gpt-4o' asks an LLM" in w for w in warnings), warnings
-    assert any("'no-such-matcher' unavailable" in w for w in warnings), warnings
+    assert warnings[0] == (
+        f"{run.path}: matcher 'judge:openai:gpt-4o' asks an LLM; using the default matcher "
+        "(give the judge matcher explicitly to use it)"
+    )
+    assert warnings[1].startswith(f"{run.path}: matcher 'no-such-matcher' unavailable (")
+    assert warnings[1].endswith("); using the default")
+    assert len(warnings) == 2
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
         assert isinstance(run_matcher(_with_matcher(run, "default")), DefaultMatcher)
@@ -300,3 +309,31 @@ def test_a_file_where_the_qa_directory_goes_is_named_as_such(run: Run) -> None:
     with pytest.raises(MemlabError, match="QA directory"):
         _add(run, _Agent("x"))
     assert (run.path / "qa").read_text(encoding="utf-8") == "not a directory"
+
+
+def test_a_default_matcher_this_install_cannot_build_is_named_in_a_warning(
+    run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without the embeddings extra, ``default`` builds ``default-lexical``: used, and said."""
+
+    class _Lexical(LexicalMatcher):
+        name = "default-lexical"  # type: ignore[assignment]
+
+    lexical = _Lexical()
+    monkeypatch.setattr(qa_step, "resolve_matcher", lambda name: lexical)
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
+        assert run_matcher(_with_matcher(run, {"name": "default"})) is lexical
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{run.path}: the run was scored by matcher 'default', which this install cannot "
+        "build; using 'default-lexical' (install memlab[embeddings] to use 'default')"
+    ]
+
+
+def test_the_step_logs_how_many_answers_it_wrote_and_where(
+    run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="memlab.postrun.qa_step"):
+        _add(run, _Agent("no idea"))
+    answers = len(_owner()["questions"]) * 2  # two conditions
+    path = run.path / "qa" / "answers.jsonl"
+    assert f"qa: {answers} answers -> {path}" in [r.getMessage() for r in caplog.records]
