@@ -337,3 +337,68 @@ def test_the_step_logs_how_many_answers_it_wrote_and_where(
     answers = len(_owner()["questions"]) * 2  # two conditions
     path = run.path / "qa" / "answers.jsonl"
     assert f"qa: {answers} answers -> {path}" in [r.getMessage() for r in caplog.records]
+
+
+class _Reading(_Agent):
+    """:class:`_Agent`, keeping every answer prompt it is sent."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.prompts: list[str] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        if STRICT.parse(prompt) is None:
+            self.prompts.append(prompt)
+        return super().complete(request)
+
+
+def _first_text(session: dict[str, Any]) -> str:
+    """The first message of ``session`` that is plain text."""
+    return next(m["content"] for m in session["messages"] if isinstance(m["content"], str))
+
+
+def test_each_owner_is_answered_from_its_own_conversation(tmp_path: Path) -> None:
+    """Three owners, the first without questions: the other two are asked, each with its own
+    conversation as the full context (its answer from memory holds no conversation)."""
+    lines = Path(resolve_dataset("personas")).read_text(encoding="utf-8").splitlines()
+    owners = {o["user_id"]: o for o in map(json.loads, lines)}
+    silent = {**owners["li_wei"], "questions": []}
+    asked = [owners["amara"], owners["daniel"]]
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in [silent, *asked]), encoding="utf-8")
+    grid = Grid.from_mapping({"name": "three", "base": {"backend": "sim:careful"}})
+    three = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    agent = _Reading("no idea")
+    done = _add(three, agent, spec=_spec(conditions=["full_context"]))
+    # The lane's memory is always asked beside the conditions named: two answers a question.
+    assert done.qa_answers.groupby("user_id").size().to_dict() == {
+        o["user_id"]: len(o["questions"]) * 2 for o in asked
+    }
+    # A line the owner said in the session each question follows is in its prompt; the other
+    # owner's line for the same session number is not.
+    for owner, other in (asked, asked[::-1]):
+        for question in owner["questions"]:
+            index = [s["thread_id"] for s in owner["sessions"]].index(question["after_session"])
+            said, not_said = (_first_text(o["sessions"][index]) for o in (owner, other))
+            prompts = [p for p in agent.prompts if question["question"] in p]
+            assert any(said in p for p in prompts), question["id"]  # the full context
+            assert not any(not_said in p for p in prompts), question["id"]
+
+
+def test_a_replay_record_without_snapshots_is_refused(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = RunDir.read_owner_record
+
+    def bare(self: RunDir, *args: Any) -> dict[str, Any]:
+        return {k: v for k, v in read(self, *args).items() if k != "snapshots"}
+
+    monkeypatch.setattr(RunDir, "read_owner_record", bare)
+    sessions = len(_owner()["sessions"])
+    with pytest.raises(QAError) as raised:
+        _add(run, _Agent("x"))
+    assert str(raised.value) == (
+        f"{OWNER}: the replay record has 0 snapshots for {sessions} sessions; "
+        "the dataset changed since the sweep: rerun it"
+    )
