@@ -306,8 +306,11 @@ def test_one_unreadable_verdict_of_one_answer_is_a_share_of_one(tmp_path: Path) 
 
 def test_a_file_where_the_qa_directory_goes_is_named_as_such(run: Run) -> None:
     (run.path / "qa").write_text("not a directory", encoding="utf-8")
-    with pytest.raises(MemlabError, match="QA directory"):
+    with pytest.raises(MemlabError) as raised:
         _add(run, _Agent("x"))
+    assert str(raised.value) == (
+        f"{run.path / 'qa'}: not a directory, where the run keeps its QA directory; move it away"
+    )
     assert (run.path / "qa").read_text(encoding="utf-8") == "not a directory"
 
 
