@@ -339,6 +339,9 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_qa_every_question.py",
             "tests/test_qa_judge_server.py",
             "tests/test_qa_step_records.py",
+            "tests/test_qa_step_wiring.py",
+            # The one test that asks procedure questions (about 10 s).
+            "tests/test_procedure_qa.py::test_each_reply_scores_what_the_provenance_implies",
         ),
     ),
     "comparability": (

@@ -182,8 +182,12 @@ def test_failed_calls_are_written_and_counted(run: Run) -> None:
 def test_settings_are_checked_before_any_call(run: Run) -> None:
     with pytest.raises(QAError, match="max_workers must be at least 1, got 0"):
         _add(run, _Agent("x"), max_workers=0)
-    with pytest.raises(QAError, match="no QA settings: the run's grid has no qa: key"):
+    with pytest.raises(QAError) as raised:
         add_qa(run, None, backend_factory=lambda _: _Agent("x"), progress=False)
+    assert str(raised.value) == (
+        f"{run.path}: no QA settings: the run's grid has no qa: key; give them, e.g. "
+        "memlab qa RUN --answer-backend local:smollm2"
+    )
     # Settings given as a mapping are read like the grid's.
     mapping = {"answer_backend": "agent", "judges": ["strict"], "conditions": ["memory"]}
     done = _add(run, _Agent("x"), spec=mapping)
@@ -208,8 +212,13 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
         unknown = run_matcher(_with_matcher(run, {"name": "no-such-matcher"}))
     assert isinstance(judged, DefaultMatcher) and isinstance(unknown, DefaultMatcher)
     warnings = [r.getMessage() for r in caplog.records]
-    assert any("'judge:openai:gpt-4o' asks an LLM" in w for w in warnings), warnings
-    assert any("'no-such-matcher' unavailable" in w for w in warnings), warnings
+    assert warnings[0] == (
+        f"{run.path}: matcher 'judge:openai:gpt-4o' asks an LLM; using the default matcher "
+        "(give the judge matcher explicitly to use it)"
+    )
+    assert warnings[1].startswith(f"{run.path}: matcher 'no-such-matcher' unavailable (")
+    assert warnings[1].endswith("); using the default")
+    assert len(warnings) == 2
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
         assert isinstance(run_matcher(_with_matcher(run, "default")), DefaultMatcher)
@@ -297,6 +306,102 @@ def test_one_unreadable_verdict_of_one_answer_is_a_share_of_one(tmp_path: Path) 
 
 def test_a_file_where_the_qa_directory_goes_is_named_as_such(run: Run) -> None:
     (run.path / "qa").write_text("not a directory", encoding="utf-8")
-    with pytest.raises(MemlabError, match="QA directory"):
+    with pytest.raises(MemlabError) as raised:
         _add(run, _Agent("x"))
+    assert str(raised.value) == (
+        f"{run.path / 'qa'}: not a directory, where the run keeps its QA directory; move it away"
+    )
     assert (run.path / "qa").read_text(encoding="utf-8") == "not a directory"
+
+
+def test_a_default_matcher_this_install_cannot_build_is_named_in_a_warning(
+    run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without the embeddings extra, ``default`` builds ``default-lexical``: used, and said."""
+
+    class _Lexical(LexicalMatcher):
+        name = "default-lexical"  # type: ignore[assignment]
+
+    lexical = _Lexical()
+    monkeypatch.setattr(qa_step, "resolve_matcher", lambda name: lexical)
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
+        assert run_matcher(_with_matcher(run, {"name": "default"})) is lexical
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{run.path}: the run was scored by matcher 'default', which this install cannot "
+        "build; using 'default-lexical' (install memlab[embeddings] to use 'default')"
+    ]
+
+
+def test_the_step_logs_how_many_answers_it_wrote_and_where(
+    run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="memlab.postrun.qa_step"):
+        _add(run, _Agent("no idea"))
+    answers = len(_owner()["questions"]) * 2  # two conditions
+    path = run.path / "qa" / "answers.jsonl"
+    assert f"qa: {answers} answers -> {path}" in [r.getMessage() for r in caplog.records]
+
+
+class _Reading(_Agent):
+    """:class:`_Agent`, keeping every answer prompt it is sent."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__(answer)
+        self.prompts: list[str] = []
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        if STRICT.parse(prompt) is None:
+            self.prompts.append(prompt)
+        return super().complete(request)
+
+
+def _first_text(session: dict[str, Any]) -> str:
+    """The first message of ``session`` that is plain text."""
+    return next(m["content"] for m in session["messages"] if isinstance(m["content"], str))
+
+
+def test_each_owner_is_answered_from_its_own_conversation(tmp_path: Path) -> None:
+    """Three owners, the first without questions: the other two are asked, each with its own
+    conversation as the full context (its answer from memory holds no conversation)."""
+    lines = Path(resolve_dataset("personas")).read_text(encoding="utf-8").splitlines()
+    owners = {o["user_id"]: o for o in map(json.loads, lines)}
+    silent = {**owners["li_wei"], "questions": []}
+    asked = [owners["amara"], owners["daniel"]]
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in [silent, *asked]), encoding="utf-8")
+    grid = Grid.from_mapping({"name": "three", "base": {"backend": "sim:careful"}})
+    three = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    agent = _Reading("no idea")
+    done = _add(three, agent, spec=_spec(conditions=["full_context"]))
+    # The lane's memory is always asked beside the conditions named: two answers a question.
+    assert done.qa_answers.groupby("user_id").size().to_dict() == {
+        o["user_id"]: len(o["questions"]) * 2 for o in asked
+    }
+    # A line the owner said in the session each question follows is in its prompt; the other
+    # owner's line for the same session number is not.
+    for owner, other in (asked, asked[::-1]):
+        for question in owner["questions"]:
+            index = [s["thread_id"] for s in owner["sessions"]].index(question["after_session"])
+            said, not_said = (_first_text(o["sessions"][index]) for o in (owner, other))
+            prompts = [p for p in agent.prompts if question["question"] in p]
+            assert any(said in p for p in prompts), question["id"]  # the full context
+            assert not any(not_said in p for p in prompts), question["id"]
+
+
+def test_a_replay_record_without_snapshots_is_refused(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = RunDir.read_owner_record
+
+    def bare(self: RunDir, *args: Any) -> dict[str, Any]:
+        return {k: v for k, v in read(self, *args).items() if k != "snapshots"}
+
+    monkeypatch.setattr(RunDir, "read_owner_record", bare)
+    sessions = len(_owner()["sessions"])
+    with pytest.raises(QAError) as raised:
+        _add(run, _Agent("x"))
+    assert str(raised.value) == (
+        f"{OWNER}: the replay record has 0 snapshots for {sessions} sessions; "
+        "the dataset changed since the sweep: rerun it"
+    )
