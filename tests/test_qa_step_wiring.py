@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memlab.backends.cache import CacheMode
-from memlab.backends.rate_limit import RateLimit
+from memlab.backends.caching.cache import CacheMode
+from memlab.backends.remote.rate_limit import RateLimit
 from memlab.datasets.models import Owner
 from memlab.postrun import qa_step
 from memlab.postrun.qa_step import QAOptions, add_fates, add_qa
