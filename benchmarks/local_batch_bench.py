@@ -82,7 +82,7 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
     params.n_ctx = max(len(p) + n for p, n in zip(prompts, lengths, strict=True)) * (lanes + 1)
     params.n_batch = params.n_ubatch = 512
     params.n_seq_max = lanes + 1
-    params.kv_unified = True
+    params.kv_unified = False  # one stream per sequence, as memlab's decoder has
     ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
     memory = llama_cpp.llama_get_memory(ctx)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
@@ -105,22 +105,26 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
         seqs = list(range(min(lanes, len(prompts) - group)))
         for seq in seqs:
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
-            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, 0, shared)
-        items = []
-        for seq in seqs:
+            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, -1, -1)  # streams copy whole
+        rows, pos, left, first = {}, {}, {}, {}
+        for seq in seqs:  # each rest of a prompt, then its first greedy token
             tokens = prompts[group + seq]
-            for pos in range(shared, len(tokens)):
-                items.append((tokens[pos], pos, seq, pos == len(tokens) - 1))
-        decode(items)
-        rows = {seq: i for i, (_, _, seq, last) in enumerate(items) if last}
-        pos = {seq: len(prompts[group + seq]) for seq in seqs}
-        left = {seq: lengths[group + seq] for seq in seqs}
+            decode([(tokens[p], p, seq, p == len(tokens) - 1) for p in range(shared, len(tokens))])
+            last = (len(tokens) - shared - 1) % 512
+            first[seq] = _argmax(llama_cpp.llama_get_logits_ith(ctx, last), n_vocab)
+            pos[seq], left[seq] = len(tokens), lengths[group + seq]
+        step = [(first[seq], pos[seq], seq, True) for seq in seqs if left[seq] > 0]
+        for _, _, seq, _ in step:
+            pos[seq] += 1
+            left[seq] -= 1
+        decode(step)
+        rows = {seq: i for i, (_, _, seq, _) in enumerate(step)}
         while any(left.values()):
             step = []
             for seq in seqs:
                 if left[seq] > 0:
                     logits = llama_cpp.llama_get_logits_ith(ctx, rows[seq])
-                    token = int(_argmax(logits, n_vocab))
+                    token = _argmax(logits, n_vocab)
                     step.append((token, pos[seq], seq, True))
                     pos[seq] += 1
                     left[seq] -= 1
@@ -162,10 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     seq_replies = [sequential.complete(r) for r in work]
     seq_s = time.perf_counter() - started
+    print(f"sequential: {seq_s:.2f} s", flush=True)
     with ThreadPoolExecutor(args.lanes) as pool:
         started = time.perf_counter()
         bat_replies: list[Completion] = list(pool.map(batched.complete, work))
         bat_s = time.perf_counter() - started
+    print(f"batched: {bat_s:.2f} s", flush=True)
     llm = batched.llama()
     prompts = [llm.tokenize(_text(llm, r), add_bos=False, special=True) for r in work]
     lengths = [c.completion_tokens for c in bat_replies]

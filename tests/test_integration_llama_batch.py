@@ -22,7 +22,7 @@ from memlab.core.llm import BackendError, CompletionRequest, GenerationParams, O
 from memlab.core.messages import format_conversation_for_update
 from memlab.core.prompts import get_prompt
 
-N_THREADS = 2
+N_THREADS = 1  # threads spinning at a barrier stall on a loaded machine
 N_CTX = 4096
 LINES = [
     "I'm a data engineer at Acme and I prefer Python over Java.",
