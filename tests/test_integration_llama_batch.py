@@ -90,7 +90,7 @@ def test_batched_greedy_replies_equal_sequential_and_reuse_the_prefix() -> None:
     llm = batched.llama()
     tokens = [llm.tokenize(r.messages[0]["content"].encode(), add_bos=False) for r in work]
     shared = min(common_prefix(tokens[0], t) for t in tokens[1:])
-    assert shared > 500  # the instructions and the empty memory come before the dialogue
+    assert shared > 200  # the instructions come before the dialogue
     # The first call evaluates its whole prompt; each other one reuses at least the part
     # every prompt shares (the chat template only adds a header before it).
     reused = sorted(r.cached_prompt_tokens for r in replies)
