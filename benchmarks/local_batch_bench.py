@@ -187,7 +187,8 @@ def _text(llm: Any, request: CompletionRequest) -> bytes:
         eos_token=llm._model.token_get_text(llm.token_eos()),
         bos_token=llm._model.token_get_text(llm.token_bos()),
     )
-    return formatter(messages=[dict(m) for m in request.messages]).prompt.encode("utf-8")
+    messages: Any = [dict(m) for m in request.messages]
+    return formatter(messages=messages).prompt.encode("utf-8")
 
 
 def report(
