@@ -12,10 +12,14 @@ Defaults are deterministic (temperature 0 and a fixed seed from :class:`Generati
 compact dialect (no whitespace between tokens; see :mod:`memlab.backends.decoding.grammar`), so a
 schema with length bounds bounds the reply's length; ``json_object`` mode uses llama.cpp's generic
 JSON grammar. The ``constraint`` option picks the engine that enforces the schema's grammar:
-``"grammar"`` (llama.cpp's grammar sampler, the default) or ``"llguidance"`` (token masks from
-llguidance, the same language and faster: :mod:`memlab.backends.decoding.token_mask`). A reply the
-context window cuts before ``max_tokens`` is an error, not a truncated reply: ``max_tokens`` was
-promised and not given.
+``"grammar"`` (llama.cpp's grammar sampler, the default) or ``"llguidance"`` (token masks
+from llguidance, the same language and faster: :mod:`memlab.backends.decoding.token_mask`).
+A reply the context window cuts before ``max_tokens`` is an error, not a truncated reply:
+``max_tokens`` was promised and not given.
+
+The ``batch`` option (or ``MEMLAB_LLAMA_BATCH=LANES``) serves greedy calls made concurrently
+(a sweep's workers) from one batched decoder with the shared prompt prefix kept in its KV
+cache (:mod:`memlab.backends.local.llama_batch`); other calls keep the sequential path.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from memlab.backends.decoding.grammar import compile_grammar
+from memlab.backends.local.llama_batch import BatchOptions, close_decoders, shared_decoder
 from memlab.core.pipeline.llm import (
     BackendError,
     Completion,
@@ -45,10 +50,12 @@ __all__ = [
     "BUNDLED_MODEL_FILE",
     "BUNDLED_MODEL_ID",
     "DEFAULT_N_CTX",
+    "BatchOptions",
     "Constraint",
     "LocalLlamaBackend",
     "bundled_model_path",
     "clear_model_cache",
+    "default_batch",
     "default_threads",
     "load_model",
 ]
@@ -116,6 +123,39 @@ def _check_constraint(value: object, where: str) -> Constraint:
     raise BackendError(
         f"{where} must be one of {', '.join(get_args(Constraint))}, got {value!r}: 'grammar' "
         "is llama.cpp's grammar sampler, 'llguidance' its faster token masks"
+    )
+
+
+def default_batch() -> BatchOptions | None:
+    """``BatchOptions(lanes=N)`` when ``MEMLAB_LLAMA_BATCH=N`` (N >= 2), else ``None``.
+
+    Raises:
+        BackendError: The variable is not a positive integer.
+    """
+    env = os.environ.get("MEMLAB_LLAMA_BATCH", "").strip()
+    if not env:
+        return None
+    if not env.isdigit() or not 1 <= int(env) <= 32:
+        raise BackendError(
+            f"MEMLAB_LLAMA_BATCH must be a lane count from 1 to 32, got {env!r} "
+            "(1 or unset: one call at a time)."
+        )
+    return BatchOptions(lanes=int(env)) if int(env) > 1 else None
+
+
+def _batch_options(value: object) -> BatchOptions | None:
+    if value is None or isinstance(value, BatchOptions):
+        return value
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return BatchOptions(lanes=value) if value > 1 else None
+        if isinstance(value, Mapping):
+            return BatchOptions.model_validate(dict(value))
+    except ValueError as exc:
+        raise BackendError(f"the local backend's batch option is invalid: {exc}") from exc
+    raise BackendError(
+        f"the local backend's batch option must be a lane count or a mapping such as "
+        f"{{'lanes': 4}}, got {value!r}"
     )
 
 
@@ -199,6 +239,7 @@ def load_model(
 
 def clear_model_cache() -> None:
     """Drop every loaded model (frees memory once no backend holds a reference)."""
+    close_decoders()
     with _models_lock:
         for loaded in _models.values():
             with loaded.lock:
@@ -220,6 +261,10 @@ class LocalLlamaBackend:
         constraint: What enforces ``json_schema`` output: ``"grammar"`` (llama.cpp's grammar
             sampler) or ``"llguidance"`` (token masks, same language, faster); defaults to
             ``MEMLAB_LLAMA_CONSTRAINT`` or ``"grammar"``.
+        batch: Decode concurrent greedy calls together: a lane count, a mapping of
+            :class:`~memlab.backends.local.llama_batch.BatchOptions` fields or the options;
+            defaults to ``MEMLAB_LLAMA_BATCH`` or none (one call at a time). Calls that
+            sample (temperature > 0) or use the ``llguidance`` constraint stay sequential.
 
     The model is loaded lazily on the first call and shared with every other backend using the
     same ``(path, n_ctx, n_threads)``.
@@ -235,6 +280,7 @@ class LocalLlamaBackend:
         n_threads: int | None = None,
         model_id: str | None = None,
         constraint: Constraint | None = None,
+        batch: BatchOptions | Mapping[str, Any] | int | None = None,
     ) -> None:
         if model_path is None or str(model_path) == "smollm2":
             self.model_path = bundled_model_path()
@@ -259,6 +305,7 @@ class LocalLlamaBackend:
             if constraint is None
             else _check_constraint(constraint, "constraint")
         )
+        self.batch = default_batch() if batch is None else _batch_options(batch)
 
     @property
     def model(self) -> str:
@@ -268,7 +315,7 @@ class LocalLlamaBackend:
     def __repr__(self) -> str:
         return (
             f"LocalLlamaBackend(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
-            f"n_threads={self.n_threads}, constraint={self.constraint!r})"
+            f"n_threads={self.n_threads}, constraint={self.constraint!r}, batch={self.batch!r})"
         )
 
     def identity(self) -> dict[str, Any]:
@@ -314,9 +361,18 @@ class LocalLlamaBackend:
                     "Output mode 'json_schema' needs a schema: set CompletionRequest.schema "
                     "(e.g. memlab.core.jsondoc.contract.contract_schema())."
                 )
-            kwargs.update(self._schema_constraint(llm, compile_grammar(request.schema), params))
+            gbnf = compile_grammar(request.schema)
+            if self._batched(params):
+                return self._complete_batched(llm, kwargs["messages"], gbnf, params)
+            kwargs.update(self._schema_constraint(llm, gbnf, params))
         elif request.mode is OutputMode.JSON_OBJECT:
+            if self._batched(params):
+                from llama_cpp.llama_grammar import JSON_GBNF
+
+                return self._complete_batched(llm, kwargs["messages"], JSON_GBNF, params)
             kwargs["response_format"] = {"type": "json_object"}
+        elif self._batched(params):
+            return self._complete_batched(llm, kwargs["messages"], None, params)
         with lock:
             started = time.perf_counter()
             try:
@@ -347,6 +403,34 @@ class LocalLlamaBackend:
             finish_reason=choice.get("finish_reason"),
             model=self._model_id,
             backend=self.name,
+        )
+
+    def _batched(self, params: GenerationParams) -> bool:
+        """Whether a call goes to the batched decoder: greedy, and not llguidance's masks."""
+        return self.batch is not None and params.temperature == 0 and self.constraint == "grammar"
+
+    def _complete_batched(
+        self, llm: Any, messages: list[dict[str, Any]], gbnf: str | None, params: GenerationParams
+    ) -> Completion:
+        assert self.batch is not None
+        decoder = shared_decoder(llm, self.n_ctx, self.n_threads, self.batch)
+        batch_request = decoder.chat_request(messages, gbnf, params.max_tokens)
+        if batch_request is None:
+            raise BackendError(
+                f"{self.model_path.name} has no chat template, which batched decoding needs; "
+                "drop the local backend's batch option"
+            )
+        started = time.perf_counter()
+        reply = decoder.submit(batch_request).result()
+        return Completion(
+            text=reply.text,
+            prompt_tokens=len(batch_request.tokens),
+            completion_tokens=reply.completion_tokens,
+            latency_s=time.perf_counter() - started,
+            finish_reason=reply.finish_reason,
+            model=self._model_id,
+            backend=self.name,
+            cached_prompt_tokens=reply.reused_tokens,
         )
 
     def _schema_constraint(self, llm: Any, gbnf: str, params: GenerationParams) -> dict[str, Any]:
