@@ -41,6 +41,7 @@ from memlab.grids.owners import select_owners
 from memlab.matching.base import FactMatcher
 from memlab.reporting.prompt_ab import ABResult, judge_ab
 from memlab.reporting.trial import sweep_prompt
+from memlab.reporting.tune_report import Overfit, overfit
 from memlab.reporting.tune_spec import (
     NUMERIC_SETTINGS,
     Objective,
@@ -98,6 +99,7 @@ class TuneResult:
         heldout: The paired comparison of start and winner on the test owners.
         train: Primary metrics of start and winner on the train owners (``{"start": ...}``).
         cost: :data:`COST_COLUMNS` summed over the search's replays.
+        overfit: The overfitting flag (:func:`memlab.reporting.tune_report.overfit`), or None.
     """
 
     path: Path
@@ -109,6 +111,7 @@ class TuneResult:
     heldout: ABResult = field(repr=False)
     train: dict[str, dict[str, float]]
     cost: dict[str, float]
+    overfit: Overfit | None = None
 
     def verdict(self, metric: str) -> str:
         """The held-out verdict's outcome for ``metric`` (``better``, ``no difference``...)."""
@@ -141,6 +144,8 @@ class TuneResult:
             spec = metric_spec(metric)
             out.append(f"  {spec.title}: {spec.fmt(train)} -> {spec.fmt(test)} "
                        f"(gap {spec.fmt_delta(gap)})")  # fmt: skip
+        if self.overfit is not None:
+            out.append(self.overfit.text())
         out += ["", "search cost: " + _cost_text(self.cost), ""]
         out.append("held-out test, start -> best:")
         return out + self.heldout.lines()
@@ -162,6 +167,7 @@ class TuneResult:
             "gaps": {m: {"train": a, "test": b, "gap": g} for m, a, b, g in self.gaps()},
             "heldout": {v.metric: v.outcome for v in self.heldout.verdicts},
             "cost": self.cost,
+            "overfit": None if self.overfit is None else self.overfit.as_json(),
         }
 
 
@@ -504,9 +510,11 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
         for side, p in (("start", start), ("best", best))
     }
     cost = {c: sum(_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
+    flag = overfit(search.spec.objective, train, heldout, best != start)
     result = TuneResult(
-        search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost
-    )
+        search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost,
+        flag,
+    )  # fmt: skip
     run_dir = RunDir(search.path)
     run_dir.write_json(run_dir.file(TUNE_RESULT), result.as_json())
     return result
