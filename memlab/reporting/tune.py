@@ -41,6 +41,7 @@ from memlab.grids.owners import select_owners
 from memlab.matching.base import FactMatcher
 from memlab.reporting.prompt_ab import ABResult, judge_ab
 from memlab.reporting.trial import sweep_prompt
+from memlab.reporting.tune_budget import Clock, TimeBudget, TimeLimitError
 from memlab.reporting.tune_report import Overfit, overfit
 from memlab.reporting.tune_spec import (
     NUMERIC_SETTINGS,
@@ -346,7 +347,9 @@ def _study(search: _Search) -> optuna.Study:
     run_dir = RunDir(search.path)
     run_dir.make_dir(search.path, "tune directory")
     digest = hashlib.sha256(
-        json.dumps([search.spec.model_dump(mode="json"), search.split.train], sort_keys=True)
+        # the time budget is not the space: a rerun may give it another value
+        json.dumps([search.spec.model_dump(mode="json", exclude={"max_time"}),
+                    search.split.train], sort_keys=True)
         .encode("utf-8")
     ).hexdigest()[:16]  # fmt: skip
     storage = f"sqlite:///{run_dir.owned(run_dir.file(TUNE_STUDY), 'study')}"
@@ -444,6 +447,8 @@ def tune(
     max_workers: int = 4,
     progress: bool = False,
     matcher: FactMatcher | None = None,
+    max_time: float | None = None,
+    clock: Clock | None = None,
 ) -> TuneResult:
     """Search the ``tune:`` space of the grid file ``grid`` and prove the winner held out.
 
@@ -455,13 +460,17 @@ def tune(
             ``tune.max_trials``).
         max_cost: USD each replay step may spend (as :func:`memlab.sweep`'s ``max_cost``).
         cache_dir, cache_mode, max_workers, progress, matcher: As for :func:`memlab.sweep`.
+        max_time: Seconds after which no candidate starts (default: the grid's
+            ``tune.max_time``; none); ``clock`` measures them (default: the wall clock).
 
     Raises:
         GridError: An invalid grid or ``tune:`` key, naming the file, line and key.
         TuneError: The directory holds a search of another space.
         CostLimitError: A replay stopped at ``max_cost`` (rerun to resume).
+        TimeLimitError: ``max_time`` passed before the last candidate (rerun to resume).
     """
     start_grid, spec = load_tune(grid)
+    budget = TimeBudget(spec.max_time if max_time is None else max_time, clock)
     _check_start(start_grid, spec)
     data_file = dataset_path(start_grid)
     owners = [o.user_id for o in select_owners(load_dataset(data_file), start_grid)]
@@ -487,12 +496,14 @@ def tune(
         study = _study(search)
         done = _rows(study)
         search.spent = sum(_number(r["cost"].get("cost_usd")) for r in done)
-        finished = len(done)
-        todo = (max_trials or spec.max_trials) - finished
-        if todo > 0:
-            study.optimize(
-                _objective(search, columns), n_trials=todo, catch=(), callbacks=[_budget(search)]
-            )
+        wanted = max_trials or spec.max_trials
+        todo = wanted - len(done)
+        if todo > 0 and not budget.spent():
+            stops = [_budget(search), budget.stop_when_spent]
+            study.optimize(_objective(search, columns), n_trials=todo, catch=(), callbacks=stops)
+        finished = len(_rows(study))
+        if budget.ran_out and budget.max_time is not None and finished < wanted:
+            raise TimeLimitError(where, budget.max_time, finished, wanted)
         return _prove(search, study, columns)
 
 

@@ -11,6 +11,7 @@ A tune grid is an ordinary one-lane grid (its ``base`` is the starting configura
       objective: {metric: recall, max: {parse_failure_rate: 0.1}}
       split: {train: 0.5, validation: 0.2, test: 0.3, seed: 0}
       max_trials: 20
+      max_time: 3600                           # seconds; no candidate starts after them
       tolerance: 0.05
 
 The objective is one primary metric, in its own direction, under upper limits on others; the
@@ -133,6 +134,8 @@ class TuneSpec(BaseModel):
     objective: Objective = Field(default_factory=lambda: Objective.model_validate({}))
     split: SplitSpec = Field(default_factory=lambda: SplitSpec.model_validate({}))
     max_trials: int = Field(20, ge=1, le=10_000, strict=True)
+    max_time: float | None = Field(None, gt=0)
+    """Seconds after which no candidate starts (``memlab tune --max-time``); none by default."""
     tolerance: float = Field(0.05, gt=0, lt=1)
     """The smallest difference the held-out verdict must be able to see (as ``memlab ab``)."""
     seed: int = 0
