@@ -26,8 +26,8 @@ _EXAMPLE = """examples:
 
 The grid file is a one-lane grid (its base is the starting configuration) with a tune: key
 (space, objective, split, max_trials; see docs/tune.md). Everything goes to RUNS_DIR/NAME: the
-Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs
-and tune.json.
+Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs,
+tune.json and tune-report.md (every candidate's settings, scores and prompt diff).
 exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
 --allow-inconclusive), a replay failed or the cost or time limit stopped the search; 2 bad
 input."""
@@ -75,6 +75,12 @@ def register(subparsers: Any) -> None:
         "--name", type=_args.run_name, help="the tune directory's name (default: the grid's)"
     )
     p.add_argument(
+        "--report",
+        action="store_true",
+        help="print the report (every candidate's settings, scores, cost and prompt diff "
+        "against the starting prompt, as Markdown) instead of the summary",
+    )
+    p.add_argument(
         "--allow-inconclusive",
         action="store_true",
         help="exit 0 when a held-out verdict is inconclusive (it still says so and why)",
@@ -107,6 +113,7 @@ def _tune(args: argparse.Namespace) -> int:
     from memlab.backends.spend import CostLimitError
     from memlab.reporting.tune import tune
     from memlab.reporting.tune_budget import TimeLimitError
+    from memlab.reporting.tune_report import TUNE_REPORT, report_markdown
     from memlab.sweeps.driver import IncompleteSweepError
 
     optuna.logging.set_verbosity(logging.WARNING)  # the command prints its own summary
@@ -127,7 +134,11 @@ def _tune(args: argparse.Namespace) -> int:
     except (IncompleteSweepError, CostLimitError, TimeLimitError) as exc:  # kept: rerun resumes
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(result.lines()))
+    if args.report:
+        print(report_markdown(result), end="")
+    else:
+        print("\n".join(result.lines()))
+        print(f"\nreport: {result.path / TUNE_REPORT}")
     if result.heldout.inconclusive and not args.allow_inconclusive:
         return 1
     return 0

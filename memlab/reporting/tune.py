@@ -42,7 +42,7 @@ from memlab.matching.base import FactMatcher
 from memlab.reporting.prompt_ab import ABResult, judge_ab
 from memlab.reporting.trial import sweep_prompt
 from memlab.reporting.tune_budget import Clock, TimeBudget, TimeLimitError
-from memlab.reporting.tune_report import Overfit, overfit
+from memlab.reporting.tune_report import TUNE_REPORT, Overfit, overfit, report_markdown
 from memlab.reporting.tune_spec import (
     NUMERIC_SETTINGS,
     Objective,
@@ -101,6 +101,7 @@ class TuneResult:
         train: Primary metrics of start and winner on the train owners (``{"start": ...}``).
         cost: :data:`COST_COLUMNS` summed over the search's replays.
         overfit: The overfitting flag (:func:`memlab.reporting.tune_report.overfit`), or None.
+        prompts: The candidate prompts' templates by label (empty: the search varies none).
     """
 
     path: Path
@@ -113,6 +114,8 @@ class TuneResult:
     train: dict[str, dict[str, float]]
     cost: dict[str, float]
     overfit: Overfit | None = None
+    prompts: dict[str, str] = field(default_factory=dict, repr=False)
+    """The candidate prompts' templates by label, the starting prompt's included."""
 
     def verdict(self, metric: str) -> str:
         """The held-out verdict's outcome for ``metric`` (``better``, ``no difference``...)."""
@@ -524,9 +527,10 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
     flag = overfit(search.spec.objective, train, heldout, best != start)
     result = TuneResult(
         search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost,
-        flag,
+        flag, {label: variant.template for label, variant in search.prompts.items()},
     )  # fmt: skip
     run_dir = RunDir(search.path)
+    run_dir.write_text(run_dir.file(TUNE_REPORT), report_markdown(result))
     run_dir.write_json(run_dir.file(TUNE_RESULT), result.as_json())
     return result
 

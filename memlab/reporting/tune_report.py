@@ -8,19 +8,30 @@ changed, the held-out gain itself, zero). Gains are signed in the objective's di
 of a rate to minimise is a gain). Such a winner's train score came from the training owners,
 not from the configuration: the held-out owners rule out a gain as large. :func:`overfit`
 applies the rule; :class:`Overfit` states it.
+
+**The report** (:func:`report_markdown`, written as ``tune-report.md`` in the tune directory):
+the search's summary as ``memlab tune`` prints it, the search's cost, then per candidate its
+settings, its train and validation scores, its cost, and a unified diff of its prompt against
+the starting prompt.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from memlab.reporting.prompt_ab import ABResult
 from memlab.reporting.tune_spec import Objective
 from memlab.scoring.metric_specs import metric_spec
 
-__all__ = ["Overfit", "overfit"]
+__all__ = ["TUNE_REPORT", "Overfit", "SearchResult", "overfit", "prompt_diff", "report_markdown"]
+
+TUNE_REPORT = Path("tune-report.md")
+"""The report's file in the tune directory."""
 
 
 @dataclass(frozen=True)
@@ -97,3 +108,82 @@ def overfit(
     if math.isnan(gain) or gain <= 0 or verdict in ("better", "") or math.isnan(high):
         return None
     return Overfit(metric, gain, high, verdict) if gain > high else None
+
+
+class SearchResult(Protocol):
+    """What the report reads of a search's result (:class:`memlab.reporting.tune.TuneResult`)."""
+
+    path: Path
+    objective: Objective
+    start: dict[str, Any]
+    best: dict[str, Any]
+    trials: list[dict[str, Any]]
+    cost: dict[str, float]
+    prompts: dict[str, str]
+
+    def lines(self) -> list[str]: ...
+
+
+def prompt_diff(start: str, start_label: str, text: str, label: str) -> list[str]:
+    """The unified diff of the prompt ``text`` against the starting prompt (empty: equal)."""
+    return list(
+        difflib.unified_diff(start.splitlines(), text.splitlines(), start_label, label, lineterm="")
+    )
+
+
+def _settings(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"`{k}` = {v:g}" if isinstance(v, float) else f"`{k}` = {v}"
+                     for k, v in params.items()) or "the starting configuration"  # fmt: skip
+
+
+def _scores(row: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
+    out = ["| metric | train | validation |", "|---|---|---|"]
+    for metric in metrics:
+        spec = metric_spec(metric)
+        train, valid = row["train"].get(metric, math.nan), row["validation"].get(metric, math.nan)
+        out.append(f"| {spec.title} | {spec.fmt(train)} | {spec.fmt(valid)} |")
+    return out
+
+
+def _cost(cost: Mapping[str, Any]) -> str:
+    def number(key: str) -> float:
+        value = cost.get(key)
+        return float(value) if isinstance(value, int | float) and not math.isnan(value) else 0.0
+
+    return (
+        f"{number('llm_calls'):.0f} calls ({number('cache_hits'):.0f} from the cache), "
+        f"{number('prompt_tokens'):.0f} prompt + {number('completion_tokens'):.0f} completion "
+        f"tokens, ${number('cost_usd'):.4f}"
+    )
+
+
+def _candidate(result: SearchResult, row: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
+    params = row["params"]
+    marks = [m for m, same in (("start", result.start), ("best", result.best)) if params == same]
+    title = f"### #{row['number']}" + (f" ({', '.join(marks)})" if marks else "")
+    out = [title, "", f"Settings: {_settings(params)}.", ""]
+    out += _scores(row, metrics)
+    feasible = "" if row["feasible"] else " Over a limit of the objective: never the winner."
+    out += ["", f"Cost: {_cost(row['cost'])}.{feasible}", ""]
+    start_label = str(result.start.get("prompt", ""))
+    label = str(params.get("prompt", start_label))
+    if not result.prompts or label == start_label:
+        return [*out, "Prompt: the starting prompt.", ""]
+    diff = prompt_diff(result.prompts[start_label], start_label, result.prompts[label], label)
+    if not diff:
+        return [*out, f"Prompt: `{label}`, the same text as the starting prompt.", ""]
+    return [*out, f"Prompt `{label}` against the starting prompt `{start_label}`:", "",
+            "```diff", *diff, "```", ""]  # fmt: skip
+
+
+def report_markdown(result: SearchResult) -> str:
+    """The search as Markdown (see the module docstring)."""
+    metrics = [result.objective.metric]
+    for row in result.trials:  # a metric no candidate has (QA without QA) is left out
+        metrics += [m for m, v in row["train"].items() if m not in metrics and not math.isnan(v)]
+    out = [f"# Search {result.path.name}", "", "```", *result.lines(), "```", ""]
+    out += ["## Search cost", "", f"{len(result.trials)} candidates: {_cost(result.cost)}.", ""]
+    out += ["## Candidates", ""]
+    for row in result.trials:
+        out += _candidate(result, row, metrics)
+    return "\n".join(out).rstrip("\n") + "\n"
