@@ -43,6 +43,13 @@ from memlab.reporting.prompt_ab import ABResult, judge_ab
 from memlab.reporting.trial import sweep_prompt
 from memlab.reporting.tune_budget import Clock, TimeBudget, TimeLimitError
 from memlab.reporting.tune_report import TUNE_REPORT, Overfit, overfit, report_markdown
+from memlab.reporting.tune_space import (
+    ANSWER_PROMPT,
+    answer_prompts,
+    check_space,
+    place,
+    start_value,
+)
 from memlab.reporting.tune_spec import (
     NUMERIC_SETTINGS,
     Objective,
@@ -228,8 +235,11 @@ class _Search:
     ) -> Run:
         """``params`` replayed on ``owners`` as the one-lane run ``where/name``."""
         settings, extra = self.settings(params)
+        settings, qa = place(self.grid, settings, params)
         data = self.grid.model_dump(mode="json", exclude_none=True)
         data.update(name=name, owners=list(owners), base=settings, axes={})
+        if qa is not None:
+            data["qa"] = qa
         if "prompt" in params:  # the candidate's prompt is passed in, named as replayed
             data["prompts"] = []
         data.pop("max_owners", None)
@@ -247,9 +257,12 @@ class _Search:
         """The starting configuration's searched settings."""
         params: dict[str, Any] = {}
         for name in self.spec.ranges():
-            params[name] = self.grid.lanes()[0].settings()[name]
+            params[name] = start_value(self.grid.lanes()[0], name)
         if self.prompts:
             params["prompt"] = next(iter(self.prompts))
+        answers = answer_prompts(self.grid, self.spec)
+        if answers:
+            params[ANSWER_PROMPT] = answers[0]
         return params
 
 
@@ -301,6 +314,9 @@ def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
             )
     if search.prompts:
         params["prompt"] = trial.suggest_categorical("prompt", list(search.prompts))
+    answers = answer_prompts(search.grid, search.spec)
+    if answers:
+        params[ANSWER_PROMPT] = trial.suggest_categorical(ANSWER_PROMPT, answers)
     return params
 
 
@@ -374,6 +390,8 @@ def _study(search: _Search) -> optuna.Study:
         study.enqueue_trial(start)
         for label in list(search.prompts)[1:]:  # each candidate prompt at the start settings
             study.enqueue_trial({**start, "prompt": label})
+        for label in answer_prompts(search.grid, search.spec)[1:]:  # and each answer prompt
+            study.enqueue_trial({**start, ANSWER_PROMPT: label})
     return study
 
 
@@ -401,12 +419,14 @@ def _resolve_prompts(grid: Grid, spec: TuneSpec) -> dict[str, PromptVariant]:
 
 
 def _check_start(grid: Grid, spec: TuneSpec) -> None:
-    lane = grid.lanes()[0].settings()
+    check_space(grid, spec)
+    lane = grid.lanes()[0]
     for name, span in spec.ranges().items():
-        if lane[name] not in span:
+        value = start_value(lane, name)
+        if value not in span:
             raise grid.error(
                 f"tune.space.{name}",
-                f"the starting value {lane[name]} (base) is outside {span.low:g}..{span.high:g}: "
+                f"the starting value {value} (base) is outside {span.low:g}..{span.high:g}: "
                 "widen the range or change base",
             )
 

@@ -8,6 +8,8 @@ A tune grid is an ordinary one-lane grid (its ``base`` is the starting configura
         max_facts: {low: 20, high: 200, step: 20}
         max_injection_tokens: {low: 500, high: 4000}
         prompt: [default, prompts/self_only.txt]   # names or prompt files (beside the grid)
+        # tiered.importance_threshold: {low: 0.5, high: 0.9}   (a memory: tiered lane)
+        # answer_prompt: [default, short.txt]    (with a qa: key and a QA objective)
       objective: {metric: recall, max: {parse_failure_rate: 0.1}}
       split: {train: 0.5, validation: 0.2, test: 0.3, seed: 0}
       max_trials: 20
@@ -34,6 +36,7 @@ from memlab.scoring.metric_specs import metric_spec, primary_metrics
 from memlab.sweeps.plan import check_grid
 
 __all__ = [
+    "LIST_SETTINGS",
     "NUMERIC_SETTINGS",
     "Objective",
     "OwnerSplit",
@@ -48,8 +51,15 @@ NUMERIC_SETTINGS: dict[str, type] = {
     "fact_confidence_threshold": float,
     "max_facts": int,
     "max_injection_tokens": int,
+    "tiered.importance_threshold": float,
+    "tiered.decay_per_day": float,
+    "tiered.delete_below": float,
+    "tiered.recall_k": int,
 }
-"""Lane settings a search may vary as a numeric range, with their type."""
+"""Lane settings a search may vary as a numeric range, with their type (``tiered.*``: the
+tiered memory's options, on a ``memory: tiered`` lane)."""
+LIST_SETTINGS = ("prompt", "answer_prompt")
+"""Settings a search chooses from a list: update prompts and answer prompts (names or files)."""
 
 
 class Range(BaseModel):
@@ -145,11 +155,11 @@ class TuneSpec(BaseModel):
     @classmethod
     def _known_settings(cls, space: dict[str, Any]) -> dict[str, Any]:
         for name, values in space.items():
-            if name == "prompt":
+            if name in LIST_SETTINGS:
                 if not isinstance(values, list) or not values:
-                    raise ValueError("prompt: a non-empty list of prompt names or files")
+                    raise ValueError(f"{name}: a non-empty list of prompt names or files")
             elif name not in NUMERIC_SETTINGS:
-                known = ", ".join([*NUMERIC_SETTINGS, "prompt"])
+                known = ", ".join([*NUMERIC_SETTINGS, *LIST_SETTINGS])
                 raise ValueError(f"{name}: not a setting the search can vary; known: {known}")
             elif not isinstance(values, Range):
                 raise ValueError(f"{name}: a range {{low: ..., high: ..., step: ...}}")
