@@ -15,8 +15,9 @@ and what the search cost.
 
 Layout of ``RUNS_DIR/NAME/``: ``study.db`` (the Optuna study, SQLite: a rerun resumes it and
 ``optuna-dashboard sqlite:///RUNS_DIR/NAME/study.db`` shows it), ``trials/trial-NNN/`` (one
-run per candidate), ``heldout-start/`` and ``heldout-best/`` (the proof), ``tune.json`` (the
-result, written last).
+run per candidate), ``heldout-start/`` and ``heldout-best/`` (the proof),
+``tune-report.md`` (:mod:`memlab.reporting.tune_report`) and ``tune.json`` (the result,
+written last).
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ from memlab.matching.base import FactMatcher
 from memlab.reporting.prompt_ab import ABResult, judge_ab
 from memlab.reporting.trial import sweep_prompt
 from memlab.reporting.tune_budget import Clock, TimeBudget, TimeLimitError
-from memlab.reporting.tune_report import TUNE_REPORT, Overfit, overfit, report_markdown
+from memlab.reporting.tune_report import (
+    TUNE_REPORT,
+    Overfit,
+    cost_text,
+    overfit,
+    report_markdown,
+)
 from memlab.reporting.tune_space import (
     ANSWER_PROMPT,
     answer_prompts,
@@ -157,7 +164,7 @@ class TuneResult:
                        f"(gap {spec.fmt_delta(gap)})")  # fmt: skip
         if self.overfit is not None:
             out.append(self.overfit.text())
-        out += ["", "search cost: " + _cost_text(self.cost), ""]
+        out += ["", "search cost: " + cost_text(self.cost), ""]
         out.append("held-out test, start -> best:")
         return out + self.heldout.lines()
 
@@ -197,14 +204,6 @@ def _objective_text(objective: Objective) -> str:
     way = "maximise" if objective.higher_is_better else "minimise"
     limits = "".join(f", {m} <= {v:g}" for m, v in objective.max.items())
     return f"objective: {way} {objective.metric} on train{limits}; best chosen on validation"
-
-
-def _cost_text(cost: Mapping[str, float]) -> str:
-    return (
-        f"{cost['llm_calls']:.0f} calls ({cost['cache_hits']:.0f} from the cache), "
-        f"{cost['prompt_tokens']:.0f} prompt + {cost['completion_tokens']:.0f} completion "
-        f"tokens, ${cost['cost_usd']:.4f}"
-    )
 
 
 @dataclass

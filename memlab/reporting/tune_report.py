@@ -28,7 +28,15 @@ from memlab.reporting.prompt_ab import ABResult
 from memlab.reporting.tune_spec import Objective
 from memlab.scoring.metric_specs import metric_spec
 
-__all__ = ["TUNE_REPORT", "Overfit", "SearchResult", "overfit", "prompt_diff", "report_markdown"]
+__all__ = [
+    "TUNE_REPORT",
+    "Overfit",
+    "SearchResult",
+    "cost_text",
+    "overfit",
+    "prompt_diff",
+    "report_markdown",
+]
 
 TUNE_REPORT = Path("tune-report.md")
 """The report's file in the tune directory."""
@@ -145,7 +153,10 @@ def _scores(row: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
     return out
 
 
-def _cost(cost: Mapping[str, Any]) -> str:
+def cost_text(cost: Mapping[str, Any]) -> str:
+    """``338 calls (0 from the cache), 574900 prompt + 49031 completion tokens, $0.0000``
+    (an absent or undefined count is 0)."""
+
     def number(key: str) -> float:
         value = cost.get(key)
         return float(value) if isinstance(value, int | float) and not math.isnan(value) else 0.0
@@ -164,7 +175,7 @@ def _candidate(result: SearchResult, row: Mapping[str, Any], metrics: Sequence[s
     out = [title, "", f"Settings: {_settings(params)}.", ""]
     out += _scores(row, metrics)
     feasible = "" if row["feasible"] else " Over a limit of the objective: never the winner."
-    out += ["", f"Cost: {_cost(row['cost'])}.{feasible}", ""]
+    out += ["", f"Cost: {cost_text(row['cost'])}.{feasible}", ""]
     start_label = str(result.start.get("prompt", ""))
     label = str(params.get("prompt", start_label))
     if not result.prompts or label == start_label:
@@ -182,7 +193,7 @@ def report_markdown(result: SearchResult) -> str:
     for row in result.trials:  # a metric no candidate has (QA without QA) is left out
         metrics += [m for m, v in row["train"].items() if m not in metrics and not math.isnan(v)]
     out = [f"# Search {result.path.name}", "", "```", *result.lines(), "```", ""]
-    out += ["## Search cost", "", f"{len(result.trials)} candidates: {_cost(result.cost)}.", ""]
+    out += ["## Search cost", "", f"{len(result.trials)} candidates: {cost_text(result.cost)}.", ""]
     out += ["## Candidates", ""]
     for row in result.trials:
         out += _candidate(result, row, metrics)
