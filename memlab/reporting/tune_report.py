@@ -59,13 +59,15 @@ class Overfit:
     verdict: str
 
     def text(self) -> str:
-        """``overfit: better on train by +12.0 pts, no gain on held-out owners (...)``."""
+        """``overfit: better on train by +12.0 pts (recall), no gain on held-out owners (...)``
+        (gains in the objective's direction: a drop of a rate to minimise is a positive
+        gain)."""
         spec = metric_spec(self.metric)
-        way = 1.0 if spec.higher_is_better else -1.0  # gains back in the metric's own sign
+        way = "" if spec.higher_is_better else ", lower is better"
         return (
-            f"overfit: better on train by {spec.fmt_delta(way * self.train_gain)} "
-            f"({spec.title}), no gain on held-out owners (held-out verdict {self.verdict}; "
-            f"its interval allows at most {spec.fmt_delta(way * self.heldout_high)})"
+            f"overfit: better on train by {spec.fmt_delta(self.train_gain)} "
+            f"({spec.title}{way}), no gain on held-out owners (held-out verdict "
+            f"{self.verdict}; its interval allows at most {spec.fmt_delta(self.heldout_high)})"
         )
 
     def as_json(self) -> dict[str, float | str]:
