@@ -116,7 +116,7 @@ def check_qa_key(block: str, tmp_path: Path) -> None:
 
 def check_tune_key(block: str, tmp_path: Path) -> None:
     from memlab.core.base.yamlio import parse_yaml
-    from memlab.reporting.compare.tune_spec import Range, TuneSpec
+    from memlab.reporting.tuning.tune_spec import Range, TuneSpec
 
     spec = TuneSpec.model_validate(parse_yaml(block, "tune.yaml").data["tune"])
     assert spec.prompts() == ["default", "prompts/self_only.txt"]
@@ -420,7 +420,7 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
         "(:Trigger {text})-[:ACTIVATES]->(:Procedure {name})-[:HAS_STEP]->(:Step {text})",
     ): check_graph_model,
     ("memlab.grids.qa_spec", "qa:"): check_qa_key,
-    ("memlab.reporting.compare.tune_spec", "tune:"): check_tune_key,
+    ("memlab.reporting.tuning.tune_spec", "tune:"): check_tune_key,
     (
         "memlab.matching.calibration",
         '{"id": "polarity_flip-001", "style": "compact", "kind": "polarity_flip",',

@@ -19,7 +19,7 @@ from builders import copied_personas
 
 from memlab.cli.main import main
 from memlab.grids.grid import GridError
-from memlab.reporting.compare.tune import TuneError, tune
+from memlab.reporting.tuning.tune import TuneError, tune
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF_ONLY = ROOT / "notebooks" / "prompts" / "self_only.txt"

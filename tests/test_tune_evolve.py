@@ -27,10 +27,10 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid, GridError
 from memlab.matching.matchers import default_matcher
 from memlab.postrun.rescoring import replays
-from memlab.reporting.compare.tune import tune
-from memlab.reporting.compare.tune_evolve import EvolveError, reflector
-from memlab.reporting.compare.tune_feedback import owner_feedback
-from memlab.reporting.compare.tune_spec import load_tune
+from memlab.reporting.tuning.tune import tune
+from memlab.reporting.tuning.tune_evolve import EvolveError, reflector
+from memlab.reporting.tuning.tune_feedback import owner_feedback
+from memlab.reporting.tuning.tune_spec import load_tune
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector
 from memlab.sweeps.driver import sweep

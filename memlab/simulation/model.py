@@ -187,7 +187,8 @@ class SimulatedBackend:
         }
         """Every gold fact of the dataset: id -> content."""
         self._origins: dict[str, set[str]] = {}
-        self._templates: dict[str, tuple[SimProfile, tuple[str, ...]]] = {}
+        # (template SHA-256, owner or "" when no effect depends on the owner) -> in force
+        self._templates: dict[tuple[str, str], tuple[SimProfile, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
         self._tiered = SimTiered(
             self.profile,
@@ -228,6 +229,9 @@ class SimulatedBackend:
             del dumped["procedural"]  # and those from before the procedures call
         if not self.profile.prompt_effects:
             del dumped["prompt_effects"]  # and those from before prompt effects
+        for effect in dumped.get("prompt_effects", ()):
+            if effect.get("owners") is None:
+                del effect["owners"]  # and effects for every owner, from before owner limits
         if self.profile.draws == "coupled":
             del dumped["draws"]  # and those from before the design was declared
         profile = json.dumps(dumped, sort_keys=True)
@@ -303,8 +307,8 @@ class SimulatedBackend:
         view, seen, conversation = self._find_session(prompt)
         facts, memory = _memory(prompt, conversation)
         template = _template(prompt, conversation, memory)
-        profile, effects = self._for_template(template)
         owner = view.owner
+        profile, effects = self._for_template(template, owner.user_id)
         template_sha256 = hashlib.sha256(template.encode("utf-8")).hexdigest()
         draw_seed = self._draw_seed
         if self.profile.draws == "independent":
@@ -325,24 +329,31 @@ class SimulatedBackend:
             self._final_update(decision, profile, view, facts, base)
         return decision
 
-    def _for_template(self, template: str) -> tuple[SimProfile, tuple[str, ...]]:
-        """The profile in force for update prompts of ``template`` and the effects applied
-        (recorded by the template's SHA-256, see :meth:`prompt_effects`)."""
+    def _for_template(self, template: str, owner: str) -> tuple[SimProfile, tuple[str, ...]]:
+        """The profile in force for update prompts of ``template`` sent for ``owner`` and the
+        effects applied (recorded by the template's SHA-256, see :meth:`prompt_effects`)."""
         sha = hashlib.sha256(template.encode("utf-8")).hexdigest()
+        key = (sha, owner if self.profile.owner_effects else "")
         with self._lock:
-            known = self._templates.get(sha)
+            known = self._templates.get(key)
         if known is None:
-            known = self.profile.for_template(template)
+            known = self.profile.for_template(template, owner)
             with self._lock:
-                self._templates[sha] = known
+                self._templates[key] = known
         return known
 
     def prompt_effects(self) -> dict[str, tuple[str, ...]]:
         """Every update template the model was sent (its SHA-256, which is the prompt
         variant's for a rendered variant) -> the labels of the profile's prompt effects
-        applied to it, in order (empty: the declared rates as they are)."""
+        applied to it, in order (empty: the declared rates as they are); with effects limited
+        to some owners, those applied to any owner's prompts."""
+        found: dict[str, list[str]] = {}
         with self._lock:
-            return {sha: effects for sha, (_profile, effects) in self._templates.items()}
+            for (sha, _owner), (_profile, effects) in self._templates.items():
+                labels = found.setdefault(sha, [])
+                labels += [label for label in effects if label not in labels]
+        order = [effect.label for effect in self.profile.prompt_effects]
+        return {sha: tuple(sorted(labels, key=order.index)) for sha, labels in found.items()}
 
     def _final_update(
         self,

@@ -38,8 +38,11 @@ template holds a phrase (``when_contains``: case-insensitive, line breaks and ru
 count as one space), matches a regular expression (``when_matches``, case-insensitive) or
 lacks a phrase (``when_missing``); effects apply in order, a later one overriding what an
 earlier one set. Only the template counts, never the conversation or memory rendered into it
-(:mod:`memlab.simulation.model` cuts those out before matching). A profile without effects
-ignores prompt text entirely (:attr:`SimProfile.reads_prompts` is False).
+(:mod:`memlab.simulation.model` cuts those out before matching). An effect with ``owners``
+(``owners: [alice, bob]``) applies only to the update prompts of those owners (by
+``user_id``): a prompt "improvement" that holds for some owners and not others, as a search
+overfitting its training owners sees. A profile without effects ignores prompt text entirely
+(:attr:`SimProfile.reads_prompts` is False).
 
 ``draws`` states the design of a comparison between lanes. ``coupled`` (the default): every
 draw is a hash of the seeds, the owner and what it is about, so two lanes with the same seed
@@ -328,7 +331,8 @@ class PromptEffect(BaseModel):
     Exactly one condition: ``when_contains`` (a phrase the template holds; case, line breaks
     and runs of spaces ignored), ``when_matches`` (a regular expression found in it,
     case-insensitive) or ``when_missing`` (a phrase it lacks, compared like
-    ``when_contains``). ``set`` gives the rates that apply when the condition holds.
+    ``when_contains``). ``set`` gives the rates that apply when the condition holds;
+    ``owners``, when given, limits the effect to those owners' update prompts.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -338,6 +342,8 @@ class PromptEffect(BaseModel):
     when_matches: str | None = Field(None, min_length=1)
     when_missing: str | None = Field(None, min_length=1)
     rates: SimRates = Field(alias="set")
+    owners: tuple[str, ...] | None = Field(None, min_length=1)
+    """The owners (``user_id``) whose update prompts the effect applies to (None: all)."""
 
     @field_validator("when_matches")
     @classmethod
@@ -367,8 +373,11 @@ class PromptEffect(BaseModel):
             return f"matches {self.when_matches!r}"
         return f"missing {self.when_missing!r}"
 
-    def applies(self, template: str) -> bool:
-        """Whether the condition holds for the template text ``template``."""
+    def applies(self, template: str, owner: str | None = None) -> bool:
+        """Whether the condition holds for the template text ``template`` (and, for an effect
+        limited to some owners, whether ``owner`` is one of them)."""
+        if self.owners is not None and owner not in self.owners:
+            return False
         if self.when_contains is not None:
             return _spaced(self.when_contains) in _spaced(template)
         if self.when_missing is not None:
@@ -426,14 +435,22 @@ class SimProfile(BaseModel):
         effects (a profile without them answers every prompt variant alike)."""
         return bool(self.prompt_effects)
 
-    def for_template(self, template: str) -> tuple[SimProfile, tuple[str, ...]]:
+    @property
+    def owner_effects(self) -> bool:
+        """Whether a prompt effect is limited to some owners (the profile in force then
+        depends on the owner as well as the template)."""
+        return any(effect.owners is not None for effect in self.prompt_effects)
+
+    def for_template(
+        self, template: str, owner: str | None = None
+    ) -> tuple[SimProfile, tuple[str, ...]]:
         """The profile in force for update prompts of ``template`` (the template's own text,
-        without the conversation and memory rendered into it), and the labels of the effects
-        applied, in order."""
+        without the conversation and memory rendered into it) sent for ``owner``, and the
+        labels of the effects applied, in order."""
         changes: dict[str, object] = {}
         applied: list[str] = []
         for effect in self.prompt_effects:
-            if effect.applies(template):
+            if effect.applies(template, owner):
                 changes.update(effect.rates.changes())
                 applied.append(effect.label)
         if not changes:

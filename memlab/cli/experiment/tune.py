@@ -23,13 +23,15 @@ _EXAMPLE = """examples:
   memlab tune tune.yaml --max-trials 20 --cache-dir .memlab-cache
   memlab tune tune.yaml --max-cost 2.00        # stop before the replays spend $2 (resumable)
   memlab tune tune.yaml --reflect-backend openai:gpt-4o-mini   # also evolve the prompt (GEPA)
+  memlab tune tune.yaml --max-time 3600        # start no candidate after an hour (resumable)
 
 The grid file is a one-lane grid (its base is the starting configuration) with a tune: key
 (space, objective, split, max_trials; see docs/tune.md). Everything goes to RUNS_DIR/NAME: the
-Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs
-and tune.json.
+Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs,
+tune.json and tune-report.md (every candidate's settings, scores and prompt diff).
 exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
---allow-inconclusive), a replay failed or the cost limit stopped the search; 2 bad input."""
+--allow-inconclusive), a replay failed or the cost or time limit stopped the search; 2 bad
+input."""
 
 
 def register(subparsers: Any) -> None:
@@ -58,6 +60,13 @@ def register(subparsers: Any) -> None:
         "USD; finished candidates are kept and the same command resumes",
     )
     p.add_argument(
+        "--max-time",
+        type=_seconds,
+        metavar="SECONDS",
+        help="start no candidate after SECONDS (default: tune.max_time); finished candidates "
+        "are kept, the command exits 1 and the same command continues",
+    )
+    p.add_argument(
         "--runs-dir",
         type=_args.directory,
         default="runs",
@@ -65,6 +74,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--name", type=_args.run_name, help="the tune directory's name (default: the grid's)"
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="print the report (every candidate's settings, scores, cost and prompt diff "
+        "against the starting prompt, as Markdown) instead of the summary",
     )
     p.add_argument(
         "--allow-inconclusive",
@@ -87,13 +102,26 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_tune)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text[:40]!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
 def _tune(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     import optuna
 
     from memlab.backends.caching.cache import CacheMode
     from memlab.backends.costs.spend import CostLimitError
-    from memlab.reporting.compare.tune import tune
+    from memlab.reporting.tuning.tune import tune
+    from memlab.reporting.tuning.tune_budget import TimeLimitError
+    from memlab.reporting.tuning.tune_report import TUNE_REPORT, report_markdown
     from memlab.sweeps.driver import IncompleteSweepError
 
     optuna.logging.set_verbosity(logging.WARNING)  # the command prints its own summary
@@ -110,11 +138,16 @@ def _tune(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             matcher=matcher_from_args(args),
             reflect_backend=args.reflect_backend,
+            max_time=args.max_time,
         )
-    except (IncompleteSweepError, CostLimitError) as exc:  # kept: the same command resumes
+    except (IncompleteSweepError, CostLimitError, TimeLimitError) as exc:  # kept: rerun resumes
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(result.lines()))
+    if args.report:
+        print(report_markdown(result), end="")
+    else:
+        print("\n".join(result.lines()))
+        print(f"\nreport: {result.path / TUNE_REPORT}")
     if result.heldout.inconclusive and not args.allow_inconclusive:
         return 1
     return 0

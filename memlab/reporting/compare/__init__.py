@@ -1,3 +1,3 @@
-"""Comparing prompts and settings: A/B trials, verdicts, gates and tuning."""
+"""Comparing prompts and settings: A/B trials, verdicts and gates."""
 
 __all__: list[str] = []

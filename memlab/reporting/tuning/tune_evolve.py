@@ -8,10 +8,10 @@ scored on the validation owners. :class:`TuneAdapter` is memlab's side of GEPA's
 protocol:
 
 - ``evaluate``: the candidate prompt replayed on a batch of owners as an ordinary cached lane
-  (the function :func:`memlab.reporting.compare.tune.tune` passes in: the same replay and objective
+  (the function :func:`memlab.reporting.tuning.tune.tune` passes in: the same replay and objective
   as its other candidates); one score per owner, higher is better;
 - ``make_reflective_dataset``: per owner, the failure records of that replay
-  (:mod:`memlab.reporting.compare.tune_feedback`) as the feedback text.
+  (:mod:`memlab.reporting.tuning.tune_feedback`) as the feedback text.
 
 The reflection model is any memlab backend (:func:`reflector`); a ``sim:PROFILE`` spec is the
 simulated reflector (:class:`memlab.simulation.reflector.SimulatedReflector`), a test
@@ -32,8 +32,8 @@ from memlab.core.prompts import PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.postrun.rescoring import replays
-from memlab.reporting.compare.tune_feedback import OwnerFeedback, owner_feedback
-from memlab.reporting.compare.tune_spec import Evolve
+from memlab.reporting.tuning.tune_feedback import OwnerFeedback, owner_feedback
+from memlab.reporting.tuning.tune_spec import Evolve
 from memlab.runs.run import Run
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector

@@ -1,4 +1,4 @@
-"""The ``tune:`` key of a grid file: what :func:`memlab.reporting.compare.tune.tune` searches.
+"""The ``tune:`` key of a grid file: what :func:`memlab.reporting.tuning.tune.tune` searches.
 
 A tune grid is an ordinary one-lane grid (its ``base`` is the starting configuration) plus::
 
@@ -8,16 +8,19 @@ A tune grid is an ordinary one-lane grid (its ``base`` is the starting configura
         max_facts: {low: 20, high: 200, step: 20}
         max_injection_tokens: {low: 500, high: 4000}
         prompt: [default, prompts/self_only.txt]   # names or prompt files (beside the grid)
+        # tiered.importance_threshold: {low: 0.5, high: 0.9}   (a memory: tiered lane)
+        # answer_prompt: [default, short.txt]    (with a qa: key and a QA objective)
       objective: {metric: recall, max: {parse_failure_rate: 0.1}}
       split: {train: 0.5, validation: 0.2, test: 0.3, seed: 0}
       max_trials: 20
+      max_time: 3600                           # seconds; no candidate starts after them
       tolerance: 0.05
       evolve: {reflect_backend: "openai:gpt-4o-mini", max_metric_calls: 40}   # optional
 
 The objective is one primary metric, in its own direction, under upper limits on others; the
 split is a seeded shuffle of the grid's owners, fixed before the search starts. ``evolve``
 rewrites the starting update prompt from the train owners' failure records before the search
-(:mod:`memlab.reporting.compare.tune_evolve`); its prompts join the candidates.
+(:mod:`memlab.reporting.tuning.tune_evolve`); its prompts join the candidates.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from memlab.scoring.metric_specs import metric_spec, primary_metrics
 from memlab.sweeps.plan import check_grid
 
 __all__ = [
+    "LIST_SETTINGS",
     "NUMERIC_SETTINGS",
     "Evolve",
     "Objective",
@@ -51,8 +55,15 @@ NUMERIC_SETTINGS: dict[str, type] = {
     "fact_confidence_threshold": float,
     "max_facts": int,
     "max_injection_tokens": int,
+    "tiered.importance_threshold": float,
+    "tiered.decay_per_day": float,
+    "tiered.delete_below": float,
+    "tiered.recall_k": int,
 }
-"""Lane settings a search may vary as a numeric range, with their type."""
+"""Lane settings a search may vary as a numeric range, with their type (``tiered.*``: the
+tiered memory's options, on a ``memory: tiered`` lane)."""
+LIST_SETTINGS = ("prompt", "answer_prompt")
+"""Settings a search chooses from a list: update prompts and answer prompts (names or files)."""
 
 
 class Range(BaseModel):
@@ -152,6 +163,8 @@ class TuneSpec(BaseModel):
     objective: Objective = Field(default_factory=lambda: Objective.model_validate({}))
     split: SplitSpec = Field(default_factory=lambda: SplitSpec.model_validate({}))
     max_trials: int = Field(20, ge=1, le=10_000, strict=True)
+    max_time: float | None = Field(None, gt=0)
+    """Seconds after which no candidate starts (``memlab tune --max-time``); none by default."""
     tolerance: float = Field(0.05, gt=0, lt=1)
     """The smallest difference the held-out verdict must be able to see (as ``memlab ab``)."""
     seed: int = 0
@@ -163,11 +176,11 @@ class TuneSpec(BaseModel):
     @classmethod
     def _known_settings(cls, space: dict[str, Any]) -> dict[str, Any]:
         for name, values in space.items():
-            if name == "prompt":
+            if name in LIST_SETTINGS:
                 if not isinstance(values, list) or not values:
-                    raise ValueError("prompt: a non-empty list of prompt names or files")
+                    raise ValueError(f"{name}: a non-empty list of prompt names or files")
             elif name not in NUMERIC_SETTINGS:
-                known = ", ".join([*NUMERIC_SETTINGS, "prompt"])
+                known = ", ".join([*NUMERIC_SETTINGS, *LIST_SETTINGS])
                 raise ValueError(f"{name}: not a setting the search can vary; known: {known}")
             elif not isinstance(values, Range):
                 raise ValueError(f"{name}: a range {{low: ..., high: ..., step: ...}}")

@@ -1,6 +1,6 @@
 """What went wrong for one owner of a candidate's replay, as text a prompt writer can act on.
 
-Prompt evolution (:mod:`memlab.reporting.compare.tune_evolve`) shows a reflection model, per owner,
+Prompt evolution (:mod:`memlab.reporting.tuning.tune_evolve`) shows a reflection model, per owner,
 the failure records a replay already keeps, read through their usual readers:
 
 - the replies that failed the JSON contract (``calls.jsonl`` through :attr:`Run.calls`): the

@@ -1,6 +1,6 @@
 """Search prompts and settings on some owners, then prove the winner on owners it never saw.
 
-:func:`tune` reads a one-lane grid with a ``tune:`` key (:mod:`memlab.reporting.compare.tune_spec`),
+:func:`tune` reads a one-lane grid with a ``tune:`` key (:mod:`memlab.reporting.tuning.tune_spec`),
 splits its owners (seeded) into train, validation and a held-out test set, and searches the
 space with Optuna. Every candidate is an ordinary lane replayed by :func:`memlab.sweep` on the
 train and validation owners (cached and content-addressed like any lane; its run lies in the
@@ -9,7 +9,7 @@ candidate best on validation. The starting configuration, and each candidate pro
 starting settings, are tried first.
 
 With ``tune.evolve``, GEPA first evolves the starting update prompt from the failure records
-of its replays on the train owners (:mod:`memlab.reporting.compare.tune_evolve`); the prompts
+of its replays on the train owners (:mod:`memlab.reporting.tuning.tune_evolve`); the prompts
 it keeps join the candidates (tried first at the starting settings, like listed prompts),
 each with its parent, and its replays lie in ``evolve/``.
 
@@ -20,8 +20,9 @@ metric and what the search cost.
 
 Layout of ``RUNS_DIR/NAME/``: ``study.db`` (the Optuna study, SQLite: a rerun resumes it and
 ``optuna-dashboard sqlite:///RUNS_DIR/NAME/study.db`` shows it), ``trials/trial-NNN/`` (one
-run per candidate), ``heldout-start/`` and ``heldout-best/`` (the proof), ``tune.json`` (the
-result, written last).
+run per candidate), ``heldout-start/`` and ``heldout-best/`` (the proof),
+``tune-report.md`` (:mod:`memlab.reporting.tuning.tune_report`) and ``tune.json`` (the result,
+written last).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ from memlab.matching.base import FactMatcher
 from memlab.matching.matchers import default_matcher
 from memlab.reporting.compare.prompt_ab import ABResult, judge_ab
 from memlab.reporting.compare.trial import sweep_prompt
-from memlab.reporting.compare.tune_evolve import (
+from memlab.reporting.tuning.tune_budget import Clock, TimeBudget, TimeLimitError
+from memlab.reporting.tuning.tune_evolve import (
     EvolvedPrompt,
     TuneAdapter,
     evolution_lines,
@@ -56,7 +58,21 @@ from memlab.reporting.compare.tune_evolve import (
     prompt_label,
     write_prompts,
 )
-from memlab.reporting.compare.tune_spec import (
+from memlab.reporting.tuning.tune_report import (
+    TUNE_REPORT,
+    Overfit,
+    cost_text,
+    overfit,
+    report_markdown,
+)
+from memlab.reporting.tuning.tune_space import (
+    ANSWER_PROMPT,
+    answer_prompts,
+    check_space,
+    place,
+    start_value,
+)
+from memlab.reporting.tuning.tune_spec import (
     NUMERIC_SETTINGS,
     Evolve,
     Objective,
@@ -116,6 +132,10 @@ class TuneResult:
         cost: :data:`COST_COLUMNS` summed over the search's replays.
         evolved: The prompts evolution kept (empty without ``tune.evolve``).
         reflector: The reflection model's spec (``None`` without ``tune.evolve``).
+        overfit: The overfitting flag (:func:`memlab.reporting.tuning.tune_report.overfit`),
+            or None.
+        prompts: The candidate prompts by label, the starting prompt first (empty: the search
+            varies none).
     """
 
     path: Path
@@ -130,6 +150,12 @@ class TuneResult:
     evolved: list[EvolvedPrompt] = field(default_factory=list)
     reflector: str | None = None
     prompts: dict[str, PromptVariant] = field(default_factory=dict, repr=False)
+    overfit: Overfit | None = None
+
+    @property
+    def templates(self) -> dict[str, str]:
+        """The candidate prompts' templates by label, the starting prompt's included."""
+        return {label: variant.template for label, variant in self.prompts.items()}
 
     def verdict(self, metric: str) -> str:
         """The held-out verdict's outcome for ``metric`` (``better``, ``no difference``...)."""
@@ -163,7 +189,9 @@ class TuneResult:
             spec = metric_spec(metric)
             out.append(f"  {spec.title}: {spec.fmt(train)} -> {spec.fmt(test)} "
                        f"(gap {spec.fmt_delta(gap)})")  # fmt: skip
-        out += ["", "search cost: " + _cost_text(self.cost), ""]
+        if self.overfit is not None:
+            out.append(self.overfit.text())
+        out += ["", "search cost: " + cost_text(self.cost), ""]
         out.append("held-out test, start -> best:")
         return out + self.heldout.lines()
 
@@ -185,6 +213,7 @@ class TuneResult:
             "gaps": {m: {"train": a, "test": b, "gap": g} for m, a, b, g in self.gaps()},
             "heldout": {v.metric: v.outcome for v in self.heldout.verdicts},
             "cost": self.cost,
+            "overfit": None if self.overfit is None else self.overfit.as_json(),
         }
         if self.reflector is not None:
             found["evolution"] = evolution_record(self.evolved, self.prompts, self.reflector)
@@ -206,14 +235,6 @@ def _objective_text(objective: Objective) -> str:
     way = "maximise" if objective.higher_is_better else "minimise"
     limits = "".join(f", {m} <= {v:g}" for m, v in objective.max.items())
     return f"objective: {way} {objective.metric} on train{limits}; best chosen on validation"
-
-
-def _cost_text(cost: Mapping[str, float]) -> str:
-    return (
-        f"{cost['llm_calls']:.0f} calls ({cost['cache_hits']:.0f} from the cache), "
-        f"{cost['prompt_tokens']:.0f} prompt + {cost['completion_tokens']:.0f} completion "
-        f"tokens, ${cost['cost_usd']:.4f}"
-    )
 
 
 @dataclass
@@ -249,8 +270,11 @@ class _Search:
     ) -> Run:
         """``params`` replayed on ``owners`` as the one-lane run ``where/name``."""
         settings, extra = self.settings(params)
+        settings, qa = place(self.grid, settings, params)
         data = self.grid.model_dump(mode="json", exclude_none=True)
         data.update(name=name, owners=list(owners), base=settings, axes={})
+        if qa is not None:
+            data["qa"] = qa
         if "prompt" in params:  # the candidate's prompt is passed in, named as replayed
             data["prompts"] = []
         data.pop("max_owners", None)
@@ -268,9 +292,12 @@ class _Search:
         """The starting configuration's searched settings."""
         params: dict[str, Any] = {}
         for name in self.spec.ranges():
-            params[name] = self.grid.lanes()[0].settings()[name]
+            params[name] = start_value(self.grid.lanes()[0], name)
         if self.prompts:
             params["prompt"] = next(iter(self.prompts))
+        answers = answer_prompts(self.grid, self.spec)
+        if answers:
+            params[ANSWER_PROMPT] = answers[0]
         return params
 
 
@@ -374,6 +401,9 @@ def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
             )
     if search.prompts:
         params["prompt"] = trial.suggest_categorical("prompt", list(search.prompts))
+    answers = answer_prompts(search.grid, search.spec)
+    if answers:
+        params[ANSWER_PROMPT] = trial.suggest_categorical(ANSWER_PROMPT, answers)
     return params
 
 
@@ -419,7 +449,8 @@ def _budget(search: _Search) -> Any:
 def _spec_key(spec: TuneSpec) -> dict[str, Any]:
     """The spec as the study records it (without ``evolve`` when absent, as before it was
     a key: a study made then resumes)."""
-    found = spec.model_dump(mode="json")
+    # the time budget is not the space: a rerun may give it another value
+    found = spec.model_dump(mode="json", exclude={"max_time"})
     if found.get("evolve") is None:
         found.pop("evolve", None)
     return found
@@ -454,6 +485,8 @@ def _study(search: _Search) -> optuna.Study:
         study.enqueue_trial(start)
         for label in list(search.prompts)[1:]:  # each candidate prompt at the start settings
             study.enqueue_trial({**start, "prompt": label})
+        for label in answer_prompts(search.grid, search.spec)[1:]:  # and each answer prompt
+            study.enqueue_trial({**start, ANSWER_PROMPT: label})
     return study
 
 
@@ -481,12 +514,14 @@ def _resolve_prompts(grid: Grid, spec: TuneSpec) -> dict[str, PromptVariant]:
 
 
 def _check_start(grid: Grid, spec: TuneSpec) -> None:
-    lane = grid.lanes()[0].settings()
+    check_space(grid, spec)
+    lane = grid.lanes()[0]
     for name, span in spec.ranges().items():
-        if lane[name] not in span:
+        value = start_value(lane, name)
+        if value not in span:
             raise grid.error(
                 f"tune.space.{name}",
-                f"the starting value {lane[name]} (base) is outside {span.low:g}..{span.high:g}: "
+                f"the starting value {value} (base) is outside {span.low:g}..{span.high:g}: "
                 "widen the range or change base",
             )
 
@@ -532,11 +567,13 @@ def tune(
     matcher: FactMatcher | None = None,
     reflect_backend: str | None = None,
     reflector: Callable[[str], str] | None = None,
+    max_time: float | None = None,
+    clock: Clock | None = None,
 ) -> TuneResult:
     """Search the ``tune:`` space of the grid file ``grid`` and prove the winner held out.
 
     Args:
-        grid: A one-lane grid file with a ``tune:`` key (:mod:`memlab.reporting.compare.tune_spec`).
+        grid: A one-lane grid file with a ``tune:`` key (:mod:`memlab.reporting.tuning.tune_spec`).
         runs_dir, name: The tune directory is ``runs_dir/NAME`` (default: the grid's name);
             an existing one is resumed (finished candidates kept, the study continued).
         max_trials: Candidates in all, resumed ones included (default: the grid's
@@ -548,6 +585,8 @@ def tune(
         reflector: The reflection model itself, a callable from request text to reply text
             (an instrument for tests: a :class:`memlab.simulation.reflector.SimulatedReflector`
             that records what it was sent); it stands in for the reflect backend.
+        max_time: Seconds after which no candidate starts (default: the grid's
+            ``tune.max_time``; none); ``clock`` measures them (default: the wall clock).
 
     Raises:
         GridError: An invalid grid or ``tune:`` key, naming the file, line and key.
@@ -555,12 +594,14 @@ def tune(
         CostLimitError: A replay stopped at ``max_cost`` (rerun to resume).
         EvolveError: Evolution asked for without GEPA installed, or a reflector that cannot be
             built.
+        TimeLimitError: ``max_time`` passed before the last candidate (rerun to resume).
     """
     start_grid, spec = load_tune(grid)
     if reflect_backend is not None:
         evolving = spec.evolve or Evolve.model_validate({"reflect_backend": reflect_backend})
         spec = spec.model_copy(update={"evolve": evolving.model_copy(
             update={"reflect_backend": reflect_backend})})  # fmt: skip
+    budget = TimeBudget(spec.max_time if max_time is None else max_time, clock)
     _check_start(start_grid, spec)
     data_file = dataset_path(start_grid)
     owners = [o.user_id for o in select_owners(load_dataset(data_file), start_grid)]
@@ -590,12 +631,14 @@ def tune(
         study = _study(search)
         done = _rows(study)
         search.spent = sum(_number(r["cost"].get("cost_usd")) for r in done)
-        finished = len(done)
-        todo = (max_trials or spec.max_trials) - finished
-        if todo > 0:
-            study.optimize(
-                _objective(search, columns), n_trials=todo, catch=(), callbacks=[_budget(search)]
-            )
+        wanted = max_trials or spec.max_trials
+        todo = wanted - len(done)
+        if todo > 0 and not budget.spent():
+            stops = [_budget(search), budget.stop_when_spent]
+            study.optimize(_objective(search, columns), n_trials=todo, catch=(), callbacks=stops)
+        finished = len(_rows(study))
+        if budget.ran_out and budget.max_time is not None and finished < wanted:
+            raise TimeLimitError(where, budget.max_time, finished, wanted)
         return _prove(search, study, columns)
 
 
@@ -618,9 +661,10 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
     result = TuneResult(
         search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost,
         search.evolved, search.spec.evolve.reflect_backend if search.spec.evolve else None,
-        dict(search.prompts),
+        dict(search.prompts), overfit(search.spec.objective, train, heldout, best != start),
     )  # fmt: skip
     run_dir = RunDir(search.path)
+    run_dir.write_text(run_dir.file(TUNE_REPORT), report_markdown(result))
     run_dir.write_json(run_dir.file(TUNE_RESULT), result.as_json())
     return result
 
