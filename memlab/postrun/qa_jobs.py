@@ -110,7 +110,7 @@ def read_path(config: LaneConfig) -> ReadPath:
             memory_config,
             policy,
             policy_embedder(policy),
-            history_last=design.history_last,
+            history_last=design.history_last_in(config.settings()),
             read=design.read,
         ),
     )
