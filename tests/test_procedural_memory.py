@@ -45,7 +45,7 @@ from memlab.memory.storage.graph import (
 )
 from memlab.memory.strategy import call_kind, is_primary
 from memlab.postrun.qa_jobs import read_path
-from memlab.scoring.procedures import step_order_accuracy
+from memlab.qa.procedure_scores import step_order_accuracy
 from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep

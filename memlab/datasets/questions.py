@@ -10,7 +10,7 @@ sessions or a thread id) and is one of four kinds:
   given (a "No" to a yes/no question whose premise is false);
 - ``procedure``: the question asks the agent to carry out a labelled procedure
   (``procedure``: its id, taught in a session up to ``after_session``); it is scored by the
-  steps the reply names in order (:mod:`memlab.scoring.procedures`), not by a judge, so
+  steps the reply names in order (:mod:`memlab.qa.procedure_scores`), not by a judge, so
   memory QA's judged questions leave it out (:meth:`Question.judged`).
 
 ``evidence`` links a question to what answers it: gold fact ids of the owner and/or turns

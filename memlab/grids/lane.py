@@ -212,7 +212,7 @@ class LaneConfig(BaseModel):
         (the tiered memory's, the seed's: summary, semantic memories, then episodes);
         DeerFlow's puts the history summaries first."""
         design = MEMORY_DESIGNS.get(self.memory)
-        return design is not None and design.history_last
+        return design is not None and design.history_last_in(self.settings())
 
     @model_validator(mode="after")
     def _options_of_the_lanes_design(self) -> LaneConfig:

@@ -11,7 +11,10 @@ the planner and memory QA ask the design, never the name:
 - :attr:`~MemoryDesign.read` wraps the lane's injection path: how an agent reads the memory
   at the next session and when it answers a question;
 - the flags say whether it forgets (its replays record forgetting events), whether a fork may
-  start it from a DeerFlow memory document, and the injected context's layout;
+  start it from a DeerFlow memory document, and the injected context's layout; a design whose
+  options change the first or the last (the procedural design's ``facts: tiered``) declares
+  :attr:`~MemoryDesign.lane_flags`, and readers ask :meth:`~MemoryDesign.forgets_in` and
+  :meth:`~MemoryDesign.history_last_in` with the lane's settings;
 - :attr:`~MemoryDesign.options` and :attr:`~MemoryDesign.options_model`: the lane key of its
   own options and their pydantic model (``tiered: {recall_k: 5}``; a plugin's design declares
   its own the same way, and a grid sets them under that key).
@@ -35,7 +38,7 @@ from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.core.pipeline.updater import MemoryUpdater
 from memlab.memory.strategy import MemoryStrategy
 
-__all__ = ["DesignContext", "Injector", "MemoryDesign", "Reader"]
+__all__ = ["DesignContext", "DesignFlags", "Injector", "MemoryDesign", "Reader"]
 
 Injector = Callable[[Mapping[str, Any], str], Injection]
 """Renders a memory document for a query: ``(memory, query) -> Injection`` (the query is the
@@ -79,6 +82,19 @@ class DesignContext:
     start: MemoryDocument | None = None
 
 
+@dataclass(frozen=True)
+class DesignFlags:
+    """A lane's flags where a design's options decide them (:attr:`MemoryDesign.lane_flags`).
+
+    Attributes:
+        forgets: The lane's replays record forgetting events.
+        history_last: The lane's injected context puts History after the facts.
+    """
+
+    forgets: bool = False
+    history_last: bool = False
+
+
 def _no_scratch(store_path: Path) -> tuple[Path, ...]:
     return ()
 
@@ -106,6 +122,8 @@ class MemoryDesign:
             (removed and rewritten by every replay).
         read: Wraps the lane's injector into this design's read path; ``None``: the
             injector as is.
+        lane_flags: ``lane_flags(settings)``: ``forgets`` and ``history_last`` as a lane's
+            settings (JSON values) decide them; ``None``: the two fields above for every lane.
     """
 
     description: str
@@ -118,6 +136,7 @@ class MemoryDesign:
     scratch: Callable[[Path], tuple[Path, ...]] = _no_scratch
     read: Reader | None = None
     options_model: type[BaseModel] | None = None
+    lane_flags: Callable[[Mapping[str, Any]], DesignFlags] | None = None
 
     def __post_init__(self) -> None:
         model = self.options_model
@@ -154,6 +173,20 @@ class MemoryDesign:
             raise ValueError("this memory design declares no options")
         options = self.options_model.model_validate(value)
         return options.model_dump(mode="json", exclude_defaults=True)
+
+    def flags_in(self, settings: Mapping[str, Any]) -> DesignFlags:
+        """The flags of a lane with ``settings`` (``LaneConfig.settings()``)."""
+        if self.lane_flags is None:
+            return DesignFlags(self.forgets, self.history_last)
+        return self.lane_flags(settings)
+
+    def forgets_in(self, settings: Mapping[str, Any]) -> bool:
+        """Whether a lane with ``settings`` forgets (its replays record forgetting events)."""
+        return self.flags_in(settings).forgets
+
+    def history_last_in(self, settings: Mapping[str, Any]) -> bool:
+        """Whether a lane with ``settings`` injects History after the facts."""
+        return self.flags_in(settings).history_last
 
     def reader(self, inject: Injector) -> Injector:
         """The injector an agent reads this design's memory through."""

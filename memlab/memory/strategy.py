@@ -14,7 +14,8 @@ A replay (:mod:`memlab.sweeps.replay`) drives a :class:`MemoryStrategy` on its v
 Each step returns a :class:`Step`: the call records it made (one row each in the call
 table), whether memory was saved, and the forgetting events it caused. Every update the
 replay hands over (``process``, and ``end_session`` when it returns a step) yields exactly one
-*primary* record (:func:`is_primary`); further records are the design's other LLM calls,
+*primary* record (:func:`is_primary`; a composite design's session end answers one update per
+part that folds, :attr:`Step.updates`); further records are the design's other LLM calls,
 marked by their ``call`` kind. A replay whose primary records are fewer than its updates
 lost one and is not finished.
 
@@ -84,11 +85,15 @@ class Step:
         records: Call records, the primary one (if any) first.
         saved: True when the memory changed and was saved.
         forgetting: Forgetting events (JSON records: kind, at, removed, kept).
+        updates: The updates the step answers, one primary record each: 1, except a
+            composite design's session end, where each part that folds answers one (the
+            procedural design over tiered facts: the tiered fold and the procedures call).
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     saved: bool = False
     forgetting: list[dict[str, Any]] = field(default_factory=list)
+    updates: int = 1
 
 
 class MemoryStrategy(Protocol):

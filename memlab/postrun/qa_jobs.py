@@ -26,10 +26,15 @@ from memlab.grids.owners import select_owners
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts
 from memlab.memory.designs import memory_design
 from memlab.postrun.qa_calls import QACalls, call_key
-from memlab.qa.answering import AnswerTask, CallResult, answer_row, judge_tasks
+from memlab.qa.answering import (
+    AnswerTask,
+    CallResult,
+    answer_row,
+    judge_tasks,
+    procedure_scores,
+)
 from memlab.qa.conditions import ReadPath
 from memlab.runs.run import Run
-from memlab.scoring.procedures import reply_scores
 from memlab.scoring.qa.injection_audit import policy_embedder, policy_injector
 
 __all__ = ["Fate", "QAJob", "RunOwners", "answer_rows", "read_path", "run_owners"]
@@ -110,7 +115,7 @@ def read_path(config: LaneConfig) -> ReadPath:
             memory_config,
             policy,
             policy_embedder(policy),
-            history_last=design.history_last,
+            history_last=design.history_last_in(config.settings()),
             read=design.read,
         ),
     )
@@ -145,8 +150,6 @@ def answer_rows(
                     ]
             row = answer_row(task, result, verdicts)
             row.update(fate=fate, evidence_fates=detail)
-            if task.question.procedure is not None:
-                gold = job.owner.gold_procedures()[task.question.procedure]
-                row.update(reply_scores(result.text, gold.steps))
+            row.update(procedure_scores(job.owner, task.question, result.text))
             rows.append({"lane_id": job.lane_id, "sample": job.sample, **row})
     return rows

@@ -16,7 +16,7 @@ asks each question right after the session its ``after_session`` names, through
 - every answer is graded by every judge prompt against the file's answer key and, for a
   question an audit changed, the original one; a ``procedure`` question, asked under every
   condition like the others, is not judged but scored by the steps its reply names in order
-  (:func:`memlab.scoring.procedures.reply_scores`: ``steps_named``, ``step_accuracy``);
+  (:func:`memlab.qa.procedure_scores.reply_scores`: ``steps_named``, ``step_accuracy``);
 - each answer from memory gets the fate of its evidence in the replay
   (:mod:`memlab.scoring.qa.qa_causes`), scored with the run's matcher (the one
   ``environment.json`` records) unless another is given; the QA manifest names it.

@@ -11,7 +11,8 @@ re-asks questions after later sessions):
    (:func:`references`: the file's answer and, for a question an audited key changed, the
    original one);
 5. :func:`answer_row`: the answer with its scores (token F1, BLEU-1 against each key,
-   abstention) and verdicts, as one JSON-ready row.
+   abstention) and verdicts, as one JSON-ready row; a procedure question's row adds
+   :func:`procedure_scores` (the steps the reply names in order, never a judge).
 
 :func:`ask` runs the whole step one call at a time; a sweep's QA step
 (:mod:`memlab.postrun.qa_step`) builds the same tasks for every lane and owner and runs the
@@ -37,6 +38,7 @@ from memlab.qa.conditions import (
     ReadPath,
     qa_condition,
 )
+from memlab.qa.procedure_scores import reply_scores
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, AnswerPrompt, JudgePrompt
 from memlab.qa.reply_bounds import reply_problem
 from memlab.qa.verdicts import parse_verdict
@@ -55,6 +57,7 @@ __all__ = [
     "ask",
     "call",
     "judge_tasks",
+    "procedure_scores",
     "references",
 ]
 
@@ -238,7 +241,7 @@ def judge_tasks(
     None for an abstention on an answerable question: it is wrong by definition (the answer
     was known), and a judge asked anyway could call "I'm not sure." CORRECT. ``every_answer``
     grades it all the same (an audit of the judge itself). None ever for a procedure
-    question: the steps it names are scored instead (:mod:`memlab.scoring.procedures`).
+    question: the steps it names are scored instead (:mod:`memlab.qa.procedure_scores`).
     """
     if not question.judged:
         return []
@@ -367,5 +370,16 @@ def ask(
         if result.text is not None:
             for judged in judge_tasks(task.question, result.text, judges, params):
                 verdicts.setdefault(judged.judge, {})[judged.key] = call(grader, judged.request)
-        rows.append(answer_row(task, result, verdicts))
+        row = answer_row(task, result, verdicts)
+        row.update(procedure_scores(point.owner, task.question, result.text))
+        rows.append(row)
     return rows
+
+
+def procedure_scores(owner: Owner, question: Question, reply: str | None) -> dict[str, Any]:
+    """A procedure question's answer-row scores (``steps_named``, ``step_accuracy``:
+    :func:`memlab.qa.procedure_scores.reply_scores` against ``owner``'s labelled steps);
+    nothing for any other question."""
+    if question.procedure is None:
+        return {}
+    return reply_scores(reply, owner.gold_procedures()[question.procedure].steps)

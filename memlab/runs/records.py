@@ -138,7 +138,7 @@ class QARow(BaseModel):
     fate: str | None
     evidence_fates: dict[str, str] | None
     # A procedure question's: the gold steps its reply names, in order, and its step-order
-    # accuracy (memlab.scoring.procedures); absent from every other answer (read as None).
+    # accuracy (memlab.qa.procedure_scores); absent from every other answer (read as None).
     steps_named: list[int] | None = None
     step_accuracy: float | None = None
 

@@ -136,7 +136,7 @@ COUNT_SPECS: tuple[CountSpec, ...] = (
     ),
     # Procedure questions answered from the lane's memory (not judged): how many, the sum of
     # their step-order accuracies and how many replies named a step of the procedure
-    # (memlab.scoring.procedures); in the rows only when the QA step asked some.
+    # (memlab.qa.procedure_scores); in the rows only when the QA step asked some.
     *_counts("sessions", "qa", "qa_procedures qa_procedure_steps qa_procedure_recalled"),
     # llm_calls (records that asked a model) is also in every session row: that session's.
     CountSpec("llm_calls", "calls", "calls", in_rows=True),

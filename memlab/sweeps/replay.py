@@ -55,7 +55,7 @@ from memlab.datasets.models import Owner, Session
 from memlab.grids.lane import ReplayMode
 from memlab.memory.design import DesignContext
 from memlab.memory.designs import memory_design
-from memlab.memory.strategy import MemoryStrategy, Step
+from memlab.memory.strategy import MemoryStrategy, Step, is_primary
 from memlab.scoring.qa.injection_audit import audit_injection, next_query, policy_embedder
 from memlab.sweeps.fork import ForkStart
 from memlab.sweeps.plan import ResolvedLane, build_updater, generation_params
@@ -82,7 +82,9 @@ class OwnerReplay:
         fork: The fork this replay started from (run, lane, session, snapshot hash), or
             ``None`` for a replay from an empty memory.
         updates: Updates handed to the memory (by the queue, and for the tiered memory at
-            each session's end): each gives exactly one primary record in ``calls``
+            each session's end; a composite design's session end counts one per part that
+            folds, :attr:`~memlab.memory.strategy.Step.updates`): each gives exactly one
+            primary record in ``calls``
             (:func:`memlab.memory.strategy.is_primary`), so a replay whose counts differ
             lost one and is not finished. A session end's primary record says
             ``session_end: true`` (the debounce saves only the queue's updates).
@@ -167,7 +169,7 @@ class _Replayer:
         self.memory_config = config.memory_config(storage_path=str(store_path))
         self.design = memory_design(config.memory)
         self.policy = config.injection_policy
-        self.history_last = self.design.history_last
+        self.history_last = self.design.history_last_in(config.settings())
         self.embedder = policy_embedder(self.policy)
         store_path.parent.mkdir(parents=True, exist_ok=True)
         store_path.unlink(missing_ok=True)
@@ -175,7 +177,7 @@ class _Replayer:
         # A scratch file rebuilt on every replay: atomic writes, but no fsync.
         self.store_file = JsonFileStorage(store_path, clock=scheduler.now, durable=False)
         self.strategy = self._strategy(lane, backend, sample, start, owner.user_id)
-        if self.design.forgets:
+        if self.design.forgets_in(config.settings()):
             self.out.forgetting = []
         self.replay_mode = replay_mode
         self.debounce_seconds = config.debounce_seconds
@@ -286,9 +288,12 @@ class _Replayer:
         except Exception as exc:  # recorded, never lost: the replay is then unfinished
             step = self._failure(thread_id, exc)
         if step is not None:
-            self.out.updates += 1
-            if step.records:  # its primary record: an update, but not one the queue handed over
-                step.records[0]["session_end"] = True
+            self.out.updates += step.updates
+            for record in step.records:
+                # Its primary records (one per part of a composite design): updates, but not
+                # ones the queue handed over.
+                if is_primary(record):
+                    record["session_end"] = True
             self._record(step, thread_id)
 
     def pass_time(self) -> None:

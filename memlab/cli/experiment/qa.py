@@ -27,6 +27,7 @@ _EXAMPLE = """examples:
   memlab qa runs/nightly          # the settings of the grid's qa: key
   memlab qa runs/nightly --answer-prompt prompts/agent.txt --judges strict,prompts/picky.yaml
   memlab qa runs/nightly --curve-every 1   # then ask correct answers again after later sessions
+  memlab qa runs/nightly --forgetting      # then the forgetting operating curve of tiered lanes
 
 Answers and verdicts go through the response cache: an interrupted QA step run again sends
 only what is missing.
@@ -66,6 +67,14 @@ def register(subparsers: Any) -> None:
         "after every N-th later session (written to qa/curve.jsonl)",
     )
     p.add_argument(
+        "--forgetting",
+        action="store_true",
+        help="the forgetting operating curve: ask every answerable question of each tiered "
+        "configuration again after every later session, compare retained answers and memory "
+        "size with the seed default's lane (needs one), print the table and keep it in "
+        "qa/forgetting.jsonl (memlab report shows it)",
+    )
+    p.add_argument(
         "--matcher",
         help="fact matcher that decides which stored fact holds an evidence fact (default: "
         "the matcher that scored the run, as environment.json records it)",
@@ -89,6 +98,8 @@ def _qa(args: argparse.Namespace) -> int:
     from memlab.runs.run import load_run
 
     run = load_run(args.run)
+    if args.forgetting:
+        _check_forgetting(run)  # before anything is asked or written
     spec = qa_options.qa_spec(args, run.grid.qa, run.grid.base_dir)
     # Prompt files are read before anything is sent or written: a bad one changes nothing.
     resolve_prompts(spec)
@@ -118,6 +129,8 @@ def _qa(args: argparse.Namespace) -> int:
         except CostLimitError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    if args.forgetting and status == 0:
+        _forgetting(run, args)
     return status
 
 
@@ -149,3 +162,37 @@ def _curve(run: Any, every: int, options: Any) -> None:
     run_curve(run, every, options)
     print("\nconsolidation curve (answers asked again after later sessions; 95% intervals)")
     print(curve_numbers(run).to_string(index=False))
+
+
+def _check_forgetting(run: Any) -> None:
+    """Refuse ``--forgetting`` for a run without a tiered lane at the seed's values."""
+    from memlab.grids.qa_spec import QAError
+    from memlab.reporting.figures.forgetting_curve import seed_lane
+
+    if seed_lane(run) is None:
+        raise QAError(
+            f"{run.path}: --forgetting compares tiered lanes with the one at the seed's "
+            "forgetting values, and this run has none; add a lane with memory: tiered and "
+            "tiered: {} to the grid, or leave out --forgetting"
+        )
+
+
+def _forgetting(run: Any, args: argparse.Namespace) -> None:
+    """Ask the forgetting operating curve's questions; keep and print its table."""
+    from memlab.backends.caching.cache import CacheMode
+    from memlab.reporting.figures.forgetting_curve import (
+        forgetting_curve,
+        forgetting_curve_numbers,
+    )
+
+    curve = forgetting_curve(
+        run,
+        cache_dir=args.cache_dir,
+        cache_mode=CacheMode(args.cache_mode),
+        max_workers=args.workers,
+    )
+    print(
+        "\nforgetting operating curve (retained answers and memory size per configuration; "
+        "95% intervals over owners; kept in qa/forgetting.jsonl)"
+    )
+    print(forgetting_curve_numbers(curve).to_string(index=False))

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.caching.cache import CacheMode
+from memlab.grids.qa_spec import QAError
 from memlab.memory.storage.items import ForgettingRules
 from memlab.memory.tiers.tiered import lane_settings
 from memlab.postrun.consolidation import memory_sizes
@@ -95,11 +96,11 @@ def forgetting_curve(
     (:mod:`memlab.postrun.forgetting_file`), where ``memlab report`` reads them.
 
     Raises:
-        ValueError: No lane of the run is at the seed's forgetting values.
+        QAError: No lane of the run is at the seed's forgetting values (a ``ValueError``).
     """
     reference = seed_lane(run)
     if reference is None:
-        raise ValueError(
+        raise QAError(
             f"{run.path}: no tiered lane at the seed's forgetting values to compare with; "
             "add one (tiered: {}) to the grid"
         )

@@ -295,7 +295,7 @@ def _may_forget(run: Run) -> bool:
     only then are its records read for the section."""
     for config in run.lanes.values():
         design = MEMORY_DESIGNS.get(getattr(config, "memory", DEFAULT_DESIGN))
-        if design is None or design.forgets:
+        if design is None or design.forgets_in(config.settings()):
             return True
     return False
 

@@ -2,7 +2,7 @@
 
 A ``procedure`` question asks the agent to carry out a labelled procedure; memory QA asks it
 of each lane's memory and scores the reply by the steps it names in order
-(:mod:`memlab.scoring.procedures`), never by a judge. The table shows, per lane, the
+(:mod:`memlab.qa.procedure_scores`), never by a judge. The table shows, per lane, the
 summary's ``qa_procedure_step_accuracy`` and ``qa_procedure_recall`` (declared in
 :mod:`memlab.scoring.metric_specs`) with their 95% intervals over owners, so the report, the
 CLI and ``memlab compare`` read one number. When the run asked them under other conditions

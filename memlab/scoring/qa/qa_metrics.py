@@ -11,7 +11,7 @@ known, or its answer when it has one).
   questions are counted apart (``qa_abstain_*``, ``qa_adversarial_*``) and never mixed in.
   ``procedure`` questions have no verdict: every judged count and table leaves them out, and
   their answers from memory are counted by step-order accuracy (``qa_procedure_*``, from the
-  rows' ``step_accuracy`` and ``steps_named``: :mod:`memlab.scoring.procedures`).
+  rows' ``step_accuracy`` and ``steps_named``: :mod:`memlab.qa.procedure_scores`).
 - Rates are ratios of per-owner sums with bootstrap intervals over owners
   (:func:`memlab.scoring.inference.stats.bootstrap_ratios`); repeated samples of an owner are
   averaged first, as everywhere in memlab.
