@@ -16,8 +16,8 @@ asserts the row's exit code and message and the invariants of ``tests/hostile.py
 - no secret in any byte written (sandbox and outside) nor in any output or log line;
 - no run directory that says "complete" without a finished record for every replay;
 - ``bomb`` rows run as a process whose peak RSS stays under 1 GiB and CPU time under 30 s;
-  ``interrupt`` rows get SIGINT once the hostile server holds a request, and must end within
-  2 s with exit 130.
+  ``interrupt`` rows get SIGINT once the hostile server holds a request (it never answers),
+  and must end with exit 130 within 30 s, before any request timeout could end them.
 
 To add a case, append a :class:`Case` to the group of its kind. Paths in ``argv`` and values
 in ``env`` may use ``{outside}`` (a watched directory outside the sandbox), ``{sandbox}``,
@@ -80,7 +80,7 @@ class Case:
     bomb: bool = False
     """A resource bomb: run as a process; peak RSS < 1 GiB and CPU time < 30 s."""
     interrupt: bool = False
-    """Send SIGINT once the server holds a request; exit 130 within 2 s."""
+    """Send SIGINT once the server holds a request; exit 130 well before any reply could come."""
     read_only: str = ""
     """A directory (relative to the sandbox) made read-only while the command runs."""
 

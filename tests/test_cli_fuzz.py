@@ -30,8 +30,10 @@ from hostile import (
 from memlab.cli.main import main
 from memlab.core.pipeline.llm import allow_model_requests
 
-INTERRUPT_S = 2.0
-"""Longest time from Ctrl-C to the exit."""
+INTERRUPT_S = 30.0
+"""Longest time from Ctrl-C to the exit. The hostile server never answers and the client's
+request timeout is 60 s or more, so an exit within this bound shows that Ctrl-C, not a reply
+or a timeout, ended the command; the bound is wide so that machine load cannot fail it."""
 
 
 def _params() -> list[Any]:
