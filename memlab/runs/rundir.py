@@ -400,6 +400,22 @@ class RunDir:
             return None
         return data if isinstance(data, dict) else None
 
+    def previous_lanes(self) -> Iterator[tuple[dict[str, Any], float]]:
+        """The readable lane descriptions (``config.json``) of the lanes the last sweep's
+        manifest lists (every described lane when that sweep stopped early), each with the
+        modification time of its file."""
+        previous = self.read_object(self.manifest_file) or {}
+        listed = set(previous.get("lanes", [])) if previous else None
+        for config_file in self.lane_configs():
+            described = self.read_object(config_file)
+            if not described or (listed is not None and described.get("lane_id") not in listed):
+                continue
+            try:
+                mtime = config_file.stat().st_mtime
+            except OSError:
+                continue
+            yield described, mtime
+
     def read_owner_record(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The owner record of ``user_id`` under ``lane_id``, checked to be one a sweep writes.
 
