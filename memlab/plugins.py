@@ -1,8 +1,8 @@
 """One registry pattern for everything memlab resolves by name, built-ins and plugins alike.
 
-Each kind of named thing has one :class:`Registry`, declared by the module that owns the kind;
-that module registers its built-ins in it through :meth:`Registry.register`, the same call a
-plugin makes:
+Each kind of named thing has one :class:`Registry`, declared by the module that owns the kind
+with its built-ins (:func:`declare`'s ``builtins``), which go through :meth:`Registry.register`,
+the same call a plugin makes:
 
 =========================  ==================================  =====================================
 kind                       declared in                         an entry is
@@ -336,17 +336,36 @@ def declare(
     *,
     unknown: Callable[[str, Sequence[str]], Exception] | None = None,
     check: EntryCheck | None = None,
+    entry_type: type | tuple[type, ...] | None = None,
     reserved: frozenset[str] = frozenset(),
+    builtins: Mapping[str, Any] | None = None,
 ) -> Registry[Any]:
-    """Create the registry of ``kind`` (once, by the module that owns the kind); the
-    arguments are :class:`Registry`'s."""
+    """Create the registry of ``kind`` (once, by the module that owns the kind).
+
+    ``unknown``, ``check`` and ``reserved`` are :class:`Registry`'s; ``entry_type`` is the
+    check that every entry is an instance of it (:func:`instance_of`), for a registry of
+    one type. ``builtins`` (name -> entry, in order) are the owner's own entries, registered
+    through :meth:`Registry.register` like any other, so the owner declares its kind and its
+    built-ins as one piece of data.
+
+    Raises:
+        PluginError: The kind is declared twice.
+        RegistrationError: A built-in breaks a rule.
+        TypeError: Both ``check`` and ``entry_type`` are given.
+    """
+    if entry_type is not None:
+        if check is not None:
+            raise TypeError("declare takes check or entry_type, not both")
+        check = instance_of(*(entry_type if isinstance(entry_type, tuple) else (entry_type,)))
     with _declare_lock:
         if kind in _registries:
             raise PluginError(f"the registry of {kind!r} entries is declared twice")
         created: Registry[Any] = Registry(
             kind, what, unknown=unknown, check=check, reserved=reserved
         )
-        _registries[kind] = created
+        for name, entry in (builtins or {}).items():
+            created.register(name, entry)
+        _registries[kind] = created  # after the built-ins: a refused one declares nothing
         return created
 
 

@@ -154,16 +154,6 @@ def _unknown(prefix: str, known: Sequence[str]) -> UnknownBackendError:
     )
 
 
-BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
-    "backend",
-    "backend prefix",
-    unknown=_unknown,
-    check=plugins.instance_of(BackendPlugin),
-    reserved=frozenset({"auto"}),  # the core's updater without a backend resolves it
-)
-"""Every backend kind by spec prefix."""
-
-
 def _openai_factory(argument: str, **options: Any) -> Backend:
     from memlab.backends.remote.openai_compat import OpenAICompatibleBackend
 
@@ -193,50 +183,49 @@ def _auto_factory(argument: str, **options: Any) -> Backend:
     return resolve_backend(default_backend_spec(), **options)
 
 
-BACKENDS.register(
-    "openai",
-    BackendPlugin(
-        _openai_factory,
-        "any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp server)",
-        "openai:gpt-4o-mini",
-        schema_decoding="response_format json_schema (strict), or a schema in json_object",
-        prices={
-            "gpt-4o-mini": (0.15, 0.60),
-            "gpt-4o": (2.50, 10.00),
-            "gpt-4.1-mini": (0.40, 1.60),
-        },
-        cached_prompt_prices={"gpt-4o-mini": 0.075, "gpt-4o": 1.25, "gpt-4.1-mini": 0.10},
-        packages=("openai",),
-    ),
+BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
+    "backend",
+    "backend prefix",
+    unknown=_unknown,
+    entry_type=BackendPlugin,
+    reserved=frozenset({"auto"}),  # the core's updater without a backend resolves it
+    builtins={
+        "openai": BackendPlugin(
+            _openai_factory,
+            "any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp server)",
+            "openai:gpt-4o-mini",
+            schema_decoding="response_format json_schema (strict), or a schema in json_object",
+            prices={
+                "gpt-4o-mini": (0.15, 0.60),
+                "gpt-4o": (2.50, 10.00),
+                "gpt-4.1-mini": (0.40, 1.60),
+            },
+            cached_prompt_prices={"gpt-4o-mini": 0.075, "gpt-4o": 1.25, "gpt-4.1-mini": 0.10},
+            packages=("openai",),
+        ),
+        "local": BackendPlugin(
+            _local_factory,
+            "a GGUF model through llama-cpp-python (local:smollm2 is bundled)",
+            "local:smollm2",
+            schema_decoding="a grammar compiled from the schema (compact dialect), enforced by "
+            "llama.cpp or llguidance (MEMLAB_LLAMA_CONSTRAINT)",
+            reply_grammar="compact",
+            packages=("llama-cpp-python",),
+        ),
+        "scripted": BackendPlugin(
+            _scripted_factory,
+            "canned replies (a test double); scripted:user-lines stores each user line",
+            "scripted",
+        ),
+        "auto": BackendPlugin(
+            _auto_factory,
+            "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, "
+            "else local:smollm2",
+            "auto",
+        ),
+    },
 )
-BACKENDS.register(
-    "local",
-    BackendPlugin(
-        _local_factory,
-        "a GGUF model through llama-cpp-python (local:smollm2 is bundled)",
-        "local:smollm2",
-        schema_decoding="a grammar compiled from the schema (compact dialect), enforced by "
-        "llama.cpp or llguidance (MEMLAB_LLAMA_CONSTRAINT)",
-        reply_grammar="compact",
-        packages=("llama-cpp-python",),
-    ),
-)
-BACKENDS.register(
-    "scripted",
-    BackendPlugin(
-        _scripted_factory,
-        "canned replies (a test double); scripted:user-lines stores each user line",
-        "scripted",
-    ),
-)
-BACKENDS.register(
-    "auto",
-    BackendPlugin(
-        _auto_factory,
-        "openai:<OPENAI_MODEL> when OPENAI_API_KEY or OPENAI_BASE_URL is set, else local:smollm2",
-        "auto",
-    ),
-)
+"""Every backend kind by spec prefix."""
 
 
 def register_backend(

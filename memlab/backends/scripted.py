@@ -173,7 +173,9 @@ def user_lines_reply(request: CompletionRequest) -> str:
 
 
 SCRIPTS: plugins.Registry[ReplyFunction] = plugins.declare(
-    "script", "scripted reply function", check=plugins.callable_entry
+    "script",
+    "scripted reply function",
+    check=plugins.callable_entry,
+    builtins={"user-lines": user_lines_reply},
 )
 """Reply functions by name: the spec ``scripted:NAME`` answers with ``SCRIPTS[NAME]``."""
-SCRIPTS.register("user-lines", user_lines_reply)

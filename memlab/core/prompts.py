@@ -255,14 +255,16 @@ def builtin_templates(
     """The registry of one kind of template (:mod:`memlab.plugins`), with the built-ins of
     ``files`` (name -> (file under ``memlab/core``, description)) as loaders: every
     :class:`TemplateRegistry` of the kind starts with its entries, plugins' included."""
-    registry: plugins.Registry[Callable[[], T]] = plugins.declare(
-        kind, f"{kind} template", check=plugins.callable_entry, unknown=unknown_variant
+    return plugins.declare(
+        kind,
+        f"{kind} template",
+        check=plugins.callable_entry,
+        unknown=unknown_variant,
+        builtins={
+            name: functools.partial(_load_builtin, variant_type, name, resource, description)
+            for name, (resource, description) in files.items()
+        },
     )
-    for name, (resource, description) in files.items():
-        registry.register(
-            name, functools.partial(_load_builtin, variant_type, name, resource, description)
-        )
-    return registry
 
 
 def unknown_variant(name: str, known: Sequence[str]) -> UnknownPromptError:

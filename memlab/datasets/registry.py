@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memlab.errors import MemlabError, excerpt
-from memlab.plugins import Registry, declare, failure_hint, instance_of
+from memlab.plugins import Registry, declare, failure_hint
 
 __all__ = [
     "BUNDLED_DATASETS",
@@ -107,18 +107,22 @@ def _bundled(name: str) -> Callable[[], Path]:
     return lambda: bundled_dataset_path(name)
 
 
-DATASETS: Registry[NamedDataset] = declare("dataset", "dataset", check=instance_of(NamedDataset))
-"""Every dataset by the name a grid's ``dataset`` gives (files in ``$MEMLAB_DATASETS`` are
-found by name besides)."""
-
 BUNDLED_DATASETS: dict[str, str] = {
     "smoke": "a few hand-written owners: the fastest check of a pipeline",
     "personas": "labelled personas with gold facts and questions (memory QA)",
 }
 """The datasets memlab ships in ``datasets/``, with their lines for listings."""
 
-for _name, _about in BUNDLED_DATASETS.items():
-    DATASETS.register(_name, NamedDataset(_about, _bundled(_name)))
+DATASETS: Registry[NamedDataset] = declare(
+    "dataset",
+    "dataset",
+    entry_type=NamedDataset,
+    builtins={
+        name: NamedDataset(about, _bundled(name)) for name, about in BUNDLED_DATASETS.items()
+    },
+)
+"""Every dataset by the name a grid's ``dataset`` gives (files in ``$MEMLAB_DATASETS`` are
+found by name besides)."""
 
 
 def resolve_dataset(spec: str | os.PathLike[str]) -> Path:

@@ -42,15 +42,16 @@ STORED: {stored}
 Answer:"""
 
 FACT_JUDGE_PROMPTS: plugins.Registry[str] = plugins.declare(
-    "matcher_judge_prompt", "fact judge prompt", check=plugins.instance_of(str)
+    "matcher_judge_prompt",
+    "fact judge prompt",
+    entry_type=str,
+    builtins={"lenient": _LENIENT, "strict": _STRICT},
 )
 """The fact judge's prompts by name; ``{gold}`` and ``{stored}`` are filled in and the judge
 answers yes or no. Plugins add theirs with ``FACT_JUDGE_PROMPTS.register(name, template)``.
 
 Not the QA judge's prompts (:data:`memlab.qa.qa_prompts.JUDGE_PROMPTS`): those grade an
 answer to a question against a reference answer, with other placeholders and another reply."""
-FACT_JUDGE_PROMPTS.register("lenient", _LENIENT)
-FACT_JUDGE_PROMPTS.register("strict", _STRICT)
 
 
 @dataclass(frozen=True)

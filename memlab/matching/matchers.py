@@ -118,34 +118,30 @@ def _unknown(name: str, known: Sequence[str]) -> MatcherError:
 
 
 MATCHERS: plugins.Registry[MatcherPlugin] = plugins.declare(
-    "matcher", "matcher", unknown=_unknown, check=plugins.instance_of(MatcherPlugin)
+    "matcher",
+    "matcher",
+    unknown=_unknown,
+    entry_type=MatcherPlugin,
+    builtins={
+        "default": MatcherPlugin(
+            lambda _arg, _bf: default_matcher(),
+            "claims apart from reasons, word forms, polarity/goal/value vetoes, embeddings",
+        ),
+        "default-lexical": MatcherPlugin(
+            _default_lexical, "the default matcher without word embeddings"
+        ),
+        "lexical": MatcherPlugin(
+            _lexical, "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)"
+        ),
+        "embeddings": MatcherPlugin(
+            _embeddings, "cosine similarity of the bundled word embeddings alone"
+        ),
+        "judge": MatcherPlugin(
+            _judge, "an LLM asked under a lenient and a strict prompt (costs calls)", "BACKEND"
+        ),
+    },
 )
 """Every matcher by name, built-ins and plugins (``MATCHERS.register(name, MatcherPlugin())``)."""
-MATCHERS.register(
-    "default",
-    MatcherPlugin(
-        lambda _arg, _bf: default_matcher(),
-        "claims apart from reasons, word forms, polarity/goal/value vetoes, embeddings",
-    ),
-)
-MATCHERS.register(
-    "default-lexical",
-    MatcherPlugin(_default_lexical, "the default matcher without word embeddings"),
-)
-MATCHERS.register(
-    "lexical",
-    MatcherPlugin(_lexical, "gold-token coverage >= 0.6 (memlab's first matcher, for comparison)"),
-)
-MATCHERS.register(
-    "embeddings",
-    MatcherPlugin(_embeddings, "cosine similarity of the bundled word embeddings alone"),
-)
-MATCHERS.register(
-    "judge",
-    MatcherPlugin(
-        _judge, "an LLM asked under a lenient and a strict prompt (costs calls)", "BACKEND"
-    ),
-)
 
 
 def matcher_help(*, plugins: bool = True) -> dict[str, str]:

@@ -45,15 +45,6 @@ def _unknown(name: str, known: Sequence[str]) -> UnknownDesignError:
     )
 
 
-MEMORY_DESIGNS: plugins.Registry[MemoryDesign] = plugins.declare(
-    "memory_design",
-    "memory design",
-    unknown=_unknown,
-    check=plugins.instance_of(MemoryDesign),
-)
-"""Every memory design by the name a lane's ``memory`` setting gives."""
-
-
 def _open_deerflow(context: DesignContext) -> MemoryStrategy:
     storage = InMemoryStorage(context.start, clock=context.clock)
     return DeerFlowStrategy(context.updater(storage), storage)
@@ -66,9 +57,14 @@ DEERFLOW = MemoryDesign(
 )
 """DeerFlow's design: the pipeline as it always ran (:class:`DeerFlowStrategy`)."""
 
-MEMORY_DESIGNS.register(DEFAULT_DESIGN, DEERFLOW)
-MEMORY_DESIGNS.register("tiered", TIERED)
-MEMORY_DESIGNS.register("procedural", PROCEDURAL)
+MEMORY_DESIGNS: plugins.Registry[MemoryDesign] = plugins.declare(
+    "memory_design",
+    "memory design",
+    unknown=_unknown,
+    entry_type=MemoryDesign,
+    builtins={DEFAULT_DESIGN: DEERFLOW, "tiered": TIERED, "procedural": PROCEDURAL},
+)
+"""Every memory design by the name a lane's ``memory`` setting gives."""
 
 
 def memory_design(name: str) -> MemoryDesign:

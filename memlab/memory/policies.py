@@ -88,15 +88,6 @@ def _unknown(name: str, known: Sequence[str]) -> UnknownPolicyError:
     )
 
 
-INJECTION_POLICIES: plugins.Registry[InjectionPolicy] = plugins.declare(
-    "injection_policy",
-    "injection policy",
-    unknown=_unknown,
-    check=plugins.instance_of(InjectionPolicy),
-)
-"""Every injection policy by the name a lane's ``injection_policy`` setting gives."""
-
-
 def injection_policy(name: str) -> InjectionPolicy:
     """The policy called ``name``.
 
@@ -138,20 +129,24 @@ def _by_embeddings(facts: Facts, query: str, embedder: TextEmbedder | None) -> F
     return lambda fact: float(scores.get(fact_content(fact), 0.0))
 
 
-INJECTION_POLICIES.register(
-    DEFAULT_POLICY,
-    InjectionPolicy("highest confidence first (the pipeline's own order)", _by_confidence),
+INJECTION_POLICIES: plugins.Registry[InjectionPolicy] = plugins.declare(
+    "injection_policy",
+    "injection policy",
+    unknown=_unknown,
+    entry_type=InjectionPolicy,
+    builtins={
+        DEFAULT_POLICY: InjectionPolicy(
+            "highest confidence first (the pipeline's own order)", _by_confidence
+        ),
+        "recency": InjectionPolicy("newest createdAt first", _by_recency),
+        "relevance": InjectionPolicy(
+            "most relevant to the query first (lexical relevance)", _by_relevance
+        ),
+        "relevance_embeddings": InjectionPolicy(
+            "most relevant to the query first (word embeddings; needs memlab[embeddings])",
+            _by_embeddings,
+            embeds=True,
+        ),
+    },
 )
-INJECTION_POLICIES.register("recency", InjectionPolicy("newest createdAt first", _by_recency))
-INJECTION_POLICIES.register(
-    "relevance",
-    InjectionPolicy("most relevant to the query first (lexical relevance)", _by_relevance),
-)
-INJECTION_POLICIES.register(
-    "relevance_embeddings",
-    InjectionPolicy(
-        "most relevant to the query first (word embeddings; needs memlab[embeddings])",
-        _by_embeddings,
-        embeds=True,
-    ),
-)
+"""Every injection policy by the name a lane's ``injection_policy`` setting gives."""

@@ -92,9 +92,6 @@ def save_forgetting(run: Run, rows: pd.DataFrame, reference: str) -> None:
     run_dir = run.dir
     records = [ForgettingRow.model_validate(r).model_dump() for r in rows.to_dict("records")]
     with run_dir.lock("forgetting curve"):
-        run_dir.make_dir(run_dir.file(FORGETTING_ROWS).parent, "QA directory")
-        run_dir.remove(run_dir.file(FORGETTING_MANIFEST))
-        run_dir.write_jsonl(run_dir.file(FORGETTING_ROWS), records)
         qa_answers = run_dir.file(QA_ANSWERS)
         manifest = {
             "format": FORGETTING_FORMAT,
@@ -102,10 +99,11 @@ def save_forgetting(run: Run, rows: pd.DataFrame, reference: str) -> None:
             "judge": run.judge,
             "qa_answers": run_dir.file_facts(qa_answers) if qa_answers.exists() else None,
             "finished_at": utc_iso(datetime.now(UTC)),
-            "files": {FORGETTING_ROWS.name: run_dir.file_facts(run_dir.file(FORGETTING_ROWS))},
         }
-        run_dir.write_json(run_dir.file(FORGETTING_MANIFEST), manifest)
-    logger.info("forgetting curve: %d rows -> %s", len(records), run_dir.file(FORGETTING_ROWS))
+        path = run_dir.write_step_table(
+            FORGETTING_ROWS, records, FORGETTING_MANIFEST, manifest, fresh=True
+        )
+    logger.info("forgetting curve: %d rows -> %s", len(records), path)
 
 
 def _manifest_problem(run: Run, manifest: Any) -> str | None:

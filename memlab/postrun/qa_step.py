@@ -290,7 +290,7 @@ def run_qa(
     identity = _identity(spec, prompts, answerer, grader)
     _write(run, rows, spec, identity, matcher_name(matcher), started, not failed, left_out)
     done = dataclasses.replace(run)  # a fresh Run: its tables are read again
-    run.dir.write_text(run.dir.summary_file, done.summary.to_csv())  # with the QA metrics
+    run.dir.write_summary(done.summary.to_csv())  # with the QA metrics
     spend = options.spend
     if spend is not None and spend.stopped:
         raise CostLimitError(spend.spent, spend.limit, len(failed), "QA answers")
@@ -432,10 +432,6 @@ def _write(
 ) -> None:
     """The answer table, then the QA manifest (last: a QA step that stopped leaves none);
     ``left_out``: the questions not asked, after a session the run did not replay."""
-    run_dir = run.dir
-    run_dir.make_dir(run_dir.file(QA_ANSWERS.parent), "QA directory")
-    run_dir.remove(run_dir.file(QA_MANIFEST))
-    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), redact(rows))
     manifest = {
         "qa_format": QA_FORMAT,
         "complete": complete,
@@ -447,22 +443,17 @@ def _write(
         "questions_left_out": left_out,
         "started_at": utc_iso(started),
         "finished_at": utc_iso(datetime.now(UTC)),
-        "files": {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))},
     }
-    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
-    logger.info("qa: %d answers -> %s", len(rows), run_dir.file(QA_ANSWERS))
+    path = run.dir.write_step_table(QA_ANSWERS, redact(rows), QA_MANIFEST, manifest, fresh=True)
+    logger.info("qa: %d answers -> %s", len(rows), path)
 
 
 def rewrite_fates(run: Run, rows: list[dict[str, Any]], matcher: str) -> None:
     """Rewrite ``run``'s answer table as ``rows`` (the same answers, their fates scored again
     by the matcher named ``matcher``); the QA manifest, written last, records that matcher and
     the table's new checksum."""
-    manifest = dict(run.qa_manifest)
-    run_dir = run.dir
-    run_dir.write_jsonl(run_dir.file(QA_ANSWERS), rows)
-    manifest["matcher"] = matcher
-    manifest["files"] = {QA_ANSWERS.name: run_dir.file_facts(run_dir.file(QA_ANSWERS))}
-    run_dir.write_json(run_dir.file(QA_MANIFEST), manifest)
+    manifest = {**run.qa_manifest, "matcher": matcher}
+    run.dir.write_step_table(QA_ANSWERS, rows, QA_MANIFEST, manifest)
 
 
 def run_matcher(run: Run) -> FactMatcher:

@@ -230,7 +230,7 @@ def rescore(run_path: str | Path, matcher: FactMatcher | None = None) -> Run:
         run_dir = run.dir
         run_dir.write_jsonl(run_dir.file("sessions.jsonl"), sessions)
         run_dir.write_json(run_dir.environment_file, environment)
-        run_dir.write_text(run_dir.summary_file, summary)
+        run_dir.write_summary(summary)
         run_dir.refresh_manifest(run.manifest)  # the tables changed: so do their checksums
         if answers is not None:
             rewrite_fates(run, answers, matcher_name(matcher))

@@ -34,7 +34,7 @@ from memlab.core.jsondoc.document import (
 )
 from memlab.core.pipeline.injection import Injection, get_token_counter, render_injection
 from memlab.datasets.models import Owner
-from memlab.plugins import PluginError, Registry, declare, failure_hint, instance_of
+from memlab.plugins import PluginError, Registry, declare, failure_hint
 
 __all__ = [
     "CONDITIONS",
@@ -282,13 +282,6 @@ def _unknown(name: str, known: Sequence[str]) -> UnknownConditionError:
     )
 
 
-QA_CONDITIONS: Registry[QACondition] = declare(
-    "qa_condition", "QA condition", unknown=_unknown, check=instance_of(QACondition)
-)
-"""Every QA condition by the name ``qa: {conditions: [...]}`` gives, in the order tables list
-them."""
-
-
 def qa_condition(name: str) -> QACondition:
     """The condition called ``name``.
 
@@ -316,21 +309,26 @@ def _gold_memory(point: ConditionPoint) -> ContextOf:
     return lambda question: point.read.render(gold, question)
 
 
-QA_CONDITIONS.register(
-    MEMORY_CONDITION,
-    QACondition("the lane's memory, through the lane's injection path", _memory),
-)
-QA_CONDITIONS.register("none", QACondition("nothing: what the agent knows without memory", _none))
-QA_CONDITIONS.register(
-    "full_context",
-    QACondition("the raw conversations so far, newest first within the budget", _full_context),
-)
-QA_CONDITIONS.register(
-    "gold_memory",
-    QACondition(
+_BUILTIN_CONDITIONS: dict[str, QACondition] = {
+    MEMORY_CONDITION: QACondition("the lane's memory, through the lane's injection path", _memory),
+    "none": QACondition("nothing: what the agent knows without memory", _none),
+    "full_context": QACondition(
+        "the raw conversations so far, newest first within the budget", _full_context
+    ),
+    "gold_memory": QACondition(
         "the labelled facts active at that point, through the same injection path", _gold_memory
     ),
-)
+}
 
-CONDITIONS: tuple[Condition, ...] = tuple(QA_CONDITIONS.builtins())
+QA_CONDITIONS: Registry[QACondition] = declare(
+    "qa_condition",
+    "QA condition",
+    unknown=_unknown,
+    entry_type=QACondition,
+    builtins=_BUILTIN_CONDITIONS,
+)
+"""Every QA condition by the name ``qa: {conditions: [...]}`` gives, in the order tables list
+them."""
+
+CONDITIONS: tuple[Condition, ...] = tuple(_BUILTIN_CONDITIONS)
 """The conditions memlab ships, in the order tables list them (plugins may register more)."""

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,6 +253,60 @@ class RunDir:
         """Delete the run file ``path`` when it is there (checked by :meth:`owned`)."""
         self.owned(path, what).unlink(missing_ok=True)
 
+    def start_sweep(self, grid_yaml: str, lane_descriptions: Mapping[str, Any]) -> None:
+        """A sweep's first writes: the directory without a manifest (until the sweep
+        finishes it is not a finished run), ``grid.yaml`` and each lane's ``config.json``.
+
+        Raises:
+            RunError: The directory cannot be created or a file cannot be written there.
+        """
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.remove(self.manifest_file)
+        except OSError as exc:
+            raise RunError(f"{self.path}: cannot create the run directory: {exc}") from exc
+        self.write_text(self.grid_file, grid_yaml)
+        for lane_id, description in lane_descriptions.items():
+            self.write_json(self.lane_config(lane_id), description, ensure_ascii=False)
+
+    def write_tables(self, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Write the sweep's tables (:data:`TABLES`: file name -> rows) as JSON lines."""
+        for name, rows in tables.items():
+            self.write_jsonl(self.file(name), rows)
+
+    def write_environment(self, environment: dict[str, Any]) -> None:
+        """Write ``environment.json`` (versions, times, the matcher and measures used)."""
+        self.write_json(self.environment_file, environment)
+
+    def write_summary(self, csv_text: str) -> None:
+        """Write ``summary.csv`` (one row per lane), again after a step adds columns."""
+        self.write_text(self.summary_file, csv_text)
+
+    def write_step_table(
+        self,
+        table: Path,
+        rows: list[dict[str, Any]],
+        manifest_file: Path,
+        manifest: dict[str, Any],
+        *,
+        fresh: bool = False,
+    ) -> Path:
+        """A post-run step's table (``table``, relative to the run), then its manifest
+        (``manifest_file``): ``manifest`` with the table's row count and checksum under
+        ``files``, written last, so that a step that stopped leaves none. ``fresh``: a new
+        run of the step, which first creates the table's folder and removes the old
+        manifest. Returns the table's path.
+        """
+        path = self.file(table)
+        if fresh:
+            self.make_dir(path.parent, "QA directory")  # every step's table is under qa/
+            self.remove(self.file(manifest_file))
+        self.write_jsonl(path, rows)
+        self.write_json(
+            self.file(manifest_file), {**manifest, "files": {table.name: self.file_facts(path)}}
+        )
+        return path
+
     @contextlib.contextmanager
     def lock(self, command: str) -> Iterator[None]:
         """Hold the run's lock for ``command`` (:func:`memlab.runs.run_lock.run_lock`)."""
@@ -345,6 +399,22 @@ class RunDir:
         except RunError:
             return None
         return data if isinstance(data, dict) else None
+
+    def previous_lanes(self) -> Iterator[tuple[dict[str, Any], float]]:
+        """The readable lane descriptions (``config.json``) of the lanes the last sweep's
+        manifest lists (every described lane when that sweep stopped early), each with the
+        modification time of its file."""
+        previous = self.read_object(self.manifest_file) or {}
+        listed = set(previous.get("lanes", [])) if previous else None
+        for config_file in self.lane_configs():
+            described = self.read_object(config_file)
+            if not described or (listed is not None and described.get("lane_id") not in listed):
+                continue
+            try:
+                mtime = config_file.stat().st_mtime
+            except OSError:
+                continue
+            yield described, mtime
 
     def read_owner_record(self, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
         """The owner record of ``user_id`` under ``lane_id``, checked to be one a sweep writes.

@@ -670,12 +670,14 @@ def _check_metric(column: str, spec: object) -> str:
 
 
 METRICS: plugins.Registry[MetricSpec] = plugins.declare(
-    "metric", "metric", unknown=_unknown_metric, check=_check_metric
+    "metric",
+    "metric",
+    unknown=_unknown_metric,
+    check=_check_metric,
+    builtins={spec.column: spec for spec in METRIC_SPECS},
 )
 """Every summary metric by column: the built-ins, then those plugins register
 (``METRICS.register(spec.column, spec)``), in column order."""
-for _spec in METRIC_SPECS:
-    METRICS.register(_spec.column, _spec)
 
 # The functions below read METRICS when called (no copies made at import), so every consumer
 # sees the same list, plugins' metrics included.

@@ -122,11 +122,15 @@ def _check_profile(name: str, entry: object) -> str:
 
 
 PROFILES: plugins.Registry[ProfileSource] = plugins.declare(
-    "sim_profile", "simulated model profile", check=_check_profile
+    "sim_profile",
+    "simulated model profile",
+    check=_check_profile,
+    builtins={
+        name: resources.files("memlab.simulation") / "profiles" / f"{name}.yaml"
+        for name in BUILTIN_PROFILES
+    },
 )
 """Profiles by name: the built-ins and those plugins register (``sim:<name>``)."""
-for _name in BUILTIN_PROFILES:
-    PROFILES.register(_name, resources.files("memlab.simulation") / "profiles" / f"{_name}.yaml")
 
 # Strict, finite numbers: a YAML `true` is not 1.0, and `.inf` is no weight.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]

@@ -293,12 +293,6 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
                 "(no grid.yaml); choose another run name"
             )
         shutil.rmtree(ensure_inside(run_path, runs_dir, "run directory"))
-    try:
-        run_path.mkdir(parents=True, exist_ok=True)
-        # Until this sweep finishes, the directory is not a finished run.
-        run_dir.remove(run_dir.manifest_file)
-    except OSError as exc:
-        raise RunError(f"{run_path}: cannot create the run directory: {exc}") from exc
     grid_doc = {
         # Absolute and resolved: later steps find it from any working directory.
         "dataset": str(plan.dataset_path.resolve()),
@@ -310,9 +304,10 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
         ),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
     }
-    run_dir.write_text(run_dir.grid_file, yaml.safe_dump(grid_doc, sort_keys=False))
-    for lane in plan.lanes:
-        run_dir.write_json(run_dir.lane_config(lane.lane_id), lane.describe(), ensure_ascii=False)
+    run_dir.start_sweep(
+        yaml.safe_dump(grid_doc, sort_keys=False),
+        {lane.lane_id: lane.describe() for lane in plan.lanes},
+    )
 
 
 def _warn_simulated_prompts(plan: SweepPlan) -> None:
@@ -415,8 +410,7 @@ def _collect(
     calls = typed_rows(CallRow, calls, "calls")
     sessions = typed_rows(SessionRow, sessions, "sessions")
     run_path, run_dir = plan.run_path, plan.run_dir
-    run_dir.write_jsonl(run_dir.file("calls.jsonl"), calls)
-    run_dir.write_jsonl(run_dir.file("sessions.jsonl"), sessions)
+    run_dir.write_tables({"calls.jsonl": calls, "sessions.jsonl": sessions})
     run = Run(
         path=run_path,
         grid=plan.grid,
@@ -434,8 +428,8 @@ def _collect(
         # Which matcher scored the run (a judge adds its per-prompt metrics).
         "matcher": matcher_record(matcher, run),
     }
-    run_dir.write_json(run_dir.environment_file, env)
-    run_dir.write_text(run_dir.summary_file, run.summary.to_csv())
+    run_dir.write_environment(env)
+    run_dir.write_summary(run.summary.to_csv())
     run.manifest = run_dir.write_manifest(
         lanes=[lane.lane_id for lane in plan.lanes],
         owners=[owner.user_id for owner in plan.owners],

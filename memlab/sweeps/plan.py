@@ -549,11 +549,11 @@ def plan_sweep(
         grid = grid.model_copy(update={"fork": resolved})
     lanes = resolve_lanes(grid, prompt_registry(grid, prompts), backends, fork_start)
     plan = SweepPlan(grid, data_file, owners, lanes, run_path, backends)
-    plan.predecessors = _predecessors(run_path, lanes)
+    plan.predecessors = _predecessors(plan.run_dir, lanes)
     return plan
 
 
-def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
+def _predecessors(run_dir: RunDir, lanes: Sequence[ResolvedLane]) -> dict[str, dict[str, Any]]:
     """For each new lane, the closest earlier lane of the run directory, by lane id.
 
     Candidates are the lanes of the previous sweep's manifest (all described lanes when it
@@ -561,19 +561,13 @@ def _predecessors(run_path: Path, lanes: Sequence[ResolvedLane]) -> dict[str, di
     point in the fewest settings. Its identity says why the new lane's replays were redone.
     """
     current = {lane.lane_id for lane in lanes}
-    run_dir = RunDir(run_path)
-    previous = run_dir.read_object(run_dir.manifest_file) or {}
-    listed = set(previous.get("lanes", [])) if previous else None
     candidates: list[tuple[float, dict[str, Any], LaneConfig]] = []
-    for config_file in run_dir.lane_configs():
-        described = run_dir.read_object(config_file)
-        lane_id = (described or {}).get("lane_id")
-        if not described or lane_id in current or (listed is not None and lane_id not in listed):
+    for described, mtime in run_dir.previous_lanes():
+        if described.get("lane_id") in current:
             continue
         try:
             config = LaneConfig.model_validate(described["config"])
-            mtime = config_file.stat().st_mtime
-        except (OSError, ValueError, KeyError):
+        except (ValueError, KeyError):
             continue  # another format: nothing to explain with
         candidates.append((mtime, described, config))
     found: dict[str, dict[str, Any]] = {}

@@ -532,12 +532,17 @@ def _unknown_strategy(name: str, known: Sequence[str]) -> ValueError:
 
 
 MERGE_STRATEGIES: plugins.Registry[Callable[..., MergeStrategy]] = plugins.declare(
-    "merge", "merge strategy", unknown=_unknown_strategy, check=plugins.callable_entry
+    "merge",
+    "merge strategy",
+    unknown=_unknown_strategy,
+    check=plugins.callable_entry,
+    builtins={
+        strategy.name: strategy
+        for strategy in (BaselineMerge, NearDuplicateMerge, CategoryCapMerge, TimeDecayMerge)
+    },
 )
 """Merge strategy factories by name (a lane's ``merge``; its ``merge_params`` are their
 keyword arguments). Plugins add theirs with ``MERGE_STRATEGIES.register(name, factory)``."""
-for _strategy in (BaselineMerge, NearDuplicateMerge, CategoryCapMerge, TimeDecayMerge):
-    MERGE_STRATEGIES.register(_strategy.name, _strategy)
 
 
 def get_merge_strategy(name: str, **params: Any) -> MergeStrategy:

@@ -141,13 +141,18 @@ def _unknown_preset(name: str, known: Sequence[str]) -> ValueError:
 
 
 PARSE_PRESETS: plugins.Registry[Callable[[], ParseOptions]] = plugins.declare(
-    "parse_preset", "parse preset", unknown=_unknown_preset, check=plugins.callable_entry
+    "parse_preset",
+    "parse preset",
+    unknown=_unknown_preset,
+    check=plugins.callable_entry,
+    builtins={
+        "default": ParseOptions,
+        "deerflow": ParseOptions.deerflow,
+        "strict_only": ParseOptions.strict_only,
+        "repair": lambda: ParseOptions(lenient=True, repair=True),
+    },
 )
 """Named parse-ladder options (a lane's ``parse``): name -> a function returning them."""
-PARSE_PRESETS.register("default", ParseOptions)
-PARSE_PRESETS.register("deerflow", ParseOptions.deerflow)
-PARSE_PRESETS.register("strict_only", ParseOptions.strict_only)
-PARSE_PRESETS.register("repair", lambda: ParseOptions(lenient=True, repair=True))
 
 
 def parse_options_for(name: str) -> ParseOptions:
