@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from builders import marker_backend, one_turn, update, write_owners
 from inline_snapshot import snapshot
+from pydantic import model_validator
 
 from memlab.grids.grid import Grid
 from memlab.runs import records
@@ -259,3 +260,25 @@ def test_a_row_read_from_text_is_model_dump_with_its_columns_in_order(run: Run) 
     assert found["saved"] is True and found["latency_s"] == 2.0
     assert isinstance(found["latency_s"], float)
     assert found["zz_extra"] == {"b": [1, 2]}
+
+
+class _Checked(CallRow):
+    """A row model with its own check over the whole row."""
+
+    @model_validator(mode="after")
+    def _no_reply_without_tokens(self) -> _Checked:
+        if self.reply is not None and self.completion_tokens == 0:
+            raise ValueError("a reply with no completion tokens")
+        return self
+
+
+def test_a_row_model_with_its_own_checks_is_read_through_them(run: Run) -> None:
+    """Rows are validated without building each model instance only when the model is its
+    fields alone; a model that checks more still checks every row."""
+    path = run.path / "calls.jsonl"
+    row = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert row["reply"] is not None
+    path.write_text(json.dumps({**row, "completion_tokens": 0}) + "\n", encoding="utf-8")
+    assert len(read_rows(path, CallRow)) == 1
+    with pytest.raises(RecordError, match=r"calls.jsonl:1: .*no completion tokens"):
+        read_rows(path, _Checked)

@@ -281,3 +281,21 @@ def test_owner_counts_needs_the_named_columns() -> None:
     calls, sessions = _rows({("ann", 0): (1, 2)})
     with pytest.raises(ValueError, match="'sample'"):
         owner_counts(calls, sessions.drop(columns="sample"), nested="sample")
+
+
+def test_call_counts_read_each_row_by_its_own_value() -> None:
+    """Each call is counted by its own marks, also where rows repeat equal-looking values of
+    other types (``1`` is a dict key equal to ``True``, but only ``True`` marks a session
+    end's fold) and where a model or a skip reason is missing (NaN)."""
+    owners = {(f"u{i}", 0): (1, 1) for i in range(6)}
+    calls, sessions = _rows(owners)
+    calls = calls.assign(
+        session_end=[True, 1, True, 1, None, math.nan],
+        skipped=[None, "nothing to send", math.nan, None, "nothing to send", None],
+        model=["scripted", None, math.nan, "scripted", "scripted", None],
+    )
+    counts = owner_counts(calls, sessions)
+    # Queued: a primary record (no "call" column: an update) whose session_end is not True.
+    assert counts["queued_updates"].tolist() == [0, 1, 0, 1, 1, 1]
+    assert counts["llm_calls"].tolist() == [1, 0, 1, 1, 0, 1]  # a skip reason asked nothing
+    assert counts["cost_usd"].tolist() == [0.0] * 6

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -71,6 +71,9 @@ __all__ = [
     "summarize",
     "violation_table",
 ]
+
+
+_T = TypeVar("_T")
 
 
 def session_rows(
@@ -383,21 +386,55 @@ def _f1_counts(counts: pd.DataFrame) -> pd.DataFrame:
     return counts
 
 
+def _model_name(model: object) -> str:
+    return model if isinstance(model, str) else ""
+
+
+def _each_distinct(values: Iterable[Any], function: Callable[[Any], _T]) -> list[_T]:
+    """``[function(v) for v in values]``, calling ``function`` once per distinct value: a call
+    table repeats a few values over 80,000 rows. Values are told apart by type too (``1`` and
+    ``True`` are equal keys of a dict, not the same value; a tuple's items likewise); NaN,
+    never equal to itself, and unhashable values are passed on each time."""
+    seen: dict[Any, _T] = {}
+    out: list[_T] = []
+    for value in values:
+        kind = type(value)
+        key = (kind, tuple(map(type, value)), value) if kind is tuple else (kind, value)
+        try:
+            out.append(seen[key])
+        except KeyError:
+            seen[key] = result = function(value)
+            out.append(result)
+        except TypeError:  # unhashable
+            out.append(function(value))
+    return out
+
+
+def _objects(column: pd.Series) -> Any:
+    """The column's values as Python objects, as ``to_dict("records")`` gives them (iterating
+    a text column of pandas' own string type boxes each value one by one)."""
+    return column.to_numpy(dtype=object)
+
+
 def _call_counts(
     calls: pd.DataFrame, unit: list[str], prices: Mapping[str, tuple[float, float]]
 ) -> pd.DataFrame:
     if calls.empty:
         return pd.DataFrame(columns=[*unit, *count_columns(over="calls")]).set_index(unit)
     replied = calls["reply"].notna()
-    models = calls["model"].map(lambda m: m if isinstance(m, str) else "")
+    models = pd.Series(_each_distinct(_objects(calls["model"]), _model_name), index=calls.index)
     rates = {model: _price(model, prices) for model in models.unique()}
     cached = calls["cached"].astype(bool)
     # A skipped update asked nothing; the simulated model is an instrument, not a model call.
     skipped = calls["skipped"] if "skipped" in calls.columns else pd.Series(None, calls.index)
-    asked = skipped.map(asked_model).astype(bool)
-    marks = calls[[c for c in ("call", "session_end") if c in calls.columns]]
-    records = [{str(k): v for k, v in r.items()} for r in marks.to_dict("records")]
-    queued = pd.Series([is_queued_update(r) for r in records], index=calls.index, dtype=bool)
+    asked = pd.Series(_each_distinct(_objects(skipped), asked_model), index=calls.index, dtype=bool)
+    marks = [c for c in ("call", "session_end") if c in calls.columns]
+    rows = zip(*(_objects(calls[c]) for c in marks), strict=True) if marks else ((),) * len(calls)
+    queued = pd.Series(
+        _each_distinct(rows, lambda row: is_queued_update(dict(zip(marks, row, strict=True)))),
+        index=calls.index,
+        dtype=bool,
+    )
     backends = calls["backend"] if "backend" in calls.columns else pd.Series("", calls.index)
     sim = {name: isinstance(name, str) and is_simulated(name) for name in backends.unique()}
     simulated = backends.map(sim).astype(bool)
@@ -413,8 +450,8 @@ def _call_counts(
         completion_tokens=calls["completion_tokens"],
         tokens=calls["prompt_tokens"] + calls["completion_tokens"],
         cost_usd=(
-            calls["prompt_tokens"] * models.map(lambda m: rates[m][0])
-            + calls["completion_tokens"] * models.map(lambda m: rates[m][1])
+            calls["prompt_tokens"] * models.map({m: r[0] for m, r in rates.items()})
+            + calls["completion_tokens"] * models.map({m: r[1] for m, r in rates.items()})
         )
         / 1e6,
         cache_hits=cached.astype(int),
