@@ -1,12 +1,15 @@
 """Test-wide fixtures: real model requests are blocked unless a test is marked integration;
 tests marked ``needs_embeddings`` skip, with the reason, on an install without
-``memlab[embeddings]`` (the demo's ``.[local,notebooks]``)."""
+``memlab[embeddings]`` (the demo's ``.[local,notebooks]``); ``fresh_loader`` gives a test the
+plugin loader of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from plugin_loader import fresh_plugin_loader
 
 from memlab.core.pipeline.llm import allow_model_requests, block_model_requests
 
@@ -19,6 +22,14 @@ def _model_request_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     else:
         with block_model_requests():
             yield
+
+
+@pytest.fixture
+def fresh_loader() -> Iterator[list[Any]]:
+    """The plugin loader as if nothing was loaded yet, reading the entry points the test puts
+    in the list; what loading them records is gone after the test."""
+    with fresh_plugin_loader() as found:
+        yield found
 
 
 def embeddings_missing() -> str:

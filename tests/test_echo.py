@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from builders import marker_backend, one_turn, sweep_scripted, update, write_owners
 
+from memlab.backends.registry import BACKENDS, register_backend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.jsondoc.contract import minimal_update
 from memlab.core.jsondoc.echo import EchoCheck, find_echoes
@@ -121,6 +123,16 @@ def echo_run(
 ) -> tuple[Run, ScriptedBackend]:
     """Two owners, two sessions each. Every reply but bob's second carries the example; the
     first sessions also state the owner's city (the gold fact)."""
+    dataset, backend = echo_dataset(tmp_path)
+    grid: dict[str, object] = {"name": "echo", "base": {"backend": "scripted"}}
+    if axes:
+        grid["axes"] = axes
+    return sweep_scripted(dataset, grid, backend, tmp_path / "runs"), backend
+
+
+def echo_dataset(tmp_path: Path) -> tuple[Path, ScriptedBackend]:
+    """The dataset of :func:`echo_run` and its scripted model, whose replies carry the default
+    prompt's example whatever the prompt (an echo only under a prompt that holds it)."""
     owners = []
     for user, city in (("ann", "Leeds"), ("bob", "Porto")):
         gold = [{"id": "g1", "content": f"Lives in {city}", "category": "context"}]
@@ -142,10 +154,7 @@ def echo_run(
             "Thanks from bob": update(),
         }
     )
-    grid: dict[str, object] = {"name": "echo", "base": {"backend": "scripted"}}
-    if axes:
-        grid["axes"] = axes
-    return sweep_scripted(dataset, grid, backend, tmp_path / "runs"), backend
+    return dataset, backend
 
 
 def test_a_scripted_model_echoing_the_example_is_counted_and_not_a_stored_fact(
@@ -234,3 +243,39 @@ def test_an_ab_verdict_names_the_echo(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "the model echoes the prompt's own text" in out
     verdict = [line for line in out.splitlines() if line.startswith("verdict:")]
     assert verdict and "inconclusive" in verdict[0] and "echo" in verdict[0], verdict
+
+
+@pytest.fixture
+def echoing_backend(tmp_path: Path) -> Iterator[Path]:
+    """The echo dataset, its scripted model registered as backend ``echoing`` for the
+    command line, unregistered afterwards."""
+    dataset, backend = echo_dataset(tmp_path)
+    register_backend("echoing", lambda _argument, **_options: backend)
+    try:
+        yield dataset
+    finally:
+        BACKENDS.unregister("echoing")
+
+
+def test_memlab_ab_against_an_echoing_baseline_is_inconclusive_and_names_the_echo(
+    echoing_backend: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``memlab ab default concise`` with replies that copy the default prompt's example: the
+    baseline echoes in 3 of 4 replies (75%), the concise template holds no example (0%), so
+    every primary metric's verdict is inconclusive and says the model echoes the prompt;
+    without --allow-inconclusive the command exits 1."""
+    from memlab.cli.main import main
+
+    args = ["ab", "default", "concise", "--dataset", str(echoing_backend), "--backend"]
+    args += ["echoing", "--runs-dir", str(tmp_path / "runs"), "--workers", "1", "--no-progress"]
+    assert main([*args, "--resamples", "200"]) == 1
+    out = capsys.readouterr().out
+    block = out.split("verdict per primary metric (baseline -> candidate):\n", 1)[1]
+    # A verdict wraps onto lines indented further; each metric's starts at two spaces.
+    verdicts = [line for line in block.replace("\n    ", " ").splitlines() if "->" in line]
+    assert len(verdicts) == 3, out  # parse failure rate, recall, precision (macro)
+    for line in verdicts:
+        assert ": inconclusive: " in line and line.endswith("the model echoes the prompt"), out
+    assert "echoes the prompt's own text in 75% (baseline) and 0% (candidate)" in " ".join(
+        out.split()
+    ), out

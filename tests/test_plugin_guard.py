@@ -12,12 +12,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from plugin_loader import fresh_plugin_loader
 
 from memlab import plugins
 from memlab.backends.registry import BACKENDS, BackendPlugin, register_backend
@@ -155,17 +156,6 @@ def test_builtins_a_plugin_imports_first_stay_memlabs(bad_site: Path, tmp_path: 
     ]
 
 
-@pytest.fixture
-def fresh_loader(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The plugin loader as if nothing was loaded yet, reading the entry points given."""
-    found: list[Any] = []
-    monkeypatch.setattr(plugins, "_state", "new")
-    monkeypatch.setattr(plugins, "_failures", {})
-    monkeypatch.setattr(plugins, "_warnings", [])
-    monkeypatch.setattr(plugins, "_entry_points", lambda: list(found))
-    yield found
-
-
 def _entry(name: str, hook: Any, dist: str | None = "some-plugin") -> SimpleNamespace:
     """An entry point as importlib.metadata gives it, loading ``hook``."""
     entry = SimpleNamespace(
@@ -279,3 +269,15 @@ def test_a_plugin_cannot_replace_nor_remove_a_builtin(
     assert caplog.text.count("memlab plugin greet") == 2
     registry.register("hello", "hey", replace=True)  # memlab's own code may, when asked
     assert registry["hello"] == "hey"
+
+
+def test_a_broken_plugin_planted_for_one_test_is_not_reported_after_it() -> None:
+    """What a planted plugin's load records (its failure, its warning) is the test's own: a
+    later test reading the loader (``memlab plugins`` exits 1 on a warning) finds it as it was."""
+    before = (plugins.plugin_failures(), plugins.plugin_warnings())
+    broken = metadata.EntryPoint("broken", "memlab_no_such_module:register", plugins.PLUGIN_GROUP)
+    with fresh_plugin_loader() as found:
+        found.append(broken)
+        assert list(plugins.plugin_failures()) == ["broken = memlab_no_such_module:register"]
+        assert len(plugins.plugin_warnings()) == 1
+    assert (plugins.plugin_failures(), plugins.plugin_warnings()) == before

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
@@ -109,16 +108,6 @@ def test_memlab_plugins_names_who_registered_each_entry(tmp_path: Path) -> None:
     assert set(lines) >= {"openai", "local", "scripted", "auto", "sim", "echo"}
     assert "[plugin echo = memlab_echo:register (memlab-echo)]" in lines["echo"]
     assert "[" not in lines["sim"]  # memlab's own entry point: a built-in
-
-
-@pytest.fixture
-def fresh_loader(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The plugin loader as if nothing was loaded yet, reading the entry points given."""
-    found: list[Any] = []
-    monkeypatch.setattr(plugins, "_state", "new")
-    monkeypatch.setattr(plugins, "_failures", {})
-    monkeypatch.setattr(plugins, "_entry_points", lambda: list(found))
-    yield found
 
 
 def test_a_broken_plugin_is_skipped_and_named_where_its_name_is_missing(

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from memlab.cli.main import main
@@ -17,7 +20,7 @@ from memlab.postrun.rescoring import rescore
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_ANSWERS, QA_MANIFEST
-from memlab.scoring.qa.qa_metrics import cause_table
+from memlab.scoring.qa.qa_metrics import cause_table, error_counts
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel", "hana"]
@@ -105,6 +108,26 @@ def test_report_has_a_memory_qa_section(run_dir: Path, tmp_path: Path) -> None:
         assert title in markdown
     html = Path(paths.html).read_text(encoding="utf-8")
     assert html.count("<img alt='Why answers from memory are wrong'") == 1
+
+
+def test_a_report_counts_the_answers_without_a_verdict_once_per_run(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["qa", str(run_dir), "--answer-backend", "sim:careful", "--no-progress"]
+    assert main([*args, "--judges", "strict,lenient"]) == 0
+    run = load_run(run_dir)
+    calls: list[tuple[str, ...]] = []
+
+    def counting(answers: pd.DataFrame, judges: Sequence[str]) -> dict[str, int]:
+        calls.append(tuple(judges))
+        return error_counts(answers, judges)
+
+    # Wherever a module holds the function (before or after it is imported by name).
+    for name, module in list(sys.modules.items()):
+        if name.startswith("memlab.") and getattr(module, "error_counts", None) is error_counts:
+            monkeypatch.setattr(module, "error_counts", counting)
+    build_report([run], tmp_path / "report")
+    assert calls == [("strict", "lenient")]
 
 
 def test_compare_says_which_qa_differences_hold_under_every_judge(

@@ -69,7 +69,7 @@ from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST
 from memlab.scoring.qa.qa_causes import evidence_fates
-from memlab.scoring.qa.qa_metrics import error_counts, errors_sentence
+from memlab.scoring.qa.qa_metrics import errors_sentence
 
 __all__ = [
     "IncompleteQAError",
@@ -115,7 +115,7 @@ class JudgeErrorsError(MemlabError, RuntimeError):
 
     Attributes:
         run: The run, its QA tables loaded.
-        counts: :func:`~memlab.scoring.qa.qa_metrics.error_counts` of its answers.
+        counts: :attr:`~memlab.runs.run.Run.qa_error_counts` of its answers.
         allowed: The share of answers without a verdict that was allowed.
     """
 
@@ -132,7 +132,7 @@ class JudgeErrorsError(MemlabError, RuntimeError):
 def _judge_errors(run: Run, allowed: float) -> JudgeErrorsError | None:
     """The error to raise when a judge left more than ``allowed`` of the answers without a
     verdict (None when none did)."""
-    counts = error_counts(run.qa_answers, run.judges)
+    counts = dict(run.qa_error_counts)  # the error keeps its own copy
     answers = max(counts["answers"], 1)
     worst = max((v for k, v in counts.items() if k.startswith("judge_errors:")), default=0)
     return JudgeErrorsError(run, counts, allowed) if worst / answers > allowed else None

@@ -38,7 +38,7 @@ from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
 from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metrics import failure_table, summarize, violation_table
-from memlab.scoring.qa.qa_metrics import QA_COUNTS, judges_of, qa_session_counts
+from memlab.scoring.qa.qa_metrics import QA_COUNTS, error_counts, judges_of, qa_session_counts
 
 __all__ = ["Run", "RunError", "flatten_call", "load_run"]
 
@@ -169,6 +169,13 @@ class Run:
         spec = self.qa_manifest.get("spec", {})
         named = spec.get("judges") if isinstance(spec, dict) else None
         return [str(j) for j in named] if named else judges_of(self.qa_answers)
+
+    @cached_property
+    def qa_error_counts(self) -> dict[str, int]:
+        """:func:`~memlab.scoring.qa.qa_metrics.error_counts` of :attr:`qa_answers` under
+        every judge, counted once per run like the table it reads (a run read again, e.g.
+        after its QA step, counts again). Read it, don't change it."""
+        return error_counts(self.qa_answers, self.judges)
 
     @property
     def judge(self) -> str:

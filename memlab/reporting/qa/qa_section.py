@@ -65,7 +65,6 @@ from memlab.reporting.statistics import (
 from memlab.runs.run import Run
 from memlab.scoring.qa.qa_metrics import (
     accuracy_table,
-    error_counts,
     errors_sentence,
     interval_note,
 )
@@ -183,7 +182,7 @@ def qa_error_notes(runs: Sequence[Run]) -> list[str]:
     for run in runs:
         if run.qa_answers.empty:
             continue
-        errors = errors_sentence(error_counts(run.qa_answers, run.judges))
+        errors = errors_sentence(run.qa_error_counts)
         if errors:
             notes.append(f"{run.name}: {errors}.")
     return notes
@@ -386,7 +385,7 @@ def qa_text(run: Run) -> str:
     blocks += [f"warning: {w}" for w in warnings] + ([note] if note else [])
     blocks += [f"note: {n}" for n in simulator_notes(run)]
     # Last, where a terminal leaves it in view: answers that could not be graded.
-    errors = errors_sentence(error_counts(run.qa_answers, run.judges))
+    errors = errors_sentence(run.qa_error_counts)
     judged = ~run.qa_answers["kind"].isin(UNJUDGED_KINDS)
     graded = "every answer was graded by every judge" if judged.any() else "no answer is judged"
     blocks.append(f"warning: {errors}" if errors else graded)
