@@ -38,9 +38,11 @@ class Priced:
         self.name = name
         self.inner = inner
         self.calls = 0
+        self.answers = 0  # the calls asking for an answer's max_tokens, not a verdict's
 
     def complete(self, request: CompletionRequest) -> Completion:
         self.calls += 1
+        self.answers += request.params.max_tokens == WORST
         done = self.inner.complete(request)
         return dataclasses.replace(done, completion_tokens=REPLY_TOKENS, model=self.model)
 

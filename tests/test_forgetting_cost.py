@@ -144,3 +144,42 @@ def test_the_qa_step_and_the_curve_count_against_one_limit(
     assert qa_calls + half <= sent <= qa_calls + half + 1
     assert "forgetting curve answers left unfinished" in capsys.readouterr().err
     assert not (shared / FORGETTING_MANIFEST).exists()
+
+
+def _dry_run(run: Path, cache: Path, capsys: pytest.CaptureFixture[str], *more: str) -> dict:
+    """``memlab qa RUN --dry-run`` with ``cache``: its rows by step (hits, calls)."""
+    capsys.readouterr()
+    assert main(["qa", str(run), "--dry-run", "--cache-dir", str(cache), *more]) == 0
+    rows = {}
+    for line in capsys.readouterr().out.splitlines():
+        cells = line.split()
+        if len(cells) > 5 and cells[0] in ("qa", "forgetting") and cells[2] == PRICED:
+            rows[f"{cells[0]} {cells[1]}"] = (int(cells[4]), int(cells[5]))
+    return rows
+
+
+def test_the_dry_run_estimates_the_forgetting_curve(
+    run: Run, tmp_path: Path, priced: Priced, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = _copy(run, tmp_path / "dry")
+    cache = tmp_path / "dry-cache"
+    assert (
+        main(["qa", str(copy), "--no-progress", "--workers", "1", "--cache-dir", str(cache)]) == 0
+    )
+    assert "forgetting answers" not in str(_dry_run(copy, cache, capsys))
+    before = (priced.calls, priced.answers)
+    rows = _dry_run(copy, cache, capsys, "--forgetting")
+    assert (priced.calls, priced.answers) == before  # no model called
+    assert rows["qa answers"][1] == rows["qa verdicts"][1] == 0  # the QA step is cached
+    # the answer requests are built as the curve builds them: as many calls as it sends
+    before = (priced.calls, priced.answers)
+    forgetting_curve(load_run(copy), cache_dir=cache, max_workers=1)
+    calls, answers = priced.calls - before[0], priced.answers - before[1]
+    assert rows["forgetting answers"] == (0, answers)
+    # a verdict of an answer not given yet is built on the labelled answer: one per answer
+    # at most (one judge), where the curve may find its real answer's verdict cached
+    assert rows["forgetting verdicts"][1] <= answers
+    # asked, every request of the curve is a cache hit, counted once
+    rows = _dry_run(copy, cache, capsys, "--forgetting")
+    assert rows["forgetting answers"] == (answers, 0)
+    assert rows["forgetting verdicts"] == (calls - answers, 0)

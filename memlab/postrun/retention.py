@@ -22,8 +22,9 @@ first; a call that could pass it is not sent and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,9 +39,10 @@ from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path
 from memlab.postrun.qa_step import QAOptions
 from memlab.postrun.reasking import cost_stop, reask_options, reasking
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
+from memlab.qa.conditions import ReadPath
 from memlab.runs.run import Run, load_run
 
-__all__ = ["ask_retention", "retention_sessions", "run_retention"]
+__all__ = ["ask_retention", "retention_sessions", "retention_tasks", "run_retention"]
 
 
 def retention_sessions(owner: Owner, question: Question) -> list[int]:
@@ -59,6 +61,24 @@ def retention_sessions(owner: Owner, question: Question) -> list[int]:
     return sessions
 
 
+def retention_tasks(
+    owner: Owner,
+    snapshots: Sequence[Mapping[str, Any]],
+    settings: AnswerSettings,
+    read: ReadPath,
+) -> list[AnswerTask]:
+    """The tasks asked of one lane's memory of ``owner`` (``snapshots``: after each session),
+    in session order: each answerable question after its :func:`retention_sessions`."""
+    due = {q.id: retention_sessions(owner, q) for q in owner.questions if q.kind == "answerable"}
+    tasks: list[AnswerTask] = []
+    for index in range(min(len(owner.sessions), len(snapshots))):
+        asked = [q for q in owner.questions if index in due.get(q.id, [])]
+        if asked:
+            point = ReplayPoint(owner, index, snapshots[index])
+            tasks += answer_tasks(point, asked, ["memory"], settings, read)
+    return tasks
+
+
 def _jobs(run: Run, owners: list[Owner], settings: AnswerSettings) -> Iterator[QAJob]:
     """Per (lane, sample, owner): the tasks asked of its snapshots, in session order."""
     samples = int(run.manifest.get("samples", 1) or 1)
@@ -66,21 +86,12 @@ def _jobs(run: Run, owners: list[Owner], settings: AnswerSettings) -> Iterator[Q
         read = read_path(config)
         for sample in range(samples):
             for owner in owners:
-                due = {
-                    q.id: retention_sessions(owner, q)
-                    for q in owner.questions
-                    if q.kind == "answerable"
-                }
-                if not any(due.values()):
+                if not any(
+                    retention_sessions(owner, q) for q in owner.questions if q.kind == "answerable"
+                ):
                     continue
                 record = run.dir.read_owner_record(lane_id, owner.user_id, sample)
-                snapshots = record.get("snapshots", [])
-                tasks: list[AnswerTask] = []
-                for index in range(min(len(owner.sessions), len(snapshots))):
-                    asked = [q for q in owner.questions if index in due.get(q.id, [])]
-                    if asked:
-                        point = ReplayPoint(owner, index, snapshots[index])
-                        tasks += answer_tasks(point, asked, ["memory"], settings, read)
+                tasks = retention_tasks(owner, record.get("snapshots", []), settings, read)
                 yield QAJob(lane_id, sample, owner, record, tasks)
 
 

@@ -107,7 +107,11 @@ def _qa(args: argparse.Namespace) -> int:
         from memlab.postrun.qa_estimate import dry_run_qa
 
         estimate = dry_run_qa(
-            run, spec, cache_dir=args.cache_dir, cache_mode=CacheMode(args.cache_mode)
+            run,
+            spec,
+            cache_dir=args.cache_dir,
+            cache_mode=CacheMode(args.cache_mode),
+            forgetting=args.forgetting,
         )
         print("\n".join(estimate.lines(args.rpm, args.tpm)))
         return 0
