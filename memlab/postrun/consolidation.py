@@ -42,17 +42,16 @@ from typing import Any
 import pandas as pd
 
 from memlab.backends.caching.cache import CacheMode
-from memlab.backends.costs.spend import CostLimitError, SpendLimit
 from memlab.backends.remote.rate_limit import RateLimit
 from memlab.core.jsondoc.document import utc_iso
 from memlab.core.pipeline.llm import Backend
 from memlab.datasets.models import Owner
-from memlab.grids.lane_backends import LaneBackends
-from memlab.grids.qa_spec import QAError, QASpec, resolve_prompts
+from memlab.grids.qa_spec import QAError
 from memlab.matching.base import FactMatcher
 from memlab.postrun.qa_calls import QACalls, ask_and_grade
 from memlab.postrun.qa_jobs import Fate, QAJob, answer_rows, read_path, run_owners
-from memlab.postrun.qa_step import QAOptions, qa_backend, qa_rates, run_matcher
+from memlab.postrun.qa_step import QAOptions, run_matcher
+from memlab.postrun.reasking import cost_stop, reask_options, reasking
 from memlab.qa.answering import AnswerSettings, AnswerTask, ReplayPoint, answer_tasks
 from memlab.runs.records import QARow, read_rows
 from memlab.runs.run import Run, load_run
@@ -106,15 +105,16 @@ def add_curve(
         RunLockedError: Another writer holds the run (:mod:`memlab.runs.run_lock`).
     """
     run = load_run(run) if isinstance(run, str | Path) else run
-    options = QAOptions(
+    options = reask_options(
+        run,
         cache_dir=cache_dir,
         cache_mode=cache_mode,
         max_workers=max_workers,
         progress=progress,
         backend_factory=backend_factory,
         prompts_dir=prompts_dir,
-        spend=SpendLimit(max_cost) if max_cost is not None else None,
-        rates=qa_rates(run, rate_limit),
+        max_cost=max_cost,
+        rate_limit=rate_limit,
     )
     return run_curve(run, every, options)
 
@@ -127,17 +127,9 @@ def run_curve(run: Run | str | Path, every: int, options: QAOptions) -> pd.DataF
         raise QAError(f"every must be at least 1, got {every}")
     if run.qa_answers.empty:
         raise QAError(f"{run.path}: no memory QA to ask again; run it first (memlab qa RUN)")
-    spec = QASpec.model_validate(run.qa_manifest["spec"])
-    base = Path(options.prompts_dir) if options.prompts_dir is not None else run.grid.base_dir
-    prompts = resolve_prompts(spec, base)
-    dataset = run.dataset_path
-    if dataset is None:
-        raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
-    owners = {o.user_id: o for o in run_owners(run, dataset).owners}
-    factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
-    cache_dir = Path(options.cache_dir) if options.cache_dir else None
-    backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
-    answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
+    asking = reasking(run, options)
+    spec, prompts, answerer, grader = asking.spec, asking.prompts, asking.answerer, asking.grader
+    owners = {o.user_id: o for o in asking.owners}
     settings = spec.answer_settings(prompts.answer)
     jobs = list(_jobs(run, owners, _anchors(run), settings, every))
     calls: QACalls[list[list[Fate]]] = ask_and_grade(
@@ -154,11 +146,10 @@ def run_curve(run: Run | str | Path, every: int, options: QAOptions) -> pd.DataF
         question = next(q for q in owners[row["user_id"]].questions if q.id == row["question_id"])
         row["asked_at"] = owners[row["user_id"]].session_index(question.after_session)
     failed = sum(1 for r in rows if r["error"] is not None or r["judge_errors"])
-    spend = options.spend
-    stopped = spend is not None and spend.stopped
-    _write(run, rows, every, finished=not stopped)
-    if spend is not None and stopped:
-        raise CostLimitError(spend.spent, spend.limit, failed, "curve answers")
+    stop = cost_stop(options, failed, "curve answers")
+    _write(run, rows, every, finished=stop is None)
+    if stop is not None:
+        raise stop
     if failed:  # kept as wrong answers; running the curve again retries them
         logger.warning("consolidation curve: %d of %d calls failed", failed, len(rows))
     return pd.DataFrame(rows)

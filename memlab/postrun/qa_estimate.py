@@ -26,11 +26,12 @@ from memlab.grids.lane import LaneConfig
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.postrun.qa_jobs import read_path, run_owners
 from memlab.postrun.qa_step import qa_backend
+from memlab.postrun.retention import retention_tasks
 from memlab.qa.answering import AnswerTask, ReplayPoint, answer_tasks, judge_tasks, references
 from memlab.qa.conditions import History
 from memlab.runs.run import Run
 
-__all__ = ["QAPlan", "dry_run_qa", "estimate_qa"]
+__all__ = ["QAPlan", "dry_run_qa", "estimate_qa", "forgetting_asks"]
 
 Snapshots = Callable[[str, Owner, int], Sequence[Mapping[str, Any]] | None]
 """(lane id, owner, sample) -> the lane's memory after each session (``None``: not replayed)."""
@@ -87,25 +88,15 @@ def estimate_qa(
     estimate: Estimate,
     probe: CacheProbe,
     factory: Callable[[str], Backend] | None = None,
+    *,
+    forgetting: bool = False,
 ) -> None:
-    """Add the QA step's requests to ``estimate`` (see the module docstring)."""
+    """Add the QA step's requests to ``estimate`` (see the module docstring); with
+    ``forgetting``, then the forgetting operating curve's (:func:`forgetting_asks`)."""
     spec, prompts = plan.spec, plan.prompts
     build = factory or (lambda s: qa_backend(s, plan.dataset, prompts.judges))
     answerer, grader = build(spec.answer_backend), build(spec.grader)
-    answers = _Asker(
-        answerer,
-        spec.answer_backend,
-        estimate.tally(
-            "qa answers", spec.answer_backend, answerer.model, is_simulated(spec.answer_backend)
-        ),
-        probe,
-    )
-    verdicts = _Asker(
-        grader,
-        spec.grader,
-        estimate.tally("qa verdicts", spec.grader, grader.model, is_simulated(spec.grader)),
-        probe,
-    )
+    answers, verdicts = _askers("qa", plan.spec, (answerer, grader), estimate, probe)
     settings = spec.answer_settings(prompts.answer)
     judge_params = spec.judge_params()
     for lane_id, config in plan.lanes.items():
@@ -125,6 +116,45 @@ def estimate_qa(
                     tasks = answer_tasks(point, questions, spec.conditions, settings, read, history)
                     for task in tasks:
                         _ask_and_grade(task, answers, verdicts, prompts, judge_params)
+    if forgetting:
+        again = _askers("forgetting", plan.spec, (answerer, grader), estimate, probe)
+        for before, after in zip((answers, verdicts), again, strict=True):
+            if after.probe.cache_dir is not None:  # asked before: the cache serves it
+                after.seen = before.seen
+        forgetting_asks(plan, snapshots, again)
+
+
+def forgetting_asks(plan: QAPlan, snapshots: Snapshots, askers: tuple[_Asker, _Asker]) -> None:
+    """The forgetting operating curve's requests (:func:`memlab.postrun.retention.
+    retention_tasks` of every lane, owner and sample), after the QA step's."""
+    settings = plan.spec.answer_settings(plan.prompts.answer)
+    judge_params = plan.spec.judge_params()
+    for lane_id, config in plan.lanes.items():
+        read = read_path(config)
+        for owner in plan.owners:
+            for sample in range(plan.samples):
+                memories = snapshots(lane_id, owner, sample)
+                if memories is None or len(memories) != len(owner.sessions):
+                    continue
+                for task in retention_tasks(owner, memories, settings, read):
+                    _ask_and_grade(task, *askers, plan.prompts, judge_params)
+
+
+def _askers(
+    step: str,
+    spec: QASpec,
+    backends: tuple[Backend, Backend],
+    estimate: Estimate,
+    probe: CacheProbe,
+) -> tuple[_Asker, _Asker]:
+    """The answer and verdict askers of ``step``, each tallied under its own name."""
+    made = []
+    for kind, name, backend in zip(
+        ("answers", "verdicts"), (spec.answer_backend, spec.grader), backends, strict=True
+    ):
+        tally = estimate.tally(f"{step} {kind}", name, backend.model, is_simulated(name))
+        made.append(_Asker(backend, name, tally, probe))
+    return made[0], made[1]
 
 
 def _ask_and_grade(
@@ -149,9 +179,11 @@ def dry_run_qa(
     cache_dir: str | Path | None = None,
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     backend_factory: Callable[[str], Backend] | None = None,
+    forgetting: bool = False,
 ) -> Estimate:
     """The calls, tokens and cost :func:`~memlab.postrun.qa_step.add_qa` with these arguments
-    would spend on ``run`` (see the module docstring); nothing is written.
+    would spend on ``run`` (see the module docstring), with ``forgetting`` the forgetting
+    operating curve's after it too; nothing is written.
 
     Raises:
         QAError: As :func:`~memlab.postrun.qa_step.add_qa` would, before anything is sent.
@@ -171,11 +203,16 @@ def dry_run_qa(
         return found if isinstance(found, list) else None
 
     use_cache = cache_dir is not None and cache_mode is not CacheMode.OFF
-    estimate_qa(
-        plan, snapshots, estimate, CacheProbe(cache_dir if use_cache else None), backend_factory
-    )
+    probe = CacheProbe(cache_dir if use_cache else None)
+    estimate_qa(plan, snapshots, estimate, probe, backend_factory, forgetting=forgetting)
     estimate.notes.append(
         "a judge request of an answer the model has not given is built on the labelled "
         "answer and counted as a call"
     )
+    if forgetting:
+        estimate.notes.append(
+            "forgetting: the forgetting operating curve's requests, every answerable question "
+            "asked again of every lane after each later session; with the cache, one the QA "
+            "step sends first is a cache hit and counted once"
+        )
     return estimate

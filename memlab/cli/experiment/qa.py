@@ -107,12 +107,16 @@ def _qa(args: argparse.Namespace) -> int:
         from memlab.postrun.qa_estimate import dry_run_qa
 
         estimate = dry_run_qa(
-            run, spec, cache_dir=args.cache_dir, cache_mode=CacheMode(args.cache_mode)
+            run,
+            spec,
+            cache_dir=args.cache_dir,
+            cache_mode=CacheMode(args.cache_mode),
+            forgetting=args.forgetting,
         )
         print("\n".join(estimate.lines(args.rpm, args.tpm)))
         return 0
     status = 0
-    # One cost limit and one pace for the QA step and the consolidation curve after it.
+    # One cost limit and one pace for the QA step and the curves after it.
     options = _qa_options(args, run)
     try:
         run = run_qa(run, spec, options)
@@ -130,7 +134,11 @@ def _qa(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     if args.forgetting and status == 0:
-        _forgetting(run, args)
+        try:
+            _forgetting(run, options)
+        except CostLimitError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     return status
 
 
@@ -177,20 +185,14 @@ def _check_forgetting(run: Any) -> None:
         )
 
 
-def _forgetting(run: Any, args: argparse.Namespace) -> None:
+def _forgetting(run: Any, options: Any) -> None:
     """Ask the forgetting operating curve's questions; keep and print its table."""
-    from memlab.backends.caching.cache import CacheMode
     from memlab.reporting.figures.forgetting_curve import (
-        forgetting_curve,
         forgetting_curve_numbers,
+        run_forgetting,
     )
 
-    curve = forgetting_curve(
-        run,
-        cache_dir=args.cache_dir,
-        cache_mode=CacheMode(args.cache_mode),
-        max_workers=args.workers,
-    )
+    curve = run_forgetting(run, options)
     print(
         "\nforgetting operating curve (retained answers and memory size per configuration; "
         "95% intervals over owners; kept in qa/forgetting.jsonl)"

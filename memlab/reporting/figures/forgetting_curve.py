@@ -19,12 +19,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from memlab.backends.caching.cache import CacheMode
+from memlab.backends.remote.rate_limit import RateLimit
 from memlab.grids.qa_spec import QAError
 from memlab.memory.storage.items import ForgettingRules
 from memlab.memory.tiers.tiered import lane_settings
 from memlab.postrun.consolidation import memory_sizes
 from memlab.postrun.forgetting_file import SavedForgetting, forgetting_rows, save_forgetting
-from memlab.postrun.retention import ask_retention
+from memlab.postrun.qa_step import QAOptions
+from memlab.postrun.retention import ask_retention, run_retention
 from memlab.reporting.figures.charts import empty_chart, legend
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import titled_tables_markdown
@@ -44,6 +46,7 @@ __all__ = [
     "forgetting_curve_chart",
     "forgetting_curve_markdown",
     "forgetting_curve_numbers",
+    "run_forgetting",
     "saved_curve",
     "seed_lane",
 ]
@@ -89,25 +92,53 @@ def forgetting_curve(
     cache_mode: CacheMode = CacheMode.READ_WRITE,
     max_workers: int = 8,
     save: bool = True,
+    max_cost: float | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> ForgettingCurve:
     """The curve of ``run``'s tiered lanes; ``answers``: its
-    :func:`~memlab.postrun.retention.ask_retention` rows, asked (with the cache and workers
-    given) when not given. ``save``: keep its counts in the run directory
+    :func:`~memlab.postrun.retention.ask_retention` rows, asked (with the cache, workers,
+    cost limit and pace given) when not given. ``save``: keep its counts in the run directory
     (:mod:`memlab.postrun.forgetting_file`), where ``memlab report`` reads them.
 
     Raises:
         QAError: No lane of the run is at the seed's forgetting values (a ``ValueError``).
+        CostLimitError: A call could pass ``max_cost``: nothing is kept (a curve kept before
+            stays as it was); asking again resumes from the response cache.
     """
+    reference = _reference(run)
+    if answers is None:
+        answers = ask_retention(
+            run,
+            cache_dir=cache_dir,
+            cache_mode=cache_mode,
+            max_workers=max_workers,
+            max_cost=max_cost,
+            rate_limit=rate_limit,
+        )
+    return _curve(run, answers, reference, save)
+
+
+def run_forgetting(run: Run, options: QAOptions, *, save: bool = True) -> ForgettingCurve:
+    """:func:`forgetting_curve` asked with the QA step's
+    :class:`~memlab.postrun.qa_step.QAOptions` (``memlab qa --forgetting`` counts both
+    against one cost limit and paces both alike)."""
+    reference = _reference(run)
+    return _curve(run, run_retention(run, options), reference, save)
+
+
+def _reference(run: Run) -> str:
+    """:func:`seed_lane`, which the curve needs."""
     reference = seed_lane(run)
     if reference is None:
         raise QAError(
             f"{run.path}: no tiered lane at the seed's forgetting values to compare with; "
             "add one (tiered: {}) to the grid"
         )
-    if answers is None:
-        answers = ask_retention(
-            run, cache_dir=cache_dir, cache_mode=cache_mode, max_workers=max_workers
-        )
+    return reference
+
+
+def _curve(run: Run, answers: pd.DataFrame, reference: str, save: bool) -> ForgettingCurve:
+    """The curve of ``answers`` against the ``reference`` lane, kept when ``save``."""
     sizes = memory_sizes(run)
     tiered = [lane for lane, c in run.lanes.items() if getattr(c, "memory", None) == "tiered"]
     sizes = sizes[sizes["lane_id"].isin(tiered)]
