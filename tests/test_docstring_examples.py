@@ -126,6 +126,20 @@ def check_tune_key(block: str, tmp_path: Path) -> None:
     assert spec.evolve.max_metric_calls == 40
 
 
+def check_rate_limit_key(block: str, tmp_path: Path) -> None:
+    from memlab.backends.remote.rate_limit import RateLimit
+    from memlab.core.base.yamlio import parse_yaml
+    from memlab.grids.rate_limit_spec import RateLimitSpec
+
+    spec = RateLimitSpec.model_validate(parse_yaml(block, "grid.yaml").data["rate_limit"])
+    # As the example says: every endpoint at 500 requests and 200,000 tokens a minute, the
+    # one model at 60 requests with the grid-wide tokens.
+    assert spec.limits() == {
+        "openai:gpt-4o": RateLimit(60, 200_000),
+        "*": RateLimit(500, 200_000),
+    }
+
+
 def check_sim_profile(block: str, tmp_path: Path) -> None:
     from memlab.simulation.profile import load_profile
 
@@ -420,6 +434,7 @@ CHECKS: dict[tuple[str, str], Callable[..., None]] = {
         "(:Trigger {text})-[:ACTIVATES]->(:Procedure {name})-[:HAS_STEP]->(:Step {text})",
     ): check_graph_model,
     ("memlab.grids.qa_spec", "qa:"): check_qa_key,
+    ("memlab.grids.rate_limit_spec", "rate_limit:"): check_rate_limit_key,
     ("memlab.reporting.tuning.tune_spec", "tune:"): check_tune_key,
     (
         "memlab.matching.calibration",
