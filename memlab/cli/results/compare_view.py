@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from memlab.scoring.comparing.comparison import comparison_text, describe_mde
+from memlab.scoring.comparing.comparison import comparison_text, delta_bounds, describe_mde
 from memlab.scoring.metric_specs import metric_spec
 
 __all__ = [
@@ -47,8 +47,7 @@ def _delta(row: pd.Series) -> str:
     delta = float(row["delta"])
     if math.isnan(delta) or str(row["verdict"]) == "no change":
         return "-"
-    bounds = spec.fmt_bounds(float(row["delta_lo"]), float(row["delta_hi"]), points=True)
-    return f"{spec.fmt_delta(delta)} {bounds}"
+    return f"{spec.fmt_delta(delta)} {delta_bounds(row)}"
 
 
 def _mde(row: pd.Series) -> str:

@@ -43,25 +43,39 @@ MIN_OWNERS: dict[str, int] = {
     "bootstrap": 6,
     "bootstrap_survival": 6,
     "clustered_exact": 2,
+    "paired": 6,
 }
 """The fewest owners at which each method's coverage was measured at least
 :data:`COVERAGE_GOAL` in every case of ``benchmarks/interval_coverage.py`` (owner counts 2, 3,
 4, 6, 14, 30): ``bootstrap`` for rates, ``bootstrap_survival`` for the restricted mean
-survival time, ``clustered_exact`` for rates (means 0.5, 0.8, 3% and 1%)."""
+survival time, ``clustered_exact`` for rates (means 0.5, 0.8, 3% and 1%); ``paired`` for the
+delta of two configurations on the same owners (:meth:`memlab.scoring.inference.stats.Paired.at`),
+measured by ``benchmarks/paired_coverage.py``."""
 
 
-def interval_method(*, ratio: bool, owners: int, estimate: float, bounded: bool = True) -> str:
+def interval_method(
+    *,
+    owners: int,
+    ratio: bool = True,
+    estimate: float = math.nan,
+    bounded: bool = True,
+    paired: bool = False,
+) -> str:
     """The method of a statistic's interval, or ``"too few owners"`` when none is printed.
 
     Args:
-        ratio: The statistic is a ratio of sums over owners.
         owners: The owners that can change it.
+        ratio: The statistic is a ratio of sums over owners.
         estimate: Its value over all of them.
         bounded: The ratio is a rate in [0, 1] (every owner's numerator between 0 and its
             denominator); only a rate near 0 or 1 takes the clustered exact interval.
+        paired: The statistic is the delta of two configurations on the same owners
+            (``paired``: the paired bootstrap, for every metric).
     """
     if owners < 2:
         return "too few owners"
+    if paired:
+        return "paired" if owners >= MIN_OWNERS["paired"] else "too few owners"
     edge = bounded and math.isfinite(estimate) and not EDGE < estimate < 1 - EDGE
     method = "bootstrap" if ratio else "bootstrap_survival"
     if ratio and edge:
