@@ -80,6 +80,9 @@ def test_a_two_owner_comparison_prints_no_interval_and_the_gate_refuses_its_boun
     assert main(["compare", str(base.path), str(cand.path), "--csv"]) == 0
     out = capsys.readouterr().out
     assert "recall" in out
+    assert main(["compare", str(base.path), str(cand.path)]) == 0
+    narrow = capsys.readouterr().out
+    assert f"[-]: {TOO_FEW.format(2)}" in narrow.splitlines()
     assert main(["compare", str(base.path), str(cand.path), "--wide"]) == 0
     wide = capsys.readouterr().out
     line = next(ln for ln in wide.splitlines() if "Recall" in ln or "recall" in ln)
@@ -104,10 +107,37 @@ def test_a_two_owner_comparison_prints_no_interval_and_the_gate_refuses_its_boun
 
 def test_describe_says_why_a_row_has_no_interval() -> None:
     row = {
-        "metric": "recall", "delta": 0.5, "delta_lo": math.nan, "delta_hi": math.nan,
+        "metric": "recall", "baseline": 0.25, "value": 0.75, "delta": 0.5,
+        "delta_lo": math.nan, "delta_hi": math.nan,
         "level": 0.95, "p_value": 0.5, "role": "primary", "p_holm": 0.5,
         "significant": False, "verdict": "no significant difference", "owners": 3,
     }  # fmt: skip
     assert describe(row) == f"+50.0 pts ({TOO_FEW.format(3)}), p = 0.500, not significant"
     # With enough owners a missing bound stays "[-]" (intervals turned off, say).
     assert describe({**row, "owners": 6}) == "+50.0 pts [-] (95% CI), p = 0.500, not significant"
+
+
+def test_no_verdict_of_a_difference_beside_a_missing_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 4 owners all gain: the exact sign-flip p-value is 2 / 2**4 = 0.125, below an alpha of
+    # 0.2, but 4 owners get no interval (coverage measured from 6), so no "better" either.
+    base, cand = _run(tmp_path, "base4", 4, False), _run(tmp_path, "cand4", 4, True)
+    assert main(["compare", str(base.path), str(cand.path), "--wide", "--alpha", "0.2"]) == 0
+    wide = capsys.readouterr().out
+    line = next(ln for ln in wide.splitlines() if "Recall" in ln or "recall" in ln)
+    assert TOO_FEW.format(4) in line and "p = 0.125" in line, wide
+    assert "no significant difference" in line and " better " not in line
+
+
+@pytest.mark.parametrize(("owners", "shown"), [(6, False), (13, False), (14, True)])
+def test_a_rate_near_zero_needs_fourteen_owners_for_its_delta_interval(
+    owners: int, shown: bool
+) -> None:
+    # 3% -> 5% parse failures: the paired bootstrap covered 0.908 on 6 owners, 0.940 on 14.
+    den = np.full(owners, 100.0)
+    base = ratio_estimator(np.full(owners, 3.0) + np.arange(owners) % 2, den)
+    cand = ratio_estimator(np.full(owners, 5.0) + np.arange(owners) % 3, den)
+    test = paired(base, cand)
+    assert math.isfinite(test.interval(0.05)[0])
+    assert math.isfinite(test.at(0.05)[0]) is shown
