@@ -25,7 +25,7 @@ exceeds 5% by chance in under 5% of runs. Exits 1 when a goal is missed.
 
 Usage::
 
-    python benchmarks/collapse_flag.py                # 1,000 curves per case, 10-20 minutes
+    python benchmarks/collapse_flag.py                # 1,000 curves per case, ~5 CPU-minutes
     python benchmarks/collapse_flag.py --curves 200   # quicker, noisier
 """
 
