@@ -53,7 +53,7 @@ an expected false-flag rate of up to ``a`` per faithful curve, so at 5% the prom
 of faithful curves flagged" would hold only on average and be missed by chance in half the
 measurements; at 4% it keeps a point of margin while a true collapse is still flagged in
 98.3% of simulated curves (4.1% / 4.3% false flags at re-ask accuracy 0.9 / 0.95, 1,000
-curves each; (``benchmarks/collapse_flag.py``, docs/statistics.md)."""
+curves each: ``benchmarks/collapse_flag.py``, docs/statistics.md)."""
 
 
 def max_t_step_down(observed: npt.ArrayLike, permuted: npt.ArrayLike, exact: bool) -> FloatArray:
