@@ -27,8 +27,10 @@ and judge noise are measured, not assumed to be 0; per session:
 - ``collapse_p``: the one-sided permutation p-value of retained below the reference, owners shuffled
   with the Westfall-Young max-T step-down over the lane's sessions
   (:func:`memlab.scoring.inference.collapse.curve_p_values`);
-- ``collapse``: ``collapse_p`` below ``alpha`` (0.05: at most a 5% chance of a false flag
-  anywhere on a curve) and the displayed upper bound of ``size_ratio`` below 1.
+- ``collapse``: ``collapse_p`` below
+  :data:`~memlab.scoring.inference.collapse.FLAG_LEVEL` (0.04: at most a 4% chance of a false
+  flag anywhere on a faithful curve, so that the goal of at most 5% holds with margin) and the
+  displayed upper bound of ``size_ratio`` below 1.
 
 A curve asked without the reference (written before it existed) has ``reference`` and
 ``collapse_p`` NaN and flags nothing: ask it again (``memlab qa RUN --curve-every N``).
@@ -44,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from memlab.core.pipeline.injection import get_token_counter
-from memlab.scoring.inference.collapse import curve_p_values
+from memlab.scoring.inference.collapse import FLAG_LEVEL, curve_p_values
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
 
@@ -121,7 +123,7 @@ def _shown_hi(kind: str, hi: float) -> float:
     return math.nan if text == "[-]" else float(text.strip("[]").split(", ")[1])
 
 
-def collapsed(collapse_p: float, size_ratio_hi: float, alpha: float = 0.05) -> bool:
+def collapsed(collapse_p: float, size_ratio_hi: float, alpha: float = FLAG_LEVEL) -> bool:
     """Retained significantly below its reference over the curve (max-T step-down adjusted
     ``collapse_p`` below ``alpha``) and the memory shrank (``size_ratio``'s upper bound as
     displayed below 1.00); never with no reference (NaN ``collapse_p``)."""
@@ -237,11 +239,10 @@ def curve_table(
     table["_order"] = table["lane_id"].map(order)
     table = table.sort_values(["_order", "session_index"], kind="stable")
     table = table.drop(columns="_order").reset_index(drop=True)
-    alpha = (options or StatOptions()).alpha
     for lane_id, lane in table.groupby("lane_id", sort=False):
         table.loc[lane.index, "collapse_p"] = _lane_p_values(counts, lane_id, lane, options)
     table["collapse"] = [
-        collapsed(p, hi, alpha) for p, hi in table[["collapse_p", "size_ratio_hi"]].to_numpy()
+        collapsed(p, hi) for p, hi in table[["collapse_p", "size_ratio_hi"]].to_numpy()
     ]
     return table
 

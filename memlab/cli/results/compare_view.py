@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from memlab.scoring.comparing.comparison import comparison_text, describe_mde
+from memlab.scoring.comparing.comparison import comparison_text, delta_bounds, describe_mde
+from memlab.scoring.inference.coverage import too_few_text
 from memlab.scoring.metric_specs import metric_spec
 
 __all__ = [
@@ -47,8 +48,9 @@ def _delta(row: pd.Series) -> str:
     delta = float(row["delta"])
     if math.isnan(delta) or str(row["verdict"]) == "no change":
         return "-"
-    bounds = spec.fmt_bounds(float(row["delta_lo"]), float(row["delta_hi"]), points=True)
-    return f"{spec.fmt_delta(delta)} {bounds}"
+    bounds = delta_bounds(row)
+    # The narrow view has no room for the words: "[-]", and a note under the table says why.
+    return f"{spec.fmt_delta(delta)} {'[-]' if bounds.startswith('(') else bounds}"
 
 
 def _mde(row: pd.Series) -> str:
@@ -130,7 +132,15 @@ def narrow_text(table: pd.DataFrame, width: int = WIDTH) -> str:
         if index == 0 or configuration != configurations.iloc[index - 1]:
             out += [*([""] if out else []), _cut(f"{configuration}:", width), header]
         out.append(body[index])
-    return "\n".join([*out, PRIMARY_NOTE])
+    few = sorted(
+        {
+            int(row["owners"])
+            for _, row in table.iterrows()
+            if _delta(row).endswith("[-]") and delta_bounds(row).startswith("(")
+        }
+    )
+    notes = [f"[-]: {too_few_text(n)}" for n in few]
+    return "\n".join([*out, PRIMARY_NOTE, *notes])
 
 
 def wide_text(table: pd.DataFrame) -> str:

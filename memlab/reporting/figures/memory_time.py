@@ -66,8 +66,8 @@ INTRO = (
     "from (a fresh call), measuring answer and judge noise. Collapse: retained significantly "
     "below the reference (one-sided permutation test, each owner's reference and later "
     "answers permuted together, Westfall-Young max-T step-down over the curve's sessions at "
-    "5%: at most a 5% chance of a false flag anywhere on the curve) and size below 1 over "
-    "the whole interval. Memory size: cl100k tokens "
+    "4%: at most a 4% chance of a false flag anywhere on a curve that forgot nothing) and "
+    "size below 1 over the whole interval. Memory size: cl100k tokens "
     "of the stored facts and summaries per owner. Forgetting regret: gold facts a "
     "forgetting event removed the last memory of (the run's matcher decides)."
 )

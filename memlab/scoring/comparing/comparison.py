@@ -28,6 +28,7 @@ import pandas as pd
 from memlab.errors import MemlabError
 from memlab.scoring.comparing.comparability import LaneFacts, check_pairs, kind_baselines
 from memlab.scoring.comparing.inconclusive import SIDE_RATES, ComparedPair
+from memlab.scoring.inference.coverage import MIN_OWNERS, paired_method, too_few_text
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.stats import Paired, StatOptions, holm, holm_steps, paired
 from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
@@ -41,6 +42,7 @@ __all__ = [
     "compare",
     "compare_lanes",
     "comparison_text",
+    "delta_bounds",
     "describe",
     "describe_mde",
     "owner_deltas",
@@ -330,13 +332,24 @@ def compare_lanes(
 
 
 def _is_test(row: pd.Series, test: Paired | None) -> bool:
-    """A primary row that can be tested: defined on both sides and changed."""
+    """A primary row that can be tested: defined on both sides, changed, and on enough owners
+    for any delta's interval (no verdict of a difference is drawn on fewer: :func:`_enough`)."""
     return (
         test is not None
         and row["role"] == "primary"
         and test.changed
         and not math.isnan(test.p_value)
+        and _enough(test)
     )
+
+
+def _enough(test: Paired) -> bool:
+    """At least the owners from which a delta's interval is printed at all
+    (``MIN_OWNERS["paired"]``). A rate near 0 or 1 needs more for its interval
+    (:func:`memlab.scoring.inference.coverage.paired_method`) but not for its test: the
+    sign-flip test is exact, and a regression gate must still see a parse failure rate that
+    rose on 10 owners."""
+    return test.owners >= MIN_OWNERS["paired"]
 
 
 def _decide(table: pd.DataFrame, tests: Sequence[Paired | None], options: StatOptions) -> None:
@@ -388,7 +401,7 @@ def _verdict(spec: MetricSpec, row: pd.Series, test: Paired | None, alpha: float
     direction = "better" if (delta > 0) == spec.higher_is_better else "worse"
     if row["role"] == "primary":
         return direction if bool(row["significant"]) else "no significant difference"
-    clear = test is not None and test.p_value < alpha
+    clear = test is not None and test.p_value < alpha and _enough(test)
     return f"{direction} (exploratory)" if clear else "no clear difference (exploratory)"
 
 
@@ -501,11 +514,8 @@ def describe(row: pd.Series | dict[str, Any], *, holm_p: bool = True) -> str:
     if math.isnan(delta) or verdict == "no change":
         return verdict
     level = float(row.get("level", math.nan))
-    text = (
-        f"{spec.fmt_delta(delta)} "
-        f"{spec.fmt_bounds(float(row['delta_lo']), float(row['delta_hi']), points=True)}"
-    )
-    if not math.isnan(level):
+    text = f"{spec.fmt_delta(delta)} {delta_bounds(row)}"
+    if not math.isnan(level) and not delta_bounds(row).startswith("(too few"):
         text += f" ({_fmt_level(level)} CI)"
     text += f", {_fmt_p(float(row['p_value']))}"
     if row.get("role") != "primary":
@@ -514,6 +524,21 @@ def describe(row: pd.Series | dict[str, Any], *, holm_p: bool = True) -> str:
     if holm_p and not math.isnan(p_holm) and _fmt_p(p_holm) != _fmt_p(float(row["p_value"])):
         text += f" (Holm {_fmt_p(p_holm).removeprefix('p ').removeprefix('= ')})"
     return text + (", significant" if bool(row["significant"]) else ", not significant")
+
+
+def delta_bounds(row: pd.Series | dict[str, Any]) -> str:
+    """A comparison row's interval: ``[2.1, 10.4]``, or ``(too few owners for an interval
+    (n = 2))`` on fewer owners than the paired interval's coverage was measured on
+    (:func:`memlab.scoring.inference.coverage.paired_method`)."""
+    spec = metric_spec(str(row["metric"]))
+    lo, hi = float(row["delta_lo"]), float(row["delta_hi"])
+    owners = float(row.get("owners", math.nan))
+    values = (float(row.get("baseline", math.nan)), float(row.get("value", math.nan)))
+    if math.isnan(lo) and math.isfinite(owners):
+        method = paired_method(owners=int(owners), values=values, rate=spec.unit == "percent")
+        if method == "too few owners":
+            return f"({too_few_text(int(owners))})"
+    return spec.fmt_bounds(lo, hi, points=True)
 
 
 def describe_mde(row: pd.Series | dict[str, Any]) -> str:

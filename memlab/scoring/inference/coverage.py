@@ -30,6 +30,7 @@ __all__ = [
     "MIN_OWNERS",
     "clustered_exact",
     "interval_method",
+    "paired_method",
     "too_few_text",
 ]
 
@@ -43,11 +44,16 @@ MIN_OWNERS: dict[str, int] = {
     "bootstrap": 6,
     "bootstrap_survival": 6,
     "clustered_exact": 2,
+    "paired": 6,
+    "paired_edge": 14,
 }
 """The fewest owners at which each method's coverage was measured at least
 :data:`COVERAGE_GOAL` in every case of ``benchmarks/interval_coverage.py`` (owner counts 2, 3,
 4, 6, 14, 30): ``bootstrap`` for rates, ``bootstrap_survival`` for the restricted mean
-survival time, ``clustered_exact`` for rates (means 0.5, 0.8, 3% and 1%)."""
+survival time, ``clustered_exact`` for rates (means 0.5, 0.8, 3% and 1%); ``paired`` and
+``paired_edge`` for the delta of two configurations on the same owners
+(:func:`paired_method`, measured by ``benchmarks/paired_coverage.py``: rates 0.5 and 0.8, and
+3% and 1% near the edge, whose paired bootstrap covered 0.908 on 6 owners)."""
 
 
 def interval_method(*, ratio: bool, owners: int, estimate: float, bounded: bool = True) -> str:
@@ -62,11 +68,32 @@ def interval_method(*, ratio: bool, owners: int, estimate: float, bounded: bool 
     """
     if owners < 2:
         return "too few owners"
-    edge = bounded and math.isfinite(estimate) and not EDGE < estimate < 1 - EDGE
+    edge = bounded and _near_edge(estimate)
     method = "bootstrap" if ratio else "bootstrap_survival"
     if ratio and edge:
         method = "clustered_exact"
     return method if owners >= MIN_OWNERS[method] else "too few owners"
+
+
+def paired_method(*, owners: int, values: tuple[float, float], rate: bool) -> str:
+    """The method of the delta's interval of two configurations on the same owners
+    (``"paired"``, or ``"paired_edge"`` for a rate with either side's pooled value near 0 or
+    1, where the paired bootstrap needs more owners to cover), or ``"too few owners"`` when
+    none is printed.
+
+    Args:
+        owners: The owners that can change the delta.
+        values: The baseline's and the candidate's values over all of them.
+        rate: The statistic is a rate in [0, 1] on both sides.
+    """
+    edge = rate and any(_near_edge(value) for value in values)
+    method = "paired_edge" if edge else "paired"
+    return method if owners >= max(MIN_OWNERS[method], 2) else "too few owners"
+
+
+def _near_edge(value: float) -> bool:
+    """A rate at most :data:`EDGE` from 0 or 1."""
+    return math.isfinite(value) and not EDGE < value < 1 - EDGE
 
 
 def too_few_text(owners: int) -> str:

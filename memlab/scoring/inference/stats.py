@@ -43,7 +43,7 @@ import numpy.typing as npt
 from scipy import special
 
 from memlab.core.base.machine import memory_budget
-from memlab.scoring.inference.coverage import clustered_exact, interval_method
+from memlab.scoring.inference.coverage import clustered_exact, interval_method, paired_method
 from memlab.scoring.inference.stat_options import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -304,10 +304,7 @@ def bootstrap(estimator: Estimator, options: StatOptions | None = None) -> Inter
     n = int(keep.sum())
     # A ratio of sums is a rate (the exact interval's domain) only when no owner's numerator
     # exceeds its denominator: a size ratio or tokens per owner is not one.
-    kept = estimator.columns[keep]
-    rate = estimator.pooled and bool(
-        kept.shape[1] >= 2 and np.all((kept[:, 0] >= 0) & (kept[:, 0] <= kept[:, 1]))
-    )
+    rate = _is_rate(estimator, keep)
     method = interval_method(ratio=estimator.pooled, owners=n, estimate=estimate, bounded=rate)
     if n < 2 or options.resamples == 0:
         return Interval(estimate, math.nan, math.nan, math.nan, n, method)
@@ -354,6 +351,10 @@ class Paired:
     changed: bool
     draws: FloatArray = field(repr=False)
     planning_se: float = math.nan
+    method: str = "paired"
+    """How the delta's interval is found
+    (:func:`memlab.scoring.inference.coverage.paired_method`); ``too few owners`` when none
+    is printed."""
 
     @property
     def p_value(self) -> float:
@@ -363,8 +364,18 @@ class Paired:
         return max(self.p_perm, self.p_boot)
 
     def at(self, alpha: float) -> tuple[float, float]:
-        """The delta's interval at level ``1 - alpha``, extended to 0 when this test does not
-        reject at ``alpha``: it excludes 0 exactly when ``p_value < alpha``."""
+        """The delta's interval at level ``1 - alpha`` (:meth:`interval`), or none (NaN) on
+        fewer owners than its coverage was measured on
+        (``method``: :func:`memlab.scoring.inference.coverage.paired_method`)."""
+        if self.method == "too few owners":
+            return math.nan, math.nan
+        return self.interval(alpha)
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        """The delta's interval at level ``1 - alpha`` on any number of owners, extended to 0
+        when this test does not reject at ``alpha``: it excludes 0 exactly when
+        ``p_value < alpha``. Only :meth:`at` is printed; this is what its coverage is
+        measured on (``benchmarks/paired_coverage.py``)."""
         if self.owners < 2 or self.draws.size == 0:
             return math.nan, math.nan
         lo, hi = _order_interval(self.draws, _tail(1 - alpha, self.owners))
@@ -421,8 +432,10 @@ def paired(base: Estimator, cand: Estimator, options: StatOptions | None = None)
     with np.errstate(invalid="ignore"):
         changed = bool((cols_a != cols_b).any()) or bool(np.isnan(cols_a + cols_b).any())
     nan = math.nan
+    rate = _is_rate(base, keep) and _is_rate(cand, keep)
+    method = paired_method(owners=n, values=(base.value(), cand.value()), rate=rate)
     if n < 2 or options.resamples == 0 or math.isnan(delta):
-        return Paired(n, delta, nan, nan, nan, changed, np.empty(0))
+        return Paired(n, delta, nan, nan, nan, changed, np.empty(0), method=method)
     weights = _bootstrap_weights(n, options.resamples, options.seed)
     side_a, side_b = base.statistic(weights @ cols_a), cand.statistic(weights @ cols_b)
     draws = side_b - side_a
@@ -435,7 +448,16 @@ def paired(base: Estimator, cand: Estimator, options: StatOptions | None = None)
     changed = changed and not (delta == 0 and bool((draws == 0).all()))
     p_perm = _sign_flip_p(base, cand, keep, delta, options)
     p_boot = _bootstrap_p(draws, n)
-    return Paired(n, delta, se, p_perm, p_boot, changed, draws, planning)
+    return Paired(n, delta, se, p_perm, p_boot, changed, draws, planning, method)
+
+
+def _is_rate(estimator: Estimator, keep: BoolArray) -> bool:
+    """A ratio of sums that is a rate: no kept owner's numerator outside 0 to its denominator
+    (a size ratio or tokens per owner is not one)."""
+    kept = estimator.columns[keep]
+    return estimator.pooled and bool(
+        kept.shape[1] >= 2 and np.all((kept[:, 0] >= 0) & (kept[:, 0] <= kept[:, 1]))
+    )
 
 
 # ---------------------------------------------------------------------- families
