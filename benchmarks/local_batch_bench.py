@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     sequential = LocalLlamaBackend(args.model, **common)
     batched = LocalLlamaBackend(args.model, batch=args.lanes, **common)
     sequential.complete(work[0])  # load the model and warm up outside the timing
+    first_load = os.getloadavg()[0]
     started = time.perf_counter()
     seq_replies = [sequential.complete(r) for r in work]
     seq_s = time.perf_counter() - started
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     with_grammar = reference(llm, prompts, lengths, args.lanes, compile_grammar(contract_schema()))
     print(f"llama.cpp, grammar: {with_grammar[0]:.2f} s", flush=True)
     plain = reference(llm, prompts, lengths, args.lanes, None)
-    timings = Timings(seq_s, bat_s, with_grammar, plain, (load, os.getloadavg()[0]))
+    timings = Timings(seq_s, bat_s, with_grammar, plain, (first_load, load, os.getloadavg()[0]))
     return report(args, seq_replies, bat_replies, timings)
 
 
@@ -245,13 +246,13 @@ def _text(llm: Any, request: CompletionRequest) -> bytes:
 @dataclass
 class Timings:
     """Wall seconds of each way (the references with their generated tokens) and the
-    1-minute load average before the references and at the end."""
+    1-minute load average at the start, before the references and at the end."""
 
     sequential: float
     batched: float
     reference_grammar: tuple[float, int]
     reference_plain: tuple[float, int]
-    load: tuple[float, float]
+    load: tuple[float, float, float]
 
 
 def report(
@@ -273,7 +274,10 @@ def report(
     # The grammar column: llama.cpp's grammar sampler ("yes") or llguidance's masks.
     engine = "yes" if args.constraint == "grammar" else "llg"
     print(f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy")
-    print(f"load average (1 min): {t.load[0]:.1f} mid-run, {t.load[1]:.1f} at the end")
+    start, middle, end = t.load
+    print(
+        f"load average (1 min): {start:.1f} at the start, {middle:.1f} mid-run, {end:.1f} at the end"
+    )
     print(f"{'run':<34}{'grammar':>8}{'seconds':>9}{'tokens':>7}{'tokens/s':>10}")
     rows = [
         ("sequential (memlab)", engine, t.sequential, seq_replies, seq_rate),
