@@ -275,9 +275,7 @@ def report(
     engine = "yes" if args.constraint == "grammar" else "llg"
     print(f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy")
     start, middle, end = t.load
-    print(
-        f"load average (1 min): {start:.1f} at the start, {middle:.1f} mid-run, {end:.1f} at the end"
-    )
+    print(f"load average (1 min): {start:.1f} start, {middle:.1f} mid-run, {end:.1f} end")
     print(f"{'run':<34}{'grammar':>8}{'seconds':>9}{'tokens':>7}{'tokens/s':>10}")
     rows = [
         ("sequential (memlab)", engine, t.sequential, seq_replies, seq_rate),
