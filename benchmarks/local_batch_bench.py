@@ -9,16 +9,24 @@ contract's grammar, greedy), three ways, in this order:
   after another (today's path for a sweep's lanes on the local model);
 * **batched**: the same backend with ``batch=LANES`` called from LANES threads, as a sweep's
   workers call it (the scheduler decodes them together, the shared prefix kept);
-* **llama.cpp reference**: the low-level batched decode loop with none of memlab's work (no
-  chat formatting, no grammar, no scheduler): the shared prefix evaluated once and copied to
-  each sequence, each sequence's rest evaluated, then exactly as many greedy tokens per
-  sequence as the batched run generated for the same prompt, LANES sequences per
-  ``llama_decode`` (what ``llama-batched-bench`` measures, on this workload).
+* **llama.cpp reference, grammar**: the low-level batched decode loop with none of memlab's
+  work (no chat formatting, no scheduler): the shared prefix evaluated once and copied to
+  each sequence, each sequence's rest evaluated, then as many tokens per sequence as the
+  batched run generated for the same prompt, LANES sequences per ``llama_decode``, each
+  sequence sampled by llama.cpp's grammar sampler (the grammar memlab compiles from the
+  memory contract) then greedy: the same work as memlab's batched path, like for like;
+* **llama.cpp reference, no grammar**: the same loop with a plain argmax (what
+  ``llama-batched-bench`` measures, on this workload): the ceiling without a constraint.
 
-Aggregate tokens/s is generated tokens / wall seconds over the whole run (prompt evaluation
-included). Goals: batched >= 0.8x the reference and >= 1.5x sequential; the script also
-checks that every batched reply equals the sequential one for the same prompt and prints the
-prompt tokens the kept prefix saved. Exits with status 1 when a goal is missed.
+Every row says whether its replies are grammar-constrained. Aggregate tokens/s is generated
+tokens / wall seconds over the whole run (prompt evaluation included). Goals: batched >= 0.8x
+the reference with the grammar (like for like) and >= 1.5x sequential; the ratio to the
+reference without a grammar is printed beside them, not a goal. The script also checks that
+every batched reply equals the sequential one for the same prompt and prints the prompt
+tokens the kept prefix saved. Exits with status 1 when a goal is missed.
+
+``--constraint llguidance`` enforces the same grammar in memlab's rows with llguidance's token
+masks ("llg" in the grammar column) instead of llama.cpp's grammar sampler.
 
 Usage::
 
@@ -29,12 +37,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memlab.backends.decoding.grammar import compile_grammar
 from memlab.backends.local.llama_local import LocalLlamaBackend
 from memlab.core.jsondoc.contract import contract_schema
 from memlab.core.jsondoc.document import create_empty_memory
@@ -73,9 +84,12 @@ def requests(count: int, max_tokens: int) -> list[CompletionRequest]:
     return out
 
 
-def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int) -> float:
-    """Seconds llama.cpp's batched decode loop takes for ``prompts``, generating
-    ``lengths[i]`` greedy tokens for prompt i, ``lanes`` sequences at a time."""
+def reference(
+    llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int, grammar: str | None
+) -> tuple[float, int]:
+    """Seconds llama.cpp's batched decode loop takes for ``prompts`` and the tokens it
+    generated: ``lengths[i]`` greedy tokens for prompt i (fewer if the grammar ends it),
+    ``lanes`` sequences at a time, each constrained by ``grammar`` (GBNF) when given."""
     import llama_cpp
 
     params = type(llm.context_params).from_buffer_copy(llm.context_params)
@@ -87,6 +101,21 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
     memory = llama_cpp.llama_get_memory(ctx)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
     n_vocab = llm.n_vocab()
+    vocab = llm._model.vocab
+
+    def sampler() -> Any:
+        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        if grammar is not None:
+            constraint = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+            llama_cpp.llama_sampler_chain_add(chain, constraint)
+        llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
+        return chain
+
+    def pick(chain: Any, row: int) -> int:
+        if grammar is None:  # a plain argmax, as llama-batched-bench
+            return _argmax(llama_cpp.llama_get_logits_ith(ctx, row), n_vocab)
+        token = int(llama_cpp.llama_sampler_sample(chain, ctx, row))
+        return -1 if llama_cpp.llama_vocab_is_eog(vocab, token) else token
 
     def decode(items: list[tuple[int, int, int, bool]]) -> None:
         for start in range(0, len(items), 512):
@@ -99,6 +128,7 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
                 raise RuntimeError("llama_decode failed")
 
     started = time.perf_counter()
+    generated = 0
     shared = min(_common(prompts[0], p) for p in prompts)
     decode([(t, pos, lanes, False) for pos, t in enumerate(prompts[0][:shared])])
     for group in range(0, len(prompts), lanes):
@@ -107,13 +137,14 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
             llama_cpp.llama_memory_seq_cp(memory, lanes, seq, -1, -1)  # streams copy whole
         rows, pos, left, first = {}, {}, {}, {}
+        chains = {seq: sampler() for seq in seqs}
         for seq in seqs:  # each rest of a prompt, then its first greedy token
             tokens = prompts[group + seq]
             decode([(tokens[p], p, seq, p == len(tokens) - 1) for p in range(shared, len(tokens))])
-            last = (len(tokens) - shared - 1) % 512
-            first[seq] = _argmax(llama_cpp.llama_get_logits_ith(ctx, last), n_vocab)
-            pos[seq], left[seq] = len(tokens), lengths[group + seq]
+            first[seq] = pick(chains[seq], (len(tokens) - shared - 1) % 512)
+            pos[seq], left[seq] = len(tokens), lengths[group + seq] if first[seq] >= 0 else 0
         step = [(first[seq], pos[seq], seq, True) for seq in seqs if left[seq] > 0]
+        generated += len(step)
         for _, _, seq, _ in step:
             pos[seq] += 1
             left[seq] -= 1
@@ -123,17 +154,23 @@ def reference(llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int
             step = []
             for seq in seqs:
                 if left[seq] > 0:
-                    logits = llama_cpp.llama_get_logits_ith(ctx, rows[seq])
-                    token = _argmax(logits, n_vocab)
+                    token = pick(chains[seq], rows[seq])
+                    if token < 0:  # the grammar ended the reply
+                        left[seq] = 0
+                        continue
                     step.append((token, pos[seq], seq, True))
                     pos[seq] += 1
                     left[seq] -= 1
-            decode(step)
+            generated += len(step)
+            if step:
+                decode(step)
             rows = {seq: i for i, (_, _, seq, _) in enumerate(step)}
+        for chain in chains.values():
+            llama_cpp.llama_sampler_free(chain)
     elapsed = time.perf_counter() - started
     llama_cpp.llama_batch_free(batch)
     llama_cpp.llama_free(ctx)
-    return elapsed
+    return elapsed, generated
 
 
 def _argmax(logits: Any, n_vocab: int) -> int:
@@ -157,12 +194,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument(
+        "--constraint",
+        choices=["grammar", "llguidance"],
+        default="grammar",
+        help="what enforces the grammar in memlab's rows (the llama.cpp rows use its sampler)",
+    )
     args = parser.parse_args(argv)
     work = requests(args.prompts, args.max_tokens)
-    common = {"n_threads": args.threads, "n_ctx": args.n_ctx}
+    common: dict[str, Any] = {
+        "n_threads": args.threads,
+        "n_ctx": args.n_ctx,
+        "constraint": args.constraint,
+    }
     sequential = LocalLlamaBackend(args.model, **common)
     batched = LocalLlamaBackend(args.model, batch=args.lanes, **common)
     sequential.complete(work[0])  # load the model and warm up outside the timing
+    first_load = os.getloadavg()[0]
     started = time.perf_counter()
     seq_replies = [sequential.complete(r) for r in work]
     seq_s = time.perf_counter() - started
@@ -175,8 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     llm = batched.llama()
     prompts = [llm.tokenize(_text(llm, r), add_bos=False, special=True) for r in work]
     lengths = [c.completion_tokens for c in bat_replies]
-    ref_s = reference(llm, prompts, lengths, args.lanes)
-    return report(args, seq_replies, seq_s, bat_replies, bat_s, sum(lengths), ref_s)
+    load = os.getloadavg()[0]
+    with_grammar = reference(llm, prompts, lengths, args.lanes, compile_grammar(contract_schema()))
+    print(f"llama.cpp, grammar: {with_grammar[0]:.2f} s", flush=True)
+    plain = reference(llm, prompts, lengths, args.lanes, None)
+    timings = Timings(seq_s, bat_s, with_grammar, plain, (first_load, load, os.getloadavg()[0]))
+    return report(args, seq_replies, bat_replies, timings)
 
 
 def _text(llm: Any, request: CompletionRequest) -> bytes:
@@ -191,30 +243,56 @@ def _text(llm: Any, request: CompletionRequest) -> bytes:
     return formatter(messages=messages).prompt.encode("utf-8")
 
 
+@dataclass
+class Timings:
+    """Wall seconds of each way (the references with their generated tokens) and the
+    1-minute load average at the start, before the references and at the end."""
+
+    sequential: float
+    batched: float
+    reference_grammar: tuple[float, int]
+    reference_plain: tuple[float, int]
+    load: tuple[float, float, float]
+
+
 def report(
     args: argparse.Namespace,
     seq_replies: list[Completion],
-    seq_s: float,
     bat_replies: list[Completion],
-    bat_s: float,
-    ref_tokens: int,
-    ref_s: float,
+    t: Timings,
 ) -> int:
-    seq_rate = sum(c.completion_tokens for c in seq_replies) / seq_s
-    bat_rate = sum(c.completion_tokens for c in bat_replies) / bat_s
-    ref_rate = ref_tokens / ref_s
+    seq_rate = sum(c.completion_tokens for c in seq_replies) / t.sequential
+    bat_rate = sum(c.completion_tokens for c in bat_replies) / t.batched
+    ref_g_rate = t.reference_grammar[1] / t.reference_grammar[0]
+    ref_p_rate = t.reference_plain[1] / t.reference_plain[0]
     same = sum(a.text == b.text for a, b in zip(seq_replies, bat_replies, strict=True))
     reused = sum(c.cached_prompt_tokens for c in bat_replies)
     prompt = sum(c.prompt_tokens for c in bat_replies)
-    vs_ref, vs_seq = bat_rate / ref_rate, bat_rate / seq_rate
+    vs_ref, vs_seq, vs_plain = bat_rate / ref_g_rate, bat_rate / seq_rate, bat_rate / ref_p_rate
     ok_ref, ok_seq = vs_ref >= 0.8, vs_seq >= 1.5
-    print(f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy, grammar")
-    print(f"{'run':<28}{'seconds':>9}{'tokens/s':>10}")
-    print(f"{'sequential (memlab)':<28}{seq_s:>9.2f}{seq_rate:>10.1f}")
-    print(f"{'batched x' + str(args.lanes) + ' (memlab)':<28}{bat_s:>9.2f}{bat_rate:>10.1f}")
-    print(f"{'llama.cpp batched x' + str(args.lanes):<28}{ref_s:>9.2f}{ref_rate:>10.1f}")
-    print(f"batched / llama.cpp   {vs_ref:5.2f}x  goal >= 0.8x  {'PASS' if ok_ref else 'FAIL'}")
-    print(f"batched / sequential  {vs_seq:5.2f}x  goal >= 1.5x  {'PASS' if ok_seq else 'FAIL'}")
+    lanes = str(args.lanes)
+    # The grammar column: llama.cpp's grammar sampler ("yes") or llguidance's masks.
+    engine = "yes" if args.constraint == "grammar" else "llg"
+    print(f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy")
+    start, middle, end = t.load
+    print(f"load average (1 min): {start:.1f} start, {middle:.1f} mid-run, {end:.1f} end")
+    print(f"{'run':<34}{'grammar':>8}{'seconds':>9}{'tokens':>7}{'tokens/s':>10}")
+    rows = [
+        ("sequential (memlab)", engine, t.sequential, seq_replies, seq_rate),
+        (f"batched x{lanes} (memlab)", engine, t.batched, bat_replies, bat_rate),
+    ]
+    for name, grammar, seconds, replies, rate in rows:
+        tokens = sum(c.completion_tokens for c in replies)
+        print(f"{name:<34}{grammar:>8}{seconds:>9.2f}{tokens:>7}{rate:>10.1f}")
+    for name, grammar, (seconds, tokens), rate in (
+        (f"llama.cpp batched x{lanes}", "yes", t.reference_grammar, ref_g_rate),
+        (f"llama.cpp batched x{lanes}", "no", t.reference_plain, ref_p_rate),
+    ):
+        print(f"{name:<34}{grammar:>8}{seconds:>9.2f}{tokens:>7}{rate:>10.1f}")
+    ok = {True: "PASS", False: "FAIL"}
+    print(f"goal: batched / llama.cpp (both constrained) {vs_ref:5.2f}x >= 0.8x {ok[ok_ref]}")
+    print(f"goal: batched / sequential (same constraint) {vs_seq:5.2f}x >= 1.5x {ok[ok_seq]}")
+    print(f"info: batched / llama.cpp without grammar    {vs_plain:5.2f}x (not like for like)")
     print(f"replies equal to sequential: {same}/{len(seq_replies)}")
     print(f"prompt tokens served from the kept prefix: {reused}/{prompt}")
     return 0 if ok_ref and ok_seq else 1

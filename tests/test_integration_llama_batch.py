@@ -1,6 +1,7 @@
 """Batched local decoding on the bundled SmolLM2: concurrent greedy calls decoded together.
 
-Kept small (four prompts, two threads, short replies); no reply is pinned: the batched replies
+Kept small (three prompts on the concise prompt, one thread, 24-token replies: well under a
+minute on a quiet machine); no reply is pinned: the batched replies
 are compared with the sequential path's replies on the same build, and prefix reuse with a
 count computed from the prompts' tokens.
 """
@@ -23,19 +24,18 @@ from memlab.core.pipeline.messages import format_conversation_for_update
 from memlab.core.prompts import get_prompt
 
 N_THREADS = 1  # threads spinning at a barrier stall on a loaded machine
-N_CTX = 4096
+N_CTX = 1024  # a ~660-token prompt and its reply
 LINES = [
     "I'm a data engineer at Acme and I prefer Python over Java.",
     "My sister Ana moved to Lisbon last spring.",
     "We adopted a grey cat named Miso in October.",
-    "I'm learning Japanese for a trip to Kyoto next year.",
 ]
 
 
 def update_request(line: str, max_tokens: int) -> CompletionRequest:
     memory = create_empty_memory(datetime(2024, 1, 1, tzinfo=UTC))
     dialogue = [{"role": "user", "content": line}, {"role": "assistant", "content": "Noted."}]
-    prompt = get_prompt("default").render(memory, format_conversation_for_update(dialogue))
+    prompt = get_prompt("concise").render(memory, format_conversation_for_update(dialogue))
     return CompletionRequest(
         messages=[{"role": "user", "content": prompt}],
         mode=OutputMode.JSON_SCHEMA,
@@ -69,14 +69,14 @@ def test_common_prefix_counts_leading_equal_tokens() -> None:
 
 @pytest.mark.integration
 def test_batched_greedy_replies_equal_sequential_and_reuse_the_prefix() -> None:
-    """Four concurrent greedy calls through the batched decoder give the sequential path's
+    """Three concurrent greedy calls through the batched decoder give the sequential path's
     replies (same build, same tokens), and every call after the first evaluates only what
     its prompt does not share with the kept prefix."""
-    work = [update_request(line, max_tokens=40) for line in LINES]
+    work = [update_request(line, max_tokens=24) for line in LINES]
     sequential = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX)
-    batched = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX, batch={"lanes": 4})
+    batched = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX, batch={"lanes": 3})
     expected = [sequential.complete(r) for r in work]
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(3) as pool:
         replies = list(pool.map(batched.complete, work))
     for want, got in zip(expected, replies, strict=True):
         assert got.text == want.text
@@ -108,3 +108,23 @@ def test_batched_call_too_long_for_the_window_is_an_error() -> None:
     request = update_request(LINES[0], max_tokens=16)
     with pytest.raises(BackendError, match="does not fit the context window n_ctx=256"):
         small.complete(request)
+
+
+@pytest.mark.integration
+def test_batched_llguidance_replies_equal_sequential_and_reuse_the_prefix() -> None:
+    """With llguidance's masks as the constraint, concurrent greedy calls go through the
+    batched decoder too (the second reuses the kept prefix) and give the sequential replies."""
+    pytest.importorskip("llguidance")
+    work = [update_request(line, max_tokens=16) for line in LINES[:2]]
+    sequential = LocalLlamaBackend(n_threads=N_THREADS, n_ctx=N_CTX, constraint="llguidance")
+    batched = LocalLlamaBackend(
+        n_threads=N_THREADS, n_ctx=N_CTX, constraint="llguidance", batch={"lanes": 2}
+    )
+    expected = [sequential.complete(r) for r in work]
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(batched.complete, work))
+    assert [r.text for r in replies] == [e.text for e in expected]
+    assert [r.completion_tokens for r in replies] == [e.completion_tokens for e in expected]
+    llm = batched.llama()
+    tokens = [llm.tokenize(r.messages[0]["content"].encode(), add_bos=False) for r in work]
+    assert max(r.cached_prompt_tokens for r in replies) >= common_prefix(*tokens)

@@ -123,6 +123,8 @@ class BackendPlugin:
         prompt_reader: ``prompt_reader(argument) -> bool``: whether the backend the spec's
             argument names lets the update prompt's text change its replies; None: it does
             (a model). Ask :func:`reads_prompts`.
+        batches: Its factory takes ``batch=`` (how many concurrent calls it decodes
+            together): a sweep's ``local_batch`` reaches it through :func:`backend_options`.
     """
 
     factory: BackendFactory
@@ -137,6 +139,7 @@ class BackendPlugin:
     needs_dataset: bool = False
     packages: tuple[str, ...] = ()
     prompt_reader: Callable[[str], bool] | None = None
+    batches: bool = False
 
     @property
     def cacheable(self) -> bool:
@@ -211,6 +214,7 @@ BACKENDS: plugins.Registry[BackendPlugin] = plugins.declare(
             "llama.cpp or llguidance (MEMLAB_LLAMA_CONSTRAINT)",
             reply_grammar="compact",
             packages=("llama-cpp-python",),
+            batches=True,
         ),
         "scripted": BackendPlugin(
             _scripted_factory,
@@ -329,11 +333,17 @@ def cacheable(spec: str) -> bool:
     return plugin is None or plugin.cacheable
 
 
-def backend_options(spec: str, dataset: str | Path) -> dict[str, Any]:
+def backend_options(spec: str, dataset: str | Path, batch: Any = None) -> dict[str, Any]:
     """Options a spec needs from the sweep: the dataset path for backends that answer from
-    it (the simulated model)."""
+    it (the simulated model); ``batch`` (a sweep's ``local_batch``, ``None``: not set) for
+    backends that decode concurrent calls together (:attr:`BackendPlugin.batches`)."""
     plugin = find_backend_plugin(spec)
-    return {"dataset": dataset} if plugin is not None and plugin.needs_dataset else {}
+    options: dict[str, Any] = {}
+    if plugin is not None and plugin.needs_dataset:
+        options["dataset"] = dataset
+    if plugin is not None and plugin.batches and batch is not None:
+        options["batch"] = batch
+    return options
 
 
 def spec_short_name(spec: str) -> str:

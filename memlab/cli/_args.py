@@ -35,6 +35,7 @@ __all__ = [
     "directory",
     "executor",
     "existing_directory",
+    "local_batch",
     "rate_limit_from_args",
     "reply_bound_line",
     "resamples",
@@ -268,6 +269,17 @@ def add_cost_options(parser: argparse.ArgumentParser, what: str) -> None:
         help="stop before the calls' spend (at the backends' declared prices) could pass "
         "USD; what finished is kept and the same command resumes (exit 1)",
     )
+
+
+def local_batch(text: str) -> int:
+    """``--local-batch``: a lane count from 1 to 32."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 32:
+        raise argparse.ArgumentTypeError(f"expected a lane count from 1 to 32, got {text!r}")
+    return value
 
 
 def rate_limit_from_args(args: argparse.Namespace) -> RateLimit | None:

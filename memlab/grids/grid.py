@@ -20,6 +20,7 @@ Example ``grid.yaml`` (four lanes; ``base`` holds the settings every lane shares
     replay_mode: debounce
     primary: [recall, parse_failure_rate]   # what "better" means here (default: the specs')
     qa: {answer_backend: "local:smollm2", judges: [lenient, strict]}   # memory QA
+    local_batch: {lanes: 4}   # the local model decodes up to 4 concurrent calls together
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pydantic import (
     field_validator,
 )
 
+from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.registry import dialect_for
 from memlab.core.base.safe_names import unsafe_reason
 from memlab.core.tiered_prompts import TIERED_CALLS
@@ -137,6 +139,11 @@ class Grid(BaseModel):
     rate_limit: RateLimitSpec | None = None
     """Requests and tokens a minute the calls to each rate-limited endpoint are paced at;
     pacing only, never part of lane ids or cache keys (see :mod:`memlab.grids.rate_limit_spec`)."""
+    local_batch: BatchOptions | None = None
+    """Decode up to ``lanes`` concurrent greedy calls of the local model together
+    (``local_batch: 4`` is ``{lanes: 4}``; see ``docs/local-model.md``); how calls are
+    scheduled, never part of lane ids or cache keys. ``None``: one call at a time (or
+    ``MEMLAB_LLAMA_BATCH``)."""
 
     _source: str = PrivateAttr(default="<grid>")
     _base_dir: Path = PrivateAttr(default_factory=Path)
@@ -153,6 +160,13 @@ class Grid(BaseModel):
             return list(primary_metrics(names))
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
+
+    @field_validator("local_batch", mode="before")
+    @classmethod
+    def _lane_count(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"lanes": value}  # the shorthand: a lane count
+        return value
 
     @field_validator("name")
     @classmethod
@@ -325,9 +339,12 @@ class Grid(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             key = _key_path(err["loc"])
-            keys = _rate_limit_keys(err["loc"])
+            keys = _nested_grid_keys(err["loc"])
             more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-            raise GridError(source, key, _describe(err, keys) + more, line_map.get(key)) from None
+            line = line_map.get(key)
+            if line is None and key.startswith("local_batch."):  # ``local_batch: 0``
+                line = line_map.get("local_batch")
+            raise GridError(source, key, _describe(err, keys) + more, line) from None
         grid._source = source
         grid._base_dir = Path(base_dir) if base_dir is not None else Path()
         grid._lines = line_map
@@ -383,8 +400,11 @@ def _field_adapter(field: str) -> TypeAdapter[Any]:
     return TypeAdapter(field_type)
 
 
-def _rate_limit_keys(loc: Sequence[int | str]) -> tuple[str, ...]:
-    """The keys known where an error inside ``rate_limit:`` is (for an unknown key)."""
+def _nested_grid_keys(loc: Sequence[int | str]) -> tuple[str, ...]:
+    """The keys known where an error inside ``rate_limit:`` or ``local_batch:`` is (for an
+    unknown key)."""
+    if loc and loc[0] == "local_batch":
+        return tuple(BatchOptions.model_fields)
     if not loc or loc[0] != "rate_limit":
         return ()
     inside_backend = len(loc) > 3 and loc[1] == "backends"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memlab.backends.caching.cache import CachedBackend, CacheMode
 from memlab.backends.costs.spend import SpendGuard, SpendLimit
+from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.registry import backend_options, cacheable, resolve_backend
 from memlab.backends.remote.rate_limit import RateLimited, RateLimiters
 from memlab.core.pipeline.llm import Backend
@@ -92,8 +93,9 @@ class LaneBackends:
             return self._built[spec]
 
 
-def registry_backend(spec: str, dataset: Path) -> Backend:
+def registry_backend(spec: str, dataset: Path, batch: BatchOptions | None = None) -> Backend:
     """The default backend factory of a sweep: the registry, giving backends that answer
-    from the dataset (``sim:``) its path. Module-level so that a ``functools.partial`` of it pickles
-    (remote workers build their backends with it)."""
-    return resolve_backend(spec, **backend_options(spec, dataset))
+    from the dataset (``sim:``) its path and the local model the sweep's ``local_batch``.
+    Module-level so that a ``functools.partial`` of it pickles (remote workers build their
+    backends with it)."""
+    return resolve_backend(spec, **backend_options(spec, dataset, batch))

@@ -39,6 +39,7 @@ import yaml
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.costs.spend import CostLimitError, SpendLimit
 from memlab.backends.identity import file_digest
+from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.registry import environment_packages, is_simulated, reads_prompts
 from memlab.backends.remote.rate_limit import RateLimit, RateLimiters
 from memlab.core.base.safe_names import ensure_inside
@@ -118,6 +119,7 @@ def sweep(
     max_judge_errors: float = 0.0,
     max_cost: float | None = None,
     rate_limit: RateLimit | None = None,
+    local_batch: BatchOptions | int | None = None,
 ) -> Run:
     """Replay ``dataset`` under every lane of ``grid`` and return the :class:`Run`.
 
@@ -171,12 +173,19 @@ def sweep(
             headers can only lower it. Overrides the grid's ``rate_limit:`` key value by
             value (:mod:`memlab.grids.rate_limit_spec`). On Dask each worker process paces
             at its share: the limit divided by the workers connected when the sweep starts.
+        local_batch: How many concurrent greedy calls the local model decodes together
+            (a lane count or :class:`~memlab.backends.local.llama_batch.BatchOptions`;
+            ``docs/local-model.md``), replacing the grid's ``local_batch:``. Scheduling
+            only: lane ids, cache keys and replies stay as they are. Used by the default
+            backend factory (the registry), not by a ``backend_factory`` given.
 
     With a ``qa:`` key in the grid, the finished run's memory is then asked the dataset's
     questions (:func:`memlab.postrun.qa_step.add_qa`, with the same cache, workers and matcher;
     ``backend_factory`` builds its backends too).
     """
     spend = _spend_limit(max_cost, executor)
+    if local_batch is not None:
+        grid = grid.model_copy(update={"local_batch": _batch_options(local_batch)})
     rates = RateLimiters(limits_with_override(grid.rate_limit, rate_limit))
     # The settings the QA step shares with the replays, as the one object it is passed.
     options = QAOptions(
@@ -227,6 +236,21 @@ def sweep(
         if plan.grid.qa is not None:
             run = run_qa(run, None, options)
         return run
+
+
+def _batch_options(value: BatchOptions | int) -> BatchOptions:
+    if isinstance(value, BatchOptions):
+        return value
+    try:
+        return BatchOptions(lanes=value)
+    except ValueError as exc:
+        raise RunError(f"local_batch must be a lane count from 1 to 32, got {value!r}") from exc
+
+
+def _unset_keys(grid: Grid) -> set[str] | None:
+    """Keys added to grids later, left out of grid.yaml when unset (written as before)."""
+    unset = {key for key in ("rate_limit", "local_batch") if getattr(grid, key) is None}
+    return unset or None
 
 
 def _spend_limit(max_cost: float | None, executor: SweepExecutor | None) -> SpendLimit | None:
@@ -299,9 +323,7 @@ def _prepare_run_dir(plan: SweepPlan, runs_dir: Path, resume: bool) -> None:
         # What comparisons check two runs replayed (memlab.runs.lane_facts).
         "dataset_sha256": _dataset_digest(plan.dataset_path),
         # A grid without rate_limit is written as before it had the key.
-        "grid": plan.grid.model_dump(
-            mode="json", exclude={"rate_limit"} if plan.grid.rate_limit is None else None
-        ),
+        "grid": plan.grid.model_dump(mode="json", exclude=_unset_keys(plan.grid)),
         "lanes": {lane.lane_id: lane.config.model_dump(mode="json") for lane in plan.lanes},
     }
     run_dir.start_sweep(

@@ -536,8 +536,9 @@ def plan_sweep(
     name = safe_component(run_name or grid.name, "run name")
     runs_root = Path(runs_dir)
     run_path = ensure_inside(runs_root / name, runs_root, "run directory")
+    default_factory = functools.partial(registry_backend, dataset=data_file, batch=grid.local_batch)
     backends = LaneBackends(
-        backend_factory or functools.partial(registry_backend, dataset=data_file),
+        backend_factory or default_factory,
         Path(cache_dir) if cache_dir is not None else None,
         cache_mode,
         spend,

@@ -74,12 +74,17 @@ class BatchRequest:
         grammar: GBNF text the reply must match, or ``None``.
         max_tokens: Most tokens to generate.
         stop: Strings that end the reply (cut off, like the sequential path does).
+        mask: Instead of ``grammar``, a logits processor masking the tokens the reply's
+            grammar rules out (llguidance's
+            :class:`~memlab.backends.decoding.token_mask.MaskProcessor`), called as the
+            sequential path calls it: ``mask(prompt and generated tokens, logits)``.
     """
 
     tokens: list[int]
     grammar: str | None
     max_tokens: int
     stop: tuple[str, ...] = ()
+    mask: Any = None
 
 
 @dataclass
@@ -166,7 +171,11 @@ class BatchDecoder:
         self._thread.start()
 
     def chat_request(
-        self, messages: list[dict[str, Any]], grammar: str | None, max_tokens: int
+        self,
+        messages: list[dict[str, Any]],
+        grammar: str | None,
+        max_tokens: int,
+        mask: Any = None,
     ) -> BatchRequest | None:
         """The request for ``messages`` as the sequential path would prompt the model
         (the model's chat template), or ``None`` when the model has no chat template."""
@@ -177,7 +186,7 @@ class BatchDecoder:
             result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
         )
         stop = result.stop if isinstance(result.stop, list) else [result.stop]
-        return BatchRequest(tokens, grammar, max_tokens, tuple(s for s in stop if s))
+        return BatchRequest(tokens, grammar, max_tokens, tuple(s for s in stop if s), mask)
 
     def submit(self, request: BatchRequest) -> Future[BatchReply]:
         """Queue ``request``; the future holds its reply or a :class:`BackendError`."""
@@ -346,7 +355,14 @@ class BatchDecoder:
 
     def _sample(self, lanes: dict[int, _Lane], lane: _Lane, index: int) -> None:
         lib = self._lib
-        token = int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
+        if lane.request.mask is not None:
+            token = self._masked(lane, index)
+            if lane.request.mask.error:
+                error = f"the llguidance constraint failed: {lane.request.mask.error}"
+                self._finish(lanes, lane, BackendError(error))
+                return
+        else:
+            token = int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
         if lib.llama_vocab_is_eog(self._vocab, token):
             self._finish(lanes, lane, "stop")
             return
@@ -356,6 +372,16 @@ class BatchDecoder:
             self._finish(lanes, lane, "stop")
         elif len(lane.generated) >= lane.request.max_tokens:
             self._finish(lanes, lane, "length")
+
+    def _masked(self, lane: _Lane, index: int) -> int:
+        """The best token of row ``index`` that the lane's mask allows (greedy)."""
+        import numpy as np
+
+        n_vocab = self._llm.n_vocab()
+        row = self._lib.llama_get_logits_ith(self._ctx, index)
+        scores = np.ctypeslib.as_array(row, shape=(n_vocab,)).copy()
+        seen = np.asarray(lane.request.tokens + lane.generated, dtype=np.intc)
+        return int(np.argmax(lane.request.mask(seen, scores)))
 
     def _text(self, lane: _Lane) -> str:
         data: bytes = self._llm.detokenize(lane.generated, prev_tokens=lane.request.tokens)

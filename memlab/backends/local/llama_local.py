@@ -19,7 +19,8 @@ A reply the context window cuts before ``max_tokens`` is an error, not a truncat
 
 The ``batch`` option (or ``MEMLAB_LLAMA_BATCH=LANES``) serves greedy calls made concurrently
 (a sweep's workers) from one batched decoder with the shared prompt prefix kept in its KV
-cache (:mod:`memlab.backends.local.llama_batch`); other calls keep the sequential path.
+cache (:mod:`memlab.backends.local.llama_batch`), with either constraint; sampled calls keep
+the sequential path.
 """
 
 from __future__ import annotations
@@ -264,7 +265,7 @@ class LocalLlamaBackend:
         batch: Decode concurrent greedy calls together: a lane count, a mapping of
             :class:`~memlab.backends.local.llama_batch.BatchOptions` fields or the options;
             defaults to ``MEMLAB_LLAMA_BATCH`` or none (one call at a time). Calls that
-            sample (temperature > 0) or use the ``llguidance`` constraint stay sequential.
+            sample (temperature > 0) stay sequential.
 
     The model is loaded lazily on the first call and shared with every other backend using the
     same ``(path, n_ctx, n_threads)``.
@@ -363,7 +364,13 @@ class LocalLlamaBackend:
                 )
             gbnf = compile_grammar(request.schema)
             if self._batched(params):
-                return self._complete_batched(llm, kwargs["messages"], gbnf, params)
+                mask = None
+                if self.constraint == "llguidance":
+                    from memlab.backends.decoding.token_mask import mask_processor
+
+                    key = str(self.model_path.resolve())
+                    mask = mask_processor(llm, key, gbnf, greedy=True)
+                return self._complete_batched(llm, kwargs["messages"], gbnf, params, mask)
             kwargs.update(self._schema_constraint(llm, gbnf, params))
         elif request.mode is OutputMode.JSON_OBJECT:
             if self._batched(params):
@@ -406,15 +413,23 @@ class LocalLlamaBackend:
         )
 
     def _batched(self, params: GenerationParams) -> bool:
-        """Whether a call goes to the batched decoder: greedy, and not llguidance's masks."""
-        return self.batch is not None and params.temperature == 0 and self.constraint == "grammar"
+        """Whether a call goes to the batched decoder: greedy (either constraint)."""
+        return self.batch is not None and params.temperature == 0
 
     def _complete_batched(
-        self, llm: Any, messages: list[dict[str, Any]], gbnf: str | None, params: GenerationParams
+        self,
+        llm: Any,
+        messages: list[dict[str, Any]],
+        gbnf: str | None,
+        params: GenerationParams,
+        mask: Any = None,
     ) -> Completion:
+        """One call through the shared decoder: ``gbnf`` enforced by llama.cpp's grammar
+        sampler, or by ``mask`` (llguidance's :class:`MaskProcessor`) when given."""
         assert self.batch is not None
         decoder = shared_decoder(llm, self.n_ctx, self.n_threads, self.batch)
-        batch_request = decoder.chat_request(messages, gbnf, params.max_tokens)
+        grammar = None if mask is not None else gbnf
+        batch_request = decoder.chat_request(messages, grammar, params.max_tokens, mask)
         if batch_request is None:
             raise BackendError(
                 f"{self.model_path.name} has no chat template, which batched decoding needs; "

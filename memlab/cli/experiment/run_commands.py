@@ -71,6 +71,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="concurrent replays in this process (default: 4)",
     )
     parser.add_argument(
+        "--local-batch",
+        type=_args.local_batch,
+        metavar="LANES",
+        help="decode up to LANES concurrent greedy calls of the local model together, "
+        "the shared prompt prefix kept (e.g. --workers 4 --local-batch 4; replaces the "
+        "grid's local_batch:; replies and cache keys unchanged)",
+    )
+    parser.add_argument(
         "--executor",
         type=_args.executor,
         metavar="SPEC",
@@ -217,6 +225,7 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
             max_judge_errors=args.max_judge_errors,
             max_cost=args.max_cost,
             rate_limit=_args.rate_limit_from_args(args),
+            local_batch=args.local_batch,
         )
         status = 0
     except CostLimitError as exc:
