@@ -25,6 +25,7 @@ from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QAError, QASpec
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
+from memlab.matching.matchers import resolve_matcher
 from memlab.postrun import qa_step
 from memlab.postrun.qa_step import (
     IncompleteQAError,
@@ -217,8 +218,12 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
         f"{run.path}: matcher 'judge:openai:gpt-4o' asks an LLM; using the default matcher "
         "(give the judge matcher explicitly to use it)"
     )
-    assert warnings[1].startswith(f"{run.path}: matcher 'no-such-matcher' unavailable (")
-    assert warnings[1].endswith("); using the default")
+    with pytest.raises(MemlabError) as unavailable:
+        resolve_matcher("no-such-matcher")
+    assert warnings[1] == (
+        f"{run.path}: matcher 'no-such-matcher' unavailable ({unavailable.value}); "
+        "using the default"
+    )
     assert len(warnings) == 2
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
@@ -331,6 +336,23 @@ def test_a_default_matcher_this_install_cannot_build_is_named_in_a_warning(
         f"{run.path}: the run was scored by matcher 'default', which this install cannot "
         "build; using 'default-lexical' (install memlab[embeddings] to use 'default')"
     ]
+
+
+def test_a_matcher_built_under_the_name_asked_is_used_without_a_warning(
+    run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``default`` built as ``default`` (the embeddings extra installed), and another name
+    built as whatever it builds: no warning; only ``default`` built as another is said."""
+
+    class _Default(LexicalMatcher):
+        name = "default"  # type: ignore[assignment]
+
+    built = _Default()
+    monkeypatch.setattr(qa_step, "resolve_matcher", lambda name: built)
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
+        assert run_matcher(_with_matcher(run, {"name": "default"})) is built
+        assert run_matcher(_with_matcher(run, {"name": "lexical"})) is built
+    assert caplog.records == []
 
 
 def test_the_step_logs_how_many_answers_it_wrote_and_where(
