@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QAError, QASpec
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
+from memlab.matching.matchers import resolve_matcher
 from memlab.postrun import qa_step
 from memlab.postrun.qa_step import (
     IncompleteQAError,
@@ -33,7 +35,7 @@ from memlab.postrun.qa_step import (
     rewrite_fates,
     run_matcher,
 )
-from memlab.qa.qa_prompts import judge_prompts
+from memlab.qa.qa_prompts import answer_prompts, judge_prompts
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_FORMAT, RunDir
 from memlab.scoring.qa.qa_causes import FATES
@@ -216,8 +218,12 @@ def test_the_runs_matcher_is_built_again_or_the_default_with_a_warning(
         f"{run.path}: matcher 'judge:openai:gpt-4o' asks an LLM; using the default matcher "
         "(give the judge matcher explicitly to use it)"
     )
-    assert warnings[1].startswith(f"{run.path}: matcher 'no-such-matcher' unavailable (")
-    assert warnings[1].endswith("); using the default")
+    with pytest.raises(MemlabError) as unavailable:
+        resolve_matcher("no-such-matcher")
+    assert warnings[1] == (
+        f"{run.path}: matcher 'no-such-matcher' unavailable ({unavailable.value}); "
+        "using the default"
+    )
     assert len(warnings) == 2
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
@@ -332,6 +338,23 @@ def test_a_default_matcher_this_install_cannot_build_is_named_in_a_warning(
     ]
 
 
+def test_a_matcher_built_under_the_name_asked_is_used_without_a_warning(
+    run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``default`` built as ``default`` (the embeddings extra installed), and another name
+    built as whatever it builds: no warning; only ``default`` built as another is said."""
+
+    class _Default(LexicalMatcher):
+        name = "default"  # type: ignore[assignment]
+
+    built = _Default()
+    monkeypatch.setattr(qa_step, "resolve_matcher", lambda name: built)
+    with caplog.at_level(logging.WARNING, logger="memlab.postrun.qa_step"):
+        assert run_matcher(_with_matcher(run, {"name": "default"})) is built
+        assert run_matcher(_with_matcher(run, {"name": "lexical"})) is built
+    assert caplog.records == []
+
+
 def test_the_step_logs_how_many_answers_it_wrote_and_where(
     run: Run, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -405,3 +428,70 @@ def test_a_replay_record_without_snapshots_is_refused(
         f"{OWNER}: the replay record has 0 snapshots for {sessions} sessions; "
         "the dataset changed since the sweep: rerun it"
     )
+
+
+VIOLIN = "Keeps a violin called Ysolde"
+
+
+class _Violin(_Agent):
+    """:class:`_Agent`, answering ``Ysolde`` when the prompt holds :data:`VIOLIN`."""
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        if STRICT.parse(prompt) is None and VIOLIN in prompt:
+            return Completion("Ysolde")
+        return super().complete(request)
+
+
+def test_each_sample_is_answered_from_its_own_replay_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two samples; every snapshot of sample 1's record also stores :data:`VIOLIN`, sample 0's
+    does not: exactly sample 1's answers from memory have it."""
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(_owner()) + "\n", encoding="utf-8")
+    grid = Grid.from_mapping({"name": "two", "samples": 2, "base": {"backend": "sim:careful"}})
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    read = RunDir.read_owner_record
+    violin = {"id": "fact_violin", "content": VIOLIN, "category": "context", "confidence": 1.0}
+
+    def marked(self: RunDir, lane_id: str, user_id: str, sample: int = 0) -> dict[str, Any]:
+        record = read(self, lane_id, user_id, sample)
+        if sample != 1:
+            return record
+        snapshots = [{**s, "facts": [*s.get("facts", []), violin]} for s in record["snapshots"]]
+        return {**record, "snapshots": snapshots}
+
+    monkeypatch.setattr(RunDir, "read_owner_record", marked)
+    done = _add(run, _Violin("no idea"))
+    answers = done.qa_answers
+    questions = len(_owner()["questions"])
+    saw = answers[answers["answer"] == "Ysolde"]
+    assert len(saw) == questions
+    assert set(saw["sample"]) == {1} and set(saw["condition"]) == {"memory"}
+
+
+def test_the_full_context_is_counted_with_the_lanes_token_counting(tmp_path: Path) -> None:
+    """A lane counting a token per four characters (``char``) with a 120-token budget: each
+    full-context prompt holds a conversation text of ceil(characters / 4) tokens, at most
+    120, and the row records that count."""
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(_owner()) + "\n", encoding="utf-8")
+    base = {"backend": "sim:careful", "token_counting": "char", "max_injection_tokens": 120}
+    grid = Grid.from_mapping({"name": "char", "base": base})
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    agent = _Reading("no idea")
+    done = _add(run, agent, spec=_spec(conditions=["full_context"]))
+    # The default answer prompt around its memory: the text before and after it.
+    before, after = answer_prompts().get("default").render("\x00", "\x01").split("\x00")
+    rows = done.qa_answers[done.qa_answers["condition"] == "full_context"]
+    assert len(rows) == len(_owner()["questions"])
+    for row in rows.to_dict("records"):
+        question = next(q for q in _owner()["questions"] if q["id"] == row["question_id"])
+        end = after.replace("\x01", question["question"])
+        [context] = {
+            p[len(before) : len(p) - len(end)]
+            for p in agent.prompts
+            if p.startswith(before + "[Conversation ") and p.endswith(end)
+        }
+        assert row["context_tokens"] == math.ceil(len(context) / 4) <= 120, row["question_id"]

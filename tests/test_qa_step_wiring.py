@@ -1,11 +1,14 @@
 """How the QA step hands its settings on and prepares its matcher, without replaying: the step
-itself is replaced by a recorder, the matcher by a spy, and the replay record is written by
-hand, so every expected value is read off the arguments and the record.
+itself is replaced by a recorder, the run directory's loader by one returning a stand-in run
+(its grid's ``rate_limit:`` key alone: what ``add_qa`` reads), the matcher by a spy, and the
+replay record is written by hand, so every expected value is read off the arguments and the
+record.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,23 +16,30 @@ import pytest
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.remote.rate_limit import RateLimit
 from memlab.datasets.models import Owner
+from memlab.grids.rate_limit_spec import RateLimitSpec
 from memlab.postrun import qa_step
 from memlab.postrun.qa_step import QAOptions, add_fates, add_qa
 
 JOB, CAT, TEA = "Works as a nurse in Leeds", "Has a cat called Miso", "Likes green tea"
 
 
-def _recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any, QAOptions]]:
-    calls: list[tuple[Any, Any, QAOptions]] = []
-    monkeypatch.setattr(qa_step, "run_qa", lambda *args: calls.append(args) or "done")
-    return calls
+class _Step:
+    """Records the step's calls and the directories loaded; every directory loads as ``run``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, rate_limit: Any = None) -> None:
+        self.run = SimpleNamespace(grid=SimpleNamespace(rate_limit=rate_limit))
+        self.calls: list[tuple[Any, Any, QAOptions]] = []
+        self.loaded: list[Any] = []
+        monkeypatch.setattr(qa_step, "run_qa", lambda *args: self.calls.append(args) or "done")
+        monkeypatch.setattr(qa_step, "load_run", lambda path: self.loaded.append(path) or self.run)
 
 
 def test_add_qa_defaults_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _recorded(monkeypatch)
+    step = _Step(monkeypatch)
     assert add_qa("runs/r", None) == "done"
-    [(run, spec, options)] = calls
-    assert (run, spec) == ("runs/r", None)
+    [(run, spec, options)] = step.calls
+    assert step.loaded == ["runs/r"]
+    assert run is step.run and spec is None
     assert options.cache_dir is None and options.cache_mode is CacheMode.READ_WRITE
     assert options.max_workers == 8 and options.progress is True
     assert options.matcher is None and options.backend_factory is None
@@ -39,7 +49,7 @@ def test_add_qa_defaults_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch
 
 
 def test_add_qa_hands_every_setting_to_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _recorded(monkeypatch)
+    step = _Step(monkeypatch)
     matcher, factory, limit = object(), (lambda spec: None), RateLimit(rpm=60, tpm=9000)
     spec = {"answer_backend": "agent"}
     add_qa(
@@ -57,7 +67,7 @@ def test_add_qa_hands_every_setting_to_the_step(monkeypatch: pytest.MonkeyPatch)
         max_cost=1.5,
         rate_limit=limit,
     )
-    [(_, given, options)] = calls
+    [(_, given, options)] = step.calls
     assert given is spec
     assert options.cache_dir == "cache" and options.cache_mode is CacheMode.READ_ONLY
     assert options.max_workers == 3 and options.progress is False
@@ -68,8 +78,21 @@ def test_add_qa_hands_every_setting_to_the_step(monkeypatch: pytest.MonkeyPatch)
     assert options.spend.spent == 0.0
     # The limit paces every backend spec: it is the "*" entry.
     assert options.rates is not None
-    assert options.rates.limit_for("openai:gpt-4o-mini") is limit
+    assert options.rates.limit_for("openai:gpt-4o-mini") == limit
     assert dict(options.rates.limits) == {"*": limit}
+
+
+def test_the_grids_rate_limit_paces_the_step_under_the_values_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    grid = RateLimitSpec(requests_per_minute=30, tokens_per_minute=5000)
+    step = _Step(monkeypatch, grid)
+    add_qa("runs/r", None)
+    add_qa("runs/r", None, rate_limit=RateLimit(tpm=9000))
+    (_, _, alone), (_, _, over) = step.calls
+    assert alone.rates is not None and dict(alone.rates.limits) == {"*": RateLimit(30, 5000)}
+    # The value given replaces the grid's tokens; its requests stay the grid's.
+    assert over.rates is not None and dict(over.rates.limits) == {"*": RateLimit(30, 9000)}
 
 
 def _owner() -> Owner:
@@ -125,10 +148,13 @@ def test_the_matcher_is_warmed_once_with_every_gold_and_stored_text() -> None:
     assert alone.warmed == [[JOB, CAT, TEA]]
 
 
-def test_the_run_directory_argument_is_passed_on_unread(
+def test_a_directory_is_loaded_once_and_a_run_is_used_as_given(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    calls = _recorded(monkeypatch)
+    step = _Step(monkeypatch)
     add_qa(tmp_path, None, max_cost=None, rate_limit=None)
-    [(run, _, options)] = calls
-    assert run == tmp_path and options.spend is None and options.rates is None
+    add_qa(step.run, None)  # type: ignore[arg-type]
+    (first, _, options), (second, _, _) = step.calls
+    assert step.loaded == [tmp_path]
+    assert first is step.run and second is step.run
+    assert options.spend is None and options.rates is None
