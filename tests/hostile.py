@@ -183,6 +183,7 @@ def run_process(
     src = Path(memlab.__file__).resolve().parents[1]
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = f"{src}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
+    full_env["PYTHONFAULTHANDLER"] = "1"  # a hang killed at the timeout leaves its stacks
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         proc = subprocess.Popen(
@@ -200,11 +201,17 @@ def run_process(
             proc.send_signal(signal.SIGINT)
             status, usage, why = _wait(proc, started, timeout, None)
         seconds = time.monotonic() - started
-        if status is None or usage is None:  # still running at the timeout: a hang
-            proc.kill()
-            _pid, status, usage = os.wait4(proc.pid, 0)
+        hung = status is None or usage is None
+        if hung:  # still running at the timeout
+            # SIGABRT first: faulthandler writes every thread's stack to stderr, so the
+            # failure shows where it hung; then kill.
+            proc.send_signal(signal.SIGABRT)
+            status, usage, why = _wait(proc, time.monotonic(), 5.0, None)
+            if status is None or usage is None:
+                proc.kill()
+                _pid, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = -9
-        code = os.waitstatus_to_exitcode(status)
+        code = -9 if hung else os.waitstatus_to_exitcode(status)  # -9: killed as hung
         out.seek(0)
         err.seek(0)
         return Finished(

@@ -138,5 +138,7 @@ def _run(
         assert done.cpu_seconds < MAX_SECONDS, f"took {done.cpu_seconds:.1f} s of CPU"
     if case.interrupt:
         assert done.interrupted_after is not None, "the command ended before Ctrl-C"
-        assert done.interrupted_after < INTERRUPT_S, f"{done.interrupted_after:.1f} s after Ctrl-C"
+        assert done.interrupted_after < INTERRUPT_S, (
+            f"{done.interrupted_after:.1f} s after Ctrl-C; stderr ends: {done.err[-4000:]}"
+        )
     return done.code, done.out, done.err
