@@ -193,6 +193,10 @@ def run_process(
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
+            # A test run started in the background by a shell ignores SIGINT, and a child
+            # inherits that: Python then installs no Ctrl-C handler and the interrupt rows
+            # would wait for the server. The command gets SIGINT as a terminal would give it.
+            preexec_fn=_default_sigint,
         )
         sent: float | None = None
         status, usage, why = _wait(proc, started, timeout, interrupt_when)
@@ -223,6 +227,11 @@ def run_process(
             cpu_seconds=usage.ru_utime + usage.ru_stime,
             interrupted_after=None if sent is None else time.monotonic() - sent,
         )
+
+
+def _default_sigint() -> None:
+    """In the child before it runs: SIGINT back to its default action."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait(
