@@ -90,7 +90,7 @@ def test_through_main_entry_point(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cli_main = importlib.import_module("memlab.cli.main")
-    monkeypatch.setattr(cli_main, "COMMAND_MODULES", ("datasets",))
+    monkeypatch.setattr(cli_main, "COMMAND_MODULES", ("memlab.cli.tools.datasets",))
     assert cli_main.main(["datasets", "validate", "smoke"]) == 0
     assert "OK " in capsys.readouterr().out
     assert cli_main.main(["datasets"]) == 2

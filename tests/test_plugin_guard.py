@@ -198,15 +198,21 @@ def test_a_plugin_exiting_or_interrupting_itself_is_skipped(fresh_loader: list[A
 
 
 def test_a_real_ctrl_c_while_plugins_load_still_stops(fresh_loader: list[Any]) -> None:
-    before = signal.getsignal(signal.SIGINT)
-    later: list[str] = []
-    fresh_loader.extend(
-        [_entry("a", lambda: os.kill(os.getpid(), signal.SIGINT)), _entry("b", later.append)]
-    )
-    with pytest.raises(KeyboardInterrupt):
-        plugins.load_plugins()
-    assert later == [] and plugins.plugin_failures() == {}
-    assert signal.getsignal(signal.SIGINT) is before  # the handler noting it is gone
+    # Python's own Ctrl-C handler, as at a terminal: a test run started in the background
+    # ignores SIGINT, and then the signal below would raise nothing.
+    original = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        before = signal.getsignal(signal.SIGINT)
+        later: list[str] = []
+        fresh_loader.extend(
+            [_entry("a", lambda: os.kill(os.getpid(), signal.SIGINT)), _entry("b", later.append)]
+        )
+        with pytest.raises(KeyboardInterrupt):
+            plugins.load_plugins()
+        assert later == [] and plugins.plugin_failures() == {}
+        assert signal.getsignal(signal.SIGINT) is before  # the handler noting it is gone
+    finally:
+        signal.signal(signal.SIGINT, original)
 
 
 def test_memlabs_own_entry_points_load_first(fresh_loader: list[Any]) -> None:

@@ -61,8 +61,8 @@ class BatchOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    lanes: int = Field(default=4, ge=1, le=32)
-    gather_ms: float = Field(default=5.0, ge=0.0, le=1000.0)
+    lanes: int = Field(default=4, ge=1, le=32, strict=True)
+    gather_ms: float = Field(default=5.0, ge=0.0, le=1000.0, strict=True)
 
 
 @dataclass
