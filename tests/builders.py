@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,6 +44,7 @@ __all__ = [
     "count_frames",
     "iso",
     "json_values",
+    "kill_slow_sweep",
     "locomo_sample",
     "marker_backend",
     "mutated_json",
@@ -362,3 +369,46 @@ def count_frames(per_lane: dict[str, dict[str, np.ndarray]]) -> tuple[pd.DataFra
 _FAKE_ROW_COUNTS = tuple(
     spec.column for spec in COUNT_SPECS if spec.in_rows and spec.column != "llm_calls"
 )
+
+
+_SLOW_SWEEP = textwrap.dedent(
+    """
+    import json, sys, time
+    from memlab.simulation.model import SimulatedBackend
+    from memlab.sweeps.driver import sweep
+    from memlab.grids.grid import Grid
+
+    class Slow(SimulatedBackend):
+        def complete(self, request):
+            time.sleep(0.3)
+            return super().complete(request)
+
+    dataset, grid = sys.argv[2], json.loads(sys.argv[3])
+    backend = Slow("careful", dataset=dataset)
+    sweep(dataset, Grid.from_mapping(grid), runs_dir=sys.argv[1], max_workers=1,
+          backend_factory=lambda spec: backend, progress=False)
+    """
+)
+
+
+def kill_slow_sweep(dataset: str, grid: Mapping[str, Any], runs: Path) -> None:
+    """Sweep ``grid`` on ``dataset`` with a slowed ``sim:careful`` in a child process, and kill
+    it (SIGKILL) a second into the replay after the first finished owner: while that owner's
+    stores are being written."""
+    lanes = runs / str(grid["name"]) / "lanes"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_SWEEP, str(runs), dataset, json.dumps(dict(grid))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(lanes.glob("*/owners/*.json"))) < 1:
+            assert child.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline, "no replay finished in time"
+            time.sleep(0.05)
+        time.sleep(1.0)  # into the next owner's replay: its stores are being written
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()

@@ -10,16 +10,11 @@ follow from the labels and the declared rates alone.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import kill_slow_sweep
 
 pytest.importorskip(
     "kuzu", reason="the procedural memory needs Kuzu: pip install 'memlab[procedural]'"
@@ -172,24 +167,6 @@ def test_both_are_injected_within_the_budget_and_procedures_scored(
 
 KILL_GRID = {"name": "killed", "max_owners": 4, "base": {"backend": "sim:careful", **BASE}}
 
-CHILD = textwrap.dedent(
-    """
-    import sys, time
-    from memlab.simulation.model import SimulatedBackend
-    from memlab.sweeps.driver import sweep
-    from memlab.grids.grid import Grid
-
-    class Slow(SimulatedBackend):
-        def complete(self, request):
-            time.sleep(0.3)
-            return super().complete(request)
-
-    backend = Slow("careful", dataset="procedures")
-    sweep("procedures", Grid.from_mapping(GRID), runs_dir=sys.argv[1], max_workers=1,
-          backend_factory=lambda spec: backend, progress=False)
-    """
-).replace("GRID", repr(KILL_GRID))
-
 
 def _owner_records(run_dir: Path) -> dict[str, Any]:
     found = {}
@@ -205,22 +182,7 @@ def _owner_records(run_dir: Path) -> dict[str, Any]:
 def test_a_killed_sweep_resumes_to_the_clean_result(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     lanes = runs / "killed" / "lanes"
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(runs)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ},
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while len(list(lanes.glob("*/owners/*.json"))) < 1:
-            assert child.poll() is None, "the sweep ended before it could be killed"
-            assert time.monotonic() < deadline, "no replay finished in time"
-            time.sleep(0.05)
-        time.sleep(1.0)  # into the next owner's replay: its stores are being written
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_slow_sweep("procedures", KILL_GRID, runs)
     assert 1 <= len(_owner_records(runs / "killed")) < 4
     assert list(lanes.glob("*/stores/*.sqlite")) and list(lanes.glob("*/stores/*.kuzu"))
 

@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import kill_slow_sweep
 
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.scripted import ScriptedBackend
@@ -374,24 +369,6 @@ KILL_GRID = {
     "base": {"backend": "sim:careful", "memory": "tiered"},
 }
 
-CHILD = textwrap.dedent(
-    """
-    import sys, time
-    from memlab.simulation.model import SimulatedBackend
-    from memlab.sweeps.driver import sweep
-    from memlab.grids.grid import Grid
-
-    class Slow(SimulatedBackend):
-        def complete(self, request):
-            time.sleep(0.3)
-            return super().complete(request)
-
-    backend = Slow("careful", dataset="personas")
-    sweep("personas", Grid.from_mapping(GRID), runs_dir=sys.argv[1], max_workers=1,
-          backend_factory=lambda spec: backend, progress=False)
-    """
-).replace("GRID", repr(KILL_GRID))
-
 
 def _owner_records(run_dir: Path) -> dict[str, str]:
     return {p.stem: _digest_without_cache(p) for p in run_dir.glob("lanes/*/owners/*.json")}
@@ -406,22 +383,7 @@ def _digest_without_cache(path: Path) -> str:
 def test_a_killed_tiered_sweep_resumes_to_the_clean_result(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     owners_dir = runs / "killed" / "lanes"
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(runs)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ},
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while len(list(owners_dir.glob("*/owners/*.json"))) < 1:
-            assert child.poll() is None, "the sweep ended before it could be killed"
-            assert time.monotonic() < deadline, "no replay finished in time"
-            time.sleep(0.05)
-        time.sleep(1.0)  # into the next owner's replay: its database is being written
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait()
+    kill_slow_sweep("personas", KILL_GRID, runs)
     finished = set(_owner_records(runs / "killed"))
     assert 1 <= len(finished) < 4
     assert list(owners_dir.glob("*/stores/*.sqlite"))  # a database the kill left behind
