@@ -25,8 +25,6 @@ Each line: ``{"id", "style": "longform", "kind", "claim", "gold", "stored", "lab
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import sys
 from collections import Counter
@@ -36,16 +34,14 @@ from typing import Any
 import templates as t
 from claims import STANCES, WRITTEN, Stance, Written
 
-__all__ = ["build", "main"]
+from memlab.matching.calibration_build import alternate_splits, digest, number_pairs, run_build
+
+__all__ = ["build"]
 
 OUT = Path(__file__).resolve().parent.parent / "matching" / "longform.jsonl"
 STYLE = "longform"
 FAMILIES = list(t.GOLD_NEGATIVE)
 _NO_USER_PREFIX = ("Averse", "Strong", "Not", "Keen")
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _splits() -> dict[str, str]:
@@ -56,8 +52,7 @@ def _splits() -> dict[str, str]:
         groups.setdefault(written.kind, []).append(written.key)
     splits: dict[str, str] = {}
     for keys in groups.values():
-        for position, key in enumerate(sorted(keys, key=_digest)):
-            splits[key] = "dev" if position % 2 == 0 else "test"
+        splits |= alternate_splits(keys)
     return splits
 
 
@@ -66,7 +61,7 @@ class _Renderer:
 
     def __init__(self, key: str, split: str) -> None:
         self.split = split
-        self.rng = random.Random(int(_digest(key)[:16], 16))
+        self.rng = random.Random(int(digest(key)[:16], 16))
 
     def pick(self, pool: list[tuple[str, str]]) -> str:
         return self.rng.choice([text for split, text in pool if split == self.split])
@@ -161,46 +156,10 @@ def build() -> list[dict[str, Any]]:
         positions[(stance.positive, split)] += 1
     for claim in WRITTEN:
         rows += _written_rows(claim, splits[claim.key])
-    seen: set[tuple[str, str]] = set()
-    counters: Counter[str] = Counter()
-    out = []
-    for row in rows:
-        pair = (row["gold"], row["stored"])
-        if pair in seen:
-            raise SystemExit(f"duplicate pair: {pair}")
-        seen.add(pair)
-        counters[row["kind"]] += 1
-        out.append({"id": f"long-{row['kind']}-{counters[row['kind']]:03d}", "style": STYLE, **row})
-    return out
-
-
-def render(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def main(argv: list[str]) -> int:
-    text = render(build())
-    if "--check" in argv:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is out of date; run datasets/matching_longform_src/build.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    rows = build()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
-    table = Counter((r["kind"], r["split"], r["label"]) for r in rows)
-    labels = Counter(r["label"] for r in rows)
-    print(f"{len(rows)} pairs ({labels[True]} true, {labels[False]} false) -> {OUT}")
-    for kind in dict.fromkeys(r["kind"] for r in rows):
-        cells = [
-            f"{split} {table[(kind, split, True)]}+/{table[(kind, split, False)]}-"
-            for split in ("dev", "test")
-        ]
-        print(f"  {kind:18} " + "  ".join(cells))
-    return 0
+    return number_pairs(rows, style=STYLE, prefix="long-")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code, message = run_build(sys.argv[1:], build=build, out=OUT, script=Path(__file__).resolve())
+    (sys.stderr if code else sys.stdout).write(message)
+    sys.exit(code)

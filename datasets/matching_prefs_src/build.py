@@ -22,29 +22,19 @@ Each line: ``{"id", "style": "preference", "kind", "item", "gold", "stored", "la
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from items import ITEMS, Item
 
-__all__ = ["build", "main"]
+from memlab.matching.calibration_build import alternate_splits, number_pairs, run_build
+
+__all__ = ["build"]
 
 OUT = Path(__file__).resolve().parent.parent / "matching" / "preferences.jsonl"
 STYLE = "preference"
 NEGATIVES = ("polarity_flip", "other_condition", "other_value")
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _splits() -> dict[str, str]:
-    keys = sorted((item.key for item in ITEMS), key=_digest)
-    return {key: "dev" if position % 2 == 0 else "test" for position, key in enumerate(keys)}
 
 
 def _rows(item: Item, position: int, split: str) -> list[dict[str, Any]]:
@@ -74,47 +64,12 @@ def _rows(item: Item, position: int, split: str) -> list[dict[str, Any]]:
 
 def build() -> list[dict[str, Any]]:
     """Every pair with its id (deterministic)."""
-    splits = _splits()
-    if len(splits) != len(ITEMS):
-        raise SystemExit("duplicate item key")
+    splits = alternate_splits(item.key for item in ITEMS)
     rows = [row for n, item in enumerate(ITEMS) for row in _rows(item, n, splits[item.key])]
-    seen: set[tuple[str, str]] = set()
-    counters: Counter[str] = Counter()
-    out = []
-    for row in rows:
-        pair = (row["gold"], row["stored"])
-        if pair in seen:
-            raise SystemExit(f"duplicate pair: {pair}")
-        seen.add(pair)
-        counters[row["kind"]] += 1
-        out.append({"id": f"pref-{row['kind']}-{counters[row['kind']]:03d}", "style": STYLE, **row})
-    return out
-
-
-def render(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def main(argv: list[str]) -> int:
-    rows = build()
-    text = render(rows)
-    if "--check" in argv:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(
-                f"{OUT} is out of date; run datasets/matching_prefs_src/build.py", file=sys.stderr
-            )
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
-    table = Counter((r["kind"], r["split"]) for r in rows)
-    labels = Counter(r["label"] for r in rows)
-    print(f"{len(rows)} pairs ({labels[True]} true, {labels[False]} false) -> {OUT}")
-    for kind in dict.fromkeys(r["kind"] for r in rows):
-        print(f"  {kind:<16} dev {table[(kind, 'dev')]:>3}  test {table[(kind, 'test')]:>3}")
-    return 0
+    return number_pairs(rows, style=STYLE, prefix="pref-")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code, message = run_build(sys.argv[1:], build=build, out=OUT, script=Path(__file__).resolve())
+    (sys.stderr if code else sys.stdout).write(message)
+    sys.exit(code)
