@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memlab.backends.caching.cache import CacheMode
+from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.remote.rate_limit import RateLimit
 from memlab.datasets.models import Owner
 from memlab.grids.rate_limit_spec import RateLimitSpec
@@ -46,6 +47,7 @@ def test_add_qa_defaults_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch
     assert options.prompts_dir is None and options.allow_incomplete is False
     assert options.max_judge_errors == 0.0
     assert options.spend is None and options.rates is None
+    assert options.batch is None
 
 
 def test_add_qa_hands_every_setting_to_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,8 +68,10 @@ def test_add_qa_hands_every_setting_to_the_step(monkeypatch: pytest.MonkeyPatch)
         max_judge_errors=0.25,
         max_cost=1.5,
         rate_limit=limit,
+        local_batch=3,
     )
     [(_, given, options)] = step.calls
+    assert options.batch == BatchOptions(lanes=3)
     assert given is spec
     assert options.cache_dir == "cache" and options.cache_mode is CacheMode.READ_ONLY
     assert options.max_workers == 3 and options.progress is False

@@ -43,6 +43,7 @@ from memlab._version import __version__
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.costs.spend import CostLimitError, SpendLimit
 from memlab.backends.identity import backend_identity
+from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.registry import backend_options, is_simulated, resolve_backend
 from memlab.backends.remote.rate_limit import RateLimit, RateLimiters
 from memlab.core.base.redact import redact
@@ -138,10 +139,16 @@ def _judge_errors(run: Run, allowed: float) -> JudgeErrorsError | None:
     return JudgeErrorsError(run, counts, allowed) if worst / answers > allowed else None
 
 
-def qa_backend(spec: str, dataset: Path, judges: Sequence[JudgePrompt] = ()) -> Backend:
+def qa_backend(
+    spec: str,
+    dataset: Path,
+    judges: Sequence[JudgePrompt] = (),
+    batch: BatchOptions | None = None,
+) -> Backend:
     """The default backend factory of a QA step: the registry, giving a backend that answers
-    from the dataset (``sim:``) its path and the judge prompts it grades."""
-    options = backend_options(spec, dataset)
+    from the dataset (``sim:``) its path and the judge prompts it grades, and the local model
+    its batched decoding (``batch``; None: one call at a time)."""
+    options = backend_options(spec, dataset, batch)
     if is_simulated(spec) and judges:
         options["judges"] = list(judges)
     return resolve_backend(spec, **options)
@@ -166,6 +173,20 @@ class QAOptions:
     rates: RateLimiters | None = None
     """The pace of the calls, one per endpoint and model (``--rpm``/``--tpm``; None: a pool
     of the step's own, learning the servers' limits from their replies)."""
+    batch: BatchOptions | None = None
+    """How the local model decodes concurrent calls together (``--local-batch``; None: the
+    run's grid ``local_batch:``). Replies and cache keys are the same either way."""
+
+    def factory(self, run: Run, judges: Sequence[JudgePrompt]) -> Callable[[str], Backend]:
+        """The backend factory of a pass over ``run``: :attr:`backend_factory`, else
+        :func:`qa_backend` with the run's dataset, ``judges`` and the batched decoding."""
+        if self.backend_factory is not None:
+            return self.backend_factory
+        dataset = run.dataset_path
+        if dataset is None:
+            raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
+        batch = self.batch if self.batch is not None else run.grid.local_batch
+        return lambda spec: qa_backend(spec, dataset, judges, batch)
 
 
 def add_qa(
@@ -183,6 +204,7 @@ def add_qa(
     max_judge_errors: float = 0.0,
     max_cost: float | None = None,
     rate_limit: RateLimit | None = None,
+    local_batch: int | None = None,
 ) -> Run:
     """Ask every lane of ``run`` the dataset's questions (see the module docstring).
 
@@ -210,6 +232,8 @@ def add_qa(
             endpoint and model are paced at, shared by every worker thread
             (:mod:`memlab.backends.remote.rate_limit`); servers' ``x-ratelimit-*`` headers can only
             lower it. Overrides the run's grid ``rate_limit:`` key value by value.
+        local_batch: How many concurrent greedy calls the local model decodes together
+            (``docs/local-model.md``; default: the run's grid ``local_batch:``).
 
     Returns:
         The run with its QA tables (:attr:`~memlab.runs.run.Run.qa_answers`).
@@ -236,6 +260,7 @@ def add_qa(
         max_judge_errors=max_judge_errors,
         spend=SpendLimit(max_cost) if max_cost is not None else None,
         rates=qa_rates(run, rate_limit),
+        batch=BatchOptions(lanes=local_batch) if local_batch is not None else None,
     )
     return run_qa(run, spec, options)
 
@@ -263,8 +288,8 @@ def run_qa(
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners, left_out = run_owners(run, dataset)
-    factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
+    factory = options.factory(run, prompts.judges)
     backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     matcher = options.matcher if options.matcher is not None else run_matcher(run)

@@ -23,7 +23,7 @@ from memlab.datasets.models import Owner
 from memlab.grids.lane_backends import LaneBackends
 from memlab.grids.qa_spec import QAError, QASpec, ResolvedPrompts, resolve_prompts
 from memlab.postrun.qa_jobs import run_owners
-from memlab.postrun.qa_step import QAOptions, qa_backend, qa_rates
+from memlab.postrun.qa_step import QAOptions, qa_rates
 from memlab.runs.run import Run
 
 __all__ = ["Reasking", "cost_stop", "reask_options", "reasking"]
@@ -82,7 +82,7 @@ def reasking(run: Run, options: QAOptions) -> Reasking:
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners = run_owners(run, dataset).owners
-    factory = options.backend_factory or (lambda s: qa_backend(s, dataset, prompts.judges))
+    factory = options.factory(run, prompts.judges)
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
     backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)

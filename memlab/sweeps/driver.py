@@ -223,6 +223,7 @@ def sweep(
             options,
             matcher=matcher if matcher is not None else default_matcher(),
             prompts_dir=plan.grid.base_dir,
+            batch=plan.grid.local_batch,  # the QA step decodes as the replays did
         )
         try:
             run = _replay(plan, options, executor, embedding_duplicates, started)

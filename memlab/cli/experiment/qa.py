@@ -57,6 +57,14 @@ def register(subparsers: Any) -> None:
         help="exit 0 even when some calls failed (their answers count as wrong)",
     )
     _args.add_max_judge_errors(p)
+    p.add_argument(
+        "--local-batch",
+        type=_args.local_batch,
+        metavar="LANES",
+        help="decode up to LANES concurrent greedy calls of the local model together, the "
+        "shared prompt prefix kept (e.g. --workers 4 --local-batch 4; replaces the grid's "
+        "local_batch:; answers and cache keys unchanged)",
+    )
     _args.add_cost_options(p, "the QA step")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument(
@@ -147,8 +155,10 @@ def _qa_options(args: argparse.Namespace, run: Any) -> Any:
     line (``--rpm``/``--tpm`` over the run's grid ``rate_limit:``)."""
     from memlab.backends.caching.cache import CacheMode
     from memlab.backends.costs.spend import SpendLimit
+    from memlab.backends.local.llama_batch import BatchOptions
     from memlab.postrun.qa_step import QAOptions, qa_rates
 
+    batch = BatchOptions(lanes=args.local_batch) if args.local_batch is not None else None
     return QAOptions(
         cache_dir=args.cache_dir,
         cache_mode=CacheMode(args.cache_mode),
@@ -159,6 +169,7 @@ def _qa_options(args: argparse.Namespace, run: Any) -> Any:
         max_judge_errors=args.max_judge_errors,
         spend=SpendLimit(args.max_cost) if args.max_cost is not None else None,
         rates=qa_rates(run, _args.rate_limit_from_args(args)),
+        batch=batch,
     )
 
 
