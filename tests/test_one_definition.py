@@ -134,8 +134,8 @@ def test_the_qa_options_are_add_qas_keyword_arguments() -> None:
 
     # The spending limit and the rate limiters are shared by a sweep's replays and its QA
     # step: the options carry them as objects (spend, rates), the calls take their settings
-    # (max_cost in dollars, rate_limit).
-    taken_as = {"spend": "max_cost", "rates": "rate_limit"}
+    # (max_cost in dollars, rate_limit); the batched decoding likewise (local_batch).
+    taken_as = {"spend": "max_cost", "rates": "rate_limit", "batch": "local_batch"}
     fields = {taken_as.get(f.name, f.name): f.default for f in dataclasses.fields(QAOptions)}
     add_qa_kwargs = {
         p.name: p.default
