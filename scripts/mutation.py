@@ -80,13 +80,13 @@ NAMED: tuple[Named, ...] = (
     Named(
         "the interval's percentile tail halved",
         f"{_SCORING}/inference/stats.py",
-        "t = _t_quantile(1 - (1 - level) / 2, owners - 1)",
-        "t = _t_quantile(1 - (1 - level) / 4, owners - 1)",
+        "t = t_quantile(1 - (1 - level) / 2, owners - 1)",
+        "t = t_quantile(1 - (1 - level) / 4, owners - 1)",
         (f"{_RULES}::test_the_interval_tail_is_half_the_complement_with_many_owners",),
     ),
     Named(
         "the MDE's square-root factor dropped",
-        f"{_SCORING}/inference/stats.py",
+        f"{_SCORING}/inference/paired_tests.py",
         "factor = noncentrality * math.sqrt(owners / df)",
         "factor = noncentrality",
         (f"{_RULES}::test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners",),
@@ -269,6 +269,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "stats": (
         f"{_SCORING}/inference/stats.py",
         ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
+    ),
+    "paired_tests": (
+        f"{_SCORING}/inference/paired_tests.py",
+        ("tests/test_stats.py", "tests/test_stats_edges.py", *_FAST),
     ),
     "survival": (f"{_SCORING}/inference/survival.py", ("tests/test_survival.py",)),
     "comparison": (
