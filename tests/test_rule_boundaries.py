@@ -41,7 +41,7 @@ from memlab.scoring.comparing.comparison import Lane, compare, compare_lanes
 from memlab.scoring.inference.paired_tests import holm_steps, min_detectable_effect, paired
 from memlab.scoring.inference.stats import StatOptions, bootstrap, interval_tail, ratio_estimator
 from memlab.scoring.qa.injection_audit import audit_injection
-from memlab.simulation.profile import SimProfile
+from memlab.simulation.profile_model import SimProfile
 
 # ---------------------------------------------------------------------- statistics
 
