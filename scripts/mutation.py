@@ -287,6 +287,14 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         f"{_SCORING}/metric_specs.py",
         ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
     ),
+    "count_specs": (
+        f"{_SCORING}/count_specs.py",
+        ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
+    ),
+    "metric_model": (
+        f"{_SCORING}/metric_model.py",
+        ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
+    ),
     "operations": (
         f"{_SCORING}/operations.py",
         ("tests/test_operations_edges.py", "tests/test_operations.py"),
@@ -375,9 +383,10 @@ them; the long simulations are left to ``scripts/test.sh``)."""
 
 AT_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "metric_specs": (
-        ("x__counts__mutmut_*", "x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
+        ("x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
         ("tests/test_metric_table.py",),
     ),
+    "count_specs": (("x__counts__mutmut_*",), ("tests/test_metric_table.py",)),
 }
 """Per module: its functions that run when it is imported (those that build its spec tables,
 as mutant name patterns) and the tests for them. mutmut forks each mutant's test process from

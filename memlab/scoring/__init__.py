@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from memlab.scoring.comparing.comparison import compare as compare
     from memlab.scoring.comparing.comparison import compare_lanes as compare_lanes
     from memlab.scoring.inference.stats import StatOptions as StatOptions
-    from memlab.scoring.metric_specs import MetricSpec as MetricSpec
+    from memlab.scoring.metric_model import MetricSpec as MetricSpec
     from memlab.scoring.metric_specs import metric_spec as metric_spec
     from memlab.scoring.metrics import failure_table as failure_table
     from memlab.scoring.metrics import owner_counts as owner_counts

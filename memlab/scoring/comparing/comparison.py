@@ -32,7 +32,8 @@ from memlab.scoring.inference.coverage import MIN_OWNERS, paired_method, too_few
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.paired_tests import Paired, holm, holm_steps, paired
 from memlab.scoring.inference.stats import StatOptions
-from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
 
 __all__ = [
