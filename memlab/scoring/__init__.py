@@ -1,7 +1,8 @@
 """Scoring: replays turned into numbers, each metric declared once, compared with statistics.
 
-:mod:`~memlab.scoring.metric_specs` declares every per-owner count and every summary metric
-built from them; :mod:`~memlab.scoring.metrics` computes the session rows, the per-owner
+:mod:`~memlab.scoring.count_specs` declares every per-owner count and
+:mod:`~memlab.scoring.metric_specs` every summary metric built from them;
+:mod:`~memlab.scoring.metrics` computes the session rows, the per-owner
 counts and the per-lane summary with bootstrap intervals (:mod:`~memlab.scoring.inference.stats`);
 :mod:`~memlab.scoring.comparing.comparison` compares lanes paired on their owners;
 :mod:`~memlab.scoring.operations` scores each update as memory operations and
