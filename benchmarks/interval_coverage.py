@@ -44,10 +44,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from memlab.scoring.count_specs import STALE_HORIZON
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.stats import Interval, StatOptions, bootstrap, ratio_estimator
 from memlab.scoring.inference.survival import Episode, episode_counts
-from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
+from memlab.scoring.metric_specs import metric_spec
 
 OWNERS = (2, 3, 4, 6, 14, 30)
 QUESTIONS = (2, 3, 5, 10, 20, 40)

@@ -9,12 +9,12 @@ the candidate's effect differs from owner to owner (some get worse when the delt
 and each lane's counts are binomial draws of their own. The true delta of the pooled rate
 is ``delta`` exactly (``m_i`` is independent of the rates, and ``E[q_i] - E[p_i] = delta``).
 
-The interval is memlab's own: :func:`memlab.scoring.inference.stats.paired` on the estimators of
-the metric specs, at the level a family of one uses (95%), extended to 0 where the paired test
-does not reject (:meth:`~memlab.scoring.inference.stats.Paired.interval`). A trial where every
-owner's counts are the same on both lanes is "no change" and has no interval. Each cell prints
-the method's coverage over the trials with an interval, marked ``(none)`` where memlab prints
-it in no trial ("too few owners for an interval (n = 2)":
+The interval is memlab's own: :func:`memlab.scoring.inference.paired_tests.paired` on the
+estimators of the metric specs, at the level a family of one uses (95%), extended to 0 where the
+paired test does not reject (:meth:`~memlab.scoring.inference.paired_tests.Paired.interval`). A
+trial where every owner's counts are the same on both lanes is "no change" and has no
+interval. Each cell prints the method's coverage over the trials with an interval, marked
+``(none)`` where memlab prints it in no trial ("too few owners for an interval (n = 2)":
 :func:`memlab.scoring.inference.coverage.paired_method`, which needs more owners when either
 side's rate is within 0.1 of 0 or 1), and with the printed intervals' coverage beside it where
 it is printed in some trials only.
@@ -42,7 +42,8 @@ import pandas as pd
 from scipy import stats
 
 from memlab.scoring.inference.estimators import estimator
-from memlab.scoring.inference.stats import StatOptions, paired
+from memlab.scoring.inference.paired_tests import paired
+from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_specs import metric_spec
 
 OWNERS = (2, 3, 4, 6, 14, 30)

@@ -42,7 +42,8 @@ from memlab.grids.grid import Grid
 from memlab.reporting.report import build_report
 from memlab.reporting.statistics import statistics_section
 from memlab.runs.run import Run, load_run
-from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios, paired_ratio_test
+from memlab.scoring.inference.paired_tests import paired_ratio_test
+from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)

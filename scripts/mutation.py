@@ -80,34 +80,34 @@ NAMED: tuple[Named, ...] = (
     Named(
         "the interval's percentile tail halved",
         f"{_SCORING}/inference/stats.py",
-        "t = _t_quantile(1 - (1 - level) / 2, owners - 1)",
-        "t = _t_quantile(1 - (1 - level) / 4, owners - 1)",
+        "t = t_quantile(1 - (1 - level) / 2, owners - 1)",
+        "t = t_quantile(1 - (1 - level) / 4, owners - 1)",
         (f"{_RULES}::test_the_interval_tail_is_half_the_complement_with_many_owners",),
     ),
     Named(
         "the MDE's square-root factor dropped",
-        f"{_SCORING}/inference/stats.py",
+        f"{_SCORING}/inference/paired_tests.py",
         "factor = noncentrality * math.sqrt(owners / df)",
         "factor = noncentrality",
         (f"{_RULES}::test_the_mde_is_the_noncentral_t_effect_scaled_back_to_owners",),
     ),
     Named(
         "simulated failure rates off by 20%",
-        "memlab/simulation/profile.py",
+        "memlab/simulation/profile_model.py",
         "edge += self.failures.get(category, 0.0)",
         "edge += self.failures.get(category, 0.0) * 1.2",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
     ),
     Named(
         "simulated wording and confidence shares off by 20%",
-        "memlab/simulation/profile.py",
+        "memlab/simulation/profile_model.py",
         "        edge += share\n",
         "        edge += share * 1.2\n",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
     ),
     Named(
         "simulated inventions off by 20%",
-        "memlab/simulation/profile.py",
+        "memlab/simulation/profile_model.py",
         "u < self.invent_rate - whole",
         "u < (self.invent_rate - whole) * 1.2",
         (f"{_RULES}::test_profile_draws_follow_the_declared_rates",),
@@ -270,6 +270,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         f"{_SCORING}/inference/stats.py",
         ("tests/test_stats.py", "tests/test_stats_edges.py", "tests/test_survival.py", *_FAST),
     ),
+    "paired_tests": (
+        f"{_SCORING}/inference/paired_tests.py",
+        ("tests/test_stats.py", "tests/test_stats_edges.py", *_FAST),
+    ),
     "survival": (f"{_SCORING}/inference/survival.py", ("tests/test_survival.py",)),
     "comparison": (
         f"{_SCORING}/comparing/comparison.py",
@@ -281,6 +285,14 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "metric_specs": (
         f"{_SCORING}/metric_specs.py",
+        ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
+    ),
+    "count_specs": (
+        f"{_SCORING}/count_specs.py",
+        ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
+    ),
+    "metric_model": (
+        f"{_SCORING}/metric_model.py",
         ("tests/test_metric_table.py", "tests/test_metric_specs.py"),
     ),
     "operations": (
@@ -320,7 +332,9 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "memlab/reporting/markdown.py",
         ("tests/test_markdown.py", "tests/test_untrusted_inputs.py", *_FAST),
     ),
-    "profile": ("memlab/simulation/profile.py", ("tests/test_sim_profile.py", *_FAST)),
+    "profile": ("memlab/simulation/profile_model.py", ("tests/test_sim_profile.py", *_FAST)),
+    "profile_loader": ("memlab/simulation/profile.py", ("tests/test_sim_profile.py",)),
+    "fact_texts": ("memlab/simulation/fact_texts.py", ("tests/test_sim_profile.py",)),
     "qa_causes": (f"{_SCORING}/qa/qa_causes.py", ("tests/test_qa_causes.py",)),
     "qa_metrics": (
         f"{_SCORING}/qa/qa_metrics.py",
@@ -369,9 +383,10 @@ them; the long simulations are left to ``scripts/test.sh``)."""
 
 AT_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "metric_specs": (
-        ("x__counts__mutmut_*", "x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
+        ("x__rate__mutmut_*", "x__operation_rates__mutmut_*"),
         ("tests/test_metric_table.py",),
     ),
+    "count_specs": (("x__counts__mutmut_*",), ("tests/test_metric_table.py",)),
 }
 """Per module: its functions that run when it is imported (those that build its spec tables,
 as mutant name patterns) and the tests for them. mutmut forks each mutant's test process from

@@ -27,8 +27,8 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparability import LaneFacts
+from memlab.scoring.count_specs import COUNT_SPECS
 from memlab.scoring.inference.stats import StatOptions
-from memlab.scoring.metric_specs import COUNT_SPECS
 from memlab.sweeps.driver import sweep
 
 if TYPE_CHECKING:

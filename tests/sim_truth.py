@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from memlab.core.jsondoc.parsing import FailureCategory, ParseOptions
 from memlab.datasets.models import Owner
-from memlab.simulation.profile import SimProfile
+from memlab.simulation.profile_model import SimProfile
 
 __all__ = ["Expected", "expected_counts", "failing_categories"]
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from memlab.scoring.inference.estimators import estimator, missing_owners
-from memlab.scoring.metric_specs import MetricSpec, metric_spec
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import metric_spec
 
 RECALL = metric_spec("recall")  # gold_covered / gold_active, micro, empty NaN
 MACRO = metric_spec("precision_macro")  # stored_precise / facts per owner, averaged

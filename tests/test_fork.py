@@ -18,7 +18,7 @@ from memlab.reporting.compare.trial import try_prompt
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run
-from memlab.scoring.metric_specs import STALE_HORIZON
+from memlab.scoring.count_specs import STALE_HORIZON
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 

@@ -30,7 +30,11 @@ from memlab.scoring.comparing.inconclusive import (
     ComparedPair,
     inconclusive_reasons,
 )
-from memlab.scoring.inference.stats import min_detectable_effect, min_test_owners, owners_to_detect
+from memlab.scoring.inference.paired_tests import (
+    min_detectable_effect,
+    min_test_owners,
+    owners_to_detect,
+)
 from memlab.simulation.profile import load_profile
 
 IGNORED = "the backend ignores prompts"

@@ -33,7 +33,7 @@ from memlab.matching.matchers import default_matcher
 from memlab.postrun.audit import draw_sheet, sheet_path
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
-from memlab.simulation.profile import restated, worded
+from memlab.simulation.fact_texts import restated, worded
 from memlab.sweeps import sweep
 
 SAMPLE = 40

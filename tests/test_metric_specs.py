@@ -19,12 +19,12 @@ from memlab.runs.records import SessionRow
 from memlab.runs.run import Run, load_run
 from memlab.scoring import metric_specs
 from memlab.scoring.comparing.comparison import compare
+from memlab.scoring.count_specs import COUNT_SPECS, count_columns
 from memlab.scoring.inference.coverage import MIN_OWNERS
+from memlab.scoring.metric_model import MetricSpec
 from memlab.scoring.metric_specs import (
     DEFAULT_PRIMARY,
     METRIC_SPECS,
-    MetricSpec,
-    count_columns,
     gate_specs,
     interval_specs,
     report_specs,
@@ -179,7 +179,7 @@ def test_a_metric_over_an_undeclared_count_is_refused_where_it_is_registered() -
 
 def test_session_rows_type_the_declared_counts() -> None:
     typed = set(SessionRow.model_fields)
-    declared = {c.column for c in metric_specs.COUNT_SPECS if c.in_rows}
+    declared = {c.column for c in COUNT_SPECS if c.in_rows}
     assert declared <= typed
     assert typed - declared == {"lane_id", "user_id", "session_index", "thread_id", "noise",
                                 "tags", "recall", "precision"}  # fmt: skip
@@ -263,7 +263,7 @@ def test_count_columns_filter_by_how_and_by_whom() -> None:
     )
     assert count_columns(by="embeddings") == ("dup_embedding",)
     assert count_columns(over="last_session")[:2] == ("facts", "gold_active")
-    assert len(count_columns()) == len(metric_specs.COUNT_SPECS)
+    assert len(count_columns()) == len(COUNT_SPECS)
 
 
 def test_the_primary_set_is_checked_and_deduplicated() -> None:

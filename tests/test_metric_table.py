@@ -5,9 +5,9 @@ their defaults are omitted), so that a changed declaration, or a change to the h
 build the shared shapes (a rate with an interval; precision, recall and F1 of an operation),
 fails here with the entry that moved.
 
-This file runs first in the mutation run of :mod:`memlab.scoring.metric_specs`
-(``scripts/mutation.py``): the tables are built when the module is imported, and mutmut ties
-such code to the first test it runs.
+This file runs first in the mutation runs of :mod:`memlab.scoring.metric_specs` and
+:mod:`memlab.scoring.count_specs` (``scripts/mutation.py``): the tables are built when the
+module is imported, and mutmut ties such code to the first test it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import dataclasses
 import math
 from typing import Any
 
-from memlab.scoring.metric_specs import COUNT_SPECS, METRIC_SPECS
+from memlab.scoring.count_specs import COUNT_SPECS
+from memlab.scoring.metric_specs import METRIC_SPECS
 
 _RATE = (0.0, 1.0)
 _EMB = "not measured (sweep with --embedding-duplicates)"

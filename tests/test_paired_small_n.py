@@ -22,7 +22,8 @@ from memlab.cli.main import main
 from memlab.core.pipeline.llm import CompletionRequest
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparison import describe
-from memlab.scoring.inference.stats import paired, ratio_estimator
+from memlab.scoring.inference.paired_tests import paired
+from memlab.scoring.inference.stats import ratio_estimator
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 TOO_FEW = "too few owners for an interval (n = {})"

@@ -38,27 +38,20 @@ from memlab.core.pipeline.injection import get_token_counter, render_injection, 
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.statistics import GroupComparison, StatisticsSection, section_markdown
 from memlab.scoring.comparing.comparison import Lane, compare, compare_lanes
-from memlab.scoring.inference.stats import (
-    StatOptions,
-    _tail,
-    bootstrap,
-    holm_steps,
-    min_detectable_effect,
-    paired,
-    ratio_estimator,
-)
+from memlab.scoring.inference.paired_tests import holm_steps, min_detectable_effect, paired
+from memlab.scoring.inference.stats import StatOptions, bootstrap, interval_tail, ratio_estimator
 from memlab.scoring.qa.injection_audit import audit_injection
-from memlab.simulation.profile import SimProfile
+from memlab.simulation.profile_model import SimProfile
 
 # ---------------------------------------------------------------------- statistics
 
 
 def test_the_interval_tail_is_half_the_complement_with_many_owners() -> None:
     # The expansion vanishes as owners grow: (1 - level) / 2 in each tail.
-    assert _tail(0.95, 1_000_000) == pytest.approx(0.025, abs=2e-4)
-    assert _tail(0.90, 1_000_000) == pytest.approx(0.05, abs=3e-4)
+    assert interval_tail(0.95, 1_000_000) == pytest.approx(0.025, abs=2e-4)
+    assert interval_tail(0.90, 1_000_000) == pytest.approx(0.05, abs=3e-4)
     # With few owners each tail is thinner (the interval wider).
-    assert _tail(0.95, 14) < 0.02
+    assert interval_tail(0.95, 14) < 0.02
 
 
 def test_the_interval_is_the_order_statistics_of_the_draws() -> None:
@@ -345,7 +338,7 @@ def test_the_bootstrap_p_value_inverts_the_interval_tail() -> None:
 
     for owners in (3, 14, 40):
         for level in (0.8, 0.95, 0.99):
-            assert _alpha_of_tail(_tail(level, owners), owners) == pytest.approx(1 - level)
+            assert _alpha_of_tail(interval_tail(level, owners), owners) == pytest.approx(1 - level)
     assert _alpha_of_tail(0.0, 14) == 0.0 and _alpha_of_tail(0.5, 14) == 1.0
 
 

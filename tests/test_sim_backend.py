@@ -21,15 +21,9 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.grids.lane import LaneConfig
 from memlab.matching.base import LexicalMatcher
+from memlab.simulation.fact_texts import INVENTED_FACTS, restated, worded
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.profile import (
-    BUILTIN_PROFILES,
-    INVENTED_FACTS,
-    SimProfileError,
-    load_profile,
-    restated,
-    worded,
-)
+from memlab.simulation.profile import BUILTIN_PROFILES, SimProfileError, load_profile
 from memlab.sweeps.driver import sweep
 
 OWNERS = load_dataset(resolve_dataset("personas"))

@@ -2,8 +2,9 @@
 draws at their edges, the wording functions and the loader's messages.
 
 Fast (no simulated replay), so that ``scripts/mutation.py`` runs it for every mutant of
-``memlab.simulation.profile``. A profile's draws decide every simulated run, so a changed
-default, draw or wording changes what the validation tests measure.
+``memlab.simulation.profile_model``, ``profile`` and ``fact_texts``. A profile's draws decide
+every simulated run, so a changed default, draw or wording changes what the validation tests
+measure.
 """
 
 from __future__ import annotations
@@ -14,21 +15,14 @@ from pathlib import Path
 import pytest
 
 from memlab.core.jsondoc.parsing import FailureCategory
-from memlab.simulation.profile import (
-    BUILTIN_PROFILES,
-    INVENTED_FACTS,
-    PROFILES,
+from memlab.simulation.fact_texts import INVENTED_FACTS, leaked, restated, worded, wordings
+from memlab.simulation.profile import BUILTIN_PROFILES, PROFILES, SimProfileError, load_profile
+from memlab.simulation.profile_model import (
     WORDING_STYLES,
     SimProfile,
-    SimProfileError,
     SimQAProfile,
     SimTieredProfile,
-    leaked,
-    load_profile,
-    restated,
     uniform,
-    worded,
-    wordings,
 )
 
 F = FailureCategory

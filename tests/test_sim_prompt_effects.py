@@ -28,7 +28,8 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.profile import SimProfile, SimProfileError, load_profile
+from memlab.simulation.profile import SimProfileError, load_profile
+from memlab.simulation.profile_model import SimProfile
 from memlab.simulation.provenance import ProvenanceMatcher, applied_effects
 from memlab.sweeps.driver import sweep
 

@@ -27,16 +27,10 @@ from memlab.qa.qa_prompts import (
     answer_prompts,
     judge_prompts,
 )
+from memlab.simulation.fact_texts import leaked, restated, worded
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.profile import (
-    SimProfile,
-    SimProfileError,
-    SimQAProfile,
-    leaked,
-    load_profile,
-    restated,
-    worded,
-)
+from memlab.simulation.profile import SimProfileError, load_profile
+from memlab.simulation.profile_model import SimProfile, SimQAProfile
 from memlab.simulation.qa_replies import ABSTAIN_TEXT, AnswerDecision, JudgeDecision
 
 SEEDS = range(40)

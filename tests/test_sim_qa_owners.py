@@ -20,7 +20,8 @@ from memlab.qa.answering import AnswerSettings, ReplayPoint, answer_tasks, ask
 from memlab.qa.conditions import ReadPath
 from memlab.qa.qa_prompts import answer_prompts
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.profile import SimQAProfile, load_profile
+from memlab.simulation.profile import load_profile
+from memlab.simulation.profile_model import SimQAProfile
 
 QUESTION = "Which city did I move to?"
 ANSWERS = {"ann": "Lisbon", "bea": "Porto"}

@@ -21,7 +21,8 @@ from memlab.cli.main import main
 from memlab.core.pipeline.llm import CompletionRequest
 from memlab.runs.run import Run
 from memlab.scoring.inference.coverage import MIN_OWNERS, clustered_exact, interval_method
-from memlab.scoring.inference.stats import bootstrap, paired, ratio_estimator
+from memlab.scoring.inference.paired_tests import paired
+from memlab.scoring.inference.stats import bootstrap, ratio_estimator
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 

@@ -13,15 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from memlab.scoring.inference.stats import (
-    StatOptions,
-    StatsError,
-    _t_quantile,
-    bootstrap_ratios,
-    holm,
-    min_detectable_effect,
-    paired_ratio_test,
-)
+from memlab.scoring.inference.paired_tests import holm, min_detectable_effect, paired_ratio_test
+from memlab.scoring.inference.stats import StatOptions, StatsError, bootstrap_ratios, t_quantile
 from memlab.scoring.metrics import owner_counts, summarize
 
 ALPHA = 0.05
@@ -195,7 +188,7 @@ def test_holm_adjustment() -> None:
     ],
 )
 def test_student_t_quantiles_match_tables(p: float, df: int, expected: float) -> None:
-    assert _t_quantile(p, df) == pytest.approx(expected, abs=0.005)
+    assert t_quantile(p, df) == pytest.approx(expected, abs=0.005)
 
 
 def test_mde_grows_as_owners_shrink_and_is_infinite_below_six() -> None:

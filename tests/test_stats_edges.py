@@ -1,5 +1,5 @@
 """The paired test's bookkeeping at its edges: each test fails for one plausible small bug in
-``memlab.scoring.inference.stats`` (the permutation's exact and sampled modes, the bootstrap
+``memlab.scoring.inference.paired_tests`` (the permutation's exact and sampled modes, the bootstrap
 p-value's count of draws on 0, the degenerate "no change" case, the owners counted, the MDE's level
 and spread, the off switch, Holm's boundary). Fast: ``scripts/mutation.py`` runs them per mutant.
 """
@@ -11,19 +11,21 @@ import math
 import numpy as np
 import pytest
 
-from memlab.scoring.inference.stats import (
+from memlab.scoring.inference.paired_tests import (
     Paired,
-    StatOptions,
-    StatsError,
-    _alpha_of_tail,
-    _as_matrix,
-    _bootstrap_p,
-    bootstrap,
     holm,
     holm_steps,
     min_detectable_effect,
     paired,
     paired_ratio_test,
+)
+from memlab.scoring.inference.stats import (
+    StatOptions,
+    StatsError,
+    _alpha_of_tail,
+    as_matrix,
+    bootstrap,
+    bootstrap_p,
     ratio_estimator,
 )
 
@@ -66,12 +68,12 @@ def test_a_zero_delta_from_changed_counts_has_p_one() -> None:
 def test_the_bootstrap_p_value_is_the_share_of_draws_on_zero_or_beyond(
     draws: np.ndarray,
 ) -> None:
-    assert _bootstrap_p(draws, 14) == pytest.approx(_alpha_of_tail(30 / 1000, 14))
-    assert 0 < _bootstrap_p(draws, 14) < 1
+    assert bootstrap_p(draws, 14) == pytest.approx(_alpha_of_tail(30 / 1000, 14))
+    assert 0 < bootstrap_p(draws, 14) < 1
 
 
 def test_a_bootstrap_p_value_without_finite_draws_is_nan() -> None:
-    assert math.isnan(_bootstrap_p(np.full(10, math.nan), 14))
+    assert math.isnan(bootstrap_p(np.full(10, math.nan), 14))
 
 
 def test_equal_precision_with_more_facts_is_no_change() -> None:
@@ -184,24 +186,24 @@ def test_shape_errors_say_what_is_wrong() -> None:
         "baseline and candidate need arrays of the same (owners, metrics) shape"
     )
     with pytest.raises(StatsError) as raised:
-        _as_matrix(np.zeros((2, 2, 2)))
+        as_matrix(np.zeros((2, 2, 2)))
     assert str(raised.value) == "expected an (owners, metrics) array, got shape (2, 2, 2)"
 
 
 def test_the_interval_is_taken_between_order_statistics() -> None:
-    from memlab.scoring.inference.stats import _order_interval
+    from memlab.scoring.inference.stats import order_interval
 
     # j = ceil(0.025 * 1000) - 1 = 24: the 25th smallest and the 25th largest draw.
-    assert _order_interval(np.arange(1000.0), 0.025) == (24.0, 975.0)
-    assert _order_interval(np.arange(1000.0), 0.0001) == (0.0, 999.0)
+    assert order_interval(np.arange(1000.0), 0.025) == (24.0, 975.0)
+    assert order_interval(np.arange(1000.0), 0.0001) == (0.0, 999.0)
     # A tail past the middle stops at the median.
-    assert _order_interval(np.arange(5.0), 0.9) == (2.0, 2.0)
+    assert order_interval(np.arange(5.0), 0.9) == (2.0, 2.0)
 
 
 def test_bootstrap_draws_are_seeded_and_reach_every_owner() -> None:
-    from memlab.scoring.inference.stats import _bootstrap_weights
+    from memlab.scoring.inference.stats import bootstrap_weights
 
-    weights = _bootstrap_weights(5, 4000, 1)
+    weights = bootstrap_weights(5, 4000, 1)
     assert (weights.sum(axis=1) == 5).all()
     assert weights.mean(axis=0) == pytest.approx(np.ones(5), abs=0.1)
     est = ratio_estimator([1, 2, 3, 1, 0], [4, 4, 4, 4, 4])

@@ -31,7 +31,7 @@ from memlab.memory.tiers.tiered import TieredSettings
 from memlab.postrun.qa_jobs import read_path
 from memlab.runs.run import Run
 from memlab.simulation.model import SimulatedBackend
-from memlab.simulation.profile import uniform
+from memlab.simulation.profile_model import uniform
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tiered_settings

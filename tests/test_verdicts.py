@@ -22,7 +22,7 @@ from builders import count_frames as _frames
 from memlab.reporting.compare.gate import check_regressions
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparison import Lane, compare, compare_lanes
-from memlab.scoring.metric_specs import count_columns
+from memlab.scoring.count_specs import count_columns
 
 REPLICATIONS = 100
 

@@ -25,7 +25,8 @@ from memlab.reporting.tables import (
     operations_table,
 )
 from memlab.runs.run import Run
-from memlab.scoring.metric_specs import MetricSpec, metric_spec
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import metric_spec
 from memlab.sweeps.fork import describe_fork
 
 __all__ = ["OperationsSection", "operations_section", "section_html", "section_markdown"]

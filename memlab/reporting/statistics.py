@@ -29,8 +29,10 @@ from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparison import Lane, compare_lanes, comparison_text
 from memlab.scoring.inference.estimators import estimator
-from memlab.scoring.inference.stats import StatOptions, bootstrap, min_detectable_effect
-from memlab.scoring.metric_specs import MetricSpec, interval_specs, primary_metrics
+from memlab.scoring.inference.paired_tests import min_detectable_effect
+from memlab.scoring.inference.stats import StatOptions, bootstrap
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import interval_specs, primary_metrics
 from memlab.scoring.metrics import owner_counts
 
 __all__ = [

@@ -19,7 +19,8 @@ from memlab.memory.designs import DEFAULT_DESIGN
 from memlab.reporting.groups import GROUP_TITLES, group_name
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.runs.run import Run
-from memlab.scoring.metric_specs import MetricSpec, metric_spec, report_specs
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import metric_spec, report_specs
 
 __all__ = [
     "MEMORY_METRICS",

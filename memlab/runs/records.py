@@ -2,7 +2,7 @@
 (``sessions.jsonl``) and one answer of memory QA (``qa/answers.jsonl``).
 
 The models name and type the columns every row has (a session row's counts are those
-:data:`memlab.scoring.metric_specs.COUNT_SPECS` declares ``in_rows``); measures that only some
+:data:`memlab.scoring.count_specs.COUNT_SPECS` declares ``in_rows``); measures that only some
 runs take (embedding duplicates, repeated ``sample`` indexes, later metrics) are kept as extra
 fields.
 Rows are validated when a sweep writes them and when a run is loaded, so a hand-edited or
@@ -28,7 +28,7 @@ from memlab.core.base.files import (
 )
 from memlab.core.base.jsontext import MAX_JSON_DEPTH, few_brackets, loads_json, nesting_path
 from memlab.errors import MemlabError, excerpt
-from memlab.scoring.metric_specs import COUNT_SPECS
+from memlab.scoring.count_specs import COUNT_SPECS
 
 __all__ = ["CallRow", "QARow", "RecordError", "SessionRow", "read_rows", "typed_rows"]
 

@@ -1,7 +1,8 @@
 """Scoring: replays turned into numbers, each metric declared once, compared with statistics.
 
-:mod:`~memlab.scoring.metric_specs` declares every per-owner count and every summary metric
-built from them; :mod:`~memlab.scoring.metrics` computes the session rows, the per-owner
+:mod:`~memlab.scoring.count_specs` declares every per-owner count and
+:mod:`~memlab.scoring.metric_specs` every summary metric built from them;
+:mod:`~memlab.scoring.metrics` computes the session rows, the per-owner
 counts and the per-lane summary with bootstrap intervals (:mod:`~memlab.scoring.inference.stats`);
 :mod:`~memlab.scoring.comparing.comparison` compares lanes paired on their owners;
 :mod:`~memlab.scoring.operations` scores each update as memory operations and
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from memlab.scoring.comparing.comparison import compare as compare
     from memlab.scoring.comparing.comparison import compare_lanes as compare_lanes
     from memlab.scoring.inference.stats import StatOptions as StatOptions
-    from memlab.scoring.metric_specs import MetricSpec as MetricSpec
+    from memlab.scoring.metric_model import MetricSpec as MetricSpec
     from memlab.scoring.metric_specs import metric_spec as metric_spec
     from memlab.scoring.metrics import failure_table as failure_table
     from memlab.scoring.metrics import owner_counts as owner_counts

@@ -1,20 +1,17 @@
-"""Every per-owner count and every headline metric, declared once.
+"""Every headline metric, declared once, and the registry every consumer reads.
 
-A :class:`CountSpec` declares one per-owner count: its column, how an owner's value is formed
-(the memory after its last session, a sum over its sessions, its LLM calls, or derived from
-other counts) and the step that computes it. The session rows' types
-(:class:`memlab.runs.records.SessionRow`), :func:`memlab.scoring.metrics.owner_counts` and
-the metric specs below all read :data:`COUNT_SPECS`.
-
-A :class:`MetricSpec` says how a summary column is computed from per-owner counts, how it is
-shown, which direction is better, whether it is a rate that gets a bootstrap interval and
-paired tests, its valid range, and its gate threshold. The run summary, the report tables,
-the gate's thresholds and checks and the ``memlab gate`` flags are all built from the
-registry :data:`METRICS` (the built-ins of :data:`METRIC_SPECS`, and any a plugin registers).
+What one metric is (how a summary column is computed from per-owner counts, how it is shown,
+which direction is better, whether it is a rate that gets a bootstrap interval and paired
+tests, its valid range, and its gate threshold) is a
+:class:`~memlab.scoring.metric_model.MetricSpec`; the per-owner counts are declared in
+:data:`memlab.scoring.count_specs.COUNT_SPECS`. The run summary, the report tables, the gate's
+thresholds and checks and the ``memlab gate`` flags are all built from the registry
+:data:`METRICS` (the built-ins of :data:`METRIC_SPECS`, and any a plugin registers).
 
 Adding a metric is one entry below (or ``METRICS.register(spec.column, spec)`` from a plugin);
-a metric that needs a new count also declares it in :data:`COUNT_SPECS` and computes it where
-its step does (:mod:`memlab.scoring.metrics` for the memory state). Every value is a sum over
+a metric that needs a new count also declares it in
+:data:`~memlab.scoring.count_specs.COUNT_SPECS` and computes it where its step does
+(:mod:`memlab.scoring.metrics` for the memory state). Every value is a sum over
 owners of a per-owner count, or a ratio of two such sums (micro-averaged: recall = covered gold
 facts of all owners / active gold facts of all owners), which is also what the bootstrap
 resamples; a spec naming an undeclared count fails at import.
@@ -26,20 +23,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
 
 from memlab import plugins
+from memlab.scoring.count_specs import COUNT_SPECS, STALE_HORIZON
+from memlab.scoring.metric_model import Average, Direction, MetricSpec
 
 __all__ = [
-    "COUNT_SPECS",
     "DEFAULT_PRIMARY",
     "METRICS",
     "METRIC_SPECS",
-    "STALE_HORIZON",
-    "CountSpec",
-    "MetricSpec",
-    "count_columns",
     "gate_specs",
     "interval_specs",
     "metric_spec",
@@ -49,272 +41,7 @@ __all__ = [
     "summary_specs",
 ]
 
-Direction = Literal["higher", "lower"]
-Unit = Literal["percent", "count", "number", "usd"]
-Over = Literal["last_session", "sessions", "calls", "derived"]
-Average = Literal["micro", "macro"]
-
-STALE_HORIZON = 3
-"""Session ends over which stale-fact survival is restricted: the retracting session's and the
-next two (:data:`METRIC_SPECS` ``stale_rmst``; counts ``stale_removed_<t>`` and
-``stale_at_risk_<t>`` for ``t`` below it)."""
-
-
-@dataclass(frozen=True)
-class CountSpec:
-    """One per-owner count (a column of :func:`memlab.scoring.metrics.owner_counts`).
-
-    Attributes:
-        column: The count's column in the session rows and the per-owner counts.
-        over: How an owner's value is formed: from the memory after its ``last_session``, as
-            the sum over its ``sessions``, from its LLM ``calls``, or ``derived`` from other
-            counts.
-        by: The step that computes it: ``state`` (memory vs labels, :mod:`~memlab.scoring.
-            metrics`), ``merge`` (the updates' bookkeeping), ``replay``, ``operations``
-            (:mod:`~memlab.scoring.operations`), ``injection``
-            (:mod:`~memlab.scoring.qa.injection_audit`), ``qa`` (:mod:`~memlab.scoring.
-            qa_metrics`), ``embeddings``, ``calls`` or ``owner``.
-        in_rows: Every session row has it (``sessions.jsonl`` types it as an integer); the
-            others only appear when measured (embeddings, operations of newer runs).
-    """
-
-    column: str
-    over: Over
-    by: str
-    in_rows: bool = False
-
-
-def _counts(over: Over, by: str, columns: str, *, in_rows: bool = False) -> tuple[CountSpec, ...]:
-    return tuple(CountSpec(column, over, by, in_rows) for column in columns.split())
-
-
-COUNT_SPECS: tuple[CountSpec, ...] = (
-    *_counts(
-        "last_session",
-        "state",
-        "facts gold_active gold_covered stored_precise retracted_held gold_retracted "
-        "forbidden_stored dup_exact dup_normalized dup_near",
-        in_rows=True,
-    ),
-    CountSpec("dup_embedding", "last_session", "embeddings"),
-    # The memory's size in cl100k tokens (memlab.scoring.consolidation.memory_tokens).
-    CountSpec("memory_tokens", "last_session", "state"),
-    CountSpec("gold_regret", "last_session", "operations"),
-    CountSpec("agent_runs", "sessions", "replay", in_rows=True),
-    *_counts(
-        "sessions",
-        "merge",
-        "added removed evicted skipped_below_threshold skipped_duplicate",
-        in_rows=True,
-    ),
-    # Proposed facts and summaries that echo the prompt template's own text, dropped before
-    # the merge (memlab.core.jsondoc.echo); absent from calls recorded before it was counted (0).
-    CountSpec("echoed", "sessions", "merge", in_rows=True),
-    *_counts(
-        "sessions",
-        "operations",
-        "op_adds op_adds_expected op_adds_correct op_adds_missed op_adds_redundant "
-        "op_adds_spurious op_removals op_removals_expected op_removals_correct "
-        "op_removals_missed op_removals_wrong gold_evicted gold_below_threshold stale_facts "
-        "stale_sessions stale_days "
-        + " ".join(f"stale_removed_{t} stale_at_risk_{t}" for t in range(STALE_HORIZON)),
-    ),
-    *_counts(
-        "sessions",
-        "injection",
-        "injections injection_tokens injection_facts injection_dropped gold_injected "
-        "gold_injectable",
-    ),
-    # Memory QA: the questions asked after each session, answered from the lane's memory
-    # and graded by one judge (memlab.scoring.qa.qa_metrics.qa_session_counts).
-    *_counts(
-        "sessions",
-        "qa",
-        "qa_questions qa_answerable qa_correct qa_f1 qa_bleu1 qa_abstain qa_abstain_correct "
-        "qa_adversarial qa_adversarial_correct qa_read_tokens qa_read_latency_s qa_judge_errors "
-        "qa_answer_errors",
-    ),
-    # Procedure questions answered from the lane's memory (not judged): how many, the sum of
-    # their step-order accuracies and how many replies named a step of the procedure
-    # (memlab.qa.procedure_scores); in the rows only when the QA step asked some.
-    *_counts("sessions", "qa", "qa_procedures qa_procedure_steps qa_procedure_recalled"),
-    # llm_calls (records that asked a model) is also in every session row: that session's.
-    CountSpec("llm_calls", "calls", "calls", in_rows=True),
-    *_counts(
-        "calls",
-        "calls",
-        "replies parse_failures backend_errors prompt_tokens completion_tokens tokens cost_usd "
-        "cache_hits model_calls simulated_calls",
-    ),
-    # The updates the queue handed to the memory (memlab.memory.strategy.is_queued_update):
-    # what calls_saved_by_debounce subtracts from agent_runs.
-    CountSpec("queued_updates", "calls", "calls"),
-    # Replies with at least one echo of the prompt template (what echo_rate counts).
-    CountSpec("echo_replies", "calls", "calls"),
-    *_counts("derived", "owner", "owners sessions calls_saved_by_debounce"),
-    *_counts(
-        "derived",
-        "operations",
-        "op_adds_judged op_removals_judged op_add_f1_num op_add_f1_den op_remove_f1_num "
-        "op_remove_f1_den",
-    ),
-)
-"""Every per-owner count, in the column order of the per-owner counts."""
-
-
-def count_columns(*, over: Over | None = None, by: str | None = None) -> tuple[str, ...]:
-    """The declared count columns formed ``over`` that way and computed ``by`` that step."""
-    return tuple(
-        c.column
-        for c in COUNT_SPECS
-        if (over is None or c.over == over) and (by is None or c.by == by)
-    )
-
-
 _RATE = (0.0, 1.0)
-_COUNT = (0.0, math.inf)
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One summary metric.
-
-    Attributes:
-        column: Summary column (and the name used by ``memlab compare`` and the gate).
-        title: Display name in reports.
-        direction: ``"higher"`` or ``"lower"`` is better; ``None`` for counts that are neither
-            (no best-value marker, no gate).
-        unit: ``percent`` (a share, shown as 12.5%), ``count``, ``number`` or ``usd``.
-        ratio: Per-owner count columns ``(numerator, denominator)``: the metric is the ratio
-            of their sums over owners. ``None``: the sum of the per-owner count ``total``.
-        total: Per-owner count column summed (default: ``column``); only without ``ratio``.
-        interval: A rate that gets ``<column>_lo``/``<column>_hi`` (bootstrap over owners)
-            and is compared between configurations by the paired test. Needs ``ratio`` or
-            ``survival``.
-        primary: One of the few metrics that answer "is B better": the Holm family of a
-            comparison (:mod:`memlab.scoring.comparing.comparison`). Every other interval metric is
-            secondary: shown with its interval and labelled exploratory. A grid's
-            ``primary: [...]`` overrides the set for its runs.
-        average: ``micro`` (the ratio of sums over owners) or ``macro`` (the mean over owners
-            of each owner's ratio, owners with a zero denominator left out): a macro rate does
-            not move because some owners store more facts than others.
-        survival: ``(events, at_risk, horizon)``: the restricted mean survival time up to
-            ``horizon`` from per-owner count columns ``<events>_<t>`` and ``<at_risk>_<t>``
-            (Kaplan-Meier, :mod:`memlab.scoring.inference.survival`), censoring at the data's end
-            taken into account.
-        empty: The value of a ratio whose denominator is 0 (NaN: not computable).
-        valid: The range a value (and a gate threshold) can take.
-        gate: Threshold name without its ``max_``/``min_`` prefix (``"parse_failure"`` gives
-            ``max_parse_failure`` and ``--max-parse-failure``); ``None``: not gated.
-        report: Shown in the report's metric table (every interval metric is also shown with
-            its interval and paired tests).
-        requires: How to get the metric when a run lacks its counts (then the summary leaves
-            it out); "" for metrics every run has.
-    """
-
-    column: str
-    title: str
-    direction: Direction | None
-    unit: Unit = "count"
-    ratio: tuple[str, str] | None = None
-    total: str | None = None
-    interval: bool = False
-    empty: float = math.nan
-    valid: tuple[float, float] = _COUNT
-    gate: str | None = None
-    report: bool = False
-    requires: str = ""
-    primary: bool = False
-    average: Average = "micro"
-    survival: tuple[str, str, int] | None = None
-
-    def __post_init__(self) -> None:
-        # Declaration mistakes fail at import, not in a report months later.
-        if self.interval and self.ratio is None and self.survival is None:
-            raise ValueError(f"metric {self.column}: an interval needs a ratio or a survival")
-        if self.primary and not self.interval:
-            raise ValueError(f"metric {self.column}: a primary metric needs an interval")
-        if self.average == "macro" and self.ratio is None:
-            raise ValueError(f"metric {self.column}: a macro average needs a ratio")
-        if self.ratio is not None and self.total is not None:
-            raise ValueError(f"metric {self.column}: give ratio or total, not both")
-        if self.gate is not None and self.direction is None:
-            raise ValueError(f"metric {self.column}: a gated metric needs a direction")
-
-    @property
-    def higher_is_better(self) -> bool:
-        """True when larger values are better."""
-        return self.direction == "higher"
-
-    @property
-    def ranked(self) -> bool:
-        """False for counts that are not better or worse in themselves (no best marker)."""
-        return self.direction is not None
-
-    @property
-    def percent(self) -> bool:
-        """True for shares shown as percentages."""
-        return self.unit == "percent"
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """The per-owner count columns the metric is computed from."""
-        if self.survival is not None:
-            events, at_risk, horizon = self.survival
-            return tuple(f"{name}_{t}" for name in (events, at_risk) for t in range(horizon))
-        return self.ratio if self.ratio is not None else (self.total or self.column,)
-
-    @property
-    def bound(self) -> Literal["max", "min"]:
-        """``max`` when lower is better (a gate sets a ceiling), else ``min``."""
-        return "max" if self.direction == "lower" else "min"
-
-    @property
-    def threshold(self) -> str | None:
-        """The gate threshold's name (``max_parse_failure``), or None when not gated."""
-        return f"{self.bound}_{self.gate}" if self.gate else None
-
-    @property
-    def flag(self) -> str | None:
-        """The ``memlab gate`` flag (``--max-parse-failure``), or None when not gated."""
-        return f"--{self.threshold.replace('_', '-')}" if self.threshold else None
-
-    def gate_help(self) -> str:
-        """Help text of the gate flag."""
-        low, high = self.valid
-        what = "highest" if self.bound == "max" else "lowest"
-        span = f"{low:g}-{high:g}" if math.isfinite(high) else f">= {low:g}"
-        hint = f"; {self.requires}" if self.requires else ""
-        return f"{what} allowed {self.title} ({span}){hint}"
-
-    def fmt(self, value: Any) -> str:
-        """Format a value for display ("-" for missing)."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "-"
-        if self.unit == "percent":
-            return f"{value:.1%}"
-        if isinstance(value, float) and not float(value).is_integer():
-            return f"{value:.4g}"
-        return f"{int(value)}"
-
-    def fmt_delta(self, delta: float) -> str:
-        """A signed difference: percentage points for rates (``+6.2 pts``), else the unit."""
-        if math.isnan(delta):
-            return "-"
-        if self.unit == "percent":
-            return f"{delta * 100:+.1f} pts"
-        return f"{delta:+.4g}"
-
-    def fmt_bounds(self, lo: float, hi: float, *, points: bool = False) -> str:
-        """``[lo, hi]``; with ``points``, a delta of a rate in percentage points."""
-        if math.isnan(lo) or math.isnan(hi):
-            return "[-]"
-        if self.unit == "percent":
-            if points:
-                return f"[{lo * 100:.1f}, {hi * 100:.1f}]"
-            return f"[{lo:.1%}, {hi:.1%}]"
-        return f"[{lo:.4g}, {hi:.4g}]"
-
 
 _EMB_HINT = "not measured (sweep with --embedding-duplicates)"
 _QA_HINT = "no memory QA in this run (memlab qa RUN, or a grid with a qa: key)"

@@ -52,14 +52,11 @@ from memlab.matching.embeddings import EmbeddingDuplicates
 from memlab.matching.matchers import default_matcher
 from memlab.memory.strategy import asked_model, is_queued_update
 from memlab.scoring.consolidation import memory_tokens
+from memlab.scoring.count_specs import count_columns
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.stats import StatOptions, bootstrap, ratio
-from memlab.scoring.metric_specs import (
-    MetricSpec,
-    count_columns,
-    summary_columns,
-    summary_specs,
-)
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import summary_columns, summary_specs
 from memlab.scoring.operations import score_operations
 from memlab.scoring.qa.injection_audit import injection_counts
 
@@ -336,7 +333,7 @@ def owner_counts(
             computed per (owner, sample) and averaged over the owner's samples, so an owner
             replayed five times weighs as much as one replayed once. ``None``: one sample.
 
-    Columns: the counts of :data:`memlab.scoring.metric_specs.COUNT_SPECS`: the last
+    Columns: the counts of :data:`memlab.scoring.count_specs.COUNT_SPECS`: the last
     session's state (``facts``, ``gold_active``, ``gold_covered``, ...), the sums over
     sessions (``agent_runs``, ``added``, ...), the call counts (``llm_calls``, ``replies``,
     ``parse_failures``, ``tokens``, ``cost_usd``, ...) and the derived ones (``owners`` (1),

@@ -53,8 +53,8 @@ from typing import Any
 
 from memlab.core.jsondoc.document import parse_utc
 from memlab.datasets.models import Owner
+from memlab.scoring.count_specs import STALE_HORIZON, count_columns
 from memlab.scoring.inference.survival import Episode, episode_counts
-from memlab.scoring.metric_specs import STALE_HORIZON, count_columns
 
 __all__ = ["OPERATION_COUNTS", "gold_losses", "lost_golds", "score_operations"]
 
@@ -62,7 +62,7 @@ Covers = Callable[[str, str], bool]
 
 OPERATION_COUNTS = count_columns(over="sessions", by="operations")
 """Per-session counts summed over an owner's sessions (see the module docstring), as declared
-in :data:`memlab.scoring.metric_specs.COUNT_SPECS`."""
+in :data:`memlab.scoring.count_specs.COUNT_SPECS`."""
 
 _LOST_TO_LIMITS = frozenset({"cap", "threshold"})
 

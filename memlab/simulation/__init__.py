@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from memlab._lazy import lazy_face
 
 if TYPE_CHECKING:
-    from memlab.simulation.profile import SimProfile as SimProfile
     from memlab.simulation.profile import load_profile as load_profile
+    from memlab.simulation.profile_model import SimProfile as SimProfile
     from memlab.simulation.provenance import ProvenanceMatcher as ProvenanceMatcher
     from memlab.simulation.provenance import applied_effects as applied_effects
     from memlab.simulation.provenance import matcher_agreement as matcher_agreement

@@ -11,7 +11,7 @@ the current memory (fact ids and contents), and answers as the profile declares
 - Each gold fact revealed in the session is proposed with ``propose_rate``, in a wording drawn
   from ``wording``, with a confidence drawn from ``confidence``.
 - Each gold fact stored in an original wording (and not yet restated) is proposed again,
-  reworded (:func:`~memlab.simulation.profile.restated`), with ``restate_rate``.
+  reworded (:func:`~memlab.simulation.fact_texts.restated`), with ``restate_rate``.
 - ``invent_rate`` invented facts per final update, from a pool that states no gold fact, with
   confidences from ``invented_confidence``.
 - For each gold fact the session retracts, the ids of the stored facts that state it (in any
@@ -20,7 +20,7 @@ the current memory (fact ids and contents), and answers as the profile declares
 - Every reply, final or not, is broken with the rate of each failure category.
 
 A profile with ``prompt_effects`` reads the update prompt's template: the rates above are
-those of :meth:`SimProfile.for_template <memlab.simulation.profile.SimProfile.for_template>`
+those of :meth:`SimProfile.for_template <memlab.simulation.profile_model.SimProfile.for_template>`
 for the template's own text, which is the prompt with the conversation found in it and the
 memory (the JSON object with ``facts`` outside the conversation) put back as their
 placeholders. Text in the conversation or the memory therefore never triggers an effect, and
@@ -70,19 +70,11 @@ from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.core.pipeline.llm import BackendError, Completion, CompletionRequest
 from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
 from memlab.qa.qa_prompts import JudgePrompt
+from memlab.simulation.fact_texts import INVENTED_FACTS, leaked, restated, worded, wordings
 from memlab.simulation.procedural import ProcedureAnswer, ProceduresDecision, SimProcedural
-from memlab.simulation.profile import (
-    INVENTED_FACTS,
-    SimProceduralProfile,
-    SimProfile,
-    SimTieredProfile,
-    leaked,
-    load_profile,
-    restated,
-    worded,
-    wordings,
-)
-from memlab.simulation.profile import uniform as _uniform
+from memlab.simulation.profile import load_profile
+from memlab.simulation.profile_model import SimProceduralProfile, SimProfile, SimTieredProfile
+from memlab.simulation.profile_model import uniform as _uniform
 from memlab.simulation.qa_replies import AnswerDecision, JudgeDecision, KnownVerdict, SimQA
 from memlab.simulation.replies import Breakage, broken_reply
 from memlab.simulation.tiered import SimTiered, TieredDecision

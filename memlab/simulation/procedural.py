@@ -5,7 +5,7 @@ Recognised by the built-in template (:mod:`memlab.core.procedure_prompts`). The 
 conversation is matched to the session whose whole conversation it is; each procedure the
 session is labelled with is learned with the profile's ``procedural.learn_rate``, keeping
 each step with ``step_keep_rate`` (verbatim, in order) and the labelled triggers
-(:class:`~memlab.simulation.profile.SimProceduralProfile`). The decision records, for every
+(:class:`~memlab.simulation.profile_model.SimProceduralProfile`). The decision records, for every
 procedure in the reply, the gold procedure it came from and the indices of the steps kept:
 the provenance tests recompute procedure recall and step-order accuracy from. Replies are
 broken with the profile's failure rates, as every other reply. Every draw is a hash of the
@@ -27,7 +27,7 @@ from typing import Any
 
 from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.core.procedure_prompts import procedures_prompt
-from memlab.simulation.profile import SimProfile, uniform
+from memlab.simulation.profile_model import SimProfile, uniform
 from memlab.simulation.replies import Breakage, broken_reply
 
 __all__ = [

@@ -13,7 +13,7 @@ recognises update prompts, by the dataset content they hold:
   simulated model), so two owners whose sessions and questions read alike get each their own
   answers; a request that names none takes the first owner with that question text.
 
-Answering (rates from :class:`~memlab.simulation.profile.SimQAProfile`): the question's
+Answering (rates from :class:`~memlab.simulation.profile_model.SimQAProfile`): the question's
 evidence is *in the prompt* when every evidence fact is there, as a line of its own, in a
 wording the simulated updater stores (or verbatim, as a gold memory holds it; a bullet and a
 ``[category | confidence]`` tag may precede it, as injected facts are shown; a fact only
@@ -61,14 +61,9 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from memlab.core.pipeline.llm import BackendError
 from memlab.errors import excerpt
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, JudgePrompt, judge_prompts
+from memlab.simulation.fact_texts import leaked, wordings
 from memlab.simulation.procedural import ProcedureAnswer, answer_procedure
-from memlab.simulation.profile import (
-    SimProceduralProfile,
-    SimQAProfile,
-    leaked,
-    uniform,
-    wordings,
-)
+from memlab.simulation.profile_model import SimProceduralProfile, SimQAProfile, uniform
 
 if TYPE_CHECKING:  # importing memlab.datasets loads its models; the backends stay light
     from memlab.datasets.models import Owner

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from memlab.simulation.profile import PromptEffect, SimProfile
+from memlab.simulation.profile_model import PromptEffect, SimProfile
 
 __all__ = ["FAILURE_PHRASES", "SimulatedReflector"]
 

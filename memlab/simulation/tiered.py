@@ -1,7 +1,8 @@
 """The simulated model's answers to the tiered memory's calls, with their provenance.
 
 Recognised by the built-in tiered templates (:mod:`memlab.core.tiered_prompts`); each answer
-follows the profile's ``tiered`` section (:class:`~memlab.simulation.profile.SimTieredProfile`):
+follows the profile's ``tiered`` section
+(:class:`~memlab.simulation.profile_model.SimTieredProfile`):
 
 - ``summary``: when the folded conversation holds its session's last message, each gold fact
   of the session becomes a key point with ``summary_keep_rate``, in its verbatim wording
@@ -25,7 +26,7 @@ from typing import Any
 
 from memlab.core.jsondoc.parsing import FailureCategory
 from memlab.core.tiered_prompts import compression_prompt, importance_prompt, summary_prompt
-from memlab.simulation.profile import SimProfile, uniform
+from memlab.simulation.profile_model import SimProfile, uniform
 from memlab.simulation.replies import Breakage, broken_reply
 
 __all__ = ["SimTiered", "TieredDecision"]

@@ -99,7 +99,7 @@ def tolerance_for(owners: int, *, alpha: float = 0.05, power: float = 0.80) -> f
     """The smallest regression a paired test on ``owners`` owners detects with ``power`` when
     the delta's per-owner spread is :data:`SPREAD` (memlab's MDE), rounded up to a point;
     ``inf`` when no paired test on so few owners can reach ``alpha``."""
-    from memlab.scoring.inference.stats import min_detectable_effect
+    from memlab.scoring.inference.paired_tests import min_detectable_effect
 
     mde = float(
         min_detectable_effect([SPREAD / math.sqrt(owners)], owners, alpha=alpha, power=power)[0]

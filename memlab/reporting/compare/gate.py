@@ -34,7 +34,8 @@ from memlab.scoring.comparing.inconclusive import (
 from memlab.scoring.inference.coverage import too_few_text
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.stats import StatOptions, bootstrap
-from memlab.scoring.metric_specs import MetricSpec, gate_specs, metric_spec, primary_metrics
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import gate_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
 
 __all__ = [

@@ -23,7 +23,8 @@ from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
 from memlab.runs.run import Run, RunError
 from memlab.scoring.comparing.comparability import SIMULATED_PROMPT_NOTE, LaneFacts, differences
-from memlab.scoring.metric_specs import MetricSpec, metric_spec, primary_metrics
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import metric_spec, primary_metrics
 
 __all__ = [
     "PromptChange",

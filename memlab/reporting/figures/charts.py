@@ -22,8 +22,9 @@ from matplotlib.ticker import MaxNLocator
 from memlab.backends.registry import is_simulated, mark_simulated
 from memlab.reporting.figures.overlay import Overlay
 from memlab.runs.run import Run
+from memlab.scoring.count_specs import STALE_HORIZON
 from memlab.scoring.inference.survival import Episode, kaplan_meier
-from memlab.scoring.metric_specs import STALE_HORIZON, metric_spec
+from memlab.scoring.metric_specs import metric_spec
 
 __all__ = [
     "duplication_chart",

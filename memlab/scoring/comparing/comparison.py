@@ -10,9 +10,9 @@ What is tested is declared: the *primary* metrics (``primary=True`` in the spec,
 grid's ``primary: [...]``) form the Holm family over every lane compared in one call. Rows
 whose owners have the same counts on both sides are "no change" and are no test. Each primary
 row's verdict, its interval and its MDE all use the level of the Holm step that decided it
-(:func:`~memlab.scoring.inference.stats.holm_steps`), so a significant delta's interval excludes 0
-and any other's includes it. Secondary rows show their interval at the run's level (95%) and are
-labelled exploratory.
+(:func:`~memlab.scoring.inference.paired_tests.holm_steps`), so a significant delta's interval
+excludes 0 and any other's includes it. Secondary rows show their interval at the run's level
+(95%) and are labelled exploratory.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ from memlab.scoring.comparing.comparability import LaneFacts, check_pairs, kind_
 from memlab.scoring.comparing.inconclusive import SIDE_RATES, ComparedPair
 from memlab.scoring.inference.coverage import MIN_OWNERS, paired_method, too_few_text
 from memlab.scoring.inference.estimators import estimator
-from memlab.scoring.inference.stats import Paired, StatOptions, holm, holm_steps, paired
-from memlab.scoring.metric_specs import MetricSpec, interval_specs, metric_spec, primary_metrics
+from memlab.scoring.inference.paired_tests import Paired, holm, holm_steps, paired
+from memlab.scoring.inference.stats import StatOptions
+from memlab.scoring.metric_model import MetricSpec
+from memlab.scoring.metric_specs import interval_specs, metric_spec, primary_metrics
 from memlab.scoring.metrics import owner_counts
 
 __all__ = [

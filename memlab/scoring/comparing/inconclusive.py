@@ -9,8 +9,8 @@ not when:
   while their prompts differ;
 - there are too few owners: fewer than any paired test needs ("no test possible"), or, for a
   stated tolerance, a minimum detectable effect larger than it (with the owners that would
-  detect it, :func:`memlab.scoring.inference.stats.owners_to_detect`), or no spread among the owners
-  to size a test on;
+  detect it, :func:`memlab.scoring.inference.paired_tests.owners_to_detect`), or no spread
+  among the owners to size a test on;
 - the judge's verdicts are unreadable for more than :data:`JUDGE_UNREADABLE_SHARE` of the
   answers on either side;
 - replies fail to parse on both sides (at least :data:`BOTH_UNPARSED_SHARE`);
@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from memlab.scoring.comparing.comparability import LaneFacts
-from memlab.scoring.inference.stats import min_test_owners, owners_to_detect
+from memlab.scoring.inference.paired_tests import min_test_owners, owners_to_detect
 from memlab.scoring.metric_specs import metric_spec
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The estimator of each metric with an interval, from its spec and per-owner counts.
 
-One place decides how a :class:`~memlab.scoring.metric_specs.MetricSpec` becomes a statistic
+One place decides how a :class:`~memlab.scoring.metric_model.MetricSpec` becomes a statistic
 of sums over owners (:class:`~memlab.scoring.inference.stats.Estimator`), for the run summary and
 for comparisons alike:
 
@@ -24,7 +24,7 @@ import pandas as pd
 
 from memlab.scoring.inference.stats import Estimator, FloatArray, ratio, ratio_estimator
 from memlab.scoring.inference.survival import rmst_from_counts
-from memlab.scoring.metric_specs import MetricSpec
+from memlab.scoring.metric_model import MetricSpec
 
 __all__ = ["estimator", "missing_owners"]
 

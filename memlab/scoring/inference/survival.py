@@ -13,7 +13,7 @@ Survival is therefore the Kaplan-Meier estimate ``S(t) = P(T > t)`` from per-tim
 later, or censored after ``t``): ``S(t) = prod_{u <= t} (1 - d_u / r_u)``. The headline number
 is the restricted mean survival time ``RMST(tau) = E[min(T, tau)] = sum_{t < tau} S(t)``: the
 session ends a stale fact survives, counted over the first ``tau`` of them
-(:data:`memlab.scoring.metric_specs.STALE_HORIZON`). It stays defined under censoring, and its
+(:data:`memlab.scoring.count_specs.STALE_HORIZON`). It stays defined under censoring, and its
 interval comes from the owner bootstrap like every other metric (the counts are summed over
 resampled owners, so episodes of one owner move together).
 

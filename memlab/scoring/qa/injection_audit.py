@@ -27,7 +27,7 @@ from memlab.datasets.models import Session
 from memlab.matching.embeddings import Embedder, WordLlamaEmbedder
 from memlab.memory.design import Injector, Reader
 from memlab.memory.policies import INJECTION_POLICIES, fact_content, injection_policy
-from memlab.scoring.metric_specs import count_columns
+from memlab.scoring.count_specs import count_columns
 
 __all__ = [
     "INJECTION_COUNTS",
@@ -48,7 +48,7 @@ more: :data:`memlab.memory.policies.INJECTION_POLICIES`)."""
 
 INJECTION_COUNTS = count_columns(by="injection")
 """Session-row counts of the audit, summed over an owner's sessions (declared in
-:data:`memlab.scoring.metric_specs.COUNT_SPECS`)."""
+:data:`memlab.scoring.count_specs.COUNT_SPECS`)."""
 
 
 def policy_embedder(policy: str) -> Embedder | None:

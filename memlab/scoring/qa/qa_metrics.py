@@ -16,7 +16,7 @@ known, or its answer when it has one).
   (:func:`memlab.scoring.inference.stats.bootstrap_ratios`); repeated samples of an owner are
   averaged first, as everywhere in memlab.
 - :func:`qa_session_counts` puts the ``memory`` condition's counts under one judge into the
-  session rows (declared in :data:`~memlab.scoring.metric_specs.COUNT_SPECS`), so that the
+  session rows (declared in :data:`~memlab.scoring.count_specs.COUNT_SPECS`), so that the
   summary, ``memlab compare`` and the gate treat QA accuracy like every other rate.
 - :func:`judge_band`: accuracy under each judge, the band (min-max over judges), the share of
   verdicts that flip between two judges and Cohen's kappa between them.
@@ -41,8 +41,9 @@ import pandas as pd
 from memlab.datasets.questions import UNJUDGED_KINDS
 from memlab.matching.calibration import KindCounts
 from memlab.qa.answering import SCORES
+from memlab.scoring.count_specs import count_columns
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
-from memlab.scoring.metric_specs import count_columns, interval_specs
+from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.qa.qa_causes import CAUSES, cause_of, fate_key
 
 __all__ = [
