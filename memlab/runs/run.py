@@ -34,6 +34,7 @@ from memlab.runs.rundir import (
     RunDir,
     RunError,
 )
+from memlab.runs.table_copy import read_table
 from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
 from memlab.scoring.inference.stats import StatOptions
@@ -111,7 +112,7 @@ class Run:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
         if self._calls is not None:
             return self._calls
-        return pd.DataFrame(read_rows(self.dir.file("calls.jsonl"), CallRow, inside=self.path))
+        return read_table(self.dir, "calls.jsonl", CallRow, self._table_facts("calls.jsonl"))
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
@@ -123,13 +124,18 @@ class Run:
         if self._sessions is not None:
             rows = self._sessions
         else:
-            rows = pd.DataFrame(
-                read_rows(self.dir.file("sessions.jsonl"), SessionRow, inside=self.path)
-            )
+            facts = self._table_facts("sessions.jsonl")
+            rows = read_table(self.dir, "sessions.jsonl", SessionRow, facts)
         answers = self.qa_answers
         if answers.empty or rows.empty:
             return rows
         return _with_qa_counts(rows, qa_session_counts(answers, self.judge))
+
+    def _table_facts(self, name: str) -> dict[str, Any] | None:
+        """The rows and checksum the manifest records of the table ``name`` (``None``: a run
+        without a manifest, read from its tables alone)."""
+        facts = self.manifest.get("files", {}).get(name)
+        return facts if isinstance(facts, dict) else None
 
     @cached_property
     def qa_manifest(self) -> dict[str, Any]:
