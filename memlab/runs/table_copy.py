@@ -154,9 +154,10 @@ def _column(array: np.ndarray[Any, Any], dtype: str, kind: str) -> Any:
     values = json.loads(array.tobytes())
     if not isinstance(values, list):
         raise ValueError("a JSON column is not a list")
-    if dtype == "object":  # lists stay values of one cell, not a second dimension
-        return np.fromiter(values, dtype=object, count=len(values))
-    return pd.array(values, dtype=pd.api.types.pandas_dtype(dtype))
+    if dtype == "object":  # lists stay values of one cell; text stays of dtype object
+        cells = np.fromiter(values, dtype=object, count=len(values))
+        return pd.Series(cells, dtype=object, copy=False)
+    return pd.Series(values, dtype=pd.api.types.pandas_dtype(dtype))
 
 
 def _same(a: pd.DataFrame, b: pd.DataFrame) -> bool:
