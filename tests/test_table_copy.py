@@ -1,5 +1,6 @@
 """A run's tables read from their columnar copies (``cache/<table>.npz``) are the frames read
-from the tables; a copy of another table, a damaged copy or a pickled one is never used."""
+from the tables; a copy of another table, a damaged copy or a pickled one is never used; a read
+alone writes nothing, a copy is written when the reader keeps it."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from builders import city_owners, update, write_owners
 
 import memlab.runs.table_copy as table_copy
 from memlab.backends.scripted import ScriptedBackend
+from memlab.cli.main import main
 from memlab.core.pipeline.llm import CompletionRequest
 from memlab.grids.grid import Grid
 from memlab.runs.records import CallRow, SessionRow, read_rows
 from memlab.runs.run import load_run
 from memlab.runs.rundir import RunDir
-from memlab.runs.table_copy import decode_table, encode_table, read_table
+from memlab.runs.table_copy import decode_table, encode_table, keep_copy, read_table
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -74,7 +76,10 @@ def test_a_second_read_uses_the_copy_and_gets_the_same_frame(
     expected = _from_rows(run_path, name)
     assert len(expected) > 0  # a sentinel: there are rows to compare
     attribute = name.removesuffix(".jsonl")
-    first = getattr(load_run(run_path), attribute)
+    run = load_run(run_path, keep_copies=True)
+    first = getattr(run, attribute)
+    assert not RunDir(run_path).table_copy(name).exists()  # a read alone writes nothing
+    run.keep_table_copies()
     assert RunDir(run_path).table_copy(name).is_file()
     _no_row_reads(monkeypatch)
     second = getattr(load_run(run_path), attribute)
@@ -83,10 +88,17 @@ def test_a_second_read_uses_the_copy_and_gets_the_same_frame(
         assert list(frame.dtypes) == list(expected.dtypes)
 
 
+def _read_and_keep(run_dir: RunDir, name: str, facts: dict[str, Any]) -> pd.DataFrame:
+    frame, data = read_table(run_dir, name, MODELS[name], facts, copy=True)
+    if data is not None:
+        keep_copy(run_dir, name, data)
+    return frame
+
+
 def test_a_copy_of_another_table_is_read_again(run_path: Path) -> None:
     run_dir = RunDir(run_path)
     facts = run_dir.file_facts(run_dir.file("sessions.jsonl"))
-    read_table(run_dir, "sessions.jsonl", SessionRow, facts)
+    _read_and_keep(run_dir, "sessions.jsonl", facts)
     # The table changes (a resumed sweep wrote it again): one session's recall edited.
     lines = run_dir.file("sessions.jsonl").read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[0])
@@ -95,7 +107,7 @@ def test_a_copy_of_another_table_is_read_again(run_path: Path) -> None:
     run_dir.file("sessions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     changed = run_dir.file_facts(run_dir.file("sessions.jsonl"))
     assert changed["sha256"] != facts["sha256"]
-    frame = read_table(run_dir, "sessions.jsonl", SessionRow, changed)
+    frame = _read_and_keep(run_dir, "sessions.jsonl", changed)
     assert frame["n_facts"].iloc[0] == 987
     stored = run_dir.table_copy("sessions.jsonl").read_bytes()
     assert decode_table(stored, facts["sha256"]) is None  # the copy was written again
@@ -127,14 +139,14 @@ def test_a_damaged_copy_is_ignored_and_written_again(
     run_dir = RunDir(run_path)
     facts = run_dir.file_facts(run_dir.file("calls.jsonl"))
     expected = _from_rows(run_path, "calls.jsonl")
-    read_table(run_dir, "calls.jsonl", CallRow, facts)
+    _read_and_keep(run_dir, "calls.jsonl", facts)
     copy = run_dir.table_copy("calls.jsonl")
     copy.write_bytes(damage(copy.read_bytes(), facts["sha256"]))
-    frame = read_table(run_dir, "calls.jsonl", CallRow, facts)
+    frame = _read_and_keep(run_dir, "calls.jsonl", facts)
     pd.testing.assert_frame_equal(frame, expected, check_exact=True)
     _no_row_reads(monkeypatch)  # the copy written again is whole
     pd.testing.assert_frame_equal(
-        read_table(run_dir, "calls.jsonl", CallRow, facts), expected, check_exact=True
+        _read_and_keep(run_dir, "calls.jsonl", facts), expected, check_exact=True
     )
 
 
@@ -145,7 +157,9 @@ def test_a_copy_that_cannot_be_written_leaves_the_read_whole(
         raise PermissionError("read-only run directory")
 
     monkeypatch.setattr(RunDir, "write_bytes", refused)
-    frame = load_run(run_path).calls
+    run = load_run(run_path, keep_copies=True)
+    frame = run.calls
+    run.keep_table_copies()
     pd.testing.assert_frame_equal(frame, _from_rows(run_path, "calls.jsonl"), check_exact=True)
     assert not RunDir(run_path).table_copy("calls.jsonl").exists()
 
@@ -174,3 +188,20 @@ def test_cells_holding_lists_and_missing_values_read_back_as_written() -> None:
 def test_a_frame_json_cannot_hold_gets_no_copy() -> None:
     assert encode_table(pd.DataFrame({"tags": [{"a"}, {"b"}]}), "abc") is None
     assert encode_table(pd.DataFrame({"n": [1, 2]}, index=[5, 6]), "abc") is None
+
+
+def test_a_report_keeps_the_copies_and_a_refused_command_writes_none(
+    run_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = sorted(p.relative_to(run_path) for p in run_path.rglob("*"))
+    # Refused after reading the tables: the baseline lane is not one of the run's.
+    assert main(["compare", str(run_path), "--baseline-lane", "no-such-lane"]) == 2
+    assert sorted(p.relative_to(run_path) for p in run_path.rglob("*")) == before
+    capsys.readouterr()
+    assert main(["report", str(run_path), "-o", str(tmp_path / "report")]) == 0
+    run_dir = RunDir(run_path)
+    for name in MODELS:
+        facts = run_dir.file_facts(run_dir.file(name))
+        kept = decode_table(run_dir.table_copy(name).read_bytes(), facts["sha256"])
+        assert kept is not None
+        pd.testing.assert_frame_equal(kept, _from_rows(run_path, name), check_exact=True)

@@ -2,12 +2,14 @@
 
 Reading ``calls.jsonl`` and ``sessions.jsonl`` of a 1,000-owner run (80,000 rows each) checks
 every row against its model and builds a DataFrame from the row dicts: about 4 s of CPU in
-every process that reads the run (``memlab report``, ``memlab compare``, a notebook). The first
-read keeps a columnar copy of each table in ``cache/<table>.npz`` (:meth:`RunDir.table_copy`):
+every process that reads the run (``memlab report``, ``memlab compare``, a notebook). A command
+that read a whole run and succeeded (``memlab report``, ``memlab compare``) keeps a columnar
+copy of each table it parsed in ``cache/<table>.npz`` (:meth:`RunDir.table_copy`):
 numeric columns as NumPy arrays, the other columns as one JSON list each, and a header naming
 the SHA-256 of the table the copy was made from. Later reads use the copy when that hash is
 the one the manifest records (and :func:`memlab.runs.run.load_run` checked) and the copy reads
-back whole; otherwise they read the table and write the copy again.
+back whole; otherwise they read the table. Reading alone never writes into the run directory
+(a command refused after reading leaves it as it was).
 
 A copy is written only when it reads back as exactly the frame read from the table (columns,
 dtypes, values), so a frame is the same whichever way it was read. It holds no pickled objects
@@ -32,7 +34,7 @@ from memlab.core.base.files import MAX_TABLE_BYTES, FileReadError
 from memlab.runs.records import read_rows
 from memlab.runs.rundir import RunDir, RunError
 
-__all__ = ["COPY_FORMAT", "decode_table", "encode_table", "read_table"]
+__all__ = ["COPY_FORMAT", "decode_table", "encode_table", "keep_copy", "read_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,31 +45,42 @@ _NUMERIC = "biuf"  # NumPy kinds kept as arrays: bool, signed and unsigned integ
 
 
 def read_table(
-    run_dir: RunDir, name: str, model: type[BaseModel], expected: dict[str, Any] | None
-) -> pd.DataFrame:
+    run_dir: RunDir,
+    name: str,
+    model: type[BaseModel],
+    expected: dict[str, Any] | None,
+    *,
+    copy: bool = False,
+) -> tuple[pd.DataFrame, bytes | None]:
     """The table ``name`` of the run as a DataFrame: from its columnar copy when the copy was
     made from the table whose checksum the manifest records (``expected``), else from the
-    table (then the copy is written for the next read).
+    table. With ``copy``, a table read from its rows also gives its encoded copy for
+    :func:`keep_copy` (``None`` otherwise, or when it cannot be copied exactly); a read never
+    writes.
 
     Raises:
         RecordError: The table has a bad row (as :func:`memlab.runs.records.read_rows`).
     """
     sha256 = expected.get("sha256") if isinstance(expected, dict) else None
-    copy = run_dir.table_copy(name)
     if isinstance(sha256, str):
-        frame = _read_copy(run_dir, copy, sha256)
+        frame = _read_copy(run_dir, run_dir.table_copy(name), sha256)
         if frame is not None:
-            return frame
+            return frame, None
     frame = pd.DataFrame(read_rows(run_dir.file(name), model, inside=run_dir.path))
-    if isinstance(sha256, str):
-        data = encode_table(frame, sha256)
-        if data is not None:
-            try:
-                run_dir.make_dir(copy.parent, "table copies")
-                run_dir.write_bytes(copy, data, durable=False)
-            except (OSError, RunError) as exc:
-                logger.info("%s: columnar copy not written (%s)", copy, exc)
-    return frame
+    if copy and isinstance(sha256, str):
+        return frame, encode_table(frame, sha256)
+    return frame, None
+
+
+def keep_copy(run_dir: RunDir, name: str, data: bytes) -> None:
+    """Write ``data`` as the columnar copy of the table ``name``; a directory that cannot take
+    it (read-only, a file in the way) is logged and left as it is."""
+    path = run_dir.table_copy(name)
+    try:
+        run_dir.make_dir(path.parent, "table copies")
+        run_dir.write_bytes(path, data, durable=False)
+    except (OSError, RunError) as exc:
+        logger.info("%s: columnar copy not written (%s)", path, exc)
 
 
 def _read_copy(run_dir: RunDir, copy: Path, sha256: str) -> pd.DataFrame | None:
