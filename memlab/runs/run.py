@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 from memlab.core.base.safe_names import unsafe_reason
 from memlab.core.base.yamlio import read_yaml
@@ -34,6 +35,7 @@ from memlab.runs.rundir import (
     RunDir,
     RunError,
 )
+from memlab.runs.table_copy import keep_copy, read_table
 from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
 from memlab.scoring.inference.stats import StatOptions
@@ -87,6 +89,9 @@ class Run:
     qa_judge: str | None = None
     """The judge whose verdicts the summary's QA metrics count (``None``: the first judge of
     the QA step); :meth:`with_judge` gives the run under another one."""
+    keep_copies: bool = False
+    """Encode each table parsed from its rows as a columnar copy, written by
+    :meth:`keep_table_copies` (``memlab report`` and ``memlab compare`` do)."""
 
     @cached_property
     def dir(self) -> RunDir:
@@ -111,7 +116,7 @@ class Run:
         """One row per LLM call: lane, owner, session, reply, parse outcome, tokens, counts."""
         if self._calls is not None:
             return self._calls
-        return pd.DataFrame(read_rows(self.dir.file("calls.jsonl"), CallRow, inside=self.path))
+        return self._table("calls.jsonl", CallRow)
 
     @cached_property
     def sessions(self) -> pd.DataFrame:
@@ -123,13 +128,34 @@ class Run:
         if self._sessions is not None:
             rows = self._sessions
         else:
-            rows = pd.DataFrame(
-                read_rows(self.dir.file("sessions.jsonl"), SessionRow, inside=self.path)
-            )
+            rows = self._table("sessions.jsonl", SessionRow)
         answers = self.qa_answers
         if answers.empty or rows.empty:
             return rows
         return _with_qa_counts(rows, qa_session_counts(answers, self.judge))
+
+    def _table(self, name: str, model: type[BaseModel]) -> pd.DataFrame:
+        """The table ``name``, from its columnar copy when that is current
+        (:mod:`memlab.runs.table_copy`); with :attr:`keep_copies`, a table parsed from its
+        rows leaves its copy for :meth:`keep_table_copies`."""
+        facts = self.manifest.get("files", {}).get(name)
+        expected = facts if isinstance(facts, dict) else None
+        frame, copy = read_table(self.dir, name, model, expected, copy=self.keep_copies)
+        if copy is not None:
+            self._unkept_copies[name] = copy
+        return frame
+
+    @cached_property
+    def _unkept_copies(self) -> dict[str, bytes]:
+        return {}
+
+    def keep_table_copies(self) -> None:
+        """Write the columnar copies of the tables this run parsed (with :attr:`keep_copies`),
+        so that the next read of the run skips the parse; a command calls it once it has
+        succeeded, so that a refused command writes nothing into the run."""
+        for name, data in self._unkept_copies.items():
+            keep_copy(self.dir, name, data)
+        self._unkept_copies.clear()
 
     @cached_property
     def qa_manifest(self) -> dict[str, Any]:
@@ -368,8 +394,9 @@ class Run:
         return data["user_id"], data["final_memory"]
 
 
-def load_run(path: str | Path) -> Run:
-    """Load a run directory written by :func:`memlab.sweep`.
+def load_run(path: str | Path, *, keep_copies: bool = False) -> Run:
+    """Load a run directory written by :func:`memlab.sweep` (``keep_copies``: see
+    :attr:`Run.keep_copies`).
 
     Raises:
         RunError: The directory is not a finished run of this format, or its tables differ
@@ -389,7 +416,7 @@ def load_run(path: str | Path) -> Run:
         }
     except (OSError, MemlabError, KeyError, TypeError, ValueError) as exc:
         raise RunError(f"{grid_file}: unreadable or does not match manifest.json: {exc}") from exc
-    return Run(path=path, grid=grid, lanes=lanes, manifest=manifest)
+    return Run(path=path, grid=grid, lanes=lanes, manifest=manifest, keep_copies=keep_copies)
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:

@@ -18,6 +18,9 @@ Layout of ``runs/<name>/``::
                          condition): the answer, its scores, verdicts and evidence fate
     qa/manifest.json     written last by the QA step: its settings, prompts, backends and
                          the row count and hash of the answer table
+    cache/<table>.npz    a columnar copy of calls.jsonl or sessions.jsonl, written by the
+                         first read, used while the table keeps the SHA-256 the copy names
+                         (:mod:`memlab.runs.table_copy`); safe to delete
 
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
 lane id); ``manifest.json`` names the lanes that belong to the run. A grid with ``samples``
@@ -42,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.base.atomic import atomic_write_text
+from memlab.core.base.atomic import atomic_write_bytes, atomic_write_text
 from memlab.core.base.files import (
     MAX_RUN_FILE_BYTES,
     MAX_TABLE_BYTES,
@@ -178,6 +181,11 @@ class RunDir:
         one of the ``qa/`` paths above)."""
         return self.path / relative
 
+    def table_copy(self, table: str) -> Path:
+        """``cache/<table>.npz``: the columnar copy of the table ``table`` (such as
+        ``calls.jsonl``), read instead of it while their checksums agree."""
+        return self.path / "cache" / f"{table}.npz"
+
     def lane_dir(self, lane_id: str) -> Path:
         return self.path / "lanes" / lane_id
 
@@ -223,6 +231,10 @@ class RunDir:
         """Atomically replace the run file ``path`` with ``text`` (checked by :meth:`owned`;
         ``durable=False``: not fsynced, for a file a resumed sweep writes again)."""
         atomic_write_text(self.owned(path), text, durable=durable)
+
+    def write_bytes(self, path: Path, data: bytes, *, durable: bool = True) -> None:
+        """Atomically replace the run file ``path`` with ``data`` (checked by :meth:`owned`)."""
+        atomic_write_bytes(self.owned(path), data, durable=durable)
 
     def write_json(self, path: Path, data: Any, *, ensure_ascii: bool = True) -> None:
         """Write ``data`` as indented JSON (the form of every manifest and description)."""
@@ -438,3 +450,13 @@ class RunDir:
             max_bytes=MAX_RUN_FILE_BYTES,
             inside=self.path,
         )
+
+    def read_file_bytes(self, path: Path, what: str, max_bytes: int) -> bytes:
+        """The raw content of the run file ``path`` (bounded, inside the run, no link
+        followed).
+
+        Raises:
+            FileReadError: Not a regular file, too large, or outside the run.
+            OSError: The file is missing or cannot be opened.
+        """
+        return read_bytes(path, what=what, max_bytes=max_bytes, inside=self.path)

@@ -156,8 +156,8 @@ def _compare(args: argparse.Namespace) -> int:
     primary = None
     if args.primary:
         primary = [m.strip() for m in args.primary.split(",") if m.strip()]
-    run_a = load_run(args.run_a)
-    run_b = load_run(args.run_b) if args.run_b else None
+    run_a = load_run(args.run_a, keep_copies=True)
+    run_b = load_run(args.run_b, keep_copies=True) if args.run_b else None
     table = compare(
         run_a,
         run_b,
@@ -197,4 +197,7 @@ def _compare(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CompareError(f"cannot write {args.csv}: {io_reason(exc)}") from exc
         print(f"wrote {args.csv}")
+    for run in (run_a, run_b):  # the next comparison of these runs skips their row parse
+        if run is not None:
+            run.keep_table_copies()
     return 0

@@ -83,8 +83,10 @@ def _report(args: argparse.Namespace) -> int:
     from memlab.reporting.report import build_report
     from memlab.runs.run import load_run
 
-    runs = [load_run(path) for path in args.runs]
+    runs = [load_run(path, keep_copies=True) for path in args.runs]
     paths = build_report(runs, args.out, title=args.title, allow_mixed=args.allow_mixed)
+    for run in runs:  # the next report of these runs skips their row parse
+        run.keep_table_copies()
     print(f"wrote {paths.html}\nwrote {paths.markdown}")
     return 0
 

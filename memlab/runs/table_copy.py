@@ -1,0 +1,181 @@
+"""Columnar copies of a run's tables, so that reading a large run again skips the row parse.
+
+Reading ``calls.jsonl`` and ``sessions.jsonl`` of a 1,000-owner run (80,000 rows each) checks
+every row against its model and builds a DataFrame from the row dicts: about 4 s of CPU in
+every process that reads the run (``memlab report``, ``memlab compare``, a notebook). A command
+that read a whole run and succeeded (``memlab report``, ``memlab compare``) keeps a columnar
+copy of each table it parsed in ``cache/<table>.npz`` (:meth:`RunDir.table_copy`):
+numeric columns as NumPy arrays, the other columns as one JSON list each, and a header naming
+the SHA-256 of the table the copy was made from. Later reads use the copy when that hash is
+the one the manifest records (and :func:`memlab.runs.run.load_run` checked) and the copy reads
+back whole; otherwise they read the table. Reading alone never writes into the run directory
+(a command refused after reading leaves it as it was).
+
+A copy is written only when it reads back as exactly the frame read from the table (columns,
+dtypes, values), so a frame is the same whichever way it was read. It holds no pickled objects
+(NumPy loads it with ``allow_pickle=False``): a copy in a run directory received from someone
+else cannot run code. A copy that cannot be written (a read-only directory) is skipped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from memlab.core.base.files import MAX_TABLE_BYTES, FileReadError
+from memlab.runs.records import read_rows
+from memlab.runs.rundir import RunDir, RunError
+
+__all__ = ["COPY_FORMAT", "decode_table", "encode_table", "keep_copy", "read_table"]
+
+logger = logging.getLogger(__name__)
+
+COPY_FORMAT = 1
+"""Version of the copy's layout; a copy of another version is ignored (and written again)."""
+_HEADER = "header"
+_NUMERIC = "biuf"  # NumPy kinds kept as arrays: bool, signed and unsigned integers, floats
+
+
+def read_table(
+    run_dir: RunDir,
+    name: str,
+    model: type[BaseModel],
+    expected: dict[str, Any] | None,
+    *,
+    copy: bool = False,
+) -> tuple[pd.DataFrame, bytes | None]:
+    """The table ``name`` of the run as a DataFrame: from its columnar copy when the copy was
+    made from the table whose checksum the manifest records (``expected``), else from the
+    table. With ``copy``, a table read from its rows also gives its encoded copy for
+    :func:`keep_copy` (``None`` otherwise, or when it cannot be copied exactly); a read never
+    writes.
+
+    Raises:
+        RecordError: The table has a bad row (as :func:`memlab.runs.records.read_rows`).
+    """
+    sha256 = expected.get("sha256") if isinstance(expected, dict) else None
+    if isinstance(sha256, str):
+        frame = _read_copy(run_dir, run_dir.table_copy(name), sha256)
+        if frame is not None:
+            return frame, None
+    frame = pd.DataFrame(read_rows(run_dir.file(name), model, inside=run_dir.path))
+    if copy and isinstance(sha256, str):
+        return frame, encode_table(frame, sha256)
+    return frame, None
+
+
+def keep_copy(run_dir: RunDir, name: str, data: bytes) -> None:
+    """Write ``data`` as the columnar copy of the table ``name``; a directory that cannot take
+    it (read-only, a file in the way) is logged and left as it is."""
+    path = run_dir.table_copy(name)
+    try:
+        run_dir.make_dir(path.parent, "table copies")
+        run_dir.write_bytes(path, data, durable=False)
+    except (OSError, RunError) as exc:
+        logger.info("%s: columnar copy not written (%s)", path, exc)
+
+
+def _read_copy(run_dir: RunDir, copy: Path, sha256: str) -> pd.DataFrame | None:
+    try:
+        data = run_dir.read_file_bytes(copy, "table copy", MAX_TABLE_BYTES)
+    except FileNotFoundError:
+        return None
+    except (OSError, FileReadError, RunError) as exc:
+        logger.info("%s: columnar copy ignored (%s)", copy, exc)
+        return None
+    frame = decode_table(data, sha256)
+    if frame is None:
+        logger.info("%s: columnar copy ignored (stale or unreadable)", copy)
+    return frame
+
+
+def encode_table(frame: pd.DataFrame, sha256: str) -> bytes | None:
+    """The columnar copy of ``frame`` (read from the table whose checksum is ``sha256``), or
+    ``None`` when the copy would not read back as exactly ``frame``."""
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:
+        return None
+    arrays: dict[str, np.ndarray[Any, Any]] = {}
+    columns = []
+    try:
+        for i, column in enumerate(frame.columns):
+            values = frame[column]
+            kind = _kind(values.dtype)
+            if kind == "array":
+                arrays[f"c{i}"] = values.to_numpy()
+            else:
+                arrays[f"c{i}"] = _text_array(json.dumps(values.tolist(), ensure_ascii=False))
+            columns.append([str(column), str(values.dtype), kind])
+    except (TypeError, ValueError):  # a value JSON cannot hold
+        return None
+    header = {"format": COPY_FORMAT, "sha256": sha256, "rows": len(frame), "columns": columns}
+    arrays[_HEADER] = _text_array(json.dumps(header))
+    buffer = io.BytesIO()
+    np.savez(buffer, allow_pickle=False, **arrays)
+    data = buffer.getvalue()
+    back = decode_table(data, sha256)
+    if back is None or not _same(back, frame):
+        return None
+    return data
+
+
+def decode_table(data: bytes, sha256: str) -> pd.DataFrame | None:
+    """The frame a columnar copy holds, or ``None`` when it is not a copy of the table whose
+    checksum is ``sha256`` or does not read back whole (truncated, edited, another format)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as found:
+            header = json.loads(found[_HEADER].tobytes())
+            if not (
+                isinstance(header, dict)
+                and header.get("format") == COPY_FORMAT
+                and header.get("sha256") == sha256
+            ):
+                return None
+            rows, columns = header["rows"], {}
+            for i, (name, dtype, kind) in enumerate(header["columns"]):
+                column = _column(found[f"c{i}"], str(dtype), kind)
+                if len(column) != rows or name in columns:
+                    return None
+                columns[str(name)] = column
+        return pd.DataFrame(columns, index=pd.RangeIndex(rows))
+    except (OSError, ValueError, TypeError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+
+
+def _kind(dtype: Any) -> str:
+    return "array" if isinstance(dtype, np.dtype) and dtype.kind in _NUMERIC else "json"
+
+
+def _text_array(text: str) -> np.ndarray[Any, Any]:
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+
+
+def _column(array: np.ndarray[Any, Any], dtype: str, kind: str) -> Any:
+    if kind == "array":
+        if array.ndim != 1 or str(array.dtype) != dtype:
+            raise ValueError(f"column of {array.dtype}, the header says {dtype}")
+        return array
+    if kind != "json" or array.dtype != np.uint8:
+        raise ValueError(f"unknown column kind {kind!r}")
+    values = json.loads(array.tobytes())
+    if not isinstance(values, list):
+        raise ValueError("a JSON column is not a list")
+    if dtype == "object":  # lists stay values of one cell; text stays of dtype object
+        cells = np.fromiter(values, dtype=object, count=len(values))
+        return pd.Series(cells, dtype=object, copy=False)
+    return pd.Series(values, dtype=pd.api.types.pandas_dtype(dtype))
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return (
+        list(a.columns) == list(b.columns)
+        and list(map(str, a.dtypes)) == list(map(str, b.dtypes))
+        and a.equals(b)
+    )
