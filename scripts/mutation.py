@@ -122,8 +122,8 @@ NAMED: tuple[Named, ...] = (
     Named(
         "the injection audit ignoring the policy's order",
         f"{_SCORING}/qa/injection_audit.py",
-        "rank=_rank(policy, ordered, query, embedder),",
-        "rank=by_confidence,",
+        "rank=injection_policy(policy).rank(ordered, query, embedder),",
+        'rank=injection_policy("confidence").rank(ordered, query, embedder),',
         (f"{_RULES}::test_the_audit_offers_facts_in_the_policys_order",),
     ),
     Named(
@@ -206,7 +206,7 @@ NAMED: tuple[Named, ...] = (
     Named(
         "the cache format check removed",
         "memlab/backends/caching/cache.py",
-        'if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:',
+        'if not isinstance(data, dict) or data.get("format") != expected:',
         "if not isinstance(data, dict):",
         (f"{_RULES}::test_a_cache_entry_of_another_format_is_not_read",),
     ),
