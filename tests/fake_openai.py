@@ -11,7 +11,8 @@ request (a scripted model behind the real ``openai`` SDK).
 ``not_json``        HTTP 200 with an HTML page
 ``empty``           HTTP 200 with an empty body
 ``wrong_shape``     HTTP 200 with a JSON object that is not a chat completion
-``status:N``        HTTP N with an error body that echoes the key
+``status:N``        HTTP N with an error body that echoes the key; a status the client retries
+                    (5xx) says ``Retry-After: 0``, so that each retry comes at once
 ``huge:MB``         HTTP 200 streaming MB megabytes of a reply (no Content-Length)
 ``long:MB``         a valid chat completion whose text is MB megabytes of words (a server
                     that ignores ``max_tokens``)
@@ -226,6 +227,8 @@ class HostileServer:
     def _send(self, handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", kind)
+        if status >= 500:  # every retry still gets the echoing body, without the backoff waits
+            handler.send_header("Retry-After", "0")
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)

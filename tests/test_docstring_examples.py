@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import functools
 import importlib
 import json
 import re
@@ -75,6 +76,7 @@ def _literal_blocks(doc: str) -> Iterator[str]:
         yield textwrap.dedent("\n".join(block)).strip("\n")
 
 
+@functools.cache  # parsing every module takes seconds; each parametrized case reads one block
 def _all_blocks() -> dict[tuple[str, str], str]:
     """(module, first line of the block) -> block text, for every literal block."""
     found: dict[tuple[str, str], str] = {}
