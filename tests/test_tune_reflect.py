@@ -18,7 +18,7 @@ import pytest
 import yaml
 from builders import copied_personas
 
-from memlab.backends.caching.cache import CacheMode
+from memlab.backends.caching.cache import CacheMissError, CacheMode
 from memlab.backends.costs.spend import CostLimitError
 from memlab.backends.registry import find_backend_plugin
 from memlab.core.pipeline.llm import Completion, CompletionRequest
@@ -69,7 +69,7 @@ def _grid(folder: Path, reflect: str) -> Path:
             "split": {"train": 0.4, "validation": 0.2, "test": 0.4, "seed": 3},
             "space": {"prompt": ["default"]},
             "objective": {"metric": "recall"},
-            "evolve": {"reflect_backend": reflect, "max_metric_calls": 9},
+            "evolve": {"reflect_backend": reflect, "max_metric_calls": 15},
         },
     }
     path = folder / "tune.yaml"
@@ -103,7 +103,7 @@ def test_a_read_only_cache_replays_the_evolution_without_the_reflection_model(
     recorded: tuple[Path, Counting, TuneResult], tmp_path: Path
 ) -> None:
     folder, counting, _ = recorded
-    assert counting.replies, "the evolution asked the reflector"
+    assert len(counting.replies) >= 2, "the evolution asked the reflector more than once"
     first = _saved(folder / "runs")
     refusing = Refusing("openai", "gpt-4o-mini")
     again = tune(
@@ -187,3 +187,13 @@ def test_a_reflection_call_after_the_time_budget_is_not_sent(tmp_path: Path) -> 
         tune(_grid(tmp_path, "sim:attentive"), runs_dir=tmp_path / "runs", max_trials=1,
              reflector=refused, max_time=10, clock=clock)  # fmt: skip
     assert refused.replies == []
+
+
+def test_a_request_a_read_only_cache_lacks_stops_the_evolution(tmp_path: Path) -> None:
+    refusing = Refusing()
+    with pytest.raises(CacheMissError, match="read-only"):
+        tune(_grid(tmp_path, "sim:attentive"), runs_dir=tmp_path / "runs", max_trials=1,
+             cache_dir=tmp_path / "empty", cache_mode=CacheMode.READ_ONLY,
+             reflector=refusing)  # fmt: skip
+    assert refusing.replies == []
+    assert not (tmp_path / "runs/evolve/trials").exists()

@@ -15,7 +15,9 @@ only while the search's budgets allow it: not once the wall-time budget is spent
 its worst case (as :class:`~memlab.backends.costs.spend.SpendGuard` reckons it) would take the
 spend past ``max_cost``. Such a call stops the evolution as an interruption would
 (:class:`ReflectionRefused`, raised through GEPA, which keeps its state from the start of the
-step): the same command resumes it.
+step): the same command resumes it. A request a read-only cache lacks stops it the same way
+(:class:`~memlab.backends.caching.cache.CacheMissError`): a replay of a recorded evolution
+either makes the recorded requests or says which one it lacks.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from memlab.backends.caching.cache import CachedBackend, CacheMode
+from memlab.backends.caching.cache import CachedBackend, CacheMissError, CacheMode
 from memlab.backends.costs.pricing import ModelPrice, call_cost, model_price
 from memlab.backends.costs.spend import WORST_CHARS_PER_TOKEN, CostLimitError, prompt_chars
 from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
@@ -45,13 +47,14 @@ class Ledger(Protocol):
 
 
 class ReflectionRefused(BaseException):
-    """A reflection call was not sent: a budget would pass. A ``BaseException`` because GEPA
-    turns every ``Exception`` of a reflection into "no proposal" and goes on replaying; this
-    one leaves GEPA as an interruption does. :func:`memlab.reporting.tuning.tune_evolve.evolve`
-    raises :attr:`error` in its place.
+    """A reflection call was not sent: a budget would pass, or a read-only cache lacks it.
+
+    A ``BaseException`` because GEPA turns every ``Exception`` of a reflection into "no
+    proposal" and goes on replaying; this one leaves GEPA as an interruption does.
+    :func:`memlab.reporting.tuning.tune_evolve.evolve` raises :attr:`error` in its place.
 
     Attributes:
-        error: The budget's error (a :class:`~memlab.errors.MemlabError`).
+        error: Why (a :class:`~memlab.errors.MemlabError`: the budget's error or the miss).
     """
 
     def __init__(self, error: MemlabError) -> None:
@@ -148,7 +151,10 @@ class Reflection:
         else:
             messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in prompt]
         request = CompletionRequest(messages=messages)
-        done = self.backend.complete(request)
+        try:
+            done = self.backend.complete(request)
+        except CacheMissError as exc:
+            raise ReflectionRefused(exc) from None
         usd = call_cost(
             self._price(request),
             done.prompt_tokens,
