@@ -56,15 +56,17 @@ def register(subparsers: Any) -> None:
         "--max-cost",
         type=float,
         metavar="USD",
-        help="stop before the replays' spend (at the backends' declared prices) could pass "
-        "USD; finished candidates are kept and the same command resumes",
+        help="stop before the spend of the replays and reflection calls (at the backends' "
+        "declared prices) could pass USD; finished candidates are kept and the same command "
+        "resumes",
     )
     p.add_argument(
         "--max-time",
         type=_seconds,
         metavar="SECONDS",
-        help="start no candidate after SECONDS (default: tune.max_time); finished candidates "
-        "are kept, the command exits 1 and the same command continues",
+        help="start no candidate (and send no reflection call) after SECONDS (default: "
+        "tune.max_time); finished candidates are kept, the command exits 1 and the same "
+        "command continues",
     )
     p.add_argument(
         "--runs-dir",
