@@ -21,6 +21,7 @@ from builders import copied_personas
 from memlab.backends.caching.cache import CacheMissError, CacheMode
 from memlab.backends.costs.spend import CostLimitError
 from memlab.backends.registry import find_backend_plugin
+from memlab.cli.main import main
 from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.reporting.tuning.tune import TuneResult, tune
 from memlab.reporting.tuning.tune_budget import TimeLimitError
@@ -189,7 +190,9 @@ def test_a_reflection_call_after_the_time_budget_is_not_sent(tmp_path: Path) -> 
     assert refused.replies == []
 
 
-def test_a_request_a_read_only_cache_lacks_stops_the_evolution(tmp_path: Path) -> None:
+def test_a_request_a_read_only_cache_lacks_stops_the_evolution(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     refusing = Refusing()
     with pytest.raises(CacheMissError, match="read-only"):
         tune(_grid(tmp_path, "sim:attentive"), runs_dir=tmp_path / "runs", max_trials=1,
@@ -197,3 +200,9 @@ def test_a_request_a_read_only_cache_lacks_stops_the_evolution(tmp_path: Path) -
              reflector=refusing)  # fmt: skip
     assert refusing.replies == []
     assert not (tmp_path / "runs/evolve/trials").exists()
+    # The command says so in one line and exits 1, as for a replay the cache lacks.
+    grid = _grid(tmp_path, "sim:attentive")
+    cache = ["--cache-dir", str(tmp_path / "empty"), "--cache-mode", "read_only"]
+    code = main(["tune", str(grid), "--runs-dir", str(tmp_path / "cli"), *cache, "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and "cache miss in read-only mode" in err

@@ -30,8 +30,8 @@ The grid file is a one-lane grid (its base is the starting configuration) with a
 Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs,
 tune.json and tune-report.md (every candidate's settings, scores and prompt diff).
 exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
---allow-inconclusive), a replay failed or the cost or time limit stopped the search; 2 bad
-input."""
+--allow-inconclusive), a replay failed, a read-only cache lacked a reflection reply or the
+cost or time limit stopped the search; 2 bad input."""
 
 
 def register(subparsers: Any) -> None:
@@ -119,7 +119,7 @@ def _tune(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     import optuna
 
-    from memlab.backends.caching.cache import CacheMode
+    from memlab.backends.caching.cache import CacheMissError, CacheMode
     from memlab.backends.costs.spend import CostLimitError
     from memlab.reporting.tuning.tune import tune
     from memlab.reporting.tuning.tune_budget import TimeLimitError
@@ -142,7 +142,8 @@ def _tune(args: argparse.Namespace) -> int:
             reflect_backend=args.reflect_backend,
             max_time=args.max_time,
         )
-    except (IncompleteSweepError, CostLimitError, TimeLimitError) as exc:  # kept: rerun resumes
+    # kept: a rerun resumes (a read-only cache's miss: after recording the reply)
+    except (IncompleteSweepError, CostLimitError, TimeLimitError, CacheMissError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.report:
