@@ -22,6 +22,7 @@ from builders import copied_personas
 
 from memlab.backends.registry import MINIMAL_CONTRACT_REPLY
 from memlab.cli.main import main
+from memlab.core.pipeline.llm import CompletionRequest
 from memlab.core.prompts import PromptRegistry
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid, GridError
@@ -258,8 +259,9 @@ def test_a_bad_evolve_key_names_the_file_and_key(tmp_path: Path) -> None:
 
 
 def test_a_backend_reflector_sends_the_request_and_an_unknown_one_is_named() -> None:
-    ask = reflector("scripted")  # answers every request with the minimal valid update
-    assert json.loads(ask("rewrite this prompt")) == json.loads(MINIMAL_CONTRACT_REPLY)
+    backend = reflector("scripted")  # answers every request with the minimal valid update
+    request = CompletionRequest(messages=[{"role": "user", "content": "rewrite this prompt"}])
+    assert json.loads(backend.complete(request).text) == json.loads(MINIMAL_CONTRACT_REPLY)
     assert isinstance(reflector("sim:attentive"), SimulatedReflector)
     with pytest.raises(EvolveError, match=r"reflect_backend 'nosuch:model'"):
         reflector("nosuch:model")

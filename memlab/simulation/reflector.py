@@ -11,6 +11,10 @@ for missed facts, a lower ``invent_rate`` for wrongly stored ones, lower ``failu
 failed replies) and which the prompt lacks, it adds the effect's phrase as a line at the top
 of the prompt. With no such effect it adds a plain instruction naming the failure. So what it
 finds is what the profile declares, never a guess of its own.
+
+It is also a backend (``complete``), so a search sends it requests as it sends any reflection
+model's, through the response cache; its token counts are the simulated model's (a quarter of
+the characters).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.simulation.profile_model import PromptEffect, SimProfile
 
 __all__ = ["FAILURE_PHRASES", "SimulatedReflector"]
@@ -66,10 +71,29 @@ class SimulatedReflector:
     """
 
     simulated = True
+    name = "sim"
 
     def __init__(self, profile: SimProfile) -> None:
         self.profile = profile
         self.requests: list[str] = []
+
+    @property
+    def model(self) -> str:
+        """``simulated-reflector-<profile name>`` (its cache entries apart from the model's)."""
+        return f"simulated-reflector-{self.profile.name}"
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        """The rewrite of ``request``'s messages as a completion (the backend protocol)."""
+        prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
+        text = self(prompt)
+        return Completion(
+            text=text,
+            prompt_tokens=max(1, len(prompt) // 4),
+            completion_tokens=len(text) // 4,
+            finish_reason="stop",
+            model=self.model,
+            backend=self.name,
+        )
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
         text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)

@@ -30,8 +30,8 @@ The grid file is a one-lane grid (its base is the starting configuration) with a
 Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), the held-out runs,
 tune.json and tune-report.md (every candidate's settings, scores and prompt diff).
 exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
---allow-inconclusive), a replay failed or the cost or time limit stopped the search; 2 bad
-input."""
+--allow-inconclusive), a replay failed, a read-only cache lacked a reflection reply or the
+cost or time limit stopped the search; 2 bad input."""
 
 
 def register(subparsers: Any) -> None:
@@ -56,15 +56,17 @@ def register(subparsers: Any) -> None:
         "--max-cost",
         type=float,
         metavar="USD",
-        help="stop before the replays' spend (at the backends' declared prices) could pass "
-        "USD; finished candidates are kept and the same command resumes",
+        help="stop before the spend of the replays and reflection calls (at the backends' "
+        "declared prices) could pass USD; finished candidates are kept and the same command "
+        "resumes",
     )
     p.add_argument(
         "--max-time",
         type=_seconds,
         metavar="SECONDS",
-        help="start no candidate after SECONDS (default: tune.max_time); finished candidates "
-        "are kept, the command exits 1 and the same command continues",
+        help="start no candidate (and send no reflection call) after SECONDS (default: "
+        "tune.max_time); finished candidates are kept, the command exits 1 and the same "
+        "command continues",
     )
     p.add_argument(
         "--runs-dir",
@@ -117,7 +119,7 @@ def _tune(args: argparse.Namespace) -> int:
     _args.single_blas_thread()
     import optuna
 
-    from memlab.backends.caching.cache import CacheMode
+    from memlab.backends.caching.cache import CacheMissError, CacheMode
     from memlab.backends.costs.spend import CostLimitError
     from memlab.reporting.tuning.tune import tune
     from memlab.reporting.tuning.tune_budget import TimeLimitError
@@ -140,7 +142,8 @@ def _tune(args: argparse.Namespace) -> int:
             reflect_backend=args.reflect_backend,
             max_time=args.max_time,
         )
-    except (IncompleteSweepError, CostLimitError, TimeLimitError) as exc:  # kept: rerun resumes
+    # kept: a rerun resumes (a read-only cache's miss: after recording the reply)
+    except (IncompleteSweepError, CostLimitError, TimeLimitError, CacheMissError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.report:

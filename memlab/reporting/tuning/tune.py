@@ -11,7 +11,9 @@ starting settings, are tried first.
 With ``tune.evolve``, GEPA first evolves the starting update prompt from the failure records
 of its replays on the train owners (:mod:`memlab.reporting.tuning.tune_evolve`); the prompts
 it keeps join the candidates (tried first at the starting settings, like listed prompts),
-each with its parent, and its replays lie in ``evolve/``.
+each with its parent, and its replays lie in ``evolve/``. The reflection model's calls go
+through the same response cache and count in the search's cost and budgets
+(:mod:`memlab.reporting.tuning.tune_reflect`).
 
 The winner and the starting configuration are then replayed on the held-out owners and
 compared paired (:func:`memlab.reporting.compare.prompt_ab.judge_ab`: one verdict per primary
@@ -31,7 +33,7 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.costs.spend import CostLimitError
 from memlab.core.base.safe_names import safe_component
+from memlab.core.pipeline.llm import Backend
 from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.errors import MemlabError
@@ -54,8 +57,10 @@ from memlab.reporting.tuning.tune_evolve import (
     TuneAdapter,
     evolve,
     prompt_label,
+    reflector,
     write_prompts,
 )
+from memlab.reporting.tuning.tune_reflect import Reflection
 from memlab.reporting.tuning.tune_report import (
     TUNE_REPORT,
     overfit,
@@ -129,6 +134,8 @@ class _Search:
         default_factory=lambda: dict.fromkeys(COST_COLUMNS, 0.0)
     )
     """:data:`COST_COLUMNS` of the evolution's replays (this call's)."""
+    reflection: Reflection | None = None
+    """The evolution's reflection model, its calls counted (this call's)."""
 
     def settings(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
         """The lane settings of a candidate and the prompt it needs besides the built-ins."""
@@ -225,13 +232,21 @@ def _owner_scores(
 
 def _evolve(
     search: _Search, columns: Sequence[str], matcher: FactMatcher | None,
-    reflect: Callable[[str], str] | None,
+    stand_in: Backend | None, budget: TimeBudget, wanted: int,
 ) -> None:  # fmt: skip
-    """Evolve the starting prompt (``tune.evolve``); the prompts kept join the candidates."""
+    """Evolve the starting prompt (``tune.evolve``); the prompts kept join the candidates.
+    ``stand_in`` answers for the reflect backend; a refused reflection call stops as the time
+    or cost budget stops a candidate."""
     options = search.spec.evolve
     assert options is not None
     objective = search.spec.objective
     where = search.path / "evolve"
+    search.reflection = Reflection(
+        stand_in or reflector(options.reflect_backend), options.reflect_backend,
+        cache_dir=search.sweep_options["cache_dir"], cache_mode=search.sweep_options["cache_mode"],
+        ledger=search, max_cost=search.max_cost, time=budget,
+        stop=TimeLimitError(search.path, budget.max_time or 0.0, 0, wanted),
+    )  # fmt: skip
 
     def evaluate(variant: PromptVariant, owners: Sequence[str]) -> tuple[Run, dict[str, float]]:
         label = prompt_label(variant)
@@ -251,7 +266,8 @@ def _evolve(
     )
     kept = evolve(
         start, search.split.train, search.split.validation, adapter,
-        options, where / "gepa", reflect=reflect, seed=search.spec.seed, start_label=start_label,
+        options, where / "gepa", reflect=search.reflection, seed=search.spec.seed,
+        start_label=start_label,
     )  # fmt: skip
     known = {v.sha256 for v in search.prompts.values()}
     for prompt in kept:
@@ -440,7 +456,7 @@ def tune(
     progress: bool = False,
     matcher: FactMatcher | None = None,
     reflect_backend: str | None = None,
-    reflector: Callable[[str], str] | None = None,
+    reflector: Backend | None = None,
     max_time: float | None = None,
     clock: Clock | None = None,
 ) -> TuneResult:
@@ -456,9 +472,9 @@ def tune(
         cache_dir, cache_mode, max_workers, progress, matcher: As for :func:`memlab.sweep`.
         reflect_backend: Evolve the update prompt with this reflection backend (overrides
             ``tune.evolve.reflect_backend``; turns evolution on with its defaults).
-        reflector: The reflection model itself, a callable from request text to reply text
-            (an instrument for tests: a :class:`memlab.simulation.reflector.SimulatedReflector`
-            that records what it was sent); it stands in for the reflect backend.
+        reflector: The reflection backend itself (an instrument for tests: a
+            :class:`memlab.simulation.reflector.SimulatedReflector` that records what it was
+            sent); it stands in for the reflect backend, its calls cached and counted as its.
         max_time: Seconds after which no candidate starts (default: the grid's
             ``tune.max_time``; none); ``clock`` measures them (default: the wall clock).
 
@@ -468,7 +484,8 @@ def tune(
         CostLimitError: A replay stopped at ``max_cost`` (rerun to resume).
         EvolveError: Evolution asked for without GEPA installed, or a reflector that cannot be
             built.
-        TimeLimitError: ``max_time`` passed before the last candidate (rerun to resume).
+        TimeLimitError: ``max_time`` passed before the last candidate or a reflection call
+            (rerun to resume).
     """
     start_grid, spec = load_tune(grid)
     if reflect_backend is not None:
@@ -497,15 +514,15 @@ def tune(
         max_cost,
     )
     columns = list(dict.fromkeys([*primary_metrics(start_grid.primary), *spec.objective.max]))
+    wanted = max_trials or spec.max_trials
     with RunDir(where).lock("tune"):
         if spec.evolve is not None:
             RunDir(where).make_dir(where, "tune directory")
-            _evolve(search, columns, matcher, reflector)
+            _evolve(search, columns, matcher, reflector, budget, wanted)
             write_prompts(search.evolved, where / "evolve" / "prompts")
         study = _study(search)
         done = _rows(study)
-        search.spent = sum(_number(r["cost"].get("cost_usd")) for r in done)
-        wanted = max_trials or spec.max_trials
+        search.spent += sum(_number(r["cost"].get("cost_usd")) for r in done)
         todo = wanted - len(done)
         if todo > 0 and not budget.spent():
             stops = [_budget(search), budget.stop_when_spent]
@@ -530,12 +547,14 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
         for side, p in (("start", start), ("best", best))
     }
     cost = {c: sum(_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
-    for column, value in search.evolution_cost.items():
-        cost[column] += value
+    reflection = None if search.reflection is None else dict(search.reflection.cost)
+    for column in COST_COLUMNS:
+        cost[column] += search.evolution_cost[column] + (reflection or {}).get(column, 0.0)
     result = TuneResult(
         search.path, search.split, search.spec.objective, start, best, rows, heldout, train, cost,
         search.evolved, search.spec.evolve.reflect_backend if search.spec.evolve else None,
         dict(search.prompts), overfit(search.spec.objective, train, heldout, best != start),
+        reflection,
     )  # fmt: skip
     run_dir = RunDir(search.path)
     run_dir.write_text(run_dir.file(TUNE_REPORT), report_markdown(result))

@@ -15,7 +15,10 @@ protocol:
 
 The reflection model is any memlab backend (:func:`reflector`); a ``sim:PROFILE`` spec is the
 simulated reflector (:class:`memlab.simulation.reflector.SimulatedReflector`), a test
-instrument. The evolved prompts become tune candidates, proven held out like listed ones.
+instrument. Its calls go through the search's response cache and count in the search's cost
+and budgets (:class:`memlab.reporting.tuning.tune_reflect.Reflection`). GEPA samples with its
+own random generator seeded with the search's seed, so the same replies give the same
+evolution. The evolved prompts become tune candidates, proven held out like listed ones.
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from memlab.backends.registry import is_simulated, resolve_backend
-from memlab.core.pipeline.llm import CompletionRequest
+from memlab.core.pipeline.llm import Backend
 from memlab.core.prompts import PromptVariant, resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.postrun.rescoring import replays
 from memlab.reporting.tuning.tune_feedback import OwnerFeedback, owner_feedback
+from memlab.reporting.tuning.tune_reflect import ReflectionRefused
 from memlab.reporting.tuning.tune_spec import Evolve
 from memlab.runs.run import Run
 from memlab.simulation.profile import load_profile
@@ -149,9 +153,9 @@ def as_template(text: str, newline: bool) -> str:
     return text.rstrip("\n") + "\n" if newline else text
 
 
-def reflector(spec: str) -> Callable[[str], str]:
-    """The reflection model of ``spec``: a backend's chat completion of the request, or, for a
-    ``sim:PROFILE`` spec, the simulated reflector of that profile (a test instrument).
+def reflector(spec: str) -> Backend:
+    """The reflection backend of ``spec``: the registry's backend, or, for a ``sim:PROFILE``
+    spec, the simulated reflector of that profile (a test instrument).
 
     Raises:
         EvolveError: The backend cannot be built.
@@ -159,15 +163,9 @@ def reflector(spec: str) -> Callable[[str], str]:
     try:
         if is_simulated(spec):
             return SimulatedReflector(load_profile(spec.split(":", 1)[1]))
-        backend = resolve_backend(spec)
+        return resolve_backend(spec)
     except MemlabError as exc:
         raise EvolveError(f"tune.evolve.reflect_backend {spec!r}: {exc}") from None
-
-    def ask(prompt: str) -> str:
-        request = CompletionRequest(messages=[{"role": "user", "content": prompt}])
-        return backend.complete(request).text
-
-    return ask
 
 
 class _Log:
@@ -195,32 +193,38 @@ def evolve(
     options: Evolve,
     where: Path,
     *,
-    reflect: Callable[[str], str] | None = None,
+    reflect: Callable[[str], str],
     seed: int = 0,
     start_label: str | None = None,
 ) -> list[EvolvedPrompt]:
     """Evolve ``start`` on the ``train`` owners, scored on ``validation``; the prompts kept,
-    the start excluded. GEPA's state lies in ``where`` (a rerun resumes it).
+    the start excluded. ``reflect`` answers GEPA's reflection requests (a
+    :class:`~memlab.reporting.tuning.tune_reflect.Reflection`); GEPA's random generator is
+    seeded with ``seed``. GEPA's state lies in ``where`` (a rerun resumes it).
 
     Raises:
-        EvolveError: GEPA is not installed or the reflector cannot be built.
+        EvolveError: GEPA is not installed.
+        CostLimitError, TimeLimitError: A budget refused a reflection call (rerun to resume).
     """
     gepa = _gepa(where)
     where.mkdir(parents=True, exist_ok=True)
-    result = gepa.optimize(
-        seed_candidate={COMPONENT: start.template},
-        trainset=list(train),
-        valset=list(validation or train),
-        adapter=adapter,
-        reflection_lm=reflect or reflector(options.reflect_backend),
-        reflection_minibatch_size=min(options.minibatch, len(train)),
-        max_metric_calls=options.max_metric_calls,
-        skip_perfect_score=False,
-        run_dir=str(where),
-        seed=seed,
-        raise_on_exception=True,
-        logger=_Log(),
-    )
+    try:
+        result = gepa.optimize(
+            seed_candidate={COMPONENT: start.template},
+            trainset=list(train),
+            valset=list(validation or train),
+            adapter=adapter,
+            reflection_lm=reflect,
+            reflection_minibatch_size=min(options.minibatch, len(train)),
+            max_metric_calls=options.max_metric_calls,
+            skip_perfect_score=False,
+            run_dir=str(where),
+            seed=seed,
+            raise_on_exception=True,
+            logger=_Log(),
+        )
+    except ReflectionRefused as refused:  # GEPA's state stays at the step's start
+        raise refused.error from None
     labels = [start_label or start.name]
     newline = start.template.endswith("\n")
     texts = [as_template(c[COMPONENT], newline) for c in result.candidates]

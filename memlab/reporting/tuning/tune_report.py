@@ -10,7 +10,8 @@ not from the configuration: the held-out owners rule out a gain as large. :func:
 applies the rule; :class:`Overfit` states it.
 
 **The report** (:func:`report_markdown`, written as ``tune-report.md`` in the tune directory):
-the search's summary as ``memlab tune`` prints it, the search's cost, then per candidate its
+the search's summary as ``memlab tune`` prints it, the search's cost (with evolution, the
+replays' and the reflection calls' apart), then per candidate its
 settings, its train and validation scores, its cost, and a unified diff of its prompt against
 the starting prompt.
 """
@@ -29,6 +30,7 @@ from memlab.reporting.tuning.tune_spec import Objective
 from memlab.scoring.metric_specs import metric_spec
 
 __all__ = [
+    "COST_COLUMNS",
     "TUNE_REPORT",
     "Overfit",
     "SearchResult",
@@ -37,6 +39,9 @@ __all__ = [
     "prompt_diff",
     "report_markdown",
 ]
+
+COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
+"""What a search's cost adds up over its candidates' replays and its reflection calls."""
 
 TUNE_REPORT = Path("tune-report.md")
 """The report's file in the tune directory."""
@@ -134,6 +139,8 @@ class SearchResult(Protocol):
     @property
     def templates(self) -> dict[str, str]: ...
 
+    def cost_parts(self) -> list[str]: ...
+
     def lines(self) -> list[str]: ...
 
 
@@ -199,6 +206,8 @@ def report_markdown(result: SearchResult) -> str:
         metrics += [m for m, v in row["train"].items() if m not in metrics and not math.isnan(v)]
     out = [f"# Search {result.path.name}", "", "```", *result.lines(), "```", ""]
     out += ["## Search cost", "", f"{len(result.trials)} candidates: {cost_text(result.cost)}.", ""]
+    parts = [f"- {line.strip()}" for line in result.cost_parts()]
+    out += [*parts, ""] if parts else []
     out += ["## Candidates", ""]
     for row in result.trials:
         out += _candidate(result, row, metrics)

@@ -14,14 +14,11 @@ from typing import Any
 from memlab.core.prompts import PromptVariant
 from memlab.reporting.compare.prompt_ab import ABResult
 from memlab.reporting.tuning.tune_evolve import EvolvedPrompt, evolution_lines, evolution_record
-from memlab.reporting.tuning.tune_report import Overfit, cost_text
+from memlab.reporting.tuning.tune_report import COST_COLUMNS, Overfit, cost_text
 from memlab.reporting.tuning.tune_spec import Objective, OwnerSplit
 from memlab.scoring.metric_specs import metric_spec
 
 __all__ = ["COST_COLUMNS", "TuneResult"]
-
-COST_COLUMNS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd")
-"""What a search's cost adds up over its candidates' replays."""
 
 
 @dataclass
@@ -37,13 +34,15 @@ class TuneResult:
         trials: One row per candidate: number, settings, train and validation metrics.
         heldout: The paired comparison of start and winner on the test owners.
         train: Primary metrics of start and winner on the train owners (``{"start": ...}``).
-        cost: :data:`COST_COLUMNS` summed over the search's replays.
+        cost: :data:`COST_COLUMNS` summed over the search's replays and reflection calls.
         evolved: The prompts evolution kept (empty without ``tune.evolve``).
         reflector: The reflection model's spec (``None`` without ``tune.evolve``).
         overfit: The overfitting flag (:func:`memlab.reporting.tuning.tune_report.overfit`),
             or None.
         prompts: The candidate prompts by label, the starting prompt first (empty: the search
             varies none).
+        reflection_cost: :data:`COST_COLUMNS` of the reflection calls, part of ``cost``
+            (``None`` without ``tune.evolve``).
     """
 
     path: Path
@@ -59,6 +58,7 @@ class TuneResult:
     reflector: str | None = None
     prompts: dict[str, PromptVariant] = field(default_factory=dict, repr=False)
     overfit: Overfit | None = None
+    reflection_cost: dict[str, float] | None = None
 
     @property
     def templates(self) -> dict[str, str]:
@@ -99,9 +99,17 @@ class TuneResult:
                        f"(gap {spec.fmt_delta(gap)})")  # fmt: skip
         if self.overfit is not None:
             out.append(self.overfit.text())
-        out += ["", "search cost: " + cost_text(self.cost), ""]
+        out += ["", "search cost: " + cost_text(self.cost), *self.cost_parts(), ""]
         out.append("held-out test, start -> best:")
         return out + self.heldout.lines()
+
+    def cost_parts(self) -> list[str]:
+        """With evolution, the cost's two lines: the replays and the reflection calls."""
+        if self.reflection_cost is None:
+            return []
+        replays = {k: v - self.reflection_cost.get(k, 0.0) for k, v in self.cost.items()}
+        return [f"  replays: {cost_text(replays)}",
+                f"  reflection: {cost_text(self.reflection_cost)}"]  # fmt: skip
 
     def as_json(self) -> dict[str, Any]:
         """What ``tune.json`` keeps (with evolution: each candidate prompt's hash, file and
@@ -125,6 +133,7 @@ class TuneResult:
         }
         if self.reflector is not None:
             found["evolution"] = evolution_record(self.evolved, self.prompts, self.reflector)
+            found["reflection_cost"] = self.reflection_cost
         return found
 
 
