@@ -37,6 +37,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import time
@@ -112,9 +113,19 @@ def reference(
         return chain
 
     def pick(chain: Any, row: int) -> int:
+        logits = llama_cpp.llama_get_logits_ith(ctx, row)
+        token = _argmax(logits, n_vocab)
         if grammar is None:  # a plain argmax, as llama-batched-bench
-            return _argmax(llama_cpp.llama_get_logits_ith(ctx, row), n_vocab)
-        token = int(llama_cpp.llama_sampler_sample(chain, ctx, row))
+            return token
+        # The best token if the grammar allows it, else the full pass (as memlab's decoder).
+        candidate = llama_cpp.llama_token_data(token, logits[token], 0.0)
+        one = llama_cpp.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
+        constraint = llama_cpp.llama_sampler_chain_get(chain, 0)
+        llama_cpp.llama_sampler_apply(constraint, ctypes.byref(one))
+        if candidate.logit == float("-inf"):
+            token = int(llama_cpp.llama_sampler_sample(chain, ctx, row))
+        else:
+            llama_cpp.llama_sampler_accept(chain, token)
         return -1 if llama_cpp.llama_vocab_is_eog(vocab, token) else token
 
     def decode(items: list[tuple[int, int, int, bool]]) -> None:

@@ -166,6 +166,10 @@ class BatchDecoder:
         """Prompt tokens served from the kept prefix so far."""
         self.steps = 0
         """``llama_decode`` calls so far."""
+        self.grammar_tokens = 0
+        """Tokens sampled under a llama.cpp grammar so far."""
+        self.full_grammar_passes = 0
+        """Of those, tokens whose grammar ruled out the best one (the whole vocabulary checked)."""
         self._formatter = _chat_formatter(llm)
         self._thread = threading.Thread(target=self._run, name="llama-batch", daemon=True)
         self._thread.start()
@@ -362,7 +366,7 @@ class BatchDecoder:
                 self._finish(lanes, lane, BackendError(error))
                 return
         else:
-            token = int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
+            token = self._greedy(lane, index)
         if lib.llama_vocab_is_eog(self._vocab, token):
             self._finish(lanes, lane, "stop")
             return
@@ -372,6 +376,33 @@ class BatchDecoder:
             self._finish(lanes, lane, "stop")
         elif len(lane.generated) >= lane.request.max_tokens:
             self._finish(lanes, lane, "length")
+
+    def _greedy(self, lane: _Lane, index: int) -> int:
+        """The lane's greedy token after its grammar, checking the best token first.
+
+        The grammar sampler checks every token of the vocabulary (49,152 for SmolLM2; about
+        as long as a decode step) when asked to sample. The best token overall is the greedy
+        choice whenever the grammar allows it (both take the first highest logit), so it is
+        checked alone, and the whole vocabulary only when the grammar rules it out.
+        """
+        import ctypes
+
+        import numpy as np
+
+        lib = self._lib
+        row = lib.llama_get_logits_ith(self._ctx, index)
+        best = int(np.argmax(np.ctypeslib.as_array(row, shape=(self._llm.n_vocab(),))))
+        if lane.request.grammar is not None:
+            self.grammar_tokens += 1
+            grammar = lib.llama_sampler_chain_get(lane.sampler, 0)
+            candidate = lib.llama_token_data(best, row[best], 0.0)
+            one = lib.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
+            lib.llama_sampler_apply(grammar, ctypes.byref(one))
+            if candidate.logit == float("-inf"):  # ruled out: the full pass (it accepts)
+                self.full_grammar_passes += 1
+                return int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
+        lib.llama_sampler_accept(lane.sampler, best)
+        return best
 
     def _masked(self, lane: _Lane, index: int) -> int:
         """The best token of row ``index`` that the lane's mask allows (greedy)."""
