@@ -97,7 +97,7 @@ def reference(
     params.n_ctx = max(len(p) + n for p, n in zip(prompts, lengths, strict=True)) * (lanes + 1)
     params.n_batch = params.n_ubatch = 512
     params.n_seq_max = lanes + 1
-    params.kv_unified = False  # one stream per sequence, as memlab's decoder has
+    params.kv_unified = True  # one KV cache for every sequence, as memlab's decoder has
     ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
     memory = llama_cpp.llama_get_memory(ctx)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
@@ -146,7 +146,7 @@ def reference(
         seqs = list(range(min(lanes, len(prompts) - group)))
         for seq in seqs:
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
-            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, -1, -1)  # streams copy whole
+            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, 0, shared)  # shares the cells
         rows, pos, left, first = {}, {}, {}, {}
         chains = {seq: sampler() for seq in seqs}
         for seq in seqs:  # each rest of a prompt, then its first greedy token

@@ -141,13 +141,16 @@ class BatchDecoder:
         self.options = options
         self._prefix_seq = options.lanes  # the extra sequence keeping the shared prefix
         params = type(llm.context_params).from_buffer_copy(llm.context_params)
-        # One stream of n_ctx cells per lane and one for the kept prefix.
+        # Room for every lane's n_ctx and the kept prefix, in one unified KV cache: a
+        # stream per sequence (kv_unified=False) made each decode step many times slower on
+        # a loaded 2-core machine (docs/local-model.md), and unified cells are shared by
+        # the sequences that copy them, so the kept prefix is stored once.
         params.n_ctx = n_ctx * (options.lanes + 1)
         params.n_batch = _STEP_TOKENS
         params.n_ubatch = min(512, _STEP_TOKENS)
         params.n_seq_max = options.lanes + 1
         params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = False  # see _copy
+        params.kv_unified = True
         params.embeddings = False
         self._ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
         if not self._ctx:
@@ -288,15 +291,11 @@ class BatchDecoder:
                 self._awaiting_prefix = True
 
     def _copy(self, source: int, target: int, length: int) -> None:
-        """Give ``target`` the cells of ``source``'s first ``length`` positions.
-
-        Each sequence has its own KV stream (attention then spans one sequence's cells, not
-        every lane's), and llama.cpp copies between streams whole: the copy is cut after.
-        """
+        """Give ``target`` the cells of ``source``'s first ``length`` positions (the cells
+        are shared, not copied: the unified cache tags them with both sequences)."""
         lib = self._lib
         lib.llama_memory_seq_rm(self._memory, target, -1, -1)
-        lib.llama_memory_seq_cp(self._memory, source, target, -1, -1)
-        lib.llama_memory_seq_rm(self._memory, target, length, -1)
+        lib.llama_memory_seq_cp(self._memory, source, target, 0, length)
 
     def _sampler(self, request: BatchRequest) -> Any:
         lib = self._lib
