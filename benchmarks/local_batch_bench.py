@@ -14,7 +14,13 @@ contract's grammar, greedy), three ways, in this order:
   each sequence, each sequence's rest evaluated, then as many tokens per sequence as the
   batched run generated for the same prompt, LANES sequences per ``llama_decode``, each
   sequence sampled by llama.cpp's grammar sampler (the grammar memlab compiles from the
-  memory contract) then greedy: the same work as memlab's batched path, like for like;
+  memory contract) then greedy: the same work as memlab's batched path, like for like.
+  Its context is set up as memlab's decoder sets up its own: one unified KV cache
+  (``kv_unified=True``; it had one stream per sequence before, which made every decode step
+  many times slower on a loaded 2-core machine), n_ctx = longest prompt plus reply times
+  (LANES + 1), n_batch = n_ubatch = 512, the prefix's cells shared with ``llama_memory_seq_cp``
+  over its positions, and the grammar checked on the best token first (the whole vocabulary
+  only when the grammar rules that token out; the same greedy token);
 * **llama.cpp reference, no grammar**: the same loop with a plain argmax (what
   ``llama-batched-bench`` measures, on this workload): the ceiling without a constraint.
 
