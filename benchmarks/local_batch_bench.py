@@ -14,7 +14,13 @@ contract's grammar, greedy), three ways, in this order:
   each sequence, each sequence's rest evaluated, then as many tokens per sequence as the
   batched run generated for the same prompt, LANES sequences per ``llama_decode``, each
   sequence sampled by llama.cpp's grammar sampler (the grammar memlab compiles from the
-  memory contract) then greedy: the same work as memlab's batched path, like for like;
+  memory contract) then greedy: the same work as memlab's batched path, like for like.
+  Its context is set up as memlab's decoder sets up its own: one unified KV cache
+  (``kv_unified=True``; it had one stream per sequence before, which made every decode step
+  many times slower on a loaded 2-core machine), n_ctx = longest prompt plus reply times
+  (LANES + 1), n_batch = n_ubatch = 512, the prefix's cells shared with ``llama_memory_seq_cp``
+  over its positions, and the grammar checked on the best token first (the whole vocabulary
+  only when the grammar rules that token out; the same greedy token);
 * **llama.cpp reference, no grammar**: the same loop with a plain argmax (what
   ``llama-batched-bench`` measures, on this workload): the ceiling without a constraint.
 
@@ -37,6 +43,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import time
@@ -96,7 +103,7 @@ def reference(
     params.n_ctx = max(len(p) + n for p, n in zip(prompts, lengths, strict=True)) * (lanes + 1)
     params.n_batch = params.n_ubatch = 512
     params.n_seq_max = lanes + 1
-    params.kv_unified = False  # one stream per sequence, as memlab's decoder has
+    params.kv_unified = True  # one KV cache for every sequence, as memlab's decoder has
     ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
     memory = llama_cpp.llama_get_memory(ctx)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
@@ -112,9 +119,19 @@ def reference(
         return chain
 
     def pick(chain: Any, row: int) -> int:
+        logits = llama_cpp.llama_get_logits_ith(ctx, row)
+        token = _argmax(logits, n_vocab)
         if grammar is None:  # a plain argmax, as llama-batched-bench
-            return _argmax(llama_cpp.llama_get_logits_ith(ctx, row), n_vocab)
-        token = int(llama_cpp.llama_sampler_sample(chain, ctx, row))
+            return token
+        # The best token if the grammar allows it, else the full pass (as memlab's decoder).
+        candidate = llama_cpp.llama_token_data(token, logits[token], 0.0)
+        one = llama_cpp.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
+        constraint = llama_cpp.llama_sampler_chain_get(chain, 0)
+        llama_cpp.llama_sampler_apply(constraint, ctypes.byref(one))
+        if candidate.logit == float("-inf"):
+            token = int(llama_cpp.llama_sampler_sample(chain, ctx, row))
+        else:
+            llama_cpp.llama_sampler_accept(chain, token)
         return -1 if llama_cpp.llama_vocab_is_eog(vocab, token) else token
 
     def decode(items: list[tuple[int, int, int, bool]]) -> None:
@@ -135,7 +152,7 @@ def reference(
         seqs = list(range(min(lanes, len(prompts) - group)))
         for seq in seqs:
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
-            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, -1, -1)  # streams copy whole
+            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, 0, shared)  # shares the cells
         rows, pos, left, first = {}, {}, {}, {}
         chains = {seq: sampler() for seq in seqs}
         for seq in seqs:  # each rest of a prompt, then its first greedy token

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import jsonschema
 import pytest
 
-from memlab.backends.local.llama_batch import BatchOptions, common_prefix
+from memlab.backends.local.llama_batch import BatchOptions, common_prefix, shared_decoder
 from memlab.backends.local.llama_local import LocalLlamaBackend
 from memlab.core.jsondoc.contract import contract_schema
 from memlab.core.jsondoc.document import create_empty_memory
@@ -87,6 +87,12 @@ def test_batched_greedy_replies_equal_sequential_and_reuse_the_prefix() -> None:
         )
         if got.finish_reason == "stop":
             jsonschema.validate(json.loads(got.text), contract_schema())
+    # The grammar is checked on the best token first: the whole vocabulary only when the
+    # grammar rules that token out (a reply's first tokens), and equal replies either way.
+    decoder = shared_decoder(batched.llama(), N_CTX, N_THREADS, BatchOptions(lanes=3))
+    generated = sum(r.completion_tokens for r in replies)
+    assert generated <= decoder.grammar_tokens <= generated + len(replies)  # + end-of-text
+    assert 0 < decoder.full_grammar_passes < decoder.grammar_tokens
     llm = batched.llama()
     tokens = [llm.tokenize(r.messages[0]["content"].encode(), add_bos=False) for r in work]
     shared = min(common_prefix(tokens[0], t) for t in tokens[1:])

@@ -141,13 +141,16 @@ class BatchDecoder:
         self.options = options
         self._prefix_seq = options.lanes  # the extra sequence keeping the shared prefix
         params = type(llm.context_params).from_buffer_copy(llm.context_params)
-        # One stream of n_ctx cells per lane and one for the kept prefix.
+        # Room for every lane's n_ctx and the kept prefix, in one unified KV cache: a
+        # stream per sequence (kv_unified=False) made each decode step many times slower on
+        # a loaded 2-core machine (docs/local-model.md), and unified cells are shared by
+        # the sequences that copy them, so the kept prefix is stored once.
         params.n_ctx = n_ctx * (options.lanes + 1)
         params.n_batch = _STEP_TOKENS
         params.n_ubatch = min(512, _STEP_TOKENS)
         params.n_seq_max = options.lanes + 1
         params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = False  # see _copy
+        params.kv_unified = True
         params.embeddings = False
         self._ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
         if not self._ctx:
@@ -166,6 +169,10 @@ class BatchDecoder:
         """Prompt tokens served from the kept prefix so far."""
         self.steps = 0
         """``llama_decode`` calls so far."""
+        self.grammar_tokens = 0
+        """Tokens sampled under a llama.cpp grammar so far."""
+        self.full_grammar_passes = 0
+        """Of those, tokens whose grammar ruled out the best one (the whole vocabulary checked)."""
         self._formatter = _chat_formatter(llm)
         self._thread = threading.Thread(target=self._run, name="llama-batch", daemon=True)
         self._thread.start()
@@ -284,15 +291,11 @@ class BatchDecoder:
                 self._awaiting_prefix = True
 
     def _copy(self, source: int, target: int, length: int) -> None:
-        """Give ``target`` the cells of ``source``'s first ``length`` positions.
-
-        Each sequence has its own KV stream (attention then spans one sequence's cells, not
-        every lane's), and llama.cpp copies between streams whole: the copy is cut after.
-        """
+        """Give ``target`` the cells of ``source``'s first ``length`` positions (the cells
+        are shared, not copied: the unified cache tags them with both sequences)."""
         lib = self._lib
         lib.llama_memory_seq_rm(self._memory, target, -1, -1)
-        lib.llama_memory_seq_cp(self._memory, source, target, -1, -1)
-        lib.llama_memory_seq_rm(self._memory, target, length, -1)
+        lib.llama_memory_seq_cp(self._memory, source, target, 0, length)
 
     def _sampler(self, request: BatchRequest) -> Any:
         lib = self._lib
@@ -362,7 +365,7 @@ class BatchDecoder:
                 self._finish(lanes, lane, BackendError(error))
                 return
         else:
-            token = int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
+            token = self._greedy(lane, index)
         if lib.llama_vocab_is_eog(self._vocab, token):
             self._finish(lanes, lane, "stop")
             return
@@ -372,6 +375,33 @@ class BatchDecoder:
             self._finish(lanes, lane, "stop")
         elif len(lane.generated) >= lane.request.max_tokens:
             self._finish(lanes, lane, "length")
+
+    def _greedy(self, lane: _Lane, index: int) -> int:
+        """The lane's greedy token after its grammar, checking the best token first.
+
+        The grammar sampler checks every token of the vocabulary (49,152 for SmolLM2; about
+        as long as a decode step) when asked to sample. The best token overall is the greedy
+        choice whenever the grammar allows it (both take the first highest logit), so it is
+        checked alone, and the whole vocabulary only when the grammar rules it out.
+        """
+        import ctypes
+
+        import numpy as np
+
+        lib = self._lib
+        row = lib.llama_get_logits_ith(self._ctx, index)
+        best = int(np.argmax(np.ctypeslib.as_array(row, shape=(self._llm.n_vocab(),))))
+        if lane.request.grammar is not None:
+            self.grammar_tokens += 1
+            grammar = lib.llama_sampler_chain_get(lane.sampler, 0)
+            candidate = lib.llama_token_data(best, row[best], 0.0)
+            one = lib.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
+            lib.llama_sampler_apply(grammar, ctypes.byref(one))
+            if candidate.logit == float("-inf"):  # ruled out: the full pass (it accepts)
+                self.full_grammar_passes += 1
+                return int(lib.llama_sampler_sample(lane.sampler, self._ctx, index))
+        lib.llama_sampler_accept(lane.sampler, best)
+        return best
 
     def _masked(self, lane: _Lane, index: int) -> int:
         """The best token of row ``index`` that the lane's mask allows (greedy)."""
