@@ -18,6 +18,7 @@ from memlab.grids.grid import Grid
 from memlab.runs.final_reads import parse_final_memory
 from memlab.runs.run import load_run
 from memlab.runs.rundir import RunDir
+from memlab.scoring.comparing.comparison import compare
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -67,6 +68,33 @@ def _one_owner_run(tmp_path: Path) -> tuple[Path, str]:
     run = load_run(tmp_path / "f")
     (lane,) = run.lanes
     return run.path, lane
+
+
+def test_owner_counts_are_computed_once_for_the_summary_and_every_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = write_owners(tmp_path / "d.jsonl", city_owners(T0))
+    grid = Grid.from_mapping(
+        {"name": "f", "replay_mode": "per_session", "axes": {"max_facts": [10, 100]}}
+    )
+    model = ScriptedBackend(function=_reply)
+    sweep(dataset, grid, runs_dir=tmp_path, backend_factory=lambda _s: model, progress=False)
+    run = load_run(tmp_path / "f")
+    computed: list[int] = []
+    real = run_module.owner_counts
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        computed.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "owner_counts", counted)
+    summary = run.summary
+    table = compare(run)
+    compare(run)
+    assert computed == [1]
+    # Both read the same counts: two owners, each holding one fact at the end of each lane.
+    assert summary["final_facts"].tolist() == [2, 2]
+    assert table.set_index("metric").loc["recall", "owners"] == 2
 
 
 def test_fast_final_memory_read_matches_the_full_read(tmp_path: Path) -> None:

@@ -39,7 +39,12 @@ from memlab.runs.table_copy import keep_copy, read_table
 from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
 from memlab.scoring.inference.stats import StatOptions
-from memlab.scoring.metrics import failure_table, summarize, violation_table
+from memlab.scoring.metrics import (
+    failure_table,
+    owner_counts,
+    summarize_counts,
+    violation_table,
+)
 from memlab.scoring.qa.qa_metrics import QA_COUNTS, error_counts, judges_of, qa_session_counts
 
 __all__ = ["Run", "RunError", "flatten_call", "load_run"]
@@ -224,14 +229,19 @@ class Run:
         return dataclasses.replace(self, qa_judge=judge)
 
     @cached_property
-    def summary(self) -> pd.DataFrame:
-        """One row per lane with the headline metrics and the lane's config columns."""
+    def owner_counts(self) -> pd.DataFrame:
+        """The per-owner counts every metric of the run is built from
+        (:func:`memlab.scoring.metrics.owner_counts`), computed once: the summary and every
+        comparison of the run read them (shared: callers take slices, never modify it)."""
         sessions = self.sessions
         # Repeated samples of a lane (a "sample" column) are averaged within each owner.
         nested = "sample" if "sample" in sessions.columns else None
-        summary = summarize(
-            self.calls, sessions, prices=self.prices, options=self.stats, nested=nested
-        )
+        return owner_counts(self.calls, sessions, prices=self.prices, nested=nested)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per lane with the headline metrics and the lane's config columns."""
+        summary = summarize_counts(self.owner_counts, options=self.stats)
         configs = pd.DataFrame(
             [
                 {

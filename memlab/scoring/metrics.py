@@ -66,6 +66,7 @@ __all__ = [
     "replay_rows",
     "session_rows",
     "summarize",
+    "summarize_counts",
     "violation_table",
 ]
 
@@ -478,6 +479,12 @@ def summarize(
     Metrics whose counts the run lacks (embedding duplicates) are left out.
     """
     counts = owner_counts(calls, sessions, prices=prices, cluster=cluster, nested=nested)
+    return summarize_counts(counts, options=options)
+
+
+def summarize_counts(counts: pd.DataFrame, *, options: StatOptions | None = None) -> pd.DataFrame:
+    """:func:`summarize` of per-owner counts already computed by :func:`owner_counts` (a
+    run computes them once for its summary and its comparisons)."""
     if counts.empty:
         # Keep the columns so callers can merge and select on an empty run.
         return pd.DataFrame(columns=["lane_id", *summary_columns()])
