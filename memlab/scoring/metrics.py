@@ -534,7 +534,10 @@ def failure_table(calls: pd.DataFrame) -> pd.DataFrame:
     replied["outcome"] = [
         f"ok:{rung}" if ok else str(category)
         for ok, rung, category in zip(
-            replied["parse_ok"], replied["parse_rung"], replied["parse_category"], strict=True
+            replied["parse_ok"],
+            _objects(replied["parse_rung"]),
+            _objects(replied["parse_category"]),
+            strict=True,
         )
     ]
     return replied.pivot_table(
@@ -548,9 +551,8 @@ _INDEX = re.compile(r"/\d+(?=/|$)")
 def violation_table(calls: pd.DataFrame) -> pd.DataFrame:
     """Schema violations by (pointer with list indexes as ``*``, keyword) per lane."""
     rows: list[dict[str, Any]] = []
-    for lane, violations in zip(
-        calls.get("lane_id", []), calls.get("violations", []), strict=False
-    ):
+    columns = (_objects(calls[c]) if c in calls.columns else [] for c in ("lane_id", "violations"))
+    for lane, violations in zip(*columns, strict=False):
         for violation in _iter_violations(violations):
             rows.append(
                 {
