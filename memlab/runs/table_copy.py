@@ -12,6 +12,9 @@ their replies, a lane names itself in every row). Later reads use the copy when 
 the one the manifest records (and :func:`memlab.runs.run.load_run` checked) and the copy reads
 back whole; otherwise they read the table. Reading alone never writes into the run directory
 (a command refused after reading leaves it as it was).
+A lane's final facts (read from its 1,000 owner records) are kept the same way,
+``cache/<lane>.final_facts.npz``, named by the SHA-256 of the records they were read from
+(:meth:`memlab.runs.run.Run.final_facts`).
 
 A copy is written only when it reads back as exactly the frame read from the table (columns,
 dtypes, values), so a frame is the same whichever way it was read. It holds no pickled objects
@@ -25,7 +28,6 @@ import io
 import json
 import logging
 import zipfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +38,7 @@ from memlab.core.base.files import MAX_TABLE_BYTES, FileReadError
 from memlab.runs.records import read_rows
 from memlab.runs.rundir import RunDir, RunError
 
-__all__ = ["COPY_FORMAT", "decode_table", "encode_table", "keep_copy", "read_table"]
+__all__ = ["COPY_FORMAT", "decode_table", "encode_table", "keep_copy", "read_copy", "read_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ def read_table(
     """
     sha256 = expected.get("sha256") if isinstance(expected, dict) else None
     if isinstance(sha256, str):
-        frame = _read_copy(run_dir, run_dir.table_copy(name), sha256)
+        frame = read_copy(run_dir, name, sha256)
         if frame is not None:
             return frame, None
     frame = pd.DataFrame(read_rows(run_dir.file(name), model, inside=run_dir.path))
@@ -85,7 +87,10 @@ def keep_copy(run_dir: RunDir, name: str, data: bytes) -> None:
         logger.info("%s: columnar copy not written (%s)", path, exc)
 
 
-def _read_copy(run_dir: RunDir, copy: Path, sha256: str) -> pd.DataFrame | None:
+def read_copy(run_dir: RunDir, name: str, sha256: str) -> pd.DataFrame | None:
+    """The frame the copy ``name`` holds when it was made from the data whose checksum is
+    ``sha256``; ``None`` when there is no such copy (missing, stale, damaged: logged)."""
+    copy = run_dir.table_copy(name)
     try:
         data = run_dir.read_file_bytes(copy, "table copy", MAX_TABLE_BYTES)
     except FileNotFoundError:
