@@ -29,6 +29,7 @@ from memlab.runs.run import Run
 from memlab.scoring.comparing.comparability import LaneFacts
 from memlab.scoring.count_specs import COUNT_SPECS
 from memlab.scoring.inference.stats import StatOptions
+from memlab.scoring.metrics import owner_counts
 from memlab.sweeps.driver import sweep
 
 if TYPE_CHECKING:
@@ -324,6 +325,11 @@ class FakeRun:
     @property
     def lanes(self) -> dict[str, Any]:
         return {lane: None for lane in dict.fromkeys(self.sessions["lane_id"])}
+
+    @property
+    def owner_counts(self) -> pd.DataFrame:
+        nested = "sample" if "sample" in self.sessions.columns else None
+        return owner_counts(self.calls, self.sessions, prices=self.prices, nested=nested)
 
     def label(self, lane_id: str) -> str:
         return lane_id

@@ -18,6 +18,7 @@ from memlab.grids.grid import Grid
 from memlab.runs.final_reads import parse_final_memory
 from memlab.runs.run import load_run
 from memlab.runs.rundir import RunDir
+from memlab.scoring.comparing.comparison import compare
 from memlab.sweeps.driver import sweep
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
@@ -69,6 +70,33 @@ def _one_owner_run(tmp_path: Path) -> tuple[Path, str]:
     return run.path, lane
 
 
+def test_owner_counts_are_computed_once_for_the_summary_and_every_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = write_owners(tmp_path / "d.jsonl", city_owners(T0))
+    grid = Grid.from_mapping(
+        {"name": "f", "replay_mode": "per_session", "axes": {"max_facts": [10, 100]}}
+    )
+    model = ScriptedBackend(function=_reply)
+    sweep(dataset, grid, runs_dir=tmp_path, backend_factory=lambda _s: model, progress=False)
+    run = load_run(tmp_path / "f")
+    computed: list[int] = []
+    real = run_module.owner_counts
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        computed.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "owner_counts", counted)
+    summary = run.summary
+    table = compare(run)
+    compare(run)
+    assert computed == [1]
+    # Both read the same counts: two owners, each holding one fact at the end of each lane.
+    assert summary["final_facts"].tolist() == [2, 2]
+    assert table.set_index("metric").loc["recall", "owners"] == 2
+
+
 def test_fast_final_memory_read_matches_the_full_read(tmp_path: Path) -> None:
     run_path, lane = _one_owner_run(tmp_path)
     path = RunDir(run_path).record(lane, "ann")
@@ -115,3 +143,43 @@ def _nested(depth: int) -> Any:
     for _ in range(depth):
         value = [value]
     return value
+
+
+def _swept_with_copies(tmp_path: Path) -> Path:
+    dataset = write_owners(tmp_path / "d.jsonl", city_owners(T0))
+    grid = Grid.from_mapping({"name": "f", "replay_mode": "per_session"})
+    model = ScriptedBackend(function=_reply)
+    sweep(dataset, grid, runs_dir=tmp_path, backend_factory=lambda _s: model, progress=False)
+    return tmp_path / "f"
+
+
+def test_final_facts_kept_as_a_copy_are_read_from_it_until_a_record_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _swept_with_copies(tmp_path)
+    plain = load_run(path)
+    (lane,) = plain.lanes
+    parsed = plain.final_facts(lane)
+    plain.keep_table_copies()
+    assert not (path / "cache").exists()  # a read alone writes nothing
+    keeper = load_run(path, keep_copies=True)
+    keeper.final_facts(lane)
+    keeper.keep_table_copies()
+    assert (path / "cache" / f"{lane}.final_facts.npz").is_file()
+
+    def refused(_raw: bytes) -> None:
+        raise AssertionError("an owner record was parsed although the copy is current")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(run_module, "parse_final_memory", refused)
+        patched.setattr(RunDir, "read_owner_record", refused)
+        copied = load_run(path).final_facts(lane)
+    assert copied.equals(parsed) and list(copied.dtypes) == list(parsed.dtypes)
+
+    # One owner's record changes: the copy no longer names the records, they are parsed.
+    record = RunDir(path).record(lane, "bob")
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["final_memory"]["facts"][0]["content"] = "Lives in Lisbon"
+    record.write_text(json.dumps(data), encoding="utf-8")
+    again = load_run(path).final_facts(lane)
+    assert sorted(again["content"]) == ["Lives in Leeds", "Lives in Lisbon"]

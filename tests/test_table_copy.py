@@ -116,7 +116,12 @@ def test_a_copy_of_another_table_is_read_again(run_path: Path) -> None:
 
 
 def _pickled_copy(sha256: str) -> bytes:
-    header = {"format": 1, "sha256": sha256, "rows": 1, "columns": [["x", "object", "json"]]}
+    header = {
+        "format": table_copy.COPY_FORMAT,
+        "sha256": sha256,
+        "rows": 1,
+        "columns": [["x", "object", "json"]],
+    }
     buffer = io.BytesIO()
     text = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez(buffer, header=text, c0=np.array([{"a": 1}], dtype=object))
@@ -183,6 +188,50 @@ def test_cells_holding_lists_and_missing_values_read_back_as_written() -> None:
     assert back["text"].isna().tolist() == [False, True, False]
     pd.testing.assert_frame_equal(back, frame, check_exact=True)
     assert decode_table(data, "another table") is None
+
+
+def test_repeated_text_is_stored_once_and_reads_back_in_row_order() -> None:
+    long_a, long_b = "a" * 5_000, "b" * 5_000
+    rows = 400
+    frame = pd.DataFrame(
+        {
+            "reply": pd.Series([long_a, long_b] * (rows // 2), dtype="str"),
+            "lane": pd.Series(["l1", "l2", "l2", "l1"] * (rows // 4), dtype=object),
+            "mixed": pd.Series(["x", 1] * (rows // 2), dtype=object),  # not all text
+        }
+    )
+    data = encode_table(frame, "abc")
+    assert data is not None
+    # Each long text once (10,000 characters) and an index per row, not 400 x 5,000.
+    assert len(data) < 10_000 + 64 * rows
+    back = decode_table(data, "abc")
+    assert back is not None
+    assert back["reply"].tolist()[:3] == [long_a, long_b, long_a]
+    assert back["lane"].tolist()[:5] == ["l1", "l2", "l2", "l1", "l1"]
+    assert back["mixed"].tolist()[:2] == ["x", 1]
+    pd.testing.assert_frame_equal(back, frame, check_exact=True)
+
+
+def _with_array(data: bytes, name: str, array: np.ndarray[Any, Any]) -> bytes:
+    with np.load(io.BytesIO(data), allow_pickle=False) as found:
+        arrays = {key: found[key] for key in found.files}
+    arrays[name] = array
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "codes",
+    [np.array([0, 2]), np.array([0, -1]), np.array([0, 1], dtype=np.float64)],
+    ids=["past the values", "negative", "not an index"],
+)
+def test_a_text_column_indexing_outside_its_values_is_not_read(
+    codes: np.ndarray[Any, Any],
+) -> None:
+    data = encode_table(pd.DataFrame({"t": ["p", "q"]}), "abc")
+    assert data is not None and decode_table(data, "abc") is not None
+    assert decode_table(_with_array(data, "c0", codes), "abc") is None
 
 
 def test_a_frame_json_cannot_hold_gets_no_copy() -> None:

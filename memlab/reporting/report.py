@@ -384,7 +384,9 @@ def _differing_facts(a: tuple[Run, str], b: tuple[Run, str]) -> int:
         facts = run.final_facts(lane_id)
         if facts.empty:
             return set()
-        pairs = zip(facts["user_id"], facts["content"], strict=True)
+        # Iterating a column of pandas' string type boxes each value: take its objects.
+        owners, texts = (facts[c].to_numpy(dtype=object) for c in ("user_id", "content"))
+        pairs = zip(owners, texts, strict=True)
         return {(str(owner), normalize_text(str(text))) for owner, text in pairs}
 
     return len(held(*a) ^ held(*b))

@@ -144,7 +144,8 @@ def _shares_owners(base: Lane, cand: Lane) -> bool:
         sessions = lane.run.sessions
         if sessions.empty or "lane_id" not in sessions:
             return set()
-        return set(sessions.loc[sessions["lane_id"] == lane.lane_id, "user_id"])
+        mine = sessions.loc[sessions["lane_id"] == lane.lane_id, "user_id"]
+        return set(mine.to_numpy(dtype=object))  # not boxed one by one
 
     return bool(owners(base) & owners(cand))
 

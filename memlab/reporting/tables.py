@@ -349,7 +349,7 @@ def fact_diff(
     one on each side, whose texts differ but are near-duplicates).
     """
     facts_a, facts_b = a.final_facts(lane_a), b.final_facts(lane_b)
-    owners = sorted(set(facts_a.get("user_id", [])) | set(facts_b.get("user_id", [])))
+    owners = sorted(set(_column(facts_a, "user_id")) | set(_column(facts_b, "user_id")))
     by_a, by_b = _contents_by_owner(facts_a), _contents_by_owner(facts_b)
     rows: list[dict[str, Any]] = []
     for owner in owners:
@@ -386,6 +386,13 @@ def _contents_by_owner(facts: pd.DataFrame) -> dict[Any, list[str]]:
     grouped: dict[Any, list[str]] = {}
     if facts.empty:
         return grouped
-    for owner, content in zip(facts["user_id"], facts["content"], strict=True):
+    pairs = zip(_column(facts, "user_id"), _column(facts, "content"), strict=True)
+    for owner, content in pairs:
         grouped.setdefault(owner, []).append(str(content))
     return grouped
+
+
+def _column(frame: pd.DataFrame, name: str) -> Any:
+    """The values of ``frame[name]`` as Python objects (none when the column is missing):
+    iterating a column of pandas' string type boxes each value one by one."""
+    return frame[name].to_numpy(dtype=object) if name in frame.columns else []

@@ -169,7 +169,8 @@ def read_lane_facts(
     sessions = run.sessions
     owners: frozenset[str] = frozenset()
     if not sessions.empty and "lane_id" in sessions.columns:
-        owners = frozenset(sessions.loc[sessions["lane_id"] == lane_id, "user_id"].astype(str))
+        mine = sessions.loc[sessions["lane_id"] == lane_id, "user_id"].astype(str)
+        owners = frozenset(mine.to_numpy(dtype=object))  # not boxed one by one
     recorded = run.environment.get("matcher")
     matcher: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     identity: dict[str, Any] = info["identity"] if isinstance(info.get("identity"), dict) else {}

@@ -8,6 +8,7 @@ through it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,11 +36,16 @@ from memlab.runs.rundir import (
     RunDir,
     RunError,
 )
-from memlab.runs.table_copy import keep_copy, read_table
+from memlab.runs.table_copy import encode_table, keep_copy, read_copy, read_table
 from memlab.runs.views import RUN_VIEWS
 from memlab.scoring.comparing.comparability import LaneFacts, QAFacts
 from memlab.scoring.inference.stats import StatOptions
-from memlab.scoring.metrics import failure_table, summarize, violation_table
+from memlab.scoring.metrics import (
+    failure_table,
+    owner_counts,
+    summarize_counts,
+    violation_table,
+)
 from memlab.scoring.qa.qa_metrics import QA_COUNTS, error_counts, judges_of, qa_session_counts
 
 __all__ = ["Run", "RunError", "flatten_call", "load_run"]
@@ -90,8 +96,9 @@ class Run:
     """The judge whose verdicts the summary's QA metrics count (``None``: the first judge of
     the QA step); :meth:`with_judge` gives the run under another one."""
     keep_copies: bool = False
-    """Encode each table parsed from its rows as a columnar copy, written by
-    :meth:`keep_table_copies` (``memlab report`` and ``memlab compare`` do)."""
+    """Encode each table parsed from its rows (and each lane's final facts parsed from its
+    owner records) as a columnar copy, written by :meth:`keep_table_copies` (``memlab
+    report`` and ``memlab compare`` do)."""
 
     @cached_property
     def dir(self) -> RunDir:
@@ -150,9 +157,10 @@ class Run:
         return {}
 
     def keep_table_copies(self) -> None:
-        """Write the columnar copies of the tables this run parsed (with :attr:`keep_copies`),
-        so that the next read of the run skips the parse; a command calls it once it has
-        succeeded, so that a refused command writes nothing into the run."""
+        """Write the columnar copies of the tables and final facts this run parsed (with
+        :attr:`keep_copies`), so that the next read of the run skips the parse; a command
+        calls it once it has succeeded, so that a refused command writes nothing into the
+        run."""
         for name, data in self._unkept_copies.items():
             keep_copy(self.dir, name, data)
         self._unkept_copies.clear()
@@ -224,14 +232,19 @@ class Run:
         return dataclasses.replace(self, qa_judge=judge)
 
     @cached_property
-    def summary(self) -> pd.DataFrame:
-        """One row per lane with the headline metrics and the lane's config columns."""
+    def owner_counts(self) -> pd.DataFrame:
+        """The per-owner counts every metric of the run is built from
+        (:func:`memlab.scoring.metrics.owner_counts`), computed once: the summary and every
+        comparison of the run read them (shared: callers take slices, never modify it)."""
         sessions = self.sessions
         # Repeated samples of a lane (a "sample" column) are averaged within each owner.
         nested = "sample" if "sample" in sessions.columns else None
-        summary = summarize(
-            self.calls, sessions, prices=self.prices, options=self.stats, nested=nested
-        )
+        return owner_counts(self.calls, sessions, prices=self.prices, nested=nested)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per lane with the headline metrics and the lane's config columns."""
+        summary = summarize_counts(self.owner_counts, options=self.stats)
         configs = pd.DataFrame(
             [
                 {
@@ -371,27 +384,62 @@ class Run:
         return {}
 
     def _read_final_facts(self, lane_id: str) -> pd.DataFrame:
+        """A lane's final facts: from their columnar copy (:mod:`memlab.runs.table_copy`)
+        when it was made from the owner records as they are now (their SHA-256), else
+        parsed from the records (with :attr:`keep_copies`, leaving the copy to keep)."""
+        records = self._lane_records(lane_id)
+        key = _records_sha256(records)
+        name = f"{lane_id}.final_facts"
+        if key is not None:
+            kept = read_copy(self.dir, name, key)
+            if kept is not None:
+                return kept
         rows = []
+        for user_id, raw in records:
+            owner, memory = self._final_memory_of(lane_id, user_id, raw)
+            for fact in memory.get("facts", []):
+                rows.append({"user_id": owner, **fact})
+        frame = pd.DataFrame(rows)
+        copy = encode_table(frame, key) if key is not None and self.keep_copies else None
+        if copy is not None:
+            self._unkept_copies[name] = copy
+        return frame
+
+    def _lane_records(self, lane_id: str) -> list[tuple[str, bytes]]:
+        """The raw text of each owner record of the lane (``b""``: unreadable, left to the
+        full read to say why), in owner order."""
+        records = []
         for user_id in self.owner_ids:
             if not self.dir.record(lane_id, user_id).exists():
                 continue
-            owner, memory = self._final_memory_of(lane_id, user_id)
-            for fact in memory.get("facts", []):
-                rows.append({"user_id": owner, **fact})
-        return pd.DataFrame(rows)
+            try:
+                raw = self.dir.read_record_bytes(lane_id, user_id)
+            except OSError:
+                raw = b""  # the full read says what is wrong with the file
+            records.append((user_id, raw))
+        return records
 
-    def _final_memory_of(self, lane_id: str, user_id: str) -> tuple[str, Any]:
+    def _final_memory_of(self, lane_id: str, user_id: str, raw: bytes) -> tuple[str, Any]:
         """The owner and final memory of a record: parsed alone when the fast read vouches
         for it (:mod:`memlab.runs.final_reads`), else from the whole record."""
-        try:
-            raw = self.dir.read_record_bytes(lane_id, user_id)
-        except OSError:
-            raw = b""  # the full read says what is wrong with the file
         found = parse_final_memory(raw) if raw else None
         if found is not None:
             return found
         data = self.dir.read_owner_record(lane_id, user_id)
         return data["user_id"], data["final_memory"]
+
+
+def _records_sha256(records: list[tuple[str, bytes]]) -> str | None:
+    """The SHA-256 of a lane's owner records (each owner's id, length and text, in order),
+    naming the copy of the final facts read from them; ``None`` when one is unreadable."""
+    digest = hashlib.sha256(b"memlab final facts 1\0")
+    for user_id, raw in records:
+        if not raw:
+            return None
+        name = user_id.encode("utf-8", "surrogatepass")
+        digest.update(b"%d:%b\0%d:" % (len(name), name, len(raw)))
+        digest.update(raw)
+    return digest.hexdigest()
 
 
 def load_run(path: str | Path, *, keep_copies: bool = False) -> Run:

@@ -66,6 +66,7 @@ __all__ = [
     "replay_rows",
     "session_rows",
     "summarize",
+    "summarize_counts",
     "violation_table",
 ]
 
@@ -478,6 +479,12 @@ def summarize(
     Metrics whose counts the run lacks (embedding duplicates) are left out.
     """
     counts = owner_counts(calls, sessions, prices=prices, cluster=cluster, nested=nested)
+    return summarize_counts(counts, options=options)
+
+
+def summarize_counts(counts: pd.DataFrame, *, options: StatOptions | None = None) -> pd.DataFrame:
+    """:func:`summarize` of per-owner counts already computed by :func:`owner_counts` (a
+    run computes them once for its summary and its comparisons)."""
     if counts.empty:
         # Keep the columns so callers can merge and select on an empty run.
         return pd.DataFrame(columns=["lane_id", *summary_columns()])
@@ -527,7 +534,10 @@ def failure_table(calls: pd.DataFrame) -> pd.DataFrame:
     replied["outcome"] = [
         f"ok:{rung}" if ok else str(category)
         for ok, rung, category in zip(
-            replied["parse_ok"], replied["parse_rung"], replied["parse_category"], strict=True
+            replied["parse_ok"],
+            _objects(replied["parse_rung"]),
+            _objects(replied["parse_category"]),
+            strict=True,
         )
     ]
     return replied.pivot_table(
@@ -541,9 +551,8 @@ _INDEX = re.compile(r"/\d+(?=/|$)")
 def violation_table(calls: pd.DataFrame) -> pd.DataFrame:
     """Schema violations by (pointer with list indexes as ``*``, keyword) per lane."""
     rows: list[dict[str, Any]] = []
-    for lane, violations in zip(
-        calls.get("lane_id", []), calls.get("violations", []), strict=False
-    ):
+    columns = (_objects(calls[c]) if c in calls.columns else [] for c in ("lane_id", "violations"))
+    for lane, violations in zip(*columns, strict=False):
         for violation in _iter_violations(violations):
             rows.append(
                 {

@@ -36,7 +36,6 @@ from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.stats import StatOptions, bootstrap
 from memlab.scoring.metric_model import MetricSpec
 from memlab.scoring.metric_specs import gate_specs, metric_spec, primary_metrics
-from memlab.scoring.metrics import owner_counts
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -254,9 +253,7 @@ def _without_interval(
     interval (n = 2)``."""
     if not math.isnan(failure.value):
         return failure
-    sessions = run.sessions
-    nested = "sample" if "sample" in sessions.columns else None
-    counts = owner_counts(run.calls, sessions, prices=run.prices, nested=nested)
+    counts = run.owner_counts
     mine = counts[counts.index.get_level_values("lane_id") == lane_id].droplevel("lane_id")
     found = bootstrap(estimator(spec, mine), StatOptions(resamples=0))
     if found.method != "too few owners":

@@ -34,7 +34,6 @@ from memlab.scoring.inference.paired_tests import Paired, holm, holm_steps, pair
 from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_model import MetricSpec
 from memlab.scoring.metric_specs import interval_specs, metric_spec, primary_metrics
-from memlab.scoring.metrics import owner_counts
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -78,6 +77,12 @@ class ScoredRun(Protocol):
     @property
     def prices(self) -> Mapping[str, tuple[float, float]] | None:
         """Price table for the cost columns (``None``: the backends' own)."""
+        ...
+
+    @property
+    def owner_counts(self) -> pd.DataFrame:
+        """Per-owner counts of every lane (:func:`memlab.scoring.metrics.owner_counts`; with a
+        ``sample`` column, averaged over each owner's samples)."""
         ...
 
     @property
@@ -253,9 +258,7 @@ def _pick_metrics(metrics: Sequence[str] | None) -> list[MetricSpec]:
 
 def _counts(run: ScoredRun, cache: dict[int, pd.DataFrame]) -> pd.DataFrame:
     if id(run) not in cache:
-        sessions = run.sessions
-        nested = "sample" if "sample" in sessions.columns else None
-        cache[id(run)] = owner_counts(run.calls, sessions, prices=run.prices, nested=nested)
+        cache[id(run)] = run.owner_counts
     return cache[id(run)]
 
 
