@@ -94,6 +94,18 @@ def test_the_token_budget_holds_back_the_held_out_proof(tmp_path: Path) -> None:
     assert "larger --max-total-tokens" in str(error)
     assert not (runs / "search" / "heldout-start").exists()
     assert not (runs / "search" / "tune.json").exists()
+    # One token more: the first held-out replay starts (the candidate's tokens, kept in the
+    # study, count on the rerun), the second does not.
+    with pytest.raises(CallLimitError) as stopped:
+        tune(grid, runs_dir=runs, max_trials=1, max_total_tokens=tokens + 1)
+    _, held = _sent(runs / "search" / "heldout-start")
+    assert held > 0 and stopped.value.used == tokens + held
+    assert "before the replay heldout-best" in str(stopped.value)
+    # Rerun: the kept held-out replay is resumed, not sent again, so it counts nothing now.
+    kept = (runs / "search" / "heldout-start" / "calls.jsonl").read_bytes()
+    tune(grid, runs_dir=runs, max_trials=1, max_total_tokens=tokens + 1)
+    assert (runs / "search" / "heldout-start" / "calls.jsonl").read_bytes() == kept
+    assert (runs / "search" / "tune.json").exists()
 
 
 @pytest.mark.parametrize(
