@@ -175,3 +175,15 @@ def test_reflection_calls_sent_count_and_a_spent_budget_sends_none(tmp_path: Pat
     assert "before a reflection call, after 0 of 4 candidates" in str(error)
     reflection("Rewrite the prompt: first request.")  # the cache still answers
     assert len(counting.replies) == 2
+
+
+def test_a_resumed_study_counts_its_finished_candidates(tmp_path: Path) -> None:
+    budget = CallBudget(tmp_path, wanted=5, max_calls=20)
+    cost = {"llm_calls": 10.0, "cache_hits": 4.0, "prompt_tokens": 100.0, "completion_tokens": 20.0}
+    # A trial recorded with what it sent; one recorded before that was kept: its calls not
+    # from the cache (10 - 4) and, at most, all its tokens (100 + 20).
+    budget.resume([{"cost": cost, "sent": {"calls": 3, "tokens": 30}}, {"cost": cost}])
+    assert (budget.done, budget.calls, budget.tokens) == (2, 3 + 6, 30 + 120)
+    assert budget.spent() is None
+    budget.add({"calls": 15, "tokens": 0}, before={"calls": 4, "tokens": 0})
+    assert budget.calls == 9 + 11 and budget.spent() == "calls"
