@@ -24,7 +24,7 @@ from memlab.backends.registry import find_backend_plugin
 from memlab.cli.main import main
 from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.reporting.tuning.tune import TuneResult, tune
-from memlab.reporting.tuning.tune_budget import TimeLimitError
+from memlab.reporting.tuning.tune_budget import CallLimitError, TimeLimitError
 from memlab.simulation.profile import load_profile
 from memlab.simulation.reflector import SimulatedReflector
 
@@ -206,3 +206,33 @@ def test_a_request_a_read_only_cache_lacks_stops_the_evolution(
     code = main(["tune", str(grid), "--runs-dir", str(tmp_path / "cli"), *cache, "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 1 and len(err.splitlines()) == 1 and "cache miss in read-only mode" in err
+
+
+def _sent(runs: list[Path]) -> int:
+    """Records of ``runs`` that asked the model and missed the cache."""
+    records = [json.loads(line) for run in runs
+               for line in (run / "calls.jsonl").read_text("utf-8").splitlines()]  # fmt: skip
+    return sum(1 for r in records if not r["cached"] and not isinstance(r.get("skipped"), str))
+
+
+def test_the_call_budget_counts_replays_sent_not_reflection_replies_from_the_cache(
+    recorded: tuple[Path, Counting, TuneResult], tmp_path: Path
+) -> None:
+    folder, counting, _ = recorded
+    search = folder / "runs/evolve"
+    # The simulated model's replays are never cached: each one is a call sent. The recorded
+    # search's evolution and candidate are replayed as they were, so their calls are known.
+    before = _sent([*(search / "evolve").glob("eval-*"), search / "trials/trial-000"])
+    refusing = Refusing("openai", "gpt-4o-mini")
+    with pytest.raises(CallLimitError) as stopped:
+        tune(_grid(tmp_path, PRICED), runs_dir=tmp_path / "runs", max_trials=1,
+             cache_dir=folder / "cache", cache_mode=CacheMode.READ_ONLY, reflector=refusing,
+             max_calls=before + 1)  # fmt: skip
+    assert refusing.replies == [] and len(counting.replies) > 0
+    # The first held-out replay starts under the budget; the second does not. The reflection
+    # replies, all from the cache, count nothing.
+    runs = tmp_path / "runs/evolve"
+    held = _sent([runs / "heldout-start"])
+    assert held > 0 and not (runs / "heldout-best").exists()
+    assert stopped.value.used == before + held
+    assert "before the replay heldout-best, after 1 of 1 candidates" in str(stopped.value)

@@ -24,6 +24,7 @@ _EXAMPLE = """examples:
   memlab tune tune.yaml --max-cost 2.00        # stop before the replays spend $2 (resumable)
   memlab tune tune.yaml --reflect-backend openai:gpt-4o-mini   # also evolve the prompt (GEPA)
   memlab tune tune.yaml --max-time 3600        # start no candidate after an hour (resumable)
+  memlab tune tune.yaml --max-calls 5000       # nor after 5000 calls sent to the model
 
 The grid file is a one-lane grid (its base is the starting configuration) with a tune: key
 (space, objective, split, max_trials; see docs/tune.md). Everything goes to RUNS_DIR/NAME: the
@@ -31,7 +32,7 @@ Optuna study (study.db, resumed by a rerun), one run per candidate (trials/), th
 tune.json and tune-report.md (every candidate's settings, scores and prompt diff).
 exit codes: 0 a held-out verdict for every primary metric; 1 a verdict is inconclusive (unless
 --allow-inconclusive), a replay failed, a read-only cache lacked a reflection reply or the
-cost or time limit stopped the search; 2 bad input."""
+cost, time, call or token limit stopped the search; 2 bad input."""
 
 
 def register(subparsers: Any) -> None:
@@ -67,6 +68,22 @@ def register(subparsers: Any) -> None:
         help="start no candidate (and send no reflection call) after SECONDS (default: "
         "tune.max_time); finished candidates are kept, the command exits 1 and the same "
         "command continues",
+    )
+    p.add_argument(
+        "--max-calls",
+        type=_args.count,
+        metavar="N",
+        help="start no candidate, replay or reflection call once the search has sent N calls "
+        "to the model (replies from the cache not counted; default: tune.max_calls); finished "
+        "candidates are kept, the command exits 1 and the same command with a larger N "
+        "continues",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=_args.count,
+        metavar="N",
+        help="the same for the prompt + completion tokens of those calls (default: "
+        "tune.max_total_tokens)",
     )
     p.add_argument(
         "--runs-dir",
@@ -122,7 +139,7 @@ def _tune(args: argparse.Namespace) -> int:
     from memlab.backends.caching.cache import CacheMissError, CacheMode
     from memlab.backends.costs.spend import CostLimitError
     from memlab.reporting.tuning.tune import tune
-    from memlab.reporting.tuning.tune_budget import TimeLimitError
+    from memlab.reporting.tuning.tune_budget import CallLimitError, TimeLimitError
     from memlab.reporting.tuning.tune_report import TUNE_REPORT, report_markdown
     from memlab.sweeps.driver import IncompleteSweepError
 
@@ -141,9 +158,17 @@ def _tune(args: argparse.Namespace) -> int:
             matcher=matcher_from_args(args),
             reflect_backend=args.reflect_backend,
             max_time=args.max_time,
+            max_calls=args.max_calls,
+            max_total_tokens=args.max_total_tokens,
         )
     # kept: a rerun resumes (a read-only cache's miss: after recording the reply)
-    except (IncompleteSweepError, CostLimitError, TimeLimitError, CacheMissError) as exc:
+    except (
+        IncompleteSweepError,
+        CostLimitError,
+        TimeLimitError,
+        CallLimitError,
+        CacheMissError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.report:

@@ -51,7 +51,15 @@ from memlab.matching.base import FactMatcher
 from memlab.matching.matchers import default_matcher
 from memlab.reporting.compare.prompt_ab import judge_ab
 from memlab.reporting.compare.trial import sweep_prompt
-from memlab.reporting.tuning.tune_budget import Clock, TimeBudget, TimeLimitError
+from memlab.reporting.tuning.tune_budget import (
+    SENT,
+    CallBudget,
+    Clock,
+    TimeBudget,
+    TimeLimitError,
+    sent_before,
+    sent_by,
+)
 from memlab.reporting.tuning.tune_evolve import (
     EvolvedPrompt,
     TuneAdapter,
@@ -136,6 +144,8 @@ class _Search:
     """:data:`COST_COLUMNS` of the evolution's replays (this call's)."""
     reflection: Reflection | None = None
     """The evolution's reflection model, its calls counted (this call's)."""
+    calls: CallBudget | None = None
+    """The calls and tokens sent to the model, within their budgets."""
 
     def settings(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
         """The lane settings of a candidate and the prompt it needs besides the built-ins."""
@@ -163,10 +173,16 @@ class _Search:
         left = None if self.max_cost is None else self.max_cost - self.spent
         if left is not None and left <= 0:
             raise CostLimitError(self.spent, self.max_cost or 0.0, 1, f"replays ({name})")
+        before = None
+        if self.calls is not None:
+            self.calls.check(f"the replay {name}")
+            before = sent_before(where / name, owners)
         run = sweep(
             grid.dataset, grid, runs_dir=where, prompts=extra, max_cost=left, **self.sweep_options
         )
         self.spent += _number(_metrics(run, owners, ["cost_usd"])["cost_usd"])
+        if self.calls is not None:
+            self.calls.add(sent_by(run.calls, owners), before)
         return run
 
     def start(self) -> dict[str, Any]:
@@ -245,7 +261,7 @@ def _evolve(
         stand_in or reflector(options.reflect_backend), options.reflect_backend,
         cache_dir=search.sweep_options["cache_dir"], cache_mode=search.sweep_options["cache_mode"],
         ledger=search, max_cost=search.max_cost, time=budget,
-        stop=TimeLimitError(search.path, budget.max_time or 0.0, 0, wanted),
+        stop=TimeLimitError(search.path, budget.max_time or 0.0, 0, wanted), calls=search.calls,
     )  # fmt: skip
 
     def evaluate(variant: PromptVariant, owners: Sequence[str]) -> tuple[Run, dict[str, float]]:
@@ -307,6 +323,7 @@ def _objective(search: _Search, columns: Sequence[str]) -> Any:
         train = _metrics(run, search.split.train, columns)
         validation = _metrics(run, search.split.validation or search.split.train, columns)
         cost = _metrics(run, owners, COST_COLUMNS)
+        trial.set_user_attr(SENT, search.calls.last if search.calls else {})
         for key, value in (("train", train), ("validation", validation), ("cost", cost)):
             trial.set_user_attr(key, value)
         score, feasible = _score(train, search.spec.objective)
@@ -339,8 +356,8 @@ def _budget(search: _Search) -> Any:
 def _spec_key(spec: TuneSpec) -> dict[str, Any]:
     """The spec as the study records it (without ``evolve`` when absent, as before it was
     a key: a study made then resumes)."""
-    # the time budget is not the space: a rerun may give it another value
-    found = spec.model_dump(mode="json", exclude={"max_time"})
+    # the budgets are not the space: a rerun may give them other values
+    found = spec.model_dump(mode="json", exclude={"max_time", "max_calls", "max_total_tokens"})
     if found.get("evolve") is None:
         found.pop("evolve", None)
     return found
@@ -459,6 +476,8 @@ def tune(
     reflector: Backend | None = None,
     max_time: float | None = None,
     clock: Clock | None = None,
+    max_calls: int | None = None,
+    max_total_tokens: int | None = None,
 ) -> TuneResult:
     """Search the ``tune:`` space of the grid file ``grid`` and prove the winner held out.
 
@@ -477,6 +496,10 @@ def tune(
             sent); it stands in for the reflect backend, its calls cached and counted as its.
         max_time: Seconds after which no candidate starts (default: the grid's
             ``tune.max_time``; none); ``clock`` measures them (default: the wall clock).
+        max_calls, max_total_tokens: Calls, and their prompt + completion tokens, sent to the
+            model (replies from the cache not counted) after which no candidate, replay or
+            reflection call starts (default: the grid's ``tune.max_calls`` and
+            ``tune.max_total_tokens``; none). The finished candidates' count on a rerun.
 
     Raises:
         GridError: An invalid grid or ``tune:`` key, naming the file, line and key.
@@ -486,6 +509,8 @@ def tune(
             built.
         TimeLimitError: ``max_time`` passed before the last candidate or a reflection call
             (rerun to resume).
+        CallLimitError: ``max_calls`` or ``max_total_tokens`` used up before the last candidate,
+            a replay or a reflection call (rerun with a larger budget to resume).
     """
     start_grid, spec = load_tune(grid)
     if reflect_backend is not None:
@@ -513,8 +538,12 @@ def tune(
         },
         max_cost,
     )
-    columns = list(dict.fromkeys([*primary_metrics(start_grid.primary), *spec.objective.max]))
     wanted = max_trials or spec.max_trials
+    search.calls = CallBudget(
+        where, wanted, spec.max_calls if max_calls is None else max_calls,
+        spec.max_total_tokens if max_total_tokens is None else max_total_tokens,
+    )  # fmt: skip
+    columns = list(dict.fromkeys([*primary_metrics(start_grid.primary), *spec.objective.max]))
     with RunDir(where).lock("tune"):
         if spec.evolve is not None:
             RunDir(where).make_dir(where, "tune directory")
@@ -523,13 +552,18 @@ def tune(
         study = _study(search)
         done = _rows(study)
         search.spent += sum(_number(r["cost"].get("cost_usd")) for r in done)
+        numbers = {r["number"] for r in done}
+        search.calls.resume([t.user_attrs for t in study.trials if t.number in numbers])
         todo = wanted - len(done)
-        if todo > 0 and not budget.spent():
-            stops = [_budget(search), budget.stop_when_spent]
+        if todo > 0 and not budget.spent() and not search.calls.spent():
+            stops = [_budget(search), budget.stop_when_spent, search.calls.stop_when_spent]
             study.optimize(_objective(search, columns), n_trials=todo, catch=(), callbacks=stops)
         finished = len(_rows(study))
         if budget.ran_out and budget.max_time is not None and finished < wanted:
             raise TimeLimitError(where, budget.max_time, finished, wanted)
+        search.calls.done = finished
+        if finished < wanted:
+            search.calls.check("the next candidate")
         return _prove(search, study, columns)
 
 

@@ -204,7 +204,8 @@ def evolve(
 
     Raises:
         EvolveError: GEPA is not installed.
-        CostLimitError, TimeLimitError: A budget refused a reflection call (rerun to resume).
+        CostLimitError, TimeLimitError, CallLimitError: A budget refused a reflection call
+            (rerun to resume).
     """
     gepa = _gepa(where)
     where.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,11 @@ prompt and completion tokens, USD at the backend's declared prices, cached repli
 as a replay's calls are) and in the search's spend. A call the cache cannot answer is sent
 only while the search's budgets allow it: not once the wall-time budget is spent, and not when
 its worst case (as :class:`~memlab.backends.costs.spend.SpendGuard` reckons it) would take the
-spend past ``max_cost``. Such a call stops the evolution as an interruption would
-(:class:`ReflectionRefused`, raised through GEPA, which keeps its state from the start of the
-step): the same command resumes it. A request a read-only cache lacks stops it the same way
+spend past ``max_cost``, and not once the call or token budget is used up (a call sent counts
+in it with its tokens; a reply from the cache does not). Such a call stops the evolution as
+an interruption would (:class:`ReflectionRefused`, raised through GEPA, which keeps its state
+from the start of the step): the same command resumes it (with a larger call or token
+budget, for those). A request a read-only cache lacks stops it the same way
 (:class:`~memlab.backends.caching.cache.CacheMissError`): a replay of a recorded evolution
 either makes the recorded requests or says which one it lacks.
 """
@@ -32,7 +34,7 @@ from memlab.backends.costs.pricing import ModelPrice, call_cost, model_price
 from memlab.backends.costs.spend import WORST_CHARS_PER_TOKEN, CostLimitError, prompt_chars
 from memlab.core.pipeline.llm import Backend, Completion, CompletionRequest
 from memlab.errors import MemlabError
-from memlab.reporting.tuning.tune_budget import TimeBudget
+from memlab.reporting.tuning.tune_budget import CallBudget, TimeBudget
 from memlab.reporting.tuning.tune_report import COST_COLUMNS
 
 __all__ = ["Ledger", "Reflection", "ReflectionRefused"]
@@ -91,6 +93,7 @@ class Reflection:
         max_cost: USD the search may spend (``None``: no limit).
         time: The search's wall-time budget (``None``: no limit).
         stop: Raised when the time budget refuses a call.
+        calls: The search's call and token budget (``None``: no limit).
 
     Attributes:
         cost: :data:`COST_COLUMNS` of the calls answered (this process's).
@@ -107,12 +110,14 @@ class Reflection:
         max_cost: float | None = None,
         time: TimeBudget | None = None,
         stop: MemlabError | None = None,
+        calls: CallBudget | None = None,
     ) -> None:
         self.spec = spec
         self.ledger = ledger
         self.max_cost = max_cost
         self.time = time
         self._stop = stop
+        self.calls = calls
         self.cost = dict.fromkeys(COST_COLUMNS, 0.0)
         guarded: Backend = _Guarded(backend, self)
         self.backend: Backend = guarded
@@ -127,11 +132,13 @@ class Reflection:
         """Refuse a call a budget does not allow (see the module docstring).
 
         Raises:
-            ReflectionRefused: The time budget is spent, or the call's worst case would take
-                the spend past ``max_cost``.
+            ReflectionRefused: The time, call or token budget is spent, or the call's worst
+                case would take the spend past ``max_cost``.
         """
         if self.time is not None and self._stop is not None and self.time.spent():
             raise ReflectionRefused(self._stop)
+        if self.calls is not None and self.calls.spent():
+            raise ReflectionRefused(self.calls.error("a reflection call"))
         if self.max_cost is None:
             return
         worst = call_cost(
@@ -170,5 +177,7 @@ class Reflection:
         ):
             self.cost[column] += value
         self.ledger.spent += usd
+        if self.calls is not None and not done.cached:
+            self.calls.add({"calls": 1, "tokens": done.prompt_tokens + done.completion_tokens})
         logger.debug("reflection call (%s): %s", "cached" if done.cached else "sent", self.cost)
         return done.text

@@ -14,6 +14,8 @@ A tune grid is an ordinary one-lane grid (its ``base`` is the starting configura
       split: {train: 0.5, validation: 0.2, test: 0.3, seed: 0}
       max_trials: 20
       max_time: 3600                           # seconds; no candidate starts after them
+      max_calls: 5000                          # calls sent to the model (cache misses)
+      max_total_tokens: 2000000                # their prompt + completion tokens
       tolerance: 0.05
       evolve: {reflect_backend: "openai:gpt-4o-mini", max_metric_calls: 40}   # optional
 
@@ -165,6 +167,12 @@ class TuneSpec(BaseModel):
     max_trials: int = Field(20, ge=1, le=10_000, strict=True)
     max_time: float | None = Field(None, gt=0)
     """Seconds after which no candidate starts (``memlab tune --max-time``); none by default."""
+    max_calls: int | None = Field(None, ge=1, strict=True)
+    """Calls sent to the model (replies from the cache not counted) after which no candidate,
+    replay or reflection call starts (``memlab tune --max-calls``); none by default."""
+    max_total_tokens: int | None = Field(None, ge=1, strict=True)
+    """Prompt + completion tokens of those calls after which nothing starts
+    (``memlab tune --max-total-tokens``); none by default."""
     tolerance: float = Field(0.05, gt=0, lt=1)
     """The smallest difference the held-out verdict must be able to see (as ``memlab ab``)."""
     seed: int = 0
