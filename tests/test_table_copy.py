@@ -254,3 +254,24 @@ def test_a_report_keeps_the_copies_and_a_refused_command_writes_none(
         kept = decode_table(run_dir.table_copy(name).read_bytes(), facts["sha256"])
         assert kept is not None
         pd.testing.assert_frame_equal(kept, _from_rows(run_path, name), check_exact=True)
+
+
+def test_memlab_sweep_leaves_the_copies_its_first_report_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_owners(tmp_path / "d.jsonl", city_owners(T0))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        f"name: s\ndataset: {dataset}\nreplay_mode: per_session\nbase: {{backend: 'sim:chatty'}}\n"
+    )
+    assert main(["sweep", str(grid), "--runs-dir", str(tmp_path), "--no-progress"]) == 0
+    run_path, run_dir = tmp_path / "s", RunDir(tmp_path / "s")
+    expected = {name: _from_rows(run_path, name) for name in MODELS}
+    for name, frame in expected.items():
+        facts = run_dir.file_facts(run_dir.file(name))
+        kept = decode_table(run_dir.table_copy(name).read_bytes(), facts["sha256"])
+        assert kept is not None and len(frame) > 0
+        pd.testing.assert_frame_equal(kept, frame, check_exact=True)
+    _no_row_reads(monkeypatch)  # the first report reads the copies
+    capsys.readouterr()
+    assert main(["report", str(run_path), "-o", str(tmp_path / "report")]) == 0
