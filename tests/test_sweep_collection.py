@@ -8,14 +8,21 @@ import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import sweep_scripted, write_owners
 
+from memlab.backends.registry import resolve_backend
 from memlab.backends.scripted import ScriptedBackend
 from memlab.core.jsondoc.contract import MINIMAL_VALID_UPDATE
 from memlab.core.pipeline.llm import CompletionRequest
+from memlab.grids.grid import Grid
+from memlab.sweeps import remote
 from memlab.sweeps.collection import YOUNG_THRESHOLD, fewer_collections
+from memlab.sweeps.plan import plan_sweep
+from memlab.sweeps.remote import RemoteTask, WorkerBackends, run_remote_batch
+from memlab.sweeps.replay import OwnerReplay
 
 BEFORE = (900, 11, 12)
 """Thresholds set before each test: none of them CPython's defaults."""
@@ -123,4 +130,23 @@ def test_a_sweep_replays_with_the_raised_threshold_and_restores_it(tmp_path: Pat
     grid = {"name": "gc", "replay_mode": "per_session"}
     sweep_scripted(dataset, grid, ScriptedBackend(function=reply), tmp_path / "runs")
     assert during == [YOUNG_THRESHOLD]
+    assert gc.get_threshold() == BEFORE
+
+
+def test_a_remote_batch_replays_with_the_raised_threshold_and_restores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    during: list[int] = []
+    original = remote.replay_owner
+
+    def replay_owner(*args: Any, **kwargs: Any) -> OwnerReplay:
+        during.append(gc.get_threshold()[0])
+        return original(*args, **kwargs)
+
+    grid = Grid.from_mapping({"name": "t", "base": {"backend": "scripted:user-lines"}})
+    plan = plan_sweep("smoke", grid, runs_dir=tmp_path)
+    tasks = [RemoteTask(plan.lanes[0], owner, 0, grid.replay_mode) for owner in plan.owners]
+    monkeypatch.setattr("memlab.sweeps.remote.replay_owner", replay_owner)
+    run_remote_batch(tasks, WorkerBackends(resolve_backend, "batch"), {})
+    assert during == [YOUNG_THRESHOLD] * len(tasks)
     assert gc.get_threshold() == BEFORE
