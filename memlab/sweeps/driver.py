@@ -61,6 +61,7 @@ from memlab.runs.run import Run, flatten_call
 from memlab.runs.rundir import RUN_FORMAT, RunError
 from memlab.scoring.comparing.comparability import SIMULATED_PROMPT_NOTE
 from memlab.scoring.metrics import replay_rows
+from memlab.sweeps.collection import fewer_collections
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
 from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
@@ -283,8 +284,9 @@ def _replay(
     keep_verdicts = cache_dir is not None and cache_mode != CacheMode.OFF
     known = load_verdicts(matcher, cache_dir) if keep_verdicts and cache_dir else 0
     rows = _Rows(plan, matcher, embedding_duplicates)
-    outcomes = execute(plan, executor, options.max_workers, options.progress, rows.add)
-    run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
+    with fewer_collections():
+        outcomes = execute(plan, executor, options.max_workers, options.progress, rows.add)
+        run = _collect(plan, outcomes, rows, matcher, embedding_duplicates, started)
     if keep_verdicts and cache_dir and cache_mode == CacheMode.READ_WRITE:
         _save_new_verdicts(matcher, cache_dir, known)
     if not options.allow_incomplete:

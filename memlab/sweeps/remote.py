@@ -40,6 +40,7 @@ from memlab.datasets.models import Owner
 from memlab.errors import MemlabError
 from memlab.grids.lane import ReplayMode
 from memlab.grids.lane_backends import BackendFactory
+from memlab.sweeps.collection import fewer_collections
 from memlab.sweeps.plan import ResolvedLane
 from memlab.sweeps.replay import OwnerReplay, replay_owner
 
@@ -202,5 +203,7 @@ def run_remote_batch(
     """:func:`run_remote` for each of ``tasks`` in turn: one cluster task and one result
     message for several replays (the scheduler's round trip per task costs more than a short
     replay). A replay that raises stops the batch; the driver then stops the sweep.
+    The worker's collector runs less often meanwhile, as in a sweep on threads.
     """
-    return [run_remote(task, backends, entries) for task in tasks]
+    with fewer_collections():
+        return [run_remote(task, backends, entries) for task in tasks]
