@@ -3,7 +3,7 @@ batched decode, side by side in one run.
 
 Runs the bundled SmolLM2-135M-Instruct (or ``--model PATH``) on memory-update prompts (the
 default prompt over an empty memory and a different one-line conversation each, the memory
-contract's grammar, greedy), three ways, in this order:
+contract's grammar, greedy), four ways (rows):
 
 * **sequential**: :class:`memlab.backends.local.llama_local.LocalLlamaBackend` called one request
   after another (today's path for a sweep's lanes on the local model);
@@ -24,6 +24,15 @@ contract's grammar, greedy), three ways, in this order:
 * **llama.cpp reference, no grammar**: the same loop with a plain argmax (what
   ``llama-batched-bench`` measures, on this workload): the ceiling without a constraint.
 
+``--repeats N`` runs the four rows N times, interleaved, the order rotated by one each time
+(sequential, batched, references; then batched, references, sequential; ...), so that a change
+in the machine's load falls on every row alike; each row's median is reported and the goals
+are judged on the ratios of the medians. Each row also reports the process CPU seconds it
+used (every thread of the process) and CPU / wall: on an idle 2-core machine with 2 threads
+that is near 2, and the further below it, the more the other jobs on the machine took. The
+batched decoder and the reference loop's context are created outside the timing, and every
+batched run starts from a fresh decoder (no prefix kept from the run before).
+
 Every row says whether its replies are grammar-constrained. Aggregate tokens/s is generated
 tokens / wall seconds over the whole run (prompt evaluation included). Goals: batched >= 0.8x
 the reference with the grammar (like for like) and >= 1.5x sequential; the ratio to the
@@ -38,6 +47,7 @@ Usage::
 
     python benchmarks/local_batch_bench.py                  # 8 prompts, 4 lanes, 2 threads
     python benchmarks/local_batch_bench.py --prompts 4 --max-tokens 32
+    python benchmarks/local_batch_bench.py --prompts 4 --max-tokens 16 --repeats 2
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +64,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlab.backends.decoding.grammar import compile_grammar
+from memlab.backends.local.llama_batch import close_decoders, shared_decoder
 from memlab.backends.local.llama_local import LocalLlamaBackend
 from memlab.core.jsondoc.contract import contract_schema
 from memlab.core.jsondoc.document import create_empty_memory
@@ -70,6 +82,18 @@ LINES = [
     "My favourite band is Radiohead; I saw them in 2017.",
     "I'm learning Japanese for a trip to Kyoto next year.",
 ]
+
+
+ROWS = ("sequential", "batched", "reference_grammar", "reference_plain")
+
+
+@dataclass
+class Sample:
+    """One timed run of a row: wall and process CPU seconds, tokens generated."""
+
+    wall: float
+    cpu: float
+    tokens: int
 
 
 def requests(count: int, max_tokens: int) -> list[CompletionRequest]:
@@ -93,10 +117,11 @@ def requests(count: int, max_tokens: int) -> list[CompletionRequest]:
 
 def reference(
     llm: Any, prompts: list[list[int]], lengths: list[int], lanes: int, grammar: str | None
-) -> tuple[float, int]:
-    """Seconds llama.cpp's batched decode loop takes for ``prompts`` and the tokens it
-    generated: ``lengths[i]`` greedy tokens for prompt i (fewer if the grammar ends it),
-    ``lanes`` sequences at a time, each constrained by ``grammar`` (GBNF) when given."""
+) -> Sample:
+    """Wall and CPU seconds llama.cpp's batched decode loop takes for ``prompts`` (its
+    context created outside the timing, as memlab's decoder is) and the tokens it generated:
+    ``lengths[i]`` greedy tokens for prompt i (fewer if the grammar ends it), ``lanes``
+    sequences at a time, each constrained by ``grammar`` (GBNF) when given."""
     import llama_cpp
 
     params = type(llm.context_params).from_buffer_copy(llm.context_params)
@@ -144,7 +169,7 @@ def reference(
             if llama_cpp.llama_decode(ctx, batch) != 0:
                 raise RuntimeError("llama_decode failed")
 
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     generated = 0
     shared = min(_common(prompts[0], p) for p in prompts)
     decode([(t, pos, lanes, False) for pos, t in enumerate(prompts[0][:shared])])
@@ -184,10 +209,10 @@ def reference(
             rows = {seq: i for i, (_, _, seq, _) in enumerate(step)}
         for chain in chains.values():
             llama_cpp.llama_sampler_free(chain)
-    elapsed = time.perf_counter() - started
+    done = Sample(time.perf_counter() - wall, time.process_time() - cpu, generated)
     llama_cpp.llama_batch_free(batch)
     llama_cpp.llama_free(ctx)
-    return elapsed, generated
+    return done
 
 
 def _argmax(logits: Any, n_vocab: int) -> int:
@@ -212,12 +237,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run the four rows this many times, interleaved, the order rotated each time; "
+        "the goals are judged on each row's median",
+    )
+    parser.add_argument(
         "--constraint",
         choices=["grammar", "llguidance"],
         default="grammar",
         help="what enforces the grammar in memlab's rows (the llama.cpp rows use its sampler)",
     )
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     work = requests(args.prompts, args.max_tokens)
     common: dict[str, Any] = {
         "n_threads": args.threads,
@@ -227,25 +261,48 @@ def main(argv: list[str] | None = None) -> int:
     sequential = LocalLlamaBackend(args.model, **common)
     batched = LocalLlamaBackend(args.model, batch=args.lanes, **common)
     sequential.complete(work[0])  # load the model and warm up outside the timing
-    first_load = os.getloadavg()[0]
-    started = time.perf_counter()
-    seq_replies = [sequential.complete(r) for r in work]
-    seq_s = time.perf_counter() - started
-    print(f"sequential: {seq_s:.2f} s", flush=True)
-    with ThreadPoolExecutor(args.lanes) as pool:
-        started = time.perf_counter()
-        bat_replies: list[Completion] = list(pool.map(batched.complete, work))
-        bat_s = time.perf_counter() - started
-    print(f"batched: {bat_s:.2f} s", flush=True)
     llm = batched.llama()
     prompts = [llm.tokenize(_text(llm, r), add_bos=False, special=True) for r in work]
-    lengths = [c.completion_tokens for c in bat_replies]
-    load = os.getloadavg()[0]
-    with_grammar = reference(llm, prompts, lengths, args.lanes, compile_grammar(contract_schema()))
-    print(f"llama.cpp, grammar: {with_grammar[0]:.2f} s", flush=True)
-    plain = reference(llm, prompts, lengths, args.lanes, None)
-    timings = Timings(seq_s, bat_s, with_grammar, plain, (first_load, load, os.getloadavg()[0]))
-    return report(args, seq_replies, bat_replies, timings)
+    grammar = compile_grammar(contract_schema())
+    replies: dict[str, list[Completion]] = {}
+    samples: dict[str, list[Sample]] = {row: [] for row in ROWS}
+    loads = [os.getloadavg()[0]]
+
+    def run(row: str) -> Sample:
+        if row == "batched":
+            # A fresh decoder, created outside the timing (a sweep creates it once): every
+            # repeat starts without a kept prefix, as the reference loop does.
+            close_decoders()
+            assert batched.batch is not None
+            shared_decoder(llm, args.n_ctx, args.threads, batched.batch)
+        # The reference generates as many tokens per prompt as the batched run did (the
+        # first rotation runs batched before the references).
+        lengths = [c.completion_tokens for c in replies.get("batched", [])]
+        wall, cpu = time.perf_counter(), time.process_time()
+        if row == "sequential":
+            out = [sequential.complete(r) for r in work]
+        elif row == "batched":
+            with ThreadPoolExecutor(args.lanes) as pool:
+                out = list(pool.map(batched.complete, work))
+        else:
+            constraint = grammar if row == "reference_grammar" else None
+            return reference(llm, prompts, lengths, args.lanes, constraint)
+        sample = Sample(
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+            sum(c.completion_tokens for c in out),
+        )
+        replies.setdefault(row, out)
+        return sample
+
+    for repeat in range(args.repeats):
+        shift = repeat % len(ROWS)
+        for row in ROWS[shift:] + ROWS[:shift]:
+            samples[row].append(run(row))
+            last = samples[row][-1]
+            print(f"{row}: {last.wall:.2f} s wall, {last.cpu:.2f} s CPU", flush=True)
+        loads.append(os.getloadavg()[0])
+    return report(args, replies["sequential"], replies["batched"], samples, loads)
 
 
 def _text(llm: Any, request: CompletionRequest) -> bytes:
@@ -260,52 +317,52 @@ def _text(llm: Any, request: CompletionRequest) -> bytes:
     return formatter(messages=messages).prompt.encode("utf-8")
 
 
-@dataclass
-class Timings:
-    """Wall seconds of each way (the references with their generated tokens) and the
-    1-minute load average at the start, before the references and at the end."""
-
-    sequential: float
-    batched: float
-    reference_grammar: tuple[float, int]
-    reference_plain: tuple[float, int]
-    load: tuple[float, float, float]
-
-
 def report(
     args: argparse.Namespace,
     seq_replies: list[Completion],
     bat_replies: list[Completion],
-    t: Timings,
+    samples: dict[str, list[Sample]],
+    loads: list[float],
 ) -> int:
-    seq_rate = sum(c.completion_tokens for c in seq_replies) / t.sequential
-    bat_rate = sum(c.completion_tokens for c in bat_replies) / t.batched
-    ref_g_rate = t.reference_grammar[1] / t.reference_grammar[0]
-    ref_p_rate = t.reference_plain[1] / t.reference_plain[0]
+    """Print each row's median and the goals judged on the medians' ratios."""
+    rate = {row: statistics.median(s.tokens / s.wall for s in samples[row]) for row in ROWS}
     same = sum(a.text == b.text for a, b in zip(seq_replies, bat_replies, strict=True))
     reused = sum(c.cached_prompt_tokens for c in bat_replies)
     prompt = sum(c.prompt_tokens for c in bat_replies)
-    vs_ref, vs_seq, vs_plain = bat_rate / ref_g_rate, bat_rate / seq_rate, bat_rate / ref_p_rate
+    vs_ref = rate["batched"] / rate["reference_grammar"]
+    vs_seq = rate["batched"] / rate["sequential"]
+    vs_plain = rate["batched"] / rate["reference_plain"]
     ok_ref, ok_seq = vs_ref >= 0.8, vs_seq >= 1.5
     lanes = str(args.lanes)
     # The grammar column: llama.cpp's grammar sampler ("yes") or llguidance's masks.
     engine = "yes" if args.constraint == "grammar" else "llg"
-    print(f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy")
-    start, middle, end = t.load
-    print(f"load average (1 min): {start:.1f} start, {middle:.1f} mid-run, {end:.1f} end")
-    print(f"{'run':<34}{'grammar':>8}{'seconds':>9}{'tokens':>7}{'tokens/s':>10}")
-    rows = [
-        ("sequential (memlab)", engine, t.sequential, seq_replies, seq_rate),
-        (f"batched x{lanes} (memlab)", engine, t.batched, bat_replies, bat_rate),
-    ]
-    for name, grammar, seconds, replies, rate in rows:
-        tokens = sum(c.completion_tokens for c in replies)
-        print(f"{name:<34}{grammar:>8}{seconds:>9.2f}{tokens:>7}{rate:>10.1f}")
-    for name, grammar, (seconds, tokens), rate in (
-        (f"llama.cpp batched x{lanes}", "yes", t.reference_grammar, ref_g_rate),
-        (f"llama.cpp batched x{lanes}", "no", t.reference_plain, ref_p_rate),
-    ):
-        print(f"{name:<34}{grammar:>8}{seconds:>9.2f}{tokens:>7}{rate:>10.1f}")
+    print(
+        f"{args.prompts} prompts, {args.lanes} lanes, {args.threads} threads, greedy, "
+        f"{args.repeats} repeat(s) interleaved, medians"
+    )
+    print(
+        "load average (1 min) at the start and after each repeat: "
+        + ", ".join(f"{x:.1f}" for x in loads)
+    )
+    print(
+        f"{'run':<28}{'grammar':>8}{'wall s':>9}{'CPU s':>8}{'CPU/wall':>9}"
+        f"{'tokens':>7}{'tokens/s':>10}"
+    )
+    names = {
+        "sequential": ("sequential (memlab)", engine),
+        "batched": (f"batched x{lanes} (memlab)", engine),
+        "reference_grammar": (f"llama.cpp batched x{lanes}", "yes"),
+        "reference_plain": (f"llama.cpp batched x{lanes}", "no"),
+    }
+    for row in ROWS:
+        name, grammar = names[row]
+        wall = statistics.median(s.wall for s in samples[row])
+        cpu = statistics.median(s.cpu for s in samples[row])
+        tokens = samples[row][0].tokens
+        print(
+            f"{name:<28}{grammar:>8}{wall:>9.2f}{cpu:>8.2f}{cpu / wall:>9.2f}"
+            f"{tokens:>7}{rate[row]:>10.1f}"
+        )
     ok = {True: "PASS", False: "FAIL"}
     print(f"goal: batched / llama.cpp (both constrained) {vs_ref:5.2f}x >= 0.8x {ok[ok_ref]}")
     print(f"goal: batched / sequential (same constraint) {vs_seq:5.2f}x >= 1.5x {ok[ok_seq]}")
