@@ -6,8 +6,14 @@ the sweep once through the response cache (the scripted backend, not timed), the
 
 1. the sweep replayed from the cache (``READ_ONLY``, a backend that raises if called), in
    this process: wall and CPU time;
-2. ``memlab report RUN -o OUT`` as a new process;
-3. ``memlab compare RUN`` (every lane against the first) as a new process.
+2. the table copies ``memlab sweep`` keeps once the run is written
+   (:func:`memlab.runs.run.keep_table_copies`), in this process: the sweep command's last
+   step, beside the replay's;
+3. ``memlab report RUN -o OUT`` as a new process (the first report after ``memlab sweep``:
+   it reads the copies);
+4. ``memlab compare RUN`` (every lane against the first) as a new process;
+5. ``memlab report`` of the run without its copies (as after the library's ``sweep()``,
+   which keeps none; timed first, its copies then deleted), for information.
 
 Each row prints wall and CPU time (the child's CPU for the two commands) and the time per
 update (per owner x lane for the commands); the ratio of the largest size's per-update time to
@@ -31,6 +37,7 @@ import argparse
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,6 +56,7 @@ from sweep_bench import (
 
 from memlab.backends.caching.cache import CacheMode
 from memlab.grids.grid import Grid
+from memlab.runs.run import keep_table_copies
 
 SESSIONS = 20
 LANES = 4
@@ -116,11 +124,19 @@ def measure(
         replay = (math.nan, math.nan)
     else:
         replay = _replay(base, owners, workers)
-    run = str(base / "runs" / "replay")
+    run = base / "runs" / "replay"
+    shutil.rmtree(run / "cache", ignore_errors=True)  # the copies an earlier report kept
+    no_copies = _command(["report", str(run), "-o", str(base / "report")])
+    shutil.rmtree(run / "cache", ignore_errors=True)
+    cpu, started = time.process_time(), time.perf_counter()
+    keep_table_copies(run)  # as `memlab sweep` does once the run is written
+    copies = (time.perf_counter() - started, time.process_time() - cpu)
     return {
         "sweep from cache": replay,
-        "memlab report": _command(["report", run, "-o", str(base / "report")]),
-        "memlab compare": _command(["compare", run]),
+        "sweep's copies": copies,
+        "memlab report": _command(["report", str(run), "-o", str(base / "report")]),
+        "memlab compare": _command(["compare", str(run)]),
+        "report, no copies": no_copies,
     }
 
 
@@ -158,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{n:>7} {step:<17} {wall:>8.2f} {cpu:>8.2f} {per * 1000:>14.3f} "
                 f"{per / base_cpu:>6.2f}"
             )
-        total = sum(wall for wall, _ in results[n].values() if not math.isnan(wall))
+        total = sum(  # the user's path: replay, the sweep's copies, report, compare
+            wall
+            for step, (wall, _) in results[n].items()
+            if step != "report, no copies" and not math.isnan(wall)
+        )
         print(f"{n:>7} {'end to end':<17} {total:>8.2f}")
     if sizes[-1] < GOAL_OWNERS:
         return 0

@@ -48,7 +48,7 @@ from memlab.scoring.metrics import (
 )
 from memlab.scoring.qa.qa_metrics import QA_COUNTS, error_counts, judges_of, qa_session_counts
 
-__all__ = ["Run", "RunError", "flatten_call", "load_run"]
+__all__ = ["Run", "RunError", "flatten_call", "keep_table_copies", "load_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -465,6 +465,15 @@ def load_run(path: str | Path, *, keep_copies: bool = False) -> Run:
     except (OSError, MemlabError, KeyError, TypeError, ValueError) as exc:
         raise RunError(f"{grid_file}: unreadable or does not match manifest.json: {exc}") from exc
     return Run(path=path, grid=grid, lanes=lanes, manifest=manifest, keep_copies=keep_copies)
+
+
+def keep_table_copies(path: str | Path) -> None:
+    """Read a finished run's tables as ``memlab report`` would and keep their columnar copies
+    (:meth:`Run.keep_table_copies`), so that the run's first report skips parsing its rows:
+    ``memlab sweep`` and ``memlab run`` do it once a run is written without error."""
+    run = load_run(path, keep_copies=True)
+    run.calls, run.sessions  # noqa: B018  (reading them is what makes the copies)
+    run.keep_table_copies()
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:

@@ -12,8 +12,6 @@ from memlab.cli.experiment import qa_options
 from memlab.cli.tools.matching import matcher_from_args
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from memlab.grids.grid import Grid
 
 # The sweep machinery (pandas, the backends) is imported by the commands when they run, so
@@ -255,20 +253,11 @@ def _execute(grid: Grid, args: argparse.Namespace) -> int:
     if qa:
         print(f"\n{qa}")
     print(f"\nrun written to {run.path}")
-    if status == 0:
-        _keep_table_copies(run.path)
+    if status == 0:  # the run's first report then skips parsing its rows
+        from memlab.runs.run import keep_table_copies
+
+        keep_table_copies(run.path)
     return status
-
-
-def _keep_table_copies(path: Path) -> None:
-    """Read the finished run's tables once as ``memlab report`` would and keep their columnar
-    copies (``RUN/cache/``), so that the run's first report skips parsing its rows: seconds
-    at thousands of owners, paid here once, after the run is written."""
-    from memlab.runs.run import load_run
-
-    run = load_run(path, keep_copies=True)
-    run.calls, run.sessions  # noqa: B018  (reading them is what makes the copies)
-    run.keep_table_copies()
 
 
 def _dry_run(grid: Grid, args: argparse.Namespace) -> int:
