@@ -34,6 +34,7 @@ from memlab.core.pipeline.config import ConfigError, MemoryConfig
 from memlab.core.pipeline.injection import format_memory_for_injection
 from memlab.core.pipeline.llm import CompletionRequest
 from memlab.core.prompts import PromptRegistry
+from memlab.runs.run import keep_table_copies
 from memlab.sweeps.driver import sweep
 from memlab.sweeps.plan import load_grid
 
@@ -224,6 +225,7 @@ def check_run_layout(block: str, tmp_path: Path) -> None:
         "qa": {"answer_backend": "sim:careful", "judges": ["strict"], "conditions": ["memory"]},
     }
     run = sweep("personas", memlab.Grid.from_mapping(grid), runs_dir=tmp_path, progress=False)
+    keep_table_copies(run.path)  # as the sweep command does
     patterns = [line.split()[0] for line in block.splitlines() if line and not line[0].isspace()]
     globs = [re.sub(r"<[a-z_]+>", "*", pattern) for pattern in patterns]
     for pattern in globs:

@@ -18,9 +18,11 @@ Layout of ``runs/<name>/``::
                          condition): the answer, its scores, verdicts and evidence fate
     qa/manifest.json     written last by the QA step: its settings, prompts, backends and
                          the row count and hash of the answer table
-    cache/<table>.npz    a columnar copy of calls.jsonl or sessions.jsonl, written by the
-                         first read, used while the table keeps the SHA-256 the copy names
-                         (:mod:`memlab.runs.table_copy`); safe to delete
+    cache/<table>.npz    a columnar copy of calls.jsonl or sessions.jsonl, kept by memlab
+                         sweep, run, report and compare once they succeed, used while the
+                         table keeps the SHA-256 the copy names (:mod:`memlab.runs.table_copy`);
+                         ``<lane_id>.final_facts.npz`` likewise holds a lane's final facts
+                         (kept by memlab report); safe to delete
 
 ``lanes/`` may also hold lanes of earlier versions of the grid (an edited prompt makes a new
 lane id); ``manifest.json`` names the lanes that belong to the run. A grid with ``samples``
