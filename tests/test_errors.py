@@ -47,4 +47,4 @@ def test_a_signal_is_no_exception_and_carries_a_memlab_error() -> None:
     for signal in signals:
         assert not issubclass(signal, Exception)  # else the library would swallow it
         error = MemlabError("why")
-        assert signal(error).error is error  # type: ignore[call-arg,attr-defined]
+        assert signal(error).error is error  # type: ignore[attr-defined]
