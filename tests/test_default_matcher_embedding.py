@@ -333,3 +333,21 @@ def test_match_restarts_a_full_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     assert list(matcher.decided()) == [("s0", "g0"), (BOAT, CHESS)]
     matcher.match(CHESS, BOAT)
     assert list(matcher.decided()) == [(CHESS, BOAT)]
+
+
+def test_the_memo_keeps_every_verdict_of_a_1000_owner_sweep() -> None:
+    # 1,000 owners x 20 stored facts x 20 gold facts: the pairs a sweep of 20 sessions (one
+    # fact each) asks about; a memo that restarts midway has the replay decide them again.
+    owners, facts = 1000, 20
+    same = MatchResult(0.5, False, "v")
+    verdicts = {
+        (f"s{o}.{i}", f"g{o}.{j}"): same
+        for o in range(owners)
+        for i in range(facts)
+        for j in range(facts)
+    }
+    matcher = DefaultMatcher(embedder=sentences())
+    matcher.remember(verdicts)
+    assert len(matcher.decided()) == owners * facts * facts
+    assert matcher.match("s999.19", "g999.19") is same
+    assert matcher.match("s0.0", "g0.0") is same

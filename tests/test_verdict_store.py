@@ -169,3 +169,18 @@ def test_a_replay_from_the_cache_decides_no_pair_again(
     assert again.summary["recall"].tolist() == first.summary["recall"].tolist() == [1.0]
     run("off", CacheMode.OFF)  # without the cache, the matcher decides again
     assert decided
+
+
+def test_verdicts_read_back_share_one_string_per_text(tmp_path: Path) -> None:
+    # Each text is in a pair with every text of the other side; read back, the pairs hold
+    # one string per text rather than one per occurrence (2.5 times the memory).
+    stored, gold = ["Lives in Leeds", "Owns a boat"], ["Lives in Leeds, UK", "Plays chess"]
+    matcher = _fresh()
+    matcher.remember({(s, g): MatchResult(0.5, False, "r") for s in stored for g in gold})
+    save_verdicts(matcher, tmp_path)
+    reader = _fresh()
+    assert load_verdicts(reader, tmp_path) == 4
+    keys = list(reader.decided())
+    assert {s for s, _ in keys} == set(stored) and {g for _, g in keys} == set(gold)
+    assert len({id(s) for s, _ in keys}) == 2
+    assert len({id(g) for _, g in keys}) == 2

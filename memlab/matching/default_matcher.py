@@ -62,9 +62,13 @@ __all__ = [
     "value_conflict",
 ]
 
-_MEMO_SIZE = 200_000
-"""Verdicts kept per matcher configuration (a few tens of MB at most); the memo restarts when
-full."""
+_MEMO_SIZE = 1_000_000
+"""Verdicts kept per matcher configuration; the memo restarts when full. A sweep asks about
+every (stored, gold) pair of an owner, about 400 per owner of 20 sessions with a fact each, so
+1,000 owners need 400,000: a smaller memo restarts during the sweep, saves only the verdicts
+decided since, and the replay from the cache decides the rest again. A verdict costs about
+100 bytes besides its texts (measured on saved verdicts read back, whose pairs share their
+texts: 95-104 bytes each for 100-300 owners), so a full memo holds about 100 MB."""
 
 _PENDING_TEXTS = 20_000
 """Texts :meth:`DefaultMatcher.warm` lets wait for a pair to decide before it reads them."""

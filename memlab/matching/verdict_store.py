@@ -148,7 +148,13 @@ def _decode(data: Any) -> dict[tuple[str, str], MatchResult] | None:
     # of rows, so reading the file leaves little for the garbage collector to walk.
     verdicts = list(zip(score, matched, reason, strict=True))
     shared = {v: MatchResult(float(v[0]), v[1], v[2]) for v in set(verdicts)}
-    return dict(zip(zip(stored, gold, strict=True), map(shared.__getitem__, verdicts), strict=True))
+    # One string per distinct text: the parser makes a new one per occurrence, and a text is
+    # in a pair with every text of the other side of its owner (about 20 times each).
+    texts: dict[str, str] = {}
+    keys = zip(
+        map(texts.setdefault, stored, stored), map(texts.setdefault, gold, gold), strict=True
+    )
+    return dict(zip(keys, map(shared.__getitem__, verdicts), strict=True))
 
 
 def _row_columns(rows: Any) -> tuple[Any, ...]:
