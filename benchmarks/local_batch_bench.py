@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     batched = LocalLlamaBackend(args.model, batch=args.lanes, **common)
     sequential.complete(work[0])  # load the model and warm up outside the timing
     llm = batched.llama()
-    prompts = [llm.tokenize(_text(llm, r), add_bos=False, special=True) for r in work]
+    prompts = [llm.tokenize(chat_text(llm, r), add_bos=False, special=True) for r in work]
     grammar = compile_grammar(contract_schema())
     replies: dict[str, list[Completion]] = {}
     samples: dict[str, list[Sample]] = {row: [] for row in ROWS}
@@ -305,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     return report(args, replies["sequential"], replies["batched"], samples, loads)
 
 
-def _text(llm: Any, request: CompletionRequest) -> bytes:
+def chat_text(llm: Any, request: CompletionRequest) -> bytes:
+    """The prompt text of ``request`` under the model's chat template."""
     from llama_cpp import llama_chat_format
 
     formatter = llama_chat_format.Jinja2ChatFormatter(
