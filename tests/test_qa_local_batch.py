@@ -13,7 +13,6 @@ import pytest
 from memlab.backends.local.llama_batch import BatchOptions
 from memlab.backends.local.llama_local import LocalLlamaBackend
 from memlab.cli import main
-from memlab.grids.qa_spec import QAError
 from memlab.postrun import qa_step
 from memlab.postrun.qa_step import QAOptions
 
@@ -44,20 +43,18 @@ def test_the_local_answerer_decodes_as_the_options_or_the_grid_say(
     expected: BatchOptions | None,
 ) -> None:
     monkeypatch.delenv("MEMLAB_LLAMA_BATCH", raising=False)
-    backend = QAOptions(batch=given).factory(_run(tmp_path, grid), ())("local:smollm2")
+    run = _run(tmp_path, grid)
+    backend = QAOptions(batch=given).factory(run, run.dataset_path, ())("local:smollm2")
     assert isinstance(backend, LocalLlamaBackend)
     assert backend.batch == expected
 
 
-def test_a_given_backend_factory_wins_and_a_lost_dataset_is_a_qa_error(tmp_path: Path) -> None:
+def test_a_given_backend_factory_wins(tmp_path: Path) -> None:
     def factory(spec: str) -> Any:
         return spec
 
     run = _run(tmp_path, BatchOptions(lanes=3))
-    assert QAOptions(backend_factory=factory).factory(run, ()) is factory
-    run.dataset_path = None
-    with pytest.raises(QAError, match="dataset file the run replayed is gone"):
-        QAOptions().factory(run, ())
+    assert QAOptions(backend_factory=factory).factory(run, run.dataset_path, ()) is factory
 
 
 def test_memlab_qa_hands_local_batch_to_the_step(
@@ -104,3 +101,21 @@ def test_a_sweeps_qa_step_decodes_as_its_replays(
     )
     driver.sweep("personas", grid, runs_dir=tmp_path, progress=False, local_batch=2)
     assert [o.batch for o in seen] == [BatchOptions(lanes=2)]
+
+
+def test_a_qa_step_whose_dataset_is_gone_is_a_qa_error(tmp_path: Path) -> None:
+    import shutil
+
+    from memlab.datasets import resolve_dataset
+    from memlab.grids.grid import Grid
+    from memlab.grids.qa_spec import QAError
+    from memlab.postrun.qa_step import add_qa
+    from memlab.sweeps.driver import sweep
+
+    dataset = tmp_path / "d.jsonl"
+    shutil.copy(resolve_dataset("personas"), dataset)
+    grid = Grid.from_mapping({"name": "g", "max_owners": 1, "base": {"backend": "sim:chatty"}})
+    run = sweep(dataset, grid, runs_dir=tmp_path, progress=False)
+    dataset.unlink()
+    with pytest.raises(QAError, match="dataset file the run replayed is gone"):
+        add_qa(run.path, {"answer_backend": "sim:chatty"}, progress=False)

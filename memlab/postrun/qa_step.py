@@ -177,14 +177,13 @@ class QAOptions:
     """How the local model decodes concurrent calls together (``--local-batch``; None: the
     run's grid ``local_batch:``). Replies and cache keys are the same either way."""
 
-    def factory(self, run: Run, judges: Sequence[JudgePrompt]) -> Callable[[str], Backend]:
+    def factory(
+        self, run: Run, dataset: Path, judges: Sequence[JudgePrompt]
+    ) -> Callable[[str], Backend]:
         """The backend factory of a pass over ``run``: :attr:`backend_factory`, else
-        :func:`qa_backend` with the run's dataset, ``judges`` and the batched decoding."""
+        :func:`qa_backend` with the run's ``dataset``, ``judges`` and the batched decoding."""
         if self.backend_factory is not None:
             return self.backend_factory
-        dataset = run.dataset_path
-        if dataset is None:
-            raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
         batch = self.batch if self.batch is not None else run.grid.local_batch
         return lambda spec: qa_backend(spec, dataset, judges, batch)
 
@@ -289,7 +288,7 @@ def run_qa(
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners, left_out = run_owners(run, dataset)
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
-    factory = options.factory(run, prompts.judges)
+    factory = options.factory(run, dataset, prompts.judges)
     backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
     matcher = options.matcher if options.matcher is not None else run_matcher(run)

@@ -82,7 +82,7 @@ def reasking(run: Run, options: QAOptions) -> Reasking:
     if dataset is None:
         raise QAError(f"{run.path}: the dataset file the run replayed is gone; QA needs it")
     owners = run_owners(run, dataset).owners
-    factory = options.factory(run, prompts.judges)
+    factory = options.factory(run, dataset, prompts.judges)
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
     backends = LaneBackends(factory, cache_dir, options.cache_mode, options.spend, options.rates)
     answerer, grader = backends.get(spec.answer_backend), backends.get(spec.grader)
