@@ -13,18 +13,29 @@ case per process so that each starts from a fresh context (2 threads, n_ubatch 5
   64 one-token steps (the sequential path's shape, without its prefix reuse);
 * ``unified`` and ``streams``: the four prompts evaluated whole as four sequences in one
   batch, then 16 four-token steps (one per sequence), in one unified KV cache or with a KV
-  stream per sequence (``kv_unified=False``; each stream gets n_ctx / n_seq_max cells).
+  stream per sequence (``kv_unified=False``; each stream gets n_ctx / n_seq_max cells);
+* ``ceiling``: the most any 4-lane layout can gain over one call at a time, both measured
+  side by side in one process (``--repeats`` times, alternating, medians). One at a time:
+  each prompt after the shared prefix (kept in the cache, as the sequential path keeps its
+  previous prompt's prefix), then 16 one-token steps. Four lanes, the best layout the
+  other cases found: a KV stream per lane, the shared prefix kept in a fifth stream and
+  copied whole into each lane's (``llama_memory_seq_cp`` copies only whole sequences
+  between streams), the four rests in one batch, then 16 four-lane steps. Prints the ratio
+  of the two for replies of 16 to 512 tokens and its limit for endless replies: the speed-up
+  a batched decoder with no overhead of its own would reach.
 
 Prints wall and process CPU seconds; on a shared machine compare CPU seconds of runs at a
 similar load. Usage::
 
     python benchmarks/local_kv_probe.py attention
     python benchmarks/local_kv_probe.py streams
+    python benchmarks/local_kv_probe.py ceiling --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -94,11 +105,87 @@ def attention(llm: Any, prompts: list[list[int]], room: int) -> None:
     print(f"the same again: {_timed(steps)}")
 
 
+def _seconds(work: Callable[[], None]) -> float:
+    wall = time.perf_counter()
+    work()
+    return time.perf_counter() - wall
+
+
+def _one_at_a_time(
+    llm: Any, prompts: list[list[int]], shared: int, room: int
+) -> tuple[float, float]:
+    """Seconds for the prompts one after another (the prefix kept) and for one decode step."""
+    probe = _Probe(llm, room, 1, True)
+    probe.decode([(t, i, 0, False) for i, t in enumerate(prompts[0][:shared])])
+
+    def rests() -> None:
+        for tokens in prompts:
+            probe.lib.llama_memory_seq_rm(probe.memory, 0, shared, -1)
+            probe.decode(
+                [(tokens[i], i, 0, i == len(tokens) - 1) for i in range(shared, len(tokens))]
+            )
+
+    last = prompts[-1]
+
+    def steps() -> None:
+        for k in range(16):
+            probe.decode([(last[-1], len(last) + k, 0, True)])
+
+    return _seconds(rests), _seconds(steps) / 16
+
+
+def _four_lanes(llm: Any, prompts: list[list[int]], shared: int, room: int) -> tuple[float, float]:
+    """Seconds for the prompts as four lanes (the kept prefix copied into each lane's stream)
+    and for one 4-lane step."""
+    n = len(prompts)
+    probe = _Probe(llm, room * (n + 1), n + 1, False)
+    probe.decode([(t, i, n, False) for i, t in enumerate(prompts[0][:shared])])  # kept, untimed
+
+    def prefill() -> None:
+        for seq in range(n):
+            probe.lib.llama_memory_seq_cp(probe.memory, n, seq, -1, -1)  # whole sequence only
+        probe.decode(
+            [
+                (p[i], i, s, i == len(p) - 1)
+                for s, p in enumerate(prompts)
+                for i in range(shared, len(p))
+            ]
+        )
+
+    def steps() -> None:
+        for k in range(16):
+            probe.decode([(p[-1], len(p) + k, s, True) for s, p in enumerate(prompts)])
+
+    return _seconds(prefill), _seconds(steps) / 16
+
+
+def ceiling(llm: Any, prompts: list[list[int]], shared: int, room: int, repeats: int) -> None:
+    """Print the speed-up over one call at a time that four lanes could reach at best."""
+    single: list[tuple[float, float]] = []
+    lanes: list[tuple[float, float]] = []
+    for _ in range(repeats):  # alternated, so that a change of load falls on both
+        single.append(_one_at_a_time(llm, prompts, shared, room))
+        lanes.append(_four_lanes(llm, prompts, shared, room))
+    p1, s1 = (statistics.median(x) for x in zip(*single, strict=True))
+    p4, s4 = (statistics.median(x) for x in zip(*lanes, strict=True))
+    n = len(prompts)
+    print(f"one at a time: prompts {p1:.2f} s, a step {s1 * 1000:.1f} ms")
+    print(f"four lanes: prompts {p4:.2f} s, a {n}-lane step {s4 * 1000:.1f} ms")
+    print(f"decode step speed-up {n * s1 / s4:.2f}x (medians of {repeats})")
+    for tokens in (16, 32, 128, 512):
+        ratio = (p1 + n * tokens * s1) / (p4 + tokens * s4)
+        print(f"replies of {tokens:>3} tokens: batched / sequential at most {ratio:.2f}x")
+    print(f"endless replies: at most {n * s1 / s4:.2f}x")
+
+
 def main() -> None:
     import llama_cpp
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=["attention", "sequential", "unified", "streams"])
+    parser.add_argument(
+        "case", choices=["attention", "sequential", "unified", "streams", "ceiling"]
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="ceiling: runs of each side")
     args = parser.parse_args()
     llm = llama_cpp.Llama(str(bundled_model_path()), n_ctx=4096, n_threads=2, verbose=False)
     prompts = [
@@ -109,6 +196,9 @@ def main() -> None:
     room = max(len(p) for p in prompts) + 64
     if args.case == "attention":
         attention(llm, prompts, room)
+        return
+    if args.case == "ceiling":
+        ceiling(llm, prompts, shared, room, args.repeats)
         return
     if args.case == "sequential":
         probe = _Probe(llm, room, 1, True)
