@@ -97,7 +97,7 @@ from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_specs import primary_metrics
 from memlab.scoring.metrics import summarize
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.plan import dataset_path
+from memlab.sweeps.grid_check import dataset_path
 
 if TYPE_CHECKING:
     import optuna
