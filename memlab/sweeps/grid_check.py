@@ -24,7 +24,8 @@ from memlab.backends.registry import (
 )
 from memlab.core.jsondoc.merge import get_merge_strategy
 from memlab.core.pipeline.llm import OutputMode
-from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
+from memlab.core.prompt_template import PromptError, PromptVariant
+from memlab.core.prompts import PromptRegistry
 from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.grids.grid import Grid

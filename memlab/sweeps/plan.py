@@ -36,7 +36,8 @@ from memlab.core.pipeline.config import MemoryConfig
 from memlab.core.pipeline.llm import Backend, GenerationParams
 from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.core.pipeline.updater import MemoryUpdater
-from memlab.core.prompts import PromptRegistry, PromptVariant
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
 from memlab.errors import MemlabError

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from memlab.backends.caching.cache import CacheMode
 from memlab.core.base.safe_names import safe_component
 from memlab.core.pipeline.llm import Backend
-from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.errors import MemlabError
 from memlab.grids.grid import Grid

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.backends.costs.spend import CostLimitError
-from memlab.core.prompts import PromptVariant
+from memlab.core.prompt_template import PromptVariant
 from memlab.grids.grid import Grid
 from memlab.reporting.compare.trial import sweep_prompt
 from memlab.reporting.tuning.tune_budget import CallBudget, sent_before, sent_by
