@@ -149,14 +149,14 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the Markdown report title unescaped",
-        "memlab/reporting/report.py",
+        "memlab/reporting/report_render.py",
         'f"# {md_escape(report.title, 200)}"',
         'f"# {report.title}"',
         (f"{_RULES}::test_report_titles_are_escaped",),
     ),
     Named(
         "the HTML report title unescaped",
-        "memlab/reporting/report.py",
+        "memlab/reporting/report_render.py",
         "title = escape(report.title)",
         "title = report.title",
         (f"{_RULES}::test_report_titles_are_escaped",),
