@@ -836,7 +836,7 @@ _STAGES = [
         "run_update",
     ),
     ("    cache lookups (CachedBackend.complete)", "memlab/backends/caching/cache.py", "complete"),
-    ("    prompt rendering", "memlab/core/prompts.py", "render"),
+    ("    prompt rendering", "memlab/core/prompt_template.py", "render"),
     ("    parse + validate replies", "memlab/core/jsondoc/parsing.py", "parse_reply"),
     ("    merge + save in memory", "memlab/core/pipeline/storage.py", "modify"),
     ("  snapshot store files (JsonFileStorage.save)", "memlab/core/pipeline/storage.py", "save"),

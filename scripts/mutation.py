@@ -149,14 +149,14 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "the Markdown report title unescaped",
-        "memlab/reporting/report.py",
+        "memlab/reporting/report_render.py",
         'f"# {md_escape(report.title, 200)}"',
         'f"# {report.title}"',
         (f"{_RULES}::test_report_titles_are_escaped",),
     ),
     Named(
         "the HTML report title unescaped",
-        "memlab/reporting/report.py",
+        "memlab/reporting/report_render.py",
         "title = escape(report.title)",
         "title = report.title",
         (f"{_RULES}::test_report_titles_are_escaped",),
@@ -233,7 +233,7 @@ NAMED: tuple[Named, ...] = (
     ),
     Named(
         "an adversarial abstention no longer counted right",
-        f"{_SCORING}/qa/qa_metrics.py",
+        f"{_SCORING}/qa/qa_verdicts.py",
         '"correct": value is True or declined,',
         '"correct": value is True,',
         (f"{_QA_NUMBERS}::test_verdict_statuses_and_the_adversarial_abstention",),
@@ -342,6 +342,15 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             _QA_NUMBERS,
             "tests/test_qa_ceiling.py",
             "tests/test_qa_causes.py",
+            "tests/test_qa_every_question.py",
+            "tests/test_qa_judge_server.py",
+            "tests/test_qa_metrics_values.py",
+        ),
+    ),
+    "qa_verdicts": (
+        f"{_SCORING}/qa/qa_verdicts.py",
+        (
+            _QA_NUMBERS,
             "tests/test_qa_every_question.py",
             "tests/test_qa_judge_server.py",
             "tests/test_qa_metrics_values.py",

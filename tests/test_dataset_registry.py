@@ -19,7 +19,7 @@ from memlab.datasets.registry import (
 )
 from memlab.grids.grid import Grid
 from memlab.plugins import RegistrationError
-from memlab.sweeps.plan import dataset_path
+from memlab.sweeps.grid_check import dataset_path
 
 CHECKOUT_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 

@@ -26,7 +26,7 @@ from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid, GridError
 from memlab.runs.run import load_run
 from memlab.runs.rundir import RunDir
-from memlab.sweeps.plan import check_grid
+from memlab.sweeps.grid_check import check_grid
 
 PLUGIN = Path(__file__).parent / "plugins" / "memlab-raw-turns"
 OWNER, SESSIONS = "daniel", 5

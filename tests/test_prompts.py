@@ -15,15 +15,8 @@ from memlab.core.jsondoc.contract import (
     USER_SECTIONS,
     validate_update,
 )
-from memlab.core.prompts import (
-    PromptError,
-    PromptRegistry,
-    PromptVariant,
-    UnknownPromptError,
-    default_registry,
-    get_prompt,
-    render_prompt,
-)
+from memlab.core.prompt_template import PromptError, PromptVariant, UnknownPromptError
+from memlab.core.prompts import PromptRegistry, default_registry, get_prompt, render_prompt
 
 MEMORY = {
     "version": "1.0",

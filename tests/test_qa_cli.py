@@ -20,7 +20,8 @@ from memlab.postrun.rescoring import rescore
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_ANSWERS, QA_MANIFEST
-from memlab.scoring.qa.qa_metrics import cause_table, error_counts
+from memlab.scoring.qa.qa_metrics import cause_table
+from memlab.scoring.qa.qa_verdicts import error_counts
 from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel", "hana"]

@@ -29,7 +29,8 @@ from memlab.grids.qa_spec import QASpec
 from memlab.postrun.qa_step import IncompleteQAError, JudgeErrorsError, add_qa
 from memlab.qa.qa_prompts import ABSTAIN_REFERENCE, judge_prompts
 from memlab.reporting.qa.qa_section import qa_markdown, qa_section, qa_text
-from memlab.scoring.qa.qa_metrics import accuracy_table, error_counts
+from memlab.scoring.qa.qa_metrics import accuracy_table
+from memlab.scoring.qa.qa_verdicts import error_counts
 from memlab.sweeps.driver import sweep
 
 STRICT = judge_prompts().get("strict")

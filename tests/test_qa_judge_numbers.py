@@ -26,7 +26,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memlab.scoring.qa.qa_metrics import judge_agreement, judge_band, verdict_table
+from memlab.scoring.qa.qa_metrics import judge_agreement, judge_band
+from memlab.scoring.qa.qa_verdicts import verdict_table
 
 A = [True] * 4 + [True] * 2 + [False] + [False] * 3
 B = [True] * 4 + [False] * 2 + [True] + [False] * 3

@@ -17,19 +17,16 @@ from memlab.scoring.qa.qa_causes import CAUSES
 from memlab.scoring.qa.qa_metrics import (
     accuracy_table,
     cause_table,
-    error_counts,
-    errors_sentence,
     interval_note,
     judge_agreement,
     judge_band,
     judged_metrics,
-    judges_of,
     key_ceiling,
     qa_cost,
     qa_session_counts,
     robust_verdicts,
-    verdict_table,
 )
+from memlab.scoring.qa.qa_verdicts import error_counts, errors_sentence, judges_of, verdict_table
 
 
 def _row(question: str, verdicts: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:

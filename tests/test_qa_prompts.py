@@ -8,14 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from memlab.core.prompts import (
-    PromptError,
-    PromptRegistry,
-    PromptVariant,
-    UnknownPromptError,
-    resolve_prompt,
-    resolve_template,
-)
+from memlab.core.prompt_template import PromptError, PromptVariant, UnknownPromptError
+from memlab.core.prompts import PromptRegistry, resolve_prompt, resolve_template
 from memlab.qa.qa_prompts import AnswerPrompt, JudgePrompt, answer_prompts, judge_prompts
 
 

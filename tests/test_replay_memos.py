@@ -21,7 +21,8 @@ from memlab.core.jsondoc.merge import ApplyResult
 from memlab.core.pipeline.llm import Completion, CompletionRequest
 from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.core.pipeline.updater import MemoryUpdater, _copied
-from memlab.core.prompts import PromptVariant, get_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import get_prompt
 from memlab.datasets.models import Owner
 from memlab.matching import verdict_store
 from memlab.matching.base import MatchResult

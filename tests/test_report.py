@@ -14,7 +14,8 @@ from builders import marker_backend, one_turn, sweep_scripted, update, write_own
 
 from memlab.cli.main import main
 from memlab.reporting.figures import charts
-from memlab.reporting.report import CHARTS, ReportPaths, build_report
+from memlab.reporting.report import ReportPaths, build_report
+from memlab.reporting.report_render import CHARTS
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
 from memlab.runs.run import Run
 

@@ -31,7 +31,8 @@ from memlab.cli.experiment.demo import DemoResult
 from memlab.grids.grid import Grid
 from memlab.reporting.figures import charts
 from memlab.reporting.figures.overlay import Overlay
-from memlab.reporting.report import CHARTS, build_report
+from memlab.reporting.report import build_report
+from memlab.reporting.report_render import CHARTS
 from memlab.sweeps.driver import sweep
 
 CHROMIUM = shutil.which("chromium")
@@ -444,7 +445,7 @@ def test_demo_charts_keep_their_labels_whole_and_apart(demo: DemoResult) -> None
     none covering another, no whisker through a label."""
     from chart_layout import layout_problems
 
-    from memlab.reporting.report import REPORT_DPI
+    from memlab.reporting.report_render import REPORT_DPI
 
     found = {}
     for run in [*demo.real, demo.simulated]:

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from memlab.backends.scripted import ScriptedBackend
 from memlab.grids.grid import Grid
 from memlab.postrun.qa_step import add_qa
-from memlab.reporting import report
+from memlab.reporting import report, report_render
 from memlab.reporting.figures import charts
 from memlab.reporting.figures.chart_tables import chart_numbers
 from memlab.reporting.figures.overlay import Overlay, OverlayError
@@ -82,7 +82,7 @@ def drawn(runs: list[Run], tmp_path_factory: pytest.TempPathFactory) -> dict[str
         return "data:image/png;base64,"
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report, "figure_to_data_uri", keep)
+        patch.setattr(report_render, "figure_to_data_uri", keep)
         paths = report.build_report(runs, tmp_path_factory.mktemp("report"))
     titled: dict[str, list[Figure]] = defaultdict(list)
     for fig in figures:
@@ -125,8 +125,8 @@ def test_one_chart_section_names_the_runs_overlaid(runs: list[Run], drawn: dict[
     html = drawn["html"]
     assert html.count("<h2>Charts: ") == 1
     assert "<h2>Charts: capped, strict overlaid</h2>" in html
-    for title, _ in report.CHARTS:
-        assert html.count(f"<img alt='{title}'") <= len(dict(report.CHARTS)[title])
+    for title, _ in report_render.CHARTS:
+        assert html.count(f"<img alt='{title}'") <= len(dict(report_render.CHARTS)[title])
 
 
 def test_fact_growth_has_one_line_per_run_and_configuration(
@@ -226,7 +226,7 @@ def test_chart_tables_are_each_runs_own_numbers_named_by_run(
     runs: list[Run], drawn: dict[str, Any]
 ) -> None:
     overlay = Overlay.of(runs)
-    for _, row in report.CHARTS:
+    for _, row in report_render.CHARTS:
         for chart in row:
             shown = chart_numbers(chart, overlay)
             parts = []
@@ -297,7 +297,7 @@ def test_memory_qa_charts_overlay_runs_graded_alike(
         return "data:image/png;base64,"
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report, "figure_to_data_uri", keep)
+        patch.setattr(report_render, "figure_to_data_uri", keep)
         html = report.build_report(asked, where / "report").html.read_text(encoding="utf-8")
     assert html.count("<h3>Accuracy per condition: ") == 1
     assert "<h3>Accuracy per condition: capped, strict overlaid</h3>" in html

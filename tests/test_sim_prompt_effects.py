@@ -22,7 +22,8 @@ from memlab.backends.registry import reads_prompts
 from memlab.core.jsondoc.document import create_empty_memory
 from memlab.core.jsondoc.parsing import parse_options_for
 from memlab.core.pipeline.messages import filter_messages_for_memory, format_conversation_for_update
-from memlab.core.prompts import PromptVariant, get_prompt, resolve_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import get_prompt, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.registry import resolve_dataset
 from memlab.grids.grid import Grid

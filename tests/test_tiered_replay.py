@@ -34,7 +34,8 @@ from memlab.simulation.model import SimulatedBackend
 from memlab.simulation.profile_model import uniform
 from memlab.simulation.provenance import ProvenanceMatcher
 from memlab.sweeps.driver import sweep
-from memlab.sweeps.plan import LaneBackends, prompt_registry, resolve_lanes, tiered_settings
+from memlab.sweeps.grid_check import prompt_registry
+from memlab.sweeps.plan import LaneBackends, resolve_lanes, tiered_settings
 
 OWNERS = load_dataset(resolve_dataset("personas"))
 

@@ -40,7 +40,8 @@ from memlab.core.base.yamlio import MAX_YAML_NODES, YamlInputError, parse_yaml, 
 from memlab.core.pipeline.config import ConfigError, MemoryConfig
 from memlab.core.pipeline.llm import CompletionRequest, GenerationParams, OutputMode
 from memlab.core.pipeline.storage import CorruptMemoryError, JsonFileStorage, clear_storage_cache
-from memlab.core.prompts import PromptError, PromptRegistry
+from memlab.core.prompt_template import PromptError
+from memlab.core.prompts import PromptRegistry
 from memlab.datasets.loader import validate_dataset
 from memlab.datasets.locomo import LocomoFormatError, convert_locomo, import_locomo
 from memlab.errors import excerpt, one_line

@@ -66,9 +66,9 @@ if TYPE_CHECKING:
     from memlab.core.pipeline.updater import (
         update_memory_from_conversation as update_memory_from_conversation,
     )
-    from memlab.core.prompts import PromptError as PromptError
+    from memlab.core.prompt_template import PromptError as PromptError
+    from memlab.core.prompt_template import PromptVariant as PromptVariant
     from memlab.core.prompts import PromptRegistry as PromptRegistry
-    from memlab.core.prompts import PromptVariant as PromptVariant
     from memlab.core.prompts import get_prompt as get_prompt
 else:  # at run time: each name is imported on first use
     __getattr__, __dir__ = lazy_face(__name__)

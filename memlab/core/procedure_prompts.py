@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from memlab.core.jsondoc.contract import ReplyContract, schema_contract
-from memlab.core.prompts import PromptTemplate, builtin_templates, registered_template
+from memlab.core.prompt_template import PromptTemplate
+from memlab.core.prompts import builtin_templates, registered_template
 
 __all__ = ["PROCEDURES_CALL", "PROCEDURES_CONTRACT", "ProceduresPrompt", "procedures_prompt"]
 

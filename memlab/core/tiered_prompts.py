@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from memlab.core.jsondoc.contract import ReplyContract, schema_contract
-from memlab.core.prompts import PromptTemplate, builtin_templates, registered_template
+from memlab.core.prompt_template import PromptTemplate
+from memlab.core.prompts import builtin_templates, registered_template
 
 __all__ = [
     "CALL_CONTRACTS",

@@ -69,7 +69,7 @@ _MOVED: dict[str, str] = {
     "IncompleteSweepError": "memlab.sweeps.driver",
     "LaneConfig": "memlab.grids.grid",
     "OwnerReplay": "memlab.sweeps.replay",
-    "PromptSource": "memlab.sweeps.plan",
+    "PromptSource": "memlab.sweeps.grid_check",
     "ResolvedLane": "memlab.sweeps.plan",
     "Run": "memlab.runs.run",
     "RunError": "memlab.runs.run",

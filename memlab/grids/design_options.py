@@ -11,7 +11,7 @@ design had no options. One rule for both: a lane may set the options of its own 
 A lane naming a design that is not registered (its plugin uninstalled) keeps the mappings
 under keys memlab does not know as that design's options, unchecked, so that a run replayed
 with the plugin stays readable; a grid is checked when it is resolved
-(:func:`memlab.sweeps.plan.check_grid` refuses the unknown design).
+(:func:`memlab.sweeps.grid_check.check_grid` refuses the unknown design).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ ReplayMode = Literal["debounce", "per_session"]
 
 MemoryKind = Annotated[str, Field(min_length=1)]
 """A name of :data:`memlab.memory.designs.MEMORY_DESIGNS` (the ``memory`` setting), checked
-when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), so that a run replayed
+when a grid is resolved (:func:`memlab.sweeps.grid_check.check_grid`), so that a run replayed
 with a plugin's design stays readable where the plugin is not installed."""
 MEMORY_KINDS: tuple[str, ...] = tuple(MEMORY_DESIGNS.builtins())
 """The memory designs memlab ships (``memory``): DeerFlow's one-document memory, or the
@@ -74,7 +74,7 @@ _DEFAULT_MEMORY = DEFAULT_DESIGN
 
 PolicyName = Annotated[str, Field(min_length=1)]
 """A name of :data:`memlab.memory.policies.INJECTION_POLICIES` (``injection_policy``), checked
-when a grid is resolved (:func:`memlab.sweeps.plan.check_grid`), as memory designs are."""
+when a grid is resolved (:func:`memlab.sweeps.grid_check.check_grid`), as memory designs are."""
 
 
 def _known_preset(name: str) -> str:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlab.backends.registry import is_simulated
 from memlab.core.pipeline.llm import GenerationParams
-from memlab.core.prompts import PromptError
+from memlab.core.prompt_template import PromptError
 from memlab.errors import MemlabError
 from memlab.qa.answering import AnswerSettings
 from memlab.qa.conditions import (

@@ -85,13 +85,13 @@ if TYPE_CHECKING:
     from memlab.scoring.qa.qa_causes import evidence_fates as evidence_fates
     from memlab.scoring.qa.qa_metrics import accuracy_table as accuracy_table
     from memlab.scoring.qa.qa_metrics import cause_table as cause_table
-    from memlab.scoring.qa.qa_metrics import error_counts as error_counts
-    from memlab.scoring.qa.qa_metrics import errors_sentence as errors_sentence
     from memlab.scoring.qa.qa_metrics import interval_note as interval_note
     from memlab.scoring.qa.qa_metrics import judge_band as judge_band
     from memlab.scoring.qa.qa_metrics import key_ceiling as key_ceiling
     from memlab.scoring.qa.qa_metrics import qa_cost as qa_cost
-    from memlab.scoring.qa.qa_metrics import verdict_table as verdict_table
+    from memlab.scoring.qa.qa_verdicts import error_counts as error_counts
+    from memlab.scoring.qa.qa_verdicts import errors_sentence as errors_sentence
+    from memlab.scoring.qa.qa_verdicts import verdict_table as verdict_table
     from memlab.simulation.qa_replies import SimQA as SimQA
 else:  # at run time: each name is imported on first use
     __getattr__, __dir__ = lazy_face(__name__)

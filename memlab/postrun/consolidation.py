@@ -59,7 +59,7 @@ from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import CURVE_ANSWERS, CURVE_MANIFEST, QA_ANSWERS
 from memlab.scoring.consolidation import curve_table, memory_tokens
 from memlab.scoring.forgetting import FORGETTING_COUNTS, forgetting_counts
-from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
+from memlab.scoring.qa.qa_verdicts import HEADLINE_KINDS, verdict_table
 
 __all__ = [
     "add_curve",

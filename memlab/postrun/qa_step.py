@@ -70,7 +70,7 @@ from memlab.runs.run import Run, load_run
 from memlab.runs.run_lock import writes_run
 from memlab.runs.rundir import QA_ANSWERS, QA_FORMAT, QA_MANIFEST
 from memlab.scoring.qa.qa_causes import evidence_fates
-from memlab.scoring.qa.qa_metrics import errors_sentence
+from memlab.scoring.qa.qa_verdicts import errors_sentence
 
 __all__ = [
     "IncompleteQAError",

@@ -14,7 +14,7 @@ loaded from ``.txt``/``.yaml``/``.json`` files into a registry of their kind.
 
 Each prompt is sent as a single user message (:meth:`AnswerPrompt.messages`,
 :meth:`JudgePrompt.messages`), so a rendered prompt can be read back with
-:meth:`~memlab.core.prompts.PromptTemplate.parse` (the simulated judge does).
+:meth:`~memlab.core.prompt_template.PromptTemplate.parse` (the simulated judge does).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from memlab.core.prompts import PromptTemplate, TemplateRegistry, builtin_templates
+from memlab.core.prompt_template import PromptTemplate
+from memlab.core.prompts import TemplateRegistry, builtin_templates
 
 __all__ = [
     "ABSTAIN_REFERENCE",

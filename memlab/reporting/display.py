@@ -8,7 +8,7 @@ import pandas as pd
 
 from memlab.reporting.echoes import echo_lines
 from memlab.reporting.figures.charts import fact_growth_chart, parse_failure_chart
-from memlab.reporting.report import figure_to_data_uri
+from memlab.reporting.report_render import figure_to_data_uri
 from memlab.runs.run import Run
 
 __all__ = ["DISPLAY_COLUMNS", "call_lines", "run_html"]

@@ -46,7 +46,8 @@ from memlab.scoring.metrics import (
     summarize_counts,
     violation_table,
 )
-from memlab.scoring.qa.qa_metrics import QA_COUNTS, error_counts, judges_of, qa_session_counts
+from memlab.scoring.qa.qa_metrics import QA_COUNTS, qa_session_counts
+from memlab.scoring.qa.qa_verdicts import error_counts, judges_of
 
 __all__ = ["Run", "RunError", "flatten_call", "keep_table_copies", "load_run"]
 
@@ -206,7 +207,7 @@ class Run:
 
     @cached_property
     def qa_error_counts(self) -> dict[str, int]:
-        """:func:`~memlab.scoring.qa.qa_metrics.error_counts` of :attr:`qa_answers` under
+        """:func:`~memlab.scoring.qa.qa_verdicts.error_counts` of :attr:`qa_answers` under
         every judge, counted once per run like the table it reads (a run read again, e.g.
         after its QA step, counts again). Read it, don't change it."""
         return error_counts(self.qa_answers, self.judges)

@@ -48,7 +48,7 @@ import pandas as pd
 from memlab.core.pipeline.injection import get_token_counter
 from memlab.scoring.inference.collapse import FLAG_LEVEL, curve_p_values
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
-from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
+from memlab.scoring.qa.qa_verdicts import HEADLINE_KINDS, verdict_table
 
 __all__ = [
     "CURVE_COLUMNS",

@@ -30,7 +30,7 @@ import pandas as pd
 
 from memlab.scoring.inference.stat_options import StatOptions
 from memlab.scoring.inference.stats import Estimator, bootstrap, ratio_estimator
-from memlab.scoring.qa.qa_metrics import verdict_table
+from memlab.scoring.qa.qa_verdicts import verdict_table
 
 __all__ = [
     "COUNT_COLUMNS",

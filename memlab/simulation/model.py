@@ -540,7 +540,7 @@ def _memory(prompt: str, conversation: tuple[int, int]) -> tuple[list[dict[str, 
 
 def _template(prompt: str, conversation: tuple[int, int], memory: Span) -> str:
     """The update prompt's own text: the prompt with the conversation and the memory put back
-    as their placeholders. For a prompt a :class:`~memlab.core.prompts.PromptVariant`
+    as their placeholders. For a prompt a :class:`~memlab.core.prompt_template.PromptVariant`
     rendered, this is its template, byte for byte (rendering substitutes each placeholder
     once), so its SHA-256 is the variant's."""
     spans = [(*conversation, "{conversation}")]

@@ -4,8 +4,9 @@ The simulated model (:mod:`memlab.simulation.model`) recognises QA prompts the w
 recognises update prompts, by the dataset content they hold:
 
 - a **judge prompt** is one a known judge template produced (the built-in ``lenient`` and
-  ``strict`` ones, or those the backend is given): :meth:`~memlab.core.prompts.PromptTemplate.
-  parse` reads back the question, the reference and the answer;
+  ``strict`` ones, or those the backend is given):
+  :meth:`~memlab.core.prompt_template.PromptTemplate.parse` reads back the question, the
+  reference and the answer;
 - an **answer prompt** is any other prompt that holds a question of the dataset (its exact
   text; the longest one wins) and no memory document JSON (update prompts hold one). The
   question is the one of the owner asked after the session the request names

@@ -64,7 +64,8 @@ from memlab.scoring.metrics import replay_rows
 from memlab.sweeps.collection import fewer_collections
 from memlab.sweeps.execute import Outcome, execute, lane_status
 from memlab.sweeps.executors import SweepExecutor
-from memlab.sweeps.plan import PromptSource, ResolvedLane, SweepPlan, plan_sweep
+from memlab.sweeps.grid_check import PromptSource
+from memlab.sweeps.plan import ResolvedLane, SweepPlan, plan_sweep
 from memlab.sweeps.replay import OwnerReplay
 
 __all__ = ["IncompleteSweepError", "sweep"]

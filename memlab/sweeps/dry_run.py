@@ -40,7 +40,8 @@ from memlab.grids.lane_backends import BackendFactory, registry_backend
 from memlab.grids.qa_spec import resolve_prompts
 from memlab.postrun.qa_estimate import QAPlan, estimate_qa
 from memlab.sweeps.execute import kept_record
-from memlab.sweeps.plan import PromptSource, dataset_path, plan_sweep
+from memlab.sweeps.grid_check import PromptSource, dataset_path
+from memlab.sweeps.plan import plan_sweep
 from memlab.sweeps.replay import replay_owner
 
 __all__ = ["STAND_IN", "dry_run"]

@@ -10,13 +10,13 @@ results off as new ones. :func:`identity_changes` says in words what differs bet
 identities ("prompt text changed"), which is what a resumed sweep reports.
 
 Resolution errors are :class:`~memlab.grids.grid.GridError` naming the grid file, the key path,
-its line and the known choices.
+its line and the known choices. The checks that need no model (prompts, names, backends, the
+dataset) are :mod:`memlab.sweeps.grid_check`'s.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +26,6 @@ from memlab._version import __version__
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.costs.spend import SpendLimit
 from memlab.backends.identity import backend_identity
-from memlab.backends.registry import (
-    UnknownBackendError,
-    available_backends,
-    backend_plugin,
-    find_backend_plugin,
-)
 from memlab.backends.remote.rate_limit import RateLimiters
 from memlab.core.base.jsontext import canonical_hash
 from memlab.core.base.safe_names import ensure_inside, safe_component
@@ -39,87 +33,49 @@ from memlab.core.base.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.core.jsondoc.merge import MergeStrategy, get_merge_strategy
 from memlab.core.jsondoc.parsing import ParseOptions, parse_options_for
 from memlab.core.pipeline.config import MemoryConfig
-from memlab.core.pipeline.llm import Backend, GenerationParams, OutputMode
+from memlab.core.pipeline.llm import Backend, GenerationParams
 from memlab.core.pipeline.storage import InMemoryStorage
 from memlab.core.pipeline.updater import MemoryUpdater
-from memlab.core.prompts import PromptError, PromptRegistry, PromptVariant
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry
 from memlab.datasets.loader import load_dataset
 from memlab.datasets.models import Owner
-from memlab.datasets.registry import resolve_dataset
 from memlab.errors import MemlabError
 from memlab.grids.grid import ForkSpec, Grid, GridError
 from memlab.grids.lane import LaneConfig, ReplayMode
 from memlab.grids.lane_backends import BackendFactory, LaneBackends, registry_backend
 from memlab.grids.owners import select_owners
-from memlab.memory.designs import UnknownDesignError, memory_design
-from memlab.memory.policies import DEFAULT_POLICY, UnknownPolicyError, injection_policy
+from memlab.memory.designs import memory_design
+from memlab.memory.policies import DEFAULT_POLICY
 from memlab.memory.tiers.tiered import TieredSettings, lane_settings
-from memlab.memory.tiers.tiered_embedding import embedding_problem
 from memlab.runs.rundir import RunDir
 from memlab.scoring.qa.injection_audit import policy_identity
 from memlab.sweeps.fork import Fork, load_fork
+from memlab.sweeps.grid_check import (
+    PromptSource,
+    check_grid,
+    check_names,
+    check_output_modes,
+    dataset_path,
+    key_of,
+    prompt_registry,
+)
 
 __all__ = [
     "BackendFactory",
     "LaneBackends",
-    "PromptSource",
     "ResolvedLane",
     "SweepPlan",
     "build_updater",
-    "check_grid",
-    "dataset_path",
     "generation_params",
     "identity_changes",
     "injection_identity",
     "load_grid",
     "plan_sweep",
-    "prompt_registry",
     "registry_backend",
     "resolve_lanes",
     "tiered_settings",
 ]
-
-PromptSource = (
-    PromptRegistry | Mapping[str, str] | str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-)
-"""Extra prompts for a sweep: a registry, ``{name: template}``, or prompt file/directory paths."""
-
-
-def prompt_registry(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
-    """The variants a grid may name: built-ins, ``prompts`` and the grid's ``prompts:`` files.
-
-    Raises:
-        GridError: A prompt file is missing or invalid, or two sources define one name.
-    """
-    registry = prompts.copy() if isinstance(prompts, PromptRegistry) else PromptRegistry()
-    if isinstance(prompts, Mapping):
-        for name, template in prompts.items():
-            try:
-                registry.register(PromptVariant(str(name), template, source=f"prompt {name!r}"))
-            except PromptError as exc:
-                raise grid.error("prompts", str(exc)) from None
-    elif prompts is not None and not isinstance(prompts, PromptRegistry):
-        paths = [prompts] if isinstance(prompts, str | os.PathLike) else list(prompts)
-        for path in paths:
-            _load_prompts(registry, Path(path), grid, "prompts")
-    for index, entry in enumerate(grid.prompts):
-        path = Path(entry)
-        _load_prompts(
-            registry,
-            path if path.is_absolute() else grid.base_dir / path,
-            grid,
-            f"prompts[{index}]",
-        )
-    return registry
-
-
-def _load_prompts(registry: PromptRegistry, path: Path, grid: Grid, key: str) -> None:
-    if not path.exists():
-        raise grid.error(key, f"prompt file {str(path)!r} does not exist")
-    try:
-        registry.load_path(path)
-    except PromptError as exc:
-        raise grid.error(key, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -216,8 +172,8 @@ def resolve_lanes(
     Raises:
         GridError: Naming the key (e.g. ``axes.merge[1]``), its line and the known choices.
     """
-    _check_names(grid, registry)
-    _check_output_modes(grid)
+    check_names(grid, registry)
+    check_output_modes(grid)
     grid.check_max_tokens()
     lanes: list[ResolvedLane] = []
     for config in grid.lanes():
@@ -225,7 +181,7 @@ def resolve_lanes(
             backend = backends.get(config.backend)
             backend_id = backend_identity(backend)
         except MemlabError as exc:
-            raise grid.error(_key_of(grid, "backend", config.backend), str(exc)) from None
+            raise grid.error(key_of(grid, "backend", config.backend), str(exc)) from None
         prompt = registry.get(config.prompt)
         updater = build_updater(config, prompt, backend, storage=InMemoryStorage())
         request = updater.build_request("", MemoryConfig())
@@ -277,7 +233,7 @@ def injection_identity(grid: Grid, config: LaneConfig) -> dict[str, Any]:
     try:
         policy = policy_identity(config.injection_policy)
     except MemlabError as exc:
-        key = _key_of(grid, "injection_policy", config.injection_policy)
+        key = key_of(grid, "injection_policy", config.injection_policy)
         raise grid.error(key, str(exc)) from None
     return _injection_values(config, policy)
 
@@ -291,123 +247,9 @@ def _injection_values(config: LaneConfig, policy: dict[str, Any]) -> dict[str, A
     }
 
 
-def check_grid(grid: Grid, prompts: PromptSource | None = None) -> PromptRegistry:
-    """Resolve every name in ``grid`` that needs no model: prompts (files and names), merge
-    strategies with their parameters, backend prefixes and the dataset.
-
-    Returns:
-        The prompt registry the grid's lanes draw from.
-
-    Raises:
-        GridError: At the first problem, located by key path and line.
-    """
-    registry = prompt_registry(grid, prompts)
-    _check_names(grid, registry)
-    _check_backends(grid)
-    grid.check_max_tokens()
-    dataset_path(grid)
-    return registry
-
-
-def _check_backends(grid: Grid) -> None:
-    """Every backend prefix is registered and supports the output modes its lanes ask for."""
-    for key, spec in grid.values("backend"):
-        try:
-            backend_plugin(str(spec))
-        except UnknownBackendError:
-            raise grid.error(
-                key,
-                f"unknown backend {spec!r}; known prefixes: {', '.join(available_backends())} "
-                "(e.g. 'local:smollm2', 'openai:gpt-4o-mini', 'scripted')",
-            ) from None
-    _check_output_modes(grid)
-    for config in grid.lanes():
-        problem = embedding_problem(config.tiered.embedding)
-        if problem is not None:
-            raise grid.error(f"{grid.key_of('tiered', None)}.embedding", problem)
-
-
-def _check_output_modes(grid: Grid) -> None:
-    """Each lane's backend supports its output mode (as the backend's plugin declares)."""
-    for config in grid.lanes():
-        plugin = find_backend_plugin(config.backend)
-        modes = plugin.output_modes if plugin is not None else frozenset(OutputMode)
-        if config.output_mode not in modes:
-            supported = ", ".join(sorted(mode.value for mode in modes))
-            raise grid.error(
-                _key_of(grid, "output_mode", config.output_mode.value),
-                f"backend {config.backend!r} does not support output mode "
-                f"{config.output_mode.value}; it supports: {supported}",
-            )
-
-
-def dataset_path(grid: Grid, dataset: str | Path | None = None) -> Path:
-    """The dataset file: ``dataset`` (default the grid's), next to the grid file or as given.
-
-    Raises:
-        GridError: At ``dataset`` when no file or bundled dataset has that name.
-    """
-    name = grid.dataset if dataset is None else dataset
-    beside_grid = grid.base_dir / name
-    try:
-        beside = not Path(name).is_absolute() and beside_grid.is_file()
-    except OSError:  # a name too long for the file system: resolve_dataset says so
-        beside = False
-    if beside:
-        return beside_grid
-    try:
-        return resolve_dataset(name)
-    except MemlabError as exc:
-        raise grid.error("dataset", str(exc)) from None
-
-
 def _merge_params(strategy: MergeStrategy) -> dict[str, Any]:
     params = getattr(strategy, "params", None)
     return dict(params) if isinstance(params, Mapping) else {"repr": repr(strategy)}
-
-
-def _check_names(grid: Grid, registry: PromptRegistry) -> None:
-    """Prompt, memory design, injection policy, QA condition and merge names (with their
-    parameters) exist; reported at the grid key."""
-    for key, name in grid.values("memory"):
-        try:
-            memory_design(str(name))
-        except UnknownDesignError as exc:
-            raise grid.error(key, str(exc)) from None
-    if grid.qa is not None:
-        try:
-            grid.qa.check_conditions()
-        except MemlabError as exc:
-            raise grid.error("qa.conditions", str(exc).removeprefix("qa.conditions: ")) from None
-    for key, name in grid.values("injection_policy"):
-        try:
-            injection_policy(str(name))
-        except UnknownPolicyError as exc:
-            raise grid.error(key, str(exc)) from None
-    known = ", ".join(registry.names())
-    for key, name in grid.values("prompt"):
-        if name not in registry:
-            raise grid.error(
-                key,
-                f"unknown prompt {name!r}; known prompts: {known} (add files "
-                "under prompts: in the grid, or pass --prompts FILE)",
-            )
-    params = [value for _, value in grid.values("merge_params")]
-    for key, name in grid.values("merge"):
-        for merge_params in params:
-            try:
-                get_merge_strategy(name, **merge_params)
-            except (ValueError, TypeError) as exc:
-                where = (
-                    key
-                    if "unknown merge" in str(exc)
-                    else _key_of(grid, "merge_params", merge_params)
-                )
-                raise grid.error(where, str(exc)) from None
-
-
-def _key_of(grid: Grid, field: str, value: Any) -> str:
-    return grid.key_of(field, value)
 
 
 # What each part of an identity means to a user, for "replayed because ...".
@@ -588,7 +430,7 @@ def load_grid(path: str | Path, prompts: Any = None) -> Grid:
 
     Relative prompt and dataset paths are read from the grid file's folder. Prompt names may
     refer to the built-ins, the grid's ``prompts:`` files and ``prompts`` (see
-    :data:`memlab.sweeps.plan.PromptSource`).
+    :data:`memlab.sweeps.grid_check.PromptSource`).
 
     Raises:
         GridError: Naming the file, the line, the key path and the known choices.

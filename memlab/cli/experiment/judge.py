@@ -102,7 +102,8 @@ def register(subparsers: Any) -> None:
 
 def _judges(names: str, sources: list[str]) -> list[JudgePrompt]:
     """The judge prompts ``names`` names: a name, or a file whose every prompt is audited."""
-    from memlab.core.prompts import PromptError, looks_like_path
+    from memlab.core.prompt_template import PromptError
+    from memlab.core.prompts import looks_like_path
     from memlab.qa.qa_prompts import judge_prompts
 
     registry = judge_prompts()

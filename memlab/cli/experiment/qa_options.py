@@ -146,7 +146,8 @@ def _prompt_file(
 ) -> str:
     """Add the prompt file ``path`` (default: the answer prompt setting) to the ``key`` sources
     and return the name of the one prompt it defines."""
-    from memlab.core.prompts import PromptError, TemplateRegistry
+    from memlab.core.prompt_template import PromptError
+    from memlab.core.prompts import TemplateRegistry
     from memlab.grids.qa_spec import QAError
 
     path = str(Path(path or settings["answer_prompt"]).absolute())

@@ -64,7 +64,8 @@ from memlab.core.pipeline.storage import (
     MemoryStorage,
     StorageError,
 )
-from memlab.core.prompts import PromptVariant, get_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import get_prompt
 from memlab.errors import one_line
 
 __all__ = [

@@ -27,7 +27,8 @@ import pandas as pd
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.registry import SIMULATED_MARK, is_simulated
 from memlab.core.base.safe_names import encode_component, safe_component
-from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry, resolve_prompt
 from memlab.grids.grid import Grid
 from memlab.grids.qa_spec import QASpec
 from memlab.matching.base import FactMatcher

@@ -18,7 +18,8 @@ from html import escape
 
 import pandas as pd
 
-from memlab.core.prompts import PromptVariant, template_diff
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import template_diff
 from memlab.reporting.markdown import md_code_block, md_escape
 from memlab.reporting.tables import metrics_in
 from memlab.runs.run import Run, RunError

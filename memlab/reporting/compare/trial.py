@@ -21,7 +21,8 @@ import pandas as pd
 from memlab.backends.caching.cache import CacheMode
 from memlab.backends.registry import is_simulated, mark_simulated
 from memlab.core.pipeline.llm import Backend
-from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt, template_diff
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry, resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.grids.grid import Grid
 from memlab.matching.base import FactMatcher

@@ -63,11 +63,8 @@ from memlab.reporting.statistics import (
     titled_tables_markdown,
 )
 from memlab.runs.run import Run
-from memlab.scoring.qa.qa_metrics import (
-    accuracy_table,
-    errors_sentence,
-    interval_note,
-)
+from memlab.scoring.qa.qa_metrics import accuracy_table, interval_note
+from memlab.scoring.qa.qa_verdicts import errors_sentence
 
 __all__ = [
     "QA_CHARTS",

@@ -6,7 +6,8 @@ space with Optuna. Every candidate is an ordinary lane replayed by :func:`memlab
 train and validation owners (cached and content-addressed like any lane; its run lies in the
 tune directory's ``trials/``). The sampler sees the train score; the winner is the feasible
 candidate best on validation. The starting configuration, and each candidate prompt at the
-starting settings, are tried first.
+starting settings, are tried first. What every candidate's replay shares, and how a candidate
+is scored, are :mod:`memlab.reporting.tuning.tune_search`'s.
 
 With ``tune.evolve``, GEPA first evolves the starting update prompt from the failure records
 of its replays on the train owners (:mod:`memlab.reporting.tuning.tune_evolve`); the prompts
@@ -32,17 +33,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab.backends.caching.cache import CacheMode
-from memlab.backends.costs.spend import CostLimitError
 from memlab.core.base.safe_names import safe_component
 from memlab.core.pipeline.llm import Backend
-from memlab.core.prompts import PromptRegistry, PromptVariant, resolve_prompt
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import PromptRegistry, resolve_prompt
 from memlab.datasets.loader import load_dataset
 from memlab.errors import MemlabError
 from memlab.grids.grid import Grid
@@ -57,11 +57,8 @@ from memlab.reporting.tuning.tune_budget import (
     Clock,
     TimeBudget,
     TimeLimitError,
-    sent_before,
-    sent_by,
 )
 from memlab.reporting.tuning.tune_evolve import (
-    EvolvedPrompt,
     TuneAdapter,
     evolve,
     prompt_label,
@@ -75,29 +72,32 @@ from memlab.reporting.tuning.tune_report import (
     report_markdown,
 )
 from memlab.reporting.tuning.tune_result import COST_COLUMNS, TuneResult
+from memlab.reporting.tuning.tune_search import (
+    INFEASIBLE,
+    Search,
+    as_number,
+    owner_metrics,
+    owner_scores,
+    signed_score,
+)
 from memlab.reporting.tuning.tune_space import (
     ANSWER_PROMPT,
     answer_prompts,
     check_space,
-    place,
     start_value,
 )
 from memlab.reporting.tuning.tune_spec import (
     NUMERIC_SETTINGS,
     Evolve,
     Objective,
-    OwnerSplit,
     TuneSpec,
     load_tune,
     split_owners,
 )
 from memlab.runs.run import Run
 from memlab.runs.rundir import TUNE_RESULT, TUNE_STUDY, TUNE_TRIALS, RunDir
-from memlab.scoring.inference.stats import StatOptions
 from memlab.scoring.metric_specs import primary_metrics
-from memlab.scoring.metrics import summarize
-from memlab.sweeps.driver import sweep
-from memlab.sweeps.plan import dataset_path
+from memlab.sweeps.grid_check import dataset_path
 
 if TYPE_CHECKING:
     import optuna
@@ -106,8 +106,6 @@ __all__ = ["COST_COLUMNS", "TuneError", "TuneResult", "tune"]
 
 
 logger = logging.getLogger(__name__)
-
-_INFEASIBLE = -2.0  # below any signed rate: a candidate over a limit never wins
 
 
 class TuneError(MemlabError, ValueError):
@@ -124,130 +122,8 @@ class TuneError(MemlabError, ValueError):
         super().__init__(f"{path}: {problem}")
 
 
-@dataclass
-class _Search:
-    """What every candidate's replay shares."""
-
-    grid: Grid
-    spec: TuneSpec
-    split: OwnerSplit
-    prompts: dict[str, PromptVariant]
-    path: Path
-    sweep_options: dict[str, Any]
-    max_cost: float | None
-    spent: float = 0.0
-    """USD the search's replays spent (the finished candidates' before a resume)."""
-    evolved: list[EvolvedPrompt] = field(default_factory=list)
-    evolution_cost: dict[str, float] = field(
-        default_factory=lambda: dict.fromkeys(COST_COLUMNS, 0.0)
-    )
-    """:data:`COST_COLUMNS` of the evolution's replays (this call's)."""
-    reflection: Reflection | None = None
-    """The evolution's reflection model, its calls counted (this call's)."""
-    calls: CallBudget | None = None
-    """The calls and tokens sent to the model, within their budgets."""
-
-    def settings(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
-        """The lane settings of a candidate and the prompt it needs besides the built-ins."""
-        settings = {**self.grid.base, **{k: v for k, v in params.items() if k != "prompt"}}
-        extra = None
-        if "prompt" in params:
-            replayed, extra = sweep_prompt(self.prompts[params["prompt"]])
-            settings["prompt"] = replayed.name
-        return settings, extra
-
-    def replay(
-        self, params: Mapping[str, Any], owners: Sequence[str], where: Path, name: str
-    ) -> Run:
-        """``params`` replayed on ``owners`` as the one-lane run ``where/name``."""
-        settings, extra = self.settings(params)
-        settings, qa = place(self.grid, settings, params)
-        data = self.grid.model_dump(mode="json", exclude_none=True)
-        data.update(name=name, owners=list(owners), base=settings, axes={})
-        if qa is not None:
-            data["qa"] = qa
-        if "prompt" in params:  # the candidate's prompt is passed in, named as replayed
-            data["prompts"] = []
-        data.pop("max_owners", None)
-        grid = Grid.from_mapping(data, self.grid.source, base_dir=self.grid.base_dir)
-        left = None if self.max_cost is None else self.max_cost - self.spent
-        if left is not None and left <= 0:
-            raise CostLimitError(self.spent, self.max_cost or 0.0, 1, f"replays ({name})")
-        before = None
-        if self.calls is not None:
-            self.calls.check(f"the replay {name}")
-            before = sent_before(where / name, owners)
-        run = sweep(
-            grid.dataset, grid, runs_dir=where, prompts=extra, max_cost=left, **self.sweep_options
-        )
-        self.spent += _number(_metrics(run, owners, ["cost_usd"])["cost_usd"])
-        if self.calls is not None:
-            self.calls.add(sent_by(run.calls, owners), before)
-        return run
-
-    def start(self) -> dict[str, Any]:
-        """The starting configuration's searched settings."""
-        params: dict[str, Any] = {}
-        for name in self.spec.ranges():
-            params[name] = start_value(self.grid.lanes()[0], name)
-        if self.prompts:
-            params["prompt"] = next(iter(self.prompts))
-        answers = answer_prompts(self.grid, self.spec)
-        if answers:
-            params[ANSWER_PROMPT] = answers[0]
-        return params
-
-
-def _number(value: Any) -> float:
-    """A count or price as a number (0 when absent: a backend without a declared price)."""
-    try:
-        found = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return 0.0 if math.isnan(found) else found
-
-
-def _metrics(run: Run, owners: Sequence[str], columns: Sequence[str]) -> dict[str, float]:
-    """``columns`` of ``run``'s one lane over ``owners`` (no intervals: a point estimate)."""
-    keep = set(owners)
-    calls, sessions = run.calls, run.sessions
-    summary = summarize(
-        calls[calls["user_id"].isin(keep)] if not calls.empty else calls,
-        sessions[sessions["user_id"].isin(keep)],
-        prices=run.prices,
-        options=StatOptions(resamples=0),
-    )
-    if summary.empty:
-        return dict.fromkeys(columns, math.nan)
-    row = summary.iloc[0]
-    return {c: float(row[c]) if c in row and row[c] is not None else math.nan for c in columns}
-
-
-def _score(values: Mapping[str, float], objective: Objective) -> tuple[float, bool]:
-    """The signed objective (higher is better) and whether every limit holds."""
-    value = values[objective.metric]
-    over = [m for m, top in objective.max.items() if not values.get(m, math.nan) <= top]
-    if math.isnan(value) or over:
-        return _INFEASIBLE, False
-    return (value if objective.higher_is_better else -value), True
-
-
-def _owner_scores(
-    run: Run, owners: Sequence[str], objective: Objective, columns: Sequence[str]
-) -> dict[str, float]:
-    """Each owner's signed objective (0 where undefined); every owner's is the infeasible
-    score when the owners together pass a limit."""
-    _, feasible = _score(_metrics(run, owners, columns), objective)
-    out = {}
-    for owner in owners:
-        value = _metrics(run, [owner], [objective.metric])[objective.metric]
-        signed = value if objective.higher_is_better else -value
-        out[owner] = _INFEASIBLE if not feasible else (0.0 if math.isnan(signed) else signed)
-    return out
-
-
 def _evolve(
-    search: _Search, columns: Sequence[str], matcher: FactMatcher | None,
+    search: Search, columns: Sequence[str], matcher: FactMatcher | None,
     stand_in: Backend | None, budget: TimeBudget, wanted: int,
 ) -> None:  # fmt: skip
     """Evolve the starting prompt (``tune.evolve``); the prompts kept join the candidates.
@@ -271,9 +147,9 @@ def _evolve(
         name = f"eval-{variant.sha256[:8]}-{digest}"
         run = alone.replay({**search.start(), "prompt": label}, owners, where, name)
         search.spent = alone.spent
-        for column, value in _metrics(run, owners, COST_COLUMNS).items():
-            search.evolution_cost[column] += _number(value)
-        return run, _owner_scores(run, owners, objective, columns)
+        for column, value in owner_metrics(run, owners, COST_COLUMNS).items():
+            search.evolution_cost[column] += as_number(value)
+        return run, owner_scores(run, owners, objective, columns)
 
     start_label = next(iter(search.prompts))
     start = search.prompts[start_label]
@@ -293,7 +169,7 @@ def _evolve(
             search.evolved.append(prompt)
 
 
-def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
+def _suggest(trial: optuna.Trial, search: Search) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, span in search.spec.ranges().items():
         if NUMERIC_SETTINGS[name] is int:
@@ -313,20 +189,20 @@ def _suggest(trial: optuna.Trial, search: _Search) -> dict[str, Any]:
     return params
 
 
-def _objective(search: _Search, columns: Sequence[str]) -> Any:
+def _objective(search: Search, columns: Sequence[str]) -> Any:
     """The function Optuna calls: replay the candidate on train + validation, score train."""
     owners = [*search.split.train, *search.split.validation]
 
     def evaluate(trial: optuna.Trial) -> float:
         params = _suggest(trial, search)
         run = search.replay(params, owners, search.path / TUNE_TRIALS, f"trial-{trial.number:03d}")
-        train = _metrics(run, search.split.train, columns)
-        validation = _metrics(run, search.split.validation or search.split.train, columns)
-        cost = _metrics(run, owners, COST_COLUMNS)
+        train = owner_metrics(run, search.split.train, columns)
+        validation = owner_metrics(run, search.split.validation or search.split.train, columns)
+        cost = owner_metrics(run, owners, COST_COLUMNS)
         trial.set_user_attr(SENT, search.calls.last if search.calls else {})
         for key, value in (("train", train), ("validation", validation), ("cost", cost)):
             trial.set_user_attr(key, value)
-        score, feasible = _score(train, search.spec.objective)
+        score, feasible = signed_score(train, search.spec.objective)
         trial.set_user_attr("feasible", feasible)
         return score
 
@@ -342,7 +218,7 @@ def _optuna(path: Path) -> Any:
     return optuna
 
 
-def _budget(search: _Search) -> Any:
+def _budget(search: Search) -> Any:
     """Stop the search once its replays have spent ``max_cost``."""
 
     def check(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
@@ -363,7 +239,7 @@ def _spec_key(spec: TuneSpec) -> dict[str, Any]:
     return found
 
 
-def _study(search: _Search) -> optuna.Study:
+def _study(search: Search) -> optuna.Study:
     """The study in the tune directory: created, or loaded to resume when its space is the
     same."""
     library = _optuna(search.path)
@@ -453,9 +329,9 @@ def _best(rows: Sequence[Mapping[str, Any]], objective: Objective) -> Mapping[st
     """The feasible candidate best on validation (then on train, then the earliest)."""
 
     def key(row: Mapping[str, Any]) -> tuple[float, float, int]:
-        valid, _ = _score(row["validation"], objective)
-        train, ok = _score(row["train"], objective)
-        return (valid if ok else _INFEASIBLE, train, -int(row["number"]))
+        valid, _ = signed_score(row["validation"], objective)
+        train, ok = signed_score(row["train"], objective)
+        return (valid if ok else INFEASIBLE, train, -int(row["number"]))
 
     return max(rows, key=key)
 
@@ -523,7 +399,7 @@ def tune(
     owners = [o.user_id for o in select_owners(load_dataset(data_file), start_grid)]
     split = split_owners(owners, spec.split, start_grid.source)
     where = Path(runs_dir) / safe_component(name or start_grid.name, "tune name")
-    search = _Search(
+    search = Search(
         start_grid,
         spec,
         split,
@@ -551,7 +427,7 @@ def tune(
             write_prompts(search.evolved, where / "evolve" / "prompts")
         study = _study(search)
         done = _rows(study)
-        search.spent += sum(_number(r["cost"].get("cost_usd")) for r in done)
+        search.spent += sum(as_number(r["cost"].get("cost_usd")) for r in done)
         numbers = {r["number"] for r in done}
         search.calls.resume([t.user_attrs for t in study.trials if t.number in numbers])
         todo = wanted - len(done)
@@ -567,7 +443,7 @@ def tune(
         return _prove(search, study, columns)
 
 
-def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> TuneResult:
+def _prove(search: Search, study: optuna.Study, columns: Sequence[str]) -> TuneResult:
     """Start and winner replayed on the held-out owners, compared paired; ``tune.json``."""
     rows = _rows(study)
     start = search.start()
@@ -580,7 +456,7 @@ def _prove(search: _Search, study: optuna.Study, columns: Sequence[str]) -> Tune
         side: {m: v for m, v in _train_of(rows, p).items() if m in columns}
         for side, p in (("start", start), ("best", best))
     }
-    cost = {c: sum(_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
+    cost = {c: sum(as_number(r["cost"].get(c)) for r in rows) for c in COST_COLUMNS}
     reflection = None if search.reflection is None else dict(search.reflection.cost)
     for column in COST_COLUMNS:
         cost[column] += search.evolution_cost[column] + (reflection or {}).get(column, 0.0)
@@ -601,7 +477,7 @@ def _train_of(rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> d
     return next((dict(r["train"]) for r in rows if r["params"] == params), {})
 
 
-def _variant(search: _Search, params: Mapping[str, Any]) -> PromptVariant:
+def _variant(search: Search, params: Mapping[str, Any]) -> PromptVariant:
     """The prompt a side replays (the grid's when the search varies none)."""
     if "prompt" in params:
         return sweep_prompt(search.prompts[params["prompt"]])[0]

@@ -31,7 +31,8 @@ from typing import Any
 
 from memlab.backends.registry import is_simulated, resolve_backend
 from memlab.core.pipeline.llm import Backend
-from memlab.core.prompts import PromptVariant, resolve_prompt, template_diff
+from memlab.core.prompt_template import PromptVariant
+from memlab.core.prompts import resolve_prompt, template_diff
 from memlab.errors import MemlabError
 from memlab.matching.base import FactMatcher
 from memlab.postrun.rescoring import replays

@@ -27,7 +27,7 @@ from memlab.postrun.rescoring import Replay
 from memlab.runs.run import Run
 from memlab.scoring.operations import gold_losses
 from memlab.scoring.qa.qa_causes import cause_of
-from memlab.scoring.qa.qa_metrics import HEADLINE_KINDS, verdict_table
+from memlab.scoring.qa.qa_verdicts import HEADLINE_KINDS, verdict_table
 
 __all__ = ["LOSS_TEXT", "OwnerFeedback", "owner_feedback"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memlab.core.prompts import PromptVariant
+from memlab.core.prompt_template import PromptVariant
 from memlab.reporting.compare.prompt_ab import ABResult
 from memlab.reporting.tuning.tune_evolve import EvolvedPrompt, evolution_lines, evolution_record
 from memlab.reporting.tuning.tune_report import COST_COLUMNS, Overfit, cost_text

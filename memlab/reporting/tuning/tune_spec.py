@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memlab.core.base.yamlio import YamlInputError, key_lines, read_yaml
 from memlab.grids.grid import Grid, GridError
 from memlab.scoring.metric_specs import metric_spec, primary_metrics
-from memlab.sweeps.plan import check_grid
+from memlab.sweeps.grid_check import check_grid
 
 __all__ = [
     "LIST_SETTINGS",

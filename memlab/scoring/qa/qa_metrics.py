@@ -5,7 +5,8 @@ The input is a QA step's answer table (one row per lane, sample, owner, question
 condition: :attr:`memlab.runs.run.Run.qa_answers`). Each answer carries each judge's verdict
 against each answer key; an answer is *correct* under a judge when the judge said CORRECT, and
 for an adversarial question also when it abstains (its right response is to say it is not
-known, or its answer when it has one).
+known, or its answer when it has one). The verdict rows themselves, and the answers
+left without a verdict, are :mod:`memlab.scoring.qa.qa_verdicts`.
 
 - The *headline* set is the ``answerable`` questions; ``abstain`` and ``adversarial``
   questions are counted apart (``qa_abstain_*``, ``qa_adversarial_*``) and never mixed in.
@@ -45,32 +46,29 @@ from memlab.scoring.count_specs import count_columns
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 from memlab.scoring.metric_specs import interval_specs
 from memlab.scoring.qa.qa_causes import CAUSES, cause_of, fate_key
+from memlab.scoring.qa.qa_verdicts import (
+    ANSWER_UNIT,
+    HEADLINE_KINDS,
+    judges_of,
+    verdict_table,
+)
 
 __all__ = [
-    "HEADLINE_KINDS",
     "JUDGED_COUNTS",
     "PROCEDURE_COUNTS",
     "QA_COUNTS",
-    "VERDICT_STATUSES",
     "accuracy_table",
     "cause_table",
-    "error_counts",
-    "errors_sentence",
     "interval_note",
     "judge_agreement",
     "judge_band",
     "judged_metrics",
-    "judges_of",
     "key_ceiling",
     "qa_cost",
     "qa_session_counts",
     "robust_verdicts",
     "threshold_ratings",
-    "verdict_table",
 ]
-
-HEADLINE_KINDS: tuple[str, ...] = ("answerable",)
-"""Question kinds in the headline accuracy (abstain and adversarial are reported apart)."""
 
 QA_COUNTS = count_columns(by="qa")
 """The session-row counts of memory QA (declared in ``COUNT_SPECS``)."""
@@ -81,110 +79,8 @@ JUDGED_COUNTS = ("qa_correct", "qa_abstain_correct", "qa_adversarial_correct")
 PROCEDURE_COUNTS = tuple(c for c in QA_COUNTS if c.startswith("qa_procedure"))
 """The QA counts of procedure questions: in the session rows only when some were asked."""
 
-_UNIT = ("lane_id", "sample", "user_id", "question_id", "condition")
 _WIDE_INTERVAL = 0.20
 _FEW_OWNERS = 20
-
-
-VERDICT_STATUSES: tuple[str, ...] = ("judged", "no_verdict", "answer_error", "abstained")
-"""How a verdict row was decided: ``judged`` (the judge said CORRECT or WRONG),
-``no_verdict`` (the judge's call failed or its reply named no single verdict),
-``answer_error`` (the answer call failed: nothing to grade), ``abstained`` (an abstention on
-an answerable question: wrong without a judge). Every status but ``judged`` counts wrong."""
-
-
-def verdict_table(answers: pd.DataFrame, judges: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per answer, judge (``judges``, default :func:`judges_of`) and answer key:
-    ``verdict`` (1.0, 0.0, or NaN when the judge decided nothing), ``correct`` (see the
-    module docstring) and ``status`` (:data:`VERDICT_STATUSES`). An answer a key did not
-    change is graded once; its ``original`` verdict is the ``answer`` one. Every answer has
-    its rows, graded or not: a failed call or an unreadable verdict is a wrong answer that is
-    counted, never one that disappears. Procedure answers, which no judge grades, have none."""
-    columns = [*_UNIT, "session_index", "category", "kind", "judge", "key", "verdict"]
-    columns += ["correct", "status"]
-    keep = [*_UNIT, "session_index", "category", "kind"]
-    names = list(judges) if judges is not None else judges_of(answers)
-    rows: list[dict[str, Any]] = []
-    judged = answers[~answers["kind"].isin(UNJUDGED_KINDS)]
-    # Tables built by hand may lack the call's error and the abstention: none of either.
-    present = judged.reindex(columns=[*keep, "abstained", "error", "verdicts"])
-    for found in present.to_dict("records"):
-        record = {str(k): v for k, v in found.items()}
-        verdicts = record.pop("verdicts") or {}
-        failed = isinstance(record.pop("error"), str)
-        abstained = record.pop("abstained") is True
-        # An adversarial question's right response may also be to say it is not known.
-        declined = record["kind"] == "adversarial" and abstained
-        for judge in names:
-            by_key = verdicts.get(judge, {})
-            for key in ("answer", "original"):
-                value = by_key.get(key, by_key.get("answer"))
-                status = _status(value, failed, abstained and not by_key, record["kind"])
-                rows.append(
-                    {
-                        **record,
-                        "judge": judge,
-                        "key": key,
-                        "verdict": 0.0 if status == "abstained" else _number(value),
-                        "correct": value is True or declined,
-                        "status": status,
-                    }
-                )
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _number(value: bool | None) -> float:
-    return math.nan if value is None else float(bool(value))
-
-
-def _status(value: bool | None, failed: bool, unjudged_abstention: bool, kind: str) -> str:
-    if value is not None:
-        return "judged"
-    if failed:
-        return "answer_error"
-    if unjudged_abstention and kind in HEADLINE_KINDS:
-        return "abstained"
-    return "no_verdict"
-
-
-def error_counts(answers: pd.DataFrame, judges: Sequence[str]) -> dict[str, int]:
-    """How many answers (every condition and kind) lack what grading needs: ``answers``,
-    ``answer_errors`` (the answer call failed) and, per judge, ``judge_errors:<judge>``
-    (answered, but that judge's call failed or its reply named no single verdict against
-    the file's key). Each of them counts as a wrong answer wherever accuracy is computed."""
-    counts = {"answers": len(answers), "answer_errors": int(answers["error"].notna().sum())}
-    if answers.empty:
-        return counts | {f"judge_errors:{judge}": 0 for judge in judges}
-    verdicts = verdict_table(answers, judges)
-    verdicts = verdicts[(verdicts["key"] == "answer") & (verdicts["status"] == "no_verdict")]
-    for judge in judges:
-        counts[f"judge_errors:{judge}"] = int((verdicts["judge"] == judge).sum())
-    return counts
-
-
-def errors_sentence(counts: dict[str, int]) -> str:
-    """One line naming the answers without a verdict or an answer ("" when there are none):
-    what a user reads before any accuracy, since each of them is counted wrong."""
-    total = counts["answers"]
-    parts = [
-        f"{value} of {total} answers have no verdict from judge {name.split(':', 1)[1]} "
-        "(its call failed or its reply named no single verdict)"
-        for name, value in counts.items()
-        if name.startswith("judge_errors:") and value
-    ]
-    if counts["answer_errors"]:
-        parts.append(f"{counts['answer_errors']} of {total} answer calls failed")
-    if not parts:
-        return ""
-    return "; ".join(parts) + ": each counts as a wrong answer"
-
-
-def judges_of(answers: pd.DataFrame) -> list[str]:
-    """The judges that graded ``answers``, in the order they appear."""
-    seen: dict[str, None] = {}
-    for verdicts in answers.get("verdicts", []):
-        seen.update(dict.fromkeys(verdicts or {}))
-    return list(seen)
 
 
 def judged_metrics() -> list[str]:
@@ -324,11 +220,15 @@ def accuracy_table(
     if mine.empty:
         return pd.DataFrame(columns=columns)
     named = {f"{m}{_suffix(key)}": m for m in SCORES}
-    scores = mine.reindex(columns=[*_UNIT, *named]).set_index(list(_UNIT)).rename(columns=named)
+    scores = (
+        mine.reindex(columns=[*ANSWER_UNIT, *named])
+        .set_index(list(ANSWER_UNIT))
+        .rename(columns=named)
+    )
     recorded = _mem0_recorded(scores)
     verdicts = verdict_table(mine, judges if judges is not None else judges_of(answers))
     verdicts = verdicts[verdicts["key"] == key]
-    joined = verdicts.join(scores, on=list(_UNIT))
+    joined = verdicts.join(scores, on=list(ANSWER_UNIT))
     values = {
         "correct": joined["correct"].astype(float),
         # A failed answer scores 0, as it counts wrong.
@@ -388,7 +288,7 @@ def judge_agreement(
     if verdicts.empty:
         return pd.DataFrame(columns=columns)
     wide = verdicts.pivot_table(
-        index=list(_UNIT), columns="judge", values="verdict", aggfunc="first", dropna=False
+        index=list(ANSWER_UNIT), columns="judge", values="verdict", aggfunc="first", dropna=False
     )
     judges = [j for j in judges_of(answers) if j in wide.columns]
     rows = []
@@ -498,7 +398,7 @@ def _memory_answers(answers: pd.DataFrame, judge: str) -> list[dict[str, Any]] |
     verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
     if verdicts.empty:
         return None
-    right = verdicts.set_index(list(_UNIT))["correct"]
+    right = verdicts.set_index(list(ANSWER_UNIT))["correct"]
     memory = mine[mine["condition"] == "memory"]
     gold_key = ["lane_id", "sample", "user_id", "question_id"]
     asked_gold = "gold_memory" in set(mine["condition"])
@@ -506,10 +406,10 @@ def _memory_answers(answers: pd.DataFrame, judge: str) -> list[dict[str, Any]] |
     details = [c for c in ("evidence_fates",) if c in memory.columns]
     records = [
         {str(k): v for k, v in found.items()}
-        for found in memory[[*_UNIT, "fate", *details]].to_dict("records")
+        for found in memory[[*ANSWER_UNIT, "fate", *details]].to_dict("records")
     ]
     for record in records:
-        record["right"] = bool(right.get(tuple(record[c] for c in _UNIT), False))
+        record["right"] = bool(right.get(tuple(record[c] for c in ANSWER_UNIT), False))
         gold_right = gold.get(tuple(record[c] for c in gold_key))
         record["gold_right"] = None if gold_right is None else bool(gold_right)
     return records
