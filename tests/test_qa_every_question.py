@@ -217,3 +217,24 @@ def test_the_qa_section_names_who_answered_and_splits_real_from_simulated(
     for title in ("Answerable questions per condition", "Why answers from memory are wrong"):
         assert any(line.endswith(f"{title} (real model)") for line in lines), title
         assert any(line.endswith(f"{title} ([simulated])") for line in lines), title
+
+
+def test_a_gate_on_a_run_with_unreadable_verdicts_says_how_many_and_how_counted(
+    swept: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, first, _ = swept
+    agent = _Agent(f"It is {first['answer']}.", unreadable=first["question"])
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0)
+    capsys.readouterr()
+    # A threshold every run meets: the gate passes, but not silently about the two answers
+    # (the question asked twice) its judge could not read, which count as wrong.
+    assert main(["gate", str(run.path), "--min-qa-accuracy", "0"]) == 0
+    out = capsys.readouterr().out
+    line = (
+        f"WARNING {run.name}: 2 of {len(done.qa_answers)} answers have no verdict from judge "
+        "strict (its call failed or its reply named no single verdict): each counts as a "
+        "wrong answer"
+    )
+    assert line in out, out
+    assert out.splitlines()[-1] == "gate passed"
