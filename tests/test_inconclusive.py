@@ -342,3 +342,29 @@ def test_unreadable_judge_verdicts_leave_the_metrics_no_judge_grades_decided() -
     assert set(reason.metrics) >= {"qa_accuracy", "qa_abstain_accuracy"}
     outcomes = {v.metric: v.outcome for v in verdicts_of(rows, [reason], {})}
     assert outcomes == {"recall": "better", "qa_accuracy": "inconclusive"}
+
+
+def test_a_verdict_heading_does_not_rank_a_rate_its_judge_could_not_read() -> None:
+    """The heading names recall's significant gain, but not QA accuracy's significant drop
+    when most of its verdicts were unreadable: that drop measures the judge."""
+    from memlab.reporting.compare.verdict import headline
+
+    rates = {"qa_judge_error_rate": (0.0, JUDGE_UNREADABLE_SHARE + 0.5)}
+    table = _table([ComparedPair(_facts("a"), _facts("b"), 20, rates)])
+    significant = {"significant": True, "p_value": 0.001, "p_holm": 0.002}
+    recall = table.iloc[0].to_dict() | significant | {"verdict": "better", "delta": 0.1}
+    qa = table.iloc[0].to_dict() | significant | {"metric": "qa_accuracy", "verdict": "worse"}
+    rows = pd.DataFrame([recall, qa])
+    rows.attrs["pairs"] = table.attrs["pairs"]
+    reasons = inconclusive_reasons(rows)
+    assert headline([rows], reasons) == "better on recall; inconclusive — judge verdicts unreadable"
+    # The report's table of significant differences marks that drop inconclusive, not robust.
+    from memlab.reporting.compare.verdict import verdict
+    from memlab.reporting.statistics import GroupComparison, StatisticsSection
+    from memlab.scoring.inference.stats import StatOptions
+
+    rows = rows.assign(run="b", lane="x", p_value=0.001, owners_better=0, owners_worse=20)
+    section = StatisticsSection(StatOptions(), "", pd.DataFrame(), [GroupComparison("", "a", rows)])
+    (found,) = verdict(section)
+    marked = dict(zip(found.rows["metric"], found.rows["robust"], strict=True))
+    assert marked == {"recall": "robust", "QA accuracy": "inconclusive"}
