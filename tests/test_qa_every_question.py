@@ -238,3 +238,26 @@ def test_a_gate_on_a_run_with_unreadable_verdicts_says_how_many_and_how_counted(
     )
     assert line in out, out
     assert out.splitlines()[-1] == "gate passed"
+
+
+def test_compare_calls_no_judged_difference_robust_when_the_judges_could_not_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, first, _ = _dataset(tmp_path)
+    grid = Grid.from_mapping(
+        {"name": "two", "base": {"backend": "sim:careful"}, "axes": {"max_facts": [100, 50]}}
+    )
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    # Every question holds a space: no judge reply names a single verdict, far above the
+    # share of unreadable verdicts a comparison tolerates.
+    agent = _Agent(f"It is {first['answer']}.", unreadable=" ")
+    spec = QASpec(answer_backend="agent", judges=["strict", "lenient"], conditions=["memory"])
+    add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0)
+    capsys.readouterr()
+    assert main(["compare", str(run.path), "--wide", "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    judged = out[out.index("memory QA under every judge") :].splitlines()[2:]
+    assert len(judged) == 3, judged  # qa_accuracy, abstain and adversarial accuracy
+    assert all("inconclusive: " in row and "judge verdicts unreadable" in row for row in judged), (
+        judged
+    )
