@@ -321,3 +321,50 @@ def test_rows_of_a_compared_table_share_its_pairs_instead_of_copying_them() -> N
     (_, row), *_ = table.iterrows()
     assert row.attrs["pairs"][0] is pair
     assert table.iloc[0].attrs["pairs"][0].candidate.owners is owners
+
+
+def test_unreadable_judge_verdicts_leave_the_metrics_no_judge_grades_decided() -> None:
+    """A judge that cannot be read makes memory QA's judged rates unknowable, not recall: the
+    A/B verdict of a significant recall gain stands, QA accuracy's is inconclusive."""
+    from memlab.reporting.compare.prompt_ab import verdicts_of
+
+    rates = {"qa_judge_error_rate": (JUDGE_UNREADABLE_SHARE + 0.5, JUDGE_UNREADABLE_SHARE + 0.7)}
+    table = _table([ComparedPair(_facts("a"), _facts("b"), 20, rates)])
+    recall = table.iloc[0].to_dict() | {
+        "baseline": 0.67, "value": 0.84, "delta": 0.17, "delta_lo": 0.09, "delta_hi": 0.26,
+        "p_value": 0.005, "p_holm": 0.005, "significant": True, "verdict": "better",
+    }  # fmt: skip
+    qa = table.iloc[0].to_dict() | {"metric": "qa_accuracy", "verdict": "no change"}
+    rows = pd.DataFrame([recall, qa])
+    rows.attrs["pairs"] = table.attrs["pairs"]
+    (reason,) = inconclusive_reasons(rows)
+    assert reason.kind == "verdicts unreadable" and "recall" not in reason.metrics
+    assert set(reason.metrics) >= {"qa_accuracy", "qa_abstain_accuracy"}
+    outcomes = {v.metric: v.outcome for v in verdicts_of(rows, [reason], {})}
+    assert outcomes == {"recall": "better", "qa_accuracy": "inconclusive"}
+
+
+def test_a_verdict_heading_does_not_rank_a_rate_its_judge_could_not_read() -> None:
+    """The heading names recall's significant gain, but not QA accuracy's significant drop
+    when most of its verdicts were unreadable: that drop measures the judge."""
+    from memlab.reporting.compare.verdict import headline
+
+    rates = {"qa_judge_error_rate": (0.0, JUDGE_UNREADABLE_SHARE + 0.5)}
+    table = _table([ComparedPair(_facts("a"), _facts("b"), 20, rates)])
+    significant = {"significant": True, "p_value": 0.001, "p_holm": 0.002}
+    recall = table.iloc[0].to_dict() | significant | {"verdict": "better", "delta": 0.1}
+    qa = table.iloc[0].to_dict() | significant | {"metric": "qa_accuracy", "verdict": "worse"}
+    rows = pd.DataFrame([recall, qa])
+    rows.attrs["pairs"] = table.attrs["pairs"]
+    reasons = inconclusive_reasons(rows)
+    assert headline([rows], reasons) == "better on recall; inconclusive — judge verdicts unreadable"
+    # The report's table of significant differences marks that drop inconclusive, not robust.
+    from memlab.reporting.compare.verdict import verdict
+    from memlab.reporting.statistics import GroupComparison, StatisticsSection
+    from memlab.scoring.inference.stats import StatOptions
+
+    rows = rows.assign(run="b", lane="x", p_value=0.001, owners_better=0, owners_worse=20)
+    section = StatisticsSection(StatOptions(), "", pd.DataFrame(), [GroupComparison("", "a", rows)])
+    (found,) = verdict(section)
+    marked = dict(zip(found.rows["metric"], found.rows["robust"], strict=True))
+    assert marked == {"recall": "robust", "QA accuracy": "inconclusive"}

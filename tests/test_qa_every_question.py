@@ -218,3 +218,47 @@ def test_the_qa_section_names_who_answered_and_splits_real_from_simulated(
     for title in ("Answerable questions per condition", "Why answers from memory are wrong"):
         assert any(line.endswith(f"{title} (real model)") for line in lines), title
         assert any(line.endswith(f"{title} ([simulated])") for line in lines), title
+
+
+def test_a_gate_on_a_run_with_unreadable_verdicts_says_how_many_and_how_counted(
+    swept: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, first, _ = swept
+    agent = _Agent(f"It is {first['answer']}.", unreadable=first["question"])
+    spec = QASpec(answer_backend="agent", judges=["strict"], conditions=["memory"])
+    done = add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0)
+    capsys.readouterr()
+    # A threshold every run meets: the gate passes, but not silently about the two answers
+    # (the question asked twice) its judge could not read, which count as wrong.
+    assert main(["gate", str(run.path), "--min-qa-accuracy", "0"]) == 0
+    out = capsys.readouterr().out
+    line = (
+        f"WARNING {run.name}: 2 of {len(done.qa_answers)} answers have no verdict from judge "
+        "strict (its call failed or its reply named no single verdict): each counts as a "
+        "wrong answer"
+    )
+    assert line in out, out
+    assert out.splitlines()[-1] == "gate passed"
+
+
+def test_compare_calls_no_judged_difference_robust_when_the_judges_could_not_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, first, _ = _dataset(tmp_path)
+    grid = Grid.from_mapping(
+        {"name": "two", "base": {"backend": "sim:careful"}, "axes": {"max_facts": [100, 50]}}
+    )
+    run = sweep(path, grid, runs_dir=tmp_path / "runs", progress=False)
+    # Every question holds a space: no judge reply names a single verdict, far above the
+    # share of unreadable verdicts a comparison tolerates.
+    agent = _Agent(f"It is {first['answer']}.", unreadable=" ")
+    spec = QASpec(answer_backend="agent", judges=["strict", "lenient"], conditions=["memory"])
+    add_qa(run, spec, backend_factory=lambda _: agent, progress=False, max_judge_errors=1.0)
+    capsys.readouterr()
+    assert main(["compare", str(run.path), "--wide", "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    judged = out[out.index("memory QA under every judge") :].splitlines()[2:]
+    assert len(judged) == 3, judged  # qa_accuracy, abstain and adversarial accuracy
+    assert all("inconclusive: " in row and "judge verdicts unreadable" in row for row in judged), (
+        judged
+    )

@@ -121,3 +121,16 @@ def test_trial_on_a_run_with_memory_qa(tmp_path: Path) -> None:
     sessions = run.sessions[run.sessions["lane_id"] == lane]
     assert sessions["qa_questions"].sum() == len(asked) > 0
     assert "QA accuracy" in trial.metrics.index
+    # The trial asks no questions: its QA cells are empty, no QA metric is compared, and what
+    # it displays says so.
+    assert trial.metrics.loc["QA accuracy", "trial"] == "-"
+    assert not trial.comparison["metric"].str.startswith("qa_").any()
+    assert "memory QA is not compared" in trial.scope
+    assert "memory QA is not compared" in trial._repr_html_()
+
+
+def test_a_trial_without_memory_qa_says_it_compared_what_memory_stores(run: Any) -> None:
+    trial = try_prompt(run, EDITED, owners="all")
+    assert trial.scope == f"Compared: what memory stores on {len(trial.owners)} owner(s), " + (
+        "the baseline lane's replies against the trial's."
+    )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from memlab.scoring.comparing.inconclusive import Reason
     from memlab.scoring.inference.stats import StatOptions
 
 __all__ = ["COMMANDS", "register"]
@@ -111,9 +112,9 @@ def _say(text: str, *, stream: TextIO, width: int | None) -> None:
 
 def _print_table(
     table: pd.DataFrame, args: argparse.Namespace, options: StatOptions, say: Say, where: Path
-) -> None:
+) -> list[Reason]:
     """The banners, the table (narrow, ``--wide``, or CSV with ``--csv -``), each reason the
-    comparison is inconclusive and the verdict."""
+    comparison is inconclusive and the verdict; returns the reasons."""
     from memlab.cli.results.compare_view import narrow_text, wide_text
     from memlab.reporting.compare.verdict import headline
     from memlab.scoring.comparing.comparison import CompareError
@@ -138,6 +139,18 @@ def _print_table(
     for reason in reasons:
         say(f"inconclusive: {reason}")
     say(f"verdict: {headline([table], reasons)}")
+    return reasons
+
+
+def _unsettled(robust: pd.DataFrame, reasons: list[Reason]) -> pd.DataFrame:
+    """``robust`` with each judged difference a reason concerns (unreadable verdicts) said to
+    be inconclusive: agreeing judges that could not be read make nothing robust."""
+    said = []
+    rows = zip(robust["lane"], robust["metric"], robust["judge_robust"], strict=True)
+    for lane, metric, value in rows:
+        why = [r.short for r in reasons if metric in r.metrics and r.lane in ("", lane)]
+        said.append(f"inconclusive: {'; '.join(dict.fromkeys(why))}" if why else value)
+    return robust.assign(judge_robust=said)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -171,7 +184,7 @@ def _compare(args: argparse.Namespace) -> int:
     stream = sys.stderr if to_stdout else sys.stdout
     # Lines of prose wrap at the table's width (continuations indented) unless --wide.
     say = functools.partial(_say, stream=stream, width=None if args.wide else WIDTH)
-    _print_table(table, args, options, say, run_a.path)
+    reasons = _print_table(table, args, options, say, run_a.path)
     robust = compare_under_judges(
         run_a,
         run_b,
@@ -184,7 +197,7 @@ def _compare(args: argparse.Namespace) -> int:
     if not robust.empty:
         columns = ["lane", "metric", *(c for c in robust.columns if c.startswith("verdict:"))]
         say("\nmemory QA under every judge (a difference holds only when every judge finds it):")
-        shown = robust[[*columns, "judge_robust"]]
+        shown = _unsettled(robust, reasons)[[*columns, "judge_robust"]]
         lines = (
             shown.to_string(index=False).splitlines()
             if args.wide

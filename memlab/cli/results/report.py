@@ -200,6 +200,7 @@ def _gate(args: argparse.Namespace) -> int:
         check_gate,
         check_regressions,
     )
+    from memlab.reporting.qa.qa_section import qa_error_notes
     from memlab.runs.run import load_run
     from memlab.scoring.comparing.comparison import describe, describe_mde
     from memlab.scoring.inference.stats import StatOptions
@@ -224,10 +225,15 @@ def _gate(args: argparse.Namespace) -> int:
     if args.judge is not None:
         run = run.with_judge(args.judge)
     run.stats = options
+    # Answers without a verdict count as wrong in every QA rate gated: say so, whatever passes.
+    for note in qa_error_notes([run]):
+        print(f"WARNING {note}")
     missed = check_gate(run, thresholds, use_bound=args.use_bound)
     regressions: list[Regression | Undetectable | Inconclusive] = []
     if regression is not None:
         baseline = load_run(args.baseline)
+        for note in qa_error_notes([baseline]):
+            print(f"WARNING {note}")
         regressions, table = check_regressions(
             run,
             baseline,

@@ -143,6 +143,21 @@ class PromptTrial:
         return [*lines, f"({ECHO_NOTE})"] if lines else []
 
     @property
+    def scope(self) -> str:
+        """What the trial compared: what memory stores on its owners; memory QA, when the
+        baseline has it, is named as not compared (a trial replays the updates only)."""
+        text = (
+            f"Compared: what memory stores on {len(self.owners)} owner(s), the baseline lane's "
+            "replies against the trial's"
+        )
+        if self.baseline.qa_answers.empty:
+            return text + "."
+        return (
+            f"{text}; memory QA is not compared: a trial asks no questions, so its QA rows show "
+            "the baseline's answers only (memlab ab --qa compares both)."
+        )
+
+    @property
     def title(self) -> str:
         """``Prompt trial: a (sha) → b (sha), N owner(s) of RUN``, ``[simulated]`` first when
         the lane replays the simulated model."""
@@ -159,6 +174,7 @@ class PromptTrial:
         notes += self.echoes
         return (
             f"<h4>{escape(self.title)}</h4><p><strong>{escape(self.verdict)}</strong></p>"
+            f"<p>{escape(self.scope)}</p>"
             + "".join(f"<p><strong>{escape(note)}</strong></p>" for note in notes)
             + f"<pre style='max-height:20rem;overflow:auto'>{escape(diff)}</pre>"
             f"{self.metrics.to_html()}"

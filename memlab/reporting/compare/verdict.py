@@ -76,6 +76,8 @@ def headline(tables: Sequence[pd.DataFrame], reasons: Sequence[Reason]) -> str:
     for table in tables:
         decided = table[table["significant"].astype(bool) & (table["role"] == "primary")]
         for _, row in decided.iterrows():
+            if _unsettled(row, reasons):
+                continue  # a reason about this very rate (unreadable verdicts) says why
             title = metric_spec(str(row["metric"])).title
             if str(row["verdict"]) in found and title not in found[str(row["verdict"])]:
                 found[str(row["verdict"])].append(title)
@@ -88,6 +90,15 @@ def headline(tables: Sequence[pd.DataFrame], reasons: Sequence[Reason]) -> str:
     return "; ".join(parts) or "no difference larger than the MDE"
 
 
+def _unsettled(row: pd.Series, reasons: Sequence[Reason]) -> bool:
+    """Whether a reason concerns this row's metric on its lane, so its significant verdict
+    cannot be taken as found."""
+    return any(
+        str(row["metric"]) in reason.metrics and reason.lane in ("", str(row["lane"]))
+        for reason in reasons
+    )
+
+
 def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:
     """(run, lane, metric) whose judged verdict depends on the judge, from the QA section's
     table (:attr:`memlab.reporting.qa.qa_section.QASection.robust`)."""
@@ -97,7 +108,11 @@ def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:
     return set(zip(split["run"], split["configuration"], split["metric"], strict=True))
 
 
-def _rows(found: GroupComparison, judge_splits: set[tuple[str, str, str]]) -> pd.DataFrame:
+def _rows(
+    found: GroupComparison,
+    judge_splits: set[tuple[str, str, str]],
+    reasons: Sequence[Reason] = (),
+) -> pd.DataFrame:
     table = found.table
     significant = table[table["verdict"].isin(SIGNIFICANT)]
     rows = []
@@ -106,6 +121,7 @@ def _rows(found: GroupComparison, judge_splits: set[tuple[str, str, str]]) -> pd
         robust = bool(row["significant"]) and row["role"] == "primary"
         if (row["run"], row["lane"], row["metric"]) in judge_splits:
             robust = False
+        unsettled = _unsettled(row, reasons)
         rows.append(
             {
                 "configuration": f"{row['run']}: {row['lane']}",
@@ -113,8 +129,8 @@ def _rows(found: GroupComparison, judge_splits: set[tuple[str, str, str]]) -> pd
                 "baseline -> value": f"{spec.fmt(row['baseline'])} -> {spec.fmt(row['value'])}",
                 "delta [CI], p": describe(row),
                 "owners better / worse": f"{row['owners_better']} / {row['owners_worse']}",
-                "robust": "robust" if robust else "exploratory",
-                "_order": (not robust, float(row["p_value"])),
+                "robust": "inconclusive" if unsettled else "robust" if robust else "exploratory",
+                "_order": (not robust or unsettled, float(row["p_value"])),
             }
         )
     columns = [
@@ -136,17 +152,13 @@ def verdict(section: StatisticsSection, robust: pd.DataFrame | None = None) -> l
     """The significant rows of each group's comparisons; ``robust`` is the QA section's
     judge-robustness table (a judged difference one judge does not find is not robust)."""
     splits = _judge_splits(robust if robust is not None else pd.DataFrame())
-    return [
-        Verdict(
-            found.title,
-            found.baseline,
-            _rows(found, splits),
-            int(found.table["p_value"].notna().sum()),
-            tuple(inconclusive_reasons(found.table, power=section.options.power)),
-            found.table,
-        )
-        for found in section.comparisons
-    ]
+    verdicts = []
+    for found in section.comparisons:
+        reasons = tuple(inconclusive_reasons(found.table, power=section.options.power))
+        rows = _rows(found, splits, reasons)
+        tested = int(found.table["p_value"].notna().sum())
+        verdicts.append(Verdict(found.title, found.baseline, rows, tested, reasons, found.table))
+    return verdicts
 
 
 def compared_lines(runs: Sequence[Run], changed: Sequence[str]) -> list[str]:

@@ -328,22 +328,27 @@ def _either_side_above(
     limit: float,
     reason: tuple[str, str],
     says: Callable[[str, str], str],
+    concerns: tuple[str, ...] = (),
 ) -> list[Reason]:
     """A reason (``kind``, ``short``) for each pair where ``metric`` is above ``limit`` on
-    either side, its text ``pair name: says(baseline %, candidate %)``."""
+    either side, its text ``pair name: says(baseline %, candidate %)``, about the metrics
+    ``concerns`` (none: the whole comparison)."""
     kind, short = reason
     reasons = []
     for pair in comparison.pairs:
         base, cand = _shares(pair, metric)
         if base > limit or cand > limit:
             text = f"{pair.name}: {says(_pct(base), _pct(cand))}"
-            reasons.append(Reason(kind, text, short, pair.candidate.lane))
+            reasons.append(Reason(kind, text, short, pair.candidate.lane, concerns))
     return reasons
 
 
 def unreadable_verdicts(comparison: Comparison) -> list[Reason]:
     """Pairs where either side's judge left more than :data:`JUDGE_UNREADABLE_SHARE` of the
-    answers without a readable verdict."""
+    answers without a readable verdict; it concerns the rates a judge grades only."""
+    # Imported here: QA scoring loads the tokenizers, which a comparison without QA never needs.
+    from memlab.scoring.qa.qa_metrics import judged_metrics
+
     return _either_side_above(
         comparison,
         "qa_judge_error_rate",
@@ -354,6 +359,8 @@ def unreadable_verdicts(comparison: Comparison) -> list[Reason]:
             f"answers, above {_pct(JUDGE_UNREADABLE_SHARE)}: QA accuracy measures the judge, "
             "not the memory"
         ),
+        # Only the rates a judge grades: what memory stores is measured without one.
+        tuple(judged_metrics()),
     )
 
 
