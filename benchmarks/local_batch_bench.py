@@ -15,11 +15,12 @@ contract's grammar, greedy), four ways (rows):
   batched run generated for the same prompt, LANES sequences per ``llama_decode``, each
   sequence sampled by llama.cpp's grammar sampler (the grammar memlab compiles from the
   memory contract) then greedy: the same work as memlab's batched path, like for like.
-  Its context is set up as memlab's decoder sets up its own: one unified KV cache
-  (``kv_unified=True``; it had one stream per sequence before, which made every decode step
-  many times slower on a loaded 2-core machine), n_ctx = longest prompt plus reply times
-  (LANES + 1), n_batch = n_ubatch = 512, the prefix's cells shared with ``llama_memory_seq_cp``
-  over its positions, and the grammar checked on the best token first (the whole vocabulary
+  Its context is set up as memlab's decoder sets up its own: a KV stream per sequence
+  (``kv_unified=False``; one unified cache made every step dearer, docs/local-model.md),
+  n_ctx = longest prompt plus reply times (LANES + 1), n_batch = n_ubatch = 512, the shared
+  prefix evaluated in a sequence of its own and copied whole into each sequence's stream
+  (``llama_memory_seq_cp`` copies only whole sequences between streams), and the grammar
+  checked on the best token first (the whole vocabulary
   only when the grammar rules that token out; the same greedy token);
 * **llama.cpp reference, no grammar**: the same loop with a plain argmax (what
   ``llama-batched-bench`` measures, on this workload): the ceiling without a constraint.
@@ -128,7 +129,7 @@ def reference(
     params.n_ctx = max(len(p) + n for p, n in zip(prompts, lengths, strict=True)) * (lanes + 1)
     params.n_batch = params.n_ubatch = 512
     params.n_seq_max = lanes + 1
-    params.kv_unified = True  # one KV cache for every sequence, as memlab's decoder has
+    params.kv_unified = False  # a KV stream per sequence, as memlab's decoder has
     ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
     memory = llama_cpp.llama_get_memory(ctx)
     batch = llama_cpp.llama_batch_init(512, 0, 1)
@@ -177,7 +178,7 @@ def reference(
         seqs = list(range(min(lanes, len(prompts) - group)))
         for seq in seqs:
             llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
-            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, 0, shared)  # shares the cells
+            llama_cpp.llama_memory_seq_cp(memory, lanes, seq, -1, -1)  # the prefix, whole
         rows, pos, left, first = {}, {}, {}, {}
         chains = {seq: sampler() for seq in seqs}
         for seq in seqs:  # each rest of a prompt, then its first greedy token

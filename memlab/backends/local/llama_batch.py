@@ -1,17 +1,20 @@
 """Batched greedy decoding of a local GGUF model: concurrent calls decoded together.
 
-llama.cpp decodes several sequences in one ``llama_decode`` call for little more than the
-cost of one (the weights are read once per step, not once per sequence), and a sweep's calls
-share a long instruction prefix. :class:`BatchDecoder` owns a second llama.cpp context on the
-already-loaded model with ``lanes`` sequence slots in a unified KV cache, and a scheduler
-thread that admits waiting requests into free slots between steps (continuous batching):
+llama.cpp decodes several sequences in one ``llama_decode`` call, reading the weights once per
+step for all of them, and a sweep's calls share an instruction prefix. :class:`BatchDecoder`
+owns a second llama.cpp context on the already-loaded model with ``lanes`` sequence slots, each
+with a KV stream of its own, and a scheduler thread that admits waiting requests into free
+slots between steps (continuous batching):
 
 * each step decodes one token of every generating lane plus a chunk of every new lane's
   prompt, and samples each lane with its own sampler chain (its grammar, then greedy);
-* one extra sequence keeps the prompt prefix the requests share; a new request copies the
-  cells of its common prefix from it (``llama_memory_seq_cp`` shares the cells, it computes
-  nothing) and evaluates only the rest. :attr:`BatchDecoder.reused_tokens` counts the
-  prompt tokens so served.
+* one extra sequence keeps the prompt prefix the requests share; a new request copies its
+  cells (``llama_memory_seq_cp`` copies them, it computes nothing) and evaluates only the
+  rest. :attr:`BatchDecoder.reused_tokens` counts the prompt tokens so served.
+
+Where a step is bound by arithmetic rather than by reading the weights (a small model on a
+few CPU cores) batching gains little and can be slower than one call at a time; the
+measurements are in ``docs/local-model.md``.
 
 Replies follow the sequential path's rules (the chat template's prompt, greedy sampling
 after the grammar, the same stop and length rules), so only the floating-point order of a
@@ -141,16 +144,16 @@ class BatchDecoder:
         self.options = options
         self._prefix_seq = options.lanes  # the extra sequence keeping the shared prefix
         params = type(llm.context_params).from_buffer_copy(llm.context_params)
-        # Room for every lane's n_ctx and the kept prefix, in one unified KV cache: a
-        # stream per sequence (kv_unified=False) made each decode step many times slower on
-        # a loaded 2-core machine (docs/local-model.md), and unified cells are shared by
-        # the sequences that copy them, so the kept prefix is stored once.
+        # A KV stream of n_ctx cells per lane and one for the kept prefix. In one unified
+        # cache every lane's attention runs over every lane's cells (masked afterwards):
+        # a four-lane step cost 82 ms there against 50 ms with streams, and the prompts
+        # 51 s against 34 s (docs/local-model.md, measured quiet).
         params.n_ctx = n_ctx * (options.lanes + 1)
         params.n_batch = _STEP_TOKENS
         params.n_ubatch = min(512, _STEP_TOKENS)
         params.n_seq_max = options.lanes + 1
         params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = True
+        params.kv_unified = False
         params.embeddings = False
         self._ctx = llama_cpp.llama_init_from_model(llm._model.model, params)
         if not self._ctx:
@@ -291,11 +294,13 @@ class BatchDecoder:
                 self._awaiting_prefix = True
 
     def _copy(self, source: int, target: int, length: int) -> None:
-        """Give ``target`` the cells of ``source``'s first ``length`` positions (the cells
-        are shared, not copied: the unified cache tags them with both sequences)."""
+        """Give ``target`` the cells of ``source``'s first ``length`` positions. Between KV
+        streams llama.cpp copies only a whole sequence (a position range aborts the
+        process), so the whole of ``source`` is copied and the rest dropped."""
         lib = self._lib
         lib.llama_memory_seq_rm(self._memory, target, -1, -1)
-        lib.llama_memory_seq_cp(self._memory, source, target, 0, length)
+        lib.llama_memory_seq_cp(self._memory, source, target, -1, -1)
+        lib.llama_memory_seq_rm(self._memory, target, length, -1)
 
     def _sampler(self, request: BatchRequest) -> Any:
         lib = self._lib
