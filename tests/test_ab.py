@@ -18,6 +18,7 @@ import yaml
 import memlab
 from memlab.cli.main import main
 from memlab.reporting.compare.prompt_ab import OUTCOMES, WIDTH, ABResult
+from memlab.scoring.qa.qa_metrics import judged_metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF_ONLY = ROOT / "notebooks" / "prompts" / "self_only.txt"
@@ -132,6 +133,21 @@ def test_ab_on_a_profile_that_ignores_prompts_is_inconclusive_and_the_gate_fails
     assert any(
         line.startswith("FAILED inconclusive: ") and IGNORED in line for line in out.splitlines()
     )
+    # Each metric's own line says so too, as its A/B verdict does, not "ok ... no change".
+    assert main([*gate, "--tolerance", "0.5"]) == 1
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("FAILED")]
+    run = memlab.load_run(cand)
+    (label,) = (run.label(lane) for lane in run.lanes)
+    for metric in PRIMARY_TITLES:
+        assert f"inconclusive: {label}: {metric}: {IGNORED}" in lines, lines
+    assert not [ln for ln in lines if ln.startswith("ok ")], lines
+
+    # compare's table of QA verdicts under every judge: each judged rate inconclusive, too.
+    assert main(["compare", str(base), str(cand), "--wide"]) == 0
+    out = capsys.readouterr().out
+    judged = out[out.index("memory QA under every judge") :].splitlines()[2:]
+    assert {line.split()[2] for line in judged} == set(judged_metrics()), judged
+    assert all(line.endswith(f"inconclusive: {IGNORED}") for line in judged), judged
 
     # --allow-inconclusive: exit 0, the verdicts still say inconclusive (replays reused).
     assert (

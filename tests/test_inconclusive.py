@@ -26,6 +26,7 @@ from memlab.scoring.comparing.comparability import LaneFacts
 from memlab.scoring.comparing.comparison import COMPARE_COLUMNS
 from memlab.scoring.comparing.inconclusive import (
     BOTH_UNPARSED_SHARE,
+    ECHO_SHARE,
     JUDGE_UNREADABLE_SHARE,
     ComparedPair,
     inconclusive_reasons,
@@ -35,6 +36,7 @@ from memlab.scoring.inference.paired_tests import (
     min_test_owners,
     owners_to_detect,
 )
+from memlab.scoring.metric_specs import primary_metrics
 from memlab.simulation.profile import load_profile
 
 IGNORED = "the backend ignores prompts"
@@ -101,16 +103,36 @@ def test_gate_on_a_prompt_change_the_simulated_model_cannot_see_fails(
 ) -> None:
     assert main(_gate(cand, base, "--tolerance", "0.2")) == 1
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if IGNORED in line]
+    # The reason in full, once (each metric's own line names it in short).
+    lines = [line for line in out.splitlines() if f"{IGNORED}: " in line]
     assert len(lines) == 1 and lines[0].startswith("FAILED inconclusive: "), out
     assert "(default vs selfonly)" in lines[0]
     assert "gate passed" not in out and "gate failed:" in out
 
     assert main(_gate(cand, base, "--tolerance", "0.2", "--allow-inconclusive")) == 0
     out = capsys.readouterr().out
-    assert next(line for line in out.splitlines() if IGNORED in line).startswith("WARNING ")
+    assert next(ln for ln in out.splitlines() if f"{IGNORED}: " in ln).startswith("WARNING ")
     assert "FAILED" not in out
     assert "allowed by --allow-inconclusive" in out.splitlines()[-1]
+
+
+def test_the_gate_says_no_metric_is_ok_when_the_backend_ignores_prompts(
+    base: Path, cand: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tolerance each metric can detect leaves every primary metric a line of its own: with
+    the prompt change invisible to the backend, each reads inconclusive with that reason, not
+    "ok ... no change", and the exit codes stay those of an inconclusive comparison."""
+    run = load_run(cand)
+    (lane_id,) = run.lanes
+    # The primary family the run measures (it has no memory QA, so no QA accuracy).
+    family = [m for m in primary_metrics(run.primary) if m in run.summary.columns]
+    assert family
+    expected = [f"inconclusive: {run.label(lane_id)}: {metric}: {IGNORED}" for metric in family]
+    for extra, code in (([], 1), (["--allow-inconclusive"], 0)):
+        assert main(_gate(cand, base, "--tolerance", "0.5", *extra)) == code
+        out = capsys.readouterr().out.splitlines()
+        assert [line for line in out if line.startswith("inconclusive: ")] == expected, out
+        assert not [line for line in out if line.startswith("ok ")], out
 
 
 def test_same_prompt_on_the_simulated_model_is_no_such_reason(
@@ -277,6 +299,21 @@ def test_shares_above_their_limit_are_reasons(
     assert [r.kind for r in inconclusive_reasons(_table([pair]))] == [kind]
     below = {name: (0.0, 0.0) for name in rates}
     assert inconclusive_reasons(_table([ComparedPair(_facts("a"), _facts("b"), 20, below)])) == []
+
+
+def test_a_reason_about_the_whole_comparison_concerns_every_metric_of_its_lane() -> None:
+    """The model echoing the prompt, like a backend blind to prompts, leaves every metric of
+    the candidate lane undecided (no metrics named); unreadable verdicts only the judged rates."""
+    blind = {"reads_prompts": False, "simulated": True}
+    rates = {"echo_rate": (0.0, ECHO_SHARE + 0.3), "qa_judge_error_rate": (0.0, 1.0)}
+    pair = ComparedPair(_facts("a", **blind), _facts("b", prompt="other", **blind), 20, rates)
+    found = {r.kind: r for r in inconclusive_reasons(_table([pair]))}
+    assert set(found) == {"prompts ignored", "prompt echoed", "verdicts unreadable"}
+    for kind in ("prompts ignored", "prompt echoed"):
+        assert all(found[kind].concerns("x", m) for m in ("recall", "qa_accuracy", "echo_rate"))
+        assert not found[kind].concerns("another lane", "recall")
+    assert found["verdicts unreadable"].concerns("x", "qa_accuracy")
+    assert not found["verdicts unreadable"].concerns("x", "recall")
 
 
 def test_replies_failing_on_one_side_only_is_no_reason() -> None:

@@ -143,12 +143,14 @@ def _print_table(
 
 
 def _unsettled(robust: pd.DataFrame, reasons: list[Reason]) -> pd.DataFrame:
-    """``robust`` with each judged difference a reason concerns (unreadable verdicts) said to
-    be inconclusive: agreeing judges that could not be read make nothing robust."""
+    """``robust`` with each judged rate a reason concerns said to be inconclusive: agreeing
+    judges that could not be read make nothing robust (unreadable verdicts), and on a backend
+    blind to the prompts compared every judge's "no change" says nothing (a reason about the
+    whole comparison concerns every rate)."""
     said = []
     rows = zip(robust["lane"], robust["metric"], robust["judge_robust"], strict=True)
     for lane, metric, value in rows:
-        why = [r.short for r in reasons if metric in r.metrics and r.lane in ("", lane)]
+        why = [r.short for r in reasons if r.concerns(str(lane), str(metric))]
         said.append(f"inconclusive: {'; '.join(dict.fromkeys(why))}" if why else value)
     return robust.assign(judge_robust=said)
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlab.cli import _args
 from memlab.core.base.files import MAX_REPLY_BYTES, io_reason, read_text
 from memlab.errors import excerpt
 from memlab.scoring.metric_specs import gate_specs, interval_specs, primary_metrics
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memlab.scoring.comparing.inconclusive import Reason
 
 # The commands import what they run when they run (pandas and matplotlib for a report):
 # `memlab --help` and argument errors stay fast.
@@ -202,7 +207,6 @@ def _gate(args: argparse.Namespace) -> int:
     )
     from memlab.reporting.qa.qa_section import qa_error_notes
     from memlab.runs.run import load_run
-    from memlab.scoring.comparing.comparison import describe, describe_mde
     from memlab.scoring.inference.stats import StatOptions
 
     thresholds = Thresholds(**{name: getattr(args, name) for name in gate_specs()})
@@ -246,11 +250,10 @@ def _gate(args: argparse.Namespace) -> int:
         for banner in table.attrs.get("banners", []):
             print(banner)
         failed = {(r.lane, r.metric) for r in regressions}
+        reasons = [r.reason for r in regressions if isinstance(r, Inconclusive)]
         for _, row in table.iterrows():
             if (row["lane"], row["metric"]) not in failed:
-                # "no change" has no interval: the MDE says what it could have detected.
-                sized = f" (MDE {describe_mde(row)})" if row["verdict"] == "no change" else ""
-                print(f"ok {row['lane']}: {row['metric']} {describe(row)}{sized}")
+                print(_metric_line(row, reasons))
     unsure = [r for r in regressions if not isinstance(r, Regression)]
     if args.allow_inconclusive:
         for finding in unsure:
@@ -259,6 +262,20 @@ def _gate(args: argparse.Namespace) -> int:
     for failure in [*missed, *regressions]:
         print(f"FAILED {failure}")
     return _gate_outcome(missed, regressions, allowed=len(unsure) if args.allow_inconclusive else 0)
+
+
+def _metric_line(row: pd.Series, reasons: list[Reason]) -> str:
+    """The gate's line for a metric that did not fail: ``inconclusive: lane: metric: why`` when
+    a reason concerns it (the backend ignores prompts concerns every metric), else ``ok``."""
+    from memlab.scoring.comparing.comparison import describe, describe_mde
+
+    lane, metric = str(row["lane"]), str(row["metric"])
+    why = [reason.short for reason in reasons if reason.concerns(lane, metric)]
+    if why:
+        return f"inconclusive: {lane}: {metric}: {'; '.join(dict.fromkeys(why))}"
+    # "no change" has no interval: the MDE says what it could have detected.
+    sized = f" (MDE {describe_mde(row)})" if row["verdict"] == "no change" else ""
+    return f"ok {lane}: {metric} {describe(row)}{sized}"
 
 
 def _gate_outcome(missed: list[Any], regressions: list[Any], *, allowed: int) -> int:

@@ -220,7 +220,7 @@ def _metric_verdict(
     """The verdict of one primary row (``found``: the tolerances it cannot show it detects)."""
     spec = metric_spec(str(row["metric"]))
     base, value = spec.fmt(row["baseline"]), spec.fmt(row["value"])
-    mine = tuple(r for r in reasons if not r.metrics or spec.column in r.metrics)
+    mine = tuple(r for r in reasons if r.concerns(str(row["lane"]), spec.column))
     verdict = str(row["verdict"])
     if verdict == "not applicable":  # measured on neither side: nothing to be unsure of
         detail = "undefined on both sides"

@@ -122,6 +122,13 @@ class Reason:
     def __str__(self) -> str:
         return self.text
 
+    def concerns(self, lane: str, metric: str) -> bool:
+        """Whether this reason leaves ``metric`` of the candidate lane ``lane`` undecided: a
+        reason about the whole comparison (no metrics: the backend ignores prompts, the model
+        echoes the prompt, replies failing to parse on both sides) concerns every metric, one
+        about some metrics only those; one about no single lane concerns every lane."""
+        return (not self.metrics or metric in self.metrics) and self.lane in ("", lane)
+
 
 @dataclass(frozen=True)
 class Comparison:
