@@ -8,6 +8,7 @@ regression; the call counts that tell model calls from cache hits and the simula
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from memlab.grids.grid import Grid
 from memlab.matching.base import LexicalMatcher
 from memlab.matching.default_matcher import DefaultMatcher
 from memlab.postrun.rescoring import rescore
-from memlab.reporting.compare.prompt_changes import prompt_changes
+from memlab.reporting.compare.prompt_changes import prompt_changes, prompt_changes_html
 from memlab.reporting.compare.trial import try_prompt
 from memlab.reporting.report import build_report
 from memlab.reporting.tables import compare_table
@@ -85,6 +86,22 @@ CHANGES: dict[str, dict[str, object]] = {
     "backend kind": {"simulated": True},
 }
 
+# Each blocking difference in words, the candidate's value (run b, CHANGES) first and the
+# baseline's (run a, BASE) second, as the line names b before a.
+WORDS: dict[str, str] = {
+    "answer key": "audited vs original",
+    "dataset": "sha256 4567 vs sha256 0123",
+    "owners": "2 owners (1 not in the other: u3) vs 2 owners (1 not in the other: u2)",
+    "matcher": "lexical vs default",
+    "matcher version": "0.2.0 vs 0.1.0",
+    "judge": "strict vs lenient",
+    "answerer": "sim:sloppy vs sim:careful",
+    "answer prompt": f"default ({'c' * 12}) vs default ({'a' * 12})",
+    "answer settings": "max_tokens 128 vs max_tokens 64",
+    "QA conditions": "memory vs memory, none",
+    "backend kind": "simulated vs real",
+}
+
 
 def facts(**changes: object) -> LaneFacts:
     fields = {**BASE.__dict__, "run": "b", **changes}
@@ -97,11 +114,12 @@ def test_each_blocking_difference_is_refused_in_one_line(what: str) -> None:
     with pytest.raises(MixedComparisonError) as caught:
         check_pairs([(BASE, other)])
     message = str(caught.value)
-    assert message.startswith(f"b: x vs a: x: different {what}: "), message
+    line = f"b: x vs a: x: different {what}: {WORDS[what]}"
+    assert message.startswith(f"{line}; "), message
     assert "\n" not in message and "--allow-mixed" in message
     assert caught.value.difference.what == what
     banners = check_pairs([(BASE, other), (BASE, other)], allow_mixed=True)
-    assert banners == [f"mixed comparison: b: x vs a: x: different {caught.value.difference}"]
+    assert banners == [f"mixed comparison: {line}"]
 
 
 def test_what_a_comparison_is_for_is_listed_not_refused() -> None:
@@ -126,10 +144,10 @@ def test_facts_a_run_did_not_record_are_no_difference() -> None:
     # A path (a run whose dataset file is gone) is not compared with a content hash.
     assert differences(BASE, facts(dataset="/gone/owners.jsonl")) == []
     paths = differences(facts(dataset="/a.jsonl"), facts(dataset="/b.jsonl"))
-    assert [str(d) for d in paths] == ["dataset: /a.jsonl vs /b.jsonl"]
+    assert [str(d) for d in paths] == ["dataset: /b.jsonl vs /a.jsonl"]
     owners = differences(BASE, facts(owners=frozenset({"u1", "u2", "u3", "u4", "u5", "u6"})))
     assert [str(d) for d in owners] == [
-        "owners: 2 owners vs 6 owners (4 not in the other: u3, u4, u5, ...)"
+        "owners: 6 owners (4 not in the other: u3, u4, u5, ...) vs 2 owners"
     ]
 
 
@@ -181,16 +199,18 @@ def test_a_simulated_lane_against_a_real_baseline_is_refused(
     mixed: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
     real = next(mixed.label(lid) for lid in mixed.lanes if not mixed.lane_facts(lid).simulated)
-    with pytest.raises(MixedComparisonError, match="different backend kind: real vs simulated"):
+    # The real lane is the baseline, named last, and so is its kind.
+    ending = f" vs mixed: {real}: different backend kind: simulated vs real"
+    with pytest.raises(MixedComparisonError, match=re.escape(ending)):
         compare(mixed, baseline_lane=real, metrics=["recall"])
     args = ["compare", str(mixed.path), "--baseline-lane", real, "--metrics", "recall"]
     assert main([*args, "--resamples", "200"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "different backend kind: real vs simulated" in err
+    assert err.count("\n") == 1 and ending in err
     assert main([*args, "--resamples", "200", "--allow-mixed"]) == 0
     out = capsys.readouterr().out.replace("\n  ", " ")  # the banner wraps at 120 columns
     assert out.startswith("mixed comparison: mixed: [simulated] ")
-    assert "different backend kind: real vs simulated" in out.splitlines()[0]
+    assert out.splitlines()[0].endswith(ending)
 
 
 def test_a_rescored_run_is_not_compared_with_the_original(
@@ -200,8 +220,10 @@ def test_a_rescored_run_is_not_compared_with_the_original(
     shutil.copytree(plain.path, copy)
     relexed = rescore(copy, LexicalMatcher())
     original = plain.environment["matcher"]["name"]
-    message = f"different matcher: {original} vs lexical"
-    with pytest.raises(MixedComparisonError, match=message):
+    lane = plain.label(next(iter(plain.lanes)))
+    # The rescored copy is the candidate: its name and its matcher come first.
+    message = f"plain-lexical: {lane} vs plain: {lane}: different matcher: lexical vs {original}"
+    with pytest.raises(MixedComparisonError, match=re.escape(message)):
         compare(plain, relexed)
     assert main(["compare", str(plain.path), str(copy)]) == 2
     assert message in capsys.readouterr().err
@@ -210,27 +232,30 @@ def test_a_rescored_run_is_not_compared_with_the_original(
     assert message in capsys.readouterr().err
     assert main([*gate, "--allow-mixed", "--tolerance", "1"]) in (0, 1)
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("mixed comparison: plain-lexical: ")
-    assert message in out.splitlines()[0]
+    assert out.splitlines()[0] == f"mixed comparison: {message}"
 
 
 def test_another_owner_set_is_refused(
     plain: Run, runs_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fewer = _personas("plain-2", runs_dir, owners=2, base={"backend": "scripted:user-lines"})
-    with pytest.raises(MixedComparisonError, match=r"different owners: 3 owners \(1 not in the"):
+    # The candidate has 2 owners, the baseline 3 (the one the candidate lacks named with it).
+    lane = plain.label(next(iter(plain.lanes)))
+    line = f"plain-2: {lane} vs plain: {lane}: different owners: 2 owners vs 3 owners (1 not in"
+    with pytest.raises(MixedComparisonError, match=re.escape(line)):
         compare(plain, fewer)
     table = compare(plain, fewer, allow_mixed=True, metrics=["recall"])
     assert table["owners"].max() <= 2
-    assert "different owners" in table.attrs["banners"][0]
+    assert table.attrs["banners"][0].startswith(f"mixed comparison: {line}")
     assert main(["compare", str(plain.path), str(fewer.path)]) == 2
-    assert "different owners: 3 owners" in capsys.readouterr().err
+    assert line in capsys.readouterr().err
 
 
 def test_another_judge_is_refused() -> None:
     lenient, strict = facts(judge="lenient"), facts(judge="strict", run="c")
-    with pytest.raises(MixedComparisonError, match="different judge: lenient vs strict"):
+    with pytest.raises(MixedComparisonError) as caught:
         check_pairs([(lenient, strict)])
+    assert str(caught.value).startswith("c: x vs b: x: different judge: strict vs lenient; ")
 
 
 def test_two_owners_cannot_pass_a_regression_gate(
@@ -345,7 +370,10 @@ def test_a_prompt_edit_with_no_like_lane_says_what_else_differs(tmp_path: Path) 
     runs = [run("v1", template + "\nA.\n", "free"), run("v2", template + "\nB.\n", "json_object")]
     changes = prompt_changes(runs, compare_table(runs))
     assert len(changes) == 1
-    assert changes[0].also == ["setting output_mode: free vs json_object"]
+    assert changes[0].also == ["setting output_mode: json_object vs free"]  # v2's first
+    assert changes[0].run == "v2" and changes[0].baseline == "v1: mine"
+    words = "Not only the prompt differs (this lane vs v1: mine): setting output_mode: json_object"
+    assert words in prompt_changes_html(changes)[0]
     assert ("parse failure rate", "+100.0 pts") in changes[0].deltas
 
 
@@ -392,8 +420,12 @@ def test_a_trial_scores_with_the_runs_matcher_and_refuses_another(
     trial = try_prompt(relexed, "concise", owners="all")
     assert trial.run.environment["matcher"]["name"] == "lexical"
     assert not trial.title.startswith("[simulated]")
-    with pytest.raises(MixedComparisonError, match="different matcher: lexical vs default"):
-        try_prompt(relexed, "concise", owners="all", matcher=DefaultMatcher())
+    # The trial (scored by the default matcher) is the candidate, the lexically scored run
+    # its baseline: so the default matcher is named first.
+    default = DefaultMatcher()
+    refused = rf" vs plain-trial: \S+: different matcher: {re.escape(default.name)} vs lexical;"
+    with pytest.raises(MixedComparisonError, match=refused):
+        try_prompt(relexed, "concise", owners="all", matcher=default)
     mixed_trial = try_prompt(
         relexed, "concise", owners="all", matcher=DefaultMatcher(), allow_mixed=True
     )

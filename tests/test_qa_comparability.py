@@ -6,14 +6,16 @@ judge prompt kept under its name, or in the answer key are refused by ``compare`
 and ``report`` with one line naming that difference, and compared under a banner stating it
 with ``--allow-mixed``. Each expected line is built from the settings the test chose (backend
 specs, prompt texts hashed here, the audit written into the dataset), never read back from
-the output. A report of a run of a real model beside a run of the simulated model over other
-owners is refused too.
+the output, and names the candidate run first with its value first (each value where its
+run is named). A report of a run of a real model beside a run of the simulated model over
+other owners is refused too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +28,7 @@ from memlab.datasets import resolve_dataset
 from memlab.grids.grid import Grid
 from memlab.postrun.qa_step import add_qa
 from memlab.qa.qa_prompts import answer_prompts
+from memlab.reporting.markdown import md_escape
 from memlab.reporting.report import build_report
 from memlab.runs.run import Run, load_run
 from memlab.runs.rundir import QA_MANIFEST
@@ -42,6 +45,13 @@ from memlab.sweeps.driver import sweep
 
 OWNERS = ["amara", "daniel", "hana"]
 CAREFUL, SLOPPY = "sim:careful", "sim:sloppy"
+LANE = "[simulated] default"  # the one lane of each run swept here
+
+
+def _pair(candidate: str, baseline: str) -> str:
+    """How a line names the candidate run's lane against the baseline run's."""
+    return f"{candidate}: {LANE} vs {baseline}: {LANE}"
+
 
 # A judge prompt of the user's, and the same prompt edited under the same name.
 HOUSE = (
@@ -100,8 +110,8 @@ def test_runs_answered_by_another_backend_are_refused_naming_it(
     swept: Run, careful: Path, runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sloppy = _qa(swept, runs / "sloppy", answer_backend=SLOPPY)
-    line = f"different answerer: {CAREFUL} vs {SLOPPY}"
-    with pytest.raises(MixedComparisonError, match=line) as caught:
+    line = f"{_pair('sloppy', 'careful')}: different answerer: {SLOPPY} vs {CAREFUL}"
+    with pytest.raises(MixedComparisonError, match=re.escape(line)) as caught:
         compare(load_run(careful), load_run(sloppy))
     assert caught.value.difference.what == "answerer"
     assert line in _refused(["compare", str(careful), str(sloppy)], capsys)
@@ -113,10 +123,10 @@ def test_runs_answered_by_another_backend_are_refused_naming_it(
     # Allowed, the comparison runs and its first line states what it mixes.
     assert main(["compare", str(careful), str(sloppy), "--allow-mixed", "--resamples", "200"]) == 0
     first = capsys.readouterr().out.replace("\n  ", " ").splitlines()[0]  # unwrapped
-    assert first.startswith("mixed comparison: sloppy: ") and first.endswith(line), first
+    assert first == f"mixed comparison: {line}", first
     assert main([*report, "--allow-mixed"]) == 0
     markdown = (runs / "sloppy-report" / "summary.md").read_text(encoding="utf-8")
-    assert line in markdown
+    assert md_escape(line) in markdown  # the lane labels' brackets escaped
 
 
 def test_a_judge_with_another_backend_is_refused_naming_the_judge(
@@ -124,7 +134,8 @@ def test_a_judge_with_another_backend_is_refused_naming_the_judge(
 ) -> None:
     judged = _qa(swept, runs / "judged-sloppy", judge_backend=SLOPPY)
     first_judge = load_run(careful).judges[0]  # the QA step's default judges, in order
-    line = f"different judge {first_judge!r}: backend {CAREFUL} vs {SLOPPY}"
+    line = f"different judge {first_judge!r}: backend {SLOPPY} vs {CAREFUL}"
+    line = f"{_pair('judged-sloppy', 'careful')}: {line}"
     assert line in _refused(["compare", str(careful), str(judged)], capsys)
 
 
@@ -139,8 +150,9 @@ def test_a_judge_prompt_edited_under_its_name_is_refused(
         made.append(
             _qa(swept, runs / name, judges=["house"], judge_prompts=[str(prompts / "house.txt")])
         )
-    before, after = _sha(HOUSE)[:12], _sha(HOUSE_EDITED)[:12]
-    line = f"different judge 'house': prompt sha256 {before} vs {after}"
+    original, edited = _sha(HOUSE)[:12], _sha(HOUSE_EDITED)[:12]  # house-a's, house-b's
+    line = f"{_pair('house-b', 'house-a')}: different judge 'house': prompt sha256 {edited} vs "
+    line += original
     assert line in _refused(["compare", *map(str, made)], capsys)
     assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
     assert line in capsys.readouterr().out.replace("\n  ", " ").splitlines()[0]
@@ -167,7 +179,7 @@ def test_another_answer_key_is_named_before_the_dataset_it_changes(
     for dataset in (original, audited):
         run = _sweep(dataset, runs / f"{dataset.stem}-swept", "key")
         made.append(_qa(run, runs / dataset.stem))
-    line = "different answer key: original vs audited"
+    line = f"{_pair('key-audited', 'key-original')}: different answer key: audited vs original"
     err = _refused(["compare", *map(str, made)], capsys)
     assert line in err and "different dataset" not in err
     assert main(["compare", *map(str, made), "--allow-mixed", "--resamples", "200"]) == 0
@@ -175,7 +187,8 @@ def test_another_answer_key_is_named_before_the_dataset_it_changes(
     banners = [b for b in out.splitlines() if b.startswith("mixed ")]
     assert line in banners[0]
     digests = [f"sha256 {_sha_bytes(path.read_bytes())[:12]}" for path in (original, audited)]
-    assert f"different dataset: {digests[0]} vs {digests[1]}" in banners[1]
+    dataset = f"different dataset: {digests[1]} vs {digests[0]}"  # key-audited's first
+    assert banners[1] == f"mixed comparison: {_pair('key-audited', 'key-original')}: {dataset}"
 
 
 def test_an_original_key_that_records_the_audit_is_still_the_original_key(
@@ -202,7 +215,8 @@ def test_an_original_key_that_records_the_audit_is_still_the_original_key(
         for dataset in (recorded, audited)
     ]
     err = _refused(["compare", *map(str, made)], capsys)
-    assert "different answer key: original vs audited" in err
+    line = f"{_pair('key-changed', 'key-recorded')}: different answer key: audited vs original"
+    assert line in err
 
 
 def test_a_qa_fact_a_run_did_not_record_is_stated_as_unknown(
@@ -217,8 +231,8 @@ def test_a_qa_fact_a_run_did_not_record_is_stated_as_unknown(
     assert main(["compare", str(careful), str(older), "--resamples", "200"]) == 0
     out = capsys.readouterr().out.replace("\n  ", " ").splitlines()  # wrapped at 120 columns
     sha = _sha(answer_prompts().get("default").template)[:12]
-    assert out[0].startswith("unchecked: careful-older: ")
-    assert f"answer prompt: default ({sha}) vs unknown" in out[0]
+    pair = _pair("careful-older", "careful")
+    assert out[0].startswith(f"unchecked: {pair}: answer prompt: unknown vs default ({sha}) (")
 
 
 def test_a_report_refuses_a_real_run_beside_a_simulated_run_of_other_owners(
@@ -227,14 +241,16 @@ def test_a_report_refuses_a_real_run_beside_a_simulated_run_of_other_owners(
     grid = {"name": "real", "owners": OWNERS[:2], "base": {"backend": "scripted:user-lines"}}
     real = sweep("personas", Grid.from_mapping(grid), runs_dir=runs / "real", progress=False)
     simulated = _sweep("personas", runs / "simulated", "simulated")
-    owners = f"different owners: 2 owners vs 3 owners (1 not in the other: {OWNERS[2]})"
-    with pytest.raises(MixedComparisonError, match=owners.replace("(", r"\(").replace(")", r"\)")):
+    # The simulated run (3 owners) is checked against the first run, the real one (2 owners).
+    owners = f"different owners: 3 owners (1 not in the other: {OWNERS[2]}) vs 2 owners"
+    owners = f"simulated: {LANE} vs real: {real.label(next(iter(real.lanes)))}: {owners}"
+    with pytest.raises(MixedComparisonError, match=re.escape(owners)):
         build_report([real, simulated], runs / "mixed-report")
     args = ["report", str(real.path), str(simulated.path), "-o", str(runs / "mixed-report")]
     assert owners in _refused(args, capsys)
     assert main([*args, "--allow-mixed"]) == 0
     markdown = (runs / "mixed-report" / "summary.md").read_text(encoding="utf-8")
-    assert owners in markdown
+    assert md_escape(owners) in markdown
     # The kinds are reported apart by design (never ranked together): not a banner of its own.
     assert "different backend kind" not in markdown
 
@@ -261,9 +277,9 @@ def _lane(run: str, qa: QAFacts, dataset: str = "sha256 0123") -> LaneFacts:
 def test_the_answer_key_is_named_before_the_dataset_and_judges_only_one_run_has_are_not() -> None:
     audited = replace(QA, answer_key="audited", judges={"lenient": JUDGE, "strict": JUDGE})
     found = differences(_lane("a", QA), _lane("b", audited, dataset="sha256 4567"))
-    assert [str(d) for d in found] == [
-        "answer key: original vs audited",
-        "dataset: sha256 0123 vs sha256 4567",
+    assert [str(d) for d in found] == [  # b's value first, a's second
+        "answer key: audited vs original",
+        "dataset: sha256 4567 vs sha256 0123",
     ]
 
 
@@ -275,9 +291,9 @@ def test_a_model_or_a_judge_setting_is_a_difference_under_the_same_spec() -> Non
     )
     found = differences(_lane("a", QA), _lane("b", other))
     assert [str(d) for d in found] == [
-        "answerer sim:careful: model model simulated-careful vs model simulated-careful, "
-        "sha256 123456789abc",
-        "judge 'lenient': settings max_tokens 32 vs max_tokens 8",
+        "answerer sim:careful: model model simulated-careful, sha256 123456789abc vs model "
+        "simulated-careful",
+        "judge 'lenient': settings max_tokens 8 vs max_tokens 32",
     ]
     assert all(d.blocking for d in found)
 
@@ -286,9 +302,9 @@ def test_an_unrecorded_qa_fact_is_stated_not_refused_and_one_qa_step_is_not_comp
     older = replace(QA, answer_key="", judges={"lenient": replace(JUDGE, prompt_sha256="")})
     banners = check_pairs([(_lane("a", QA), _lane("b", older))])
     assert banners == [
-        "unchecked: b: x vs a: x: answer key: original vs unknown (its QA step did not record "
+        "unchecked: b: x vs a: x: answer key: unknown vs original (its QA step did not record "
         "it; run the QA step again to record it)",
-        f"unchecked: b: x vs a: x: judge 'lenient': prompt sha256 {'b' * 12} vs unknown (its "
+        f"unchecked: b: x vs a: x: judge 'lenient': prompt sha256 unknown vs {'b' * 12} (its "
         "QA step did not record it; run the QA step again to record it)",
     ]
     both = check_pairs([(_lane("a", older), _lane("b", replace(older)))])

@@ -47,8 +47,8 @@ class PromptChange:
         deltas: ``(metric title, signed delta as text)`` of the metrics that changed against
             the other lane, in table order.
         baseline: The other lane, ``run: label``.
-        also: What else differs between the two lanes (``setting output_mode: free vs
-            json_schema``); empty when only the prompt does.
+        also: What else differs between the two lanes, this lane's value first
+            (``setting output_mode: json_schema vs free``); empty when only the prompt does.
         note: What the comparison cannot show ("" when nothing): the simulated model ignores
             prompt text.
         primary: ``(metric title, signed delta as text)`` of the primary metrics (the runs'
@@ -182,7 +182,7 @@ def _against(change: PromptChange) -> str:
     text = f"Against {change.baseline or 'the baseline'}: {deltas or 'no metric changed'}"
     if change.also:
         text += (
-            ". Not only the prompt differs: "
+            f". Not only the prompt differs (this lane vs {change.baseline or 'the baseline'}): "
             + "; ".join(change.also)
             + " (the deltas mix these in)"
         )

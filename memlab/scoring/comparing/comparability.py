@@ -169,8 +169,13 @@ class LaneFacts:
 @dataclass(frozen=True)
 class Difference:
     """One way two lanes differ: ``what`` (``matcher``, ``prompt``, ``setting max_facts``),
-    each side's value in words, and for a judge the one differing (``subject`` ``'lenient'``)
-    and its part that differs (``aspect`` ``prompt sha256``)."""
+    each side's value in words (``a`` the first lane's, the baseline; ``b`` the second's, the
+    candidate), and for a judge the one differing (``subject`` ``'lenient'``) and its part
+    that differs (``aspect`` ``prompt sha256``).
+
+    In words the candidate's value comes first (``answerer: sim:sloppy vs sim:careful``), as
+    every line naming the pair names the candidate first (``B: x vs A: x: different ...``):
+    each value stands in the place of its lane's name."""
 
     what: str
     a: str
@@ -191,7 +196,7 @@ class Difference:
     def __str__(self) -> str:
         head = f"{self.what} {self.subject}" if self.subject else self.what
         aspect = f"{self.aspect} " if self.aspect else ""
-        return f"{head}: {aspect}{self.a} vs {self.b}"
+        return f"{head}: {aspect}{self.b} vs {self.a}"
 
 
 def kind_of(facts: LaneFacts) -> str:
@@ -295,6 +300,9 @@ def check_pairs(
     Raises:
         MixedComparisonError: A pair differs in a :data:`BLOCKING` way and ``allow_mixed`` is
             false; the message names the lanes and the difference and says how to proceed.
+
+    Each line names the candidate lane, then its baseline, and gives the two values in the
+    same order (``B: x vs A: x: different answerer: sim:sloppy vs sim:careful``).
     """
     banners: list[str] = []
     for base, cand in pairs:

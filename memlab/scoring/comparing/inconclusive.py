@@ -314,7 +314,7 @@ def ignored_prompts(comparison: Comparison) -> list[Reason]:
         what = "replays a simulated profile that ignores" if a.simulated else "ignores"
         text = (
             f"{pair.name}: the backend ignores prompts: {backends} {what} prompt "
-            f"text, and the prompts differ ({a.prompt} vs {b.prompt}); compare prompts on a "
+            f"text, and the prompts differ ({b.prompt} vs {a.prompt}); compare prompts on a "
             "backend that reads them"
         )
         reasons.append(Reason("prompts ignored", text, "the backend ignores prompts", b.lane))
