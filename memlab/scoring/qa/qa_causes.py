@@ -86,7 +86,7 @@ CAUSE_TITLES: dict[str, str] = {
     "answered_wrong": "injected but answered wrong",
     "wrong_with_gold_memory": "injected, wrong from the gold memory too",
     "no_evidence": "no labelled evidence",
-    "no_verdict": "no verdict (not graded)",
+    "no_verdict": "no verdict (unreadable or no answer)",
 }
 
 _LOSS_FATES = {
