@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -406,3 +407,78 @@ def test_a_verdict_heading_does_not_rank_a_rate_its_judge_could_not_read() -> No
     (found,) = verdict(section)
     marked = dict(zip(found.rows["metric"], found.rows["robust"], strict=True))
     assert marked == {"recall": "robust", "QA accuracy": "inconclusive"}
+
+
+# --- the gate on judged rates whose verdicts could not be read ------------------------------
+
+
+def _every_judged_rate_worse(unreadable: float) -> pd.DataFrame:
+    """A comparison where every judged QA rate is significantly worse on lane x, the candidate's
+    judge leaving ``unreadable`` of its answers without a verdict (the baseline's none)."""
+    from memlab.scoring.qa.qa_metrics import judged_metrics
+
+    pair = ComparedPair(_facts("a"), _facts("b"), 20, {"qa_judge_error_rate": (0.0, unreadable)})
+    template = _table([pair]).iloc[0].to_dict()
+    worse = {
+        "verdict": "worse", "significant": True, "p_value": 0.001, "p_holm": 0.003,
+        "baseline": 0.8, "value": 0.5, "delta": -0.3, "delta_lo": -0.4, "delta_hi": -0.2,
+    }  # fmt: skip
+    rows = pd.DataFrame([template | worse | {"metric": m} for m in judged_metrics()])
+    rows.attrs["pairs"] = [pair]
+    return rows
+
+
+def _unreadable_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if "judge verdicts unreadable for 0% (baseline)" in line]
+
+
+def test_the_gate_names_unreadable_verdicts_even_when_every_judged_rate_regressed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Significantly worse on every rate a judge grades says nothing of the judge: the reason
+    (verdicts unreadable for 70% of the candidate's answers) is a failure of its own."""
+    from types import SimpleNamespace
+
+    from memlab.reporting.compare import gate
+    from memlab.scoring.inference.stats import StatOptions
+    from memlab.scoring.qa.qa_metrics import judged_metrics
+
+    table = _every_judged_rate_worse(JUDGE_UNREADABLE_SHARE + 0.5)
+    monkeypatch.setattr(gate, "compare", lambda *args, **kwargs: table)
+    side: Any = SimpleNamespace(stats=StatOptions())
+    found, _ = check_regressions(side, side, judged_metrics(), options=StatOptions())
+    regressed = {f.metric for f in found if isinstance(f, gate.Regression)}
+    assert regressed == set(judged_metrics())
+    reasons = [f for f in found if isinstance(f, Inconclusive)]
+    assert [r.reason.kind for r in reasons] == ["verdicts unreadable"]
+    assert set(reasons[0].reason.metrics) == set(judged_metrics())
+    assert _unreadable_lines([str(r) for r in reasons]) and "70%" in str(reasons[0])
+    # Under the share no reason is given: the regressions alone fail the gate.
+    monkeypatch.setattr(gate, "compare", lambda *args, **kwargs: _every_judged_rate_worse(0.1))
+    found, _ = check_regressions(side, side, judged_metrics(), options=StatOptions())
+    assert not any(isinstance(f, Inconclusive) for f in found)
+
+
+def test_the_gate_prints_the_unreadable_verdicts_line_beside_the_judged_regressions(
+    base: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memlab.reporting.compare import gate
+    from memlab.scoring.qa.qa_metrics import judged_metrics
+
+    table = _every_judged_rate_worse(JUDGE_UNREADABLE_SHARE + 0.5)
+    monkeypatch.setattr(gate, "compare", lambda *args, **kwargs: table)
+    assert main(_gate(base, base, "all")) == 1
+    lines = capsys.readouterr().out.splitlines()
+    failed = [line for line in lines if line.startswith("FAILED ")]
+    assert len(failed) == len(judged_metrics()) + 1, lines
+    (reason,) = _unreadable_lines(failed)
+    assert reason.startswith("FAILED inconclusive: ") and "70% (candidate)" in reason
+    assert (
+        lines[-1]
+        == f"gate failed: {len(judged_metrics())} regression(s), inconclusive: 1 reason(s)"
+    )
+    # Allowed, the reason is still printed, as a warning; the regressions still fail.
+    assert main(_gate(base, base, "all", "--allow-inconclusive")) == 1
+    lines = capsys.readouterr().out.splitlines()
+    (reason,) = _unreadable_lines(lines)
+    assert reason.startswith("WARNING inconclusive: ")

@@ -14,7 +14,14 @@ import pytest
 
 from memlab.datasets.models import Owner
 from memlab.scoring.qa import qa_causes
-from memlab.scoring.qa.qa_causes import CAUSE_TITLES, CAUSES, FATES, cause_of, evidence_fates
+from memlab.scoring.qa.qa_causes import (
+    CAUSE_TITLES,
+    CAUSES,
+    FATES,
+    cause_of,
+    evidence_fates,
+    graded_right,
+)
 
 JOB, CAT, TEA = "Works as a nurse in Leeds", "Has a cat called Miso", "Likes green tea"
 
@@ -195,6 +202,22 @@ def test_the_cause_of_a_wrong_answer() -> None:
     assert cause_of("injected", False) == "wrong_with_gold_memory"
 
 
+def test_an_answer_nothing_graded_has_no_verdict_as_its_cause_whatever_its_fate() -> None:
+    """Counted wrong but never found wrong: no cause that says why it was wrong."""
+    for fate in FATES:
+        for gold in (True, False, None):
+            assert cause_of(fate, gold, "no_verdict") == "no_verdict"
+            assert cause_of(fate, gold, "answer_error") == "no_verdict"
+    # An abstention on an answerable question is wrong by rule: graded, its fate stays.
+    assert cause_of("evicted", None, "abstained") == "evicted"
+    assert cause_of("injected", False, "judged") == "wrong_with_gold_memory"
+    # A gold-memory answer nothing graded says nothing about the gold memory.
+    assert graded_right("no_verdict", False) is None
+    assert graded_right("answer_error", False) is None
+    assert graded_right("abstained", False) is False
+    assert graded_right("judged", True) is True
+
+
 def test_causes_and_their_titles_in_pipeline_order() -> None:
     assert FATES == (
         "never_proposed",
@@ -216,8 +239,10 @@ def test_causes_and_their_titles_in_pipeline_order() -> None:
         "answered_wrong",
         "wrong_with_gold_memory",
         "no_evidence",
+        "no_verdict",
     )
     assert list(CAUSE_TITLES) == list(CAUSES)
+    assert CAUSE_TITLES["no_verdict"].startswith("no verdict")
     assert CAUSE_TITLES["answered_wrong"] == "injected but answered wrong"
     assert len(set(CAUSE_TITLES.values())) == len(CAUSES)
 

@@ -7,6 +7,7 @@ verdict or without an answer counted wrong; the headline set is the answerable q
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -25,6 +26,7 @@ from memlab.scoring.qa.qa_metrics import (
     qa_cost,
     qa_session_counts,
     robust_verdicts,
+    threshold_ratings,
 )
 from memlab.scoring.qa.qa_verdicts import error_counts, errors_sentence, judges_of, verdict_table
 
@@ -480,6 +482,49 @@ def test_wrong_answers_from_memory_by_cause_by_hand() -> None:
     assert (other["answered"], other["wrong"], other["never_proposed"]) == (1, 1, 1)
     assert cause_table(rows, "lenient").empty
     assert list(cause_table(rows, "lenient").columns) == ["lane_id", *CAUSES, "wrong", "answered"]
+
+
+def test_answers_without_a_verdict_have_that_cause_and_the_causes_add_up() -> None:
+    """An answer (or its gold-memory twin) no judge graded is counted wrong but was never found
+    wrong: ``no_verdict``, never a cause that says why it was wrong. Each row declares the
+    cause it must get."""
+    refused = {"error": "connection refused"}
+    declared: list[tuple[dict[str, Any], str | None]] = [
+        (_row("q1", _strict(None), fate="injected"), "no_verdict"),
+        (_row("q1", _strict(False), condition="gold_memory"), None),
+        (_row("q2", _strict(None), fate="injected"), "no_verdict"),
+        (_row("q2", _strict(None), condition="gold_memory"), None),
+        # Judged wrong; its gold twin has no verdict: nothing says the gold memory fails too.
+        (_row("q3", _strict(False), fate="injected"), "answered_wrong"),
+        (_row("q3", _strict(None), condition="gold_memory"), None),
+        (_row("q4", _strict(None), fate="evicted"), "no_verdict"),
+        (_row("q5", None, fate="never_proposed", **refused), "no_verdict"),
+        (_row("q6", _strict(False), fate="injected"), "answered_wrong"),
+        (_row("q6", None, condition="gold_memory", **refused), None),
+        (_row("q7", _strict(False), fate="injected"), "wrong_with_gold_memory"),
+        (_row("q7", _strict(False), condition="gold_memory"), None),
+        (_row("q8", _strict(True), fate="injected"), "right"),
+        # No judge asked about an abstention on an answerable question: wrong by rule, graded.
+        (_row("q9", None, fate="not_injected", abstained=True), "not_injected"),
+        (
+            _row(
+                "q10",
+                _strict(None),
+                fate="below_threshold",
+                evidence_fates={"g1": "below_threshold (importance 0.5 ≤ 0.7)"},
+            ),
+            "no_verdict",
+        ),
+    ]
+    rows = pd.DataFrame([row for row, _ in declared])
+    expected = Counter(cause for _, cause in declared if cause not in (None, "right"))
+    lane = cause_table(rows, "strict").set_index("lane_id").loc["lane"]
+    assert {c: int(lane[c]) for c in CAUSES if lane[c]} == dict(expected)
+    memory = sum(1 for _, cause in declared if cause is not None)
+    assert (lane["answered"], lane["wrong"]) == (memory, memory - 1)
+    assert sum(int(lane[c]) for c in CAUSES) == lane["wrong"]
+    # The evidence of an answer without a verdict is not listed as what kept it out.
+    assert threshold_ratings(rows, "strict").empty
 
 
 # --- cost and the interval note -------------------------------------------------------------

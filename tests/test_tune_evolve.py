@@ -203,6 +203,17 @@ def test_the_simulated_reflector_adds_only_what_the_profile_declares_for_the_nam
     )
 
 
+def _graded(row: dict[str, Any]) -> bool | None:
+    """The strict judge's verdict on an answer row; an abstention no judge saw is wrong by
+    rule; None when nothing graded it (no verdict, or the answer call failed)."""
+    by_key = (row.get("verdicts") or {}).get("strict", {})
+    if by_key.get("answer") is not None:
+        return by_key["answer"] is True
+    if row.get("error") is None and row.get("abstained") is True and not by_key:
+        return False
+    return None
+
+
 def test_the_feedback_names_each_question_answered_wrong_from_memory_and_its_cause(
     tmp_path: Path,
 ) -> None:
@@ -220,9 +231,7 @@ def test_the_feedback_names_each_question_answered_wrong_from_memory_and_its_cau
         for r in rows
         if r["kind"] == "answerable"
     }
-    right = {
-        k: r["verdicts"].get("strict", {}).get("answer") is True for k, r in answerable.items()
-    }
+    graded = {k: _graded(r) for k, r in answerable.items()}
     questions = {
         q["id"]: q["question"]
         for line in resolve_dataset("personas").read_text("utf-8").splitlines()
@@ -233,11 +242,12 @@ def test_the_feedback_names_each_question_answered_wrong_from_memory_and_its_cau
         user = replay.owner.user_id
         expected = set()
         for (owner, condition, session, qid), row in answerable.items():
-            if owner != user or condition != "memory" or right[(owner, condition, session, qid)]:
+            verdict = graded[(owner, condition, session, qid)]
+            if owner != user or condition != "memory" or verdict is True:
                 continue  # an unjudged answer counts as wrong, as in the accuracy
-            cause = row["fate"]
+            cause = row["fate"] if verdict is False else "no_verdict"
             if cause == "injected":  # split by the gold memory's answer to the same question
-                gold_ok = right.get((owner, "gold_memory", session, qid))
+                gold_ok = graded.get((owner, "gold_memory", session, qid))
                 cause = "wrong_with_gold_memory" if gold_ok is False else "answered_wrong"
             expected.add((questions[qid], cause))
         feedback = owner_feedback(run, replay, default_matcher())

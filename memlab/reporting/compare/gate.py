@@ -188,6 +188,15 @@ DEFAULT_TOLERANCE = 0.05
 5 percentage points of a rate."""
 
 
+_STATED_BY_FAILURES = frozenset(
+    {"no test possible", "no spread", "too few owners", "not comparable"}
+)
+"""Kinds of reason a failure on each metric it concerns already states (an
+:class:`Undetectable` says why too few owners; a "not computable" regression says which side
+has no value). Any other reason, unreadable judge verdicts above all, is said even when every
+metric it concerns failed: "significantly worse" does not say the judge could not be read."""
+
+
 def tolerances_for(
     tolerance: float | Mapping[str, float] | None, family: Sequence[str]
 ) -> dict[str, float]:
@@ -338,7 +347,8 @@ def check_regressions(
     found += undetectable(table, tolerances, power=power)
     failed = {(f.lane, f.metric) for f in found}
     for reason in inconclusive_reasons(table, tolerances=tolerances, power=power):
-        if reason.metrics and all((reason.lane, m) in failed for m in reason.metrics):
+        stated = reason.kind in _STATED_BY_FAILURES
+        if stated and reason.metrics and all((reason.lane, m) in failed for m in reason.metrics):
             continue  # a regression or an undetectable regression already names it
         found.append(Inconclusive(reason))
     return found, table

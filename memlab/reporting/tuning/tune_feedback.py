@@ -26,7 +26,7 @@ from memlab.matching.base import FactMatcher
 from memlab.postrun.rescoring import Replay
 from memlab.runs.run import Run
 from memlab.scoring.operations import gold_losses
-from memlab.scoring.qa.qa_causes import cause_of
+from memlab.scoring.qa.qa_causes import cause_of, graded_right
 from memlab.scoring.qa.qa_verdicts import HEADLINE_KINDS, verdict_table
 
 __all__ = ["LOSS_TEXT", "OwnerFeedback", "owner_feedback"]
@@ -150,23 +150,29 @@ def _wrong_answers(run: Run, replay: Replay) -> list[dict[str, str]]:
     ]
     verdicts = verdict_table(mine, [run.judge])
     verdicts = verdicts[verdicts["key"] == "answer"]
-    right = {
-        (row["condition"], row["session_index"], row["question_id"]): bool(row["correct"])
+    graded = {
+        (row["condition"], row["session_index"], row["question_id"]): (
+            str(row["status"]),
+            bool(row["correct"]),
+        )
         for row in verdicts.to_dict("records")
     }
     questions = {q.id: q.question for q in replay.owner.questions}
     out = []
     for row in mine[mine["condition"] == "memory"].to_dict("records"):
         key = (row["session_index"], row["question_id"])
-        if right.get(("memory", *key), False):
+        status, right = graded.get(("memory", *key), ("no_verdict", False))
+        if right:
             continue
         fate = row.get("fate")
-        gold_right = right.get(("gold_memory", *key))
+        gold = graded.get(("gold_memory", *key))
+        gold_right = graded_right(*gold) if gold is not None else None
         out.append(
             {
                 "question": questions.get(str(row["question_id"]), str(row["question_id"])),
                 "answer": "" if _missing(row.get("answer")) else str(row["answer"]),
-                "cause": cause_of(str(fate), gold_right) if not _missing(fate) else "unknown",
+                # An answer left without a verdict has that cause even with no recorded fate.
+                "cause": cause_of("unknown" if _missing(fate) else str(fate), gold_right, status),
             }
         )
     return out

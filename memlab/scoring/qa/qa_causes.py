@@ -24,8 +24,12 @@ The *cause* of a wrong answer is its question's fate, except that ``injected`` s
 answer to the same question from the gold memory (the labelled facts, under the same judge):
 ``answered_wrong`` when that answer was right (the lane's memory held the evidence and still
 misled: a stale value beside it, noise), ``wrong_with_gold_memory`` when it was wrong too (the
-answerer fails even with a perfect memory). Without a ``gold_memory`` answer it is
-``answered_wrong``.
+answerer fails even with a perfect memory). Without a graded ``gold_memory`` answer (not asked,
+or left without a verdict) it is ``answered_wrong``.
+
+An answer nothing graded (:data:`~memlab.scoring.qa.qa_verdicts.UNGRADED_STATUSES`: the judge's
+reply named no single verdict, or the answer call failed) is counted wrong but was never found
+wrong: its cause is ``no_verdict``, whatever its question's fate.
 """
 
 from __future__ import annotations
@@ -36,8 +40,17 @@ from typing import Any
 from memlab.datasets.models import Owner
 from memlab.datasets.questions import Question
 from memlab.scoring.operations import gold_losses, lost_golds
+from memlab.scoring.qa.qa_verdicts import UNGRADED_STATUSES
 
-__all__ = ["CAUSES", "CAUSE_TITLES", "FATES", "cause_of", "evidence_fates", "fate_key"]
+__all__ = [
+    "CAUSES",
+    "CAUSE_TITLES",
+    "FATES",
+    "cause_of",
+    "evidence_fates",
+    "fate_key",
+    "graded_right",
+]
 
 Covers = Callable[[str, str], bool]
 
@@ -58,8 +71,10 @@ CAUSES: tuple[str, ...] = (
     "answered_wrong",
     "wrong_with_gold_memory",
     "no_evidence",
+    "no_verdict",
 )
-"""Every cause of a wrong answer from memory, in the order tables and charts list them."""
+"""Every cause of a wrong answer from memory, in the order tables and charts list them (an
+answer counted wrong without a verdict included: each counted wrong answer has one cause)."""
 
 CAUSE_TITLES: dict[str, str] = {
     "never_proposed": "gold fact never proposed",
@@ -71,6 +86,7 @@ CAUSE_TITLES: dict[str, str] = {
     "answered_wrong": "injected but answered wrong",
     "wrong_with_gold_memory": "injected, wrong from the gold memory too",
     "no_evidence": "no labelled evidence",
+    "no_verdict": "no verdict (unreadable or no answer)",
 }
 
 _LOSS_FATES = {
@@ -238,9 +254,18 @@ def _fate(
     return why if why.startswith("below_threshold") else _LOSS_FATES.get(why, "never_proposed")
 
 
-def cause_of(fate: str, gold_memory_right: bool | None) -> str:
-    """The cause of a wrong answer from memory whose question's fate is ``fate``, given
-    whether the gold memory's answer to it was right (None: not asked or not graded)."""
+def cause_of(fate: str, gold_memory_right: bool | None, status: str = "judged") -> str:
+    """The cause of a wrong answer from memory whose question's fate is ``fate`` and whose
+    verdict row's status is ``status`` (:data:`~memlab.scoring.qa.qa_verdicts.VERDICT_STATUSES`),
+    given whether the gold memory's answer to it was right (None: not asked or not graded)."""
+    if status in UNGRADED_STATUSES:
+        return "no_verdict"
     if fate != "injected":
         return fate
     return "wrong_with_gold_memory" if gold_memory_right is False else "answered_wrong"
+
+
+def graded_right(status: str, correct: bool) -> bool | None:
+    """Whether an answer was right as its verdict row says (``status``, ``correct``), None
+    when nothing graded it: the ``gold_memory_right`` :func:`cause_of` takes."""
+    return None if status in UNGRADED_STATUSES else bool(correct)

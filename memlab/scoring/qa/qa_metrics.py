@@ -45,7 +45,7 @@ from memlab.qa.answering import SCORES
 from memlab.scoring.count_specs import count_columns
 from memlab.scoring.inference.stats import StatOptions, bootstrap_ratios
 from memlab.scoring.metric_specs import interval_specs
-from memlab.scoring.qa.qa_causes import CAUSES, cause_of, fate_key
+from memlab.scoring.qa.qa_causes import CAUSES, cause_of, fate_key, graded_right
 from memlab.scoring.qa.qa_verdicts import (
     ANSWER_UNIT,
     HEADLINE_KINDS,
@@ -390,35 +390,51 @@ def key_ceiling(answers: pd.DataFrame, *, options: StatOptions | None = None) ->
 
 
 def _memory_answers(answers: pd.DataFrame, judge: str) -> list[dict[str, Any]] | None:
-    """The headline answers from memory, each with ``right`` under ``judge`` and
-    ``gold_right`` (the gold memory's answer to the same question: right, wrong, or None when
-    not asked or not graded); None when ``judge`` graded nothing."""
+    """The headline answers from memory, each with ``right`` under ``judge``, its
+    ``cause`` when it is not right (:func:`~memlab.scoring.qa.qa_causes.cause_of`: an answer
+    left without a verdict is ``no_verdict``), and ``gold_right`` (the gold memory's answer to
+    the same question: right, wrong, or None when not asked or not graded); None when
+    ``judge`` graded nothing."""
     mine = answers[answers["kind"].isin(list(HEADLINE_KINDS))]
     verdicts = verdict_table(mine)
     verdicts = verdicts[(verdicts["judge"] == judge) & (verdicts["key"] == "answer")]
     if verdicts.empty:
         return None
-    right = verdicts.set_index(list(ANSWER_UNIT))["correct"]
+    rows = verdicts.set_index(list(ANSWER_UNIT))
+    right, status = rows["correct"], rows["status"]
     memory = mine[mine["condition"] == "memory"]
     gold_key = ["lane_id", "sample", "user_id", "question_id"]
     asked_gold = "gold_memory" in set(mine["condition"])
-    gold = right.xs("gold_memory", level="condition") if asked_gold else pd.Series(dtype=bool)
+    gold = (
+        rows.xs("gold_memory", level="condition")
+        if asked_gold
+        else pd.DataFrame(columns=["status", "correct"])
+    )
     details = [c for c in ("evidence_fates",) if c in memory.columns]
     records = [
         {str(k): v for k, v in found.items()}
         for found in memory[[*ANSWER_UNIT, "fate", *details]].to_dict("records")
     ]
     for record in records:
-        record["right"] = bool(right.get(tuple(record[c] for c in ANSWER_UNIT), False))
-        gold_right = gold.get(tuple(record[c] for c in gold_key))
-        record["gold_right"] = None if gold_right is None else bool(gold_right)
+        unit = tuple(record[c] for c in ANSWER_UNIT)
+        record["right"] = bool(right.get(unit, False))
+        twin = tuple(record[c] for c in gold_key)
+        record["gold_right"] = (
+            graded_right(str(gold.at[twin, "status"]), bool(gold.at[twin, "correct"]))
+            if twin in gold.index
+            else None
+        )
+        record["cause"] = cause_of(
+            str(record["fate"]), record["gold_right"], str(status.get(unit, "no_verdict"))
+        )
     return records
 
 
 def cause_table(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
     """Wrong headline answers from memory under ``judge`` per lane, by cause (columns
     :data:`~memlab.scoring.qa.qa_causes.CAUSES`, then ``wrong`` and ``answered``); repeated
-    samples are summed."""
+    samples are summed. ``wrong`` counts every answer not right, those left without a verdict
+    among them (cause ``no_verdict``): the causes sum to it."""
     columns = ["lane_id", *CAUSES, "wrong", "answered"]
     records = _memory_answers(answers, judge)
     if records is None:
@@ -429,7 +445,7 @@ def cause_table(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
         lane["answered"] += 1
         if record["right"]:
             continue
-        lane[cause_of(str(record["fate"]), record["gold_right"])] += 1
+        lane[record["cause"]] += 1
         lane["wrong"] += 1
     return pd.DataFrame([{"lane_id": k, **v} for k, v in rows.items()], columns=columns)
 
@@ -442,7 +458,7 @@ def threshold_ratings(answers: pd.DataFrame, judge: str) -> pd.DataFrame:
     columns = ["lane_id", "rating", "evidence"]
     counts: dict[tuple[str, str], int] = {}
     for record in _memory_answers(answers, judge) or []:
-        if record["right"] or record["fate"] != "below_threshold":
+        if record["right"] or record["cause"] != "below_threshold":
             continue
         for fate in (record.get("evidence_fates") or {}).values():
             if fate_key(str(fate)) == "below_threshold":

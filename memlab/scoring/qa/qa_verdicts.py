@@ -21,6 +21,7 @@ from memlab.datasets.questions import UNJUDGED_KINDS
 __all__ = [
     "ANSWER_UNIT",
     "HEADLINE_KINDS",
+    "UNGRADED_STATUSES",
     "VERDICT_STATUSES",
     "error_counts",
     "errors_sentence",
@@ -39,6 +40,10 @@ VERDICT_STATUSES: tuple[str, ...] = ("judged", "no_verdict", "answer_error", "ab
 ``no_verdict`` (the judge's call failed or its reply named no single verdict),
 ``answer_error`` (the answer call failed: nothing to grade), ``abstained`` (an abstention on
 an answerable question: wrong without a judge). Every status but ``judged`` counts wrong."""
+
+UNGRADED_STATUSES: tuple[str, ...] = ("no_verdict", "answer_error")
+"""The statuses of an answer nothing graded: counted wrong, though no one found it wrong (an
+abstention is wrong by rule, so it is graded)."""
 
 
 def verdict_table(answers: pd.DataFrame, judges: Sequence[str] | None = None) -> pd.DataFrame:
