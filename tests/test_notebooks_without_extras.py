@@ -41,13 +41,26 @@ def expect_without_embeddings(notebook: nbformat.NotebookNode) -> int:
     return notes
 
 
+def checkout_view(root: Path) -> Path:
+    """``root`` made to look like the checkout to ``nbsetup.setup()`` (its ``pyproject.toml``
+    marks the root): links to what the notebooks read, real directories for what they write
+    (``runs/``, ``reports/``)."""
+    (root / "notebooks").mkdir(parents=True)
+    for name in ("pyproject.toml", "datasets", "memlab"):
+        (root / name).symlink_to(ROOT / name)
+    for name in ("nbsetup.py", "cache", "prompts"):
+        (root / "notebooks" / name).symlink_to(ROOT / "notebooks" / name)
+    return root
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_the_notebook_passes_nbval_without_the_embeddings_extra(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     uses_embeddings = "WordLlamaEmbedder" in path.read_text(encoding="utf-8")
     assert expect_without_embeddings(notebook) == (1 if uses_embeddings else 0)
-    # Next to the original: the notebook reads its cache and prompts by relative path.
-    copy = path.with_name(f"_without_extras_{path.name}")
+    # In a view of the checkout of its own: its run and report directories stay apart from
+    # the notebook's own run under nbval, which may run at the same time (pytest -n 2).
+    copy = checkout_view(tmp_path / "checkout") / "notebooks" / f"_without_extras_{path.name}"
     nbformat.write(notebook, copy)
     # The note's tail names how to install the extra: compared up to the common prefix.
     sanitize = tmp_path / "sanitize.cfg"
@@ -63,10 +76,7 @@ def test_the_notebook_passes_nbval_without_the_embeddings_extra(path: Path, tmp_
     }
     command = [sys.executable, "-m", "pytest", str(copy), "--nbval", "--nbval-current-env"]
     command += ["--nbval-sanitize-with", str(sanitize), "-q", "-p", "no:cacheprovider"]
-    try:
-        result = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
-        )
-    finally:
-        copy.unlink()
+    result = subprocess.run(
+        command, cwd=copy.parent, env=env, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
