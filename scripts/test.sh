@@ -14,9 +14,16 @@ fi
 .venv/bin/mypy
 # The layers of docs/architecture.md: no upward or sideways import, no cycle in a package.
 .venv/bin/lint-imports --no-logo
+# Two worker processes when pytest-xdist (the dev extra) is installed. --dist loadfile keeps
+# each file whole on one worker, in order: a notebook's cells share one kernel, a module's
+# fixtures are built once. Arguments come after, so `-n 0` runs everything in this process.
+workers=()
+if .venv/bin/python -c 'import xdist' 2>/dev/null; then
+    workers=(-n 2 --dist loadfile)
+fi
 set +e
 # Notebooks replay from the committed cache only: a cache miss fails instead of calling the model.
-MEMLAB_CACHE_MODE=read_only .venv/bin/python -m pytest tests notebooks \
+MEMLAB_CACHE_MODE=read_only .venv/bin/python -m pytest ${workers[@]+"${workers[@]}"} tests notebooks \
     --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg "$@"
 status=$?
 set -e

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,14 +42,23 @@ def expect_without_embeddings(notebook: nbformat.NotebookNode) -> int:
     return notes
 
 
+def checkout_view(root: Path) -> Path:
+    """``root`` made to look like the checkout to ``nbsetup.setup()`` (its ``pyproject.toml``
+    marks the root): links to what the notebooks read, real directories for what they write
+    (``runs/``, ``reports/``)."""
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    for name in ("pyproject.toml", "datasets", "memlab"):
+        (root / name).symlink_to(ROOT / name)
+    for name in ("nbsetup.py", "cache", "prompts"):
+        (root / "notebooks" / name).symlink_to(ROOT / "notebooks" / name)
+    return root
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_the_notebook_passes_nbval_without_the_embeddings_extra(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     uses_embeddings = "WordLlamaEmbedder" in path.read_text(encoding="utf-8")
     assert expect_without_embeddings(notebook) == (1 if uses_embeddings else 0)
-    # Next to the original: the notebook reads its cache and prompts by relative path.
-    copy = path.with_name(f"_without_extras_{path.name}")
-    nbformat.write(notebook, copy)
     # The note's tail names how to install the extra: compared up to the common prefix.
     sanitize = tmp_path / "sanitize.cfg"
     sanitize.write_text(
@@ -61,12 +71,15 @@ def test_the_notebook_passes_nbval_without_the_embeddings_extra(path: Path, tmp_
         "PYTHONPATH": os.pathsep.join(filter(None, [str(SHIM), os.environ.get("PYTHONPATH")])),
         "MEMLAB_CACHE_MODE": "read_only",  # the committed replies, never the model
     }
-    command = [sys.executable, "-m", "pytest", str(copy), "--nbval", "--nbval-current-env"]
-    command += ["--nbval-sanitize-with", str(sanitize), "-q", "-p", "no:cacheprovider"]
-    try:
+    # In a view of the checkout of its own: its run and report directories stay apart from
+    # the notebook's own run under nbval, which may run at the same time (pytest -n 2). A
+    # short one: notebooks print lines that hold absolute paths, wrapped at 120 columns.
+    with tempfile.TemporaryDirectory(prefix="memlab-nb-") as view:
+        copy = checkout_view(Path(view)) / "notebooks" / f"_without_extras_{path.name}"
+        nbformat.write(notebook, copy)
+        command = [sys.executable, "-m", "pytest", str(copy), "--nbval", "--nbval-current-env"]
+        command += ["--nbval-sanitize-with", str(sanitize), "-q", "-p", "no:cacheprovider"]
         result = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+            command, cwd=copy.parent, env=env, capture_output=True, text=True, timeout=900
         )
-    finally:
-        copy.unlink()
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

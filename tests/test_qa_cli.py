@@ -127,7 +127,14 @@ def test_a_report_counts_the_answers_without_a_verdict_once_per_run(
     for name, module in list(sys.modules.items()):
         if name.startswith("memlab.") and getattr(module, "error_counts", None) is error_counts:
             monkeypatch.setattr(module, "error_counts", counting)
-    build_report([run], tmp_path / "report")
+    try:
+        build_report([run], tmp_path / "report")
+    finally:
+        # A module first imported while the double was in place took it by name; monkeypatch
+        # restores only what it patched, so give that module the real function back.
+        for module in list(sys.modules.values()):
+            if getattr(module, "error_counts", None) is counting:
+                module.error_counts = error_counts  # type: ignore[attr-defined]
     assert calls == [("strict", "lenient")]
 
 
