@@ -113,6 +113,26 @@ def test_ab_on_the_prompt_aware_profile_finds_the_declared_effect(
     _fits(out, tmp_path)
 
 
+def test_where_a_line_breaks_does_not_depend_on_where_the_profile_file_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``sim:`` backend given as a profile file names its path in the header: the same A/B
+    with the file at a short and at a long path prints the same lines, the paths aside."""
+    profile = resources.files("memlab.simulation") / "profiles" / "attentive.yaml"
+    outs = []
+    for folder in ("p", "p" + "-deeper" * 20):
+        path = tmp_path / folder / "attentive.yaml"
+        path.parent.mkdir()
+        path.write_text(profile.read_text(encoding="utf-8"), encoding="utf-8")
+        runs = tmp_path / f"runs-{len(folder)}"
+        code = main(_ab(runs, f"sim:{path}"))
+        out = capsys.readouterr().out
+        assert code in (0, 1), out
+        assert f"backend sim:{path}" in out  # the sentinel: the path is printed
+        outs.append(out.replace(str(path), "PROFILE").replace(str(runs), "RUNS"))
+    assert outs[0] == outs[1]
+
+
 def test_ab_on_a_profile_that_ignores_prompts_is_inconclusive_and_the_gate_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

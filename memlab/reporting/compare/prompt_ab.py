@@ -158,10 +158,11 @@ class ABResult:
         ]
 
     def lines(self, width: int = WIDTH) -> list[str]:
-        """The A/B as text, each line at most ``width`` columns (a run's path excepted: where a
-        line breaks must not depend on where the runs are): what was compared, every
-        inconclusive reason in full, then one verdict per primary metric (the last lines)."""
-        *what, base_run, candidate_run = self.header()
+        """The A/B as text, each line at most ``width`` columns (the runs' lines excepted, and
+        the backend's when it names a file or URL: where a line breaks must not depend on
+        where files are): what was compared, every inconclusive reason in full, then one
+        verdict per primary metric (the last lines)."""
+        title, backend, base_run, candidate_run = self.header()
         body = []
         if self.reasons:
             body += ["", "inconclusive because:"]
@@ -173,7 +174,7 @@ class ABResult:
                         f"{found.text}")  # fmt: skip
         if not self.verdicts:
             body.append("  no primary metric in both runs: nothing to compare")
-        head = [part for line in what for part in _wrapped(line, width)]
+        head = _wrapped(title, width) + ([backend] if "/" in backend else _wrapped(backend, width))
         return [
             *head,
             base_run,
