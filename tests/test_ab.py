@@ -164,12 +164,26 @@ def test_ab_on_a_profile_that_ignores_prompts_is_inconclusive_and_the_gate_fails
         assert f"inconclusive: {label}: {metric}: {IGNORED}" in lines, lines
     assert not [ln for ln in lines if ln.startswith("ok ")], lines
 
-    # compare's table of QA verdicts under every judge: each judged rate inconclusive, too.
-    assert main(["compare", str(base), str(cand), "--wide"]) == 0
-    out = capsys.readouterr().out
-    judged = out[out.index("memory QA under every judge") :].splitlines()[2:]
-    assert {line.split()[2] for line in judged} == set(judged_metrics()), judged
-    assert all(line.endswith(f"inconclusive: {IGNORED}") for line in judged), judged
+    # compare's tables: the reason concerns the whole comparison, so every metric of the
+    # lane reads inconclusive with it, not "no change", in the main table (narrow and wide)...
+    said = f"inconclusive: {IGNORED}"
+    for wide in ([], ["--wide"]):
+        assert main(["compare", str(base), str(cand), *wide]) == 0
+        out = capsys.readouterr().out
+        compared = int(re.findall(r"; (\d+) comparisons$", out, re.M)[0])
+        rows = [ln for ln in out.split("memory QA under every judge")[0].splitlines() if said in ln]
+        assert len(rows) == compared, out
+        assert not re.search(r"\bno change\s+\d", out), out  # no verdict cell says no change
+    # ... and in the table of QA verdicts under every judge, under each judge and in summary.
+    judged = out[out.index("memory QA under every judge") :].splitlines()[1:]
+    judges = sum(column.startswith("verdict:") for column in judged[0].split())
+    assert judges >= 2, judged
+    for line in judged[1:]:
+        cells = line.split(maxsplit=3 + judges)
+        assert cells[2] in judged_metrics(), line
+        assert cells[3 : 3 + judges] == ["inconclusive"] * judges, line
+        assert line.endswith(said), line
+    assert {line.split()[2] for line in judged[1:]} == set(judged_metrics()), judged
 
     # --allow-inconclusive: exit 0, the verdicts still say inconclusive (replays reused).
     assert (

@@ -482,3 +482,67 @@ def test_the_gate_prints_the_unreadable_verdicts_line_beside_the_judged_regressi
     lines = capsys.readouterr().out.splitlines()
     (reason,) = _unreadable_lines(lines)
     assert reason.startswith("WARNING inconclusive: ")
+
+
+# --- the tables beside the verdict -----------------------------------------------------------
+
+
+def _significant(pair: ComparedPair, metrics: dict[str, str]) -> pd.DataFrame:
+    """A comparison of lane x where each of ``metrics`` has its significant verdict."""
+    template = _table([pair]).iloc[0].to_dict()
+    found = {
+        "significant": True, "p_value": 0.001, "p_holm": 0.002, "owners_better": 0,
+        "owners_worse": 20, "baseline": 0.8, "value": 0.6, "delta": -0.2, "delta_lo": -0.3,
+        "delta_hi": -0.1,
+    }  # fmt: skip
+    each = [{"metric": m, "verdict": v} for m, v in metrics.items()]
+    rows = pd.DataFrame([template | found | one for one in each])
+    rows.attrs["pairs"] = [pair]
+    return rows
+
+
+def test_compare_says_inconclusive_only_for_the_metrics_a_reason_concerns() -> None:
+    """Unreadable judge verdicts name the judged rates: those read inconclusive with the
+    reason, recall keeps its verdict; a backend blind to the prompts compared concerns every
+    metric of the lane, in the narrow view and the wide one."""
+    from memlab.cli.results.compare_view import narrow_rows, wide_text
+
+    metrics = {"recall": "worse", "qa_accuracy": "worse", "qa_judge_error_rate": "worse"}
+    unreadable = {"qa_judge_error_rate": (0.0, JUDGE_UNREADABLE_SHARE + 0.5)}
+    rows = _significant(ComparedPair(_facts("a"), _facts("b"), 20, unreadable), metrics)
+    (reason,) = inconclusive_reasons(rows)
+    expected = {
+        m: f"inconclusive: {reason.short}" if m in reason.metrics else verdict
+        for m, verdict in metrics.items()
+    }
+    assert expected["recall"] == "worse" and expected["qa_accuracy"] != "worse"
+    shown = narrow_rows(rows, [reason])
+    assert dict(zip(shown["metric"].str.rstrip(" *"), shown["verdict"], strict=True)) == expected
+
+    blind = {"reads_prompts": False, "simulated": True}
+    pair = ComparedPair(_facts("a", **blind), _facts("b", prompt="other", **blind), 20)
+    rows = _significant(pair, metrics)
+    reasons = inconclusive_reasons(rows)
+    assert [r.kind for r in reasons] == ["prompts ignored"]
+    assert set(narrow_rows(rows, reasons)["verdict"]) == {f"inconclusive: {IGNORED}"}
+    wide = wide_text(rows, reasons).splitlines()[1:]
+    assert len(wide) == len(metrics) and all(f"inconclusive: {IGNORED}" in ln for ln in wide)
+
+
+def test_the_report_marks_every_difference_a_whole_comparison_reason_concerns() -> None:
+    """On a backend blind to the prompts compared, a significant difference (from another
+    setting that changed, or chance) cannot be put down to the prompt: the report's table of
+    significant differences marks every row inconclusive and the heading ranks none."""
+    from memlab.reporting.compare.verdict import headline, verdict
+    from memlab.reporting.statistics import GroupComparison, StatisticsSection
+    from memlab.scoring.inference.stats import StatOptions
+
+    blind = {"reads_prompts": False, "simulated": True}
+    pair = ComparedPair(_facts("a", **blind), _facts("b", prompt="other", **blind), 20)
+    rows = _significant(pair, {"recall": "worse", "precision_macro": "better"})
+    reasons = inconclusive_reasons(rows)
+    assert [r.kind for r in reasons] == ["prompts ignored"] and not reasons[0].metrics
+    assert headline([rows], reasons) == f"inconclusive — {IGNORED}"
+    section = StatisticsSection(StatOptions(), "", pd.DataFrame(), [GroupComparison("", "a", rows)])
+    (found,) = verdict(section)
+    assert list(found.rows["robust"]) == ["inconclusive"] * len(rows)

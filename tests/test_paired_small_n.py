@@ -88,10 +88,11 @@ def test_a_two_owner_comparison_prints_no_interval_and_the_gate_refuses_its_boun
     wide = capsys.readouterr().out
     line = next(ln for ln in wide.splitlines() if "Recall" in ln or "recall" in ln)
     # +50 points on both owners, yet no bounds: 2 owners are below the 6 the paired
-    # interval's coverage was measured on; and the verdict draws no difference beside it.
+    # interval's coverage was measured on; and the verdict draws no difference beside it:
+    # with no test possible on 2 owners it says the comparison cannot tell.
     assert TOO_FEW.format(2) in line, wide
     assert "CI)" not in line and "[" not in line.split(TOO_FEW.format(2))[0].split("pts")[-1]
-    assert "no significant difference" in line
+    assert "inconclusive: no test possible: 2 owners" in line and "better" not in line
     # The bound the gate uses (one lane's, recall 0.5 away from 0 and 1) is refused the same
     # way, in one line.
     assert main(["gate", str(base.path), "--min-recall", "0.4", "--use-bound"]) == 1
@@ -128,7 +129,8 @@ def test_no_verdict_of_a_difference_beside_a_missing_interval(
     wide = capsys.readouterr().out
     line = next(ln for ln in wide.splitlines() if "Recall" in ln or "recall" in ln)
     assert TOO_FEW.format(4) in line and "p = 0.125" in line, wide
-    assert "no significant difference" in line and " better " not in line
+    # The verdict cell says why it cannot tell: no test is possible on 4 owners.
+    assert "inconclusive: no test possible: 4 owners" in line and " better " not in line
 
 
 @pytest.mark.parametrize(("owners", "shown"), [(6, False), (13, False), (14, True)])

@@ -131,11 +131,11 @@ def _print_table(
         f"{len(table)} comparisons\n{tests} primary tests Holm-corrected at alpha "
         f"{options.alpha:g} (the rest exploratory); {options.resamples} resamples over owners"
     )
+    reasons = inconclusive_reasons(table, power=options.power)
     if args.csv == "-":
         table.to_csv(sys.stdout, index=False)
     else:
-        print(wide_text(table) if args.wide else narrow_text(table))
-    reasons = inconclusive_reasons(table, power=options.power)
+        print(wide_text(table, reasons) if args.wide else narrow_text(table, reasons=reasons))
     for reason in reasons:
         say(f"inconclusive: {reason}")
     say(f"verdict: {headline([table], reasons)}")
@@ -143,16 +143,24 @@ def _print_table(
 
 
 def _unsettled(robust: pd.DataFrame, reasons: list[Reason]) -> pd.DataFrame:
-    """``robust`` with each judged rate a reason concerns said to be inconclusive: agreeing
-    judges that could not be read make nothing robust (unreadable verdicts), and on a backend
-    blind to the prompts compared every judge's "no change" says nothing (a reason about the
-    whole comparison concerns every rate)."""
-    said = []
-    rows = zip(robust["lane"], robust["metric"], robust["judge_robust"], strict=True)
-    for lane, metric, value in rows:
-        why = [r.short for r in reasons if r.concerns(str(lane), str(metric))]
-        said.append(f"inconclusive: {'; '.join(dict.fromkeys(why))}" if why else value)
-    return robust.assign(judge_robust=said)
+    """``robust`` with each judged rate a reason concerns said to be inconclusive: under each
+    judge ``inconclusive``, in the summary with the reasons (the table stays one line a rate).
+    Agreeing judges that could not be read make nothing robust (unreadable verdicts), and on a
+    backend blind to the prompts compared every judge's "no change" says nothing (a reason
+    about the whole comparison concerns every rate)."""
+    from memlab.scoring.comparing.inconclusive import inconclusive_text
+
+    said = [
+        inconclusive_text(reasons, str(lane), str(metric))
+        for lane, metric in zip(robust["lane"], robust["metric"], strict=True)
+    ]
+    judges = {
+        column: ["inconclusive" if why else v for why, v in zip(said, robust[column], strict=True)]
+        for column in robust.columns
+        if column.startswith("verdict:")
+    }
+    summary = [why or v for why, v in zip(said, robust["judge_robust"], strict=True)]
+    return robust.assign(**judges, judge_robust=summary)
 
 
 def _compare(args: argparse.Namespace) -> int:

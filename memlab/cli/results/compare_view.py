@@ -3,9 +3,10 @@
 The narrow view fits :data:`WIDTH` columns: one block per configuration under a heading line,
 one row per metric named by its id (what ``--metrics`` takes; a primary one marked ``*``), the
 interval without its level and the p-value (``--wide`` shows both), the verdict without
-"(exploratory)" (an unmarked row is exploratory). Cells too long for the width are cut with
-an ellipsis, never wrapped, so a row stays one line. The wide view is
-:func:`memlab.scoring.comparing.comparison.comparison_text` unchanged.
+"(exploratory)" (an unmarked row is exploratory), or ``inconclusive: <short reasons>`` for a
+metric an inconclusive reason concerns. Cells too long for the width are cut with an ellipsis,
+never wrapped, so a row stays one line. The wide view is
+:func:`memlab.scoring.comparing.comparison.comparison_text` with the same verdicts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from memlab.scoring.comparing.comparison import comparison_text, delta_bounds, describe_mde
+from memlab.scoring.comparing.inconclusive import Reason, inconclusive_text
 from memlab.scoring.inference.coverage import too_few_text
 from memlab.scoring.metric_specs import metric_spec
 
@@ -58,14 +60,22 @@ def _mde(row: pd.Series) -> str:
     return "none" if math.isinf(float(row["mde"])) else describe_mde(row)
 
 
-def narrow_rows(table: pd.DataFrame) -> pd.DataFrame:
+def _verdicts(table: pd.DataFrame, reasons: Sequence[Reason]) -> list[str]:
+    """Each row's verdict, or ``inconclusive: <short reasons>`` when a reason concerns its
+    metric (:meth:`memlab.scoring.comparing.inconclusive.Reason.concerns`)."""
+    rows = zip(table["lane"], table["metric"], table["verdict"], strict=True)
+    return [inconclusive_text(reasons, str(lane), str(m)) or str(v) for lane, m, v in rows]
+
+
+def narrow_rows(table: pd.DataFrame, reasons: Sequence[Reason] = ()) -> pd.DataFrame:
     """The columns a reader needs first, one row per (configuration, metric) of a
     :func:`memlab.scoring.comparing.comparison.compare` table: ``configuration``, ``metric`` (its
     id, marked :data:`PRIMARY_MARK` when primary; the others are exploratory), ``baseline``,
-    ``value``, ``delta [CI]``, ``verdict``, ``MDE`` and ``owners +/-`` (owners better /
-    worse)."""
+    ``value``, ``delta [CI]``, ``verdict`` (``inconclusive: <short reasons>`` when one of
+    ``reasons`` concerns the metric), ``MDE`` and ``owners +/-`` (owners better / worse)."""
     rows = []
-    for _, row in table.iterrows():
+    verdicts = _verdicts(table, reasons) if not table.empty else []
+    for (_, row), verdict in zip(table.iterrows(), verdicts, strict=True):
         spec = metric_spec(str(row["metric"]))
         rows.append(
             {
@@ -74,7 +84,7 @@ def narrow_rows(table: pd.DataFrame) -> pd.DataFrame:
                 "baseline": spec.fmt(row["baseline"]),
                 "value": spec.fmt(row["value"]),
                 "delta [CI]": _delta(row),
-                "verdict": str(row["verdict"]).removesuffix(_EXPLORATORY),
+                "verdict": verdict.removesuffix(_EXPLORATORY),
                 "MDE": _mde(row),
                 "owners +/-": f"{row['owners_better']}/{row['owners_worse']}",
             }
@@ -118,14 +128,15 @@ def fit(
     return [_cut(line, width) for line in _render(frame, left)]
 
 
-def narrow_text(table: pd.DataFrame, width: int = WIDTH) -> str:
-    """The narrow view: under a heading per configuration, its metrics' rows; every line at
-    most ``width`` characters. Columns are aligned across the blocks."""
-    rows = narrow_rows(table)
+def narrow_text(table: pd.DataFrame, width: int = WIDTH, reasons: Sequence[Reason] = ()) -> str:
+    """The narrow view: under a heading per configuration, its metrics' rows (a verdict a
+    reason concerns said inconclusive); every line at most ``width`` characters. Columns are
+    aligned across the blocks."""
+    rows = narrow_rows(table, reasons)
     if rows.empty:
         return ""
     configurations = rows.pop("configuration")
-    lines = fit(rows, width, shrink=["metric", "verdict"], left=["metric"])
+    lines = fit(rows, width, shrink=["verdict", "metric"], left=["metric"])
     header, body = lines[0], lines[1:]
     out: list[str] = []
     for index, configuration in enumerate(configurations):
@@ -143,7 +154,11 @@ def narrow_text(table: pd.DataFrame, width: int = WIDTH) -> str:
     return "\n".join([*out, PRIMARY_NOTE, *notes])
 
 
-def wide_text(table: pd.DataFrame) -> str:
+def wide_text(table: pd.DataFrame, reasons: Sequence[Reason] = ()) -> str:
     """The full-width view: every column of
-    :func:`memlab.scoring.comparing.comparison.comparison_text`."""
-    return str(comparison_text(table).to_string(index=False))
+    :func:`memlab.scoring.comparing.comparison.comparison_text`, a verdict a reason concerns
+    said inconclusive as in the narrow view."""
+    text = comparison_text(table)
+    if not text.empty:
+        text["verdict"] = _verdicts(table, reasons)
+    return str(text.to_string(index=False))

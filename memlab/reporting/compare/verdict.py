@@ -91,12 +91,10 @@ def headline(tables: Sequence[pd.DataFrame], reasons: Sequence[Reason]) -> str:
 
 
 def _unsettled(row: pd.Series, reasons: Sequence[Reason]) -> bool:
-    """Whether a reason concerns this row's metric on its lane, so its significant verdict
-    cannot be taken as found."""
-    return any(
-        str(row["metric"]) in reason.metrics and reason.lane in ("", str(row["lane"]))
-        for reason in reasons
-    )
+    """Whether a reason concerns this row's metric on its lane (:meth:`Reason.concerns`: one
+    about the whole comparison, such as a backend blind to the prompts compared, concerns every
+    metric), so its significant verdict cannot be taken as found."""
+    return any(reason.concerns(str(row["lane"]), str(row["metric"])) for reason in reasons)
 
 
 def _judge_splits(robust: pd.DataFrame) -> set[tuple[str, str, str]]:

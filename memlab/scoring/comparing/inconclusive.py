@@ -48,6 +48,7 @@ __all__ = [
     "echoed_prompt",
     "ignored_prompts",
     "inconclusive_reasons",
+    "inconclusive_text",
     "missing_primary",
     "too_few_owners",
     "undetectable",
@@ -128,6 +129,14 @@ class Reason:
         echoes the prompt, replies failing to parse on both sides) concerns every metric, one
         about some metrics only those; one about no single lane concerns every lane."""
         return (not self.metrics or metric in self.metrics) and self.lane in ("", lane)
+
+
+def inconclusive_text(reasons: Sequence[Reason], lane: str, metric: str) -> str:
+    """What a table shows for ``metric`` of the candidate lane ``lane`` in place of its verdict:
+    ``inconclusive: <short>; <short>`` with each reason that concerns it
+    (:meth:`Reason.concerns`), each short once; "" when none does (its verdict stands)."""
+    why = dict.fromkeys(r.short for r in reasons if r.concerns(lane, metric))
+    return f"inconclusive: {'; '.join(why)}" if why else ""
 
 
 @dataclass(frozen=True)
