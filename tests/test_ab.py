@@ -185,6 +185,17 @@ def test_ab_on_a_profile_that_ignores_prompts_is_inconclusive_and_the_gate_fails
         assert line.endswith(said), line
     assert {line.split()[2] for line in judged[1:]} == set(judged_metrics()), judged
 
+    # The report's statistics section: every compared metric's row says so too.
+    from memlab.reporting.statistics import section_markdown, statistics_section
+
+    lines = section_markdown(statistics_section([memlab.load_run(base), run]))
+    header = next(ln for ln in lines if ln.startswith("| configuration |"))
+    column = [c.strip() for c in header.split("|")].index("verdict")
+    verdict_cells = [
+        ln.split("|")[column].strip() for ln in lines if ln.startswith(f"| {cand.name}: ")
+    ]
+    assert len(verdict_cells) == compared and set(verdict_cells) == {said}, lines
+
     # --allow-inconclusive: exit 0, the verdicts still say inconclusive (replays reused).
     assert (
         main(_ab(tmp_path, "sim:careful", "--qa", "--name", "blind", "--allow-inconclusive")) == 0

@@ -37,7 +37,7 @@ from memlab.scoring.inference.paired_tests import (
     min_test_owners,
     owners_to_detect,
 )
-from memlab.scoring.metric_specs import primary_metrics
+from memlab.scoring.metric_specs import metric_spec, primary_metrics
 from memlab.simulation.profile import load_profile
 
 IGNORED = "the backend ignores prompts"
@@ -546,3 +546,53 @@ def test_the_report_marks_every_difference_a_whole_comparison_reason_concerns() 
     section = StatisticsSection(StatOptions(), "", pd.DataFrame(), [GroupComparison("", "a", rows)])
     (found,) = verdict(section)
     assert list(found.rows["robust"]) == ["inconclusive"] * len(rows)
+
+
+def test_the_reports_statistics_section_says_inconclusive_for_the_metrics_a_reason_concerns() -> (
+    None
+):
+    """The statistics section's rows (Markdown and HTML) read ``inconclusive: <short>`` for a
+    metric a reason concerns and keep the raw verdict of every other; the comparison behind
+    them keeps the raw verdicts."""
+    from html import escape
+
+    from memlab.reporting.statistics import (
+        GroupComparison,
+        StatisticsSection,
+        section_html,
+        section_markdown,
+    )
+    from memlab.scoring.inference.stats import StatOptions
+
+    metrics = {"recall": "worse", "qa_accuracy": "worse", "qa_judge_error_rate": "worse"}
+    unreadable = {"qa_judge_error_rate": (0.0, JUDGE_UNREADABLE_SHARE + 0.5)}
+    blind = {"reads_prompts": False, "simulated": True}
+    cases = {
+        # Unreadable verdicts name the judged rates only: recall keeps its verdict.
+        "unreadable": ComparedPair(_facts("a"), _facts("b"), 20, unreadable),
+        # A backend blind to the prompts compared names no metric: every one is concerned.
+        "blind": ComparedPair(_facts("a", **blind), _facts("b", prompt="other", **blind), 20),
+    }
+    for case, pair in cases.items():
+        rows = _significant(pair, metrics).assign(mde=0.05)  # tests with something to show
+        (reason,) = inconclusive_reasons(rows)
+        covered = set(reason.metrics) if reason.metrics else set(metrics)
+        assert ("recall" in covered) == (case == "blind")
+        expected = {
+            m: f"inconclusive: {reason.short}" if m in covered else v for m, v in metrics.items()
+        }
+        found = GroupComparison("", "a", rows, (reason,))
+        section = StatisticsSection(StatOptions(), "", pd.DataFrame(), [found])
+        lines = section_markdown(section)
+        header = next(ln for ln in lines if ln.startswith("| configuration |"))
+        column = [c.strip() for c in header.split("|")].index("verdict")
+        cells = [[c.strip() for c in ln.split("|")] for ln in lines if ln.startswith("| b: x |")]
+        titles = {metric_spec(m).title: m for m in metrics}
+        shown = {titles[row[2]]: row[column] for row in cells}
+        assert shown == expected, (case, lines)
+        page = "".join(section_html(section))
+        between = column - 3  # cells between the metric's (column 2) and the verdict's
+        for metric, said in expected.items():
+            title, cell = (re.escape(escape(t)) for t in (metric_spec(metric).title, said))
+            assert re.search(rf"<td>{title}</td>(<td>[^<]*</td>){{{between}}}<td>{cell}</td>", page)
+        assert list(rows["verdict"]) == list(metrics.values())  # the comparison stays raw

@@ -28,6 +28,7 @@ from memlab.reporting.groups import (
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparison import Lane, compare_lanes, comparison_text
+from memlab.scoring.comparing.inconclusive import Reason, inconclusive_reasons, inconclusive_text
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.paired_tests import min_detectable_effect
 from memlab.scoring.inference.stats import StatOptions, bootstrap
@@ -61,6 +62,9 @@ class GroupComparison:
     table: pd.DataFrame
     """:func:`memlab.scoring.comparing.comparison.compare_lanes` rows (those not applicable left
     out)."""
+    reasons: tuple[Reason, ...] = ()
+    """Why the comparison cannot say whether a configuration is better
+    (:func:`memlab.scoring.comparing.inconclusive.inconclusive_reasons`)."""
 
     @property
     def informative(self) -> pd.Series:
@@ -72,9 +76,18 @@ class GroupComparison:
 
     def text(self, rows: pd.Series | None = None) -> pd.DataFrame:
         """:func:`memlab.scoring.comparing.comparison.comparison_text` of ``rows`` (default:
-        all)."""
+        all), the verdict of a metric one of :attr:`reasons` concerns read ``inconclusive:
+        <short reasons>`` (:func:`memlab.scoring.comparing.inconclusive.inconclusive_text`), as
+        in ``memlab compare``'s tables; the stored comparison keeps the raw verdict."""
         chosen = self.table if rows is None else self.table[rows]
-        return comparison_text(chosen)
+        text = comparison_text(chosen)
+        if not text.empty:
+            shown = zip(chosen["lane"], chosen["metric"], text["verdict"], strict=True)
+            text["verdict"] = [
+                inconclusive_text(self.reasons, str(lane), str(metric)) or str(verdict)
+                for lane, metric, verdict in shown
+            ]
+        return text
 
 
 @dataclass(frozen=True)
@@ -216,7 +229,9 @@ def _group_comparisons(
         if (table.loc[table["title"] == title, "verdict"] == "not applicable").all()
     ]
     title = group.title if titled else ""
-    return GroupComparison(title, group.baseline, table[~unused].reset_index(drop=True))
+    kept = table[~unused].reset_index(drop=True)
+    reasons = tuple(inconclusive_reasons(kept, power=options.power))
+    return GroupComparison(title, group.baseline, kept, reasons)
 
 
 def statistics_section(runs: Sequence[Run], *, allow_mixed: bool = False) -> StatisticsSection:
