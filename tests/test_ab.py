@@ -185,16 +185,23 @@ def test_ab_on_a_profile_that_ignores_prompts_is_inconclusive_and_the_gate_fails
         assert line.endswith(said), line
     assert {line.split()[2] for line in judged[1:]} == set(judged_metrics()), judged
 
-    # The report's statistics section: every compared metric's row says so too.
-    from memlab.reporting.statistics import section_markdown, statistics_section
-
-    lines = section_markdown(statistics_section([memlab.load_run(base), run]))
+    # The report: every row of its statistics section and of its QA differences under every
+    # judge says so too, in the Markdown summary and the HTML page.
+    paths = memlab.build_report([memlab.load_run(base), run], tmp_path / "report")
+    lines = paths.markdown.read_text(encoding="utf-8").splitlines()
     header = next(ln for ln in lines if ln.startswith("| configuration |"))
     column = [c.strip() for c in header.split("|")].index("verdict")
     verdict_cells = [
         ln.split("|")[column].strip() for ln in lines if ln.startswith(f"| {cand.name}: ")
     ]
     assert len(verdict_cells) == compared and set(verdict_cells) == {said}, lines
+    robust = lines[lines.index("### Differences against the baseline, under every judge") + 2 :]
+    robust = [[c.strip() for c in ln.split("|")[1:-1]] for ln in robust[: robust.index("")]][2:]
+    assert {row[3] for row in robust} == set(judged_metrics()), robust
+    assert all(row[4:] == ["inconclusive"] * judges + [said] for row in robust), robust
+    page = paths.html.read_text(encoding="utf-8")
+    assert page.count(f"<td>{said}</td>") == compared + len(robust), page
+    assert "<td>no change</td><td>no change</td>" not in page  # no raw verdict beside delta
 
     # --allow-inconclusive: exit 0, the verdicts still say inconclusive (replays reused).
     assert (

@@ -596,3 +596,39 @@ def test_the_reports_statistics_section_says_inconclusive_for_the_metrics_a_reas
             title, cell = (re.escape(escape(t)) for t in (metric_spec(metric).title, said))
             assert re.search(rf"<td>{title}</td>(<td>[^<]*</td>){{{between}}}<td>{cell}</td>", page)
         assert list(rows["verdict"]) == list(metrics.values())  # the comparison stays raw
+
+
+def test_the_reports_judge_table_says_inconclusive_for_the_rates_a_reason_concerns() -> None:
+    """The QA section's differences under every judge: a rate a reason of its group's
+    comparison concerns reads inconclusive under each judge and says why under every judge;
+    another rate, or the same rate of a lane the reason is not about, keeps its verdicts."""
+    from memlab.reporting.qa.qa_section import robust_inconclusive
+    from memlab.reporting.statistics import GroupComparison
+    from memlab.scoring.comparing.inconclusive import Reason
+
+    reason = Reason(
+        "too few owners", "x: qa_accuracy: ...", "too few owners", "x", ("qa_accuracy",)
+    )
+    compared = pd.DataFrame({"run": ["b", "b"], "lane": ["x", "y"], "metric": ["recall"] * 2})
+    found = GroupComparison("", "a", compared, (reason,))
+    cells = [("x", "qa_accuracy"), ("x", "qa_abstain_accuracy"), ("y", "qa_accuracy")]
+    robust = pd.DataFrame(
+        {
+            "run": ["b"] * 3,
+            "configuration": [lane for lane, _ in cells],
+            "metric": [metric for _, metric in cells],
+            "verdict:strict": ["worse"] * 3,
+            "verdict:lenient": ["no change"] * 3,
+            "under every judge": ["depends on the judge"] * 3,
+        }
+    )
+    shown = robust_inconclusive(robust, [found])
+    for i, (lane, metric) in enumerate(cells):
+        concerned = lane == reason.lane and metric in reason.metrics
+        expected = (
+            ["inconclusive", "inconclusive", f"inconclusive: {reason.short}"]
+            if concerned
+            else ["worse", "no change", "depends on the judge"]
+        )
+        assert list(shown.iloc[i, 3:]) == expected, (lane, metric)
+    assert list(robust["verdict:strict"]) == ["worse"] * 3  # the table given is not changed

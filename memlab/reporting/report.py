@@ -39,7 +39,7 @@ from memlab.reporting.forgetting_section import forgetting_section
 from memlab.reporting.groups import lane_groups
 from memlab.reporting.markdown import md_escape
 from memlab.reporting.operations import operations_section
-from memlab.reporting.qa.qa_section import qa_error_notes, qa_section
+from memlab.reporting.qa.qa_section import qa_error_notes, qa_section, robust_inconclusive
 from memlab.reporting.report_render import ReportContent, render_html, render_markdown
 from memlab.reporting.statistics import statistics_section
 from memlab.reporting.tables import compare_table, config_table, fact_diff, worst_failures
@@ -182,7 +182,11 @@ def build_report(
     ]
     qa = qa_section(runs, allow_mixed=allow_mixed)
     if qa is not None:  # what the introduction states is not stated twice
-        qa = replace(qa, banners=[b for b in qa.banners if b not in stats.banners])
+        qa = replace(
+            qa,
+            banners=[b for b in qa.banners if b not in stats.banners],
+            robust=robust_inconclusive(qa.robust, stats.comparisons),
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     configs, changed = config_table(runs)

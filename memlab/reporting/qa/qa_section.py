@@ -58,11 +58,13 @@ from memlab.reporting.qa.qa_tables import (
     threshold_notes,
 )
 from memlab.reporting.statistics import (
+    GroupComparison,
     stacked,
     titled_tables_html,
     titled_tables_markdown,
 )
 from memlab.runs.run import Run
+from memlab.scoring.comparing.inconclusive import inconclusive_text
 from memlab.scoring.qa.qa_metrics import accuracy_table, interval_note
 from memlab.scoring.qa.qa_verdicts import errors_sentence
 
@@ -76,6 +78,7 @@ __all__ = [
     "qa_markdown",
     "qa_section",
     "qa_text",
+    "robust_inconclusive",
 ]
 
 QA_CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
@@ -258,6 +261,32 @@ def _robust_display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.rename(columns={"lane": "configuration", "judge_robust": "under every judge"})
     shown.insert(0, "against", shown.pop("baseline_lane"))
     return shown.drop(columns=["baseline_run"])
+
+
+def robust_inconclusive(
+    robust: pd.DataFrame, comparisons: Sequence[GroupComparison]
+) -> pd.DataFrame:
+    """The section's table of differences under every judge (:attr:`QASection.robust`) with
+    each judged rate an inconclusive reason of its group's comparison concerns
+    (:func:`memlab.scoring.comparing.inconclusive.inconclusive_text`) said inconclusive: under
+    each judge ``inconclusive``, under every judge with the reasons, as in ``memlab compare``;
+    every other rate as it was."""
+    if robust.empty:
+        return robust
+    said = [""] * len(robust)
+    for found in comparisons:
+        lanes = set(zip(found.table["run"], found.table["lane"], strict=True))
+        rows = zip(robust["run"], robust["configuration"], robust["metric"], strict=True)
+        for i, (run, lane, metric) in enumerate(rows):
+            if (run, lane) in lanes:
+                said[i] = said[i] or inconclusive_text(found.reasons, str(lane), str(metric))
+    judges = {
+        column: ["inconclusive" if why else v for why, v in zip(said, robust[column], strict=True)]
+        for column in robust.columns
+        if str(column).startswith("verdict:")
+    }
+    every = [why or v for why, v in zip(said, robust["under every judge"], strict=True)]
+    return robust.assign(**judges, **{"under every judge": every})
 
 
 _TABLES = (
