@@ -148,19 +148,14 @@ def _unsettled(robust: pd.DataFrame, reasons: list[Reason]) -> pd.DataFrame:
     Agreeing judges that could not be read make nothing robust (unreadable verdicts), and on a
     backend blind to the prompts compared every judge's "no change" says nothing (a reason
     about the whole comparison concerns every rate)."""
+    from memlab.reporting.qa.qa_section import said_inconclusive
     from memlab.scoring.comparing.inconclusive import inconclusive_text
 
     said = [
         inconclusive_text(reasons, str(lane), str(metric))
         for lane, metric in zip(robust["lane"], robust["metric"], strict=True)
     ]
-    judges = {
-        column: ["inconclusive" if why else v for why, v in zip(said, robust[column], strict=True)]
-        for column in robust.columns
-        if column.startswith("verdict:")
-    }
-    summary = [why or v for why, v in zip(said, robust["judge_robust"], strict=True)]
-    return robust.assign(**judges, judge_robust=summary)
+    return said_inconclusive(robust, said, "judge_robust")
 
 
 def _compare(args: argparse.Namespace) -> int:

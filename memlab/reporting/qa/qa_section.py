@@ -79,6 +79,7 @@ __all__ = [
     "qa_section",
     "qa_text",
     "robust_inconclusive",
+    "said_inconclusive",
 ]
 
 QA_CHARTS: tuple[tuple[str, Callable[[Run], Figure]], ...] = (
@@ -280,13 +281,21 @@ def robust_inconclusive(
         for i, (run, lane, metric) in enumerate(rows):
             if (run, lane) in lanes:
                 said[i] = said[i] or inconclusive_text(found.reasons, str(lane), str(metric))
+    return said_inconclusive(robust, said, "under every judge")
+
+
+def said_inconclusive(robust: pd.DataFrame, said: Sequence[str], summary: str) -> pd.DataFrame:
+    """A table of differences under every judge with each row whose ``said`` text is not empty
+    (:func:`memlab.scoring.comparing.inconclusive.inconclusive_text`) inconclusive: under each
+    judge (``verdict:<judge>`` columns) ``inconclusive``, in its ``summary`` column that text;
+    the other rows as they were. One rule for the report's table and ``memlab compare``'s."""
     judges = {
         column: ["inconclusive" if why else v for why, v in zip(said, robust[column], strict=True)]
         for column in robust.columns
         if str(column).startswith("verdict:")
     }
-    every = [why or v for why, v in zip(said, robust["under every judge"], strict=True)]
-    return robust.assign(**judges, **{"under every judge": every})
+    every = [why or v for why, v in zip(said, robust[summary], strict=True)]
+    return robust.assign(**judges, **{summary: every})
 
 
 _TABLES = (
