@@ -394,12 +394,12 @@ class BatchDecoder:
         import numpy as np
 
         lib = self._lib
-        row = lib.llama_get_logits_ith(self._ctx, index)
-        best = int(np.argmax(np.ctypeslib.as_array(row, shape=(self._llm.n_vocab(),))))
+        scores = self._scores(index)
+        best = int(np.argmax(scores))
         if lane.request.grammar is not None:
             self.grammar_tokens += 1
             grammar = lib.llama_sampler_chain_get(lane.sampler, 0)
-            candidate = lib.llama_token_data(best, row[best], 0.0)
+            candidate = lib.llama_token_data(best, float(scores[best]), 0.0)
             one = lib.llama_token_data_array(ctypes.pointer(candidate), 1, -1, False)
             lib.llama_sampler_apply(grammar, ctypes.byref(one))
             if candidate.logit == float("-inf"):  # ruled out: the full pass (it accepts)
@@ -412,11 +412,17 @@ class BatchDecoder:
         """The best token of row ``index`` that the lane's mask allows (greedy)."""
         import numpy as np
 
-        n_vocab = self._llm.n_vocab()
-        row = self._lib.llama_get_logits_ith(self._ctx, index)
-        scores = np.ctypeslib.as_array(row, shape=(n_vocab,)).copy()
+        scores = self._scores(index).copy()  # the mask writes into it
         seen = np.asarray(lane.request.tokens + lane.generated, dtype=np.intc)
         return int(np.argmax(lane.request.mask(seen, scores)))
+
+    def _scores(self, index: int) -> Any:
+        """The logits of batch row ``index``: a view of llama.cpp's buffer, valid until the
+        next decode step."""
+        import numpy as np
+
+        row = self._lib.llama_get_logits_ith(self._ctx, index)
+        return np.ctypeslib.as_array(row, shape=(self._llm.n_vocab(),))
 
     def _text(self, lane: _Lane) -> str:
         data: bytes = self._llm.detokenize(lane.generated, prev_tokens=lane.request.tokens)
