@@ -28,7 +28,7 @@ from memlab.reporting.groups import (
 from memlab.reporting.markdown import md_escape, md_table_head, md_table_row
 from memlab.runs.run import Run
 from memlab.scoring.comparing.comparison import Lane, compare_lanes, comparison_text
-from memlab.scoring.comparing.inconclusive import Reason, inconclusive_reasons, inconclusive_text
+from memlab.scoring.comparing.inconclusive import Reason, inconclusive_reasons, shown_verdicts
 from memlab.scoring.inference.estimators import estimator
 from memlab.scoring.inference.paired_tests import min_detectable_effect
 from memlab.scoring.inference.stats import StatOptions, bootstrap
@@ -82,11 +82,7 @@ class GroupComparison:
         chosen = self.table if rows is None else self.table[rows]
         text = comparison_text(chosen)
         if not text.empty:
-            shown = zip(chosen["lane"], chosen["metric"], text["verdict"], strict=True)
-            text["verdict"] = [
-                inconclusive_text(self.reasons, str(lane), str(metric)) or str(verdict)
-                for lane, metric, verdict in shown
-            ]
+            text["verdict"] = shown_verdicts(chosen, list(text["verdict"]), self.reasons)
         return text
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from memlab.scoring.comparing.comparison import comparison_text, delta_bounds, describe_mde
-from memlab.scoring.comparing.inconclusive import Reason, inconclusive_text
+from memlab.scoring.comparing.inconclusive import Reason, shown_verdicts
 from memlab.scoring.inference.coverage import too_few_text
 from memlab.scoring.metric_specs import metric_spec
 
@@ -60,13 +60,6 @@ def _mde(row: pd.Series) -> str:
     return "none" if math.isinf(float(row["mde"])) else describe_mde(row)
 
 
-def _verdicts(table: pd.DataFrame, reasons: Sequence[Reason]) -> list[str]:
-    """Each row's verdict, or ``inconclusive: <short reasons>`` when a reason concerns its
-    metric (:meth:`memlab.scoring.comparing.inconclusive.Reason.concerns`)."""
-    rows = zip(table["lane"], table["metric"], table["verdict"], strict=True)
-    return [inconclusive_text(reasons, str(lane), str(m)) or str(v) for lane, m, v in rows]
-
-
 def narrow_rows(table: pd.DataFrame, reasons: Sequence[Reason] = ()) -> pd.DataFrame:
     """The columns a reader needs first, one row per (configuration, metric) of a
     :func:`memlab.scoring.comparing.comparison.compare` table: ``configuration``, ``metric`` (its
@@ -74,7 +67,7 @@ def narrow_rows(table: pd.DataFrame, reasons: Sequence[Reason] = ()) -> pd.DataF
     ``value``, ``delta [CI]``, ``verdict`` (``inconclusive: <short reasons>`` when one of
     ``reasons`` concerns the metric), ``MDE`` and ``owners +/-`` (owners better / worse)."""
     rows = []
-    verdicts = _verdicts(table, reasons) if not table.empty else []
+    verdicts = shown_verdicts(table, list(table["verdict"]), reasons) if not table.empty else []
     for (_, row), verdict in zip(table.iterrows(), verdicts, strict=True):
         spec = metric_spec(str(row["metric"]))
         rows.append(
@@ -160,5 +153,5 @@ def wide_text(table: pd.DataFrame, reasons: Sequence[Reason] = ()) -> str:
     said inconclusive as in the narrow view."""
     text = comparison_text(table)
     if not text.empty:
-        text["verdict"] = _verdicts(table, reasons)
+        text["verdict"] = shown_verdicts(table, list(table["verdict"]), reasons)
     return str(text.to_string(index=False))

@@ -268,11 +268,12 @@ def _metric_line(row: pd.Series, reasons: list[Reason]) -> str:
     """The gate's line for a metric that did not fail: ``inconclusive: lane: metric: why`` when
     a reason concerns it (the backend ignores prompts concerns every metric), else ``ok``."""
     from memlab.scoring.comparing.comparison import describe, describe_mde
+    from memlab.scoring.comparing.inconclusive import concerning
 
     lane, metric = str(row["lane"]), str(row["metric"])
-    why = [reason.short for reason in reasons if reason.concerns(lane, metric)]
+    why = concerning(reasons, lane, metric)
     if why:
-        return f"inconclusive: {lane}: {metric}: {'; '.join(dict.fromkeys(why))}"
+        return f"inconclusive: {lane}: {metric}: {why}"
     # "no change" has no interval: the MDE says what it could have detected.
     sized = f" (MDE {describe_mde(row)})" if row["verdict"] == "no change" else ""
     return f"ok {lane}: {metric} {describe(row)}{sized}"

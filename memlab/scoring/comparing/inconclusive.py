@@ -45,11 +45,13 @@ __all__ = [
     "Reason",
     "ReasonCheck",
     "Undetectable",
+    "concerning",
     "echoed_prompt",
     "ignored_prompts",
     "inconclusive_reasons",
     "inconclusive_text",
     "missing_primary",
+    "shown_verdicts",
     "too_few_owners",
     "undetectable",
     "unparsed_replies",
@@ -131,12 +133,27 @@ class Reason:
         return (not self.metrics or metric in self.metrics) and self.lane in ("", lane)
 
 
+def concerning(reasons: Sequence[Reason], lane: str, metric: str) -> str:
+    """The short texts of the reasons that concern ``metric`` of the candidate lane ``lane``
+    (:meth:`Reason.concerns`), each once, joined by "; "; "" when none does."""
+    return "; ".join(dict.fromkeys(r.short for r in reasons if r.concerns(lane, metric)))
+
+
 def inconclusive_text(reasons: Sequence[Reason], lane: str, metric: str) -> str:
     """What a table shows for ``metric`` of the candidate lane ``lane`` in place of its verdict:
-    ``inconclusive: <short>; <short>`` with each reason that concerns it
-    (:meth:`Reason.concerns`), each short once; "" when none does (its verdict stands)."""
-    why = dict.fromkeys(r.short for r in reasons if r.concerns(lane, metric))
-    return f"inconclusive: {'; '.join(why)}" if why else ""
+    ``inconclusive: <short>; <short>`` (:func:`concerning`); "" when no reason concerns it (its
+    verdict stands)."""
+    why = concerning(reasons, lane, metric)
+    return f"inconclusive: {why}" if why else ""
+
+
+def shown_verdicts(
+    table: pd.DataFrame, verdicts: Sequence[str], reasons: Sequence[Reason]
+) -> list[str]:
+    """``verdicts`` (one per row of the comparison ``table``) as a table shows them: a row's
+    :func:`inconclusive_text` in place of its verdict when a reason concerns its metric."""
+    rows = zip(table["lane"], table["metric"], verdicts, strict=True)
+    return [inconclusive_text(reasons, str(lane), str(m)) or str(v) for lane, m, v in rows]
 
 
 @dataclass(frozen=True)
